@@ -1,0 +1,8 @@
+//! The vimp desktop app and its command line.
+//!
+//! `vimp` is one binary: the window (menus, rendering, prediction) and the
+//! headless modes for tests, benchmarks and home servers. This library holds what
+//! the binary runs, so that tests can call it too.
+
+pub mod cli;
+pub mod schema_cmd;

@@ -1,0 +1,67 @@
+//! vimp's wire formats and protocol logic: plain Rust, no Bevy, no sockets, no clock.
+//!
+//! Everything that crosses the wire between a vimp host and its clients is defined
+//! here, as plain types that take bytes (and, where time matters, `now`) and return
+//! bytes, events and values. The host (`vimp-host`) and the desktop client (`vimp`)
+//! are the only places that own sockets, threads and clocks.
+//!
+//! ```text
+//!            host (vimp-host)                                client (vimp)
+//!  ECS rows ──► snapshot::pack ──► [frame bytes] ──► snapshot::unpack ──► interp::Interpolator
+//!    ▲            (schema-driven, v5)                       │  player block     │ others, 100 ms back
+//!    │                                                      ▼                   ▼
+//!  KeyState ◄── input::decode_events ◄── [input bytes] ◄── KeyState ──► predictor ──► divergence
+//! ```
+//!
+//! - [`schema`]: the declarative snapshot schema (keys, kinds, fields, roles) and its validation.
+//! - [`snapshot`]: the binary frame v5, byte-exact to the spec, and [`round2`].
+//! - [`interp`]: the interpolation buffer (render time = server time − 100 ms).
+//! - [`input`]: key events (`seq:action:name` and a compact binary form), the key
+//!   table and [`KeyState`], the one rule both host and predictor use.
+//! - [`divergence`]: the prediction divergence detector.
+//!
+//! A round trip:
+//!
+//! ```
+//! use vimp_netcode::prelude::*;
+//!
+//! let schema = SnapshotSchema::from_json(r#"{ "keys": {
+//!     "m1": { "id": 1, "kind": "indexed8", "class": "hot", "fields": [
+//!         { "name": "x", "ty": "f32", "interp": "lerp" }, { "name": "team", "ty": "u8" } ] } } }"#)?;
+//! let frame = Frame {
+//!     seq: 1,
+//!     server_time_ms: 33.0,
+//!     player: None,
+//!     blocks: vec![(1, Block::Indexed8(vec![(4, Some(vec![FieldValue::F32(1.5), FieldValue::U8(2)]))]))],
+//! };
+//! let mut bytes = Vec::new();
+//! pack(&schema, &frame, &mut bytes)?;
+//! assert_eq!(unpack(&schema, &bytes)?, frame);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub mod divergence;
+pub mod input;
+pub mod interp;
+pub mod schema;
+pub mod snapshot;
+
+pub use divergence::{DivergenceConfig, DivergenceDetector, DivergenceRecord, wrap_angle};
+pub use input::{InputError, InputEvent, KeyAction, KeyBits, KeyKind, KeySpec, KeyState, KeyTable};
+pub use interp::{InterpolationConfig, Interpolator, Sample};
+pub use schema::{
+    BlockClass, BlockKind, BlockSchema, FieldSchema, FieldType, Interp, Role, SNAPSHOT_FORMAT_VERSION, SchemaError,
+    SnapshotSchema,
+};
+pub use snapshot::{
+    Block, DecodeError, FieldValue, Frame, PLAYER_STATE_LEN, PackError, PlayerBlock, Row, pack, round2, unpack,
+};
+
+/// The types most users of the crate need.
+pub mod prelude {
+    pub use crate::{
+        Block, BlockClass, BlockKind, BlockSchema, DecodeError, FieldSchema, FieldType, FieldValue, Frame, InputEvent,
+        Interp, InterpolationConfig, Interpolator, KeyState, KeyTable, PLAYER_STATE_LEN, PackError, PlayerBlock, Row,
+        SnapshotSchema, pack, round2, unpack,
+    };
+}

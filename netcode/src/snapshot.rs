@@ -1,0 +1,991 @@
+//! The binary snapshot frame, format version 5: packer, unpacker and the values they carry.
+//!
+//! A frame is what the host sends every snapshot tick (30 Hz) on port 5
+//! (`SHOT_DATA`). Its body is driven by a [`SnapshotSchema`]: the game declares the
+//! keys and their rows, this module lays them out byte for byte as the spec's
+//! tables say. Every multi-byte number is big-endian.
+//!
+//! # Frame layout
+//!
+//! The spec fixes the body; the header is ours, and is this:
+//!
+//! | offset | size | field | notes |
+//! |---|---|---|---|
+//! | 0 | 1 | `version` | [`SNAPSHOT_FORMAT_VERSION`] (5); any other value is rejected |
+//! | 1 | 4 | `seq` | u32, the frame's sequence number, +1 per frame |
+//! | 5 | 8 | `serverTime` | f64, the host's match time in milliseconds |
+//! | 13 | 1 | `flags` | bit 0: a player block follows; bit 1: `centering` (only with bit 0); other bits 0 |
+//! | 14 | 36 | player block | only with flag bit 0: u32 `lastInputSeq`, then [`PLAYER_STATE_LEN`] raw f32 |
+//! | … | … | body | `[u8 keyId][block]` for each key with content this tick, to the end of the frame |
+//!
+//! # Blocks
+//!
+//! | kind | count prefix | row |
+//! |---|---|---|
+//! | `indexed8` | u8 | u8 id, u8 hasData, fields |
+//! | `indexed32` | u16 | u32 id, u8 hasData, fields |
+//! | `list16` | u16 | fields |
+//! | `indexedNoNull8` | u8 | u8 index, fields |
+//!
+//! `hasData` is 0 for null (the entity was removed: no fields follow) and 1 for a
+//! row; any other value is an error. When the key declares `optionalFrom`, the
+//! fields of a row start with a flag byte: 1 — the optional tail follows the
+//! required fields, 0 — the row ends after them. The packer writes the tail only
+//! when one of its values is non-zero, and the unpacker always returns rows of
+//! full width, reading an absent tail as zeros ("the body rests").
+//!
+//! # Rounding
+//!
+//! Every f32 of the body is meant to carry two decimals: the host rounds with
+//! [`round2`] what it packs, the packer writes f32 as they are, and the unpacker
+//! passes every body f32 through [`round2`] again. The player block is the
+//! exception: prediction needs full precision, so it travels and arrives raw.
+
+use thiserror::Error;
+
+use crate::schema::{BlockKind, BlockSchema, FieldType, SNAPSHOT_FORMAT_VERSION, SnapshotSchema};
+
+/// Number of f32 in the player block: the whole reconciliation channel of the local actor.
+pub const PLAYER_STATE_LEN: usize = 8;
+
+/// Bytes of the frame header without a player block.
+pub const HEADER_LEN: usize = 14;
+
+/// Bytes of the player block.
+pub const PLAYER_BLOCK_LEN: usize = 4 + 4 * PLAYER_STATE_LEN;
+
+const FLAG_PLAYER: u8 = 0b01;
+const FLAG_CENTERING: u8 = 0b10;
+
+/// Rounds to two decimals and back to f32, the way every body f32 is carried.
+///
+/// Computed in f64 (`round(v × 100) / 100`, halves away from zero) so that it is
+/// idempotent over the range game coordinates live in. Non-finite values pass through.
+pub fn round2(v: f32) -> f32 {
+    if !v.is_finite() {
+        return v;
+    }
+    ((v as f64 * 100.0).round() / 100.0) as f32
+}
+
+/// One cell of a row, typed as its field.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum FieldValue {
+    /// An `f32` field.
+    F32(f32),
+    /// A `u8` field.
+    U8(u8),
+    /// A `u16` field.
+    U16(u16),
+    /// A `u32` field.
+    U32(u32),
+}
+
+impl FieldValue {
+    /// The zero of type `ty`.
+    pub fn zero(ty: FieldType) -> Self {
+        match ty {
+            FieldType::F32 => FieldValue::F32(0.0),
+            FieldType::U8 => FieldValue::U8(0),
+            FieldType::U16 => FieldValue::U16(0),
+            FieldType::U32 => FieldValue::U32(0),
+        }
+    }
+
+    /// The value's type.
+    pub fn ty(self) -> FieldType {
+        match self {
+            FieldValue::F32(_) => FieldType::F32,
+            FieldValue::U8(_) => FieldType::U8,
+            FieldValue::U16(_) => FieldType::U16,
+            FieldValue::U32(_) => FieldType::U32,
+        }
+    }
+
+    /// Whether the value is zero (`-0.0` counts as zero).
+    pub fn is_zero(self) -> bool {
+        match self {
+            FieldValue::F32(v) => v == 0.0,
+            FieldValue::U8(v) => v == 0,
+            FieldValue::U16(v) => v == 0,
+            FieldValue::U32(v) => v == 0,
+        }
+    }
+
+    /// The value as f32 (a u32 above 2^24 loses precision).
+    pub fn as_f32(self) -> f32 {
+        match self {
+            FieldValue::F32(v) => v,
+            FieldValue::U8(v) => v as f32,
+            FieldValue::U16(v) => v as f32,
+            FieldValue::U32(v) => v as f32,
+        }
+    }
+
+    /// The value as u32 (an f32 is truncated toward zero and saturated).
+    pub fn as_u32(self) -> u32 {
+        match self {
+            FieldValue::F32(v) => v as u32,
+            FieldValue::U8(v) => v as u32,
+            FieldValue::U16(v) => v as u32,
+            FieldValue::U32(v) => v,
+        }
+    }
+}
+
+/// A row: one value per field of its key, in schema order.
+pub type Row = Vec<FieldValue>;
+
+/// One key's content in a frame, shaped as its [`BlockKind`].
+#[derive(Clone, Debug, PartialEq)]
+pub enum Block {
+    /// `indexed8`: (u8 id, row or `None` = removed).
+    Indexed8(Vec<(u8, Option<Row>)>),
+    /// `indexed32`: (u32 id, row or `None` = removed).
+    Indexed32(Vec<(u32, Option<Row>)>),
+    /// `list16`: anonymous rows.
+    List16(Vec<Row>),
+    /// `indexedNoNull8`: (u8 slot index, row).
+    IndexedNoNull8(Vec<(u8, Row)>),
+}
+
+impl Block {
+    /// An empty block of `kind`.
+    pub fn empty(kind: BlockKind) -> Self {
+        match kind {
+            BlockKind::Indexed8 => Block::Indexed8(Vec::new()),
+            BlockKind::Indexed32 => Block::Indexed32(Vec::new()),
+            BlockKind::List16 => Block::List16(Vec::new()),
+            BlockKind::IndexedNoNull8 => Block::IndexedNoNull8(Vec::new()),
+        }
+    }
+
+    /// The block's wire shape.
+    pub fn kind(&self) -> BlockKind {
+        match self {
+            Block::Indexed8(_) => BlockKind::Indexed8,
+            Block::Indexed32(_) => BlockKind::Indexed32,
+            Block::List16(_) => BlockKind::List16,
+            Block::IndexedNoNull8(_) => BlockKind::IndexedNoNull8,
+        }
+    }
+
+    /// Number of rows (nulls included).
+    pub fn len(&self) -> usize {
+        match self {
+            Block::Indexed8(r) => r.len(),
+            Block::Indexed32(r) => r.len(),
+            Block::List16(r) => r.len(),
+            Block::IndexedNoNull8(r) => r.len(),
+        }
+    }
+
+    /// Whether the block has no rows (such a block is not written).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Rows as `(id, row)`: the id widened to u32 (`None` for `list16`), the row `None` for null.
+    pub fn entries(&self) -> Box<dyn Iterator<Item = (Option<u32>, Option<&Row>)> + '_> {
+        match self {
+            Block::Indexed8(r) => Box::new(r.iter().map(|(id, row)| (Some(*id as u32), row.as_ref()))),
+            Block::Indexed32(r) => Box::new(r.iter().map(|(id, row)| (Some(*id), row.as_ref()))),
+            Block::List16(r) => Box::new(r.iter().map(|row| (None, Some(row)))),
+            Block::IndexedNoNull8(r) => Box::new(r.iter().map(|(id, row)| (Some(*id as u32), Some(row)))),
+        }
+    }
+}
+
+/// The player block: the authoritative state of the receiving player's own actor.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PlayerBlock {
+    /// The newest input seq the host had applied when it built this state.
+    pub last_input_seq: u32,
+    /// The actor's state, raw (never rounded): the game decides what the 8 floats mean.
+    pub state: [f32; PLAYER_STATE_LEN],
+    /// The game's centering flag (tanks: the gun is centering).
+    pub centering: bool,
+}
+
+/// A whole snapshot frame.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Frame {
+    /// Sequence number, +1 per frame.
+    pub seq: u32,
+    /// The host's match time when the frame was built, in milliseconds.
+    pub server_time_ms: f64,
+    /// The receiving player's own state; `None` for spectators.
+    pub player: Option<PlayerBlock>,
+    /// `(key id, block)` for each key with content, in wire order.
+    pub blocks: Vec<(u8, Block)>,
+}
+
+impl Frame {
+    /// The block of key `id`, if the frame carries it.
+    pub fn block(&self, id: u8) -> Option<&Block> {
+        self.blocks.iter().find(|(k, _)| *k == id).map(|(_, b)| b)
+    }
+}
+
+/// Why a frame could not be packed: the game handed rows that do not fit its schema.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum PackError {
+    /// A block for a key id the schema does not have.
+    #[error("key id {0} is not in the snapshot schema")]
+    UnknownKey(u8),
+    /// Two blocks of one key in a frame.
+    #[error("key `{0}` appears twice in one frame")]
+    DuplicateKey(String),
+    /// The block's shape is not the key's kind.
+    #[error("key `{key}` is {want:?}, the block is {got:?}")]
+    KindMismatch {
+        /// The key.
+        key: String,
+        /// The schema's kind.
+        want: BlockKind,
+        /// The block's kind.
+        got: BlockKind,
+    },
+    /// More rows than the kind's counter holds.
+    #[error("key `{key}`: {count} rows, at most {max} fit")]
+    TooManyRows {
+        /// The key.
+        key: String,
+        /// Rows given.
+        count: usize,
+        /// The kind's maximum.
+        max: usize,
+    },
+    /// A row is neither full width nor exactly its required part.
+    #[error("key `{key}` row {row}: {got} fields, expected {want}")]
+    RowWidth {
+        /// The key.
+        key: String,
+        /// The row's position in the block.
+        row: usize,
+        /// Fields given.
+        got: usize,
+        /// Fields expected.
+        want: usize,
+    },
+    /// A value's type is not its field's.
+    #[error("key `{key}` row {row} field `{field}`: a {got} value in a {want} field")]
+    FieldType {
+        /// The key.
+        key: String,
+        /// The row's position in the block.
+        row: usize,
+        /// The field's name.
+        field: String,
+        /// The field's type.
+        want: FieldType,
+        /// The value's type.
+        got: FieldType,
+    },
+}
+
+/// Why bytes are not a valid frame. Nothing in the unpacker panics on any input.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum DecodeError {
+    /// The frame ends before a field that must be there.
+    #[error("frame truncated at byte {at}: {what} needs {need} more byte(s)")]
+    Truncated {
+        /// Offset where the missing field starts.
+        at: usize,
+        /// What was being read.
+        what: &'static str,
+        /// Bytes missing.
+        need: usize,
+    },
+    /// A frame of another format version.
+    #[error("snapshot format version {found}, this build speaks {SNAPSHOT_FORMAT_VERSION}")]
+    Version {
+        /// The version byte found.
+        found: u8,
+    },
+    /// The header's flag byte has unknown bits set, or centering without a player block.
+    #[error("bad header flags {0:#04x}")]
+    HeaderFlags(u8),
+    /// A key id the schema does not have.
+    #[error("unknown snapshot key id {key} at byte {at}")]
+    UnknownKey {
+        /// The key id.
+        key: u8,
+        /// Its offset.
+        at: usize,
+    },
+    /// A key that appears twice in one frame.
+    #[error("snapshot key id {key} appears twice (second at byte {at})")]
+    DuplicateKey {
+        /// The key id.
+        key: u8,
+        /// The offset of the second occurrence.
+        at: usize,
+    },
+    /// A `hasData` byte other than 0 or 1.
+    #[error("key id {key}: hasData byte {value} at byte {at}")]
+    HasData {
+        /// The key id.
+        key: u8,
+        /// The byte found.
+        value: u8,
+        /// Its offset.
+        at: usize,
+    },
+    /// An optional-tail flag byte other than 0 or 1.
+    #[error("key id {key}: optional-tail flag byte {value} at byte {at}")]
+    TailFlag {
+        /// The key id.
+        key: u8,
+        /// The byte found.
+        value: u8,
+        /// Its offset.
+        at: usize,
+    },
+}
+
+/// Packs `frame` into `out` (appended), byte-exact to the spec. Empty blocks are skipped.
+pub fn pack(schema: &SnapshotSchema, frame: &Frame, out: &mut Vec<u8>) -> Result<(), PackError> {
+    let start = out.len();
+    let result = pack_inner(schema, frame, out);
+    if result.is_err() {
+        out.truncate(start);
+    }
+    result
+}
+
+fn pack_inner(schema: &SnapshotSchema, frame: &Frame, out: &mut Vec<u8>) -> Result<(), PackError> {
+    out.push(SNAPSHOT_FORMAT_VERSION);
+    out.extend_from_slice(&frame.seq.to_be_bytes());
+    out.extend_from_slice(&frame.server_time_ms.to_be_bytes());
+    match &frame.player {
+        None => out.push(0),
+        Some(p) => {
+            out.push(FLAG_PLAYER | if p.centering { FLAG_CENTERING } else { 0 });
+            out.extend_from_slice(&p.last_input_seq.to_be_bytes());
+            for v in p.state {
+                out.extend_from_slice(&v.to_be_bytes());
+            }
+        }
+    }
+    let mut seen = [false; 256];
+    for (id, block) in &frame.blocks {
+        let (name, bs) = schema.by_id(*id).ok_or(PackError::UnknownKey(*id))?;
+        if std::mem::replace(&mut seen[*id as usize], true) {
+            return Err(PackError::DuplicateKey(name.to_owned()));
+        }
+        if block.is_empty() {
+            continue;
+        }
+        pack_block(name, bs, block, out)?;
+    }
+    Ok(())
+}
+
+/// Packs one key's `[u8 keyId][block]` into `out`.
+pub fn pack_block(name: &str, bs: &BlockSchema, block: &Block, out: &mut Vec<u8>) -> Result<(), PackError> {
+    if block.kind() != bs.kind {
+        return Err(PackError::KindMismatch { key: name.to_owned(), want: bs.kind, got: block.kind() });
+    }
+    let count = block.len();
+    if count > bs.kind.max_rows() {
+        return Err(PackError::TooManyRows { key: name.to_owned(), count, max: bs.kind.max_rows() });
+    }
+    out.push(bs.id);
+    match block {
+        Block::Indexed8(rows) => {
+            out.push(count as u8);
+            for (i, (id, row)) in rows.iter().enumerate() {
+                out.push(*id);
+                pack_nullable(name, bs, i, row.as_deref(), out)?;
+            }
+        }
+        Block::Indexed32(rows) => {
+            out.extend_from_slice(&(count as u16).to_be_bytes());
+            for (i, (id, row)) in rows.iter().enumerate() {
+                out.extend_from_slice(&id.to_be_bytes());
+                pack_nullable(name, bs, i, row.as_deref(), out)?;
+            }
+        }
+        Block::List16(rows) => {
+            out.extend_from_slice(&(count as u16).to_be_bytes());
+            for (i, row) in rows.iter().enumerate() {
+                pack_row(name, bs, i, row, out)?;
+            }
+        }
+        Block::IndexedNoNull8(rows) => {
+            out.push(count as u8);
+            for (i, (id, row)) in rows.iter().enumerate() {
+                out.push(*id);
+                pack_row(name, bs, i, row, out)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn pack_nullable(
+    name: &str,
+    bs: &BlockSchema,
+    i: usize,
+    row: Option<&[FieldValue]>,
+    out: &mut Vec<u8>,
+) -> Result<(), PackError> {
+    match row {
+        None => {
+            out.push(0);
+            Ok(())
+        }
+        Some(row) => {
+            out.push(1);
+            pack_row(name, bs, i, row, out)
+        }
+    }
+}
+
+fn pack_row(name: &str, bs: &BlockSchema, i: usize, row: &[FieldValue], out: &mut Vec<u8>) -> Result<(), PackError> {
+    let required = bs.required_width();
+    let width = bs.width();
+    if row.len() != width && row.len() != required {
+        return Err(PackError::RowWidth { key: name.to_owned(), row: i, got: row.len(), want: width });
+    }
+    let written = if bs.optional_from.is_some() {
+        let with_tail = row.len() == width && row[required..].iter().any(|v| !v.is_zero());
+        out.push(with_tail as u8);
+        if with_tail { width } else { required }
+    } else {
+        width
+    };
+    for (v, f) in row[..written].iter().zip(&bs.fields) {
+        match (*v, f.ty) {
+            (FieldValue::F32(x), FieldType::F32) => out.extend_from_slice(&x.to_be_bytes()),
+            (FieldValue::U8(x), FieldType::U8) => out.push(x),
+            (FieldValue::U16(x), FieldType::U16) => out.extend_from_slice(&x.to_be_bytes()),
+            (FieldValue::U32(x), FieldType::U32) => out.extend_from_slice(&x.to_be_bytes()),
+            (v, want) => {
+                return Err(PackError::FieldType {
+                    key: name.to_owned(),
+                    row: i,
+                    field: f.name.clone(),
+                    want,
+                    got: v.ty(),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Reads a frame. Body f32 pass through [`round2`]; the player block arrives raw.
+pub fn unpack(schema: &SnapshotSchema, bytes: &[u8]) -> Result<Frame, DecodeError> {
+    let mut r = Reader { bytes, at: 0 };
+    let version = r.u8("version")?;
+    if version != SNAPSHOT_FORMAT_VERSION {
+        return Err(DecodeError::Version { found: version });
+    }
+    let seq = r.u32("frame seq")?;
+    let server_time_ms = f64::from_be_bytes(r.array("server time")?);
+    let flags = r.u8("header flags")?;
+    if flags & !(FLAG_PLAYER | FLAG_CENTERING) != 0 || flags == FLAG_CENTERING {
+        return Err(DecodeError::HeaderFlags(flags));
+    }
+    let player = if flags & FLAG_PLAYER != 0 {
+        let last_input_seq = r.u32("lastInputSeq")?;
+        let mut state = [0.0; PLAYER_STATE_LEN];
+        for v in &mut state {
+            *v = f32::from_be_bytes(r.array("player state")?);
+        }
+        Some(PlayerBlock { last_input_seq, state, centering: flags & FLAG_CENTERING != 0 })
+    } else {
+        None
+    };
+    let mut blocks = Vec::new();
+    let mut seen = [false; 256];
+    while !r.is_empty() {
+        let at = r.at;
+        let key = r.u8("key id")?;
+        let (_, bs) = schema.by_id(key).ok_or(DecodeError::UnknownKey { key, at })?;
+        if std::mem::replace(&mut seen[key as usize], true) {
+            return Err(DecodeError::DuplicateKey { key, at });
+        }
+        blocks.push((key, unpack_block(bs, &mut r)?));
+    }
+    Ok(Frame { seq, server_time_ms, player, blocks })
+}
+
+fn unpack_block(bs: &BlockSchema, r: &mut Reader<'_>) -> Result<Block, DecodeError> {
+    // Every row takes at least one byte, so a count past the end fails on the first
+    // missing row; capping the reservation keeps a lying count from allocating.
+    let cap = |count: usize, r: &Reader<'_>| count.min(r.remaining());
+    Ok(match bs.kind {
+        BlockKind::Indexed8 => {
+            let count = r.u8("row count")? as usize;
+            let mut rows = Vec::with_capacity(cap(count, r));
+            for _ in 0..count {
+                let id = r.u8("row id")?;
+                rows.push((id, unpack_nullable(bs, r)?));
+            }
+            Block::Indexed8(rows)
+        }
+        BlockKind::Indexed32 => {
+            let count = r.u16("row count")? as usize;
+            let mut rows = Vec::with_capacity(cap(count, r));
+            for _ in 0..count {
+                let id = r.u32("row id")?;
+                rows.push((id, unpack_nullable(bs, r)?));
+            }
+            Block::Indexed32(rows)
+        }
+        BlockKind::List16 => {
+            let count = r.u16("row count")? as usize;
+            let mut rows = Vec::with_capacity(cap(count, r));
+            for _ in 0..count {
+                rows.push(unpack_row(bs, r)?);
+            }
+            Block::List16(rows)
+        }
+        BlockKind::IndexedNoNull8 => {
+            let count = r.u8("row count")? as usize;
+            let mut rows = Vec::with_capacity(cap(count, r));
+            for _ in 0..count {
+                let id = r.u8("row index")?;
+                rows.push((id, unpack_row(bs, r)?));
+            }
+            Block::IndexedNoNull8(rows)
+        }
+    })
+}
+
+fn unpack_nullable(bs: &BlockSchema, r: &mut Reader<'_>) -> Result<Option<Row>, DecodeError> {
+    let at = r.at;
+    match r.u8("hasData")? {
+        0 => Ok(None),
+        1 => unpack_row(bs, r).map(Some),
+        value => Err(DecodeError::HasData { key: bs.id, value, at }),
+    }
+}
+
+fn unpack_row(bs: &BlockSchema, r: &mut Reader<'_>) -> Result<Row, DecodeError> {
+    let written = match bs.optional_from {
+        None => bs.width(),
+        Some(from) => {
+            let at = r.at;
+            match r.u8("optional-tail flag")? {
+                0 => from,
+                1 => bs.width(),
+                value => return Err(DecodeError::TailFlag { key: bs.id, value, at }),
+            }
+        }
+    };
+    let mut row = Vec::with_capacity(bs.width());
+    for f in &bs.fields[..written] {
+        row.push(match f.ty {
+            FieldType::F32 => FieldValue::F32(round2(f32::from_be_bytes(r.array("f32 field")?))),
+            FieldType::U8 => FieldValue::U8(r.u8("u8 field")?),
+            FieldType::U16 => FieldValue::U16(r.u16("u16 field")?),
+            FieldType::U32 => FieldValue::U32(r.u32("u32 field")?),
+        });
+    }
+    row.extend(bs.fields[written..].iter().map(|f| FieldValue::zero(f.ty)));
+    Ok(row)
+}
+
+/// A cursor over untrusted bytes: every read is bounds-checked.
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl Reader<'_> {
+    fn is_empty(&self) -> bool {
+        self.at >= self.bytes.len()
+    }
+
+    fn remaining(&self) -> usize {
+        self.bytes.len().saturating_sub(self.at)
+    }
+
+    fn array<const N: usize>(&mut self, what: &'static str) -> Result<[u8; N], DecodeError> {
+        let end = self.at.checked_add(N).filter(|&e| e <= self.bytes.len());
+        let Some(end) = end else {
+            return Err(DecodeError::Truncated { at: self.at, what, need: N - self.remaining() });
+        };
+        let mut a = [0; N];
+        a.copy_from_slice(&self.bytes[self.at..end]);
+        self.at = end;
+        Ok(a)
+    }
+
+    fn u8(&mut self, what: &'static str) -> Result<u8, DecodeError> {
+        self.array::<1>(what).map(|a| a[0])
+    }
+
+    fn u16(&mut self, what: &'static str) -> Result<u16, DecodeError> {
+        self.array(what).map(u16::from_be_bytes)
+    }
+
+    fn u32(&mut self, what: &'static str) -> Result<u32, DecodeError> {
+        self.array(what).map(u32::from_be_bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::schema::{BlockClass, FieldSchema, Interp};
+
+    fn f(name: &str, ty: FieldType) -> FieldSchema {
+        FieldSchema::new(name, ty)
+    }
+
+    /// A small schema with one key of every kind, ids 1..=4, and an optional tail on key 4.
+    fn schema() -> SnapshotSchema {
+        SnapshotSchema::new([
+            (
+                "p".to_owned(),
+                BlockSchema::new(1, BlockKind::Indexed8, BlockClass::Hot)
+                    .field(f("x", FieldType::F32).interp(Interp::Lerp))
+                    .field(f("team", FieldType::U8)),
+            ),
+            (
+                "s".to_owned(),
+                BlockSchema::new(2, BlockKind::Indexed32, BlockClass::Hot)
+                    .field(f("hp", FieldType::U16))
+                    .field(f("owner", FieldType::U32)),
+            ),
+            ("e".to_owned(), BlockSchema::new(3, BlockKind::List16, BlockClass::Event).field(f("r", FieldType::F32))),
+            (
+                "d".to_owned(),
+                BlockSchema::new(4, BlockKind::IndexedNoNull8, BlockClass::Hot)
+                    .field(f("x", FieldType::F32))
+                    .field(f("vx", FieldType::F32))
+                    .field(f("spin", FieldType::U8))
+                    .optional_from(1),
+            ),
+        ])
+        .expect("valid test schema")
+    }
+
+    fn frame(blocks: Vec<(u8, Block)>) -> Frame {
+        Frame { seq: 7, server_time_ms: 0.5, player: None, blocks }
+    }
+
+    /// The header of [`frame`] as bytes: version 5, seq 7, time 0.5 ms (f64 0x3FE0…), flags 0.
+    const HEADER: [u8; 14] = [5, 0, 0, 0, 7, 0x3F, 0xE0, 0, 0, 0, 0, 0, 0, 0];
+
+    fn packed(f: &Frame) -> Vec<u8> {
+        let mut out = Vec::new();
+        pack(&schema(), f, &mut out).expect("pack");
+        out
+    }
+
+    fn body(f: &Frame) -> Vec<u8> {
+        let bytes = packed(f);
+        assert_eq!(bytes[..HEADER_LEN], HEADER, "header bytes");
+        bytes[HEADER_LEN..].to_vec()
+    }
+
+    #[test]
+    fn golden_header_with_player_block() {
+        let mut state = [0.0f32; PLAYER_STATE_LEN];
+        state[0] = 1.0; // 0x3F800000
+        state[7] = -2.0; // 0xC0000000
+        let fr = Frame {
+            seq: 0x0102_0304,
+            server_time_ms: 1000.0, // 0x408F400000000000
+            player: Some(PlayerBlock { last_input_seq: 258, state, centering: true }),
+            blocks: vec![],
+        };
+        let mut want = vec![5, 1, 2, 3, 4, 0x40, 0x8F, 0x40, 0, 0, 0, 0, 0, 0b11, 0, 0, 1, 2];
+        want.extend_from_slice(&[0x3F, 0x80, 0, 0]);
+        want.extend_from_slice(&[0; 4 * 6]);
+        want.extend_from_slice(&[0xC0, 0, 0, 0]);
+        assert_eq!(packed(&fr), want);
+        assert_eq!(want.len(), HEADER_LEN + PLAYER_BLOCK_LEN);
+        assert_eq!(unpack(&schema(), &want), Ok(fr));
+    }
+
+    #[test]
+    fn player_block_is_not_rounded() {
+        let mut state = [0.0f32; PLAYER_STATE_LEN];
+        state[3] = 1.23456;
+        let fr = Frame {
+            seq: 1,
+            server_time_ms: 8.333,
+            player: Some(PlayerBlock { last_input_seq: 9, state, centering: false }),
+            blocks: vec![(3, Block::List16(vec![vec![FieldValue::F32(1.23456)]]))],
+        };
+        let back = unpack(&schema(), &packed(&fr)).expect("unpack");
+        assert_eq!(back.player.map(|p| p.state[3]), Some(1.23456));
+        assert_eq!(back.block(3), Some(&Block::List16(vec![vec![FieldValue::F32(1.23)]])));
+    }
+
+    #[test]
+    fn golden_indexed8() {
+        // u8 count 2; row id 3 hasData 1 x=1.5 (0x3FC00000) team=2; row id 9 hasData 0 (null).
+        let fr = frame(vec![(
+            1,
+            Block::Indexed8(vec![(3, Some(vec![FieldValue::F32(1.5), FieldValue::U8(2)])), (9, None)]),
+        )]);
+        let want = [1, 2, 3, 1, 0x3F, 0xC0, 0, 0, 2, 9, 0];
+        assert_eq!(body(&fr), want);
+        assert_eq!(unpack(&schema(), &packed(&fr)), Ok(fr));
+    }
+
+    #[test]
+    fn golden_indexed32() {
+        // u16 count 2; row u32 id 0x01000002 hasData 1 hp=0x0102 owner=0xDEADBEEF; row id 5 null.
+        let fr = frame(vec![(
+            2,
+            Block::Indexed32(vec![
+                (0x0100_0002, Some(vec![FieldValue::U16(0x0102), FieldValue::U32(0xDEAD_BEEF)])),
+                (5, None),
+            ]),
+        )]);
+        let want = [2, 0, 2, 1, 0, 0, 2, 1, 1, 2, 0xDE, 0xAD, 0xBE, 0xEF, 0, 0, 0, 5, 0];
+        assert_eq!(body(&fr), want);
+        assert_eq!(unpack(&schema(), &packed(&fr)), Ok(fr));
+    }
+
+    #[test]
+    fn golden_list16() {
+        // u16 count 3; fields only: r = 2.0 (0x40000000), -1.0 (0xBF800000), 0.25 (0x3E800000).
+        let fr = frame(vec![(
+            3,
+            Block::List16(vec![vec![FieldValue::F32(2.0)], vec![FieldValue::F32(-1.0)], vec![FieldValue::F32(0.25)]]),
+        )]);
+        let want = [3, 0, 3, 0x40, 0, 0, 0, 0xBF, 0x80, 0, 0, 0x3E, 0x80, 0, 0];
+        assert_eq!(body(&fr), want);
+        assert_eq!(unpack(&schema(), &packed(&fr)), Ok(fr));
+    }
+
+    #[test]
+    fn golden_indexed_no_null8_with_optional_tail() {
+        // u8 count 2; slot 0: flag 0, x = 1.0 (the tail is all zero, not written);
+        // slot 4: flag 1, x = 2.0, vx = -2.0, spin = 7.
+        let resting = vec![FieldValue::F32(1.0), FieldValue::F32(0.0), FieldValue::U8(0)];
+        let moving = vec![FieldValue::F32(2.0), FieldValue::F32(-2.0), FieldValue::U8(7)];
+        let fr = frame(vec![(4, Block::IndexedNoNull8(vec![(0, resting), (4, moving)]))]);
+        let want = [4, 2, 0, 0, 0x3F, 0x80, 0, 0, 4, 1, 0x40, 0, 0, 0, 0xC0, 0, 0, 0, 7];
+        assert_eq!(body(&fr), want);
+        assert_eq!(unpack(&schema(), &packed(&fr)), Ok(fr), "an absent tail unpacks as zeros");
+    }
+
+    #[test]
+    fn a_row_may_be_given_without_its_tail() {
+        let short = frame(vec![(4, Block::IndexedNoNull8(vec![(1, vec![FieldValue::F32(3.0)])]))]);
+        assert_eq!(body(&short), [4, 1, 1, 0, 0x40, 0x40, 0, 0]);
+        let back = unpack(&schema(), &packed(&short)).expect("unpack");
+        let full = vec![FieldValue::F32(3.0), FieldValue::F32(0.0), FieldValue::U8(0)];
+        assert_eq!(back.block(4), Some(&Block::IndexedNoNull8(vec![(1, full)])), "always full width");
+    }
+
+    #[test]
+    fn empty_blocks_are_not_written() {
+        let fr = frame(vec![(3, Block::List16(vec![])), (1, Block::Indexed8(vec![]))]);
+        assert_eq!(body(&fr), [] as [u8; 0]);
+    }
+
+    #[test]
+    fn pack_errors_name_the_key() {
+        let s = schema();
+        let mut out = vec![0xAA];
+        let bad = [
+            (frame(vec![(9, Block::List16(vec![]))]), PackError::UnknownKey(9)),
+            (
+                frame(vec![(3, Block::Indexed8(vec![(1, None)]))]),
+                PackError::KindMismatch { key: "e".into(), want: BlockKind::List16, got: BlockKind::Indexed8 },
+            ),
+            (
+                frame(vec![(3, Block::List16(vec![vec![]]))]),
+                PackError::RowWidth { key: "e".into(), row: 0, got: 0, want: 1 },
+            ),
+            (
+                frame(vec![(3, Block::List16(vec![vec![FieldValue::U8(1)]]))]),
+                PackError::FieldType {
+                    key: "e".into(),
+                    row: 0,
+                    field: "r".into(),
+                    want: FieldType::F32,
+                    got: FieldType::U8,
+                },
+            ),
+            (
+                frame(vec![(1, Block::Indexed8(vec![(0, None); 256]))]),
+                PackError::TooManyRows { key: "p".into(), count: 256, max: 255 },
+            ),
+            (frame(vec![(3, Block::List16(vec![])), (3, Block::List16(vec![]))]), PackError::DuplicateKey("e".into())),
+        ];
+        for (fr, want) in bad {
+            assert_eq!(pack(&s, &fr, &mut out), Err(want));
+            assert_eq!(out, [0xAA], "a failed pack leaves the buffer as it was");
+        }
+    }
+
+    #[test]
+    fn decode_errors() {
+        let s = schema();
+        let ok =
+            packed(&frame(vec![(1, Block::Indexed8(vec![(3, Some(vec![FieldValue::F32(1.5), FieldValue::U8(2)]))]))]));
+        let with = |i: usize, b: u8| {
+            let mut v = ok.clone();
+            v[i] = b;
+            v
+        };
+        assert_eq!(unpack(&s, &with(0, 4)), Err(DecodeError::Version { found: 4 }));
+        assert_eq!(unpack(&s, &with(13, 0b100)), Err(DecodeError::HeaderFlags(0b100)));
+        assert_eq!(unpack(&s, &with(13, 0b10)), Err(DecodeError::HeaderFlags(0b10)));
+        assert_eq!(unpack(&s, &with(14, 77)), Err(DecodeError::UnknownKey { key: 77, at: 14 }));
+        assert_eq!(unpack(&s, &with(17, 2)), Err(DecodeError::HasData { key: 1, value: 2, at: 17 }));
+        // A count past the end of the frame.
+        assert_eq!(unpack(&s, &with(15, 2)), Err(DecodeError::Truncated { at: ok.len(), what: "row id", need: 1 }));
+        // The same key twice.
+        let mut twice = ok.clone();
+        twice.extend_from_slice(&ok[HEADER_LEN..]);
+        assert_eq!(unpack(&s, &twice), Err(DecodeError::DuplicateKey { key: 1, at: ok.len() }));
+        // Every truncation is an error, never a panic.
+        for cut in (0..HEADER_LEN).chain(HEADER_LEN + 1..ok.len()) {
+            assert!(matches!(unpack(&s, &ok[..cut]), Err(DecodeError::Truncated { .. })), "cut at {cut}");
+        }
+        // The header alone is a frame with nothing in it.
+        assert_eq!(unpack(&s, &ok[..HEADER_LEN]).map(|f| f.blocks.len()), Ok(0));
+        // A bad tail flag.
+        let tail = packed(&frame(vec![(4, Block::IndexedNoNull8(vec![(0, vec![FieldValue::F32(1.0)])]))]));
+        let mut bad = tail.clone();
+        bad[HEADER_LEN + 3] = 2;
+        assert_eq!(unpack(&s, &bad), Err(DecodeError::TailFlag { key: 4, value: 2, at: HEADER_LEN + 3 }));
+    }
+
+    #[test]
+    fn round2_examples() {
+        assert_eq!(round2(1.234), 1.23);
+        assert_eq!(round2(1.235_001), 1.24);
+        assert_eq!(round2(-0.004), -0.0);
+        assert_eq!(round2(-12.345_67), -12.35);
+        assert_eq!(round2(100.0), 100.0);
+        assert!(round2(f32::NAN).is_nan());
+        assert_eq!(round2(f32::INFINITY), f32::INFINITY);
+    }
+
+    fn value_of(ty: FieldType) -> BoxedStrategy<FieldValue> {
+        match ty {
+            FieldType::F32 => (-1.0e5f32..1.0e5).prop_map(FieldValue::F32).boxed(),
+            FieldType::U8 => any::<u8>().prop_map(FieldValue::U8).boxed(),
+            FieldType::U16 => any::<u16>().prop_map(FieldValue::U16).boxed(),
+            FieldType::U32 => any::<u32>().prop_map(FieldValue::U32).boxed(),
+        }
+    }
+
+    fn field_type() -> impl Strategy<Value = FieldType> {
+        prop_oneof![Just(FieldType::F32), Just(FieldType::U8), Just(FieldType::U16), Just(FieldType::U32)]
+    }
+
+    fn kind() -> impl Strategy<Value = BlockKind> {
+        prop_oneof![
+            Just(BlockKind::Indexed8),
+            Just(BlockKind::Indexed32),
+            Just(BlockKind::List16),
+            Just(BlockKind::IndexedNoNull8)
+        ]
+    }
+
+    /// A random one-key schema and a block of random rows (some with a zero tail).
+    fn schema_and_block() -> impl Strategy<Value = (SnapshotSchema, Block)> {
+        (kind(), prop::collection::vec(field_type(), 1..6), any::<u8>(), any::<prop::sample::Index>()).prop_flat_map(
+            |(kind, types, id, tail)| {
+                let optional_from = (types.len() > 1).then(|| 1 + tail.index(types.len() - 1));
+                let mut bs = BlockSchema::new(id, kind, BlockClass::Hot);
+                for (i, ty) in types.iter().enumerate() {
+                    bs = bs.field(FieldSchema::new(format!("f{i}"), *ty));
+                }
+                bs.optional_from = optional_from;
+                let schema = SnapshotSchema::new([("k".to_owned(), bs)]).expect("random schema is valid");
+                let row = types
+                    .iter()
+                    .enumerate()
+                    .map(|(i, ty)| {
+                        let v = value_of(*ty);
+                        // Zero the tail now and then so both tail forms are exercised.
+                        if optional_from.is_some_and(|f| i >= f) {
+                            prop_oneof![v, Just(FieldValue::zero(*ty))].boxed()
+                        } else {
+                            v
+                        }
+                    })
+                    .collect::<Vec<_>>();
+                let rows = prop::collection::vec((any::<u32>(), any::<bool>(), row), 1..20);
+                (Just(schema), rows.prop_map(move |rows| make_block(kind, rows)))
+            },
+        )
+    }
+
+    fn make_block(kind: BlockKind, rows: Vec<(u32, bool, Row)>) -> Block {
+        match kind {
+            BlockKind::Indexed8 => {
+                Block::Indexed8(rows.into_iter().map(|(id, some, r)| (id as u8, some.then_some(r))).collect())
+            }
+            BlockKind::Indexed32 => {
+                Block::Indexed32(rows.into_iter().map(|(id, some, r)| (id, some.then_some(r))).collect())
+            }
+            BlockKind::List16 => Block::List16(rows.into_iter().map(|(_, _, r)| r).collect()),
+            BlockKind::IndexedNoNull8 => {
+                Block::IndexedNoNull8(rows.into_iter().map(|(id, _, r)| (id as u8, r)).collect())
+            }
+        }
+    }
+
+    fn rounded(block: &Block) -> Block {
+        let r = |row: &Row| -> Row {
+            row.iter()
+                .map(|v| match v {
+                    FieldValue::F32(x) => FieldValue::F32(round2(*x)),
+                    v => *v,
+                })
+                .collect()
+        };
+        match block {
+            Block::Indexed8(rows) => Block::Indexed8(rows.iter().map(|(i, row)| (*i, row.as_ref().map(r))).collect()),
+            Block::Indexed32(rows) => Block::Indexed32(rows.iter().map(|(i, row)| (*i, row.as_ref().map(r))).collect()),
+            Block::List16(rows) => Block::List16(rows.iter().map(r).collect()),
+            Block::IndexedNoNull8(rows) => Block::IndexedNoNull8(rows.iter().map(|(i, row)| (*i, r(row))).collect()),
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn random_rows_round_trip_after_round2((schema, block) in schema_and_block(), seq: u32, t in 0.0f64..1e9) {
+            let id = schema.keys().next().map(|(_, b)| b.id).expect("one key");
+            let fr = Frame { seq, server_time_ms: t, player: None, blocks: vec![(id, block.clone())] };
+            let mut out = Vec::new();
+            pack(&schema, &fr, &mut out).expect("pack");
+            let back = unpack(&schema, &out).expect("unpack");
+            prop_assert_eq!(back.seq, seq);
+            prop_assert_eq!(back.server_time_ms, t);
+            prop_assert_eq!(back.block(id), Some(&rounded(&block)));
+        }
+
+        #[test]
+        fn round2_is_idempotent(v in -1.0e5f32..1.0e5) {
+            let once = round2(v);
+            prop_assert_eq!(round2(once), once);
+            prop_assert!((once - v).abs() <= 0.005 + v.abs() * 1e-6);
+        }
+
+        #[test]
+        fn random_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..256)) {
+            let _ = unpack(&schema(), &bytes);
+        }
+
+        #[test]
+        fn random_blocks_after_a_valid_header_never_panic(key in 1u8..=4, tail in prop::collection::vec(any::<u8>(), 0..256)) {
+            let mut bytes = HEADER.to_vec();
+            bytes.push(key);
+            bytes.extend_from_slice(&tail);
+            let _ = unpack(&schema(), &bytes);
+        }
+    }
+}
