@@ -16,9 +16,25 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run a headless match of bots as fast as possible and print its figures.
+    Sim(crate::sim_cmd::SimArgs),
+    /// Maps: validate map files.
+    #[command(subcommand)]
+    Map(MapCommand),
     /// Snapshot schemas: check a game's declared snapshot keys.
     #[command(subcommand)]
     Schema(SchemaCommand),
+}
+
+/// `vimp map …`
+#[derive(Debug, Subcommand)]
+pub enum MapCommand {
+    /// Validate map files; every problem is printed as `file:field: reason`.
+    Check {
+        /// Map JSON files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
 }
 
 /// `vimp schema …`
@@ -38,6 +54,8 @@ pub enum SchemaCommand {
 /// Runs a parsed command line; returns the process exit code.
 pub fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
+        Command::Sim(args) => crate::sim_cmd::run(&args),
+        Command::Map(MapCommand::Check { files }) => crate::map_cmd::check(&files),
         Command::Schema(SchemaCommand::Check { files, json }) => crate::schema_cmd::check(&files, json),
     }
 }

@@ -5,4 +5,6 @@
 //! the binary runs, so that tests can call it too.
 
 pub mod cli;
+pub mod map_cmd;
 pub mod schema_cmd;
+pub mod sim_cmd;

@@ -27,7 +27,7 @@ fn schema_check_accepts_the_tanks_schema() {
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON report");
     let keys: Vec<&str> =
         report[0]["keys"].as_array().expect("keys").iter().filter_map(|k| k["key"].as_str()).collect();
-    assert_eq!(keys, ["m1", "w1", "w2", "w2e", "c1"]);
+    assert_eq!(keys, ["m1", "w1", "w2", "w2e", "c1", "c2"]);
     // c1: u8 index + tail flag + 3 f32 = 14 bytes at rest, + 3 f32 = 26 with the velocity tail.
     let c1 = &report[0]["keys"][4];
     assert_eq!((c1["rowBytes"].as_u64(), c1["rowBytesWithTail"].as_u64()), (Some(14), Some(26)));

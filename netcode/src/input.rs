@@ -263,7 +263,7 @@ pub fn validate_name(name: &str) -> Result<(), InputError> {
 }
 
 /// Whether a key went down or came up.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum KeyAction {
     /// The key was pressed (`down` on the wire).
     Down,
@@ -300,7 +300,9 @@ impl FromStr for KeyAction {
 }
 
 /// One key event as named in the text form `"seq:action:name"`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+///
+/// Its serde form is a plain struct (dumps and logs); the wire form is the text.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct InputEvent {
     /// The event's sequence number.
     pub seq: u32,

@@ -54,7 +54,8 @@ pub use schema::{
     SnapshotSchema,
 };
 pub use snapshot::{
-    Block, DecodeError, FieldValue, Frame, PLAYER_STATE_LEN, PackError, PlayerBlock, Row, pack, round2, unpack,
+    Block, DecodeError, FieldValue, Frame, PLAYER_STATE_LEN, PackError, PlayerBlock, Row, pack, pack_body, pack_header,
+    round2, unpack,
 };
 
 /// The types most users of the crate need.

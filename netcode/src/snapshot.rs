@@ -69,7 +69,7 @@ pub fn round2(v: f32) -> f32 {
 }
 
 /// One cell of a row, typed as its field.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum FieldValue {
     /// An `f32` field.
     F32(f32),
@@ -137,7 +137,7 @@ impl FieldValue {
 pub type Row = Vec<FieldValue>;
 
 /// One key's content in a frame, shaped as its [`BlockKind`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Block {
     /// `indexed8`: (u8 id, row or `None` = removed).
     Indexed8(Vec<(u8, Option<Row>)>),
@@ -168,6 +168,18 @@ impl Block {
             Block::List16(_) => BlockKind::List16,
             Block::IndexedNoNull8(_) => BlockKind::IndexedNoNull8,
         }
+    }
+
+    /// Appends the rows of `other` (of the same kind); returns `other` back when the kinds differ.
+    pub fn extend(&mut self, other: Block) -> Result<(), Block> {
+        match (self, other) {
+            (Block::Indexed8(a), Block::Indexed8(b)) => a.extend(b),
+            (Block::Indexed32(a), Block::Indexed32(b)) => a.extend(b),
+            (Block::List16(a), Block::List16(b)) => a.extend(b),
+            (Block::IndexedNoNull8(a), Block::IndexedNoNull8(b)) => a.extend(b),
+            (_, other) => return Err(other),
+        }
+        Ok(())
     }
 
     /// Number of rows (nulls included).
@@ -357,10 +369,19 @@ pub fn pack(schema: &SnapshotSchema, frame: &Frame, out: &mut Vec<u8>) -> Result
 }
 
 fn pack_inner(schema: &SnapshotSchema, frame: &Frame, out: &mut Vec<u8>) -> Result<(), PackError> {
+    pack_header(frame.seq, frame.server_time_ms, frame.player.as_ref(), out);
+    pack_body(schema, &frame.blocks, out)
+}
+
+/// Writes a frame header (and the player block, if any) into `out`.
+///
+/// With [`pack_body`] this lets a host pack the body shared by every receiver once
+/// and put a header of each receiver's own in front of it.
+pub fn pack_header(seq: u32, server_time_ms: f64, player: Option<&PlayerBlock>, out: &mut Vec<u8>) {
     out.push(SNAPSHOT_FORMAT_VERSION);
-    out.extend_from_slice(&frame.seq.to_be_bytes());
-    out.extend_from_slice(&frame.server_time_ms.to_be_bytes());
-    match &frame.player {
+    out.extend_from_slice(&seq.to_be_bytes());
+    out.extend_from_slice(&server_time_ms.to_be_bytes());
+    match player {
         None => out.push(0),
         Some(p) => {
             out.push(FLAG_PLAYER | if p.centering { FLAG_CENTERING } else { 0 });
@@ -370,8 +391,13 @@ fn pack_inner(schema: &SnapshotSchema, frame: &Frame, out: &mut Vec<u8>) -> Resu
             }
         }
     }
+}
+
+/// Writes the body (`[u8 keyId][block]` per non-empty block) into `out`; on error `out` is
+/// left with a partial body (use [`pack`] for all-or-nothing).
+pub fn pack_body(schema: &SnapshotSchema, blocks: &[(u8, Block)], out: &mut Vec<u8>) -> Result<(), PackError> {
     let mut seen = [false; 256];
-    for (id, block) in &frame.blocks {
+    for (id, block) in blocks {
         let (name, bs) = schema.by_id(*id).ok_or(PackError::UnknownKey(*id))?;
         if std::mem::replace(&mut seen[*id as usize], true) {
             return Err(PackError::DuplicateKey(name.to_owned()));

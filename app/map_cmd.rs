@@ -1,0 +1,37 @@
+//! `vimp map check`: validates map files and prints every problem as `file:field: reason`.
+
+use std::path::PathBuf;
+
+use vimp_host::engine::map::MapConfig;
+
+/// Checks every file; returns 0 when all are valid, 1 otherwise.
+pub fn check(files: &[PathBuf]) -> anyhow::Result<i32> {
+    let mut failed = 0;
+    for file in files {
+        let label = file.display().to_string();
+        let text = match std::fs::read_to_string(file) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("{label}: {e}");
+                failed += 1;
+                continue;
+            }
+        };
+        match MapConfig::from_json(&label, &text) {
+            Ok(map) => {
+                let (w, h) = (map.map.first().map_or(0, |r| r.len()), map.map.len());
+                println!(
+                    "{label}: ok — \"{}\", {w}×{h} tiles, {} crates, respawns for {} teams",
+                    map.name,
+                    map.physics_dynamic.len(),
+                    map.respawns.len()
+                );
+            }
+            Err(e) => {
+                failed += 1;
+                eprintln!("{e}");
+            }
+        }
+    }
+    Ok(i32::from(failed > 0))
+}

@@ -1,0 +1,152 @@
+//! `vimp sim`: a headless match of bots run as fast as the machine goes, with figures.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::Context;
+use serde_json::json;
+use vimp_host::engine::snapshot::{FrameReceivers, SnapshotStats};
+use vimp_host::tanks::rounds::Round;
+use vimp_host::tanks::tank::Tank;
+use vimp_host::{Host, HostCommand, PlayerId, TanksPlugin};
+
+/// What `vimp sim` was asked to do.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SimArgs {
+    /// The map file.
+    #[arg(long, default_value = "maps/default.json")]
+    pub map: PathBuf,
+    /// Bots in the match (split between the two teams).
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(0..=255))]
+    pub bots: u16,
+    /// Seconds of match time to simulate.
+    #[arg(long, default_value_t = 60.0)]
+    pub seconds: f64,
+    /// The match seed: same map, seed and bots → same match, byte for byte.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Print the figures as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// Dump the match after this tick, restore it into a fresh host, run both to the end and
+    /// fail naming the first tick whose state differs.
+    #[arg(long, value_name = "TICK")]
+    pub check_dump_at: Option<u32>,
+}
+
+fn new_host(args: &SimArgs, map_label: &str, map_text: &str) -> anyhow::Result<Host> {
+    let mut host = Host::new(vimp_host::tanks::init_config(args.seed), TanksPlugin)?;
+    host.load_map_json(map_label, map_text)?;
+    Ok(host)
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() - 1) as f64 * p).round() as usize;
+    sorted[i]
+}
+
+/// Runs the match; returns the exit code (1 when a dump check found a divergence).
+pub fn run(args: &SimArgs) -> anyhow::Result<i32> {
+    let label = args.map.display().to_string();
+    let text = std::fs::read_to_string(&args.map).with_context(|| format!("reading {label}"))?;
+    let mut host = new_host(args, &label, &text)?;
+    let receivers: FrameReceivers = FrameReceivers((0..args.bots).map(|i| PlayerId(i as u8)).collect());
+    for i in 0..args.bots {
+        host.push(HostCommand::Join { player: PlayerId(i as u8), name: format!("bot{i}"), team: None, bot: true });
+    }
+    host.world_mut().insert_resource(receivers.clone());
+
+    let dt = host.world().resource::<vimp_host::engine::schedule::FixedClock>().step;
+    let ticks = (args.seconds / dt).round().max(0.0) as u32;
+    let mut tick_us = Vec::with_capacity(ticks as usize);
+    let mut twin: Option<Host> = None;
+    let mut diverged: Option<u32> = None;
+    let started = Instant::now();
+    let mut last_progress = Instant::now();
+    for _ in 0..ticks {
+        let t0 = Instant::now();
+        host.step();
+        tick_us.push(t0.elapsed().as_secs_f64() * 1e6);
+        host.take_frames();
+        host.take_meta();
+        let tick = host.tick();
+        if let Some(twin) = twin.as_mut() {
+            twin.step();
+            twin.take_frames();
+            twin.take_meta();
+            if diverged.is_none() && host.state_hash()? != twin.state_hash()? {
+                diverged = Some(tick);
+            }
+        }
+        if args.check_dump_at == Some(tick) {
+            let dump = host.serialize_state()?;
+            let mut restored = Host::restore(vimp_host::tanks::init_config(args.seed), TanksPlugin, &dump)?;
+            restored.world_mut().insert_resource(receivers.clone());
+            anyhow::ensure!(restored.serialize_state()? == dump, "the restored state re-serialises differently");
+            twin = Some(restored);
+        }
+        if !args.json && last_progress.elapsed().as_secs_f64() >= 2.0 {
+            eprintln!("  tick {tick}/{ticks}");
+            last_progress = Instant::now();
+        }
+    }
+    let wall = started.elapsed().as_secs_f64();
+
+    tick_us.sort_by(f64::total_cmp);
+    let stats = *host.world().resource::<SnapshotStats>();
+    let receiver_count = receivers.0.len().max(1) as f64;
+    let match_seconds = ticks as f64 * dt;
+    let bytes_per_client_per_s =
+        if match_seconds > 0.0 { stats.bytes as f64 / receiver_count / match_seconds } else { 0.0 };
+    let frags: u32 = host.world_mut().query::<&Tank>().iter(host.world()).map(|t| t.deaths).sum();
+    let round = host.world().resource::<Round>().clone();
+    let dump = host.serialize_state()?;
+    let state_hash = format!("{:016x}", vimp_host::engine::dump::fnv1a64(&dump));
+    let report = json!({
+        "map": label,
+        "bots": args.bots,
+        "seed": args.seed,
+        "ticks": ticks,
+        "match_seconds": match_seconds,
+        "wall_seconds": wall,
+        "tick_us_p50": percentile(&tick_us, 0.50),
+        "tick_us_p99": percentile(&tick_us, 0.99),
+        "tick_us_max": tick_us.last().copied().unwrap_or(0.0),
+        "snapshot_v5_bytes_per_client_per_s": bytes_per_client_per_s,
+        "snapshot_body_bytes_last": stats.last_body_bytes,
+        "frags": frags,
+        "round": round.number,
+        "games_finished": round.games,
+        "dump_bytes": dump.len(),
+        "state_hash": state_hash,
+        "dump_check": args.check_dump_at.map(|t| json!({ "at": t, "first_diverging_tick": diverged })),
+    });
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!(
+            "{ticks} ticks ({match_seconds:.1} s of match) in {wall:.2} s: tick p50 {:.1} µs, p99 {:.1} µs",
+            percentile(&tick_us, 0.5),
+            percentile(&tick_us, 0.99)
+        );
+        println!("snapshot v5: {bytes_per_client_per_s:.0} B/s per client; frags {frags}; state hash {state_hash}");
+        if let Some(at) = args.check_dump_at {
+            match diverged {
+                None => println!("dump at tick {at}: the restored match stayed identical to the end"),
+                Some(t) => println!("dump at tick {at}: the restored match diverged at tick {t}"),
+            }
+        }
+    }
+    if let Some(t) = diverged {
+        eprintln!("vimp sim: the match restored from the dump at tick {:?} diverged at tick {t}", args.check_dump_at);
+        return Ok(1);
+    }
+    if args.check_dump_at.is_some_and(|t| t > ticks) {
+        eprintln!("vimp sim: --check-dump-at {:?} is past the last tick ({ticks})", args.check_dump_at);
+        return Ok(2);
+    }
+    Ok(0)
+}

@@ -1,0 +1,24 @@
+//! The engine half of the host: nothing here names a game word.
+//!
+//! - [`schedule`]: [`HostPlugin`](schedule::HostPlugin), the tick pipeline and the [`Host`](schedule::Host) driver;
+//! - [`config`]: the init config (`engine` half read, `game` half delivered);
+//! - [`players`]: participants, commands in, key bits per step;
+//! - [`physics`]: the rapier world, contacts, the deletion queue, queries;
+//! - [`map`] and [`mapstate`]: the map format, its validation, its bodies;
+//! - [`snapshot`]: rows in, a packed v5 frame per receiver out;
+//! - [`state`] and [`dump`]: mid-round dumps and their container;
+//! - [`rng`], [`tags`], [`meta`], [`debug`].
+
+pub mod config;
+pub mod debug;
+pub mod dump;
+pub mod map;
+pub mod mapstate;
+pub mod meta;
+pub mod physics;
+pub mod players;
+pub mod rng;
+pub mod schedule;
+pub mod snapshot;
+pub mod state;
+pub mod tags;

@@ -1,0 +1,900 @@
+//! The map's JSON form ([`MapConfig`]): parsing, and validation that reports every broken rule.
+
+use indexmap::IndexMap;
+use rapier2d::math::{Pose, Vector};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
+
+use super::dump::ConfigDump;
+use super::error::{Issues, MapError, MapRule, key_path};
+use super::merge::SolidGrid;
+
+/// The snapshot key of the map's dynamic bodies when the map does not name one.
+pub const DEFAULT_SET_ID: &str = "c1";
+
+/// Longest `setId` accepted, in characters.
+pub const MAX_SET_ID_LEN: usize = 32;
+
+/// Most columns, and most rows, a map grid may have.
+pub const MAX_GRID_SIDE: usize = 4096;
+
+/// Most entries `physicsDynamic` may have.
+pub const MAX_DYNAMIC_OBJECTS: usize = 4096;
+
+/// A flat map as written in its JSON file (camelCase keys); `maps/README.md` documents every field.
+///
+/// All lengths are in **map units**: the engine multiplies them by its `mapScale` when it
+/// builds physics ([`GameMap::create`](super::GameMap::create)); `game` data is never scaled.
+///
+/// Its serde form depends on the format. Human-readable formats (serde_json) get the
+/// JSON file format. Binary formats (bincode: `is_human_readable()` is false) get an exact
+/// dump form: every f32 bit for bit and the opaque `game` values as a flat token list,
+/// because the file form holds [`Value`]s, which bincode cannot read back (it has no
+/// `deserialize_any`). Each form reads back what it wrote, so a `MapConfig` can sit in a
+/// bincode state dump. Deserialising does not validate; [`from_json`](Self::from_json)
+/// and [`GameMap`](super::GameMap)'s own deserialisation do.
+///
+/// `levels`, `ramps` and `levelHeight` (layered 2.5D maps) are read only so that
+/// [`validate`](Self::validate) can reject them with a clear message instead of an
+/// "unknown field": the format is kept open for them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self", rename_all = "camelCase", deny_unknown_fields)]
+pub struct MapConfig {
+    /// Human-readable name of the map; not empty.
+    pub name: String,
+    /// Snapshot key of the map's dynamic bodies; defaults to [`DEFAULT_SET_ID`].
+    #[serde(default = "default_set_id")]
+    pub set_id: String,
+    /// World units per tile before scaling; finite and greater than 0.
+    pub tile_size: f32,
+    /// The tile grid, one array of tile ids per row: `map[row][col]`, row = y, col = x.
+    /// Tile `(col, row)` covers `[col·tileSize, (col+1)·tileSize) × [row·tileSize, (row+1)·tileSize)`.
+    pub map: Vec<Vec<u16>>,
+    /// Tile ids that are solid walls.
+    #[serde(default)]
+    pub physics_static: Vec<u16>,
+    /// Movable objects (crates), in index order.
+    #[serde(default)]
+    pub physics_dynamic: Vec<DynamicObjectConfig>,
+    /// Team name → respawn points `[x, y, angleDeg]`, in declaration order.
+    ///
+    /// Points are kept as plain number lists so that a wrong length is reported with its
+    /// path by [`validate`](Self::validate) (and a layered map's 4th number, the level,
+    /// gets its own message); a valid point has exactly 3.
+    #[serde(default)]
+    pub respawns: IndexMap<String, Vec<Vec<f32>>>,
+    /// Render layer name → tile ids drawn in that layer, in drawing order (rendering only).
+    #[serde(default)]
+    pub layers: IndexMap<String, Vec<u16>>,
+    /// Render layer name → visual height of the layer (rendering only; optional).
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub volumes: IndexMap<String, f32>,
+    /// Opaque data for the game; a JSON object or absent (`null` counts as absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub game: Option<Value>,
+    /// Layered maps: not supported yet, rejected by [`validate`](Self::validate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub levels: Option<Value>,
+    /// Layered maps: not supported yet, rejected by [`validate`](Self::validate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ramps: Option<Value>,
+    /// Layered maps: not supported yet, rejected by [`validate`](Self::validate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level_height: Option<Value>,
+}
+
+impl Serialize for MapConfig {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if serializer.is_human_readable() {
+            // The derived file form (`remote = "Self"` makes it an inherent function).
+            MapConfig::serialize(self, serializer)
+        } else {
+            ConfigDump::of(self).serialize(serializer)
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for MapConfig {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        if deserializer.is_human_readable() {
+            MapConfig::deserialize(deserializer)
+        } else {
+            ConfigDump::deserialize(deserializer)?.into_config().map_err(serde::de::Error::custom)
+        }
+    }
+}
+
+fn default_set_id() -> String {
+    DEFAULT_SET_ID.to_owned()
+}
+
+/// One `physicsDynamic` entry: a movable box (a crate), in map units.
+///
+/// `(x, y)` is the object's **corner** as the map data gives it; the body sits there and
+/// its box collider is offset by half the size, so with `angle` 0 the box covers
+/// `[x, x + width] × [y, y + height]`. `angle` turns the box about that corner.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DynamicObjectConfig {
+    /// Corner x.
+    pub x: f32,
+    /// Corner y.
+    pub y: f32,
+    /// Size along the object's own x axis; greater than 0.
+    pub width: f32,
+    /// Size along the object's own y axis; greater than 0.
+    pub height: f32,
+    /// Rotation about the corner, in degrees (positive turns +x towards +y); default 0.
+    #[serde(default)]
+    pub angle: f32,
+    /// Opaque data for the game; a JSON object or absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub game: Option<Value>,
+    /// Layered maps: not supported yet, rejected by [`MapConfig::validate`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<Value>,
+}
+
+impl DynamicObjectConfig {
+    /// The object's pose in map units: translation = corner, rotation = `angle` in radians.
+    pub fn pose(&self) -> Pose {
+        Pose::new(Vector::new(self.x, self.y), self.angle.to_radians())
+    }
+}
+
+impl MapConfig {
+    /// Parses a map from its JSON text and [validates](Self::validate) it.
+    ///
+    /// `file_label` names the map in errors (usually its path). Text that is not JSON or
+    /// not this format gives [`MapError::Json`] with the line and column of the first
+    /// problem; a map that parses and breaks rules gives [`MapError::Invalid`] with all of
+    /// them.
+    pub fn from_json(file_label: &str, text: &str) -> Result<MapConfig, MapError> {
+        let cfg: MapConfig = serde_json::from_str(text).map_err(|e| json_error(file_label, &e))?;
+        cfg.validate(file_label)?;
+        Ok(cfg)
+    }
+
+    /// The map as pretty JSON text (the file format); [`from_json`](Self::from_json) reads it back.
+    pub fn to_json_pretty(&self) -> String {
+        // A MapConfig holds only strings, numbers, maps and JSON values: serialising it cannot fail.
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    /// Checks every rule of the format and reports **all** broken ones (up to
+    /// [`MAX_ISSUES`](super::MAX_ISSUES)) as [`MapError::Invalid`], naming `file_label`.
+    ///
+    /// Geometric rules (bounds, walls, overlaps) are checked only when the grid and
+    /// `tileSize` are valid, and only for objects and points whose own numbers are valid,
+    /// so one mistake does not cascade into dozens of messages.
+    pub fn validate(&self, file_label: &str) -> Result<(), MapError> {
+        let mut issues = Issues::default();
+        self.check_names(&mut issues);
+        let tile_ok = check_positive(&mut issues, "tileSize", self.tile_size);
+        let grid_ok = self.check_grid(&mut issues);
+        self.check_layers(&mut issues, grid_ok);
+        check_game(&mut issues, "game", self.game.as_ref());
+        for (field, value) in [("levels", &self.levels), ("ramps", &self.ramps), ("levelHeight", &self.level_height)] {
+            if value.is_some() {
+                issues.push(field, MapRule::LayeredNotSupported);
+            }
+        }
+        let geometry = (tile_ok && grid_ok).then(|| Geometry::new(self));
+        let boxes = self.check_dynamic(&mut issues, geometry.as_ref());
+        self.check_respawns(&mut issues, geometry.as_ref(), &boxes);
+        issues.finish(file_label)
+    }
+
+    fn check_names(&self, issues: &mut Issues) {
+        if self.name.trim().is_empty() {
+            issues.push("name", MapRule::Empty);
+        }
+        let id_ok = !self.set_id.is_empty()
+            && self.set_id.len() <= MAX_SET_ID_LEN
+            && self.set_id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        if !id_ok {
+            issues.push("setId", MapRule::BadSetId);
+        }
+    }
+
+    /// Grid shape rules; true when the grid is a non-empty rectangle within the size limit.
+    fn check_grid(&self, issues: &mut Issues) -> bool {
+        let before = issues.count();
+        let Some(first) = self.map.first() else {
+            issues.push("map", MapRule::EmptyGrid);
+            return false;
+        };
+        let cols = first.len();
+        if cols > MAX_GRID_SIDE || self.map.len() > MAX_GRID_SIDE {
+            issues.push("map", MapRule::GridTooLarge { cols, rows: self.map.len() });
+        }
+        for (row, tiles) in self.map.iter().enumerate() {
+            if tiles.is_empty() {
+                issues.push(format!("map[{row}]"), MapRule::EmptyRow);
+            } else if tiles.len() != cols && cols > 0 {
+                issues.push(format!("map[{row}]"), MapRule::RaggedRow { len: tiles.len(), expected: cols });
+            }
+        }
+        issues.count() == before
+    }
+
+    fn check_layers(&self, issues: &mut Issues, grid_ok: bool) {
+        for name in self.layers.keys() {
+            if name.trim().is_empty() {
+                issues.push(key_path("layers", name), MapRule::Empty);
+            }
+        }
+        for (name, &volume) in &self.volumes {
+            let field = key_path("volumes", name);
+            if !self.layers.contains_key(name) {
+                issues.push(field.clone(), MapRule::UnknownLayer);
+            }
+            if !volume.is_finite() {
+                issues.push(field, MapRule::NotFinite(volume));
+            } else if volume < 0.0 {
+                issues.push(field, MapRule::Negative(volume));
+            }
+        }
+        if !grid_ok || self.layers.is_empty() {
+            return;
+        }
+        // One flag per possible tile id: drawn by a layer, or already reported.
+        let mut seen = vec![false; usize::from(u16::MAX) + 1];
+        for &tile in self.layers.values().flatten() {
+            seen[usize::from(tile)] = true;
+        }
+        for (row, tiles) in self.map.iter().enumerate() {
+            for (col, &tile) in tiles.iter().enumerate() {
+                if !std::mem::replace(&mut seen[usize::from(tile)], true) {
+                    issues.push(format!("map[{row}][{col}]"), MapRule::UndrawnTile(tile));
+                }
+            }
+        }
+    }
+
+    /// Dynamic object rules; returns the boxes of the objects whose numbers are valid.
+    fn check_dynamic(&self, issues: &mut Issues, geometry: Option<&Geometry>) -> Vec<(usize, Obb)> {
+        if self.physics_dynamic.len() > MAX_DYNAMIC_OBJECTS {
+            issues.push("physicsDynamic", MapRule::TooManyObjects(self.physics_dynamic.len()));
+        }
+        let mut boxes = Vec::new();
+        for (i, object) in self.physics_dynamic.iter().enumerate() {
+            let path = format!("physicsDynamic[{i}]");
+            let mut ok = true;
+            for (name, value) in [("x", object.x), ("y", object.y), ("angle", object.angle)] {
+                ok &= check_finite(issues, &format!("{path}.{name}"), value);
+            }
+            for (name, value) in [("width", object.width), ("height", object.height)] {
+                ok &= check_positive(issues, &format!("{path}.{name}"), value);
+            }
+            check_game(issues, &format!("{path}.game"), object.game.as_ref());
+            if object.level.is_some() {
+                issues.push(format!("{path}.level"), MapRule::LayeredNotSupported);
+            }
+            if !ok {
+                continue;
+            }
+            let obb = Obb::of(object);
+            if let Some(geometry) = geometry {
+                let (min, max) = obb.aabb();
+                let eps = geometry.eps;
+                if min.x < -eps || min.y < -eps || max.x > geometry.width + eps || max.y > geometry.height + eps {
+                    issues.push(
+                        path.clone(),
+                        MapRule::ObjectOutsideMap {
+                            min_x: min.x,
+                            min_y: min.y,
+                            max_x: max.x,
+                            max_y: max.y,
+                            width: geometry.width,
+                            height: geometry.height,
+                        },
+                    );
+                } else if let Some((col, row)) = geometry.first_wall_under(&obb) {
+                    issues.push(path.clone(), MapRule::ObjectInWall { col, row });
+                }
+            }
+            let eps = geometry.map_or(0.0, |g| g.eps);
+            if let Some(&(other, _)) = boxes.iter().find(|(_, b)| obb.overlaps(b, eps)) {
+                issues.push(path, MapRule::ObjectsOverlap(other));
+            }
+            boxes.push((i, obb));
+        }
+        boxes
+    }
+
+    fn check_respawns(&self, issues: &mut Issues, geometry: Option<&Geometry>, boxes: &[(usize, Obb)]) {
+        if self.respawns.is_empty() {
+            issues.push("respawns", MapRule::NoTeams);
+        }
+        for (team, points) in &self.respawns {
+            let team_path = key_path("respawns", team);
+            if team.trim().is_empty() {
+                issues.push(team_path.clone(), MapRule::Empty);
+            }
+            if points.is_empty() {
+                issues.push(team_path.clone(), MapRule::NoPoints);
+            }
+            for (k, point) in points.iter().enumerate() {
+                let path = format!("{team_path}[{k}]");
+                match point.len() {
+                    3 => {}
+                    4 => issues.push(format!("{path}[3]"), MapRule::LayeredNotSupported),
+                    len => {
+                        issues.push(path, MapRule::BadPoint(len));
+                        continue;
+                    }
+                }
+                let mut ok = true;
+                for (n, &value) in point.iter().take(3).enumerate() {
+                    ok &= check_finite(issues, &format!("{path}[{n}]"), value);
+                }
+                let (Some(geometry), true) = (geometry, ok) else { continue };
+                let (x, y) = (point[0], point[1]);
+                if !(0.0..geometry.width).contains(&x) || !(0.0..geometry.height).contains(&y) {
+                    let (width, height) = (geometry.width, geometry.height);
+                    issues.push(path, MapRule::PointOutsideMap { x, y, width, height });
+                } else if let Some((col, row)) = geometry.wall_at(x, y) {
+                    issues.push(path, MapRule::PointInWall { col, row });
+                } else if let Some(&(index, _)) = boxes.iter().find(|(_, b)| b.contains(Vector::new(x, y))) {
+                    issues.push(path, MapRule::PointInObject(index));
+                }
+            }
+        }
+    }
+}
+
+/// Turns a serde_json error into [`MapError::Json`], its position moved out of the message.
+fn json_error(file: &str, e: &serde_json::Error) -> MapError {
+    let (line, column) = (e.line(), e.column());
+    let text = e.to_string();
+    let suffix = format!(" at line {line} column {column}");
+    let message = text.strip_suffix(&suffix).unwrap_or(&text).to_owned();
+    MapError::Json { file: file.to_owned(), line, column, message }
+}
+
+fn check_finite(issues: &mut Issues, field: &str, value: f32) -> bool {
+    let ok = value.is_finite();
+    if !ok {
+        issues.push(field, MapRule::NotFinite(value));
+    }
+    ok
+}
+
+fn check_positive(issues: &mut Issues, field: &str, value: f32) -> bool {
+    if !check_finite(issues, field, value) {
+        return false;
+    }
+    let ok = value > 0.0;
+    if !ok {
+        issues.push(field, MapRule::NotPositive(value));
+    }
+    ok
+}
+
+fn check_game(issues: &mut Issues, field: &str, game: Option<&Value>) {
+    if game.is_some_and(|g| !g.is_object()) {
+        issues.push(field, MapRule::NotAnObject);
+    }
+}
+
+/// The valid grid in map units, for the geometric rules.
+struct Geometry {
+    grid: SolidGrid,
+    tile: f32,
+    width: f32,
+    height: f32,
+    /// Tolerance for touching boxes and rounding of rotated corners: 1/10000 of a tile.
+    eps: f32,
+}
+
+impl Geometry {
+    fn new(cfg: &MapConfig) -> Geometry {
+        let grid = SolidGrid::new(&cfg.map, &cfg.physics_static);
+        let tile = cfg.tile_size;
+        let (width, height) = (grid.cols() as f32 * tile, grid.rows() as f32 * tile);
+        Geometry { grid, tile, width, height, eps: tile * 1e-4 }
+    }
+
+    /// The wall tile under a point inside the map.
+    fn wall_at(&self, x: f32, y: f32) -> Option<(usize, usize)> {
+        let (col, row) = ((x / self.tile) as usize, (y / self.tile) as usize);
+        self.grid.is_solid(col, row).then_some((col, row))
+    }
+
+    /// The first wall tile (row-major) that the box overlaps by more than the tolerance.
+    fn first_wall_under(&self, obb: &Obb) -> Option<(usize, usize)> {
+        let (min, max) = obb.aabb();
+        let span = |lo: f32, hi: f32, n: usize| {
+            let first = ((lo + self.eps) / self.tile).floor().max(0.0) as usize;
+            let last = (((hi - self.eps) / self.tile).ceil().max(0.0) as usize).min(n);
+            first..last
+        };
+        for row in span(min.y, max.y, self.grid.rows()) {
+            for col in span(min.x, max.x, self.grid.cols()) {
+                if self.grid.is_solid(col, row) {
+                    let (x, y) = (col as f32 * self.tile, row as f32 * self.tile);
+                    let tile = Obb::new(Pose::new(Vector::new(x, y), 0.0), self.tile, self.tile);
+                    if obb.overlaps(&tile, self.eps) {
+                        return Some((col, row));
+                    }
+                }
+            }
+        }
+        None
+    }
+}
+
+/// An oriented box: its four corners, its two edge directions and its bounding box.
+#[derive(Clone, Copy, Debug)]
+struct Obb {
+    corners: [Vector; 4],
+    axes: [Vector; 2],
+    min: Vector,
+    max: Vector,
+    pose: Pose,
+    width: f32,
+    height: f32,
+}
+
+impl Obb {
+    fn of(object: &DynamicObjectConfig) -> Obb {
+        Obb::new(object.pose(), object.width, object.height)
+    }
+
+    fn new(pose: Pose, width: f32, height: f32) -> Obb {
+        let corners = [
+            pose.transform_point(Vector::new(0.0, 0.0)),
+            pose.transform_point(Vector::new(width, 0.0)),
+            pose.transform_point(Vector::new(width, height)),
+            pose.transform_point(Vector::new(0.0, height)),
+        ];
+        let axes = [pose.transform_vector(Vector::X), pose.transform_vector(Vector::Y)];
+        let min = corners.iter().fold(Vector::splat(f32::INFINITY), |m, c| m.min(*c));
+        let max = corners.iter().fold(Vector::splat(f32::NEG_INFINITY), |m, c| m.max(*c));
+        Obb { corners, axes, min, max, pose, width, height }
+    }
+
+    fn aabb(&self) -> (Vector, Vector) {
+        (self.min, self.max)
+    }
+
+    /// Separating-axis test: true when the boxes overlap by more than `eps` on every axis.
+    fn overlaps(&self, other: &Obb, eps: f32) -> bool {
+        let apart = |lo: Vector, hi: Vector| (hi.x - lo.x) <= eps || (hi.y - lo.y) <= eps;
+        if apart(self.min.max(other.min), self.max.min(other.max)) {
+            return false;
+        }
+        let project = |obb: &Obb, axis: Vector| {
+            obb.corners.iter().fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), c| {
+                let d = c.dot(axis);
+                (lo.min(d), hi.max(d))
+            })
+        };
+        self.axes.iter().chain(other.axes.iter()).all(|&axis| {
+            let (a_lo, a_hi) = project(self, axis);
+            let (b_lo, b_hi) = project(other, axis);
+            a_hi.min(b_hi) - a_lo.max(b_lo) > eps
+        })
+    }
+
+    /// True when `p` lies strictly inside the box.
+    fn contains(&self, p: Vector) -> bool {
+        let local = self.pose.inverse_transform_point(p);
+        local.x > 0.0 && local.x < self.width && local.y > 0.0 && local.y < self.height
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A valid 6×5 map, tile 10: walls (tile 1) all round, one crate, two teams.
+    const GOOD: &str = r#"{
+        "name": "good",
+        "tileSize": 10,
+        "map": [
+            [1, 1, 1, 1, 1, 1],
+            [1, 0, 0, 0, 0, 1],
+            [1, 0, 0, 0, 0, 1],
+            [1, 0, 0, 0, 0, 1],
+            [1, 1, 1, 1, 1, 1]
+        ],
+        "physicsStatic": [1],
+        "physicsDynamic": [{ "x": 20, "y": 20, "width": 8, "height": 8, "game": { "hp": 3 } }],
+        "respawns": { "1": [[15, 35, 0]], "2": [[45, 35, 180]] },
+        "layers": { "floor": [0], "walls": [1] }
+    }"#;
+
+    fn good() -> Value {
+        serde_json::from_str(GOOD).unwrap()
+    }
+
+    /// Validates `good()` after `edit` and returns the (field, rule) pairs.
+    fn issues_after(edit: impl FnOnce(&mut Value)) -> Vec<(String, MapRule)> {
+        let mut v = good();
+        edit(&mut v);
+        match MapConfig::from_json("t.json", &v.to_string()) {
+            Ok(_) => Vec::new(),
+            Err(MapError::Invalid { issues, .. }) => issues.into_iter().map(|i| (i.field, i.rule)).collect(),
+            Err(other) => panic!("expected rule issues, got {other}"),
+        }
+    }
+
+    fn one(field: &str, rule: MapRule) -> Vec<(String, MapRule)> {
+        vec![(field.to_owned(), rule)]
+    }
+
+    #[test]
+    fn the_good_map_parses_with_defaults() {
+        let cfg = MapConfig::from_json("t.json", GOOD).unwrap();
+        assert_eq!(cfg.name, "good");
+        assert_eq!(cfg.set_id, "c1", "setId defaults to c1");
+        assert_eq!(cfg.tile_size, 10.0);
+        assert_eq!(cfg.map.len(), 5);
+        assert_eq!(cfg.physics_dynamic[0].angle, 0.0, "angle defaults to 0");
+        assert_eq!(cfg.physics_dynamic[0].game, Some(serde_json::json!({ "hp": 3 })));
+        assert_eq!(cfg.respawns.keys().collect::<Vec<_>>(), ["1", "2"]);
+        assert_eq!(cfg.respawns["2"], vec![vec![45.0, 35.0, 180.0]]);
+        assert_eq!(cfg.game, None);
+    }
+
+    #[test]
+    fn to_json_reads_back_equal() {
+        let cfg = MapConfig::from_json("t.json", GOOD).unwrap();
+        assert_eq!(MapConfig::from_json("again", &cfg.to_json_pretty()).unwrap(), cfg);
+    }
+
+    #[test]
+    fn bincode_gets_an_exact_binary_form() {
+        #[derive(Debug, PartialEq, Serialize, Deserialize)]
+        struct Holder {
+            config: Option<MapConfig>,
+            after: u32,
+        }
+        let mut cfg = MapConfig::from_json("t.json", GOOD).unwrap();
+        cfg.game = Some(serde_json::json!({ "ratio": 0.1, "list": [1, -2, "x", null] }));
+        cfg.volumes.insert("walls".into(), 0.6);
+        cfg.physics_dynamic[0].x = 20.000_002;
+        let holder = Holder { config: Some(cfg), after: 7 };
+        let standard = bincode::config::standard();
+        let bytes = bincode::serde::encode_to_vec(&holder, standard).unwrap();
+        let (back, used): (Holder, usize) = bincode::serde::decode_from_slice(&bytes, standard).unwrap();
+        assert_eq!((back, used), (holder, bytes.len()));
+        // The JSON form is the file format, not the dump form.
+        let text = serde_json::to_string(&MapConfig::from_json("t.json", GOOD).unwrap()).unwrap();
+        assert!(text.starts_with(r#"{"name":"good","setId":"c1","tileSize":10.0,"map":[[1,1,1,1,1,1],"#), "{text}");
+    }
+
+    #[test]
+    fn syntax_errors_give_line_and_column() {
+        let err = MapConfig::from_json("bad.json", "{\n  \"name\": \"x\",\n  \"tileSize\": 10 10\n}").unwrap_err();
+        match &err {
+            MapError::Json { file, line, column, message } => {
+                assert_eq!((file.as_str(), *line, *column), ("bad.json", 3, 18));
+                assert_eq!(message, "expected `,` or `}`");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(err.to_string(), "bad.json:3:18: expected `,` or `}`");
+    }
+
+    #[test]
+    fn wrong_types_and_unknown_fields_are_json_errors() {
+        let err = MapConfig::from_json("t", r#"{ "name": "x", "tileSize": "big" }"#).unwrap_err();
+        assert!(matches!(&err, MapError::Json { line: 1, .. }), "{err:?}");
+        let mut v = good();
+        v["colour"] = Value::from(3);
+        let err = MapConfig::from_json("t", &v.to_string()).unwrap_err();
+        assert!(err.to_string().contains("unknown field `colour`"), "{err}");
+        let mut v = good();
+        v["physicsDynamic"][0]["mass"] = Value::from(3);
+        let err = MapConfig::from_json("t", &v.to_string()).unwrap_err();
+        assert!(err.to_string().contains("unknown field `mass`"), "{err}");
+        let err = MapConfig::from_json("t", r#"{ "name": "x", "tileSize": 1, "map": [[70000]] }"#).unwrap_err();
+        assert!(err.to_string().contains("70000"), "tile ids are u16: {err}");
+    }
+
+    #[test]
+    fn name_and_set_id() {
+        assert_eq!(issues_after(|v| v["name"] = " ".into()), one("name", MapRule::Empty));
+        assert_eq!(issues_after(|v| v["setId"] = "c 1".into()), one("setId", MapRule::BadSetId));
+        assert_eq!(issues_after(|v| v["setId"] = "".into()), one("setId", MapRule::BadSetId));
+        assert_eq!(issues_after(|v| v["setId"] = "x".repeat(33).into()), one("setId", MapRule::BadSetId));
+        assert_eq!(issues_after(|v| v["setId"] = "crates_2".into()), vec![]);
+    }
+
+    #[test]
+    fn tile_size_must_be_finite_and_positive() {
+        assert_eq!(issues_after(|v| v["tileSize"] = 0.into()), one("tileSize", MapRule::NotPositive(0.0)));
+        assert_eq!(issues_after(|v| v["tileSize"] = (-3).into()), one("tileSize", MapRule::NotPositive(-3.0)));
+        // 1e39 is a valid JSON number but overflows an f32.
+        assert_eq!(issues_after(|v| v["tileSize"] = 1e39.into()), one("tileSize", MapRule::NotFinite(f32::INFINITY)));
+    }
+
+    #[test]
+    fn grid_must_be_a_non_empty_rectangle() {
+        assert_eq!(issues_after(|v| v["map"] = serde_json::json!([])), one("map", MapRule::EmptyGrid));
+        assert_eq!(
+            issues_after(|v| v["map"][2] = serde_json::json!([1, 0, 0, 1])),
+            one("map[2]", MapRule::RaggedRow { len: 4, expected: 6 })
+        );
+        assert_eq!(issues_after(|v| v["map"][3] = serde_json::json!([])), one("map[3]", MapRule::EmptyRow));
+        let wide = serde_json::json!([vec![0; MAX_GRID_SIDE + 1]]);
+        assert_eq!(
+            issues_after(|v| {
+                v["map"] = wide;
+                v["respawns"] = serde_json::json!({ "1": [[1, 1, 0]] });
+                v["physicsDynamic"] = serde_json::json!([]);
+            }),
+            one("map", MapRule::GridTooLarge { cols: MAX_GRID_SIDE + 1, rows: 1 })
+        );
+    }
+
+    #[test]
+    fn dynamic_numbers_must_be_finite_and_sizes_positive() {
+        assert_eq!(
+            issues_after(|v| v["physicsDynamic"][0]["width"] = 0.into()),
+            one("physicsDynamic[0].width", MapRule::NotPositive(0.0))
+        );
+        assert_eq!(
+            issues_after(|v| v["physicsDynamic"][0]["height"] = (-8).into()),
+            one("physicsDynamic[0].height", MapRule::NotPositive(-8.0))
+        );
+        assert_eq!(
+            issues_after(|v| v["physicsDynamic"][0]["x"] = 1e40.into()),
+            one("physicsDynamic[0].x", MapRule::NotFinite(f32::INFINITY))
+        );
+        assert_eq!(
+            issues_after(|v| v["physicsDynamic"][0]["angle"] = (-1e40).into()),
+            one("physicsDynamic[0].angle", MapRule::NotFinite(f32::NEG_INFINITY))
+        );
+    }
+
+    #[test]
+    fn dynamic_objects_stay_inside_the_map() {
+        // The map is 60×50; a crate at x 55 with width 8 reaches x 63.
+        assert_eq!(
+            issues_after(|v| {
+                v["map"] = serde_json::json!(vec![vec![0; 6]; 5]);
+                v["physicsDynamic"][0]["x"] = 55.into();
+            }),
+            one(
+                "physicsDynamic[0]",
+                MapRule::ObjectOutsideMap {
+                    min_x: 55.0,
+                    min_y: 20.0,
+                    max_x: 63.0,
+                    max_y: 28.0,
+                    width: 60.0,
+                    height: 50.0
+                }
+            )
+        );
+        // Turned 180° about its corner at (20, 20), the 8×8 crate covers [12, 20]², still inside.
+        assert_eq!(issues_after(|v| v["physicsDynamic"][0]["angle"] = 180.into()), vec![]);
+    }
+
+    #[test]
+    fn dynamic_objects_must_not_overlap_walls() {
+        // At x 5 the crate spans x 5..13 and overlaps the wall tile (0, 2).
+        assert_eq!(
+            issues_after(|v| v["physicsDynamic"][0]["x"] = 5.into()),
+            one("physicsDynamic[0]", MapRule::ObjectInWall { col: 0, row: 2 })
+        );
+        // Touching a wall is fine: x 10..18 against the wall ending at x 10.
+        assert_eq!(issues_after(|v| v["physicsDynamic"][0]["x"] = 10.into()), vec![]);
+        // Turned 45° about (12, 12): the corners are (12,12), (17.66,17.66), (12,23.31), (6.34,17.66):
+        // the left corner enters wall column 0 at row 1.
+        assert_eq!(
+            issues_after(|v| {
+                v["physicsDynamic"][0]["x"] = 12.into();
+                v["physicsDynamic"][0]["y"] = 12.into();
+                v["physicsDynamic"][0]["angle"] = 45.into();
+            }),
+            one("physicsDynamic[0]", MapRule::ObjectInWall { col: 0, row: 1 })
+        );
+        // At (16, 12) its left corner is at x 10.34: clear of the wall column.
+        assert_eq!(
+            issues_after(|v| {
+                v["physicsDynamic"][0]["x"] = 16.into();
+                v["physicsDynamic"][0]["y"] = 12.into();
+                v["physicsDynamic"][0]["angle"] = 45.into();
+            }),
+            vec![]
+        );
+    }
+
+    #[test]
+    fn a_turned_crate_near_a_wall_corner_is_judged_by_its_shape_not_its_box() {
+        // Wall tile (1, 1) on an open 4×4 grid of tile 10 covers [10, 20]². A 10×10 crate turned
+        // 45° about its corner (24, 19) has the vertices (24, 19), (31.07, 26.07), (24, 33.14) and
+        // (16.93, 26.07): its bounding box overlaps the tile (x 16.93..20, y 19..20) but the crate
+        // does not (its upper-left edge crosses y = 20 at x = 23).
+        let map = serde_json::json!([[0, 0, 0, 0], [0, 1, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]]);
+        let edit = |v: &mut Value, y: i32| {
+            v["map"] = map.clone();
+            v["respawns"] = serde_json::json!({ "1": [[5, 5, 0]] });
+            v["layers"] = serde_json::json!({});
+            v["physicsDynamic"] = serde_json::json!([{ "x": 24, "y": y, "width": 10, "height": 10, "angle": 45 }]);
+        };
+        assert_eq!(issues_after(|v| edit(v, 19)), vec![]);
+        // At (18, 15) the top vertex sits inside the tile.
+        assert_eq!(
+            issues_after(|v| {
+                edit(v, 15);
+                v["physicsDynamic"][0]["x"] = 18.into();
+            }),
+            one("physicsDynamic[0]", MapRule::ObjectInWall { col: 1, row: 1 })
+        );
+    }
+
+    #[test]
+    fn dynamic_objects_must_not_overlap_each_other() {
+        assert_eq!(
+            issues_after(|v| {
+                v["physicsDynamic"] = serde_json::json!([
+                    { "x": 12, "y": 12, "width": 8, "height": 8 },
+                    { "x": 20, "y": 12, "width": 8, "height": 8 },
+                    { "x": 30, "y": 12, "width": 8, "height": 8 },
+                    { "x": 27, "y": 19, "width": 8, "height": 8 }
+                ]);
+            }),
+            one("physicsDynamic[3]", MapRule::ObjectsOverlap(1)),
+            "0 and 1 touch, 2 is clear, 3 overlaps 1 (and 2)"
+        );
+    }
+
+    #[test]
+    fn too_many_objects() {
+        let many: Vec<Value> = (0..=MAX_DYNAMIC_OBJECTS)
+            .map(|_| serde_json::json!({ "x": 1e40, "y": 0, "width": 1, "height": 1 }))
+            .collect();
+        let got = issues_after(|v| v["physicsDynamic"] = many.into());
+        assert_eq!(got[0], ("physicsDynamic".to_owned(), MapRule::TooManyObjects(MAX_DYNAMIC_OBJECTS + 1)));
+    }
+
+    #[test]
+    fn game_data_must_be_an_object() {
+        assert_eq!(issues_after(|v| v["game"] = serde_json::json!([1, 2])), one("game", MapRule::NotAnObject));
+        assert_eq!(
+            issues_after(|v| v["physicsDynamic"][0]["game"] = 5.into()),
+            one("physicsDynamic[0].game", MapRule::NotAnObject)
+        );
+        assert_eq!(issues_after(|v| v["game"] = serde_json::json!({ "mode": "ctf" })), vec![]);
+        assert_eq!(issues_after(|v| v["game"] = Value::Null), vec![], "null is the same as absent");
+    }
+
+    #[test]
+    fn layered_fields_are_rejected_with_a_clear_message() {
+        let got = issues_after(|v| {
+            v["levels"] = serde_json::json!({ "1": { "map": [[0]] } });
+            v["ramps"] = serde_json::json!([]);
+            v["levelHeight"] = 32.into();
+            v["physicsDynamic"][0]["level"] = 1.into();
+            v["respawns"]["1"][0] = serde_json::json!([15, 35, 0, 1]);
+        });
+        assert_eq!(
+            got,
+            vec![
+                ("levels".to_owned(), MapRule::LayeredNotSupported),
+                ("ramps".to_owned(), MapRule::LayeredNotSupported),
+                ("levelHeight".to_owned(), MapRule::LayeredNotSupported),
+                ("physicsDynamic[0].level".to_owned(), MapRule::LayeredNotSupported),
+                ("respawns.1[0][3]".to_owned(), MapRule::LayeredNotSupported),
+            ]
+        );
+        assert_eq!(MapRule::LayeredNotSupported.to_string(), "layered maps (levels, ramps) are not supported yet");
+    }
+
+    #[test]
+    fn respawns_need_a_team_and_points() {
+        assert_eq!(issues_after(|v| v["respawns"] = serde_json::json!({})), one("respawns", MapRule::NoTeams));
+        assert_eq!(
+            issues_after(|v| {
+                v.as_object_mut().unwrap().remove("respawns");
+            }),
+            one("respawns", MapRule::NoTeams)
+        );
+        assert_eq!(issues_after(|v| v["respawns"]["2"] = serde_json::json!([])), one("respawns.2", MapRule::NoPoints));
+        assert_eq!(
+            issues_after(|v| v["respawns"][""] = serde_json::json!([[15, 15, 0]])),
+            one(r#"respawns[""]"#, MapRule::Empty)
+        );
+    }
+
+    #[test]
+    fn respawn_points_are_three_finite_numbers() {
+        assert_eq!(
+            issues_after(|v| v["respawns"]["2"][0] = serde_json::json!([45, 35])),
+            one("respawns.2[0]", MapRule::BadPoint(2))
+        );
+        assert_eq!(
+            issues_after(|v| v["respawns"]["2"][0] = serde_json::json!([45, 35, 0, 1, 2])),
+            one("respawns.2[0]", MapRule::BadPoint(5))
+        );
+        assert_eq!(
+            issues_after(|v| v["respawns"]["2"][0][2] = 1e39.into()),
+            one("respawns.2[0][2]", MapRule::NotFinite(f32::INFINITY))
+        );
+    }
+
+    #[test]
+    fn respawn_points_stand_inside_the_map_on_free_ground() {
+        assert_eq!(
+            issues_after(|v| v["respawns"]["team one"] = serde_json::json!([[60, 10, 0]])),
+            one(r#"respawns["team one"][0]"#, MapRule::PointOutsideMap { x: 60.0, y: 10.0, width: 60.0, height: 50.0 }),
+            "x = width is outside: tiles are half-open"
+        );
+        assert_eq!(
+            issues_after(|v| v["respawns"]["1"][0] = serde_json::json!([-0.5, 10, 0])),
+            one("respawns.1[0]", MapRule::PointOutsideMap { x: -0.5, y: 10.0, width: 60.0, height: 50.0 })
+        );
+        assert_eq!(
+            issues_after(|v| v["respawns"]["2"] = serde_json::json!([[45, 35, 0], [5, 25, 0]])),
+            one("respawns.2[1]", MapRule::PointInWall { col: 0, row: 2 })
+        );
+        assert_eq!(
+            issues_after(|v| v["respawns"]["2"][0] = serde_json::json!([24, 24, 0])),
+            one("respawns.2[0]", MapRule::PointInObject(0))
+        );
+    }
+
+    #[test]
+    fn layers_must_draw_every_used_tile_and_volumes_name_layers() {
+        assert_eq!(
+            issues_after(|v| v["layers"] = serde_json::json!({ "walls": [1] })),
+            one("map[1][1]", MapRule::UndrawnTile(0)),
+            "reported once, at the first use"
+        );
+        // Ids a layer draws that the map never uses are harmless (a shared tile set).
+        assert_eq!(issues_after(|v| v["layers"]["decals"] = serde_json::json!([7, 8])), vec![]);
+        // No layers at all: nothing is checked (a headless test map).
+        assert_eq!(issues_after(|v| v["layers"] = serde_json::json!({})), vec![]);
+        assert_eq!(issues_after(|v| v["layers"][" "] = serde_json::json!([])), one(r#"layers[" "]"#, MapRule::Empty));
+        assert_eq!(issues_after(|v| v["volumes"] = serde_json::json!({ "walls": 0.6 })), vec![]);
+        assert_eq!(
+            issues_after(|v| v["volumes"] = serde_json::json!({ "wals": 0.6, "walls": -1 })),
+            vec![
+                ("volumes.wals".to_owned(), MapRule::UnknownLayer),
+                ("volumes.walls".to_owned(), MapRule::Negative(-1.0)),
+            ]
+        );
+    }
+
+    #[test]
+    fn every_problem_is_reported_not_just_the_first() {
+        let got = issues_after(|v| {
+            v["name"] = "".into();
+            v["physicsDynamic"][0]["width"] = (-1).into();
+            v["respawns"]["1"][0] = serde_json::json!([5, 5, 0]);
+            v["respawns"]["2"][0][0] = 99.into();
+        });
+        assert_eq!(
+            got,
+            vec![
+                ("name".to_owned(), MapRule::Empty),
+                ("physicsDynamic[0].width".to_owned(), MapRule::NotPositive(-1.0)),
+                ("respawns.1[0]".to_owned(), MapRule::PointInWall { col: 0, row: 0 }),
+                ("respawns.2[0]".to_owned(), MapRule::PointOutsideMap { x: 99.0, y: 35.0, width: 60.0, height: 50.0 }),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_broken_grid_skips_the_geometric_rules_instead_of_cascading() {
+        let got = issues_after(|v| {
+            v["tileSize"] = 0.into();
+            v["respawns"]["1"][0] = serde_json::json!([5, 5, 0]);
+        });
+        assert_eq!(got, one("tileSize", MapRule::NotPositive(0.0)));
+    }
+
+    #[test]
+    fn error_display_names_file_field_and_reason() {
+        let mut v = good();
+        v["physicsDynamic"][0]["width"] = (-4).into();
+        let err = MapConfig::from_json("maps/x.json", &v.to_string()).unwrap_err();
+        assert_eq!(err.to_string(), "maps/x.json:physicsDynamic[0].width: must be greater than 0, got -4");
+    }
+}

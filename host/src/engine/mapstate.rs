@@ -1,0 +1,90 @@
+//! The loaded map as engine state: building it into the physics world, the game's hook, the state bytes.
+//!
+//! [`load_map`] follows the spec's order: the map is validated before the old one
+//! is touched (an invalid map leaves the match as it was); then the old map's
+//! bodies are removed, the new ones built, `map_body_state` (a byte per dynamic
+//! body) reset to zeros, and the game's `on_map_loaded` hook called. When the hook
+//! fails there is nothing to go back to — the old map is gone — so the new bodies
+//! are removed too and the world is left with no map.
+
+use bevy::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::engine::config::EngineConfig;
+use crate::engine::map::{GameMap, MapConfig, MapError};
+use crate::engine::physics::Physics;
+use crate::engine::schedule::EngineSettings;
+use crate::engine::state::GameHooks;
+
+/// The current map, if any, and the engine's per-body state bytes.
+#[derive(Resource, Debug, Default, Serialize, Deserialize)]
+pub struct MapState {
+    /// The map's bodies and data, once built.
+    pub map: Option<GameMap>,
+    /// The map as loaded (its JSON form).
+    pub config: Option<MapConfig>,
+    /// One byte per dynamic body, written by the game (`role: state` in the snapshot).
+    pub body_state: Vec<u8>,
+    /// How many maps have been loaded (a new load also reloads the same map).
+    pub loads: u32,
+}
+
+impl MapState {
+    /// The snapshot key of the map's dynamic bodies: the map's own, else the engine's default.
+    pub fn set_id<'a>(&'a self, engine: &'a EngineConfig) -> &'a str {
+        match &self.config {
+            Some(c) if !c.set_id.is_empty() => &c.set_id,
+            _ => &engine.map_set_id,
+        }
+    }
+}
+
+/// Why a map did not load.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MapLoadError {
+    /// The map breaks a rule; the old map is untouched.
+    #[error("{0}")]
+    Invalid(Box<MapError>),
+    /// The game's `on_map_loaded` failed; the world now has no map.
+    #[error("the game refused the map: {0}")]
+    Hook(String),
+}
+
+/// Loads `map` into the world (see the module docs for the order and what a failure leaves).
+pub fn load_map(world: &mut World, map: MapConfig) -> Result<(), MapLoadError> {
+    map.validate(&map.name).map_err(|e| MapLoadError::Invalid(Box::new(e)))?;
+    unload_map(world);
+    let scale = world.resource::<EngineSettings>().config.map_scale;
+    let built = {
+        let mut physics = world.resource_mut::<Physics>();
+        GameMap::create(&map, scale, physics.world_mut()).map_err(|e| MapLoadError::Invalid(Box::new(e)))?
+    };
+    {
+        let mut state = world.resource_mut::<MapState>();
+        state.body_state = vec![0; built.dynamic_count()];
+        state.map = Some(built);
+        state.config = Some(map);
+        state.loads += 1;
+    }
+    let hook = world.resource::<GameHooks>().on_map_loaded;
+    if let Err(reason) = hook(world) {
+        unload_map(world);
+        return Err(MapLoadError::Hook(reason));
+    }
+    Ok(())
+}
+
+/// Removes the map's bodies and forgets the map.
+pub fn unload_map(world: &mut World) {
+    let old = {
+        let mut state = world.resource_mut::<MapState>();
+        state.body_state.clear();
+        state.config = None;
+        state.map.take()
+    };
+    if let Some(mut old) = old {
+        let mut physics = world.resource_mut::<Physics>();
+        old.remove(physics.world_mut());
+    }
+}

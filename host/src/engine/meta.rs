@@ -1,0 +1,45 @@
+//! What the sim tells people, as opposed to what it draws: the outbox of meta messages.
+//!
+//! The game pushes messages for the spec's JSON ports (game informs, sounds, …)
+//! here; the session layer takes them each tick and sends them on the reliable
+//! channel. The sim never reads them back, so they are not part of a dump.
+
+use bevy::prelude::*;
+
+use crate::engine::players::PlayerId;
+
+/// Meta ports (opcodes) the engine knows, from the spec's port table (server → client).
+pub mod port {
+    /// Client config (JSON).
+    pub const CONFIG_DATA: u8 = 0;
+    /// Map data (JSON).
+    pub const MAP_DATA: u8 = 3;
+    /// System sound name (JSON).
+    pub const SOUND_DATA: u8 = 6;
+    /// Game message on screen: `[code, params?]` (JSON).
+    pub const GAME_INFORM_DATA: u8 = 7;
+    /// "Black screen" technical message (JSON).
+    pub const TECH_INFORM_DATA: u8 = 8;
+}
+
+/// One meta message: to everyone (`to: None`) or to one player.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MetaMessage {
+    /// The receiver, or everyone.
+    pub to: Option<PlayerId>,
+    /// The port (see [`port`]).
+    pub port: u8,
+    /// The JSON payload.
+    pub payload: serde_json::Value,
+}
+
+/// Messages produced this tick and not yet taken by the session layer.
+#[derive(Resource, Debug, Default)]
+pub struct MetaOutbox(pub Vec<MetaMessage>);
+
+impl MetaOutbox {
+    /// Queues a message to everyone.
+    pub fn broadcast(&mut self, port: u8, payload: serde_json::Value) {
+        self.0.push(MetaMessage { to: None, port, payload });
+    }
+}

@@ -1,0 +1,161 @@
+//! Who takes part in the match and what they pressed: commands in, key bits per step out.
+//!
+//! Everything that reaches the sim from outside arrives as a [`HostCommand`] in
+//! the [`HostCommands`] queue (joins, leaves, team changes, input events) and is
+//! applied, in queue order, at the start of the next tick. That ordered list is
+//! the whole input of the simulation: replaying it against a dump reproduces the
+//! match (host migration's log is exactly this).
+
+use std::collections::BTreeMap;
+
+use bevy::prelude::*;
+use serde::{Deserialize, Serialize};
+use vimp_netcode::input::{InputEvent, KeyBits, KeyState, KeyTable};
+
+/// A player slot in the match: the id every block row and event names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct PlayerId(pub u8);
+
+/// Something from outside the sim, applied at the start of the next tick.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum HostCommand {
+    /// A player takes a slot. `team: None` lets the game choose.
+    Join {
+        /// The slot.
+        player: PlayerId,
+        /// The shown name.
+        name: String,
+        /// A team asked for.
+        team: Option<u8>,
+        /// Driven by the game's bots instead of input events.
+        bot: bool,
+    },
+    /// A player leaves its slot.
+    Leave {
+        /// The slot.
+        player: PlayerId,
+    },
+    /// A player asks to change team (the game decides).
+    SetTeam {
+        /// The slot.
+        player: PlayerId,
+        /// The team asked for.
+        team: u8,
+    },
+    /// A key event of a player.
+    Input {
+        /// The slot.
+        player: PlayerId,
+        /// The event.
+        event: InputEvent,
+    },
+}
+
+/// The queue of commands for the next tick.
+#[derive(Resource, Debug, Default)]
+pub struct HostCommands(pub Vec<HostCommand>);
+
+impl HostCommands {
+    /// Queues one command.
+    pub fn push(&mut self, command: HostCommand) {
+        self.0.push(command);
+    }
+}
+
+/// One participant of the match.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Participant {
+    /// The shown name.
+    pub name: String,
+    /// The team the game put the player in (0 until the game decides).
+    pub team: u8,
+    /// A team the player asked for and the game has not answered yet.
+    pub requested_team: Option<u8>,
+    /// Driven by bots.
+    pub bot: bool,
+    /// The key state built from the player's input events.
+    pub keys: KeyState,
+    /// The key bits of the current step (for bots: what the bot decided).
+    pub bits: KeyBits,
+}
+
+/// Everyone in the match, by slot.
+#[derive(Resource, Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Participants(pub BTreeMap<PlayerId, Participant>);
+
+impl Participants {
+    /// The lowest free slot, if any.
+    pub fn free_slot(&self) -> Option<PlayerId> {
+        (0..=u8::MAX).map(PlayerId).find(|id| !self.0.contains_key(id))
+    }
+}
+
+/// The game's key table (`playerKeys`); the engine applies events through it without reading it.
+#[derive(Resource, Clone, Debug, Default)]
+pub struct PlayerKeys(pub KeyTable);
+
+/// What happened to the participant list this tick, for the game's systems. Cleared every tick.
+#[derive(Resource, Debug, Default)]
+pub struct TickEvents {
+    /// Slots taken this tick.
+    pub joined: Vec<PlayerId>,
+    /// Slots left this tick (already gone from [`Participants`]).
+    pub left: Vec<PlayerId>,
+    /// Team change requests this tick.
+    pub team_requests: Vec<PlayerId>,
+    /// Input events refused this tick (unknown key names), for the session layer to count.
+    pub refused_inputs: Vec<(PlayerId, String)>,
+}
+
+/// Applies the queued commands in order, then turns key states into this step's bits.
+pub(crate) fn apply_commands(
+    mut commands: ResMut<HostCommands>,
+    mut participants: ResMut<Participants>,
+    mut events: ResMut<TickEvents>,
+    keys: Res<PlayerKeys>,
+) {
+    *events = TickEvents::default();
+    for command in commands.0.drain(..) {
+        match command {
+            HostCommand::Join { player, name, team, bot } => {
+                let p = Participant {
+                    name,
+                    team: 0,
+                    requested_team: team,
+                    bot,
+                    keys: KeyState::default(),
+                    bits: KeyBits::default(),
+                };
+                if participants.0.insert(player, p).is_some() {
+                    // A slot taken again replaces its holder: the game sees a leave and a join.
+                    events.left.push(player);
+                }
+                events.joined.push(player);
+            }
+            HostCommand::Leave { player } => {
+                if participants.0.remove(&player).is_some() {
+                    events.left.push(player);
+                    events.joined.retain(|p| *p != player);
+                }
+            }
+            HostCommand::SetTeam { player, team } => {
+                if let Some(p) = participants.0.get_mut(&player) {
+                    p.requested_team = Some(team);
+                    events.team_requests.push(player);
+                }
+            }
+            HostCommand::Input { player, event } => {
+                let Some(p) = participants.0.get_mut(&player) else { continue };
+                if p.bot {
+                    continue;
+                }
+                if let Err(e) = p.keys.apply(&keys.0, &event) {
+                    events.refused_inputs.push((player, e.to_string()));
+                }
+            }
+        }
+    }
+    for p in participants.0.values_mut() {
+        p.bits = p.keys.step();
+    }
+}

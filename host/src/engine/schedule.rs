@@ -1,0 +1,287 @@
+//! The host's fixed-step schedule: [`HostPlugin`], its system sets, [`Tick`] and the [`Host`] driver.
+//!
+//! One tick is one run of the [`HostTick`] schedule, a chained pipeline:
+//!
+//! ```text
+//! Inputs → Game → Physics → Contacts → Deletions → Snapshot → Send
+//! ```
+//!
+//! The schedule is run by the [`Host`] driver, never by Bevy's frame loop: the
+//! embedded host steps it from real time through its own accumulator ([`FixedClock`],
+//! part of every dump), and the headless runner steps it as fast as it can.
+
+use std::time::Duration;
+
+use bevy::app::PluginsState;
+use bevy::ecs::schedule::{ExecutorKind, ScheduleLabel};
+use bevy::prelude::*;
+use serde::{Deserialize, Serialize};
+use vimp_netcode::schema::SnapshotSchema;
+
+use crate::engine::config::{ConfigError, EngineConfig, InitConfig};
+use crate::engine::map::{MapConfig, MapError};
+use crate::engine::mapstate::{self, MapLoadError, MapState};
+use crate::engine::meta::{MetaMessage, MetaOutbox};
+use crate::engine::physics::Physics;
+use crate::engine::players::{self, HostCommand, HostCommands, Participants, PlayerKeys, TickEvents};
+use crate::engine::rng::SplitMix64;
+use crate::engine::snapshot::{self, EventRows, FrameReceivers, FrameSeq, OutgoingFrames, SnapshotRows, SnapshotStats};
+use crate::engine::state::{self, GameHooks, StateError};
+
+/// The schedule of one fixed step.
+#[derive(ScheduleLabel, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct HostTick;
+
+/// The chained stages of a tick, in order. All run in [`HostTick`].
+#[derive(SystemSet, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum HostSystems {
+    /// Engine: applies queued [`HostCommand`]s and turns key states into this step's bits.
+    Inputs,
+    /// Game: its rules (spawns, movement, weapons, bots, rounds) before physics.
+    Game,
+    /// Engine: one rapier step.
+    Physics,
+    /// Game: reacts to the contact pairs of the step ([`Physics::contacts`]).
+    Contacts,
+    /// Engine: removes the bodies queued for removal during the tick.
+    Deletions,
+    /// Game, on snapshot ticks only: fills [`SnapshotRows`] from the ECS.
+    Snapshot,
+    /// Engine, on snapshot ticks only: builds the map block and packs one frame per receiver.
+    Send,
+}
+
+/// Number of the tick being run (1 for the first); 0 before any.
+#[derive(Resource, Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Tick(pub u32);
+
+/// The fixed step and the real time not yet stepped.
+#[derive(Resource, Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FixedClock {
+    /// Seconds per tick.
+    pub step: f64,
+    /// Seconds of real time received and not yet stepped.
+    pub accumulator: f64,
+}
+
+/// The match's random numbers: every random choice of the sim goes through this.
+#[derive(Resource, Clone, Debug, PartialEq, Deref, DerefMut)]
+pub struct SimRng(pub SplitMix64);
+
+/// The validated engine config and snapshot schema.
+#[derive(Resource, Clone, Debug)]
+pub struct EngineSettings {
+    /// The engine half of the init config.
+    pub config: EngineConfig,
+    /// The game's snapshot schema.
+    pub schema: SnapshotSchema,
+}
+
+impl EngineSettings {
+    /// Seconds per tick.
+    pub fn dt(&self) -> f32 {
+        self.config.time_step
+    }
+}
+
+/// The game half of the init config, until the game takes it (once, when its plugin builds).
+#[derive(Resource, Debug, Default)]
+pub struct GameInit(pub Option<serde_json::Value>);
+
+/// The engine: resources, the [`HostTick`] schedule and its sets. A game plugin is added after it.
+pub struct HostPlugin {
+    config: InitConfig,
+    schema: SnapshotSchema,
+}
+
+impl HostPlugin {
+    /// Validates `config` into a plugin.
+    pub fn new(config: InitConfig) -> Result<Self, ConfigError> {
+        let schema = config.validate()?;
+        Ok(HostPlugin { config, schema })
+    }
+}
+
+impl Plugin for HostPlugin {
+    fn build(&self, app: &mut App) {
+        let engine = self.config.engine.clone();
+        app.insert_resource(Tick(0))
+            .insert_resource(FixedClock { step: engine.time_step as f64, accumulator: 0.0 })
+            .insert_resource(SimRng(SplitMix64::new(self.config.seed())))
+            .insert_resource(Physics::new(engine.time_step))
+            .insert_resource(EngineSettings { config: engine, schema: self.schema.clone() })
+            .insert_resource(GameInit(Some(self.config.game.clone())))
+            .init_resource::<MapState>()
+            .init_resource::<Participants>()
+            .init_resource::<HostCommands>()
+            .init_resource::<TickEvents>()
+            .init_resource::<PlayerKeys>()
+            .init_resource::<SnapshotRows>()
+            .init_resource::<EventRows>()
+            .init_resource::<FrameSeq>()
+            .init_resource::<FrameReceivers>()
+            .init_resource::<OutgoingFrames>()
+            .init_resource::<SnapshotStats>()
+            .init_resource::<GameHooks>()
+            .init_resource::<MetaOutbox>();
+
+        let mut schedule = Schedule::new(HostTick);
+        schedule.set_executor_kind(ExecutorKind::SingleThreaded);
+        app.add_schedule(schedule);
+        app.configure_sets(
+            HostTick,
+            (
+                HostSystems::Inputs,
+                HostSystems::Game,
+                HostSystems::Physics,
+                HostSystems::Contacts,
+                HostSystems::Deletions,
+                HostSystems::Snapshot.run_if(snapshot::snapshot_tick),
+                HostSystems::Send.run_if(snapshot::snapshot_tick),
+            )
+                .chain(),
+        );
+        app.add_systems(HostTick, (advance_tick, players::apply_commands).chain().in_set(HostSystems::Inputs))
+            .add_systems(HostTick, step_physics.in_set(HostSystems::Physics))
+            .add_systems(HostTick, apply_removals.in_set(HostSystems::Deletions))
+            .add_systems(HostTick, snapshot::clear_rows.in_set(HostSystems::Snapshot).before(snapshot::RowsSystems))
+            .add_systems(HostTick, snapshot::pack_frames.in_set(HostSystems::Send));
+    }
+}
+
+fn advance_tick(mut tick: ResMut<Tick>) {
+    tick.0 += 1;
+}
+
+fn step_physics(mut physics: ResMut<Physics>) {
+    physics.step();
+}
+
+fn apply_removals(mut physics: ResMut<Physics>) {
+    physics.apply_removals();
+}
+
+/// At most this many ticks are run by one [`Host::advance`] call; the rest of the time is dropped.
+pub const MAX_STEPS_PER_ADVANCE: u32 = 12;
+
+/// Why a host could not be made or restored.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HostError {
+    /// The init config is not valid.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The state dump could not be restored.
+    #[error(transparent)]
+    State(#[from] StateError),
+}
+
+/// A host: the Bevy `App` running the match, driven one tick at a time.
+pub struct Host {
+    app: App,
+}
+
+impl Host {
+    /// A host running `config` with `game` plugged in (headless, `MinimalPlugins`).
+    pub fn new(config: InitConfig, game: impl Plugin) -> Result<Host, HostError> {
+        let mut app = App::new();
+        app.add_plugins(MinimalPlugins).add_plugins(HostPlugin::new(config)?).add_plugins(game);
+        while app.plugins_state() == PluginsState::Adding {
+            bevy::tasks::tick_global_task_pools_on_main_thread();
+        }
+        app.finish();
+        app.cleanup();
+        Ok(Host { app })
+    }
+
+    /// A host continuing the match of a state dump: built like [`Host::new`], then restored.
+    pub fn restore(config: InitConfig, game: impl Plugin, dump: &[u8]) -> Result<Host, HostError> {
+        let mut host = Host::new(config, game)?;
+        state::deserialize_state(host.app.world_mut(), dump)?;
+        Ok(host)
+    }
+
+    /// Runs one tick.
+    pub fn step(&mut self) {
+        self.app.world_mut().run_schedule(HostTick);
+    }
+
+    /// Adds `elapsed` real time and runs the ticks it covers (at most [`MAX_STEPS_PER_ADVANCE`]).
+    pub fn advance(&mut self, elapsed: Duration) -> u32 {
+        let mut clock = *self.app.world().resource::<FixedClock>();
+        clock.accumulator += elapsed.as_secs_f64();
+        let mut steps = 0;
+        while clock.accumulator >= clock.step && steps < MAX_STEPS_PER_ADVANCE {
+            clock.accumulator -= clock.step;
+            self.app.world_mut().insert_resource(clock);
+            self.step();
+            steps += 1;
+        }
+        if steps == MAX_STEPS_PER_ADVANCE {
+            clock.accumulator = clock.accumulator.min(clock.step);
+        }
+        self.app.world_mut().insert_resource(clock);
+        steps
+    }
+
+    /// The current tick.
+    pub fn tick(&self) -> u32 {
+        self.app.world().resource::<Tick>().0
+    }
+
+    /// Queues a command for the next tick.
+    pub fn push(&mut self, command: HostCommand) {
+        self.app.world_mut().resource_mut::<HostCommands>().push(command);
+    }
+
+    /// Loads a map (already validated by [`MapConfig::from_json`]); see [`mapstate::load_map`].
+    pub fn load_map(&mut self, map: MapConfig) -> Result<(), MapLoadError> {
+        mapstate::load_map(self.app.world_mut(), map)
+    }
+
+    /// Parses, validates and loads a map file's text; `label` names the file in errors.
+    pub fn load_map_json(&mut self, label: &str, text: &str) -> Result<(), MapLoadError> {
+        let map = MapConfig::from_json(label, text).map_err(|e: MapError| MapLoadError::Invalid(Box::new(e)))?;
+        self.load_map(map)
+    }
+
+    /// The frames packed on the last snapshot tick, taken.
+    pub fn take_frames(&mut self) -> OutgoingFrames {
+        std::mem::take(&mut *self.app.world_mut().resource_mut::<OutgoingFrames>())
+    }
+
+    /// The meta messages produced since the last call, taken.
+    pub fn take_meta(&mut self) -> Vec<MetaMessage> {
+        std::mem::take(&mut self.app.world_mut().resource_mut::<MetaOutbox>().0)
+    }
+
+    /// The whole match state as bytes (see [`state::serialize_state`]).
+    pub fn serialize_state(&mut self) -> Result<Vec<u8>, StateError> {
+        state::serialize_state(self.app.world_mut())
+    }
+
+    /// A hash of the whole match state (the dump's bytes).
+    pub fn state_hash(&mut self) -> Result<u64, StateError> {
+        state::state_hash(self.app.world_mut())
+    }
+
+    /// A curated, deterministic JSON view of the match for debugging (see [`crate::engine::debug`]).
+    pub fn debug_json(&mut self) -> serde_json::Value {
+        crate::engine::debug::debug_json(self.app.world_mut())
+    }
+
+    /// The ECS world.
+    pub fn world(&self) -> &World {
+        self.app.world()
+    }
+
+    /// The ECS world, mutably.
+    pub fn world_mut(&mut self) -> &mut World {
+        self.app.world_mut()
+    }
+
+    /// The app (to add systems in tests and tools).
+    pub fn app_mut(&mut self) -> &mut App {
+        &mut self.app
+    }
+}

@@ -1,0 +1,127 @@
+//! Mid-round state dumps: the whole match as bytes, and back into a fresh host.
+//!
+//! A dump is everything a successor needs to continue the match bit-identically:
+//! the tick and the fixed-step accumulator, the rng, the rapier world (rapier skips
+//! its pipeline on purpose: it holds only scratch buffers), the map with its state
+//! bytes, the participants with their key states, the event rows not yet sent, the
+//! frame seq, and the game's own state through its [`GameHooks`]. A field missing
+//! here is a silent reset at every migration; the dump/restore tests catch it.
+//!
+//! The bytes go through [`crate::engine::dump`] (versioned header, checksum, size
+//! limit), as kind [`DumpKind::CHECKPOINT`], version [`STATE_VERSION`].
+
+use bevy::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::engine::dump::{self, DumpError, DumpKind};
+use crate::engine::mapstate::MapState;
+use crate::engine::physics::Physics;
+use crate::engine::players::Participants;
+use crate::engine::rng::SplitMix64;
+use crate::engine::schedule::{FixedClock, SimRng, Tick};
+use crate::engine::snapshot::{EventRows, FrameSeq};
+
+/// Format version of the state dump; bump it with any change to what is serialised.
+pub const STATE_VERSION: u16 = 1;
+
+/// The game's part in dumps and map loads: plain functions over the ECS world.
+#[derive(Resource, Clone, Copy)]
+pub struct GameHooks {
+    /// Writes every game component and resource the sim depends on.
+    pub save: fn(&mut World) -> Result<Vec<u8>, String>,
+    /// Replaces the game's state with a saved one (in a host whose engine state is already restored).
+    pub load: fn(&mut World, &[u8]) -> Result<(), String>,
+    /// Called after every map load; an error leaves the world with no map.
+    pub on_map_loaded: fn(&mut World) -> Result<(), String>,
+    /// The game's part of [`crate::engine::debug::debug_json`].
+    pub debug: fn(&mut World) -> serde_json::Value,
+}
+
+impl Default for GameHooks {
+    fn default() -> Self {
+        GameHooks {
+            save: |_| Ok(Vec::new()),
+            load: |_, _| Ok(()),
+            on_map_loaded: |_| Ok(()),
+            debug: |_| serde_json::Value::Null,
+        }
+    }
+}
+
+/// Why a dump could not be made or restored.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StateError {
+    /// The container or its payload is bad.
+    #[error("state dump: {0}")]
+    Dump(#[from] DumpError),
+    /// The game's hook failed.
+    #[error("state dump, game part: {0}")]
+    Game(String),
+}
+
+#[derive(Serialize)]
+struct EngineStateRef<'a> {
+    tick: Tick,
+    clock: FixedClock,
+    rng: &'a SplitMix64,
+    physics: &'a Physics,
+    map: &'a MapState,
+    participants: &'a Participants,
+    events: &'a EventRows,
+    frame_seq: FrameSeq,
+    game: Vec<u8>,
+}
+
+#[derive(Deserialize)]
+struct EngineState {
+    tick: Tick,
+    clock: FixedClock,
+    rng: SplitMix64,
+    physics: Physics,
+    map: MapState,
+    participants: Participants,
+    events: EventRows,
+    frame_seq: FrameSeq,
+    game: Vec<u8>,
+}
+
+/// The whole match as bytes. Call between ticks.
+pub fn serialize_state(world: &mut World) -> Result<Vec<u8>, StateError> {
+    let save = world.resource::<GameHooks>().save;
+    let game = save(world).map_err(StateError::Game)?;
+    let state = EngineStateRef {
+        tick: *world.resource::<Tick>(),
+        clock: *world.resource::<FixedClock>(),
+        rng: &world.resource::<SimRng>().0,
+        physics: world.resource::<Physics>(),
+        map: world.resource::<MapState>(),
+        participants: world.resource::<Participants>(),
+        events: world.resource::<EventRows>(),
+        frame_seq: *world.resource::<FrameSeq>(),
+        game,
+    };
+    Ok(dump::encode(DumpKind::CHECKPOINT, STATE_VERSION, &state)?)
+}
+
+/// Replaces the match in `world` (a host built with the same config and game) with a dump's.
+///
+/// Nothing is changed when the bytes do not decode.
+pub fn deserialize_state(world: &mut World, bytes: &[u8]) -> Result<(), StateError> {
+    let state: EngineState = dump::decode(DumpKind::CHECKPOINT, STATE_VERSION, bytes)?;
+    world.insert_resource(state.tick);
+    world.insert_resource(state.clock);
+    world.insert_resource(SimRng(state.rng));
+    world.insert_resource(state.physics);
+    world.insert_resource(state.map);
+    world.insert_resource(state.participants);
+    world.insert_resource(state.events);
+    world.insert_resource(state.frame_seq);
+    let load = world.resource::<GameHooks>().load;
+    load(world, &state.game).map_err(StateError::Game)
+}
+
+/// FNV-1a 64 of the dump bytes: equal hashes, equal matches.
+pub fn state_hash(world: &mut World) -> Result<u64, StateError> {
+    Ok(dump::fnv1a64(&serialize_state(world)?))
+}

@@ -1,0 +1,81 @@
+//! The reference game: tanks. It plugs into the engine's system sets and hooks.
+//!
+//! - [`config`]: the `game` half of the init config (models, weapons, keys, rounds);
+//! - [`movement`]: how a tank drives — the one rule host and predictor share;
+//! - [`tank`]: tanks as entities (join, teams, spawn, damage, death, respawn);
+//! - [`weapons`]: tracers, bombs, blasts;
+//! - [`rounds`]: round timer, victory, game over;
+//! - [`bots`]: simple bots;
+//! - [`rows`]: the snapshot schema and rows;
+//! - `save`: the game's part of dumps and map loads.
+
+pub mod bots;
+pub mod config;
+pub mod movement;
+pub mod rounds;
+pub mod rows;
+mod save;
+pub mod tank;
+pub mod weapons;
+
+use bevy::prelude::*;
+
+use crate::engine::config::InitConfig;
+use crate::engine::players::PlayerKeys;
+use crate::engine::schedule::{GameInit, HostSystems, HostTick};
+use crate::engine::snapshot::RowsSystems;
+use config::TanksConfig;
+
+/// The game's rules, from the init config's `game` half.
+#[derive(Resource, Clone, Debug, Default)]
+pub struct TanksRules(pub TanksConfig);
+
+/// The tanks game. Add it after [`HostPlugin`](crate::engine::schedule::HostPlugin).
+#[derive(Default)]
+pub struct TanksPlugin;
+
+impl TanksConfig {
+    /// Reads the `game` half of an init config (`null` gives the defaults).
+    pub fn from_value(game: &serde_json::Value) -> Result<TanksConfig, serde_json::Error> {
+        if game.is_null() { Ok(TanksConfig::default()) } else { serde_json::from_value(game.clone()) }
+    }
+}
+
+/// An init config for a tanks match: the tanks schema, the default rules, `seed`.
+pub fn init_config(seed: u64) -> InitConfig {
+    let mut config = InitConfig::default();
+    config.engine.snapshot = serde_json::from_str(rows::SCHEMA_JSON).expect("the tanks schema is valid JSON");
+    config.engine.seed = Some(seed);
+    config.game = serde_json::to_value(TanksConfig::default()).expect("the default rules serialise");
+    config
+}
+
+impl Plugin for TanksPlugin {
+    fn build(&self, app: &mut App) {
+        let game = app.world_mut().resource_mut::<GameInit>().0.take().unwrap_or_default();
+        let rules = TanksConfig::from_value(&game).unwrap_or_else(|e| {
+            tracing::error!("the game config does not parse ({e}); playing with the default rules");
+            TanksConfig::default()
+        });
+        app.insert_resource(PlayerKeys(rules.player_keys.clone()))
+            .insert_resource(TanksRules(rules))
+            .insert_resource(save::hooks())
+            .init_resource::<rounds::Round>()
+            .init_resource::<weapons::NextShotId>();
+        app.add_systems(
+            HostTick,
+            (
+                rounds::run_rounds,
+                tank::join_and_leave,
+                tank::respawn_dead,
+                bots::drive_bots,
+                tank::drive_tanks,
+                weapons::fire_weapons,
+            )
+                .chain()
+                .in_set(HostSystems::Game),
+        )
+        .add_systems(HostTick, weapons::burst_bombs.in_set(HostSystems::Contacts))
+        .add_systems(HostTick, rows::build_rows.in_set(HostSystems::Snapshot).in_set(RowsSystems));
+    }
+}

@@ -1,0 +1,96 @@
+//! The tanks game's snapshot rows: tanks (`m1`), bombs in flight (`w2`) and each player's own state.
+
+use bevy::prelude::*;
+use vimp_netcode::snapshot::{Block, FieldValue, PlayerBlock, round2};
+
+use crate::engine::physics::Physics;
+use crate::engine::players::Participants;
+use crate::engine::snapshot::SnapshotRows;
+use crate::tanks::TanksRules;
+use crate::tanks::tank::{Tank, sorted};
+use crate::tanks::weapons::Bomb;
+
+/// The tanks game's snapshot schema (the spec's example), as data.
+pub const SCHEMA_JSON: &str = include_str!("snapshot.json");
+
+/// Key ids of the schema.
+pub mod key {
+    /// `m1`: tanks (indexed8, hot).
+    pub const TANKS: u8 = 1;
+    /// `w1`: tracers (list16, event).
+    pub const TRACERS: u8 = 2;
+    /// `w2`: bombs in flight (indexed32, event; null on removal).
+    pub const BOMBS: u8 = 3;
+    /// `w2e`: blasts (list16, event).
+    pub const BLASTS: u8 = 4;
+}
+
+fn f(v: f32) -> FieldValue {
+    FieldValue::F32(round2(v))
+}
+
+/// Fills the frame: a row per tank (null while dead), a row per bomb, each player's block.
+pub(crate) fn build_rows(
+    physics: Res<Physics>,
+    participants: Res<Participants>,
+    rules: Res<TanksRules>,
+    tanks: Query<&Tank>,
+    bombs: Query<&Bomb>,
+    mut rows: ResMut<SnapshotRows>,
+) {
+    let model = &rules.0.models.tank;
+    let mut tank_rows = Vec::new();
+    for tank in sorted(tanks.iter()) {
+        if !tank.alive {
+            tank_rows.push((tank.player.0, None));
+            continue;
+        }
+        let m = tank.motion(&physics);
+        let condition = (100.0 * tank.health / model.health).clamp(0.0, 100.0).round() as u8;
+        tank_rows.push((
+            tank.player.0,
+            Some(vec![
+                f(m.x),
+                f(m.y),
+                f(m.angle),
+                f(m.gun),
+                f(m.vx),
+                f(m.vy),
+                f(m.throttle.abs()),
+                FieldValue::U8(condition),
+                FieldValue::U8(1),
+                FieldValue::U8(tank.team),
+                f(m.angvel),
+            ]),
+        ));
+        if let Some(p) = participants.0.get(&tank.player) {
+            rows.players.insert(
+                tank.player,
+                PlayerBlock { last_input_seq: p.keys.last_input_seq(), state: m.to_state(), centering: false },
+            );
+        }
+    }
+    rows.blocks.push((key::TANKS, Block::Indexed8(tank_rows)));
+
+    let mut list: Vec<&Bomb> = bombs.iter().collect();
+    list.sort_by_key(|b| b.id);
+    let bomb_rows = list
+        .into_iter()
+        .filter_map(|b| {
+            let body = physics.world().bodies.get(b.body)?;
+            let p = body.translation();
+            Some((
+                b.id,
+                Some(vec![
+                    f(p.x),
+                    f(p.y),
+                    f(body.rotation().angle()),
+                    f(b.size),
+                    f(b.fuse.max(0.0)),
+                    FieldValue::U8(b.owner.0),
+                ]),
+            ))
+        })
+        .collect();
+    rows.blocks.push((key::BOMBS, Block::Indexed32(bomb_rows)));
+}

@@ -1,0 +1,123 @@
+//! The tanks game's hooks into the engine: its part of state dumps, of `debug_json`, and map loads.
+
+use bevy::prelude::*;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::engine::dump::{self, DumpKind};
+use crate::engine::mapstate::MapState;
+use crate::engine::meta::MetaOutbox;
+use crate::engine::physics::Physics;
+use crate::engine::schedule::SimRng;
+use crate::engine::state::GameHooks;
+use crate::tanks::TanksRules;
+use crate::tanks::bots::Bot;
+use crate::tanks::rounds::Round;
+use crate::tanks::tank::{TEAMS, Tank, free_respawn_point, respawn};
+use crate::tanks::weapons::{Bomb, NextShotId};
+
+/// Magic of the tanks game's part of a dump.
+const KIND: DumpKind = DumpKind(*b"VMPT");
+/// Its format version.
+const VERSION: u16 = 1;
+
+#[derive(Serialize, Deserialize)]
+struct TanksDump {
+    tanks: Vec<(Tank, Option<Bot>)>,
+    bombs: Vec<Bomb>,
+    round: Round,
+    next_shot_id: NextShotId,
+}
+
+/// The hooks the tanks plugin registers.
+pub(crate) fn hooks() -> GameHooks {
+    GameHooks { save, load, on_map_loaded, debug }
+}
+
+fn collect(world: &mut World) -> TanksDump {
+    let mut tanks: Vec<(Tank, Option<Bot>)> =
+        world.query::<(&Tank, Option<&Bot>)>().iter(world).map(|(t, b)| (t.clone(), b.cloned())).collect();
+    tanks.sort_by_key(|(t, _)| t.player);
+    let mut bombs: Vec<Bomb> = world.query::<&Bomb>().iter(world).cloned().collect();
+    bombs.sort_by_key(|b| b.id);
+    TanksDump { tanks, bombs, round: world.resource::<Round>().clone(), next_shot_id: *world.resource::<NextShotId>() }
+}
+
+fn save(world: &mut World) -> Result<Vec<u8>, String> {
+    dump::encode(KIND, VERSION, &collect(world)).map_err(|e| e.to_string())
+}
+
+fn load(world: &mut World, bytes: &[u8]) -> Result<(), String> {
+    let state: TanksDump = dump::decode(KIND, VERSION, bytes).map_err(|e| e.to_string())?;
+    let old: Vec<Entity> = world.query_filtered::<Entity, Or<(With<Tank>, With<Bomb>)>>().iter(world).collect();
+    for e in old {
+        world.despawn(e);
+    }
+    for (tank, bot) in state.tanks {
+        let mut e = world.spawn(tank);
+        if let Some(bot) = bot {
+            e.insert(bot);
+        }
+    }
+    for bomb in state.bombs {
+        world.spawn(bomb);
+    }
+    world.insert_resource(state.round);
+    world.insert_resource(state.next_shot_id);
+    Ok(())
+}
+
+/// A new map (or the same map again for a new round): every team needs respawns; every
+/// bomb is gone; every tank goes back to a respawn point; a round starts.
+fn on_map_loaded(world: &mut World) -> Result<(), String> {
+    {
+        let map = world.resource::<MapState>();
+        let respawns = map.map.as_ref().map(|m| m.respawns()).ok_or("no map")?;
+        for team in TEAMS {
+            if respawns.get(&team.to_string()).is_none_or(|p| p.is_empty()) {
+                return Err(format!("the map has no respawns for team \"{team}\""));
+            }
+        }
+    }
+    let bombs: Vec<(Entity, Bomb)> =
+        world.query::<(Entity, &Bomb)>().iter(world).map(|(e, b)| (e, b.clone())).collect();
+    for (entity, bomb) in bombs {
+        world.resource_mut::<Physics>().queue_removal(bomb.body);
+        world.despawn(entity);
+    }
+    world.resource_mut::<Physics>().apply_removals();
+    world.resource_scope(|world, mut physics: Mut<Physics>| {
+        world.resource_scope(|world, mut rng: Mut<SimRng>| {
+            let rules = world.resource::<TanksRules>().clone();
+            let mut tanks: Vec<(Entity, Tank)> =
+                world.query::<(Entity, &Tank)>().iter(world).map(|(e, t)| (e, t.clone())).collect();
+            tanks.sort_by_key(|(_, t)| t.player);
+            let map = world.resource::<MapState>();
+            let mut points = Vec::new();
+            for (_, t) in &tanks {
+                let taken: Vec<[f32; 2]> = points.iter().map(|p: &[f32; 3]| [p[0], p[1]]).collect();
+                points.push(free_respawn_point(map, t.team, &taken, &mut rng));
+            }
+            for ((entity, mut tank), at) in tanks.into_iter().zip(points) {
+                respawn(&mut tank, &mut physics, at, &rules);
+                world.entity_mut(entity).insert(tank);
+            }
+        });
+    });
+    world.resource_scope(|world, mut round: Mut<Round>| {
+        let rules = world.resource::<TanksRules>().clone();
+        let mut outbox = world.resource_mut::<MetaOutbox>();
+        round.start_next(&rules, &mut outbox);
+    });
+    Ok(())
+}
+
+fn debug(world: &mut World) -> serde_json::Value {
+    let state = collect(world);
+    json!({
+        "round": state.round,
+        "nextShotId": state.next_shot_id.0,
+        "tanks": state.tanks.iter().map(|(t, b)| json!({ "tank": t, "bot": b })).collect::<Vec<_>>(),
+        "bombs": state.bombs,
+    })
+}

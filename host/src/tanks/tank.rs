@@ -1,0 +1,371 @@
+//! Tanks as entities: joining, teams, spawning, driving, damage, death and respawn.
+
+use bevy::prelude::*;
+use rapier2d::prelude::*;
+use serde::{Deserialize, Serialize};
+use vimp_netcode::schema::BlockKind;
+
+use crate::engine::mapstate::MapState;
+use crate::engine::meta::{MetaOutbox, port};
+use crate::engine::physics::Physics;
+use crate::engine::players::{Participants, PlayerId, TickEvents};
+use crate::engine::schedule::{EngineSettings, SimRng};
+use crate::engine::snapshot::EventRows;
+use crate::engine::tags::encode_tag;
+use crate::tanks::TanksRules;
+use crate::tanks::bots::Bot;
+use crate::tanks::config::TankModel;
+use crate::tanks::movement::{Motion, drive};
+use crate::tanks::rounds::Round;
+use crate::tanks::rows::key;
+
+/// Body tag kind of a tank (the payload is the player id).
+pub const TANK_KIND: u8 = 2;
+/// Body tag kind of a bomb (the payload is the bomb id).
+pub const BOMB_KIND: u8 = 3;
+
+/// The two teams.
+pub const TEAMS: [u8; 2] = [1, 2];
+
+/// The active weapon.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Weapon {
+    /// `w1`: the hitscan gun.
+    #[default]
+    Gun,
+    /// `w2`: the bomb launcher.
+    Bomb,
+}
+
+impl Weapon {
+    /// Index into per-weapon arrays.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The panel name of the weapon.
+    pub fn name(self) -> &'static str {
+        match self {
+            Weapon::Gun => "w1",
+            Weapon::Bomb => "w2",
+        }
+    }
+}
+
+/// A player's tank.
+#[derive(Component, Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Tank {
+    /// Its player.
+    pub player: PlayerId,
+    /// Its team (1 or 2).
+    pub team: u8,
+    /// Its rapier body.
+    pub body: RigidBodyHandle,
+    /// Gun angle relative to the hull.
+    pub gun: f32,
+    /// Engine throttle in [−1, 1].
+    pub throttle: f32,
+    /// Hit points left.
+    pub health: f32,
+    /// Alive (a dead tank's body is disabled until it respawns).
+    pub alive: bool,
+    /// Seconds until respawn, while dead.
+    pub respawn_in: f32,
+    /// The active weapon.
+    pub weapon: Weapon,
+    /// Ammo per weapon.
+    pub ammo: [u32; 2],
+    /// Seconds until each weapon can fire again.
+    pub reload: [f32; 2],
+    /// Frags (minus team kills and suicides).
+    pub score: i32,
+    /// Deaths.
+    pub deaths: u32,
+}
+
+impl Tank {
+    /// The tank's position.
+    pub fn position(&self, physics: &Physics) -> [f32; 2] {
+        physics.world().bodies.get(self.body).map_or([0.0; 2], |b| [b.translation().x, b.translation().y])
+    }
+
+    /// The tank's motion state as the movement module and the player block see it.
+    pub fn motion(&self, physics: &Physics) -> Motion {
+        let Some(b) = physics.world().bodies.get(self.body) else { return Motion::default() };
+        let p = b.translation();
+        let v = b.linvel();
+        Motion {
+            x: p.x,
+            y: p.y,
+            angle: b.rotation().angle(),
+            vx: v.x,
+            vy: v.y,
+            angvel: b.angvel(),
+            gun: self.gun,
+            throttle: self.throttle,
+        }
+    }
+}
+
+/// Every tank, sorted by player: the order every system works in.
+pub fn sorted<T: std::ops::Deref<Target = Tank>>(tanks: impl Iterator<Item = T>) -> Vec<T> {
+    let mut v: Vec<T> = tanks.collect();
+    v.sort_by_key(|t| t.player);
+    v
+}
+
+/// Builds the tank's body: a dynamic box with the player's tag.
+pub fn spawn_body(physics: &mut Physics, model: &TankModel, player: PlayerId, at: [f32; 3]) -> RigidBodyHandle {
+    let body = RigidBodyBuilder::dynamic()
+        .translation(Vector::new(at[0], at[1]))
+        .rotation(at[2])
+        .user_data(encode_tag(TANK_KIND, player.0 as u64))
+        .soft_ccd_prediction(model.length.min(model.width))
+        .can_sleep(false);
+    let collider = ColliderBuilder::cuboid(model.length / 2.0, model.width / 2.0)
+        .density(model.density / 100.0)
+        .friction(0.3)
+        .restitution(0.1);
+    physics.insert(body, collider).0
+}
+
+/// A respawn point for `team`: `[x, y, angle rad]`, drawn with the match rng.
+pub fn respawn_point(map: &MapState, team: u8, rng: &mut SimRng) -> [f32; 3] {
+    let Some(points) = map.map.as_ref().and_then(|m| m.respawns().get(&team.to_string())) else {
+        return [0.0, 0.0, 0.0];
+    };
+    if points.is_empty() {
+        return [0.0, 0.0, 0.0];
+    }
+    let p = points[rng.below(points.len() as u32) as usize];
+    [p[0], p[1], p[2].to_radians()]
+}
+
+/// A respawn point for `team` away from the positions in `taken` (any point if all are near one).
+pub fn free_respawn_point(map: &MapState, team: u8, taken: &[[f32; 2]], rng: &mut SimRng) -> [f32; 3] {
+    let Some(points) = map.map.as_ref().and_then(|m| m.respawns().get(&team.to_string())) else {
+        return [0.0, 0.0, 0.0];
+    };
+    let free: Vec<&[f32; 3]> = points
+        .iter()
+        .filter(|p| taken.iter().all(|t| libm::hypotf(t[0] - p[0], t[1] - p[1]) > SPAWN_CLEARANCE))
+        .collect();
+    if free.is_empty() {
+        return respawn_point(map, team, rng);
+    }
+    let p = free[rng.below(free.len() as u32) as usize];
+    [p[0], p[1], p[2].to_radians()]
+}
+
+/// How far a respawn point must be from a living tank to count as free.
+pub const SPAWN_CLEARANCE: f32 = 48.0;
+
+/// Puts a tank back at a respawn point, whole, with full ammo.
+pub fn respawn(tank: &mut Tank, physics: &mut Physics, at: [f32; 3], rules: &TanksRules) {
+    tank.alive = true;
+    tank.health = rules.0.models.tank.health;
+    tank.respawn_in = 0.0;
+    tank.gun = 0.0;
+    tank.throttle = 0.0;
+    tank.ammo = [rules.0.weapons.w1.ammo, rules.0.weapons.w2.ammo];
+    tank.reload = [0.0; 2];
+    if let Some(b) = physics.world_mut().bodies.get_mut(tank.body) {
+        b.set_enabled(true);
+        b.set_translation(Vector::new(at[0], at[1]), true);
+        b.set_rotation(Rotation::from_angle(at[2]), true);
+        b.set_linvel(Vector::ZERO, true);
+        b.set_angvel(0.0, true);
+    }
+}
+
+/// Players per team (teams 1 and 2).
+fn team_counts<'a>(tanks: impl Iterator<Item = &'a Tank>) -> [usize; 2] {
+    let mut count = [0usize; 2];
+    for t in tanks {
+        if let Some(i) = TEAMS.iter().position(|&team| team == t.team) {
+            count[i] += 1;
+        }
+    }
+    count
+}
+
+/// Spawns tanks for joins, removes them for leaves, moves them for team changes.
+pub(crate) fn join_and_leave(
+    mut commands: Commands,
+    events: Res<TickEvents>,
+    mut participants: ResMut<Participants>,
+    mut physics: ResMut<Physics>,
+    mut rng: ResMut<SimRng>,
+    mut event_rows: ResMut<EventRows>,
+    map: Res<MapState>,
+    rules: Res<TanksRules>,
+    mut tanks: Query<(Entity, &mut Tank)>,
+) {
+    for player in &events.left {
+        let Some((entity, tank)) = tanks.iter().find(|(_, t)| t.player == *player) else { continue };
+        physics.queue_removal(tank.body);
+        commands.entity(entity).despawn();
+        event_rows.push(key::TANKS, BlockKind::Indexed8, player.0 as u32, None);
+    }
+    // Spawns go through `commands`, so this tick's joiners are counted here, not by the query.
+    let mut count = team_counts(tanks.iter().map(|(_, t)| t).filter(|t| !events.left.contains(&t.player)));
+    let mut taken: Vec<[f32; 2]> = tanks.iter().filter(|(_, t)| t.alive).map(|(_, t)| t.position(&physics)).collect();
+    for player in &events.joined {
+        let Some(p) = participants.0.get_mut(player) else { continue };
+        let team = match p.requested_team.take() {
+            Some(t) if TEAMS.contains(&t) => t,
+            _ if count[1] < count[0] => TEAMS[1],
+            _ => TEAMS[0],
+        };
+        count[(team - 1) as usize] += 1;
+        p.team = team;
+        let at = free_respawn_point(&map, team, &taken, &mut rng);
+        taken.push([at[0], at[1]]);
+        let body = spawn_body(&mut physics, &rules.0.models.tank, *player, at);
+        let mut tank = Tank {
+            player: *player,
+            team,
+            body,
+            gun: 0.0,
+            throttle: 0.0,
+            health: 0.0,
+            alive: true,
+            respawn_in: 0.0,
+            weapon: Weapon::Gun,
+            ammo: [0; 2],
+            reload: [0.0; 2],
+            score: 0,
+            deaths: 0,
+        };
+        respawn(&mut tank, &mut physics, at, &rules);
+        let mut entity = commands.spawn(tank);
+        if p.bot {
+            entity.insert(Bot::default());
+        }
+    }
+    for player in &events.team_requests {
+        let Some(p) = participants.0.get_mut(player) else { continue };
+        let Some(team) = p.requested_team.take().filter(|t| TEAMS.contains(t)) else { continue };
+        let Some((_, mut tank)) = tanks.iter_mut().find(|(_, t)| t.player == *player) else { continue };
+        if tank.team != team {
+            p.team = team;
+            tank.team = team;
+            let at = respawn_point(&map, team, &mut rng);
+            respawn(&mut tank, &mut physics, at, &rules);
+        }
+    }
+}
+
+/// Counts down respawn timers and brings dead tanks back.
+pub(crate) fn respawn_dead(
+    settings: Res<EngineSettings>,
+    mut physics: ResMut<Physics>,
+    mut rng: ResMut<SimRng>,
+    map: Res<MapState>,
+    rules: Res<TanksRules>,
+    round: Res<Round>,
+    mut tanks: Query<&mut Tank>,
+) {
+    if !round.is_playing() {
+        return;
+    }
+    let mut tanks = sorted(tanks.iter_mut());
+    let mut taken: Vec<[f32; 2]> = tanks.iter().filter(|t| t.alive).map(|t| t.position(&physics)).collect();
+    for tank in &mut tanks {
+        if tank.alive {
+            continue;
+        }
+        tank.respawn_in -= settings.dt();
+        if tank.respawn_in <= 0.0 {
+            let at = free_respawn_point(&map, tank.team, &taken, &mut rng);
+            taken.push([at[0], at[1]]);
+            respawn(tank, &mut physics, at, &rules);
+        }
+    }
+}
+
+/// Applies the movement rule to every living tank (players' keys, or what their bot decided).
+pub(crate) fn drive_tanks(
+    settings: Res<EngineSettings>,
+    participants: Res<Participants>,
+    mut physics: ResMut<Physics>,
+    rules: Res<TanksRules>,
+    round: Res<Round>,
+    mut tanks: Query<&mut Tank>,
+) {
+    let model = &rules.0.models.tank;
+    for mut tank in sorted(tanks.iter_mut()) {
+        if !tank.alive {
+            continue;
+        }
+        let bits = match (round.is_playing(), participants.0.get(&tank.player)) {
+            (true, Some(p)) => p.bits,
+            _ => Default::default(),
+        };
+        let d = drive(&tank.motion(&physics), bits, model, settings.dt());
+        tank.gun = d.gun;
+        tank.throttle = d.throttle;
+        if let Some(b) = physics.world_mut().bodies.get_mut(tank.body) {
+            b.set_linvel(Vector::new(d.vx, d.vy), true);
+            b.set_angvel(d.angvel, true);
+        }
+    }
+}
+
+/// Damage dealt this tick, applied in order after the weapons ran.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Damage {
+    /// Who is hit.
+    pub target: PlayerId,
+    /// How much.
+    pub amount: f32,
+    /// Who dealt it.
+    pub from: PlayerId,
+}
+
+/// Applies damage to tanks; kills, scores and team frags follow.
+pub fn apply_damage(
+    damage: &[Damage],
+    tanks: &mut [Mut<'_, Tank>],
+    physics: &mut Physics,
+    rules: &TanksRules,
+    round: &mut Round,
+    outbox: &mut MetaOutbox,
+) {
+    for d in damage {
+        let Some(ti) = tanks.iter().position(|t| t.player == d.target) else { continue };
+        let attacker_team = tanks.iter().find(|t| t.player == d.from).map(|t| t.team);
+        let target = &mut tanks[ti];
+        if !target.alive || d.amount <= 0.0 {
+            continue;
+        }
+        let same_team = attacker_team == Some(target.team);
+        if same_team && !rules.0.friendly_fire && d.from != d.target {
+            continue;
+        }
+        target.health -= d.amount;
+        if target.health > 0.0 {
+            continue;
+        }
+        target.health = 0.0;
+        target.alive = false;
+        target.deaths += 1;
+        target.respawn_in = rules.0.rounds.respawn_seconds;
+        target.throttle = 0.0;
+        if let Some(b) = physics.world_mut().bodies.get_mut(target.body) {
+            b.set_linvel(Vector::ZERO, false);
+            b.set_angvel(0.0, false);
+            b.set_enabled(false);
+        }
+        let target_team = target.team;
+        if let Some(killer) = tanks.iter_mut().find(|t| t.player == d.from) {
+            if killer.player == d.target || killer.team == target_team {
+                killer.score -= 1;
+            } else {
+                killer.score += 1;
+                round.add_frag(killer.team);
+            }
+        }
+        outbox.broadcast(port::SOUND_DATA, serde_json::json!("frag"));
+    }
+}

@@ -1,0 +1,213 @@
+//! Weapons: the hitscan gun (`w1` tracers), bombs (`w2`) and their blasts (`w2e`).
+
+use bevy::prelude::*;
+use rapier2d::prelude::*;
+use serde::{Deserialize, Serialize};
+use vimp_netcode::schema::BlockKind;
+use vimp_netcode::snapshot::{FieldValue, round2};
+
+use crate::engine::mapstate::MapState;
+use crate::engine::meta::MetaOutbox;
+use crate::engine::physics::Physics;
+use crate::engine::players::{Participants, PlayerId};
+use crate::engine::schedule::{EngineSettings, SimRng};
+use crate::engine::snapshot::EventRows;
+use crate::engine::tags::{encode_tag, is_map_object, tag_kind, tag_payload};
+use crate::tanks::TanksRules;
+use crate::tanks::config::keys;
+use crate::tanks::rounds::Round;
+use crate::tanks::rows::key;
+use crate::tanks::tank::{BOMB_KIND, Damage, TANK_KIND, Tank, Weapon, apply_damage, sorted};
+
+/// A bomb in flight.
+#[derive(Component, Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Bomb {
+    /// The bomb's id on the wire (`w2` rows).
+    pub id: u32,
+    /// Who fired it.
+    pub owner: PlayerId,
+    /// Its rapier body.
+    pub body: RigidBodyHandle,
+    /// Seconds until it bursts.
+    pub fuse: f32,
+    /// Its radius.
+    pub size: f32,
+}
+
+/// The next bomb id.
+#[derive(Resource, Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NextShotId(pub u32);
+
+fn f(v: f32) -> FieldValue {
+    FieldValue::F32(round2(v))
+}
+
+/// Switches weapons and fires them, in player order; damage is applied after every shot.
+pub(crate) fn fire_weapons(
+    mut commands: Commands,
+    settings: Res<EngineSettings>,
+    participants: Res<Participants>,
+    mut physics: ResMut<Physics>,
+    mut rng: ResMut<SimRng>,
+    mut events: ResMut<EventRows>,
+    mut next_id: ResMut<NextShotId>,
+    mut round: ResMut<Round>,
+    mut outbox: ResMut<MetaOutbox>,
+    rules: Res<TanksRules>,
+    mut tanks: Query<&mut Tank>,
+) {
+    let dt = settings.dt();
+    let (gun, launcher, model) = (&rules.0.weapons.w1, &rules.0.weapons.w2, &rules.0.models.tank);
+    let mut tanks = sorted(tanks.iter_mut());
+    let mut damage = Vec::new();
+    let playing = round.is_playing();
+    for tank in tanks.iter_mut() {
+        for r in &mut tank.reload {
+            *r = (*r - dt).max(0.0);
+        }
+        if !tank.alive || !playing {
+            continue;
+        }
+        let bits = participants.0.get(&tank.player).map(|p| p.bits).unwrap_or_default();
+        if bits.fired(keys::NEXT_WEAPON) {
+            tank.weapon = match tank.weapon {
+                Weapon::Gun => Weapon::Bomb,
+                Weapon::Bomb => Weapon::Gun,
+            };
+        }
+        let w = tank.weapon.index();
+        if !bits.fired(keys::FIRE) || tank.reload[w] > 0.0 || tank.ammo[w] == 0 {
+            continue;
+        }
+        tank.ammo[w] -= 1;
+        let motion = tank.motion(&physics);
+        let heading = motion.gun_heading();
+        let muzzle_reach = model.length / 2.0 + 4.0;
+        let (player, body) = (tank.player, tank.body);
+        match tank.weapon {
+            Weapon::Gun => {
+                tank.reload[w] = gun.reload;
+                let dir_angle = heading + rng.range_f32(-gun.spread, gun.spread);
+                let dir = Vector::new(libm::cosf(dir_angle), libm::sinf(dir_angle));
+                let start = Vector::new(motion.x, motion.y)
+                    + Vector::new(libm::cosf(heading), libm::sinf(heading)) * muzzle_reach;
+                let hit = physics.cast_ray(start, dir, gun.range, QueryFilter::default().exclude_rigid_body(body));
+                let (end, hit_body, was_hit) = match hit {
+                    None => (start + dir * gun.range, None, false),
+                    Some(h) => (h.point, h.body.map(|b| (b, h.user_data)), true),
+                };
+                let mut body_pos = end;
+                if let Some((b, tag)) = hit_body {
+                    if let Some(rb) = physics.world().bodies.get(b) {
+                        body_pos = rb.translation();
+                    }
+                    if tag_kind(tag) == TANK_KIND {
+                        damage.push(Damage {
+                            target: PlayerId(tag_payload(tag) as u8),
+                            amount: gun.damage,
+                            from: player,
+                        });
+                    } else if is_map_object(tag)
+                        && let Some(rb) = physics.world_mut().bodies.get_mut(b)
+                    {
+                        rb.apply_impulse_at_point(dir * gun.push, end, true);
+                    }
+                }
+                let row = vec![
+                    f(start.x),
+                    f(start.y),
+                    f(end.x),
+                    f(end.y),
+                    f(body_pos.x),
+                    f(body_pos.y),
+                    FieldValue::U8(was_hit as u8),
+                    FieldValue::U8(player.0),
+                ];
+                events.push(key::TRACERS, BlockKind::List16, 0, Some(row));
+            }
+            Weapon::Bomb => {
+                tank.reload[w] = launcher.reload;
+                let dir = Vector::new(libm::cosf(heading), libm::sinf(heading));
+                let at = Vector::new(motion.x, motion.y) + dir * (muzzle_reach + launcher.size);
+                let id = next_id.0;
+                next_id.0 = next_id.0.wrapping_add(1);
+                let rb = RigidBodyBuilder::dynamic()
+                    .translation(at)
+                    .linvel(dir * launcher.speed + Vector::new(motion.vx, motion.vy))
+                    .user_data(encode_tag(BOMB_KIND, id as u64))
+                    .linear_damping(0.6)
+                    .ccd_enabled(true)
+                    .can_sleep(false);
+                let collider = ColliderBuilder::ball(launcher.size).density(0.5).restitution(0.6).friction(0.2);
+                let (handle, _) = physics.insert(rb, collider);
+                commands.spawn(Bomb { id, owner: player, body: handle, fuse: launcher.fuse, size: launcher.size });
+            }
+        }
+    }
+    apply_damage(&damage, &mut tanks, &mut physics, &rules, &mut round, &mut outbox);
+}
+
+/// Bursts bombs whose fuse ran out or that hit a tank this step.
+pub(crate) fn burst_bombs(
+    mut commands: Commands,
+    settings: Res<EngineSettings>,
+    mut physics: ResMut<Physics>,
+    mut events: ResMut<EventRows>,
+    mut round: ResMut<Round>,
+    mut outbox: ResMut<MetaOutbox>,
+    rules: Res<TanksRules>,
+    map: Res<MapState>,
+    mut bombs: Query<(Entity, &mut Bomb)>,
+    mut tanks: Query<&mut Tank>,
+) {
+    let hit: Vec<u32> = physics
+        .contacts()
+        .iter()
+        .filter(|c| c.started && !c.removed)
+        .filter_map(|c| match (tag_kind(c.user_data1), tag_kind(c.user_data2)) {
+            (BOMB_KIND, TANK_KIND) => Some(tag_payload(c.user_data1) as u32),
+            (TANK_KIND, BOMB_KIND) => Some(tag_payload(c.user_data2) as u32),
+            _ => None,
+        })
+        .collect();
+    let mut bursting: Vec<(Entity, Bomb)> = Vec::new();
+    for (entity, mut bomb) in bombs.iter_mut() {
+        bomb.fuse -= settings.dt();
+        if bomb.fuse <= 0.0 || hit.contains(&bomb.id) || !round.is_playing() {
+            bursting.push((entity, bomb.clone()));
+        }
+    }
+    bursting.sort_by_key(|(_, b)| b.id);
+    if bursting.is_empty() {
+        return;
+    }
+    let launcher = &rules.0.weapons.w2;
+    let mut tanks = sorted(tanks.iter_mut());
+    let mut damage = Vec::new();
+    for (entity, bomb) in bursting {
+        let center = physics.world().bodies.get(bomb.body).map(|b| b.translation()).unwrap_or_default();
+        for (handle, tag) in physics.intersect_circle(center, launcher.radius) {
+            let Some(rb) = physics.world().bodies.get(handle) else { continue };
+            let offset = rb.translation() - center;
+            let d = offset.length();
+            let falloff = (1.0 - d / launcher.radius).clamp(0.0, 1.0);
+            if tag_kind(tag) == TANK_KIND {
+                damage.push(Damage {
+                    target: PlayerId(tag_payload(tag) as u8),
+                    amount: launcher.damage * falloff,
+                    from: bomb.owner,
+                });
+            } else if is_map_object(tag) && map.map.is_some() && d > 1e-3 {
+                let push = offset / d * launcher.push * falloff;
+                if let Some(rb) = physics.world_mut().bodies.get_mut(handle) {
+                    rb.apply_impulse(push, true);
+                }
+            }
+        }
+        events.push(key::BLASTS, BlockKind::List16, 0, Some(vec![f(center.x), f(center.y), f(launcher.radius)]));
+        events.push(key::BOMBS, BlockKind::Indexed32, bomb.id, None);
+        physics.queue_removal(bomb.body);
+        commands.entity(entity).despawn();
+    }
+    apply_damage(&damage, &mut tanks, &mut physics, &rules, &mut round, &mut outbox);
+}

@@ -1,0 +1,190 @@
+//! The host as a whole: determinism, dumps that continue bit-identically, map loads, frames.
+
+use vimp_host::engine::mapstate::{MapLoadError, MapState};
+use vimp_host::engine::snapshot::FrameReceivers;
+use vimp_host::prelude::*;
+use vimp_host::tanks::tank::Tank;
+use vimp_host::tanks::weapons::Bomb;
+use vimp_netcode::input::{InputEvent, KeyAction};
+use vimp_netcode::schema::SnapshotSchema;
+use vimp_netcode::snapshot::{Block, unpack};
+
+const SMALL: &str = include_str!("../../maps/test-small.json");
+const DEFAULT: &str = include_str!("../../maps/default.json");
+
+fn host(seed: u64, map: &str, bots: u8) -> Host {
+    let mut host = Host::new(vimp_host::tanks::init_config(seed), TanksPlugin).expect("host");
+    host.load_map_json("map", map).expect("the map loads");
+    for i in 0..bots {
+        host.push(HostCommand::Join { player: PlayerId(i), name: format!("bot{i}"), team: None, bot: true });
+    }
+    host
+}
+
+/// A human player's scripted keys: the same on every host that receives them.
+fn script(tick: u32, seq: &mut u32) -> Vec<HostCommand> {
+    let player = PlayerId(200);
+    let key = |seq: &mut u32, action, name: &str| {
+        *seq += 1;
+        HostCommand::Input { player, event: InputEvent { seq: *seq, action, name: name.into() } }
+    };
+    match tick % 240 {
+        0 => vec![key(seq, KeyAction::Down, "forward"), key(seq, KeyAction::Down, "gunLeft")],
+        60 => vec![key(seq, KeyAction::Down, "left"), key(seq, KeyAction::Down, "fire")],
+        90 => vec![
+            key(seq, KeyAction::Up, "left"),
+            key(seq, KeyAction::Up, "gunLeft"),
+            key(seq, KeyAction::Down, "nextWeapon"),
+        ],
+        120 => vec![
+            key(seq, KeyAction::Up, "forward"),
+            key(seq, KeyAction::Down, "back"),
+            key(seq, KeyAction::Down, "fire"),
+        ],
+        200 => vec![key(seq, KeyAction::Up, "back"), key(seq, KeyAction::Down, "right")],
+        230 => vec![key(seq, KeyAction::Up, "right")],
+        _ => vec![],
+    }
+}
+
+fn has_bomb(host: &mut Host) -> bool {
+    host.world_mut().query::<&Bomb>().iter(host.world()).next().is_some()
+}
+
+fn has_dead_tank(host: &mut Host) -> bool {
+    host.world_mut().query::<&Tank>().iter(host.world()).any(|t| !t.alive)
+}
+
+#[test]
+fn a_dump_restored_into_a_fresh_host_continues_bit_identically() {
+    const TICKS: u32 = 1200;
+    let mut original = host(11, SMALL, 8);
+    original.push(HostCommand::Join { player: PlayerId(200), name: "human".into(), team: None, bot: false });
+    let mut seq = 0;
+    // Dump points: fixed ticks, plus the first tick with a bomb in flight and the first with a dead tank.
+    let mut dumps: Vec<(u32, &str, Vec<u8>)> = Vec::new();
+    let mut twins: Vec<(u32, &str, Host)> = Vec::new();
+    let (mut saw_bomb, mut saw_dead) = (false, false);
+    let mut hashes_checked = 0;
+    for _ in 0..TICKS {
+        let tick = original.tick();
+        let inputs = script(tick, &mut seq);
+        for c in &inputs {
+            original.push(c.clone());
+        }
+        for (_, _, twin) in &mut twins {
+            for c in &inputs {
+                twin.push(c.clone());
+            }
+        }
+        original.step();
+        for (_, _, twin) in &mut twins {
+            twin.step();
+        }
+        let tick = original.tick();
+        let bytes = original.serialize_state().expect("dump");
+        for (at, why, twin) in &mut twins {
+            let twin_bytes = twin.serialize_state().expect("dump");
+            assert!(
+                twin_bytes == bytes,
+                "restored at tick {at} ({why}): the state differs at tick {tick} ({} vs {} bytes)",
+                twin_bytes.len(),
+                bytes.len()
+            );
+            hashes_checked += 1;
+        }
+        let mut why = None;
+        if [1, 100, 480].contains(&tick) {
+            why = Some("fixed tick");
+        } else if !saw_bomb && has_bomb(&mut original) {
+            saw_bomb = true;
+            why = Some("bomb in flight");
+        } else if !saw_dead && has_dead_tank(&mut original) {
+            saw_dead = true;
+            why = Some("tank waiting to respawn");
+        }
+        if let Some(why) = why {
+            dumps.push((tick, why, bytes.clone()));
+            let twin = Host::restore(vimp_host::tanks::init_config(11), TanksPlugin, &bytes).expect("restore");
+            twins.push((tick, why, twin));
+        }
+    }
+    assert!(saw_bomb, "the match had a bomb in flight");
+    assert!(saw_dead, "the match had a dead tank");
+    assert!(dumps.len() >= 5, "dumped at {} points", dumps.len());
+    assert!(hashes_checked > 2000, "compared {hashes_checked} states");
+    // The state hash agrees too, and debug views are identical.
+    for (_, _, twin) in &mut twins {
+        assert_eq!(twin.state_hash().expect("hash"), original.state_hash().expect("hash"));
+        assert_eq!(twin.debug_json(), original.debug_json());
+    }
+}
+
+#[test]
+fn same_seed_same_match_other_seed_other_match() {
+    let run = |seed| {
+        let mut h = host(seed, SMALL, 4);
+        for _ in 0..600 {
+            h.step();
+        }
+        h.state_hash().expect("hash")
+    };
+    assert_eq!(run(5), run(5));
+    assert_ne!(run(5), run(6));
+}
+
+#[test]
+fn an_invalid_map_leaves_the_old_one() {
+    let mut h = host(1, SMALL, 2);
+    h.step();
+    let before = h.world().resource::<MapState>().config.as_ref().map(|c| c.name.clone());
+    let err = h.load_map_json("broken.json", r#"{ "name": "x", "tileSize": 32, "map": [] }"#).expect_err("invalid");
+    assert!(matches!(err, MapLoadError::Invalid(_)), "{err}");
+    assert!(err.to_string().contains("broken.json"), "{err}");
+    let after = h.world().resource::<MapState>().config.as_ref().map(|c| c.name.clone());
+    assert_eq!(before, after);
+    assert!(before.is_some());
+}
+
+#[test]
+fn a_map_the_game_refuses_leaves_no_map() {
+    let mut h = host(1, SMALL, 2);
+    let mut map: serde_json::Value = serde_json::from_str(SMALL).expect("json");
+    map["respawns"].as_object_mut().expect("respawns").shift_remove("2");
+    let err = h.load_map_json("one-team.json", &map.to_string()).expect_err("the game needs both teams");
+    assert!(matches!(err, MapLoadError::Hook(_)), "{err}");
+    let state = h.world().resource::<MapState>();
+    assert!(state.map.is_none() && state.body_state.is_empty(), "no map is left");
+    // Only the tanks' bodies remain in the world.
+    let bodies = h.world().resource::<vimp_host::engine::physics::Physics>().world().bodies.len();
+    assert_eq!(bodies, 0, "the tanks join on the next tick; nothing of either map remains");
+}
+
+#[test]
+fn frames_decode_with_the_tanks_schema() {
+    let mut h = host(2, DEFAULT, 6);
+    h.world_mut().insert_resource(FrameReceivers([PlayerId(0), PlayerId(3)].into_iter().collect()));
+    let schema = SnapshotSchema::from_json(vimp_host::tanks::rows::SCHEMA_JSON).expect("schema");
+    let mut frames = Vec::new();
+    for _ in 0..8 {
+        h.step();
+        let out = h.take_frames();
+        frames.extend(out.frames);
+    }
+    assert_eq!(frames.len(), 4, "two snapshot ticks in 8, two receivers each");
+    for (receiver, bytes) in &frames {
+        let frame = unpack(&schema, bytes).expect("decodes");
+        let tanks = match frame.block(1) {
+            Some(Block::Indexed8(rows)) => rows.len(),
+            other => panic!("m1 block: {other:?}"),
+        };
+        assert_eq!(tanks, 6);
+        let crates = match frame.block(5) {
+            Some(Block::IndexedNoNull8(rows)) => rows.len(),
+            other => panic!("c1 block: {other:?}"),
+        };
+        assert!(crates >= 30, "{crates} crates");
+        assert!(frame.player.is_some(), "receiver {receiver:?} gets its player block");
+    }
+    assert_eq!(frames[0].1[1..5], 1u32.to_be_bytes(), "the first frame has seq 1");
+}
