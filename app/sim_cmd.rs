@@ -103,7 +103,13 @@ pub fn run(args: &SimArgs) -> anyhow::Result<i32> {
         if match_seconds > 0.0 { stats.bytes as f64 / receiver_count / match_seconds } else { 0.0 };
     let frags: u32 = host.world_mut().query::<&Tank>().iter(host.world()).map(|t| t.deaths).sum();
     let round = host.world().resource::<Round>().clone();
+    let t0 = Instant::now();
     let dump = host.serialize_state()?;
+    let dump_encode_us = t0.elapsed().as_secs_f64() * 1e6;
+    let mut fresh = Host::new(vimp_host::tanks::init_config(args.seed), TanksPlugin)?;
+    let t0 = Instant::now();
+    fresh.load_state(&dump)?;
+    let dump_decode_us = t0.elapsed().as_secs_f64() * 1e6;
     let state_hash = format!("{:016x}", vimp_host::engine::dump::fnv1a64(&dump));
     let report = json!({
         "map": label,
@@ -121,6 +127,8 @@ pub fn run(args: &SimArgs) -> anyhow::Result<i32> {
         "round": round.number,
         "games_finished": round.games,
         "dump_bytes": dump.len(),
+        "dump_encode_us": dump_encode_us,
+        "dump_decode_us": dump_decode_us,
         "state_hash": state_hash,
         "dump_check": args.check_dump_at.map(|t| json!({ "at": t, "first_diverging_tick": diverged })),
     });
@@ -133,6 +141,10 @@ pub fn run(args: &SimArgs) -> anyhow::Result<i32> {
             percentile(&tick_us, 0.99)
         );
         println!("snapshot v5: {bytes_per_client_per_s:.0} B/s per client; frags {frags}; state hash {state_hash}");
+        println!(
+            "state dump: {} bytes, encoded in {dump_encode_us:.0} µs, decoded in {dump_decode_us:.0} µs",
+            dump.len()
+        );
         if let Some(at) = args.check_dump_at {
             match diverged {
                 None => println!("dump at tick {at}: the restored match stayed identical to the end"),

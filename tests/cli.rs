@@ -16,7 +16,9 @@ fn help_lists_the_subcommands() {
     let out = vimp(&["--help"]);
     assert!(out.status.success(), "vimp --help exits 0");
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("schema"), "help lists `schema`:\n{text}");
+    for sub in ["sim", "map", "schema"] {
+        assert!(text.contains(sub), "help lists `{sub}`:\n{text}");
+    }
 }
 
 #[test]
@@ -48,5 +50,57 @@ fn schema_check_names_the_broken_key_and_exits_non_zero() {
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("bad.json") && err.contains("`m1`") && err.contains("`team`"), "stderr: {err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+fn sim(args: &[&str]) -> serde_json::Value {
+    let map = repo("maps/test-small.json");
+    let mut all = vec!["sim", "--map", map.to_str().expect("utf-8 path"), "--json"];
+    all.extend_from_slice(args);
+    let out = vimp(&all);
+    assert!(out.status.success(), "vimp sim {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("JSON figures")
+}
+
+#[test]
+fn sim_same_seed_same_hash_other_seed_other_hash() {
+    let a = sim(&["--bots", "4", "--seconds", "4", "--seed", "1"]);
+    let b = sim(&["--bots", "4", "--seconds", "4", "--seed", "1"]);
+    let c = sim(&["--bots", "4", "--seconds", "4", "--seed", "2"]);
+    assert_eq!(a["ticks"], 480);
+    for key in ["tick_us_p50", "tick_us_p99", "snapshot_v5_bytes_per_client_per_s", "frags", "state_hash"] {
+        assert!(!a[key].is_null(), "{key} is reported");
+    }
+    assert!(a["snapshot_v5_bytes_per_client_per_s"].as_f64().is_some_and(|b| b > 0.0));
+    assert_eq!(a["state_hash"], b["state_hash"]);
+    assert_ne!(a["state_hash"], c["state_hash"]);
+}
+
+#[test]
+fn sim_check_dump_at_passes_on_a_deterministic_match() {
+    let report = sim(&["--bots", "4", "--seconds", "3", "--seed", "9", "--check-dump-at", "150"]);
+    assert_eq!(report["dump_check"]["at"], 150);
+    assert!(report["dump_check"]["first_diverging_tick"].is_null(), "{report}");
+}
+
+#[test]
+fn map_check_accepts_the_shipped_maps_and_names_the_field_at_fault() {
+    let maps: Vec<PathBuf> = ["maps/default.json", "maps/test-small.json"].iter().map(|m| repo(m)).collect();
+    let args: Vec<&str> =
+        ["map", "check"].into_iter().chain(maps.iter().map(|m| m.to_str().expect("utf-8 path"))).collect();
+    let out = vimp(&args);
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+
+    let dir = std::env::temp_dir().join(format!("vimp-map-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let bad = dir.join("bad.json");
+    let mut map: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&maps[1]).expect("read")).expect("json");
+    map["tileSize"] = serde_json::json!(-4);
+    std::fs::write(&bad, map.to_string()).expect("write");
+    let out = vimp(&["map", "check", bad.to_str().expect("utf-8 path")]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.json") && err.contains("tileSize"), "stderr: {err}");
     std::fs::remove_dir_all(&dir).ok();
 }

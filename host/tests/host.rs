@@ -1,7 +1,7 @@
 //! The host as a whole: determinism, dumps that continue bit-identically, map loads, frames.
 
 use vimp_host::engine::mapstate::{MapLoadError, MapState};
-use vimp_host::engine::snapshot::FrameReceivers;
+use vimp_host::engine::snapshot::{EventRows, FrameReceivers};
 use vimp_host::prelude::*;
 use vimp_host::tanks::tank::Tank;
 use vimp_host::tanks::weapons::Bomb;
@@ -51,6 +51,10 @@ fn has_bomb(host: &mut Host) -> bool {
     host.world_mut().query::<&Bomb>().iter(host.world()).next().is_some()
 }
 
+fn has_pending_blast(host: &mut Host) -> bool {
+    host.world().resource::<EventRows>().0.contains_key(&vimp_host::tanks::rows::key::BLASTS)
+}
+
 fn has_dead_tank(host: &mut Host) -> bool {
     host.world_mut().query::<&Tank>().iter(host.world()).any(|t| !t.alive)
 }
@@ -61,10 +65,11 @@ fn a_dump_restored_into_a_fresh_host_continues_bit_identically() {
     let mut original = host(11, SMALL, 8);
     original.push(HostCommand::Join { player: PlayerId(200), name: "human".into(), team: None, bot: false });
     let mut seq = 0;
-    // Dump points: fixed ticks, plus the first tick with a bomb in flight and the first with a dead tank.
+    // Dump points: fixed ticks, plus the first tick with a bomb in flight, the first right after a
+    // blast (its row not sent yet) and the first with a dead tank.
     let mut dumps: Vec<(u32, &str, Vec<u8>)> = Vec::new();
     let mut twins: Vec<(u32, &str, Host)> = Vec::new();
-    let (mut saw_bomb, mut saw_dead) = (false, false);
+    let (mut saw_bomb, mut saw_blast, mut saw_dead) = (false, false, false);
     let mut hashes_checked = 0;
     for _ in 0..TICKS {
         let tick = original.tick();
@@ -99,6 +104,9 @@ fn a_dump_restored_into_a_fresh_host_continues_bit_identically() {
         } else if !saw_bomb && has_bomb(&mut original) {
             saw_bomb = true;
             why = Some("bomb in flight");
+        } else if !saw_blast && has_pending_blast(&mut original) {
+            saw_blast = true;
+            why = Some("blast not yet sent");
         } else if !saw_dead && has_dead_tank(&mut original) {
             saw_dead = true;
             why = Some("tank waiting to respawn");
@@ -111,7 +119,8 @@ fn a_dump_restored_into_a_fresh_host_continues_bit_identically() {
     }
     assert!(saw_bomb, "the match had a bomb in flight");
     assert!(saw_dead, "the match had a dead tank");
-    assert!(dumps.len() >= 5, "dumped at {} points", dumps.len());
+    assert!(saw_blast, "the match had a blast");
+    assert!(dumps.len() >= 6, "dumped at {} points", dumps.len());
     assert!(hashes_checked > 2000, "compared {hashes_checked} states");
     // The state hash agrees too, and debug views are identical.
     for (_, _, twin) in &mut twins {

@@ -197,7 +197,7 @@ impl Host {
     /// A host continuing the match of a state dump: built like [`Host::new`], then restored.
     pub fn restore(config: InitConfig, game: impl Plugin, dump: &[u8]) -> Result<Host, HostError> {
         let mut host = Host::new(config, game)?;
-        state::deserialize_state(host.app.world_mut(), dump)?;
+        host.load_state(dump)?;
         Ok(host)
     }
 
@@ -258,6 +258,11 @@ impl Host {
     /// The whole match state as bytes (see [`state::serialize_state`]).
     pub fn serialize_state(&mut self) -> Result<Vec<u8>, StateError> {
         state::serialize_state(self.app.world_mut())
+    }
+
+    /// Replaces this host's match with a dump's (a host built with the same config and game).
+    pub fn load_state(&mut self, dump: &[u8]) -> Result<(), StateError> {
+        state::deserialize_state(self.app.world_mut(), dump)
     }
 
     /// A hash of the whole match state (the dump's bytes).
