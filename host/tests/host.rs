@@ -197,3 +197,172 @@ fn frames_decode_with_the_tanks_schema() {
     }
     assert_eq!(frames[0].1[1..5], 1u32.to_be_bytes(), "the first frame has seq 1");
 }
+
+/// A second, tiny game — pucks pushed by one key — proves the engine needs nothing of tanks:
+/// its own schema, its own rows, its own dump hooks.
+mod pucks {
+    use bevy::prelude::*;
+    use rapier2d::prelude::*;
+    use serde::{Deserialize, Serialize};
+    use vimp_host::engine::config::InitConfig;
+    use vimp_host::engine::physics::Physics;
+    use vimp_host::engine::players::{Participants, PlayerId, PlayerKeys, TickEvents};
+    use vimp_host::engine::snapshot::{RowsSystems, SnapshotRows};
+    use vimp_host::engine::state::GameHooks;
+    use vimp_host::engine::tags::encode_tag;
+    use vimp_host::{HostSystems, HostTick};
+    use vimp_netcode::input::KeyTable;
+    use vimp_netcode::snapshot::{Block, FieldValue};
+
+    #[derive(Component, Clone, Serialize, Deserialize)]
+    pub(crate) struct Puck {
+        pub(crate) player: PlayerId,
+        pub(crate) body: RigidBodyHandle,
+        pub(crate) pushes: u32,
+    }
+
+    pub(crate) struct PucksPlugin;
+
+    pub(crate) fn config() -> InitConfig {
+        let mut c = InitConfig::default();
+        c.engine.snapshot = serde_json::from_str(
+            r#"{ "keys": {
+                "p": { "id": 1, "kind": "indexed8", "class": "hot", "fields": [
+                    { "name": "x", "ty": "f32", "interp": "lerp" }, { "name": "y", "ty": "f32", "interp": "lerp" },
+                    { "name": "pushes", "ty": "u32" } ] },
+                "c1": { "id": 2, "kind": "indexedNoNull8", "class": "hot", "fields": [
+                    { "name": "x", "ty": "f32" }, { "name": "y", "ty": "f32" }, { "name": "angle", "ty": "f32" } ] } } }"#,
+        )
+        .expect("schema");
+        c.engine.seed = Some(3);
+        c
+    }
+
+    impl Plugin for PucksPlugin {
+        fn build(&self, app: &mut App) {
+            let keys = KeyTable::from_json(r#"{ "push": { "bit": 0, "type": 0 } }"#).expect("keys");
+            app.insert_resource(PlayerKeys(keys)).insert_resource(GameHooks {
+                save: |w| {
+                    let mut p: Vec<Puck> = w.query::<&Puck>().iter(w).cloned().collect();
+                    p.sort_by_key(|p| p.player);
+                    serde_json::to_vec(&p).map_err(|e| e.to_string())
+                },
+                load: |w, bytes| {
+                    for p in serde_json::from_slice::<Vec<Puck>>(bytes).map_err(|e| e.to_string())? {
+                        w.spawn(p);
+                    }
+                    Ok(())
+                },
+                ..GameHooks::default()
+            });
+            app.add_systems(HostTick, (spawn, push).chain().in_set(HostSystems::Game))
+                .add_systems(HostTick, rows.in_set(HostSystems::Snapshot).in_set(RowsSystems));
+        }
+    }
+
+    fn spawn(mut commands: Commands, events: Res<TickEvents>, mut physics: ResMut<Physics>) {
+        for player in &events.joined {
+            let body = RigidBodyBuilder::dynamic()
+                .translation(Vector::new(100.0 + 40.0 * player.0 as f32, 100.0))
+                .user_data(encode_tag(2, player.0 as u64));
+            let (body, _) = physics.insert(body, ColliderBuilder::ball(10.0));
+            commands.spawn(Puck { player: *player, body, pushes: 0 });
+        }
+    }
+
+    fn push(participants: Res<Participants>, mut physics: ResMut<Physics>, mut pucks: Query<&mut Puck>) {
+        let mut list: Vec<Mut<Puck>> = pucks.iter_mut().collect();
+        list.sort_by_key(|p| p.player);
+        for mut puck in list {
+            if participants.0.get(&puck.player).is_some_and(|p| p.bits.is_held(0)) {
+                puck.pushes += 1;
+                if let Some(b) = physics.world_mut().bodies.get_mut(puck.body) {
+                    b.apply_impulse(Vector::new(50.0, 10.0), true);
+                }
+            }
+        }
+    }
+
+    fn rows(physics: Res<Physics>, pucks: Query<&Puck>, mut rows: ResMut<SnapshotRows>) {
+        let mut list: Vec<&Puck> = pucks.iter().collect();
+        list.sort_by_key(|p| p.player);
+        let block = list
+            .into_iter()
+            .map(|p| {
+                let t = physics.world().bodies[p.body].translation();
+                (p.player.0, Some(vec![FieldValue::F32(t.x), FieldValue::F32(t.y), FieldValue::U32(p.pushes)]))
+            })
+            .collect();
+        rows.blocks.push((1, Block::Indexed8(block)));
+    }
+}
+
+#[test]
+fn a_second_game_runs_and_dumps_on_the_same_engine() {
+    let mut a = Host::new(pucks::config(), pucks::PucksPlugin).expect("host");
+    a.load_map_json("small", SMALL).expect("map");
+    a.world_mut().insert_resource(FrameReceivers([PlayerId(0)].into_iter().collect()));
+    a.push(HostCommand::Join { player: PlayerId(0), name: "p".into(), team: None, bot: false });
+    a.push(HostCommand::Join { player: PlayerId(1), name: "q".into(), team: None, bot: false });
+    let down = |seq| HostCommand::Input {
+        player: PlayerId(0),
+        event: InputEvent { seq, action: KeyAction::Down, name: "push".into() },
+    };
+    a.push(down(1));
+    for _ in 0..100 {
+        a.step();
+    }
+    let dump = a.serialize_state().expect("dump");
+    let mut b = Host::restore(pucks::config(), pucks::PucksPlugin, &dump).expect("restore");
+    b.world_mut().insert_resource(FrameReceivers([PlayerId(0)].into_iter().collect()));
+    let schema = SnapshotSchema::from_json(&serde_json::to_string(&pucks::config().engine.snapshot).expect("json"))
+        .expect("schema");
+    for _ in 0..200 {
+        a.step();
+        b.step();
+        assert_eq!(a.serialize_state().expect("dump"), b.serialize_state().expect("dump"), "tick {}", a.tick());
+        let (fa, fb) = (a.take_frames(), b.take_frames());
+        assert_eq!(fa, fb);
+        if let Some((_, bytes)) = fa.frames.first() {
+            let frame = unpack(&schema, bytes).expect("decodes");
+            let Some(Block::Indexed8(rows)) = frame.block(1) else { panic!("puck rows") };
+            assert_eq!(rows.len(), 2);
+            assert!(frame.block(2).is_some(), "the engine adds the map's movable boxes under the set key");
+        }
+    }
+    let pushes: Vec<u32> = b.world_mut().query::<&pucks::Puck>().iter(b.world()).map(|p| p.pushes).collect();
+    assert!(pushes.contains(&300), "player 0 held push for all 300 ticks: {pushes:?}");
+}
+
+#[test]
+fn map_body_state_is_reset_on_every_load() {
+    let mut h = host(1, SMALL, 0);
+    let n = h.world().resource::<MapState>().body_state.len();
+    assert!(n > 0);
+    h.world_mut().resource_mut::<MapState>().body_state.iter_mut().for_each(|b| *b = 7);
+    h.load_map_json("again", SMALL).expect("reload");
+    assert_eq!(h.world().resource::<MapState>().body_state, vec![0; n]);
+}
+
+#[test]
+fn rounds_start_end_and_the_game_ends() {
+    let mut config = vimp_host::tanks::init_config(4);
+    config.game["rounds"] = serde_json::json!({
+        "roundSeconds": 1.0, "intermissionSeconds": 0.5, "roundsPerGame": 2, "fragLimit": 0, "respawnSeconds": 1.0
+    });
+    let mut h = Host::new(config, TanksPlugin).expect("host");
+    h.load_map_json("small", SMALL).expect("map");
+    let mut informs = Vec::new();
+    for _ in 0..(120 * 4) {
+        h.step();
+        informs.extend(
+            h.take_meta()
+                .into_iter()
+                .filter(|m| m.port == vimp_host::engine::meta::port::GAME_INFORM_DATA)
+                .map(|m| m.payload[0].as_u64().expect("code")),
+        );
+    }
+    // Round 1 starts at load; 1 s later it ends (0), 0.5 s later round 2 starts (1), ends (0),
+    // the game is over (2) and a new game's round 1 starts (1).
+    assert_eq!(informs[..6], [1, 0, 1, 0, 2, 1], "{informs:?}");
+}

@@ -305,7 +305,7 @@ mod tests {
     }
 
     fn sample() -> Sample {
-        Sample { tick: 7, name: "crate".to_owned(), pos: (1.5, -2.25), tags: vec![1, 300], seed: Some(42) }
+        Sample { tick: 7, name: "box".to_owned(), pos: (1.5, -2.25), tags: vec![1, 300], seed: Some(42) }
     }
 
     const V: u16 = 3;

@@ -1,7 +1,7 @@
 //! Maps: the JSON format ([`MapConfig`]), its validation ([`MapError`]) and the map's physics bodies ([`GameMap`]).
 //!
 //! A map is a JSON file (`maps/README.md` documents every field with an example): a
-//! tile grid with the ids of the wall tiles, movable boxes (crates), respawn points per
+//! tile grid with the ids of the wall tiles, movable boxes, respawn points per
 //! team, render layers and opaque `game` data. Only flat maps (level 0) are supported;
 //! the layered 2.5D fields (`levels`, `ramps`, `levelHeight`, `physicsDynamic[].level`,
 //! a respawn point's 4th number) are recognised and rejected with a clear message.
@@ -73,8 +73,8 @@ pub const DEFAULT_RESTITUTION: f32 = 0.1;
 /// Density of dynamic objects' colliders: a box's mass is its area in world units².
 pub const DYNAMIC_DENSITY: f32 = 1.0;
 
-/// Linear damping of dynamic objects, per second: the floor's drag on a pushed crate.
-/// Each step scales the velocity by `1 / (1 + dt · 4)`, so at 120 Hz a crate keeps about
+/// Linear damping of dynamic objects, per second: the floor's drag on a pushed box.
+/// Each step scales the velocity by `1 / (1 + dt · 4)`, so at 120 Hz a box keeps about
 /// 2 % of its speed after one second.
 pub const DYNAMIC_LINEAR_DAMPING: f32 = 4.0;
 
@@ -447,7 +447,7 @@ mod tests {
     use super::*;
     use crate::engine::tags::is_map_object;
 
-    /// 6×5 tiles of 10: a wall ring, one wall tile inside at (3, 2), two crates.
+    /// 6×5 tiles of 10: a wall ring, one wall tile inside at (3, 2), two boxes.
     const SMALL: &str = r#"{
         "name": "small",
         "setId": "crates",

@@ -395,7 +395,7 @@ mod tests {
 
     const DT: f32 = 1.0 / 120.0;
     const WALL: u128 = 0xAAAA;
-    const TANK: u128 = 0x7777;
+    const BOX: u128 = 0x7777;
 
     /// A fixed wall at x = 5 (half-width 0.5) and a dynamic box at the origin.
     fn box_and_wall() -> (Physics, RigidBodyHandle, RigidBodyHandle) {
@@ -404,8 +404,8 @@ mod tests {
             RigidBodyBuilder::fixed().translation(Vector::new(5.0, 0.0)).user_data(WALL),
             ColliderBuilder::cuboid(0.5, 3.0),
         );
-        let (tank, _) = p.insert(RigidBodyBuilder::dynamic().user_data(TANK), ColliderBuilder::cuboid(0.5, 0.5));
-        (p, wall, tank)
+        let (boxed, _) = p.insert(RigidBodyBuilder::dynamic().user_data(BOX), ColliderBuilder::cuboid(0.5, 0.5));
+        (p, wall, boxed)
     }
 
     #[test]
@@ -424,8 +424,8 @@ mod tests {
 
     #[test]
     fn a_box_pushed_into_a_wall_reports_a_started_contact() {
-        let (mut p, wall, tank) = box_and_wall();
-        p.world_mut().bodies[tank].set_linvel(Vector::new(20.0, 0.0), true);
+        let (mut p, wall, boxed) = box_and_wall();
+        p.world_mut().bodies[boxed].set_linvel(Vector::new(20.0, 0.0), true);
         let mut started = None;
         for step in 0..120 {
             p.step();
@@ -441,25 +441,25 @@ mod tests {
         assert!(!c.sensor);
         // The wall was inserted first, so its collider has the smaller handle.
         assert_eq!((c.body1, c.user_data1), (Some(wall), WALL));
-        assert_eq!((c.body2, c.user_data2), (Some(tank), TANK));
+        assert_eq!((c.body2, c.user_data2), (Some(boxed), BOX));
         assert_eq!(p.contacts().len(), 1, "{:?}", p.contacts());
-        assert!(p.world().bodies[tank].translation().x < 4.1, "the wall stopped the box");
+        assert!(p.world().bodies[boxed].translation().x < 4.1, "the wall stopped the box");
     }
 
     #[test]
     fn contacts_stop_and_last_one_step() {
-        let (mut p, _, tank) = box_and_wall();
-        p.world_mut().bodies[tank].set_linvel(Vector::new(20.0, 0.0), true);
+        let (mut p, _, boxed) = box_and_wall();
+        p.world_mut().bodies[boxed].set_linvel(Vector::new(20.0, 0.0), true);
         while !p.contacts().iter().any(|c| c.started) {
             p.step();
         }
         p.step();
         assert!(p.contacts().is_empty(), "events last one step: {:?}", p.contacts());
-        p.world_mut().bodies[tank].set_linvel(Vector::new(-20.0, 0.0), true);
+        p.world_mut().bodies[boxed].set_linvel(Vector::new(-20.0, 0.0), true);
         let mut stopped = false;
         for _ in 0..30 {
             p.step();
-            stopped |= p.contacts().iter().any(|c| !c.started && !c.removed && c.user_data2 == TANK);
+            stopped |= p.contacts().iter().any(|c| !c.started && !c.removed && c.user_data2 == BOX);
         }
         assert!(stopped, "moving away reports a stopped contact");
     }
@@ -486,31 +486,31 @@ mod tests {
 
     #[test]
     fn queue_removal_twice_removes_once_with_colliders() {
-        let (mut p, wall, tank) = box_and_wall();
-        let tank_collider = p.world().bodies[tank].colliders()[0];
-        p.queue_removal(tank);
+        let (mut p, wall, boxed) = box_and_wall();
+        let box_collider = p.world().bodies[boxed].colliders()[0];
+        p.queue_removal(boxed);
         p.queue_removal(wall);
-        p.queue_removal(tank);
-        assert_eq!(p.queued_removals(), [tank, wall], "first queue position kept");
+        p.queue_removal(boxed);
+        assert_eq!(p.queued_removals(), [boxed, wall], "first queue position kept");
         assert_eq!(p.apply_removals(), 2);
-        assert!(p.world().bodies.get(tank).is_none());
+        assert!(p.world().bodies.get(boxed).is_none());
         assert!(p.world().bodies.get(wall).is_none());
-        assert!(p.world().colliders.get(tank_collider).is_none(), "colliders go with their body");
+        assert!(p.world().colliders.get(box_collider).is_none(), "colliders go with their body");
         assert_eq!(p.world().colliders.len(), 0);
         assert!(p.queued_removals().is_empty());
-        p.queue_removal(tank);
+        p.queue_removal(boxed);
         assert_eq!(p.apply_removals(), 0, "an already removed body is skipped");
         p.step();
     }
 
     #[test]
     fn removing_a_touching_body_reports_a_removed_stop_next_step() {
-        let (mut p, _, tank) = box_and_wall();
-        p.world_mut().bodies[tank].set_linvel(Vector::new(20.0, 0.0), true);
+        let (mut p, _, boxed) = box_and_wall();
+        p.world_mut().bodies[boxed].set_linvel(Vector::new(20.0, 0.0), true);
         while !p.contacts().iter().any(|c| c.started) {
             p.step();
         }
-        p.queue_removal(tank);
+        p.queue_removal(boxed);
         assert_eq!(p.apply_removals(), 1);
         p.step();
         let c = p.contacts();
@@ -521,17 +521,17 @@ mod tests {
 
     #[test]
     fn cast_ray_hits_the_wall_and_respects_the_filter() {
-        let (mut p, wall, tank) = box_and_wall();
+        let (mut p, wall, boxed) = box_and_wall();
         p.step(); // queries see colliders once a step has put them in the BVH
         let hit = p.cast_ray(Vector::new(-3.0, 0.0), Vector::new(1.0, 0.0), 100.0, QueryFilter::default()).unwrap();
         // The box's left face is at x = -0.5: 2.5 from the origin.
-        assert_eq!((hit.body, hit.user_data), (Some(tank), TANK));
+        assert_eq!((hit.body, hit.user_data), (Some(boxed), BOX));
         assert!((hit.toi - 2.5).abs() < 1e-4, "{}", hit.toi);
         assert!((hit.point - Vector::new(-0.5, 0.0)).length() < 1e-4, "{:?}", hit.point);
         assert!((hit.normal - Vector::new(-1.0, 0.0)).length() < 1e-4, "{:?}", hit.normal);
 
-        let past_tank = QueryFilter::default().exclude_rigid_body(tank);
-        let hit = p.cast_ray(Vector::new(-3.0, 0.0), Vector::new(1.0, 0.0), 100.0, past_tank).unwrap();
+        let past_box = QueryFilter::default().exclude_rigid_body(boxed);
+        let hit = p.cast_ray(Vector::new(-3.0, 0.0), Vector::new(1.0, 0.0), 100.0, past_box).unwrap();
         assert_eq!((hit.body, hit.user_data), (Some(wall), WALL));
         assert!((hit.toi - 7.5).abs() < 1e-4, "{}", hit.toi);
 
@@ -565,7 +565,7 @@ mod tests {
         assert_eq!(p.intersect_circle(Vector::new(100.0, 0.0), 3.0), []);
     }
 
-    /// A small arena: walls, a row of crates, a few "tanks" that get pushed around,
+    /// A small arena: walls, a row of boxes, a few "movers" that get pushed around,
     /// a sensor zone, and a joint — every part of the world the game uses.
     fn arena() -> (Physics, Vec<RigidBodyHandle>) {
         let mut p = Physics::new(DT);
@@ -585,7 +585,7 @@ mod tests {
             );
         }
         p.insert(RigidBodyBuilder::fixed(), ColliderBuilder::ball(2.0).sensor(true));
-        let mut tanks = Vec::new();
+        let mut movers = Vec::new();
         for i in 0..4u8 {
             let (t, _) = p.insert(
                 RigidBodyBuilder::dynamic()
@@ -595,23 +595,23 @@ mod tests {
                     .user_data(u128::from(i)),
                 ColliderBuilder::cuboid(0.6, 0.4).density(2.0),
             );
-            tanks.push(t);
+            movers.push(t);
         }
-        let (turret, _) = p.insert(
+        let (attached, _) = p.insert(
             RigidBodyBuilder::dynamic().translation(Vector::new(-6.0, -3.0)),
             ColliderBuilder::cuboid(0.1, 0.5).density(0.1),
         );
         let joint = rapier2d::prelude::RevoluteJointBuilder::new().local_anchor2(Vector::new(0.0, -1.0));
-        p.world_mut().insert_impulse_joint(tanks[0], turret, joint);
-        (p, tanks)
+        p.world_mut().insert_impulse_joint(movers[0], attached, joint);
+        (p, movers)
     }
 
     /// What the game does in one tick, driven only by the tick number and a seeded rng:
-    /// impulses on the tanks, a projectile every 40 ticks (removed on its first contact
+    /// impulses on the movers, a projectile every 40 ticks (removed on its first contact
     /// or after 90 ticks), then the step and the removals.
-    fn tick(p: &mut Physics, tanks: &[RigidBodyHandle], n: u32, shots: &mut Vec<(RigidBodyHandle, u32)>) {
+    fn tick(p: &mut Physics, movers: &[RigidBodyHandle], n: u32, shots: &mut Vec<(RigidBodyHandle, u32)>) {
         let mut rng = crate::engine::rng::SplitMix64::new(u64::from(n));
-        for &t in tanks {
+        for &t in movers {
             if let Some(body) = p.world_mut().bodies.get_mut(t) {
                 let impulse = Vector::new(rng.range_f32(-1.0, 1.0), rng.range_f32(-1.0, 1.0)) * 0.8;
                 body.apply_impulse(impulse, true);
@@ -619,7 +619,7 @@ mod tests {
             }
         }
         if n.is_multiple_of(40) {
-            let from = tanks[(n / 40) as usize % tanks.len()];
+            let from = movers[(n / 40) as usize % movers.len()];
             if let Some(pos) = p.world().bodies.get(from).map(|b| b.translation()) {
                 let (shot, _) = p.insert(
                     RigidBodyBuilder::dynamic()
@@ -654,14 +654,14 @@ mod tests {
 
     #[test]
     fn two_worlds_built_alike_stay_equal() {
-        let (mut a, tanks_a) = arena();
-        let (mut b, tanks_b) = arena();
+        let (mut a, movers_a) = arena();
+        let (mut b, movers_b) = arena();
         let (mut shots_a, mut shots_b) = (Vec::new(), Vec::new());
         assert_eq!(a.state_hash(), b.state_hash());
         let start = a.state_hash();
         for n in 0..300 {
-            tick(&mut a, &tanks_a, n, &mut shots_a);
-            tick(&mut b, &tanks_b, n, &mut shots_b);
+            tick(&mut a, &movers_a, n, &mut shots_a);
+            tick(&mut b, &movers_b, n, &mut shots_b);
             assert_eq!(a.state_hash(), b.state_hash(), "diverged at tick {n}");
             assert_eq!(a.contacts(), b.contacts(), "contacts diverged at tick {n}");
         }
@@ -670,9 +670,9 @@ mod tests {
 
     #[test]
     fn state_hash_sees_one_ulp() {
-        let (mut p, _, tank) = box_and_wall();
+        let (mut p, _, boxed) = box_and_wall();
         let before = p.state_hash();
-        let body = &mut p.world_mut().bodies[tank];
+        let body = &mut p.world_mut().bodies[boxed];
         let x = body.translation().x;
         body.set_translation(Vector::new(x.next_up(), 0.0), false);
         assert_ne!(p.state_hash(), before);
@@ -680,12 +680,12 @@ mod tests {
 
     #[test]
     fn a_restored_dump_continues_bit_identically() {
-        let (mut original, tanks) = arena();
+        let (mut original, movers) = arena();
         let mut shots = Vec::new();
         let mut contacts_seen = 0;
         let mut removals_seen = 0;
         for n in 0..150 {
-            tick(&mut original, &tanks, n, &mut shots);
+            tick(&mut original, &movers, n, &mut shots);
             contacts_seen += original.contacts().len();
             removals_seen += original.contacts().iter().filter(|c| c.removed).count();
         }
@@ -709,8 +709,8 @@ mod tests {
         assert_eq!(restored.intersect_circle(Vector::ZERO, 6.0), original.intersect_circle(Vector::ZERO, 6.0));
 
         for n in 150..450 {
-            tick(&mut original, &tanks, n, &mut shots);
-            tick(&mut restored, &tanks, n, &mut shots_restored);
+            tick(&mut original, &movers, n, &mut shots);
+            tick(&mut restored, &movers, n, &mut shots_restored);
             assert_eq!(restored.state_hash(), original.state_hash(), "diverged {} ticks after the restore", n - 149);
             assert_eq!(restored.contacts(), original.contacts(), "contacts diverged at tick {n}");
             if n.is_multiple_of(50) {

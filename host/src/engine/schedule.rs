@@ -149,8 +149,10 @@ impl Plugin for HostPlugin {
     }
 }
 
-fn advance_tick(mut tick: ResMut<Tick>) {
+fn advance_tick(mut tick: ResMut<Tick>, mut frames: ResMut<OutgoingFrames>) {
     tick.0 += 1;
+    // Frames not taken after the tick that packed them are dropped, as a socket would.
+    *frames = OutgoingFrames::default();
 }
 
 fn step_physics(mut physics: ResMut<Physics>) {
@@ -245,7 +247,7 @@ impl Host {
         self.load_map(map)
     }
 
-    /// The frames packed on the last snapshot tick, taken.
+    /// The frames the last tick packed (none on ticks without a snapshot), taken.
     pub fn take_frames(&mut self) -> OutgoingFrames {
         std::mem::take(&mut *self.app.world_mut().resource_mut::<OutgoingFrames>())
     }

@@ -324,9 +324,9 @@ pub struct Damage {
 }
 
 /// Applies damage to tanks; kills, scores and team frags follow.
-pub fn apply_damage(
+pub fn apply_damage<T: std::ops::DerefMut<Target = Tank>>(
     damage: &[Damage],
-    tanks: &mut [Mut<'_, Tank>],
+    tanks: &mut [T],
     physics: &mut Physics,
     rules: &TanksRules,
     round: &mut Round,
@@ -367,5 +367,67 @@ pub fn apply_damage(
             }
         }
         outbox.broadcast(port::SOUND_DATA, serde_json::json!("frag"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tanks::config::TanksConfig;
+
+    fn tank(physics: &mut Physics, player: u8, team: u8) -> Tank {
+        let model = TankModel::default();
+        let body = spawn_body(physics, &model, PlayerId(player), [player as f32 * 100.0, 0.0, 0.0]);
+        Tank {
+            player: PlayerId(player),
+            team,
+            body,
+            gun: 0.0,
+            throttle: 0.0,
+            health: model.health,
+            alive: true,
+            respawn_in: 0.0,
+            weapon: Weapon::Gun,
+            ammo: [1, 1],
+            reload: [0.0; 2],
+            score: 0,
+            deaths: 0,
+        }
+    }
+
+    fn hit(target: u8, amount: f32, from: u8) -> Damage {
+        Damage { target: PlayerId(target), amount, from: PlayerId(from) }
+    }
+
+    #[test]
+    fn friendly_fire_off_spares_teammates_and_kills_score() {
+        let mut physics = Physics::new(1.0 / 120.0);
+        let rules = TanksRules(TanksConfig::default());
+        let (mut round, mut outbox) = (Round::default(), MetaOutbox::default());
+        let mut tanks = [tank(&mut physics, 0, 1), tank(&mut physics, 1, 1), tank(&mut physics, 2, 2)];
+        let mut refs: Vec<&mut Tank> = tanks.iter_mut().collect();
+        apply_damage(&[hit(1, 50.0, 0), hit(2, 60.0, 0)], &mut refs, &mut physics, &rules, &mut round, &mut outbox);
+        assert_eq!((refs[1].health, refs[2].health), (100.0, 40.0), "the teammate is spared");
+        apply_damage(&[hit(2, 60.0, 0)], &mut refs, &mut physics, &rules, &mut round, &mut outbox);
+        assert!(!refs[2].alive && refs[2].deaths == 1 && refs[2].respawn_in == rules.0.rounds.respawn_seconds);
+        assert_eq!(refs[0].score, 1);
+        assert_eq!(round.team_frags, [1, 0]);
+        assert!(!physics.world().bodies[refs[2].body].is_enabled(), "a dead tank's body is out of the world");
+        // The dead take no more damage and give no more frags.
+        apply_damage(&[hit(2, 60.0, 0)], &mut refs, &mut physics, &rules, &mut round, &mut outbox);
+        assert_eq!((refs[0].score, refs[2].deaths), (1, 1));
+    }
+
+    #[test]
+    fn friendly_fire_on_costs_the_killer_a_point() {
+        let mut physics = Physics::new(1.0 / 120.0);
+        let rules = TanksRules(TanksConfig { friendly_fire: true, ..TanksConfig::default() });
+        let (mut round, mut outbox) = (Round::default(), MetaOutbox::default());
+        let mut tanks = [tank(&mut physics, 0, 1), tank(&mut physics, 1, 1)];
+        let mut refs: Vec<&mut Tank> = tanks.iter_mut().collect();
+        apply_damage(&[hit(1, 150.0, 0)], &mut refs, &mut physics, &rules, &mut round, &mut outbox);
+        assert!(!refs[1].alive);
+        assert_eq!(refs[0].score, -1);
+        assert_eq!(round.team_frags, [0, 0], "a team kill is no frag");
     }
 }

@@ -53,7 +53,7 @@ pub struct MapConfig {
     /// Tile ids that are solid walls.
     #[serde(default)]
     pub physics_static: Vec<u16>,
-    /// Movable objects (crates), in index order.
+    /// Movable objects, in index order.
     #[serde(default)]
     pub physics_dynamic: Vec<DynamicObjectConfig>,
     /// Team name → respawn points `[x, y, angleDeg]`, in declaration order.
@@ -108,7 +108,7 @@ fn default_set_id() -> String {
     DEFAULT_SET_ID.to_owned()
 }
 
-/// One `physicsDynamic` entry: a movable box (a crate), in map units.
+/// One `physicsDynamic` entry: a movable box, in map units.
 ///
 /// `(x, y)` is the object's **corner** as the map data gives it; the body sits there and
 /// its box collider is offset by half the size, so with `angle` 0 the box covers
@@ -489,7 +489,7 @@ impl Obb {
 mod tests {
     use super::*;
 
-    /// A valid 6×5 map, tile 10: walls (tile 1) all round, one crate, two teams.
+    /// A valid 6×5 map, tile 10: walls (tile 1) all round, one box, two teams.
     const GOOD: &str = r#"{
         "name": "good",
         "tileSize": 10,
@@ -653,7 +653,7 @@ mod tests {
 
     #[test]
     fn dynamic_objects_stay_inside_the_map() {
-        // The map is 60×50; a crate at x 55 with width 8 reaches x 63.
+        // The map is 60×50; a box at x 55 with width 8 reaches x 63.
         assert_eq!(
             issues_after(|v| {
                 v["map"] = serde_json::json!(vec![vec![0; 6]; 5]);
@@ -671,13 +671,13 @@ mod tests {
                 }
             )
         );
-        // Turned 180° about its corner at (20, 20), the 8×8 crate covers [12, 20]², still inside.
+        // Turned 180° about its corner at (20, 20), the 8×8 box covers [12, 20]², still inside.
         assert_eq!(issues_after(|v| v["physicsDynamic"][0]["angle"] = 180.into()), vec![]);
     }
 
     #[test]
     fn dynamic_objects_must_not_overlap_walls() {
-        // At x 5 the crate spans x 5..13 and overlaps the wall tile (0, 2).
+        // At x 5 the box spans x 5..13 and overlaps the wall tile (0, 2).
         assert_eq!(
             issues_after(|v| v["physicsDynamic"][0]["x"] = 5.into()),
             one("physicsDynamic[0]", MapRule::ObjectInWall { col: 0, row: 2 })
@@ -707,9 +707,9 @@ mod tests {
 
     #[test]
     fn a_turned_crate_near_a_wall_corner_is_judged_by_its_shape_not_its_box() {
-        // Wall tile (1, 1) on an open 4×4 grid of tile 10 covers [10, 20]². A 10×10 crate turned
+        // Wall tile (1, 1) on an open 4×4 grid of tile 10 covers [10, 20]². A 10×10 box turned
         // 45° about its corner (24, 19) has the vertices (24, 19), (31.07, 26.07), (24, 33.14) and
-        // (16.93, 26.07): its bounding box overlaps the tile (x 16.93..20, y 19..20) but the crate
+        // (16.93, 26.07): its bounding box overlaps the tile (x 16.93..20, y 19..20) but the box
         // does not (its upper-left edge crosses y = 20 at x = 23).
         let map = serde_json::json!([[0, 0, 0, 0], [0, 1, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]]);
         let edit = |v: &mut Value, y: i32| {
