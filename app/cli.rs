@@ -18,6 +18,8 @@ pub struct Cli {
 pub enum Command {
     /// Run a headless match of bots as fast as possible and print its figures.
     Sim(crate::sim_cmd::SimArgs),
+    /// Run the signalling server that introduces the peers of a lobby (room = lobby code).
+    Signal(crate::signal_cmd::SignalArgs),
     /// Maps: validate map files.
     #[command(subcommand)]
     Map(MapCommand),
@@ -55,6 +57,7 @@ pub enum SchemaCommand {
 pub fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Sim(args) => crate::sim_cmd::run(&args),
+        Command::Signal(args) => crate::signal_cmd::run(&args),
         Command::Map(MapCommand::Check { files }) => crate::map_cmd::check(&files),
         Command::Schema(SchemaCommand::Check { files, json }) => crate::schema_cmd::check(&files, json),
     }

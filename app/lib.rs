@@ -7,4 +7,5 @@
 pub mod cli;
 pub mod map_cmd;
 pub mod schema_cmd;
+pub mod signal_cmd;
 pub mod sim_cmd;

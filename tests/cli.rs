@@ -16,7 +16,7 @@ fn help_lists_the_subcommands() {
     let out = vimp(&["--help"]);
     assert!(out.status.success(), "vimp --help exits 0");
     let text = String::from_utf8_lossy(&out.stdout);
-    for sub in ["sim", "map", "schema"] {
+    for sub in ["sim", "signal", "map", "schema"] {
         assert!(text.contains(sub), "help lists `{sub}`:\n{text}");
     }
 }
@@ -103,4 +103,35 @@ fn map_check_accepts_the_shipped_maps_and_names_the_field_at_fault() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("bad.json") && err.contains("tileSize"), "stderr: {err}");
     std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn signal_prints_its_address_and_serves_the_ice_list() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::process::Stdio;
+    use std::time::Duration;
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_vimp"))
+        .args(["signal", "--bind", "127.0.0.1:0", "--stun", "stun:stun.example.net:3478"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("vimp signal starts");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx.recv_timeout(Duration::from_secs(30)).expect("the address is printed");
+    let addr = line.split_whitespace().nth(4).expect("listening on ADDR");
+    let mut s = std::net::TcpStream::connect(addr).expect("connect");
+    write!(s, "GET /ice HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").expect("write");
+    s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    let mut answer = String::new();
+    let _ = s.read_to_string(&mut answer);
+    child.kill().ok();
+    child.wait().ok();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("stun:stun.example.net:3478"), "{answer}");
 }

@@ -41,9 +41,14 @@
 //! ```
 
 pub mod divergence;
+pub mod frame;
 pub mod input;
 pub mod interp;
+pub mod link;
+pub mod lobby;
 pub mod schema;
+pub mod session;
+pub mod signal;
 pub mod snapshot;
 
 pub use divergence::{DivergenceConfig, DivergenceDetector, DivergenceRecord, wrap_angle};

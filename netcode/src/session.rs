@@ -1,0 +1,1198 @@
+//! Sessions between a host and its clients: handshake, heartbeat, rate limits, close codes — sans-IO.
+//!
+//! A session is a state machine per peer that takes transport messages and `now`
+//! and gives back messages to send, events and its next deadline, in the manner of
+//! quinn-proto and str0m: it never reads a clock, opens a socket or spawns a thread.
+//! The host runs one [`HostSession`] per connected peer, a client one
+//! [`ClientSession`]; any transport (the in-memory link, WebRTC data channels)
+//! moves the bytes:
+//!
+//! ```text
+//!   transport ──message──► handle_message(now, channel, bytes)
+//!   timer     ──────────► handle_timeout(now)
+//!             ◄─────────── poll_transmit() -> (channel, bytes)
+//!             ◄─────────── poll_event()    -> HostEvent / ClientEvent
+//!             ◄─────────── poll_timeout()  -> next deadline
+//! ```
+//!
+//! # Handshake
+//!
+//! The client's first frame is `HELLO` (JSON [`Hello`]: protocol version, build,
+//! nickname, optional lobby password, optional resume token). A version other than
+//! [`PROTOCOL_VERSION`] is rejected at once with 4410. Otherwise the host's session
+//! reports [`HostEvent::Hello`] and the host decides: [`HostSession::accept`] sends
+//! `WELCOME` (JSON [`Welcome`]: match id, player id, session token, host epoch, tick)
+//! and then the client config on `CONFIG_DATA`; [`HostSession::reject`] sends
+//! `REJECT` and closes with the code.
+//!
+//! # Heartbeat and latency (spec 000 "RTT и кики")
+//!
+//! The host pings every [`HostSessionConfig::ping_interval`] (3 s); the client answers
+//! at once. Each answer is an RTT sample folded into an EMA, which the host publishes
+//! in the stat table's latency column. The host closes the session with 4003 when the
+//! EMA passes [`HostSessionConfig::max_latency_ms`] (1000) and with 4004 after
+//! [`HostSessionConfig::max_missed_pings`] (5) pings in a row went unanswered; a peer
+//! that never says hello within [`HostSessionConfig::hello_timeout`] is closed with 4408.
+//! Every ping carries the host's clock and its current RTT estimate, from which the
+//! client estimates the server time it interpolates against.
+//!
+//! # Limits
+//!
+//! A frame above 256 KiB or one that does not decode closes that peer with 4400 and
+//! touches nothing else. Input packets, chat lines and votes go through token buckets;
+//! what exceeds a bucket is dropped, and a peer that keeps pushing past it (its drops
+//! exhaust a second bucket of the same size) is closed with 4413.
+//!
+//! # Close codes
+//!
+//! | code | name | reason string |
+//! |---|---|---|
+//! | 1000 | normal | `bye` |
+//! | 4003 | latency | `latency too high` |
+//! | 4004 | missed pings | `missed pings` |
+//! | 4400 | protocol | `protocol violation` |
+//! | 4401 | password | `wrong lobby password` |
+//! | 4408 | heartbeat | `no hello or heartbeat in time` |
+//! | 4409 | replaced | `replaced by a new connection` |
+//! | 4410 | version | `unsupported protocol version` |
+//! | 4413 | rate | `rate limit exceeded` |
+//! | 4500 | internal | `internal error` |
+//! | 4503 | server full | `server full` |
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::frame::{self, Channel, Chunker, Reassembler, op};
+use crate::input::{self, BinaryKeyEvent, KeyAction};
+
+/// The session protocol's version: hello and host must match exactly.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Close codes and their reason strings (see the module docs' table).
+pub mod close {
+    /// Normal close.
+    pub const NORMAL: u16 = 1000;
+    /// Smoothed latency above the limit.
+    pub const LATENCY: u16 = 4003;
+    /// Too many pings in a row without an answer.
+    pub const MISSED_PINGS: u16 = 4004;
+    /// A frame that is too big or does not decode, or a message out of place.
+    pub const PROTOCOL: u16 = crate::frame::CLOSE_PROTOCOL_ERROR;
+    /// Wrong lobby password.
+    pub const BAD_PASSWORD: u16 = 4401;
+    /// No hello (or no traffic at all) in time.
+    pub const HEARTBEAT: u16 = 4408;
+    /// A newer connection took this session's slot.
+    pub const REPLACED: u16 = 4409;
+    /// The protocol versions differ.
+    pub const VERSION: u16 = 4410;
+    /// Inputs, chat or votes beyond their rate limits.
+    pub const RATE: u16 = 4413;
+    /// The host failed.
+    pub const INTERNAL: u16 = 4500;
+    /// No free slot.
+    pub const SERVER_FULL: u16 = 4503;
+
+    /// The short ASCII reason string of a code.
+    pub fn reason(code: u16) -> &'static str {
+        match code {
+            NORMAL => "bye",
+            LATENCY => "latency too high",
+            MISSED_PINGS => "missed pings",
+            PROTOCOL => "protocol violation",
+            BAD_PASSWORD => "wrong lobby password",
+            HEARTBEAT => "no hello or heartbeat in time",
+            REPLACED => "replaced by a new connection",
+            VERSION => "unsupported protocol version",
+            RATE => "rate limit exceeded",
+            INTERNAL => "internal error",
+            SERVER_FULL => "server full",
+            _ => "closed",
+        }
+    }
+}
+
+/// A session token: 128 random bits issued by the host, the only way back into a slot.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SessionToken(pub [u8; 16]);
+
+impl SessionToken {
+    /// Parses the 32-hex-digit form.
+    pub fn parse(text: &str) -> Option<SessionToken> {
+        let bytes = text.as_bytes();
+        if bytes.len() != 32 {
+            return None;
+        }
+        let mut out = [0u8; 16];
+        for (i, pair) in bytes.chunks_exact(2).enumerate() {
+            let hex = |c: u8| (c as char).to_digit(16);
+            out[i] = (hex(pair[0])? * 16 + hex(pair[1])?) as u8;
+        }
+        Some(SessionToken(out))
+    }
+}
+
+impl fmt::Display for SessionToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.iter().try_for_each(|b| write!(f, "{b:02x}"))
+    }
+}
+
+impl fmt::Debug for SessionToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Tokens are secrets: logs show only their first bytes.
+        write!(f, "SessionToken({:02x}{:02x}…)", self.0[0], self.0[1])
+    }
+}
+
+impl Serialize for SessionToken {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for SessionToken {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        SessionToken::parse(&text).ok_or_else(|| serde::de::Error::custom("a session token is 32 hex digits"))
+    }
+}
+
+/// The client's first frame.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Hello {
+    /// [`PROTOCOL_VERSION`] of the client.
+    pub version: u32,
+    /// The client's build, for logs.
+    pub build: String,
+    /// The nickname asked for (the host trims it and makes it unique).
+    pub nickname: String,
+    /// The lobby password, when the lobby has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password: Option<String>,
+    /// The token of a slot to take back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume_token: Option<SessionToken>,
+}
+
+/// The host's answer to an accepted hello.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Welcome {
+    /// The match.
+    pub match_id: String,
+    /// The client's player id (its slot).
+    pub player_id: u8,
+    /// The nickname the host gave (trimmed, unique).
+    pub nickname: String,
+    /// The token to come back with.
+    pub token: SessionToken,
+    /// The host's epoch (bumped at every host change).
+    pub epoch: u32,
+    /// The host's tick when it accepted.
+    pub tick: u32,
+    /// Whether the slot was taken back with a token (team and score kept).
+    pub resumed: bool,
+}
+
+/// Why a hello was refused.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reject {
+    /// The close code.
+    pub code: u16,
+    /// A short human-readable reason.
+    pub reason: String,
+}
+
+/// Longest nickname, in characters.
+pub const MAX_NICKNAME: usize = 16;
+
+/// Trims a nickname and checks it: 1–16 printable characters.
+pub fn clean_nickname(raw: &str) -> Option<String> {
+    let name = raw.trim();
+    let n = name.chars().count();
+    ((1..=MAX_NICKNAME).contains(&n) && name.chars().all(|c| !c.is_control())).then(|| name.to_owned())
+}
+
+/// `name` if `taken` says it is free, else `name (2)`, `name (3)`… shortened to fit 16 characters.
+pub fn unique_nickname(name: &str, taken: impl Fn(&str) -> bool) -> String {
+    if !taken(name) {
+        return name.to_owned();
+    }
+    for k in 2u32.. {
+        let suffix = format!(" ({k})");
+        let room = MAX_NICKNAME.saturating_sub(suffix.chars().count());
+        let base: String = name.chars().take(room).collect();
+        let candidate = format!("{}{suffix}", base.trim_end());
+        if !taken(&candidate) {
+            return candidate;
+        }
+    }
+    unreachable!("some suffix is always free")
+}
+
+/// A token bucket: `capacity` at once, refilled at `per_second`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bucket {
+    capacity: f64,
+    per_second: f64,
+    tokens: f64,
+    last: Duration,
+}
+
+impl Bucket {
+    /// A full bucket.
+    pub fn new(capacity: f64, per_second: f64) -> Self {
+        Bucket { capacity, per_second, tokens: capacity, last: Duration::ZERO }
+    }
+
+    /// Takes one token if there is one.
+    pub fn take(&mut self, now: Duration) -> bool {
+        let elapsed = now.saturating_sub(self.last).as_secs_f64();
+        self.last = self.last.max(now);
+        self.tokens = (self.tokens + elapsed * self.per_second).min(self.capacity);
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// A rate limit that drops what exceeds it and reports abuse when drops keep coming.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RateLimit {
+    allowed: Bucket,
+    tolerated_drops: Bucket,
+}
+
+/// What a [`RateLimit`] says of one more message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RateVerdict {
+    /// Within the limit.
+    Allow,
+    /// Over the limit: drop it.
+    Drop,
+    /// Over the limit again and again: close the peer (4413).
+    Abuse,
+}
+
+impl RateLimit {
+    /// `burst` messages at once, `per_second` sustained; as many drops again are tolerated.
+    pub fn new(burst: f64, per_second: f64) -> Self {
+        RateLimit { allowed: Bucket::new(burst, per_second), tolerated_drops: Bucket::new(burst, per_second) }
+    }
+
+    /// Judges one more message at `now`.
+    pub fn check(&mut self, now: Duration) -> RateVerdict {
+        if self.allowed.take(now) {
+            RateVerdict::Allow
+        } else if self.tolerated_drops.take(now) {
+            RateVerdict::Drop
+        } else {
+            RateVerdict::Abuse
+        }
+    }
+}
+
+/// The host side's settings (defaults from the spec; a game config may override them).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct HostSessionConfig {
+    /// Time between pings (`rttPingInterval`, 3 s).
+    pub ping_interval: Duration,
+    /// Smoothed latency that gets a client kicked with 4003 (`maxLatency`, 1000 ms).
+    pub max_latency_ms: f64,
+    /// Pings in a row without an answer that get a client kicked with 4004 (`maxMissedPings`, 5).
+    pub max_missed_pings: u32,
+    /// Time a new peer has to say hello (4408 after it).
+    pub hello_timeout: Duration,
+    /// Weight of a new RTT sample in the EMA.
+    pub rtt_smoothing: f64,
+    /// Input packets: burst and sustained per second.
+    pub input_rate: (f64, f64),
+    /// Chat lines: burst and sustained per second.
+    pub chat_rate: (f64, f64),
+    /// Votes and list requests: burst and sustained per second.
+    pub vote_rate: (f64, f64),
+}
+
+impl Default for HostSessionConfig {
+    fn default() -> Self {
+        HostSessionConfig {
+            ping_interval: Duration::from_secs(3),
+            max_latency_ms: 1000.0,
+            max_missed_pings: 5,
+            hello_timeout: Duration::from_secs(10),
+            rtt_smoothing: 0.25,
+            input_rate: (240.0, 120.0),
+            chat_rate: (5.0, 0.5),
+            vote_rate: (10.0, 1.0),
+        }
+    }
+}
+
+/// What a host session reports.
+#[derive(Clone, Debug, PartialEq)]
+pub enum HostEvent {
+    /// A peer said hello (version already checked): accept or reject it.
+    Hello(Hello),
+    /// Key events (possibly repeats of ones already applied: the key state ignores old seqs).
+    Input(Vec<BinaryKeyEvent>),
+    /// A meta message from the client (auth response, chat, vote) on its port, not yet decoded.
+    Meta {
+        /// The client→server port.
+        port: u8,
+        /// The JSON payload.
+        payload: Vec<u8>,
+    },
+    /// A new smoothed latency, ms.
+    Latency(f64),
+    /// The session is closed: by the host (with its code) or by the peer.
+    Closed {
+        /// The close code.
+        code: u16,
+        /// Whether the peer closed it.
+        by_peer: bool,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum HostState {
+    AwaitingHello { since: Duration },
+    Deciding,
+    Active,
+    Closed(u16),
+}
+
+/// The host's session with one peer.
+#[derive(Debug)]
+pub struct HostSession {
+    config: HostSessionConfig,
+    state: HostState,
+    reassembler: Reassembler,
+    chunker: Chunker,
+    out: VecDeque<(Channel, Vec<u8>)>,
+    events: VecDeque<HostEvent>,
+    next_ping: Duration,
+    ping_nonce: u32,
+    outstanding: Option<(u32, Duration)>,
+    missed: u32,
+    rtt_ema: Option<f64>,
+    inputs: RateLimit,
+    chat: RateLimit,
+    votes: RateLimit,
+    now: Duration,
+}
+
+impl HostSession {
+    /// A session with a peer that just connected at `now`.
+    pub fn new(config: HostSessionConfig, now: Duration) -> Self {
+        let rate = |(burst, per_s): (f64, f64)| RateLimit::new(burst, per_s);
+        HostSession {
+            state: HostState::AwaitingHello { since: now },
+            reassembler: Reassembler::default(),
+            chunker: Chunker::default(),
+            out: VecDeque::new(),
+            events: VecDeque::new(),
+            next_ping: now,
+            ping_nonce: 0,
+            outstanding: None,
+            missed: 0,
+            rtt_ema: None,
+            inputs: rate(config.input_rate),
+            chat: rate(config.chat_rate),
+            votes: rate(config.vote_rate),
+            config,
+            now,
+        }
+    }
+
+    /// Whether the session is past its handshake and open.
+    pub fn is_active(&self) -> bool {
+        self.state == HostState::Active
+    }
+
+    /// The close code, once closed.
+    pub fn close_code(&self) -> Option<u16> {
+        match self.state {
+            HostState::Closed(code) => Some(code),
+            _ => None,
+        }
+    }
+
+    /// The smoothed round-trip time, ms.
+    pub fn latency_ms(&self) -> Option<f64> {
+        self.rtt_ema
+    }
+
+    /// Takes one transport message.
+    pub fn handle_message(&mut self, now: Duration, channel: Channel, bytes: &[u8]) {
+        self.now = self.now.max(now);
+        if self.close_code().is_some() {
+            return;
+        }
+        if bytes.len() > frame::MAX_MESSAGE {
+            // No transport message is larger: the chunker splits big frames.
+            return self.close(close::PROTOCOL);
+        }
+        let whole = match channel {
+            Channel::Reliable => match self.reassembler.push(bytes) {
+                Ok(Some(whole)) => whole,
+                Ok(None) => return,
+                Err(_) => return self.close(close::PROTOCOL),
+            },
+            Channel::Unreliable => bytes.to_vec(),
+        };
+        let Ok(frame) = frame::parse(&whole) else { return self.close(close::PROTOCOL) };
+        match (self.state, frame.opcode) {
+            (HostState::AwaitingHello { .. }, op::HELLO) => match serde_json::from_slice::<Hello>(frame.payload) {
+                Ok(hello) if hello.version != PROTOCOL_VERSION => self.reject(close::VERSION, None),
+                Ok(hello) => {
+                    self.state = HostState::Deciding;
+                    self.events.push_back(HostEvent::Hello(hello));
+                }
+                Err(_) => self.close(close::PROTOCOL),
+            },
+            (HostState::Active, op::PONG) => self.on_pong(frame.payload),
+            (HostState::Active, op::client::KEYS_DATA) => match input::decode_events(frame.payload) {
+                Ok(events) => match self.inputs.check(now) {
+                    RateVerdict::Allow => self.events.push_back(HostEvent::Input(events)),
+                    RateVerdict::Drop => {}
+                    RateVerdict::Abuse => self.close(close::RATE),
+                },
+                Err(_) => self.close(close::PROTOCOL),
+            },
+            (HostState::Active, port @ (op::client::AUTH_RESPONSE | op::client::CHAT | op::client::VOTE)) => {
+                let verdict = match port {
+                    op::client::CHAT => self.chat.check(now),
+                    op::client::VOTE => self.votes.check(now),
+                    _ => RateVerdict::Allow,
+                };
+                match verdict {
+                    RateVerdict::Allow => {
+                        self.events.push_back(HostEvent::Meta { port, payload: frame.payload.to_vec() })
+                    }
+                    RateVerdict::Drop => {}
+                    RateVerdict::Abuse => self.close(close::RATE),
+                }
+            }
+            (_, op::CLOSE) => {
+                let code = frame.payload.get(..2).map_or(close::NORMAL, |b| u16::from_be_bytes([b[0], b[1]]));
+                self.state = HostState::Closed(code);
+                self.events.push_back(HostEvent::Closed { code, by_peer: true });
+            }
+            _ => self.close(close::PROTOCOL),
+        }
+    }
+
+    fn on_pong(&mut self, payload: &[u8]) {
+        let Ok(nonce) = <[u8; 4]>::try_from(payload) else { return self.close(close::PROTOCOL) };
+        let nonce = u32::from_be_bytes(nonce);
+        let Some((expected, sent)) = self.outstanding else { return };
+        if nonce != expected {
+            return;
+        }
+        self.outstanding = None;
+        self.missed = 0;
+        let sample = self.now.saturating_sub(sent).as_secs_f64() * 1000.0;
+        let a = self.config.rtt_smoothing;
+        let ema = match self.rtt_ema {
+            None => sample,
+            Some(old) => old + a * (sample - old),
+        };
+        self.rtt_ema = Some(ema);
+        self.events.push_back(HostEvent::Latency(ema));
+        if ema > self.config.max_latency_ms {
+            self.close(close::LATENCY);
+        }
+    }
+
+    /// Runs the session's timers (pings, missed pings, hello timeout).
+    pub fn handle_timeout(&mut self, now: Duration) {
+        self.now = self.now.max(now);
+        match self.state {
+            HostState::AwaitingHello { since } if now.saturating_sub(since) >= self.config.hello_timeout => {
+                self.close(close::HEARTBEAT)
+            }
+            HostState::Active if now >= self.next_ping => {
+                if self.outstanding.is_some() {
+                    self.missed += 1;
+                    if self.missed >= self.config.max_missed_pings {
+                        return self.close(close::MISSED_PINGS);
+                    }
+                }
+                self.ping_nonce = self.ping_nonce.wrapping_add(1);
+                self.outstanding = Some((self.ping_nonce, now));
+                self.next_ping = now + self.config.ping_interval;
+                let mut payload = Vec::with_capacity(16);
+                payload.extend_from_slice(&self.ping_nonce.to_be_bytes());
+                payload.extend_from_slice(&(now.as_secs_f64() * 1000.0).to_be_bytes());
+                payload.extend_from_slice(&(self.rtt_ema.unwrap_or(0.0) as f32).to_be_bytes());
+                self.send(Channel::Unreliable, op::PING, &payload);
+            }
+            _ => {}
+        }
+    }
+
+    /// When [`HostSession::handle_timeout`] next needs to run.
+    pub fn poll_timeout(&self) -> Option<Duration> {
+        match self.state {
+            HostState::AwaitingHello { since } => Some(since + self.config.hello_timeout),
+            HostState::Active => Some(self.next_ping),
+            HostState::Deciding | HostState::Closed(_) => None,
+        }
+    }
+
+    /// Accepts the hello: sends `WELCOME`, then the client config on `CONFIG_DATA`.
+    pub fn accept(&mut self, welcome: &Welcome, client_config: &serde_json::Value) {
+        if self.state != HostState::Deciding {
+            return;
+        }
+        self.state = HostState::Active;
+        self.next_ping = self.now;
+        let welcome = serde_json::to_vec(welcome).unwrap_or_default();
+        self.send(Channel::Reliable, op::WELCOME, &welcome);
+        let config = serde_json::to_vec(client_config).unwrap_or_default();
+        self.send(Channel::Reliable, op::CONFIG_DATA, &config);
+    }
+
+    /// Refuses the hello with `code` (and an optional reason; the code's own by default), then closes.
+    pub fn reject(&mut self, code: u16, reason: Option<&str>) {
+        let reject = Reject { code, reason: reason.unwrap_or(close::reason(code)).to_owned() };
+        let bytes = serde_json::to_vec(&reject).unwrap_or_default();
+        self.send(Channel::Reliable, op::REJECT, &bytes);
+        self.close(code);
+    }
+
+    /// Sends a frame `[opcode][payload]` (chunked on the reliable channel when large).
+    pub fn send(&mut self, channel: Channel, opcode: u8, payload: &[u8]) {
+        if self.close_code().is_some() {
+            return;
+        }
+        push_frame(&mut self.out, &mut self.chunker, channel, opcode, payload);
+    }
+
+    /// Closes the session with `code`: a `CLOSE` frame goes out, then nothing more.
+    pub fn close(&mut self, code: u16) {
+        if self.close_code().is_some() {
+            return;
+        }
+        let mut payload = code.to_be_bytes().to_vec();
+        payload.extend_from_slice(close::reason(code).as_bytes());
+        push_frame(&mut self.out, &mut self.chunker, Channel::Reliable, op::CLOSE, &payload);
+        self.state = HostState::Closed(code);
+        self.events.push_back(HostEvent::Closed { code, by_peer: false });
+    }
+
+    /// The next message to put on the transport.
+    pub fn poll_transmit(&mut self) -> Option<(Channel, Vec<u8>)> {
+        self.out.pop_front()
+    }
+
+    /// The next event for the host.
+    pub fn poll_event(&mut self) -> Option<HostEvent> {
+        self.events.pop_front()
+    }
+}
+
+fn push_frame(
+    out: &mut VecDeque<(Channel, Vec<u8>)>,
+    chunker: &mut Chunker,
+    channel: Channel,
+    opcode: u8,
+    payload: &[u8],
+) {
+    let mut bytes = Vec::with_capacity(payload.len() + 1);
+    frame::encode(opcode, payload, &mut bytes);
+    match channel {
+        Channel::Unreliable => out.push_back((channel, bytes)),
+        Channel::Reliable => {
+            if let Ok(parts) = chunker.split(&bytes) {
+                out.extend(parts.into_iter().map(|p| (Channel::Reliable, p)));
+            }
+        }
+    }
+}
+
+/// The client side's settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClientSessionConfig {
+    /// What the client says first.
+    pub hello: Hello,
+    /// No message from the host for this long closes the session locally with 4408.
+    pub host_silence: Duration,
+    /// At most this many unacknowledged key events are repeated in one packet.
+    pub max_repeated_inputs: usize,
+}
+
+impl ClientSessionConfig {
+    /// Defaults around a hello.
+    pub fn new(hello: Hello) -> Self {
+        ClientSessionConfig { hello, host_silence: Duration::from_secs(15), max_repeated_inputs: 64 }
+    }
+}
+
+/// What a client session reports.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ClientEvent {
+    /// The host accepted.
+    Welcomed(Welcome),
+    /// The host refused; the session is closed.
+    Rejected(Reject),
+    /// A snapshot frame (port 5), for the snapshot unpacker.
+    Snapshot(Vec<u8>),
+    /// A meta frame on a server→client port, for the meta decoder.
+    Meta {
+        /// The port.
+        port: u8,
+        /// The JSON payload.
+        payload: Vec<u8>,
+    },
+    /// An engine frame this session does not handle itself (checkpoints, succession…).
+    Engine {
+        /// The opcode.
+        opcode: u8,
+        /// The payload.
+        payload: Vec<u8>,
+    },
+    /// The session is closed.
+    Closed {
+        /// The close code.
+        code: u16,
+        /// The reason string.
+        reason: String,
+        /// Whether the host closed it.
+        by_peer: bool,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum ClientState {
+    Hello,
+    Active,
+    Closed(u16),
+}
+
+/// The client's session with the host.
+#[derive(Debug)]
+pub struct ClientSession {
+    config: ClientSessionConfig,
+    state: ClientState,
+    reassembler: Reassembler,
+    chunker: Chunker,
+    out: VecDeque<(Channel, Vec<u8>)>,
+    events: VecDeque<ClientEvent>,
+    last_heard: Duration,
+    /// (host clock ms at the ping, local time of receipt, host's RTT estimate ms)
+    clock: Option<(f64, Duration, f64)>,
+    unacked: VecDeque<BinaryKeyEvent>,
+    acked: Option<u32>,
+    now: Duration,
+}
+
+impl ClientSession {
+    /// A session that says hello at `now`.
+    pub fn new(config: ClientSessionConfig, now: Duration) -> Self {
+        let mut s = ClientSession {
+            state: ClientState::Hello,
+            reassembler: Reassembler::default(),
+            chunker: Chunker::default(),
+            out: VecDeque::new(),
+            events: VecDeque::new(),
+            last_heard: now,
+            clock: None,
+            unacked: VecDeque::new(),
+            acked: None,
+            now,
+            config,
+        };
+        let hello = serde_json::to_vec(&s.config.hello).unwrap_or_default();
+        push_frame(&mut s.out, &mut s.chunker, Channel::Reliable, op::HELLO, &hello);
+        s
+    }
+
+    /// Whether the host accepted and the session is open.
+    pub fn is_active(&self) -> bool {
+        self.state == ClientState::Active
+    }
+
+    /// The close code, once closed.
+    pub fn close_code(&self) -> Option<u16> {
+        match self.state {
+            ClientState::Closed(code) => Some(code),
+            _ => None,
+        }
+    }
+
+    /// Takes one transport message.
+    pub fn handle_message(&mut self, now: Duration, channel: Channel, bytes: &[u8]) {
+        self.now = self.now.max(now);
+        if self.close_code().is_some() {
+            return;
+        }
+        self.last_heard = self.now;
+        if bytes.len() > frame::MAX_MESSAGE {
+            return self.close(close::PROTOCOL);
+        }
+        let whole = match channel {
+            Channel::Reliable => match self.reassembler.push(bytes) {
+                Ok(Some(whole)) => whole,
+                Ok(None) => return,
+                Err(_) => return self.close(close::PROTOCOL),
+            },
+            Channel::Unreliable => bytes.to_vec(),
+        };
+        let Ok(frame) = frame::parse(&whole) else { return self.close(close::PROTOCOL) };
+        match (self.state, frame.opcode) {
+            (ClientState::Hello, op::WELCOME) => match serde_json::from_slice::<Welcome>(frame.payload) {
+                Ok(welcome) => {
+                    self.state = ClientState::Active;
+                    self.events.push_back(ClientEvent::Welcomed(welcome));
+                }
+                Err(_) => self.close(close::PROTOCOL),
+            },
+            (ClientState::Hello, op::REJECT) => {
+                let reject = serde_json::from_slice::<Reject>(frame.payload)
+                    .unwrap_or(Reject { code: close::PROTOCOL, reason: close::reason(close::PROTOCOL).into() });
+                self.events.push_back(ClientEvent::Rejected(reject));
+            }
+            (_, op::CLOSE) => {
+                let code = frame.payload.get(..2).map_or(close::NORMAL, |b| u16::from_be_bytes([b[0], b[1]]));
+                let reason = String::from_utf8_lossy(frame.payload.get(2..).unwrap_or_default()).into_owned();
+                self.state = ClientState::Closed(code);
+                self.events.push_back(ClientEvent::Closed { code, reason, by_peer: true });
+            }
+            (ClientState::Active, op::PING) => {
+                let p = frame.payload;
+                if p.len() != 16 {
+                    return self.close(close::PROTOCOL);
+                }
+                let host_ms = f64::from_be_bytes(p[4..12].try_into().unwrap_or_default());
+                let rtt = f32::from_be_bytes(p[12..16].try_into().unwrap_or_default()) as f64;
+                self.clock = Some((host_ms, self.now, rtt));
+                let nonce = p[..4].to_vec();
+                push_frame(&mut self.out, &mut self.chunker, Channel::Unreliable, op::PONG, &nonce);
+            }
+            (ClientState::Active, op::SHOT_DATA) => {
+                self.events.push_back(ClientEvent::Snapshot(frame.payload.to_vec()))
+            }
+            (ClientState::Active, opcode) if opcode < op::HELLO => {
+                self.events.push_back(ClientEvent::Meta { port: opcode, payload: frame.payload.to_vec() })
+            }
+            (ClientState::Active, opcode) if opcode > op::CLOSE => {
+                self.events.push_back(ClientEvent::Engine { opcode, payload: frame.payload.to_vec() })
+            }
+            _ => self.close(close::PROTOCOL),
+        }
+    }
+
+    /// Runs the session's timer (host silence).
+    pub fn handle_timeout(&mut self, now: Duration) {
+        self.now = self.now.max(now);
+        if self.close_code().is_none() && now.saturating_sub(self.last_heard) >= self.config.host_silence {
+            self.state = ClientState::Closed(close::HEARTBEAT);
+            let reason = close::reason(close::HEARTBEAT).to_owned();
+            self.events.push_back(ClientEvent::Closed { code: close::HEARTBEAT, reason, by_peer: false });
+        }
+    }
+
+    /// When [`ClientSession::handle_timeout`] next needs to run.
+    pub fn poll_timeout(&self) -> Option<Duration> {
+        self.close_code().is_none().then_some(self.last_heard + self.config.host_silence)
+    }
+
+    /// The estimated host clock at `now`, ms: the last ping's host time, plus half the RTT,
+    /// plus the local time since it arrived.
+    pub fn server_time_ms(&self, now: Duration) -> Option<f64> {
+        self.clock.map(|(host_ms, at, rtt)| host_ms + rtt / 2.0 + now.saturating_sub(at).as_secs_f64() * 1000.0)
+    }
+
+    /// The host's latest RTT estimate for this client, ms.
+    pub fn rtt_ms(&self) -> Option<f64> {
+        self.clock.map(|(_, _, rtt)| rtt)
+    }
+
+    /// Records a key event to send; it is repeated in every input packet until acknowledged.
+    pub fn push_input(&mut self, seq: u32, action: KeyAction, bit: u8) {
+        if self.acked.is_some_and(|a| seq <= a) || self.unacked.back().is_some_and(|e| seq <= e.seq) {
+            return;
+        }
+        self.unacked.push_back(BinaryKeyEvent { seq, action, bit });
+        while self.unacked.len() > self.config.max_repeated_inputs {
+            self.unacked.pop_front();
+        }
+    }
+
+    /// The host has applied every event up to `last_input_seq` (from the player block).
+    pub fn ack_inputs(&mut self, last_input_seq: u32) {
+        self.acked = Some(self.acked.map_or(last_input_seq, |a| a.max(last_input_seq)));
+        while self.unacked.front().is_some_and(|e| e.seq <= last_input_seq) {
+            self.unacked.pop_front();
+        }
+    }
+
+    /// Number of events not yet acknowledged.
+    pub fn unacked_inputs(&self) -> usize {
+        self.unacked.len()
+    }
+
+    /// Queues one input packet repeating every unacknowledged event (nothing when none).
+    pub fn flush_inputs(&mut self) {
+        if !self.is_active() || self.unacked.is_empty() {
+            return;
+        }
+        // Events whose seqs jump by more than the batch form allows go in the next packet.
+        let mut batch: Vec<(u32, KeyAction, u8)> = Vec::new();
+        for e in &self.unacked {
+            if batch.last().is_some_and(|&(prev, _, _)| e.seq - prev > 255) {
+                break;
+            }
+            batch.push((e.seq, e.action, e.bit));
+        }
+        let mut payload = Vec::new();
+        if input::encode_events(&batch, &mut payload).is_ok() {
+            push_frame(&mut self.out, &mut self.chunker, Channel::Unreliable, op::client::KEYS_DATA, &payload);
+        }
+    }
+
+    /// Sends a client→server meta frame (auth response, chat, vote) on the reliable channel.
+    pub fn send_meta(&mut self, port: u8, payload: &[u8]) {
+        if self.is_active() {
+            push_frame(&mut self.out, &mut self.chunker, Channel::Reliable, port, payload);
+        }
+    }
+
+    /// Closes the session (quitting): a `CLOSE` frame goes out.
+    pub fn close(&mut self, code: u16) {
+        if self.close_code().is_some() {
+            return;
+        }
+        let mut payload = code.to_be_bytes().to_vec();
+        payload.extend_from_slice(close::reason(code).as_bytes());
+        push_frame(&mut self.out, &mut self.chunker, Channel::Reliable, op::CLOSE, &payload);
+        self.state = ClientState::Closed(code);
+        let reason = close::reason(code).to_owned();
+        self.events.push_back(ClientEvent::Closed { code, reason, by_peer: false });
+    }
+
+    /// The next message to put on the transport.
+    pub fn poll_transmit(&mut self) -> Option<(Channel, Vec<u8>)> {
+        self.out.pop_front()
+    }
+
+    /// The next event for the client.
+    pub fn poll_event(&mut self) -> Option<ClientEvent> {
+        self.events.pop_front()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    fn hello(name: &str) -> Hello {
+        Hello {
+            version: PROTOCOL_VERSION,
+            build: "test".into(),
+            nickname: name.into(),
+            password: None,
+            resume_token: None,
+        }
+    }
+
+    /// Moves every queued message between the two sessions, `latency` apart, at `now`.
+    fn progress(host: &mut HostSession, client: &mut ClientSession, now: Duration) {
+        for _ in 0..8 {
+            let mut moved = false;
+            while let Some((ch, m)) = client.poll_transmit() {
+                host.handle_message(now, ch, &m);
+                moved = true;
+            }
+            while let Some((ch, m)) = host.poll_transmit() {
+                client.handle_message(now, ch, &m);
+                moved = true;
+            }
+            if !moved {
+                break;
+            }
+        }
+    }
+
+    fn welcome() -> Welcome {
+        Welcome {
+            match_id: "m1".into(),
+            player_id: 3,
+            nickname: "ann".into(),
+            token: SessionToken([7; 16]),
+            epoch: 1,
+            tick: 120,
+            resumed: false,
+        }
+    }
+
+    fn connected() -> (HostSession, ClientSession) {
+        let mut host = HostSession::new(HostSessionConfig::default(), Duration::ZERO);
+        let mut client = ClientSession::new(ClientSessionConfig::new(hello("ann")), Duration::ZERO);
+        progress(&mut host, &mut client, Duration::ZERO);
+        assert_eq!(host.poll_event(), Some(HostEvent::Hello(hello("ann"))));
+        host.accept(&welcome(), &serde_json::json!({ "engine": { "timeStepMs": 8.333 } }));
+        progress(&mut host, &mut client, Duration::ZERO);
+        (host, client)
+    }
+
+    fn events(client: &mut ClientSession) -> Vec<ClientEvent> {
+        std::iter::from_fn(|| client.poll_event()).collect()
+    }
+
+    #[test]
+    fn handshake_welcome_then_config() {
+        let (host, mut client) = connected();
+        assert!(host.is_active() && client.is_active());
+        let ev = events(&mut client);
+        assert_eq!(ev[0], ClientEvent::Welcomed(welcome()));
+        assert_eq!(
+            ev[1],
+            ClientEvent::Meta { port: op::CONFIG_DATA, payload: br#"{"engine":{"timeStepMs":8.333}}"#.to_vec() }
+        );
+    }
+
+    #[test]
+    fn version_mismatch_is_rejected_with_4410() {
+        let mut host = HostSession::new(HostSessionConfig::default(), Duration::ZERO);
+        let mut config = ClientSessionConfig::new(hello("bob"));
+        config.hello.version = PROTOCOL_VERSION + 1;
+        let mut client = ClientSession::new(config, Duration::ZERO);
+        progress(&mut host, &mut client, Duration::ZERO);
+        assert_eq!(host.close_code(), Some(close::VERSION));
+        let ev = events(&mut client);
+        assert_eq!(ev[0], ClientEvent::Rejected(Reject { code: 4410, reason: "unsupported protocol version".into() }));
+        assert_eq!(client.close_code(), Some(4410));
+    }
+
+    #[test]
+    fn no_hello_in_time_is_4408() {
+        let mut host = HostSession::new(HostSessionConfig::default(), Duration::ZERO);
+        assert_eq!(host.poll_timeout(), Some(Duration::from_secs(10)));
+        host.handle_timeout(Duration::from_secs(9));
+        assert_eq!(host.close_code(), None);
+        host.handle_timeout(Duration::from_secs(10));
+        assert_eq!(host.close_code(), Some(close::HEARTBEAT));
+    }
+
+    #[test]
+    fn pings_measure_latency_and_the_client_estimates_server_time() {
+        let (mut host, mut client) = connected();
+        host.handle_timeout(Duration::ZERO); // the first ping
+        // 80 ms later the ping reaches the client, 80 ms after that the pong reaches the host.
+        let (ch, ping) = host.poll_transmit().expect("ping");
+        client.handle_message(80 * MS, ch, &ping);
+        let (ch, pong) = client.poll_transmit().expect("pong");
+        host.handle_message(160 * MS, ch, &pong);
+        assert_eq!(host.latency_ms(), Some(160.0));
+        assert_eq!(host.poll_event(), Some(HostEvent::Latency(160.0)));
+        // The next ping carries the EMA; the client then puts the host clock at ping + rtt/2.
+        host.handle_timeout(Duration::from_secs(3));
+        let (ch, ping) = host.poll_transmit().expect("ping");
+        client.handle_message(Duration::from_secs(3) + 80 * MS, ch, &ping);
+        let est = client.server_time_ms(Duration::from_secs(3) + 100 * MS).expect("estimate");
+        assert_eq!(est, 3000.0 + 80.0 + 20.0);
+        assert_eq!(client.rtt_ms(), Some(160.0));
+    }
+
+    #[test]
+    fn five_missed_pings_is_4004() {
+        let (mut host, _client) = connected();
+        for k in 0..5 {
+            host.handle_timeout(Duration::from_secs(3 * k));
+            assert_eq!(host.close_code(), None, "after ping {k}");
+        }
+        host.handle_timeout(Duration::from_secs(15));
+        assert_eq!(host.close_code(), Some(close::MISSED_PINGS));
+    }
+
+    #[test]
+    fn latency_above_the_limit_is_4003() {
+        let (mut host, mut client) = connected();
+        host.handle_timeout(Duration::ZERO);
+        while let Some((ch, m)) = host.poll_transmit() {
+            client.handle_message(MS, ch, &m);
+        }
+        let (ch, pong) = client.poll_transmit().expect("pong");
+        host.handle_message(Duration::from_millis(1200), ch, &pong);
+        assert_eq!(host.close_code(), Some(close::LATENCY));
+    }
+
+    #[test]
+    fn garbage_and_oversize_frames_are_4400() {
+        let (mut host, _) = connected();
+        host.handle_message(MS, Channel::Unreliable, &[]);
+        assert_eq!(host.close_code(), Some(close::PROTOCOL));
+
+        let (mut host, _) = connected();
+        host.handle_message(MS, Channel::Unreliable, &[op::client::KEYS_DATA, 9, 9]);
+        assert_eq!(host.close_code(), Some(close::PROTOCOL), "an input batch that does not decode");
+
+        let (mut host, _) = connected();
+        host.handle_message(MS, Channel::Reliable, &vec![op::client::CHAT; frame::MAX_MESSAGE + 1]);
+        assert_eq!(host.close_code(), Some(close::PROTOCOL), "a message past the transport limit");
+    }
+
+    #[test]
+    fn inputs_repeat_until_acknowledged() {
+        let (mut host, mut client) = connected();
+        while host.poll_event().is_some() {}
+        client.push_input(1, KeyAction::Down, 0);
+        client.push_input(2, KeyAction::Down, 6);
+        client.flush_inputs();
+        client.push_input(3, KeyAction::Up, 0);
+        client.flush_inputs();
+        progress(&mut host, &mut client, MS);
+        let got: Vec<Vec<u32>> = std::iter::from_fn(|| host.poll_event())
+            .filter_map(|e| match e {
+                HostEvent::Input(ev) => Some(ev.iter().map(|e| e.seq).collect()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(got, [vec![1, 2], vec![1, 2, 3]]);
+        client.ack_inputs(2);
+        assert_eq!(client.unacked_inputs(), 1);
+        client.push_input(2, KeyAction::Up, 6);
+        assert_eq!(client.unacked_inputs(), 1, "an already acknowledged seq is not queued");
+    }
+
+    #[test]
+    fn chat_flood_is_dropped_then_closed_with_4413() {
+        let (mut host, mut client) = connected();
+        while host.poll_event().is_some() {}
+        for _ in 0..5 {
+            client.send_meta(op::client::CHAT, br#""hi""#);
+        }
+        progress(&mut host, &mut client, MS);
+        let chats = std::iter::from_fn(|| host.poll_event()).filter(|e| matches!(e, HostEvent::Meta { .. })).count();
+        assert_eq!(chats, 5, "the burst passes");
+        for _ in 0..5 {
+            client.send_meta(op::client::CHAT, br#""spam""#);
+        }
+        progress(&mut host, &mut client, 2 * MS);
+        assert_eq!(host.close_code(), None, "the next five are dropped");
+        assert!(std::iter::from_fn(|| host.poll_event()).all(|e| !matches!(e, HostEvent::Meta { .. })));
+        client.send_meta(op::client::CHAT, br#""spam""#);
+        progress(&mut host, &mut client, 3 * MS);
+        assert_eq!(host.close_code(), Some(close::RATE));
+    }
+
+    #[test]
+    fn nicknames_are_trimmed_checked_and_made_unique() {
+        assert_eq!(clean_nickname("  Ann  ").as_deref(), Some("Ann"));
+        assert_eq!(clean_nickname("   "), None);
+        assert_eq!(clean_nickname("a\u{7}b"), None);
+        assert_eq!(clean_nickname(&"x".repeat(17)), None);
+        let taken = ["Ann", "Ann (2)", "Sixteen-letters!"];
+        assert_eq!(unique_nickname("Bob", |n| taken.contains(&n)), "Bob");
+        assert_eq!(unique_nickname("Ann", |n| taken.contains(&n)), "Ann (3)");
+        assert_eq!(unique_nickname("Sixteen-letters!", |n| taken.contains(&n)), "Sixteen-lett (2)");
+    }
+
+    #[test]
+    fn tokens_print_as_hex_and_parse_back() {
+        let t = SessionToken([0xab; 16]);
+        assert_eq!(t.to_string(), "ab".repeat(16));
+        assert_eq!(SessionToken::parse(&t.to_string()), Some(t));
+        assert_eq!(SessionToken::parse("zz"), None);
+        assert_eq!(format!("{t:?}"), "SessionToken(abab…)", "logs never show a whole token");
+    }
+
+    #[test]
+    fn the_client_notices_a_silent_host() {
+        let (_host, mut client) = connected();
+        let _ = events(&mut client);
+        client.handle_timeout(Duration::from_secs(15));
+        assert!(matches!(events(&mut client)[..], [ClientEvent::Closed { code: 4408, by_peer: false, .. }]));
+    }
+
+    #[test]
+    fn over_a_lossy_link_inputs_all_arrive_and_a_big_frame_is_chunked() {
+        use crate::link::{LinkConfig, link_pair};
+        let config = LinkConfig::new().latency(50 * MS).jitter(10 * MS).loss(0.1).seed(7);
+        let (mut host_end, mut client_end) = link_pair(config);
+        let mut host = HostSession::new(HostSessionConfig::default(), Duration::ZERO);
+        let mut client = ClientSession::new(ClientSessionConfig::new(hello("ann")), Duration::ZERO);
+        let big: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+        let mut applied: Option<u32> = None;
+        let mut got_big = false;
+        let mut welcomed = false;
+        let mut now = Duration::ZERO;
+        while now < Duration::from_secs(20) {
+            now += 5 * MS;
+            while let Some((ch, m)) = host_end.poll_recv(now) {
+                host.handle_message(now, ch, &m);
+            }
+            while let Some((ch, m)) = client_end.poll_recv(now) {
+                client.handle_message(now, ch, &m);
+            }
+            host.handle_timeout(now);
+            client.handle_timeout(now);
+            while let Some(e) = host.poll_event() {
+                match e {
+                    HostEvent::Hello(_) => {
+                        host.accept(&welcome(), &serde_json::json!({}));
+                        host.send(Channel::Reliable, op::CHECKPOINT, &big);
+                    }
+                    // The host applies each seq at most once, in order: the key state's rule.
+                    HostEvent::Input(events) => {
+                        for e in events {
+                            if applied.is_none_or(|a| e.seq == a + 1) {
+                                applied = Some(e.seq);
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            while let Some(e) = client.poll_event() {
+                match e {
+                    ClientEvent::Welcomed(_) => welcomed = true,
+                    ClientEvent::Engine { opcode: op::CHECKPOINT, payload } => got_big = payload == big,
+                    _ => {}
+                }
+            }
+            // The client presses a key every 20 ms for the first 2 s and learns what was applied
+            // (as the player block would tell it) with the snapshot rate.
+            let ms = now.as_millis() as u32;
+            if welcomed && ms.is_multiple_of(20) && ms <= 2000 {
+                client.push_input(ms / 20, if ms.is_multiple_of(40) { KeyAction::Down } else { KeyAction::Up }, 0);
+            }
+            if ms.is_multiple_of(35)
+                && let Some(a) = applied
+            {
+                client.ack_inputs(a);
+            }
+            if ms.is_multiple_of(15) {
+                client.flush_inputs();
+            }
+            while let Some((ch, m)) = host.poll_transmit() {
+                host_end.send(now, ch, m);
+            }
+            while let Some((ch, m)) = client.poll_transmit() {
+                client_end.send(now, ch, m);
+            }
+            if got_big && applied == Some(100) && client.unacked_inputs() == 0 {
+                break;
+            }
+        }
+        assert!(welcomed, "the handshake completes over the lossy link");
+        assert!(got_big, "a 200 kB frame crosses the reliable channel in chunks");
+        assert_eq!(applied, Some(100), "every input arrived, in order, despite 10% loss");
+        assert!(client_end.stats().lost > 0, "the link did lose packets");
+        assert_eq!(client.unacked_inputs(), 0);
+        assert!(host.is_active(), "nobody was kicked: {:?}", host.close_code());
+    }
+}

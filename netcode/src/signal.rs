@@ -1,0 +1,247 @@
+//! The signalling server: introduces peers of a lobby so that they can open WebRTC links.
+//!
+//! A thin wrapper around matchbox's full-mesh signalling server. A peer connects its
+//! websocket to `ws://HOST:PORT/CODE`; the first path segment is the room, and the
+//! room is the lobby code, so everyone who types the same code meets. Once the data
+//! channels are open the signalling server is no longer needed: established links
+//! keep working when it goes away.
+//!
+//! It also hands out the ICE servers (STUN/TURN) the peers should use, as JSON at
+//! `GET /ice`, the way real deployments hand out TURN credentials. None are built in:
+//! the list is empty unless the operator gives one, so no third-party server is ever
+//! contacted by default.
+//!
+//! The server runs on its own thread with its own tokio runtime; [`SignalServer::start`]
+//! binds before it returns, so the bound address is known at once (bind to port 0 in
+//! tests).
+
+use std::net::SocketAddr;
+use std::thread::JoinHandle;
+
+use axum::routing::get;
+use matchbox_signaling::SignalingServer;
+use serde::{Deserialize, Serialize};
+
+/// The path at which the ICE server list is served.
+pub const ICE_PATH: &str = "/ice";
+
+/// The default port of the signalling server.
+pub const DEFAULT_PORT: u16 = 3536;
+
+/// One ICE server, in the WebRTC `RTCIceServer` JSON form.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IceServer {
+    /// `stun:` or `turn:` URLs.
+    pub urls: Vec<String>,
+    /// TURN user name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub username: Option<String>,
+    /// TURN password.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credential: Option<String>,
+}
+
+/// What `GET /ice` answers.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IceConfig {
+    /// The servers, possibly none.
+    pub ice_servers: Vec<IceServer>,
+}
+
+/// How to run the signalling server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SignalConfig {
+    /// Where to listen.
+    pub bind: SocketAddr,
+    /// The ICE servers to hand out.
+    pub ice: IceConfig,
+}
+
+impl Default for SignalConfig {
+    fn default() -> Self {
+        SignalConfig { bind: SocketAddr::from(([0, 0, 0, 0], DEFAULT_PORT)), ice: IceConfig::default() }
+    }
+}
+
+/// Why the signalling server did not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SignalError {
+    /// The address could not be bound.
+    #[error("cannot listen on {addr}: {reason}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        reason: String,
+    },
+    /// The runtime could not start.
+    #[error("cannot start the signalling runtime: {0}")]
+    Runtime(String),
+    /// The server failed while serving.
+    #[error("the signalling server failed: {0}")]
+    Serve(String),
+}
+
+/// A running signalling server.
+#[derive(Debug)]
+pub struct SignalServer {
+    addr: SocketAddr,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<JoinHandle<Result<(), SignalError>>>,
+}
+
+impl SignalServer {
+    /// Binds `config.bind` and serves on a thread of its own.
+    pub fn start(config: SignalConfig) -> Result<SignalServer, SignalError> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let ice = config.ice.clone();
+        let mut server = SignalingServer::full_mesh_builder(config.bind)
+            .mutate_router(move |router| {
+                router.route(ICE_PATH, get(move || std::future::ready(axum::Json(ice.clone()))))
+            })
+            .with_shutdown(rx)
+            .build();
+        let addr = server.bind().map_err(|e| SignalError::Bind { addr: config.bind, reason: e.to_string() })?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .thread_name("vimp-signal")
+            .build()
+            .map_err(|e| SignalError::Runtime(e.to_string()))?;
+        let thread = std::thread::Builder::new()
+            .name("vimp-signal".into())
+            .spawn(move || runtime.block_on(server.serve()).map_err(|e| SignalError::Serve(e.to_string())))
+            .map_err(|e| SignalError::Runtime(e.to_string()))?;
+        Ok(SignalServer { addr, shutdown: Some(tx), thread: Some(thread) })
+    }
+
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `ws://HOST:PORT`, the base of room URLs (an unspecified bind address shows as loopback).
+    pub fn url(&self) -> String {
+        let mut addr = self.addr;
+        if addr.ip().is_unspecified() {
+            addr.set_ip(if addr.is_ipv4() { [127, 0, 0, 1].into() } else { std::net::Ipv6Addr::LOCALHOST.into() });
+        }
+        format!("ws://{addr}")
+    }
+
+    /// Blocks until the server stops (it stops only on error or [`SignalServer::stop`]).
+    pub fn wait(mut self) -> Result<(), SignalError> {
+        match self.thread.take() {
+            Some(t) => t.join().unwrap_or_else(|_| Err(SignalError::Serve("the server thread panicked".into()))),
+            None => Ok(()),
+        }
+    }
+
+    /// Stops accepting peers, closes their websockets and waits for the thread.
+    pub fn stop(mut self) -> Result<(), SignalError> {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        self.wait()
+    }
+}
+
+impl Drop for SignalServer {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    fn local() -> SignalConfig {
+        SignalConfig { bind: SocketAddr::from(([127, 0, 0, 1], 0)), ice: IceConfig::default() }
+    }
+
+    /// Reads from `stream` until `done` says the bytes are complete, with a deadline.
+    fn read_until(stream: &mut TcpStream, done: impl Fn(&[u8]) -> bool) -> Vec<u8> {
+        stream.set_read_timeout(Some(Duration::from_millis(200))).expect("timeout");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 4096];
+        while !done(&buf) {
+            assert!(Instant::now() < deadline, "no complete answer in time: {:?}", String::from_utf8_lossy(&buf));
+            match stream.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+                Err(e) => panic!("read: {e}"),
+            }
+        }
+        buf
+    }
+
+    #[test]
+    fn serves_the_configured_ice_servers() {
+        let mut config = local();
+        config.ice.ice_servers.push(IceServer {
+            urls: vec!["turn:turn.example.net:3478".into()],
+            username: Some("u".into()),
+            credential: Some("p".into()),
+        });
+        let server = SignalServer::start(config).expect("starts");
+        let mut s = TcpStream::connect(server.addr()).expect("connect");
+        write!(s, "GET /ice HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").expect("write");
+        let answer = String::from_utf8(read_until(&mut s, |_| false)).expect("utf-8");
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        let body = answer.split("\r\n\r\n").nth(1).expect("body");
+        let ice: IceConfig = serde_json::from_str(body).expect("json");
+        assert_eq!(ice.ice_servers[0].urls, ["turn:turn.example.net:3478"]);
+        assert_eq!(ice.ice_servers[0].credential.as_deref(), Some("p"));
+        server.stop().expect("stops");
+    }
+
+    #[test]
+    fn a_peer_joining_a_room_is_assigned_an_id() {
+        let server = SignalServer::start(local()).expect("starts");
+        assert!(server.url().starts_with("ws://127.0.0.1:"));
+        let mut s = TcpStream::connect(server.addr()).expect("connect");
+        write!(
+            s,
+            "GET /K7MP2Q HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+             Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        )
+        .expect("write");
+        // The upgrade answer, then the first websocket frame: a text frame `{"IdAssigned":"…"}`.
+        let bytes = read_until(&mut s, |b| {
+            let Some(end) = b.windows(4).position(|w| w == b"\r\n\r\n") else { return false };
+            let frame = &b[end + 4..];
+            frame.len() >= 2 && frame.len() >= 2 + (frame[1] & 0x7f) as usize
+        });
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(text.starts_with("HTTP/1.1 101"), "{text}");
+        let end = bytes.windows(4).position(|w| w == b"\r\n\r\n").expect("headers") + 4;
+        let frame = &bytes[end..];
+        assert_eq!(frame[0], 0x81, "a final text frame");
+        let len = (frame[1] & 0x7f) as usize;
+        let msg: serde_json::Value = serde_json::from_slice(&frame[2..2 + len]).expect("json");
+        assert!(msg["IdAssigned"].is_string(), "{msg}");
+        drop(s);
+        server.stop().expect("stops");
+    }
+
+    #[test]
+    fn a_taken_port_is_a_clear_error() {
+        let first = SignalServer::start(local()).expect("starts");
+        let err = SignalServer::start(SignalConfig { bind: first.addr(), ice: IceConfig::default() })
+            .expect_err("the port is taken");
+        assert!(err.to_string().contains(&first.addr().to_string()), "{err}");
+        first.stop().expect("stops");
+    }
+}
