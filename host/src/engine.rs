@@ -7,6 +7,7 @@
 //! - [`map`] and [`mapstate`]: the map format, its validation, its bodies;
 //! - [`snapshot`]: rows in, a packed v5 frame per receiver out;
 //! - [`state`] and [`dump`]: mid-round dumps and their container;
+//! - [`roster`] and [`server`]: slots, tokens and resume; the host on the network;
 //! - [`rng`], [`tags`], [`meta`], [`debug`].
 
 pub mod config;
@@ -18,7 +19,9 @@ pub mod meta;
 pub mod physics;
 pub mod players;
 pub mod rng;
+pub mod roster;
 pub mod schedule;
+pub mod server;
 pub mod snapshot;
 pub mod state;
 pub mod tags;

@@ -50,6 +50,25 @@ pub fn init_config(seed: u64) -> InitConfig {
     config
 }
 
+/// What clients get on `CONFIG_DATA`: the engine's client half (time step in MILLISECONDS,
+/// the snapshot schema, interpolation) and the game's (keys, models, weapons).
+pub fn client_config(config: &InitConfig) -> serde_json::Value {
+    let rules = TanksConfig::from_value(&config.game).unwrap_or_default();
+    serde_json::json!({
+        "engine": {
+            "timeStepMs": config.engine.time_step * 1000.0,
+            "snapshot": config.engine.snapshot,
+            "interpolation": vimp_netcode::interp::InterpolationConfig::default(),
+        },
+        "game": {
+            "playerKeys": rules.player_keys,
+            "models": rules.models,
+            "weapons": rules.weapons,
+            "seed": config.engine.seed,
+        }
+    })
+}
+
 impl Plugin for TanksPlugin {
     fn build(&self, app: &mut App) {
         let game = app.world_mut().resource_mut::<GameInit>().0.take().unwrap_or_default();

@@ -366,3 +366,232 @@ fn rounds_start_end_and_the_game_ends() {
     // the game is over (2) and a new game's round 1 starts (1).
     assert_eq!(informs[..6], [1, 0, 1, 0, 2, 1], "{informs:?}");
 }
+
+/// Host and clients over in-memory links with latency: the session protocol end to end.
+mod network {
+    use std::time::Duration;
+
+    use vimp_host::engine::server::{Server, ServerConfig};
+    use vimp_host::prelude::*;
+    use vimp_host::tanks::tank::Tank;
+    use vimp_netcode::client::Client;
+    use vimp_netcode::frame::Channel;
+    use vimp_netcode::input::KeyAction;
+    use vimp_netcode::link::LinkConfig;
+    use vimp_netcode::session::{Hello, PROTOCOL_VERSION, SessionToken, close};
+    use vimp_netcode::transport::{MemoryTransport, PeerKey, Transport};
+
+    const HOST: PeerKey = PeerKey(1000);
+    const STEP: Duration = Duration::from_millis(5);
+
+    pub(crate) struct Lan {
+        pub(crate) server: Server<MemoryTransport>,
+        pub(crate) clients: Vec<Client<MemoryTransport>>,
+        pub(crate) now: Duration,
+        next_id: u128,
+    }
+
+    fn hello(name: &str) -> Hello {
+        Hello {
+            version: PROTOCOL_VERSION,
+            build: "test".into(),
+            nickname: name.into(),
+            password: None,
+            resume_token: None,
+        }
+    }
+
+    impl Lan {
+        pub(crate) fn new(password: Option<&str>) -> Lan {
+            let config = vimp_host::tanks::init_config(21);
+            let mut host = Host::new(config.clone(), TanksPlugin).expect("host");
+            host.load_map_json("small", super::SMALL).expect("map");
+            host.push(HostCommand::Join { player: PlayerId(0), name: "bot".into(), team: None, bot: true });
+            host.step();
+            let server_config = ServerConfig {
+                password: password.map(str::to_owned),
+                client_config: vimp_host::tanks::client_config(&config),
+                ..ServerConfig::default()
+            };
+            let server = Server::new(host, MemoryTransport::new(HOST), server_config);
+            Lan { server, clients: Vec::new(), now: Duration::ZERO, next_id: 1 }
+        }
+
+        /// A new client linked to the host (20 ms each way, a little jitter).
+        pub(crate) fn join(&mut self, hello: Hello) -> usize {
+            let mut t = MemoryTransport::new(PeerKey(self.next_id));
+            self.next_id += 1;
+            let link = LinkConfig::new()
+                .latency(Duration::from_millis(20))
+                .jitter(Duration::from_millis(2))
+                .seed(self.next_id as u64);
+            // The server's transport is inside the server: link through a fresh pair of ends.
+            MemoryTransport::connect(&mut t, server_transport(&mut self.server), link);
+            self.clients.push(Client::new(t, hello));
+            self.clients.len() - 1
+        }
+
+        /// Runs everyone for `d` of simulated time (only the clients in `live`, if given).
+        pub(crate) fn run(&mut self, d: Duration, live: Option<&[usize]>) {
+            let end = self.now + d;
+            while self.now < end {
+                self.now += STEP;
+                for (i, c) in self.clients.iter_mut().enumerate() {
+                    if live.is_none_or(|l| l.contains(&i)) {
+                        c.update(self.now);
+                    }
+                }
+                self.server.update(self.now);
+            }
+        }
+
+        /// Runs until `done` holds, at most `limit` of simulated time.
+        pub(crate) fn run_until(&mut self, limit: Duration, done: impl Fn(&Lan) -> bool) -> bool {
+            let end = self.now + limit;
+            while self.now < end {
+                if done(self) {
+                    return true;
+                }
+                self.run(STEP, None);
+            }
+            done(self)
+        }
+
+        pub(crate) fn tank(&mut self, player: u8) -> Option<Tank> {
+            let world = self.server.host_mut().world_mut();
+            world.query::<&Tank>().iter(world).find(|t| t.player == PlayerId(player)).cloned()
+        }
+    }
+
+    /// The server's own transport, to link new clients to it.
+    fn server_transport(server: &mut Server<MemoryTransport>) -> &mut MemoryTransport {
+        server.transport_mut()
+    }
+
+    #[test]
+    fn clients_join_play_and_chat() {
+        let mut lan = Lan::new(None);
+        let a = lan.join(hello("ann"));
+        let b = lan.join(hello("ann"));
+        assert!(lan.run_until(Duration::from_secs(2), |l| l.clients.iter().all(|c| c.stats().snapshots > 0)));
+        let wa = lan.clients[a].welcome().cloned().expect("welcome");
+        let wb = lan.clients[b].welcome().cloned().expect("welcome");
+        assert_eq!((wa.nickname.as_str(), wb.nickname.as_str()), ("ann", "ann (2)"), "names are made unique");
+        assert_ne!(wa.player_id, wb.player_id);
+        assert_ne!(wa.player_id, 0, "the bot's slot is not given away");
+
+        // Two seconds of play: ~30 snapshots a second each; ann drives forward.
+        let before = lan.tank(wa.player_id).expect("ann's tank");
+        let x0 = lan.server.host().world().resource::<vimp_host::engine::physics::Physics>().world().bodies
+            [before.body]
+            .translation();
+        let counts: Vec<u64> = lan.clients.iter().map(|c| c.stats().snapshots).collect();
+        lan.clients[a].key(KeyAction::Down, "forward").expect("a key of the table");
+        lan.run(Duration::from_secs(2), None);
+        for (c, n0) in lan.clients.iter().zip(counts) {
+            let got = c.stats().snapshots - n0;
+            assert!((55..=65).contains(&got), "{got} snapshots in 2 s");
+            assert_eq!(c.stats().bad_snapshots, 0);
+        }
+        let p = lan.clients[a].last_frame().and_then(|f| f.player).expect("ann's player block");
+        let moved = ((p.state[0] - x0.x).powi(2) + (p.state[1] - x0.y).powi(2)).sqrt();
+        assert_eq!(p.state[7], 1.0, "the host applied ann's forward key: full throttle");
+        assert!(moved > 20.0, "ann's tank drove {moved} units");
+        assert!(p.last_input_seq >= 1, "the host echoes the applied seq");
+
+        lan.clients[a].say("hi all");
+        lan.clients[b].say("  yo  ");
+        assert!(lan.run_until(Duration::from_secs(1), |l| l.clients.iter().all(|c| c.chat().len() == 2)));
+        let team_a = lan.tank(wa.player_id).map(|t| t.team).expect("team");
+        assert!(lan.clients[b].chat().contains(&serde_json::json!(["hi all", "ann", team_a])));
+        assert!(lan.clients[a].chat().iter().any(|l| l[0] == "yo" && l[1] == "ann (2)"));
+    }
+
+    #[test]
+    fn a_version_mismatch_is_4410_and_a_wrong_password_4401() {
+        let mut lan = Lan::new(Some("sesame"));
+        let mut old = hello("old");
+        old.version = PROTOCOL_VERSION + 1;
+        old.password = Some("sesame".into());
+        let v = lan.join(old);
+        let p = lan.join(hello("nopass"));
+        assert!(lan.run_until(Duration::from_secs(2), |l| l.clients.iter().all(|c| c.closed().is_some())));
+        assert_eq!(lan.clients[v].closed().map(|c| c.0), Some(close::VERSION));
+        assert_eq!(lan.clients[p].closed().map(|c| c.0), Some(close::BAD_PASSWORD));
+        assert_eq!(lan.server.roster().seats().count(), 0);
+    }
+
+    #[test]
+    fn garbage_closes_only_its_sender_with_4400() {
+        let mut lan = Lan::new(None);
+        let good = lan.join(hello("good"));
+        let bad = lan.join(hello("bad"));
+        assert!(lan.run_until(Duration::from_secs(2), |l| l.clients.iter().all(|c| c.stats().snapshots > 0)));
+        let now = lan.now;
+        lan.clients[bad].transport_mut().send(now, HOST, Channel::Reliable, vec![0x99, 0x42, 0x42]);
+        lan.run(Duration::from_millis(200), None);
+        assert_eq!(lan.clients[bad].closed().map(|c| c.0), Some(close::PROTOCOL));
+        let n0 = lan.clients[good].stats().snapshots;
+        lan.run(Duration::from_secs(1), None);
+        assert!(lan.clients[good].stats().snapshots >= n0 + 25, "the other client keeps playing");
+        assert!(lan.clients[good].closed().is_none());
+    }
+
+    #[test]
+    fn resume_with_the_token_keeps_the_slot_and_score_and_a_second_connection_takes_over() {
+        let mut lan = Lan::new(None);
+        let a = lan.join(hello("ann"));
+        assert!(lan.run_until(Duration::from_secs(2), |l| l.clients[a].welcome().is_some()));
+        lan.run(Duration::from_millis(100), None);
+        let w = lan.clients[a].welcome().cloned().expect("welcome");
+        {
+            let world = lan.server.host_mut().world_mut();
+            let mut q = world.query::<&mut Tank>();
+            q.iter_mut(world).find(|t| t.player == PlayerId(w.player_id)).expect("tank").score = 5;
+        }
+        // A second connection with the token while the first is alive: the first is closed with 4409.
+        let mut with_token = hello("ann again");
+        with_token.resume_token = Some(w.token);
+        let b = lan.join(with_token.clone());
+        assert!(lan.run_until(Duration::from_secs(2), |l| l.clients[b].welcome().is_some()));
+        lan.run(Duration::from_millis(200), None);
+        assert_eq!(lan.clients[a].closed().map(|c| c.0), Some(close::REPLACED));
+        let wb = lan.clients[b].welcome().cloned().expect("welcome");
+        assert_eq!((wb.player_id, wb.resumed, wb.nickname.as_str()), (w.player_id, true, "ann"));
+        // b goes away without a word (its process died); a third connection resumes the slot.
+        lan.clients[b].transport_mut().disconnect(HOST);
+        lan.run(Duration::from_secs(3), Some(&[]));
+        assert_eq!(lan.server.roster().seat(PlayerId(w.player_id)).map(|s| s.peer.is_none()), Some(true));
+        let c = lan.join(with_token);
+        assert!(lan.run_until(Duration::from_secs(2), |l| l.clients[c].stats().snapshots > 0));
+        let wc = lan.clients[c].welcome().cloned().expect("welcome");
+        assert_eq!((wc.player_id, wc.resumed), (w.player_id, true));
+        assert_eq!(lan.tank(w.player_id).map(|t| t.score), Some(5), "the score survives");
+        assert_ne!(SessionToken([0; 16]), wc.token);
+    }
+
+    #[test]
+    fn a_client_that_stops_answering_is_kicked_with_4004() {
+        let mut lan = Lan::new(None);
+        let a = lan.join(hello("quiet"));
+        assert!(lan.run_until(Duration::from_secs(2), |l| l.clients[a].welcome().is_some()));
+        // The client's process hangs: nothing answers the pings any more.
+        lan.run(Duration::from_secs(16), Some(&[]));
+        assert_eq!(lan.server.peer_count(), 0);
+        assert_eq!(lan.server.stats().kicked, 1);
+        lan.run(Duration::from_millis(100), None);
+        assert_eq!(lan.clients[a].closed().map(|c| c.0), Some(close::MISSED_PINGS));
+    }
+
+    #[test]
+    fn a_chat_flood_is_closed_with_4413() {
+        let mut lan = Lan::new(None);
+        let a = lan.join(hello("loud"));
+        assert!(lan.run_until(Duration::from_secs(2), |l| l.clients[a].welcome().is_some()));
+        for i in 0..40 {
+            lan.clients[a].say(&format!("spam {i}"));
+        }
+        lan.run(Duration::from_millis(300), None);
+        assert_eq!(lan.clients[a].closed().map(|c| c.0), Some(close::RATE));
+    }
+}

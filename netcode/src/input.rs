@@ -668,6 +668,12 @@ impl KeyState {
         bits
     }
 
+    /// Lets go of every key (a player whose connection dropped), keeping the seq already applied.
+    pub fn release_all(&mut self) {
+        self.held = 0;
+        self.pending = 0;
+    }
+
     /// Bits of held keys that are down.
     pub fn held(&self) -> u64 {
         self.held

@@ -40,16 +40,19 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod client;
 pub mod divergence;
 pub mod frame;
 pub mod input;
 pub mod interp;
 pub mod link;
 pub mod lobby;
+pub mod meta;
 pub mod schema;
 pub mod session;
 pub mod signal;
 pub mod snapshot;
+pub mod transport;
 
 pub use divergence::{DivergenceConfig, DivergenceDetector, DivergenceRecord, wrap_angle};
 pub use input::{InputError, InputEvent, KeyAction, KeyBits, KeyKind, KeySpec, KeyState, KeyTable};

@@ -197,6 +197,8 @@ pub struct Welcome {
     pub tick: u32,
     /// Whether the slot was taken back with a token (team and score kept).
     pub resumed: bool,
+    /// The last input seq the host applied for this slot: a resumed client numbers on from here.
+    pub input_seq: u32,
 }
 
 /// Why a hello was refused.
@@ -935,6 +937,7 @@ mod tests {
             epoch: 1,
             tick: 120,
             resumed: false,
+            input_seq: 0,
         }
     }
 

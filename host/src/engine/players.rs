@@ -42,6 +42,11 @@ pub enum HostCommand {
         /// The team asked for.
         team: u8,
     },
+    /// A player's connection dropped: let go of its keys (its slot stays, for a resume).
+    Release {
+        /// The slot.
+        player: PlayerId,
+    },
     /// A key event of a player.
     Input {
         /// The slot.
@@ -142,6 +147,11 @@ pub(crate) fn apply_commands(
                 if let Some(p) = participants.0.get_mut(&player) {
                     p.requested_team = Some(team);
                     events.team_requests.push(player);
+                }
+            }
+            HostCommand::Release { player } => {
+                if let Some(p) = participants.0.get_mut(&player) {
+                    p.keys.release_all();
                 }
             }
             HostCommand::Input { player, event } => {

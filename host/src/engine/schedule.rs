@@ -208,21 +208,28 @@ impl Host {
         self.app.world_mut().run_schedule(HostTick);
     }
 
-    /// Adds `elapsed` real time and runs the ticks it covers (at most [`MAX_STEPS_PER_ADVANCE`]).
-    pub fn advance(&mut self, elapsed: Duration) -> u32 {
+    /// Adds `elapsed` real time to the accumulator and returns how many ticks are now due
+    /// (at most [`MAX_STEPS_PER_ADVANCE`]; past that the time is dropped). The caller runs
+    /// them with [`Host::step`], taking each tick's frames in between.
+    pub fn due_steps(&mut self, elapsed: Duration) -> u32 {
         let mut clock = *self.app.world().resource::<FixedClock>();
         clock.accumulator += elapsed.as_secs_f64();
-        let mut steps = 0;
-        while clock.accumulator >= clock.step && steps < MAX_STEPS_PER_ADVANCE {
-            clock.accumulator -= clock.step;
-            self.app.world_mut().insert_resource(clock);
-            self.step();
-            steps += 1;
-        }
-        if steps == MAX_STEPS_PER_ADVANCE {
+        let due = (clock.accumulator / clock.step).floor().max(0.0);
+        let steps = due.min(MAX_STEPS_PER_ADVANCE as f64) as u32;
+        clock.accumulator -= steps as f64 * clock.step;
+        if due > MAX_STEPS_PER_ADVANCE as f64 {
             clock.accumulator = clock.accumulator.min(clock.step);
         }
         self.app.world_mut().insert_resource(clock);
+        steps
+    }
+
+    /// Adds `elapsed` real time and runs the ticks it covers (at most [`MAX_STEPS_PER_ADVANCE`]).
+    pub fn advance(&mut self, elapsed: Duration) -> u32 {
+        let steps = self.due_steps(elapsed);
+        for _ in 0..steps {
+            self.step();
+        }
         steps
     }
 

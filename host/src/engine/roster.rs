@@ -1,0 +1,215 @@
+//! Who holds which slot: admission, nicknames, session tokens, resume and takeover.
+//!
+//! Every accepted peer gets a slot (a [`PlayerId`]) and a random 128-bit
+//! [`SessionToken`], the only way back into that slot. When a peer's connection
+//! drops, its slot waits [`Roster::resume_window`] (5 minutes) for a hello carrying
+//! the token, which gets the slot back with its team and score. A second connection
+//! with the token of a slot that is still connected takes the slot over; the first is
+//! closed with 4409.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use vimp_netcode::session::{Hello, SessionToken, clean_nickname, close, unique_nickname};
+use vimp_netcode::transport::PeerKey;
+
+use crate::engine::players::PlayerId;
+
+/// One slot.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Seat {
+    /// The slot.
+    pub player: PlayerId,
+    /// The token that takes it back.
+    pub token: SessionToken,
+    /// The shown name (trimmed, unique).
+    pub nickname: String,
+    /// The peer holding it now, if connected.
+    #[serde(skip)]
+    pub peer: Option<PeerKey>,
+    /// When its peer left (for the resume window), if it did.
+    #[serde(skip)]
+    pub left_at: Option<Duration>,
+}
+
+/// The answer to an admitted hello.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Admission {
+    /// The slot.
+    pub player: PlayerId,
+    /// The name given.
+    pub nickname: String,
+    /// The slot's token.
+    pub token: SessionToken,
+    /// Whether the slot was taken back with a token.
+    pub resumed: bool,
+    /// The peer that held the slot until now and must be closed with 4409.
+    pub replaced: Option<PeerKey>,
+}
+
+/// The slots of a match.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Roster {
+    seats: BTreeMap<PlayerId, Seat>,
+    /// Most slots at once.
+    pub max_players: usize,
+    /// How long a dropped slot waits for its token.
+    pub resume_window: Duration,
+    /// The lobby password, if any.
+    pub password: Option<String>,
+    /// Slots the host keeps for itself (bots), never given to peers.
+    pub reserved: Vec<PlayerId>,
+}
+
+impl Roster {
+    /// An empty roster.
+    pub fn new(max_players: usize, password: Option<String>) -> Self {
+        Roster {
+            seats: BTreeMap::new(),
+            max_players,
+            resume_window: Duration::from_secs(300),
+            password,
+            reserved: Vec::new(),
+        }
+    }
+
+    /// The slots, by player id.
+    pub fn seats(&self) -> impl Iterator<Item = &Seat> {
+        self.seats.values()
+    }
+
+    /// The slot a peer holds.
+    pub fn player_of(&self, peer: PeerKey) -> Option<PlayerId> {
+        self.seats.values().find(|s| s.peer == Some(peer)).map(|s| s.player)
+    }
+
+    /// One slot.
+    pub fn seat(&self, player: PlayerId) -> Option<&Seat> {
+        self.seats.get(&player)
+    }
+
+    /// Decides on a hello from `peer` at `now`; `fresh_token` draws a new random token.
+    /// An error is the close code to reject with.
+    pub fn admit(
+        &mut self,
+        peer: PeerKey,
+        hello: &Hello,
+        now: Duration,
+        fresh_token: impl FnOnce() -> SessionToken,
+    ) -> Result<Admission, u16> {
+        if self.password.as_deref().is_some_and(|p| hello.password.as_deref() != Some(p)) {
+            return Err(close::BAD_PASSWORD);
+        }
+        let Some(wanted) = clean_nickname(&hello.nickname) else { return Err(close::PROTOCOL) };
+        self.expire(now);
+        if let Some(token) = hello.resume_token
+            && let Some(seat) = self.seats.values_mut().find(|s| s.token == token)
+        {
+            let replaced = seat.peer.replace(peer).filter(|old| *old != peer);
+            seat.left_at = None;
+            return Ok(Admission {
+                player: seat.player,
+                nickname: seat.nickname.clone(),
+                token,
+                resumed: true,
+                replaced,
+            });
+        }
+        if self.seats.len() + self.reserved.len() >= self.max_players {
+            return Err(close::SERVER_FULL);
+        }
+        let Some(player) =
+            (0..=u8::MAX).map(PlayerId).find(|id| !self.seats.contains_key(id) && !self.reserved.contains(id))
+        else {
+            return Err(close::SERVER_FULL);
+        };
+        let nickname = unique_nickname(&wanted, |n| self.seats.values().any(|s| s.nickname == n));
+        let token = fresh_token();
+        self.seats.insert(player, Seat { player, token, nickname: nickname.clone(), peer: Some(peer), left_at: None });
+        Ok(Admission { player, nickname, token, resumed: false, replaced: None })
+    }
+
+    /// `peer` is gone: its slot starts waiting for a resume. Returns the slot.
+    pub fn disconnected(&mut self, peer: PeerKey, now: Duration) -> Option<PlayerId> {
+        let seat = self.seats.values_mut().find(|s| s.peer == Some(peer))?;
+        seat.peer = None;
+        seat.left_at = Some(now);
+        Some(seat.player)
+    }
+
+    /// Frees the slots whose resume window has passed; returns them.
+    pub fn expire(&mut self, now: Duration) -> Vec<PlayerId> {
+        let window = self.resume_window;
+        let gone: Vec<PlayerId> = self
+            .seats
+            .values()
+            .filter(|s| s.left_at.is_some_and(|at| now.saturating_sub(at) >= window))
+            .map(|s| s.player)
+            .collect();
+        for p in &gone {
+            self.seats.remove(p);
+        }
+        gone
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use vimp_netcode::session::PROTOCOL_VERSION;
+
+    use super::*;
+
+    fn hello(name: &str, token: Option<SessionToken>) -> Hello {
+        Hello {
+            version: PROTOCOL_VERSION,
+            build: "t".into(),
+            nickname: name.into(),
+            password: None,
+            resume_token: token,
+        }
+    }
+
+    const T0: Duration = Duration::ZERO;
+
+    #[test]
+    fn admits_with_unique_names_and_tokens_and_fills_up() {
+        let mut r = Roster::new(2, None);
+        let a = r.admit(PeerKey(1), &hello(" ann ", None), T0, || SessionToken([1; 16])).expect("ann");
+        assert_eq!((a.player, a.nickname.as_str(), a.resumed), (PlayerId(0), "ann", false));
+        let b = r.admit(PeerKey(2), &hello("ann", None), T0, || SessionToken([2; 16])).expect("second ann");
+        assert_eq!((b.player, b.nickname.as_str()), (PlayerId(1), "ann (2)"));
+        assert_eq!(r.admit(PeerKey(3), &hello("cy", None), T0, || SessionToken([3; 16])), Err(close::SERVER_FULL));
+        assert_eq!(r.admit(PeerKey(3), &hello("  ", None), T0, || SessionToken([3; 16])), Err(close::PROTOCOL));
+    }
+
+    #[test]
+    fn a_password_is_checked() {
+        let mut r = Roster::new(4, Some("sesame".into()));
+        assert_eq!(r.admit(PeerKey(1), &hello("a", None), T0, || SessionToken([1; 16])), Err(close::BAD_PASSWORD));
+        let mut h = hello("a", None);
+        h.password = Some("sesame".into());
+        assert!(r.admit(PeerKey(1), &h, T0, || SessionToken([1; 16])).is_ok());
+    }
+
+    #[test]
+    fn resume_within_the_window_takeover_and_expiry() {
+        let mut r = Roster::new(4, None);
+        let token = SessionToken([9; 16]);
+        let a = r.admit(PeerKey(1), &hello("ann", None), T0, || token).expect("ann");
+        // A second connection with the token while the first is alive takes the slot over.
+        let b = r.admit(PeerKey(2), &hello("x", Some(token)), T0, || SessionToken([0; 16])).expect("takeover");
+        assert_eq!((b.player, b.resumed, b.replaced, b.nickname.as_str()), (a.player, true, Some(PeerKey(1)), "ann"));
+        assert_eq!(r.player_of(PeerKey(2)), Some(a.player));
+        // It drops; within 5 minutes the token brings it back.
+        assert_eq!(r.disconnected(PeerKey(2), Duration::from_secs(10)), Some(a.player));
+        let c = r.admit(PeerKey(3), &hello("ann", Some(token)), Duration::from_secs(300), || SessionToken([0; 16]));
+        assert_eq!(c.map(|c| (c.player, c.resumed, c.replaced)), Ok((a.player, true, None)));
+        // Dropped again and past the window, the slot is freed and the token is worthless.
+        r.disconnected(PeerKey(3), Duration::from_secs(400));
+        assert_eq!(r.expire(Duration::from_secs(699)), []);
+        assert_eq!(r.expire(Duration::from_secs(700)), [a.player]);
+        let d = r.admit(PeerKey(4), &hello("ann", Some(token)), Duration::from_secs(701), || SessionToken([5; 16]));
+        assert_eq!(d.map(|d| (d.resumed, d.token)), Ok((false, SessionToken([5; 16]))));
+    }
+}

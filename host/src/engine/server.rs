@@ -1,0 +1,332 @@
+//! The host on the network: a [`Host`] plus a transport, a session per peer and the roster.
+//!
+//! [`Server::update`] is the host process's whole network loop, called as often as
+//! the host thread likes (every millisecond or every frame) with the current time:
+//!
+//! 1. transport events in: peers connect (a [`HostSession`] each), drop, send messages;
+//! 2. session events: hellos go through the [`Roster`] (admission, resume, takeover),
+//!    inputs become [`HostCommand::Input`], chat is relayed, latencies recorded;
+//! 3. the match steps as many fixed ticks as the elapsed time covers, and each tick's
+//!    frames go to their receivers on the unreliable channel, its meta messages on the
+//!    reliable one;
+//! 4. every session's queued messages go out on the transport.
+//!
+//! A peer that misbehaves (garbage, oversize frames, floods) is closed with its code
+//! by its own session; nothing else in the match notices.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use vimp_netcode::frame::{Channel, op};
+use vimp_netcode::input::KeyTable;
+use vimp_netcode::meta::{ChatMessage, ClientMeta, MetaError, MetaMessage};
+use vimp_netcode::session::{HostEvent, HostSession, HostSessionConfig, SessionToken, Welcome, close};
+use vimp_netcode::transport::{PeerKey, Transport};
+
+use crate::engine::players::{HostCommand, Participants, PlayerId, PlayerKeys};
+use crate::engine::roster::Roster;
+use crate::engine::schedule::Host;
+use crate::engine::snapshot::FrameReceivers;
+
+/// How the host meets its peers.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// The match's id, told to every client.
+    pub match_id: String,
+    /// The host's epoch (bumped at every host change).
+    pub epoch: u32,
+    /// Most players (bots included).
+    pub max_players: usize,
+    /// The lobby password, if any.
+    pub password: Option<String>,
+    /// Heartbeat, latency and rate limits of every session.
+    pub session: HostSessionConfig,
+    /// What clients get on `CONFIG_DATA` right after their welcome.
+    pub client_config: serde_json::Value,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            match_id: String::from("match"),
+            epoch: 1,
+            max_players: 16,
+            password: None,
+            session: HostSessionConfig::default(),
+            client_config: serde_json::Value::Null,
+        }
+    }
+}
+
+/// Figures of the server's traffic.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ServerStats {
+    /// Snapshot frames sent, over all peers.
+    pub frames_sent: u64,
+    /// Bytes handed to the transport.
+    pub bytes_out: u64,
+    /// Bytes received from the transport.
+    pub bytes_in: u64,
+    /// Sessions closed by the host, by misbehaviour or timeouts.
+    pub kicked: u64,
+}
+
+/// The host on the network (see the module docs).
+pub struct Server<T: Transport> {
+    host: Host,
+    transport: T,
+    config: ServerConfig,
+    roster: Roster,
+    peers: BTreeMap<PeerKey, HostSession>,
+    latency: BTreeMap<PlayerId, f64>,
+    last: Option<Duration>,
+    stats: ServerStats,
+}
+
+/// Draws a fresh random session token from the operating system.
+pub fn fresh_token() -> SessionToken {
+    let mut bytes = [0u8; 16];
+    if getrandom::fill(&mut bytes).is_err() {
+        // No OS randomness: fall back to the clock and the address of a stack value, mixed.
+        let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos()
+            ^ (&bytes as *const _ as usize as u128);
+        let mut rng = crate::engine::rng::SplitMix64::new(seed as u64 ^ (seed >> 64) as u64);
+        bytes[..8].copy_from_slice(&rng.next().to_le_bytes());
+        bytes[8..].copy_from_slice(&rng.next().to_le_bytes());
+    }
+    SessionToken(bytes)
+}
+
+impl<T: Transport> Server<T> {
+    /// A server for `host` (map loaded, bots joined) over `transport`.
+    pub fn new(host: Host, transport: T, config: ServerConfig) -> Self {
+        let mut roster = Roster::new(config.max_players, config.password.clone());
+        roster.reserved = host.world().resource::<Participants>().0.keys().copied().collect();
+        Server {
+            host,
+            transport,
+            config,
+            roster,
+            peers: BTreeMap::new(),
+            latency: BTreeMap::new(),
+            last: None,
+            stats: ServerStats::default(),
+        }
+    }
+
+    /// The match.
+    pub fn host(&self) -> &Host {
+        &self.host
+    }
+
+    /// The match, mutably (to push commands, load maps).
+    pub fn host_mut(&mut self) -> &mut Host {
+        &mut self.host
+    }
+
+    /// The slots.
+    pub fn roster(&self) -> &Roster {
+        &self.roster
+    }
+
+    /// The transport.
+    pub fn transport(&self) -> &T {
+        &self.transport
+    }
+
+    /// The transport, mutably (to link peers in tests, or to close it).
+    pub fn transport_mut(&mut self) -> &mut T {
+        &mut self.transport
+    }
+
+    /// Traffic figures.
+    pub fn stats(&self) -> ServerStats {
+        self.stats
+    }
+
+    /// The smoothed latency of each connected player, ms.
+    pub fn latencies(&self) -> &BTreeMap<PlayerId, f64> {
+        &self.latency
+    }
+
+    /// Peers with a session (connected and not closed).
+    pub fn peer_count(&self) -> usize {
+        self.peers.len()
+    }
+
+    /// One turn of the network loop at `now` (see the module docs).
+    pub fn update(&mut self, now: Duration) {
+        for event in self.transport.poll(now) {
+            match event {
+                vimp_netcode::transport::TransportEvent::Connected(peer) => {
+                    self.peers.insert(peer, HostSession::new(self.config.session.clone(), now));
+                }
+                vimp_netcode::transport::TransportEvent::Disconnected(peer) => self.drop_peer(peer, now),
+                vimp_netcode::transport::TransportEvent::Message { peer, channel, bytes } => {
+                    self.stats.bytes_in += bytes.len() as u64;
+                    if let Some(s) = self.peers.get_mut(&peer) {
+                        s.handle_message(now, channel, &bytes);
+                    }
+                }
+            }
+        }
+        let keys: Vec<PeerKey> = self.peers.keys().copied().collect();
+        for peer in keys {
+            let Some(session) = self.peers.get_mut(&peer) else { continue };
+            session.handle_timeout(now);
+            let events: Vec<HostEvent> = std::iter::from_fn(|| session.poll_event()).collect();
+            for event in events {
+                self.on_event(peer, event, now);
+            }
+        }
+        for player in self.roster.expire(now) {
+            self.host.push(HostCommand::Leave { player });
+        }
+
+        let elapsed = self.last.map_or(Duration::ZERO, |l| now.saturating_sub(l));
+        self.last = Some(now);
+        let steps = self.host.due_steps(elapsed);
+        for _ in 0..steps {
+            self.host.step();
+            self.send_tick_output();
+        }
+        self.flush(now);
+    }
+
+    fn on_event(&mut self, peer: PeerKey, event: HostEvent, now: Duration) {
+        match event {
+            HostEvent::Hello(hello) => {
+                let admitted = self.roster.admit(peer, &hello, now, fresh_token);
+                let Some(session) = self.peers.get_mut(&peer) else { return };
+                match admitted {
+                    Err(code) => session.reject(code, None),
+                    Ok(a) => {
+                        let input_seq = self
+                            .host
+                            .world()
+                            .resource::<Participants>()
+                            .0
+                            .get(&a.player)
+                            .map_or(0, |p| p.keys.last_input_seq());
+                        let welcome = Welcome {
+                            match_id: self.config.match_id.clone(),
+                            player_id: a.player.0,
+                            nickname: a.nickname.clone(),
+                            token: a.token,
+                            epoch: self.config.epoch,
+                            tick: self.host.tick(),
+                            resumed: a.resumed,
+                            input_seq,
+                        };
+                        session.accept(&welcome, &self.config.client_config);
+                        if let Some(old) = a.replaced
+                            && let Some(old_session) = self.peers.get_mut(&old)
+                        {
+                            old_session.close(close::REPLACED);
+                        }
+                        if !a.resumed {
+                            self.host.push(HostCommand::Join {
+                                player: a.player,
+                                name: a.nickname,
+                                team: None,
+                                bot: false,
+                            });
+                        }
+                        self.host.world_mut().resource_mut::<FrameReceivers>().0.insert(a.player);
+                    }
+                }
+            }
+            HostEvent::Input(events) => {
+                let Some(player) = self.roster.player_of(peer) else { return };
+                let table: KeyTable = self.host.world().resource::<PlayerKeys>().0.clone();
+                for e in events {
+                    if let Ok(event) = table.to_event(&e) {
+                        self.host.push(HostCommand::Input { player, event });
+                    }
+                }
+            }
+            HostEvent::Meta { port: op::client::CHAT, payload } => self.on_chat(peer, &payload),
+            HostEvent::Meta { .. } => {}
+            HostEvent::Latency(ms) => {
+                if let Some(player) = self.roster.player_of(peer) {
+                    self.latency.insert(player, ms);
+                }
+            }
+            HostEvent::Closed { by_peer, .. } => {
+                if !by_peer {
+                    self.stats.kicked += 1;
+                }
+            }
+        }
+    }
+
+    fn on_chat(&mut self, peer: PeerKey, payload: &[u8]) {
+        let Some(player) = self.roster.player_of(peer) else { return };
+        let text = match ClientMeta::decode(op::client::CHAT, payload) {
+            Ok(ClientMeta::Chat(text)) => text,
+            // An empty, overlong or control-character line is dropped; bytes that are not a
+            // chat line at all are a protocol violation.
+            Err(MetaError::EmptyChat | MetaError::ChatTooLong { .. } | MetaError::ChatControl { .. }) => return,
+            _ => {
+                if let Some(s) = self.peers.get_mut(&peer) {
+                    s.close(close::PROTOCOL);
+                }
+                return;
+            }
+        };
+        let (author, team) = {
+            let participants = self.host.world().resource::<Participants>();
+            participants.0.get(&player).map_or((String::new(), 0), |p| (p.name.clone(), p.team))
+        };
+        let line = MetaMessage::from(ChatMessage::User { text: text.into_string(), author, team }).encode();
+        for session in self.peers.values_mut().filter(|s| s.is_active()) {
+            session.send(Channel::Reliable, op::CHAT_DATA, &line);
+        }
+    }
+
+    /// Sends the last tick's frames and meta messages to their receivers.
+    fn send_tick_output(&mut self) {
+        let frames = self.host.take_frames();
+        for (player, bytes) in frames.frames {
+            let Some(peer) = self.roster.seat(player).and_then(|s| s.peer) else { continue };
+            if let Some(session) = self.peers.get_mut(&peer).filter(|s| s.is_active()) {
+                session.send(Channel::Unreliable, op::SHOT_DATA, &bytes);
+                self.stats.frames_sent += 1;
+            }
+        }
+        for message in self.host.take_meta() {
+            let payload = message.payload.to_string();
+            for (peer, session) in self.peers.iter_mut().filter(|(_, s)| s.is_active()) {
+                let to_peer = message.to.is_none_or(|p| self.roster.seat(p).and_then(|s| s.peer) == Some(*peer));
+                if to_peer {
+                    session.send(Channel::Reliable, message.port, payload.as_bytes());
+                }
+            }
+        }
+    }
+
+    fn flush(&mut self, now: Duration) {
+        let mut closed = Vec::new();
+        for (peer, session) in &mut self.peers {
+            while let Some((channel, bytes)) = session.poll_transmit() {
+                self.stats.bytes_out += bytes.len() as u64;
+                self.transport.send(now, *peer, channel, bytes);
+            }
+            if session.close_code().is_some() {
+                closed.push(*peer);
+            }
+        }
+        for peer in closed {
+            self.drop_peer(peer, now);
+        }
+    }
+
+    fn drop_peer(&mut self, peer: PeerKey, now: Duration) {
+        self.peers.remove(&peer);
+        if let Some(player) = self.roster.disconnected(peer, now) {
+            self.latency.remove(&player);
+            self.host.world_mut().resource_mut::<FrameReceivers>().0.remove(&player);
+            self.host.push(HostCommand::Release { player });
+        }
+    }
+}
