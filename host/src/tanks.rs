@@ -95,6 +95,9 @@ impl Plugin for TanksPlugin {
                 .in_set(HostSystems::Game),
         )
         .add_systems(HostTick, weapons::burst_bombs.in_set(HostSystems::Contacts))
-        .add_systems(HostTick, rows::build_rows.in_set(HostSystems::Snapshot).in_set(RowsSystems));
+        .add_systems(
+            HostTick,
+            (rows::build_rows, rows::publish_scores).in_set(HostSystems::Snapshot).in_set(RowsSystems),
+        );
     }
 }

@@ -508,6 +508,26 @@ mod network {
     }
 
     #[test]
+    fn the_stat_table_reaches_clients_with_names_and_latency() {
+        let mut lan = Lan::new(None);
+        let a = lan.join(hello("ann"));
+        lan.run(Duration::from_secs(8), None);
+        let stats: Vec<serde_json::Value> = lan.clients[a]
+            .take_meta()
+            .into_iter()
+            .filter(|(port, _)| *port == vimp_netcode::meta::STAT_DATA)
+            .map(|(_, bytes)| serde_json::from_slice(&bytes).expect("json"))
+            .collect();
+        assert!(stats.len() >= 2, "a full table at join, then deltas: {stats:?}");
+        let rows: Vec<&serde_json::Value> = stats.iter().flat_map(|s| s[0].as_array().expect("bodies")).collect();
+        let ann = rows.iter().rev().find(|r| r[2][0] == "ann").expect("ann's row");
+        assert_eq!(ann[1], 0, "table 0");
+        let latency = rows.iter().rev().filter(|r| r[2][0] == "ann" || r[0] == ann[0]).find_map(|r| r[2][4].as_u64());
+        assert!(latency.is_some_and(|ms| (30..=60).contains(&ms)), "about 40 ms round trip: {latency:?}");
+        assert!(rows.iter().any(|r| r[2][0] == "bot"), "the bot has a row too");
+    }
+
+    #[test]
     fn a_version_mismatch_is_4410_and_a_wrong_password_4401() {
         let mut lan = Lan::new(Some("sesame"));
         let mut old = hello("old");

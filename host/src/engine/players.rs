@@ -95,6 +95,21 @@ impl Participants {
     }
 }
 
+/// One player's line on the scoreboard, as the game keeps it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Score {
+    /// The score.
+    pub score: i64,
+    /// Deaths.
+    pub deaths: u32,
+    /// The game's status text (may be empty).
+    pub status: String,
+}
+
+/// The scoreboard the game keeps up to date (the stat table's score, deaths and status columns).
+#[derive(Resource, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Scores(pub BTreeMap<PlayerId, Score>);
+
 /// The game's key table (`playerKeys`); the engine applies events through it without reading it.
 #[derive(Resource, Clone, Debug, Default)]
 pub struct PlayerKeys(pub KeyTable);

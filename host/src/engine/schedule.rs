@@ -123,7 +123,8 @@ impl Plugin for HostPlugin {
             .init_resource::<OutgoingFrames>()
             .init_resource::<SnapshotStats>()
             .init_resource::<GameHooks>()
-            .init_resource::<MetaOutbox>();
+            .init_resource::<MetaOutbox>()
+            .init_resource::<players::Scores>();
 
         let mut schedule = Schedule::new(HostTick);
         schedule.set_executor_kind(ExecutorKind::SingleThreaded);

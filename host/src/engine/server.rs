@@ -19,11 +19,11 @@ use std::time::Duration;
 
 use vimp_netcode::frame::{Channel, op};
 use vimp_netcode::input::KeyTable;
-use vimp_netcode::meta::{ChatMessage, ClientMeta, MetaError, MetaMessage};
+use vimp_netcode::meta::{ChatMessage, ClientMeta, MetaError, MetaMessage, PlayerStat, StatTable};
 use vimp_netcode::session::{HostEvent, HostSession, HostSessionConfig, SessionToken, Welcome, close};
 use vimp_netcode::transport::{PeerKey, Transport};
 
-use crate::engine::players::{HostCommand, Participants, PlayerId, PlayerKeys};
+use crate::engine::players::{HostCommand, Participants, PlayerId, PlayerKeys, Scores};
 use crate::engine::roster::Roster;
 use crate::engine::schedule::Host;
 use crate::engine::snapshot::FrameReceivers;
@@ -81,7 +81,12 @@ pub struct Server<T: Transport> {
     latency: BTreeMap<PlayerId, f64>,
     last: Option<Duration>,
     stats: ServerStats,
+    stat: StatTable,
+    next_stat: Duration,
 }
+
+/// How often the stat table's changes are broadcast.
+pub const STAT_INTERVAL: Duration = Duration::from_millis(500);
 
 /// Draws a fresh random session token from the operating system.
 pub fn fresh_token() -> SessionToken {
@@ -111,6 +116,8 @@ impl<T: Transport> Server<T> {
             latency: BTreeMap::new(),
             last: None,
             stats: ServerStats::default(),
+            stat: StatTable::new(),
+            next_stat: Duration::ZERO,
         }
     }
 
@@ -190,6 +197,10 @@ impl<T: Transport> Server<T> {
             self.host.step();
             self.send_tick_output();
         }
+        if now >= self.next_stat {
+            self.next_stat = now + STAT_INTERVAL;
+            self.broadcast_stat();
+        }
         self.flush(now);
     }
 
@@ -219,6 +230,8 @@ impl<T: Transport> Server<T> {
                             input_seq,
                         };
                         session.accept(&welcome, &self.config.client_config);
+                        let full = MetaMessage::Stat(self.stat.full()).encode();
+                        session.send(Channel::Reliable, op::STAT_DATA, &full);
                         if let Some(old) = a.replaced
                             && let Some(old_session) = self.peers.get_mut(&old)
                         {
@@ -281,6 +294,38 @@ impl<T: Transport> Server<T> {
         let line = MetaMessage::from(ChatMessage::User { text: text.into_string(), author, team }).encode();
         for session in self.peers.values_mut().filter(|s| s.is_active()) {
             session.send(Channel::Reliable, op::CHAT_DATA, &line);
+        }
+    }
+
+    /// Brings the stat table up to date (a row per participant: name, status, score, deaths,
+    /// latency) and sends what changed to every client.
+    fn broadcast_stat(&mut self) {
+        let world = self.host.world();
+        let participants = world.resource::<Participants>();
+        let scores = world.resource::<Scores>();
+        let mut present = Vec::new();
+        for (player, p) in &participants.0 {
+            let score = scores.0.get(player).cloned().unwrap_or_default();
+            let row = PlayerStat {
+                name: p.name.clone(),
+                status: if p.bot { format!("bot {}", score.status).trim().to_owned() } else { score.status },
+                score: score.score,
+                deaths: score.deaths,
+                latency_ms: self.latency.get(player).map_or(0, |ms| ms.round() as u32),
+            };
+            self.stat.set_row(0, player.0 as u32, 0, row.cells());
+            present.push(player.0 as u32);
+        }
+        let gone: Vec<u32> =
+            (0..=u8::MAX as u32).filter(|id| !present.contains(id) && self.stat.row(0, *id).is_some()).collect();
+        for id in gone {
+            self.stat.remove_row(0, id);
+        }
+        if let Some(delta) = self.stat.delta() {
+            let bytes = MetaMessage::Stat(delta).encode();
+            for session in self.peers.values_mut().filter(|s| s.is_active()) {
+                session.send(Channel::Reliable, op::STAT_DATA, &bytes);
+            }
         }
     }
 

@@ -4,7 +4,7 @@ use bevy::prelude::*;
 use vimp_netcode::snapshot::{Block, FieldValue, PlayerBlock, round2};
 
 use crate::engine::physics::Physics;
-use crate::engine::players::Participants;
+use crate::engine::players::{Participants, Score, Scores};
 use crate::engine::snapshot::SnapshotRows;
 use crate::tanks::TanksRules;
 use crate::tanks::tank::{Tank, sorted};
@@ -27,6 +27,17 @@ pub mod key {
 
 fn f(v: f32) -> FieldValue {
     FieldValue::F32(round2(v))
+}
+
+/// Keeps the engine's scoreboard in step with the tanks (score, deaths, and "dead" while waiting).
+pub(crate) fn publish_scores(tanks: Query<&Tank>, mut scores: ResMut<Scores>) {
+    scores.0 = tanks
+        .iter()
+        .map(|t| {
+            let status = if t.alive { String::new() } else { "dead".to_owned() };
+            (t.player, Score { score: t.score as i64, deaths: t.deaths, status })
+        })
+        .collect();
 }
 
 /// Fills the frame: a row per tank (null while dead), a row per bomb, each player's block.
