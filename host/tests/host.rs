@@ -508,6 +508,19 @@ mod network {
     }
 
     #[test]
+    fn clients_in_a_full_mesh_find_the_host() {
+        let mut lan = Lan::new(None);
+        let a = lan.join(hello("ann"));
+        let b = lan.join(hello("bob"));
+        // The mesh links clients to each other too: each says hello to everyone, only the host answers.
+        let (left, right) = lan.clients.split_at_mut(b);
+        MemoryTransport::connect(left[a].transport_mut(), right[0].transport_mut(), LinkConfig::default());
+        assert!(lan.run_until(Duration::from_secs(2), |l| l.clients.iter().all(|c| c.stats().snapshots > 0)));
+        assert!(lan.clients.iter().all(|c| c.closed().is_none()));
+        assert_eq!(lan.server.roster().seats().count(), 2);
+    }
+
+    #[test]
     fn the_stat_table_reaches_clients_with_names_and_latency() {
         let mut lan = Lan::new(None);
         let a = lan.join(hello("ann"));

@@ -695,6 +695,7 @@ pub struct ClientSession {
     clock: Option<(f64, Duration, f64)>,
     unacked: VecDeque<BinaryKeyEvent>,
     acked: Option<u32>,
+    answered: bool,
     now: Duration,
 }
 
@@ -711,6 +712,7 @@ impl ClientSession {
             clock: None,
             unacked: VecDeque::new(),
             acked: None,
+            answered: false,
             now,
             config,
         };
@@ -722,6 +724,11 @@ impl ClientSession {
     /// Whether the host accepted and the session is open.
     pub fn is_active(&self) -> bool {
         self.state == ClientState::Active
+    }
+
+    /// Whether the peer answered the hello (welcome or reject): only a host does.
+    pub fn answered(&self) -> bool {
+        self.answered
     }
 
     /// The close code, once closed.
@@ -755,6 +762,7 @@ impl ClientSession {
             (ClientState::Hello, op::WELCOME) => match serde_json::from_slice::<Welcome>(frame.payload) {
                 Ok(welcome) => {
                     self.state = ClientState::Active;
+                    self.answered = true;
                     self.events.push_back(ClientEvent::Welcomed(welcome));
                 }
                 Err(_) => self.close(close::PROTOCOL),
@@ -762,8 +770,13 @@ impl ClientSession {
             (ClientState::Hello, op::REJECT) => {
                 let reject = serde_json::from_slice::<Reject>(frame.payload)
                     .unwrap_or(Reject { code: close::PROTOCOL, reason: close::reason(close::PROTOCOL).into() });
+                self.answered = true;
+                self.state = ClientState::Closed(reject.code);
                 self.events.push_back(ClientEvent::Rejected(reject));
             }
+            // Before an answer, the peer may not be a host at all (a fellow client in the mesh
+            // saying its own hello): anything but an answer is ignored.
+            (ClientState::Hello, _) => {}
             (_, op::CLOSE) => {
                 let code = frame.payload.get(..2).map_or(close::NORMAL, |b| u16::from_be_bytes([b[0], b[1]]));
                 let reason = String::from_utf8_lossy(frame.payload.get(2..).unwrap_or_default()).into_owned();
@@ -1197,5 +1210,15 @@ mod tests {
         assert!(client_end.stats().lost > 0, "the link did lose packets");
         assert_eq!(client.unacked_inputs(), 0);
         assert!(host.is_active(), "nobody was kicked: {:?}", host.close_code());
+    }
+
+    #[test]
+    fn before_an_answer_other_frames_are_ignored() {
+        // A fellow client in the mesh says its own hello: that is no answer and no violation.
+        let mut a = ClientSession::new(ClientSessionConfig::new(hello("a")), Duration::ZERO);
+        let mut b = ClientSession::new(ClientSessionConfig::new(hello("b")), Duration::ZERO);
+        let (ch, hello_b) = b.poll_transmit().expect("b's hello");
+        a.handle_message(MS, ch, &hello_b);
+        assert_eq!((a.close_code(), a.answered(), a.poll_event()), (None, false, None));
     }
 }

@@ -1,15 +1,9 @@
-//! End-to-end tests of the `vimp` binary: the command line a user types.
+//! The command line a user types: help, sim, map and schema checks, the signalling server.
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Command;
 
-fn vimp(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_vimp")).args(args).output().expect("the vimp binary runs")
-}
-
-fn repo(path: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(path)
-}
+use crate::{repo, vimp};
 
 #[test]
 fn help_lists_the_subcommands() {
