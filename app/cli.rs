@@ -18,6 +18,10 @@ pub struct Cli {
 pub enum Command {
     /// Run a headless match of bots as fast as possible and print its figures.
     Sim(crate::sim_cmd::SimArgs),
+    /// Host a match: prints the lobby code friends join with (headless for now).
+    Host(crate::net_cmd::HostArgs),
+    /// Join a match by lobby code or room URL (headless for now: drives bot inputs, prints figures).
+    Join(crate::net_cmd::JoinArgs),
     /// Run the signalling server that introduces the peers of a lobby (room = lobby code).
     Signal(crate::signal_cmd::SignalArgs),
     /// Maps: validate map files.
@@ -58,6 +62,8 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Sim(args) => crate::sim_cmd::run(&args),
         Command::Signal(args) => crate::signal_cmd::run(&args),
+        Command::Host(args) => crate::net_cmd::host(&args),
+        Command::Join(args) => crate::net_cmd::join(&args),
         Command::Map(MapCommand::Check { files }) => crate::map_cmd::check(&files),
         Command::Schema(SchemaCommand::Check { files, json }) => crate::schema_cmd::check(&files, json),
     }

@@ -9,6 +9,8 @@
 //! Time is passed in, as everywhere in this crate: the in-memory transport uses it
 //! to deliver what its link conditioner delayed; a socket transport ignores it.
 
+pub mod webrtc;
+
 use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;

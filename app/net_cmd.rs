@@ -1,0 +1,322 @@
+//! `vimp host` and `vimp join`: a match over WebRTC, found by lobby code (headless for now).
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use serde_json::json;
+use vimp_host::engine::server::{Server, ServerConfig};
+use vimp_host::{Host, HostCommand, PlayerId, TanksPlugin};
+use vimp_netcode::client::Client;
+use vimp_netcode::input::KeyAction;
+use vimp_netcode::lobby::{JoinTarget, LobbyCode, room_url};
+use vimp_netcode::session::{Hello, PROTOCOL_VERSION, close};
+use vimp_netcode::signal::{IceServer, SignalConfig, SignalServer};
+use vimp_netcode::transport::webrtc::WebRtcTransport;
+
+/// The signalling server used when none is named.
+pub const DEFAULT_SIGNAL: &str = "ws://127.0.0.1:3536";
+
+/// ICE servers from flags (none by default: no third-party server is contacted unless named).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct IceArgs {
+    /// A STUN server (repeatable), e.g. `stun:stun.example.net:3478`.
+    #[arg(long = "stun", value_name = "URL")]
+    pub stun: Vec<String>,
+    /// A TURN server (repeatable).
+    #[arg(long = "turn", value_name = "URL")]
+    pub turn: Vec<String>,
+    /// The TURN user name.
+    #[arg(long, requires = "turn")]
+    pub turn_user: Option<String>,
+    /// The TURN password.
+    #[arg(long, requires = "turn")]
+    pub turn_pass: Option<String>,
+}
+
+impl IceArgs {
+    /// The ICE servers these flags name.
+    pub fn servers(&self) -> Vec<IceServer> {
+        let mut out = Vec::new();
+        if !self.stun.is_empty() {
+            out.push(IceServer { urls: self.stun.clone(), ..IceServer::default() });
+        }
+        if !self.turn.is_empty() {
+            out.push(IceServer {
+                urls: self.turn.clone(),
+                username: self.turn_user.clone(),
+                credential: self.turn_pass.clone(),
+            });
+        }
+        out
+    }
+}
+
+/// What `vimp host` was asked to do.
+#[derive(Debug, Clone, clap::Args)]
+pub struct HostArgs {
+    /// The signalling server (`ws://HOST:PORT`); without it one is embedded, listening on `--bind`.
+    #[arg(long, value_name = "URL")]
+    pub signal: Option<String>,
+    /// Where the embedded signalling server listens.
+    #[arg(long, default_value = "0.0.0.0:3536")]
+    pub bind: std::net::SocketAddr,
+    /// The lobby code (6 characters); a random one by default.
+    #[arg(long)]
+    pub code: Option<String>,
+    /// Run without a window (the window comes with the desktop client; headless is all there is yet).
+    #[arg(long)]
+    pub headless: bool,
+    /// Bots in the match.
+    #[arg(long, default_value_t = 0)]
+    pub bots: u8,
+    /// The map file.
+    #[arg(long, default_value = "maps/default.json")]
+    pub map: PathBuf,
+    /// A lobby password.
+    #[arg(long)]
+    pub password: Option<String>,
+    /// Most players, bots included.
+    #[arg(long, default_value_t = 16)]
+    pub max_players: usize,
+    /// Stop after this many seconds (default: run until stopped).
+    #[arg(long)]
+    pub seconds: Option<f64>,
+    /// Print the figures as JSON when stopping.
+    #[arg(long)]
+    pub json: bool,
+    /// The match seed (a random one by default).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// ICE servers for the WebRTC links.
+    #[command(flatten)]
+    pub ice: IceArgs,
+}
+
+/// What `vimp join` was asked to do.
+#[derive(Debug, Clone, clap::Args)]
+pub struct JoinArgs {
+    /// A lobby code (`K7M-P2Q`) or a room URL (`ws://HOST:PORT/K7MP2Q`).
+    pub target: String,
+    /// The signalling server for a bare code.
+    #[arg(long, default_value = DEFAULT_SIGNAL, value_name = "URL")]
+    pub signal: String,
+    /// Run without a window, driving bot inputs (headless is all there is yet).
+    #[arg(long)]
+    pub headless: bool,
+    /// The nickname.
+    #[arg(long, default_value = "player")]
+    pub name: String,
+    /// The lobby password.
+    #[arg(long)]
+    pub password: Option<String>,
+    /// Leave after this many seconds.
+    #[arg(long, default_value_t = 10.0)]
+    pub seconds: f64,
+    /// A chat line to say once joined.
+    #[arg(long)]
+    pub say: Option<String>,
+    /// Seconds after the welcome to wait before saying it (so friends joining meanwhile hear it).
+    #[arg(long, default_value_t = 3.0)]
+    pub say_after: f64,
+    /// Print the figures as JSON when leaving.
+    #[arg(long)]
+    pub json: bool,
+    /// ICE servers for the WebRTC links.
+    #[command(flatten)]
+    pub ice: IceArgs,
+}
+
+fn random_u64() -> u64 {
+    let mut b = [0u8; 8];
+    if getrandom::fill(&mut b).is_err() {
+        return std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos()
+            as u64;
+    }
+    u64::from_le_bytes(b)
+}
+
+/// CPU seconds this process has used (user + system), from `/proc/self/stat`.
+pub fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let after = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0)
+}
+
+/// Hosts a match: prints the lobby code and the room URL, serves until stopped.
+pub fn host(args: &HostArgs) -> anyhow::Result<i32> {
+    let code = match &args.code {
+        Some(c) => LobbyCode::parse(c)?,
+        None => LobbyCode::from_random(random_u64()),
+    };
+    let (signal_url, _embedded) = match &args.signal {
+        Some(url) => (url.trim_end_matches('/').to_owned(), None),
+        None => {
+            let server = SignalServer::start(SignalConfig { bind: args.bind, ice: Default::default() })?;
+            (server.url(), Some(server))
+        }
+    };
+    let seed = args.seed.unwrap_or_else(random_u64);
+    let config = vimp_host::tanks::init_config(seed);
+    let label = args.map.display().to_string();
+    let text = std::fs::read_to_string(&args.map).with_context(|| format!("reading {label}"))?;
+    let mut host = Host::new(config.clone(), TanksPlugin)?;
+    host.load_map_json(&label, &text)?;
+    for i in 0..args.bots {
+        host.push(HostCommand::Join { player: PlayerId(i), name: format!("bot{i}"), team: None, bot: true });
+    }
+    host.step();
+    let url = room_url(&signal_url, &code);
+    let transport = WebRtcTransport::connect(&url, &args.ice.servers())?;
+    let server_config = ServerConfig {
+        match_id: format!("{code}-{seed:016x}"),
+        max_players: args.max_players,
+        password: args.password.clone(),
+        client_config: vimp_host::tanks::client_config(&config),
+        ..ServerConfig::default()
+    };
+    let mut server = Server::new(host, transport, server_config);
+    println!("lobby code: {}", code.grouped());
+    println!("friends join with: vimp join {url}");
+    if args.signal.is_none() {
+        println!(
+            "(signalling embedded at {signal_url}; on a LAN, give friends this machine's address instead of 127.0.0.1)"
+        );
+    }
+
+    let start = Instant::now();
+    let cpu0 = cpu_seconds();
+    let mut peak_peers = 0;
+    loop {
+        let now = start.elapsed();
+        server.update(now);
+        peak_peers = peak_peers.max(server.peer_count());
+        if args.seconds.is_some_and(|s| now.as_secs_f64() >= s) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let wall = start.elapsed().as_secs_f64();
+    let cpu = cpu_seconds().zip(cpu0).map(|(b, a)| b - a);
+    let stats = server.stats();
+    if args.json {
+        let report = json!({
+            "code": code.as_str(),
+            "url": url,
+            "seconds": wall,
+            "ticks": server.host().tick(),
+            "peers_peak": peak_peers,
+            "frames_sent": stats.frames_sent,
+            "bytes_out_per_s": stats.bytes_out as f64 / wall,
+            "bytes_in_per_s": stats.bytes_in as f64 / wall,
+            "kicked": stats.kicked,
+            "cpu_seconds": cpu,
+            "cpu_percent": cpu.map(|c| 100.0 * c / wall),
+        });
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    }
+    Ok(0)
+}
+
+/// Joins a match by code or URL; a headless client drives bot inputs and reports figures.
+pub fn join(args: &JoinArgs) -> anyhow::Result<i32> {
+    let target = JoinTarget::parse(&args.target)?;
+    let url = target.room_url(&args.signal);
+    let hello = Hello {
+        version: PROTOCOL_VERSION,
+        build: env!("CARGO_PKG_VERSION").to_owned(),
+        nickname: args.name.clone(),
+        password: args.password.clone(),
+        resume_token: None,
+    };
+    let start = Instant::now();
+    let transport = WebRtcTransport::connect(&url, &args.ice.servers())?;
+    let mut client = Client::new(transport, hello);
+    let mut rtts = Vec::new();
+    let mut said = false;
+    let mut next_sample = Duration::ZERO;
+    let mut score = None;
+    let mut held: Option<&str> = None;
+    loop {
+        let now = start.elapsed();
+        client.update(now);
+        if client.closed().is_some() || now.as_secs_f64() >= args.seconds {
+            break;
+        }
+        if client.welcome().is_some() {
+            let since_welcome = client.stats().welcomed_at.map_or(Duration::ZERO, |t| now.saturating_sub(t));
+            if !said
+                && since_welcome.as_secs_f64() >= args.say_after
+                && let Some(text) = &args.say
+            {
+                client.say(text);
+                said = true;
+            }
+            // Bot inputs: a new key every 700 ms, and a shot every 300 ms.
+            let phase = now.as_millis() / 700;
+            let want = ["forward", "left", "forward", "right", "back", "gunLeft", "gunRight"][(phase % 7) as usize];
+            if held != Some(want) {
+                if let Some(old) = held {
+                    client.key(KeyAction::Up, old);
+                }
+                client.key(KeyAction::Down, want);
+                held = Some(want);
+            }
+            if now.as_millis() % 300 < 2 {
+                client.key(KeyAction::Down, "fire");
+            }
+        }
+        if now >= next_sample {
+            next_sample = now + Duration::from_secs(1);
+            if let Some(rtt) = client.rtt_ms().filter(|r| *r > 0.0) {
+                rtts.push(rtt);
+            }
+        }
+        for (port, payload) in client.take_meta() {
+            if port == vimp_netcode::meta::STAT_DATA
+                && let (Ok(stat), Some(w)) = (serde_json::from_slice::<serde_json::Value>(&payload), client.welcome())
+            {
+                for row in stat[0].as_array().into_iter().flatten() {
+                    if row[0] == w.player_id as u64 && row[2][2].is_number() {
+                        score = row[2][2].as_i64();
+                    }
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let end = start.elapsed();
+    client.leave(end);
+    let stats = client.stats().clone();
+    let wall = end.as_secs_f64();
+    let since_first = stats.first_snapshot_at.map(|t| (end - t).as_secs_f64()).unwrap_or(0.0);
+    rtts.sort_by(f64::total_cmp);
+    let report = json!({
+        "joined": client.welcome().is_some(),
+        "url": url,
+        "join_ms": stats.first_snapshot_at.map(|t| t.as_secs_f64() * 1000.0),
+        "welcome_ms": stats.welcomed_at.map(|t| t.as_secs_f64() * 1000.0),
+        "snapshots": stats.snapshots,
+        "snapshots_per_s": if since_first > 0.0 { stats.snapshots as f64 / since_first } else { 0.0 },
+        "bytes_in_per_s": stats.bytes_in as f64 / wall,
+        "bytes_out_per_s": stats.bytes_out as f64 / wall,
+        "rtt_ms_p50": rtts.get(rtts.len() / 2),
+        "player_id": client.welcome().map(|w| w.player_id),
+        "nickname": client.welcome().map(|w| w.nickname.clone()),
+        "score": score,
+        "chat": client.chat(),
+        "close_code": client.closed().map(|c| c.0),
+    });
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!("{}", serde_json::to_string(&report)?);
+    }
+    Ok(match client.closed() {
+        Some((code, _)) if *code != close::NORMAL => 1,
+        _ if client.welcome().is_none() => 1,
+        _ => 0,
+    })
+}

@@ -1,0 +1,1002 @@
+//! The WebRTC transport: this process's full-mesh link to a lobby, over matchbox data channels.
+//!
+//! [`WebRtcTransport::connect`] joins the room named by a signalling URL
+//! (`ws://HOST:PORT/CODE`, see [`signal`](crate::signal)) with one matchbox socket: the
+//! signalling server introduces every peer in the room to every other one, and each pair
+//! opens one WebRTC peer connection carrying two data channels, added in the same order by
+//! every peer: `0` reliable and ordered ([`Channel::Reliable`]), `1` unreliable and unordered
+//! ([`Channel::Unreliable`]). The transport then behaves like any other [`Transport`]:
+//! [`poll`](Transport::poll) reports peers connecting and disconnecting and the messages
+//! they sent, [`send`](Transport::send) queues a message for one peer.
+//!
+//! # Threads
+//!
+//! matchbox splits a socket in two: a [`WebRtcSocket`] that only moves messages through
+//! in-memory queues, and a message loop future that does the work (the signalling
+//! websocket, the handshakes, one loop per peer). The transport owns the socket and a
+//! thread of its own, `vimp-webrtc`, that runs the message loop future to completion
+//! with a small executor. So:
+//!
+//! - [`poll`](Transport::poll) and [`send`](Transport::send) never block and never do I/O:
+//!   they drain and fill the socket's queues. The transport is `Send`, so it can live on the
+//!   embedded host's thread or in a Bevy resource.
+//! - Dropping the transport (or [`close`](WebRtcTransport::close)) stops the message loop:
+//!   matchbox then closes every peer connection and the signalling websocket, so the other
+//!   peers see this one disconnect within milliseconds. `close` also waits for the thread;
+//!   `Drop` only signals it.
+//! - The peer connections themselves are driven by webrtc-rs on smol's global executor,
+//!   process-wide threads (`smol-1`…, one unless `SMOL_THREADS` says otherwise) that
+//!   outlive the transport.
+//! - When the message loop ends on its own (the signalling server was unreachable, or it
+//!   went away while no peer was connected), the next [`poll`](Transport::poll) reports every
+//!   peer disconnected and the transport is [closed](WebRtcTransport::is_closed), with the
+//!   error kept in [`close_reason`](WebRtcTransport::close_reason). Established links survive
+//!   the signalling server going away; only new peers can no longer join.
+//!
+//! # Facts to design around
+//!
+//! - **64 KiB per message.** webrtc-rs's SCTP refuses a data channel message above
+//!   [`MAX_MESSAGE`] (65,536) bytes, its maximum message size, and the error only reaches a
+//!   log line in matchbox: the message is silently lost. [`send`](Transport::send) therefore never hands one to matchbox: it counts it in
+//!   [`WebRtcStats::oversized`] ([`try_send`](WebRtcTransport::try_send) returns
+//!   [`WebRtcError::TooLarge`]). Bigger frames go through a [`Chunker`](crate::frame::Chunker).
+//! - **A hung peer is noticed late.** A peer whose process dies is reported
+//!   [`Disconnected`](TransportEvent::Disconnected) within milliseconds (the signalling server
+//!   sees its websocket close, or its connections close). A peer that hangs or loses its
+//!   network is only noticed by ICE after about 30 s (its 5 s disconnected, then 25 s failed
+//!   timeouts),
+//!   and not at all by the signalling server: sessions need their own heartbeat
+//!   ([`op::PING`](crate::frame::op::PING)) and close the peer on silence.
+//! - **No default STUN server.** matchbox defaults to Google's STUN servers; this transport
+//!   passes only the ICE servers it is given, possibly none, so no third-party server is
+//!   contacted unless the user's settings or the signalling server
+//!   ([`signal::ICE_PATH`](crate::signal::ICE_PATH)) name one. Without STUN only host
+//!   candidates are gathered: enough on a LAN, not across NATs.
+//! - **No per-peer close.** matchbox 0.15 cannot close one peer's connection
+//!   (`WebRtcSocket::disconnect` is a to-do upstream), so
+//!   [`disconnect`](Transport::disconnect) is local: see
+//!   [`WebRtcTransport`]'s `Transport` implementation.
+//! - **Joining takes about 0.6 s.** webrtc-rs 0.21, which matchbox 0.15 builds with default
+//!   settings and no way to change them, spends it waiting on timers, not on the network
+//!   (measured on one machine, in debug builds): ICE runs its connectivity checks on a
+//!   200 ms tick, and both the first check and the nomination wait for one (~0.4 s); the
+//!   SCTP INIT that opens the data channels is queued when DTLS completes but only
+//!   transmitted at the driver's next timer (~0.2 s).
+//! - **Loopback is never an ICE candidate.** In a network namespace with only `lo`, the host
+//!   candidates are the wildcard addresses `0.0.0.0` and `::`, which Linux delivers to
+//!   loopback: the pair that works is then peer-reflexive, and ICE waits its 1 s acceptance
+//!   time for such pairs before nominating one, so a mesh there connects in 1.2–1.5 s.
+//! - **mDNS needs multicast.** webrtc-rs opens a multicast DNS socket for every peer
+//!   connection; where no interface can join the group (a namespace with only `lo` and no
+//!   `ip link set lo multicast on; ip route add 224.0.0.0/4 dev lo`), that fails, matchbox
+//!   panics in its message loop, and the transport closes with [`WebRtcError::Panicked`].
+//!
+//! ```no_run
+//! use std::time::Instant;
+//! use vimp_netcode::frame::Channel;
+//! use vimp_netcode::transport::{Transport, TransportEvent, webrtc::WebRtcTransport};
+//!
+//! let mut transport = WebRtcTransport::connect("ws://127.0.0.1:3536/K7MP2Q", &[])?;
+//! let start = Instant::now();
+//! loop {
+//!     for event in transport.poll(start.elapsed()) {
+//!         if let TransportEvent::Connected(peer) = event {
+//!             transport.send(start.elapsed(), peer, Channel::Reliable, b"hello".to_vec());
+//!         }
+//!     }
+//!     # break;
+//! }
+//! # Ok::<(), vimp_netcode::transport::webrtc::WebRtcError>(())
+//! ```
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::mem;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use futures::channel::oneshot;
+use futures::future::{Either, select};
+use matchbox_socket::{ChannelConfig, Packet, PeerId, PeerState, RtcIceServerConfig, WebRtcSocket};
+use thiserror::Error;
+
+pub use matchbox_socket::{CandidatePair, CandidateType};
+
+use crate::frame::{Channel, MAX_MESSAGE};
+use crate::signal::IceServer;
+use crate::transport::{PeerKey, Transport, TransportEvent};
+
+/// Most messages kept for a peer whose data channels delivered before its connection was reported.
+///
+/// matchbox reports a peer connected once its handshake completes, but a message the peer
+/// sends right after its own handshake may overtake that report; such messages wait for it.
+pub const MAX_EARLY_MESSAGES: usize = 256;
+
+/// Why the transport could not start, stopped, or refused a message.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum WebRtcError {
+    /// The room URL is not `ws://` or `wss://` followed by a host and a room.
+    #[error("invalid room URL {url:?}: {reason}")]
+    InvalidRoomUrl {
+        /// The URL given.
+        url: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// An ICE server URL matchbox would fail on.
+    #[error("invalid ICE server URL {url:?}: {reason}")]
+    InvalidIceServer {
+        /// The URL.
+        url: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// The message loop thread could not be started.
+    #[error("cannot start the WebRTC thread: {0}")]
+    Spawn(#[source] std::io::Error),
+    /// The signalling server could not be reached (nothing was joined).
+    #[error("cannot reach the signalling server: {reason}")]
+    ConnectFailed {
+        /// matchbox's account of it.
+        reason: String,
+    },
+    /// The signalling connection ended while no peer was connected, so no peer can ever join.
+    #[error("the signalling connection ended: {reason}")]
+    SignallingLost {
+        /// matchbox's account of it.
+        reason: String,
+    },
+    /// The message loop panicked: matchbox unwraps webrtc-rs errors, e.g. when a peer
+    /// connection cannot be created on a machine where mDNS cannot work (see the module docs).
+    /// The payload's message, for the log.
+    #[error("the WebRTC message loop panicked: {0}")]
+    Panicked(String),
+    /// A message above [`MAX_MESSAGE`] bytes: WebRTC would drop it, so it was not sent.
+    #[error("message of {len} bytes exceeds the {MAX_MESSAGE}-byte limit (chunk it with frame::Chunker)")]
+    TooLarge {
+        /// The message's size.
+        len: usize,
+    },
+    /// A message for a peer that is not connected.
+    #[error("peer {0} is not connected")]
+    NotConnected(PeerKey),
+    /// The transport is closed.
+    #[error("the WebRTC transport is closed")]
+    Closed,
+}
+
+/// Message and byte counts of one channel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ChannelStats {
+    /// Messages received and reported by [`poll`](Transport::poll).
+    pub messages_in: u64,
+    /// Bytes of those messages.
+    pub bytes_in: u64,
+    /// Messages handed to WebRTC (refused ones are not counted).
+    pub messages_out: u64,
+    /// Bytes of those messages.
+    pub bytes_out: u64,
+}
+
+/// Counters of a [`WebRtcTransport`], see [`WebRtcTransport::stats`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct WebRtcStats {
+    /// Channel `0`, reliable.
+    pub reliable: ChannelStats,
+    /// Channel `1`, unreliable.
+    pub unreliable: ChannelStats,
+    /// Messages refused for being above [`MAX_MESSAGE`] bytes.
+    pub oversized: u64,
+    /// Messages refused because their peer was not connected or the transport was closed.
+    pub unsent: u64,
+    /// Messages received and dropped: from a peer already disconnected, or beyond
+    /// [`MAX_EARLY_MESSAGES`] before its connection was reported.
+    pub dropped_in: u64,
+}
+
+impl WebRtcStats {
+    /// The counts of one channel.
+    pub fn channel(&self, channel: Channel) -> &ChannelStats {
+        match channel {
+            Channel::Reliable => &self.reliable,
+            Channel::Unreliable => &self.unreliable,
+        }
+    }
+
+    fn channel_mut(&mut self, channel: Channel) -> &mut ChannelStats {
+        match channel {
+            Channel::Reliable => &mut self.reliable,
+            Channel::Unreliable => &mut self.unreliable,
+        }
+    }
+}
+
+/// A peer the transport reported connected and has not yet forgotten.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PeerStatus {
+    /// Its channels are open.
+    Connected,
+    /// [`Transport::disconnect`] was called: reported disconnected, its messages are dropped,
+    /// until matchbox reports it gone.
+    ClosedLocally,
+}
+
+/// How the message loop thread ended.
+#[derive(Debug)]
+enum LoopEnd {
+    /// The transport asked it to stop (or was dropped).
+    Stopped,
+    /// The message loop future completed by itself.
+    Ended(Result<(), matchbox_socket::Error>),
+}
+
+/// One process's WebRTC connection to a lobby's mesh, see the [module docs](self).
+#[derive(Debug)]
+pub struct WebRtcTransport {
+    socket: WebRtcSocket,
+    local_id: Option<PeerKey>,
+    /// Peers reported connected, by key, with matchbox's id for sending.
+    peers: BTreeMap<PeerKey, (PeerId, PeerStatus)>,
+    /// Messages of peers not reported connected yet, in arrival order.
+    early: BTreeMap<PeerKey, Vec<(Channel, Vec<u8>)>>,
+    /// Peers matchbox reported gone: their late messages are dropped, not kept as early.
+    gone: BTreeSet<PeerKey>,
+    /// Events produced outside `poll` (by `disconnect`, `close`), reported by the next `poll`.
+    pending: Vec<TransportEvent>,
+    stats: WebRtcStats,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<JoinHandle<LoopEnd>>,
+    closed: bool,
+    close_reason: Option<WebRtcError>,
+}
+
+impl WebRtcTransport {
+    /// Joins the room of `room_url` (`ws://HOST:PORT/CODE` or `wss://…`) through its
+    /// signalling server, using `ice_servers` (possibly none) for ICE.
+    ///
+    /// Returns at once: the signalling server is contacted by the message loop thread, and
+    /// peers appear as [`TransportEvent::Connected`] on later polls. If the server cannot be
+    /// reached (one attempt, no retries), a later [`poll`](Transport::poll) finds the
+    /// transport [closed](Self::is_closed) with [`WebRtcError::ConnectFailed`].
+    ///
+    /// matchbox takes a single ICE server entry, so the URLs of all `ice_servers` are merged
+    /// into one; TURN URLs need a user name and credential, and every TURN server must share
+    /// the same ones ([`WebRtcError::InvalidIceServer`] otherwise).
+    pub fn connect(room_url: &str, ice_servers: &[IceServer]) -> Result<Self, WebRtcError> {
+        check_room_url(room_url)?;
+        let ice_server = merge_ice_servers(ice_servers)?;
+        let (socket, message_loop) = WebRtcSocket::builder(room_url)
+            .ice_server(ice_server)
+            .reconnect_attempts(Some(1))
+            .add_channel(ChannelConfig::reliable())
+            .add_channel(ChannelConfig::unreliable())
+            .build();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("vimp-webrtc".into())
+            .spawn(move || {
+                // `stopped` also resolves when the transport drops its sender.
+                futures::executor::block_on(async move {
+                    match select(message_loop, stopped).await {
+                        Either::Left((result, _)) => LoopEnd::Ended(result),
+                        Either::Right(_) => LoopEnd::Stopped,
+                    }
+                })
+            })
+            .map_err(WebRtcError::Spawn)?;
+        Ok(WebRtcTransport {
+            socket,
+            local_id: None,
+            peers: BTreeMap::new(),
+            early: BTreeMap::new(),
+            gone: BTreeSet::new(),
+            pending: Vec::new(),
+            stats: WebRtcStats::default(),
+            stop: Some(stop),
+            thread: Some(thread),
+            closed: false,
+            close_reason: None,
+        })
+    }
+
+    /// Sends one message to a connected peer, or says why not (the refusal is also counted).
+    ///
+    /// `Ok` means matchbox took the message, not that it will arrive: a reliable message
+    /// arrives unless the link fails, an unreliable one may be lost or reordered.
+    pub fn try_send(&mut self, peer: PeerKey, channel: Channel, bytes: Vec<u8>) -> Result<(), WebRtcError> {
+        if bytes.len() > MAX_MESSAGE {
+            self.stats.oversized += 1;
+            return Err(WebRtcError::TooLarge { len: bytes.len() });
+        }
+        if self.closed {
+            self.stats.unsent += 1;
+            return Err(WebRtcError::Closed);
+        }
+        let Some(&(id, PeerStatus::Connected)) = self.peers.get(&peer) else {
+            self.stats.unsent += 1;
+            return Err(WebRtcError::NotConnected(peer));
+        };
+        let len = bytes.len() as u64;
+        let Ok(channel_ref) = self.socket.get_channel_mut(usize::from(channel.id())) else {
+            self.stats.unsent += 1;
+            return Err(WebRtcError::Closed);
+        };
+        if channel_ref.try_send(Packet::from(bytes), id).is_err() {
+            self.stats.unsent += 1;
+            return Err(WebRtcError::Closed);
+        }
+        let stats = self.stats.channel_mut(channel);
+        stats.messages_out += 1;
+        stats.bytes_out += len;
+        Ok(())
+    }
+
+    /// The counters so far.
+    pub fn stats(&self) -> WebRtcStats {
+        self.stats
+    }
+
+    /// The peers currently connected, in key order.
+    pub fn connected_peers(&self) -> impl Iterator<Item = PeerKey> + '_ {
+        self.peers.iter().filter(|(_, (_, status))| *status == PeerStatus::Connected).map(|(key, _)| *key)
+    }
+
+    /// Which kinds of ICE candidates a connected peer is reached through (direct, via its
+    /// NAT's public address, or relayed by TURN), for diagnostics.
+    ///
+    /// `None` until known: matchbox checks about once a second, refreshed by
+    /// [`poll`](Transport::poll).
+    pub fn candidate_pair(&self, peer: PeerKey) -> Option<CandidatePair> {
+        match self.peers.get(&peer) {
+            Some(&(id, PeerStatus::Connected)) => self.socket.candidate_pair(id),
+            _ => None,
+        }
+    }
+
+    /// Whether the transport is closed, as of the last [`poll`](Transport::poll): closed by
+    /// [`close`](Self::close), or its message loop ended (see [`close_reason`](Self::close_reason)).
+    /// A closed transport has no peers and sends nothing.
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// Why the message loop ended by itself, if it did (as of the last [`poll`](Transport::poll)).
+    ///
+    /// `None` while open and after [`close`](Self::close).
+    pub fn close_reason(&self) -> Option<&WebRtcError> {
+        self.close_reason.as_ref()
+    }
+
+    /// Leaves the room: stops the message loop, which closes every peer connection and the
+    /// signalling websocket, and waits for its thread. The next [`poll`](Transport::poll)
+    /// reports every connected peer disconnected. Does nothing on a closed transport.
+    pub fn close(&mut self) {
+        if self.closed {
+            return;
+        }
+        self.socket.close();
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let end = self.thread.take().map(JoinHandle::join);
+        if let Some(Err(payload)) = end {
+            self.close_reason = Some(WebRtcError::Panicked(panic_message(payload.as_ref())));
+        }
+        self.finish();
+    }
+
+    /// Marks the transport closed and queues a disconnection for every connected peer.
+    fn finish(&mut self) {
+        self.closed = true;
+        for (key, (_, status)) in mem::take(&mut self.peers) {
+            if status == PeerStatus::Connected {
+                self.pending.push(TransportEvent::Disconnected(key));
+            }
+        }
+        self.early.clear();
+    }
+
+    /// If the message loop thread has ended by itself, joins it and closes the transport.
+    fn check_message_loop(&mut self, socket_gone: bool) {
+        let finished = self.thread.as_ref().is_none_or(JoinHandle::is_finished);
+        if !(finished || socket_gone) {
+            return;
+        }
+        self.stop = None;
+        self.close_reason = match self.thread.take().map(JoinHandle::join) {
+            Some(Ok(LoopEnd::Ended(Err(matchbox_socket::Error::ConnectionFailed(e))))) => {
+                Some(WebRtcError::ConnectFailed { reason: e.to_string() })
+            }
+            Some(Ok(LoopEnd::Ended(Err(matchbox_socket::Error::Disconnected(e))))) => {
+                Some(WebRtcError::SignallingLost { reason: e.to_string() })
+            }
+            Some(Err(payload)) => Some(WebRtcError::Panicked(panic_message(payload.as_ref()))),
+            Some(Ok(LoopEnd::Ended(Ok(())) | LoopEnd::Stopped)) | None => None,
+        };
+        self.finish();
+    }
+
+    /// Reports a received message, or keeps or drops it by what is known of its peer.
+    fn receive(&mut self, events: &mut Vec<TransportEvent>, peer: PeerKey, channel: Channel, bytes: Vec<u8>) {
+        match self.peers.get(&peer) {
+            Some((_, PeerStatus::Connected)) => {
+                let stats = self.stats.channel_mut(channel);
+                stats.messages_in += 1;
+                stats.bytes_in += bytes.len() as u64;
+                events.push(TransportEvent::Message { peer, channel, bytes });
+            }
+            Some((_, PeerStatus::ClosedLocally)) => self.stats.dropped_in += 1,
+            None if self.gone.contains(&peer) => self.stats.dropped_in += 1,
+            None => {
+                let early = self.early.entry(peer).or_default();
+                if early.len() < MAX_EARLY_MESSAGES {
+                    early.push((channel, bytes));
+                } else {
+                    self.stats.dropped_in += 1;
+                }
+            }
+        }
+    }
+}
+
+impl Transport for WebRtcTransport {
+    /// The id the signalling server gave this process (matchbox's peer id as a `u128`),
+    /// known from the first [`poll`](Transport::poll) after the server assigned it.
+    fn local_id(&self) -> Option<PeerKey> {
+        self.local_id
+    }
+
+    /// Peers connected, then the messages received on both channels, then peers
+    /// disconnected. A peer's messages never come before its `Connected` nor after its
+    /// `Disconnected`. `now` is not used: WebRTC runs on real time.
+    fn poll(&mut self, _now: Duration) -> Vec<TransportEvent> {
+        let mut events = mem::take(&mut self.pending);
+        if self.closed {
+            return events;
+        }
+        if self.local_id.is_none() {
+            self.local_id = self.socket.id().map(peer_key);
+        }
+        let (changes, socket_gone) = match self.socket.try_update_peers() {
+            Ok(changes) => (changes, false),
+            Err(_) => (Vec::new(), true),
+        };
+        let mut left = Vec::new();
+        for (id, state) in changes {
+            let key = peer_key(id);
+            match state {
+                PeerState::Connected if !self.gone.contains(&key) && !self.peers.contains_key(&key) => {
+                    self.peers.insert(key, (id, PeerStatus::Connected));
+                    events.push(TransportEvent::Connected(key));
+                    for (channel, bytes) in self.early.remove(&key).unwrap_or_default() {
+                        self.receive(&mut events, key, channel, bytes);
+                    }
+                }
+                PeerState::Connected => {}
+                PeerState::Disconnected => {
+                    self.gone.insert(key);
+                    self.stats.dropped_in += self.early.remove(&key).map_or(0, |early| early.len() as u64);
+                    left.push(key);
+                }
+            }
+        }
+        for channel in Channel::ALL {
+            let Ok(channel_ref) = self.socket.get_channel_mut(usize::from(channel.id())) else { continue };
+            for (id, packet) in channel_ref.receive() {
+                self.receive(&mut events, peer_key(id), channel, Vec::from(packet));
+            }
+        }
+        for key in left {
+            if let Some((_, PeerStatus::Connected)) = self.peers.remove(&key) {
+                events.push(TransportEvent::Disconnected(key));
+            }
+        }
+        self.check_message_loop(socket_gone);
+        events.append(&mut self.pending);
+        events
+    }
+
+    /// Sends through [`try_send`](WebRtcTransport::try_send), which counts a refusal: a
+    /// message above [`MAX_MESSAGE`] bytes is never handed to matchbox.
+    fn send(&mut self, _now: Duration, peer: PeerKey, channel: Channel, bytes: Vec<u8>) {
+        let _ = self.try_send(peer, channel, bytes);
+    }
+
+    /// Best effort, and local only: matchbox 0.15 cannot close a single peer's connection.
+    ///
+    /// The peer is reported [`Disconnected`](TransportEvent::Disconnected) by the next
+    /// [`poll`](Transport::poll), nothing more is sent to it and whatever it still sends is
+    /// dropped (counted in [`WebRtcStats::dropped_in`]). The WebRTC link itself stays open
+    /// until the peer leaves or this transport closes, and the peer is not told: send it a
+    /// [`CLOSE`](crate::frame::op::CLOSE) frame first; a peer that ignores it is still noticed
+    /// by its own heartbeat.
+    fn disconnect(&mut self, peer: PeerKey) {
+        if let Some((_, status @ PeerStatus::Connected)) = self.peers.get_mut(&peer) {
+            *status = PeerStatus::ClosedLocally;
+            self.pending.push(TransportEvent::Disconnected(peer));
+        }
+    }
+}
+
+impl Drop for WebRtcTransport {
+    /// Stops the message loop (which closes the peer connections) without waiting for its thread.
+    fn drop(&mut self) {
+        self.socket.close();
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+/// A matchbox peer id as a [`PeerKey`].
+fn peer_key(id: PeerId) -> PeerKey {
+    PeerKey(id.0.as_u128())
+}
+
+/// Checks that `url` is `ws://` or `wss://`, a host, and a non-empty room (the first path segment).
+fn check_room_url(url: &str) -> Result<(), WebRtcError> {
+    let invalid = |reason| Err(WebRtcError::InvalidRoomUrl { url: url.to_owned(), reason });
+    let Some(rest) = url.strip_prefix("ws://").or_else(|| url.strip_prefix("wss://")) else {
+        return invalid("the scheme must be ws:// or wss://");
+    };
+    let Some((host, path)) = rest.split_once('/') else {
+        return invalid("no room: expected ws://HOST:PORT/ROOM");
+    };
+    if host.is_empty() {
+        return invalid("no host");
+    }
+    match path.split(['/', '?', '#']).next() {
+        Some(room) if !room.is_empty() => Ok(()),
+        _ => invalid("no room: expected ws://HOST:PORT/ROOM"),
+    }
+}
+
+/// Merges `servers` into matchbox's single ICE server entry, checking what matchbox would panic on.
+///
+/// No server gives an entry with no URL: no STUN server is ever added by default.
+fn merge_ice_servers(servers: &[IceServer]) -> Result<RtcIceServerConfig, WebRtcError> {
+    let mut merged = RtcIceServerConfig { urls: Vec::new(), username: None, credential: None };
+    for server in servers {
+        for url in &server.urls {
+            let invalid = |reason| Err(WebRtcError::InvalidIceServer { url: url.clone(), reason });
+            let Some((scheme, rest)) = url.split_once(':') else {
+                return invalid("expected stun:HOST[:PORT] or turn:HOST[:PORT]");
+            };
+            if rest.is_empty() || rest.starts_with(':') {
+                return invalid("no host");
+            }
+            match scheme {
+                "stun" | "stuns" => {}
+                "turn" | "turns" => {
+                    let (Some(username), Some(credential)) = (&server.username, &server.credential) else {
+                        return invalid("a TURN server needs a username and a credential");
+                    };
+                    if username.is_empty() || credential.is_empty() {
+                        return invalid("a TURN server needs a username and a credential");
+                    }
+                    match (&merged.username, &merged.credential) {
+                        (None, None) => {
+                            merged.username = Some(username.clone());
+                            merged.credential = Some(credential.clone());
+                        }
+                        (Some(u), Some(c)) if u == username && c == credential => {}
+                        _ => return invalid("matchbox takes one set of TURN credentials for all TURN servers"),
+                    }
+                }
+                _ => return invalid("the scheme must be stun:, stuns:, turn: or turns:"),
+            }
+            merged.urls.push(url.clone());
+        }
+    }
+    Ok(merged)
+}
+
+/// The message of a panic payload.
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(message) = payload.downcast_ref::<&str>() {
+        (*message).to_owned()
+    } else if let Some(message) = payload.downcast_ref::<String>() {
+        message.clone()
+    } else {
+        "(no message)".to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+    use std::net::{SocketAddr, TcpListener};
+    use std::process::Command;
+    use std::time::Instant;
+
+    use super::*;
+    use crate::frame::{self, Chunker, Reassembler, op};
+    use crate::signal::{IceConfig, SignalConfig, SignalServer};
+
+    /// Set in the re-executed test process that runs inside its own network namespace.
+    const IN_NETNS: &str = "VIMP_IN_NETNS";
+
+    /// Brings loopback up with a multicast route (mDNS needs one), then runs the test binary.
+    const LOOPBACK_ONLY: &str = "ip link set lo up && ip link set lo multicast on \
+                                 && ip route add 224.0.0.0/4 dev lo && exec \"$0\" \"$@\"";
+
+    /// Brings loopback up without multicast, then runs the test binary.
+    const LOOPBACK_WITHOUT_MULTICAST: &str = "ip link set lo up && exec \"$0\" \"$@\"";
+
+    /// How long any condition may take before the test fails (ICE gives up after ~30 s).
+    const DEADLINE: Duration = Duration::from_secs(20);
+
+    /// Whether to run the body of the test `name` of this module: `true` in the child that
+    /// runs in a network namespace of its own with only loopback, set up by the shell
+    /// command `setup` (WebRTC gathers the machine's addresses, so real-WebRTC tests must
+    /// not see the machine's network). Otherwise re-executes this test binary for `name`
+    /// under `unshare`, asserts that it passed, prints its output and returns `false`.
+    fn in_own_netns(name: &str, setup: &str) -> bool {
+        if std::env::var_os(IN_NETNS).is_some() {
+            return true;
+        }
+        let module = module_path!().split_once("::").map_or(module_path!(), |(_, path)| path);
+        let test = format!("{module}::{name}");
+        let exe = std::env::current_exe().expect("the test binary's path");
+        let output = Command::new("unshare")
+            .args(["-rn", "sh", "-c", setup])
+            .arg(&exe)
+            .args(["--exact", &test, "--nocapture"])
+            .env(IN_NETNS, "1")
+            .output()
+            .expect("unshare runs");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            output.status.success() && stdout.contains("1 passed"),
+            "{test} failed in its network namespace ({}):\n--- stdout\n{stdout}\n--- stderr\n{stderr}",
+            output.status
+        );
+        print!("{stdout}");
+        false
+    }
+
+    fn local_signal_server() -> SignalServer {
+        SignalServer::start(SignalConfig { bind: SocketAddr::from(([127, 0, 0, 1], 0)), ice: IceConfig::default() })
+            .expect("the signalling server starts")
+    }
+
+    /// A deterministic byte pattern.
+    fn pattern(len: usize, salt: u8) -> Vec<u8> {
+        (0..len).map(|i| (i as u8).wrapping_mul(31).wrapping_add(salt ^ (i >> 8) as u8)).collect()
+    }
+
+    /// One transport and what its polls reported so far.
+    struct Peer {
+        transport: WebRtcTransport,
+        connected: BTreeSet<PeerKey>,
+        left: BTreeSet<PeerKey>,
+        inbox: Vec<(PeerKey, Channel, Vec<u8>)>,
+        /// When the first peer connected, since the test's start.
+        first_connected: Option<Duration>,
+    }
+
+    impl Peer {
+        fn join(url: &str) -> Peer {
+            let transport = WebRtcTransport::connect(url, &[]).expect("connects");
+            Peer {
+                transport,
+                connected: BTreeSet::new(),
+                left: BTreeSet::new(),
+                inbox: Vec::new(),
+                first_connected: None,
+            }
+        }
+
+        fn id(&self) -> PeerKey {
+            self.transport.local_id().expect("the signalling server assigned an id")
+        }
+
+        /// The messages from `from` on `channel`, in arrival order.
+        fn received(&self, from: PeerKey, channel: Channel) -> Vec<&[u8]> {
+            self.inbox.iter().filter(|(p, c, _)| (*p, *c) == (from, channel)).map(|(_, _, b)| b.as_slice()).collect()
+        }
+
+        fn poll(&mut self, start: Instant) {
+            let me = self.transport.local_id();
+            for event in self.transport.poll(start.elapsed()) {
+                match event {
+                    TransportEvent::Connected(peer) => {
+                        assert!(self.connected.insert(peer), "{me:?}: {peer} connected twice");
+                        self.first_connected.get_or_insert(start.elapsed());
+                    }
+                    TransportEvent::Disconnected(peer) => {
+                        assert!(self.connected.remove(&peer), "{me:?}: {peer} disconnected while not connected");
+                        self.left.insert(peer);
+                    }
+                    TransportEvent::Message { peer, channel, bytes } => {
+                        assert!(self.connected.contains(&peer), "{me:?}: a message from {peer}, not connected");
+                        self.inbox.push((peer, channel, bytes));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Polls every peer until `done` (which may also send) says so, or fails at the deadline.
+    fn poll_until(peers: &mut [Peer], start: Instant, what: &str, mut done: impl FnMut(&mut [Peer]) -> bool) {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            for peer in peers.iter_mut() {
+                peer.poll(start);
+            }
+            if done(peers) {
+                return;
+            }
+            let reasons: Vec<_> = peers.iter().map(|p| p.transport.close_reason().map(ToString::to_string)).collect();
+            assert!(Instant::now() < deadline, "{what}: not done within {DEADLINE:?} (close reasons: {reasons:?})");
+            std::thread::park_timeout(Duration::from_millis(1));
+        }
+    }
+
+    /// Polls until every peer is connected to every other one.
+    fn poll_until_meshed(peers: &mut [Peer], start: Instant) {
+        let others = peers.len() - 1;
+        poll_until(peers, start, "the mesh connects", |peers| peers.iter().all(|p| p.connected.len() == others));
+        let ids: BTreeSet<PeerKey> = peers.iter().map(Peer::id).collect();
+        for peer in peers.iter() {
+            let mut expected = ids.clone();
+            expected.remove(&peer.id());
+            assert_eq!(peer.connected, expected, "{}: connected to everyone else", peer.id());
+        }
+    }
+
+    /// Sends `bytes` on the unreliable channel from `from` to `to` every 50 ms until it arrives.
+    fn exchange_unreliable(peers: &mut [Peer], start: Instant, from: usize, to: usize, bytes: &[u8]) {
+        let (from_id, to_id) = (peers[from].id(), peers[to].id());
+        let mut last_sent: Option<Instant> = None;
+        poll_until(peers, start, "an unreliable message arrives", |peers| {
+            if peers[to].received(from_id, Channel::Unreliable).contains(&bytes) {
+                return true;
+            }
+            if last_sent.is_none_or(|t| t.elapsed() >= Duration::from_millis(50)) {
+                peers[from].transport.try_send(to_id, Channel::Unreliable, bytes.to_vec()).expect("sent");
+                last_sent = Some(Instant::now());
+            }
+            false
+        });
+    }
+
+    #[test]
+    fn the_transport_is_send() {
+        fn is_send<T: Send>() {}
+        is_send::<WebRtcTransport>();
+    }
+
+    #[test]
+    fn room_urls_are_checked() {
+        for ok in ["ws://127.0.0.1:3536/K7MP2Q", "wss://signal.example.net/K7MP2Q?next=2", "ws://h/r/extra"] {
+            assert!(check_room_url(ok).is_ok(), "{ok}");
+        }
+        for bad in ["http://127.0.0.1:3536/K7MP2Q", "ws://127.0.0.1:3536", "ws://127.0.0.1:3536/", "ws:///K7MP2Q", ""] {
+            let err = check_room_url(bad).expect_err(bad);
+            assert!(matches!(err, WebRtcError::InvalidRoomUrl { .. }), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn no_ice_server_is_added_by_default() {
+        let merged = merge_ice_servers(&[]).expect("no servers is fine");
+        assert!(merged.urls.is_empty() && merged.username.is_none() && merged.credential.is_none(), "{merged:?}");
+    }
+
+    #[test]
+    fn ice_servers_merge_into_one_entry() {
+        let turn = |url: &str, user: &str| IceServer {
+            urls: vec![url.into()],
+            username: Some(user.into()),
+            credential: Some("secret".into()),
+        };
+        let stun = IceServer { urls: vec!["stun:stun.example.net:3478".into()], ..IceServer::default() };
+        let merged =
+            merge_ice_servers(&[stun.clone(), turn("turn:a.example.net", "u"), turn("turns:b.example.net", "u")])
+                .expect("one credential set");
+        assert_eq!(merged.urls, ["stun:stun.example.net:3478", "turn:a.example.net", "turns:b.example.net"]);
+        assert_eq!((merged.username.as_deref(), merged.credential.as_deref()), (Some("u"), Some("secret")));
+
+        let conflicting = merge_ice_servers(&[turn("turn:a.example.net", "u"), turn("turn:b.example.net", "v")]);
+        assert!(matches!(conflicting, Err(WebRtcError::InvalidIceServer { .. })), "{conflicting:?}");
+        let anonymous_turn = IceServer { urls: vec!["turn:a.example.net".into()], ..IceServer::default() };
+        assert!(matches!(merge_ice_servers(&[anonymous_turn]), Err(WebRtcError::InvalidIceServer { .. })));
+        for bad in ["stun.example.net:3478", "http://x", "stun:", "stun::3478"] {
+            let server = IceServer { urls: vec![bad.into()], ..IceServer::default() };
+            assert!(matches!(merge_ice_servers(&[server]), Err(WebRtcError::InvalidIceServer { .. })), "{bad}");
+        }
+    }
+
+    #[test]
+    fn an_unreachable_signalling_server_closes_the_transport_with_its_reason() {
+        // A port that was just free: nothing listens there.
+        let addr = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port");
+        let mut transport = WebRtcTransport::connect(&format!("ws://{addr}/K7MP2Q"), &[]).expect("starts");
+        let deadline = Instant::now() + DEADLINE;
+        while !transport.is_closed() {
+            assert_eq!(transport.poll(Duration::ZERO), [], "no peer, no message");
+            assert!(Instant::now() < deadline, "still open after {DEADLINE:?}");
+            std::thread::park_timeout(Duration::from_millis(1));
+        }
+        assert!(matches!(transport.close_reason(), Some(WebRtcError::ConnectFailed { .. })), "{transport:?}");
+        assert_eq!(transport.local_id(), None);
+        let refused = transport.try_send(PeerKey(1), Channel::Reliable, b"x".to_vec());
+        assert!(matches!(refused, Err(WebRtcError::Closed)), "{refused:?}");
+        assert_eq!(transport.stats().unsent, 1);
+    }
+
+    #[test]
+    fn a_lone_peer_gets_an_id_and_closes_cleanly() {
+        let server = local_signal_server();
+        let mut transport = WebRtcTransport::connect(&format!("{}/K7MP2Q", server.url()), &[]).expect("starts");
+        let deadline = Instant::now() + DEADLINE;
+        while transport.local_id().is_none() {
+            assert_eq!(transport.poll(Duration::ZERO), []);
+            assert!(Instant::now() < deadline, "no id after {DEADLINE:?}: {:?}", transport.close_reason());
+            std::thread::park_timeout(Duration::from_millis(1));
+        }
+        assert!(!transport.is_closed());
+        transport.close();
+        assert!(transport.is_closed());
+        assert!(transport.close_reason().is_none(), "{:?}", transport.close_reason());
+        assert_eq!(transport.poll(Duration::ZERO), []);
+        let refused = transport.try_send(PeerKey(1), Channel::Unreliable, b"x".to_vec());
+        assert!(matches!(refused, Err(WebRtcError::Closed)), "{refused:?}");
+        server.stop().expect("stops");
+    }
+
+    #[test]
+    fn two_peers_exchange_on_both_channels_and_see_each_other_leave() {
+        if !in_own_netns("two_peers_exchange_on_both_channels_and_see_each_other_leave", LOOPBACK_ONLY) {
+            return;
+        }
+        let server = local_signal_server();
+        let url = format!("{}/K7MP2Q", server.url());
+        let start = Instant::now();
+        let mut peers = vec![Peer::join(&url), Peer::join(&url)];
+        poll_until_meshed(&mut peers, start);
+        println!("2 peers: all connected {:?} after connect", start.elapsed());
+        let (a, b) = (peers[0].id(), peers[1].id());
+
+        // Reliable, both ways, big messages included.
+        let big = pattern(60_000, 1);
+        let mut map = Vec::new();
+        frame::encode(op::MAP_DATA, &pattern(199_999, 2), &mut map);
+        let chunks = Chunker::new().split(&map).expect("chunks");
+        assert_eq!(chunks.len(), 4);
+        peers[0].transport.send(start.elapsed(), b, Channel::Reliable, b"hello b".to_vec());
+        peers[0].transport.send(start.elapsed(), b, Channel::Reliable, big.clone());
+        for chunk in &chunks {
+            peers[0].transport.try_send(b, Channel::Reliable, chunk.clone()).expect("a chunk fits");
+        }
+        peers[1].transport.send(start.elapsed(), a, Channel::Reliable, b"hello a".to_vec());
+        poll_until(&mut peers, start, "the reliable messages arrive", |p| {
+            p[1].received(a, Channel::Reliable).len() == 6 && p[0].received(b, Channel::Reliable).len() == 1
+        });
+        let at_b = peers[1].received(a, Channel::Reliable);
+        assert_eq!(at_b[0], b"hello b");
+        assert!(at_b[1] == big.as_slice(), "the 60,000-byte message arrives whole and intact");
+        let mut reassembler = Reassembler::new();
+        let whole: Vec<Vec<u8>> = at_b[2..].iter().filter_map(|m| reassembler.push(m).expect("valid chunk")).collect();
+        assert!(whole.len() == 1 && whole[0] == map, "the chunked 200,000-byte frame is reassembled intact");
+        assert_eq!(peers[0].received(b, Channel::Reliable), [b"hello a"]);
+
+        // Over 64 KiB: refused, counted, never handed to matchbox.
+        let before = peers[0].transport.stats();
+        peers[0].transport.send(start.elapsed(), b, Channel::Reliable, pattern(70_000, 3));
+        let refused = peers[0].transport.try_send(b, Channel::Unreliable, pattern(70_000, 4));
+        assert!(matches!(refused, Err(WebRtcError::TooLarge { len: 70_000 })), "{refused:?}");
+        let after = peers[0].transport.stats();
+        assert_eq!(after.oversized, before.oversized + 2);
+        assert_eq!((after.reliable, after.unreliable), (before.reliable, before.unreliable));
+
+        // Unreliable, both ways.
+        exchange_unreliable(&mut peers, start, 0, 1, b"snapshot to b");
+        exchange_unreliable(&mut peers, start, 1, 0, b"input to a");
+
+        let (sent, got) = (peers[0].transport.stats(), peers[1].transport.stats());
+        let chunk_bytes: usize = chunks.iter().map(Vec::len).sum();
+        assert_eq!(sent.reliable.messages_out, 6);
+        assert_eq!(sent.reliable.bytes_out, (7 + 60_000 + chunk_bytes) as u64);
+        assert_eq!((got.reliable.messages_in, got.reliable.bytes_in), (6, sent.reliable.bytes_out));
+        assert!(got.unreliable.messages_in >= 1 && sent.unreliable.messages_out >= got.unreliable.messages_in);
+        let unknown = peers[0].transport.try_send(PeerKey(42), Channel::Reliable, b"x".to_vec());
+        assert!(matches!(unknown, Err(WebRtcError::NotConnected(PeerKey(42)))), "{unknown:?}");
+
+        // How the pair connected (known about a second after connecting).
+        poll_until(&mut peers, start, "the candidate pairs are known", |p| {
+            p[0].transport.candidate_pair(b).is_some() && p[1].transport.candidate_pair(a).is_some()
+        });
+        println!(
+            "2 peers: candidate pairs {:?} / {:?}",
+            peers[0].transport.candidate_pair(b),
+            peers[1].transport.candidate_pair(a)
+        );
+
+        // One leaves: the other sees it go and stays open.
+        let leaving = peers.pop().expect("b");
+        let left_at = Instant::now();
+        drop(leaving);
+        poll_until(&mut peers, start, "a sees b leave", |p| p[0].left.contains(&b));
+        println!("2 peers: a dropped peer is seen disconnected after {:?}", left_at.elapsed());
+        assert!(!peers[0].transport.is_closed());
+        assert!(matches!(
+            peers[0].transport.try_send(b, Channel::Reliable, vec![1]),
+            Err(WebRtcError::NotConnected(_))
+        ));
+        server.stop().expect("stops");
+    }
+
+    #[test]
+    fn three_peers_form_a_full_mesh_and_survive_one_leaving() {
+        if !in_own_netns("three_peers_form_a_full_mesh_and_survive_one_leaving", LOOPBACK_ONLY) {
+            return;
+        }
+        let server = local_signal_server();
+        let url = format!("{}/K7MP2Q", server.url());
+        let start = Instant::now();
+        let mut peers = vec![Peer::join(&url), Peer::join(&url), Peer::join(&url)];
+        poll_until_meshed(&mut peers, start);
+        let firsts: Vec<_> = peers.iter().map(|p| p.first_connected.expect("connected")).collect();
+        println!("3 peers: all connected {:?} after connect; first peer connected at {firsts:?}", start.elapsed());
+
+        let ids: Vec<PeerKey> = peers.iter().map(Peer::id).collect();
+        for (from, peer) in peers.iter_mut().enumerate() {
+            for to in (0..3).filter(|&to| to != from) {
+                let message = format!("{from} to {to}").into_bytes();
+                peer.transport.try_send(ids[to], Channel::Reliable, message).expect("sent");
+            }
+        }
+        poll_until(&mut peers, start, "everyone hears from everyone", |p| p.iter().all(|p| p.inbox.len() == 2));
+        for (to, peer) in peers.iter().enumerate() {
+            for from in (0..3).filter(|&from| from != to) {
+                assert_eq!(peer.received(ids[from], Channel::Reliable), [format!("{from} to {to}").as_bytes()]);
+            }
+        }
+        exchange_unreliable(&mut peers, start, 2, 0, b"unreliable 2 to 0");
+
+        // The middle one leaves gracefully; the others see it go and keep their link.
+        let left_at = Instant::now();
+        peers[1].transport.close();
+        assert!(peers[1].transport.is_closed() && peers[1].transport.close_reason().is_none());
+        let events = peers[1].transport.poll(start.elapsed());
+        let mut others = [ids[0], ids[2]];
+        others.sort();
+        let expected: Vec<_> = others.into_iter().map(TransportEvent::Disconnected).collect();
+        assert_eq!(events, expected, "closing reports every peer disconnected, in key order");
+        let mut rest = vec![peers.remove(0), peers.remove(1)];
+        poll_until(&mut rest, start, "the others see it leave", |p| p.iter().all(|p| p.left.contains(&ids[1])));
+        println!("3 peers: a closed peer is seen disconnected after {:?}", left_at.elapsed());
+        rest[1].transport.try_send(ids[0], Channel::Reliable, b"still here".to_vec()).expect("sent");
+        poll_until(&mut rest, start, "the remaining link works", |p| {
+            p[0].received(ids[2], Channel::Reliable).contains(&b"still here".as_slice())
+        });
+        server.stop().expect("stops");
+    }
+
+    #[test]
+    fn without_multicast_the_message_loop_panics_and_the_transports_close_with_it() {
+        if !in_own_netns(
+            "without_multicast_the_message_loop_panics_and_the_transports_close_with_it",
+            LOOPBACK_WITHOUT_MULTICAST,
+        ) {
+            return;
+        }
+        let server = local_signal_server();
+        let url = format!("{}/K7MP2Q", server.url());
+        let start = Instant::now();
+        let mut peers = vec![Peer::join(&url), Peer::join(&url)];
+        // The peer that makes the offer creates a peer connection first, and fails.
+        poll_until(&mut peers, start, "a transport closes", |p| p.iter().any(|p| p.transport.is_closed()));
+        for peer in &peers {
+            assert!(peer.connected.is_empty() && peer.left.is_empty(), "no peer ever connected");
+        }
+        let closed = peers.iter().find(|p| p.transport.is_closed()).expect("one closed");
+        let reason = closed.transport.close_reason();
+        assert!(matches!(reason, Some(WebRtcError::Panicked(_))), "{reason:?}");
+        println!("without multicast: {}", reason.map(ToString::to_string).unwrap_or_default());
+        server.stop().expect("stops");
+    }
+}

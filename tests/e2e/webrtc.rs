@@ -1,0 +1,173 @@
+//! A real match over WebRTC between real processes: `vimp signal`, a headless host with bots and
+//! two headless clients that join by lobby code.
+//!
+//! WebRTC gathers the machine's network addresses, so the test runs inside a network namespace
+//! of its own with only loopback up (`unshare -rn`, multicast on `lo` for webrtc's mDNS socket):
+//! not one packet leaves this machine's loopback. The test re-runs itself inside the namespace.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::{Duration, Instant};
+
+use crate::repo;
+
+const IN_NETNS: &str = "VIMP_IN_NETNS";
+
+/// Runs the named test of this binary again inside a fresh network namespace; true when this
+/// call is already inside one (then the caller runs the test's body).
+pub(crate) fn in_own_netns(test: &str) -> bool {
+    if std::env::var_os(IN_NETNS).is_some() {
+        return true;
+    }
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let out = Command::new("unshare")
+        .args(["-rn", "sh", "-c"])
+        .arg(
+            "ip link set lo up && ip link set lo multicast on && ip route add 224.0.0.0/4 dev lo && exec \"$0\" \"$@\"",
+        )
+        .arg(exe)
+        .args(["--exact", test, "--nocapture", "--test-threads", "1"])
+        .env(IN_NETNS, "1")
+        .output()
+        .expect("unshare runs (util-linux)");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "the test inside its network namespace failed:\n{text}");
+    assert!(text.contains("1 passed"), "the test did run inside the namespace:\n{text}");
+    false
+}
+
+/// A child process whose stdout lines arrive on a channel, killed on drop.
+struct Proc {
+    child: Child,
+    lines: Receiver<String>,
+}
+
+impl Proc {
+    fn spawn(args: &[&str]) -> Proc {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_vimp"))
+            .args(args)
+            .current_dir(repo(""))
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("vimp starts");
+        let stdout: ChildStdout = child.stdout.take().expect("stdout");
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Proc { child, lines }
+    }
+
+    /// The first line containing `needle`, waiting at most `limit`.
+    fn line_with(&self, needle: &str, limit: Duration) -> String {
+        let deadline = Instant::now() + limit;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) if line.contains(needle) => return line,
+                Ok(_) => {}
+                Err(e) => panic!("no line with {needle:?} in time: {e}"),
+            }
+        }
+    }
+
+    /// Everything it printed until it exits (at most `limit`), and its exit status.
+    fn finish(mut self, limit: Duration) -> (String, std::process::ExitStatus) {
+        let deadline = Instant::now() + limit;
+        let mut out = String::new();
+        loop {
+            while let Ok(line) = self.lines.try_recv() {
+                out.push_str(&line);
+                out.push('\n');
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                // Drain what the reader thread still holds.
+                while let Ok(line) = self.lines.recv_timeout(Duration::from_millis(200)) {
+                    out.push_str(&line);
+                    out.push('\n');
+                }
+                return (out, status);
+            }
+            assert!(Instant::now() < deadline, "the process did not finish in time; it printed:\n{out}");
+            let _ = self.lines.recv_timeout(Duration::from_millis(50)).map(|l| {
+                out.push_str(&l);
+                out.push('\n');
+            });
+        }
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn two_clients_join_a_host_by_code_over_webrtc() {
+    if !in_own_netns("webrtc::two_clients_join_a_host_by_code_over_webrtc") {
+        return;
+    }
+    let signal = Proc::spawn(&["signal", "--bind", "127.0.0.1:0"]);
+    let line = signal.line_with("listening on", Duration::from_secs(30));
+    let addr = line.split_whitespace().nth(4).expect("listening on ADDR").to_owned();
+    let url = format!("ws://{addr}");
+
+    let host = Proc::spawn(&[
+        "host",
+        "--headless",
+        "--signal",
+        &url,
+        "--code",
+        "K7M-P2Q",
+        "--bots",
+        "2",
+        "--map",
+        "maps/test-small.json",
+        "--seconds",
+        "60",
+    ]);
+    host.line_with("lobby code", Duration::from_secs(30));
+
+    let join = |name: &str, say: &str| {
+        Proc::spawn(&[
+            "join",
+            "k7mp2q",
+            "--signal",
+            &url,
+            "--headless",
+            "--name",
+            name,
+            "--seconds",
+            "8",
+            "--say",
+            say,
+            "--json",
+        ])
+    };
+    let a = join("ann", "hello from ann");
+    let b = join("bob", "hello from bob");
+    let (out_a, status_a) = a.finish(Duration::from_secs(60));
+    let (out_b, status_b) = b.finish(Duration::from_secs(60));
+    let report = |out: &str| -> serde_json::Value {
+        serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("a JSON report ({e}):\n{out}"))
+    };
+    let (ra, rb) = (report(&out_a), report(&out_b));
+    println!("ann: {ra}\nbob: {rb}");
+    assert!(status_a.success() && status_b.success(), "both leave cleanly");
+    for (r, other) in [(&ra, "hello from bob"), (&rb, "hello from ann")] {
+        assert_eq!(r["joined"], true);
+        let per_s = r["snapshots_per_s"].as_f64().expect("snapshots_per_s");
+        assert!(per_s >= 25.0, "{per_s} snapshots a second");
+        let chat = r["chat"].as_array().expect("chat");
+        assert!(chat.iter().any(|l| l[0] == other), "the other's chat line arrived: {chat:?}");
+        assert!(r["join_ms"].as_f64().is_some());
+    }
+    assert_ne!(ra["player_id"], rb["player_id"]);
+}
