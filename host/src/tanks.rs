@@ -97,7 +97,9 @@ impl Plugin for TanksPlugin {
         .add_systems(HostTick, weapons::burst_bombs.in_set(HostSystems::Contacts))
         .add_systems(
             HostTick,
-            (rows::build_rows, rows::publish_scores).in_set(HostSystems::Snapshot).in_set(RowsSystems),
+            (rows::build_rows, rows::publish_scores, rows::publish_panels)
+                .in_set(HostSystems::Snapshot)
+                .in_set(RowsSystems),
         );
     }
 }

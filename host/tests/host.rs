@@ -541,6 +541,48 @@ mod network {
     }
 
     #[test]
+    fn the_panel_comes_whole_then_only_its_changes_and_the_keyset_says_player() {
+        let mut lan = Lan::new(None);
+        let a = lan.join(hello("ann"));
+        lan.run(Duration::from_millis(2500), None);
+        let meta = lan.clients[a].take_meta();
+        let panels: Vec<Vec<String>> = meta
+            .iter()
+            .filter(|(port, _)| *port == vimp_netcode::meta::PANEL_DATA)
+            .map(|(_, bytes)| serde_json::from_slice(bytes).expect("panel json"))
+            .collect();
+        assert!(panels.len() >= 2, "{panels:?}");
+        let first: Vec<&str> = panels[0].iter().map(|e| e.split(':').next().unwrap_or_default()).collect();
+        assert_eq!(first, ["t", "h", "w1", "w2", "wa"], "the whole panel first");
+        assert!(panels[0].contains(&"h:100".to_owned()) && panels[0].contains(&"wa:w1".to_owned()));
+        // Then only what changed: the clock each second, health when the bot hits ann.
+        assert!(panels[1..].iter().all(|p| p.len() < 3), "only changed keys: {panels:?}");
+        assert!(panels[1..].iter().any(|p| p == &["t:179".to_owned()]), "{panels:?}");
+        assert!(meta.iter().any(|(port, bytes)| *port == vimp_netcode::meta::KEYSET_DATA && bytes == b"1"));
+    }
+
+    #[test]
+    fn a_team_vote_lists_the_teams_and_moves_the_player() {
+        let mut lan = Lan::new(None);
+        let a = lan.join(hello("ann"));
+        assert!(lan.run_until(Duration::from_secs(2), |l| l.clients[a].stats().snapshots > 0));
+        let me = lan.clients[a].welcome().map(|w| w.player_id).expect("welcome");
+        let team = lan.tank(me).map(|t| t.team).expect("tank");
+        lan.clients[a].send_meta(vimp_netcode::meta::VOTE, br#""teams""#);
+        let other = 3 - team;
+        lan.clients[a].send_meta(vimp_netcode::meta::VOTE, format!(r#"["teams", {other}]"#).as_bytes());
+        lan.run(Duration::from_millis(300), None);
+        let votes: Vec<serde_json::Value> = lan.clients[a]
+            .take_meta()
+            .into_iter()
+            .filter(|(port, _)| *port == vimp_netcode::meta::VOTE_DATA)
+            .map(|(_, b)| serde_json::from_slice(&b).expect("json"))
+            .collect();
+        assert_eq!(votes, [serde_json::json!({ "name": "teams", "values": [1, 2] })]);
+        assert_eq!(lan.tank(me).map(|t| t.team), Some(other), "the game moved ann");
+    }
+
+    #[test]
     fn a_version_mismatch_is_4410_and_a_wrong_password_4401() {
         let mut lan = Lan::new(Some("sesame"));
         let mut old = hello("old");

@@ -141,6 +141,13 @@ impl<T: Transport> Client<T> {
         }
     }
 
+    /// Sends a raw client→server meta payload on `port` (votes, auth responses).
+    pub fn send_meta(&mut self, port: u8, payload: &[u8]) {
+        if let Some((_, session)) = self.host.as_mut() {
+            session.send_meta(port, payload);
+        }
+    }
+
     /// Leaves: a close frame goes to the host.
     pub fn leave(&mut self, now: Duration) {
         if let Some((_, session)) = self.host.as_mut() {

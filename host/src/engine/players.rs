@@ -110,6 +110,11 @@ pub struct Score {
 #[derive(Resource, Clone, Debug, Default, PartialEq, Eq)]
 pub struct Scores(pub BTreeMap<PlayerId, Score>);
 
+/// Each player's HUD panel as the game keeps it: `key → value` (`t` — round time in seconds —
+/// is the one key the engine names; the rest are the game's).
+#[derive(Resource, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Panels(pub BTreeMap<PlayerId, Vec<(String, String)>>);
+
 /// The game's key table (`playerKeys`); the engine applies events through it without reading it.
 #[derive(Resource, Clone, Debug, Default)]
 pub struct PlayerKeys(pub KeyTable);

@@ -124,7 +124,8 @@ impl Plugin for HostPlugin {
             .init_resource::<SnapshotStats>()
             .init_resource::<GameHooks>()
             .init_resource::<MetaOutbox>()
-            .init_resource::<players::Scores>();
+            .init_resource::<players::Scores>()
+            .init_resource::<players::Panels>();
 
         let mut schedule = Schedule::new(HostTick);
         schedule.set_executor_kind(ExecutorKind::SingleThreaded);

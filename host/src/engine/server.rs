@@ -19,11 +19,14 @@ use std::time::Duration;
 
 use vimp_netcode::frame::{Channel, op};
 use vimp_netcode::input::KeyTable;
-use vimp_netcode::meta::{ChatMessage, ClientMeta, MetaError, MetaMessage, PlayerStat, StatTable};
+use vimp_netcode::meta::{
+    ChatMessage, ClientMeta, Keyset, ListRequest, MetaError, MetaMessage, PanelState, PlayerStat, StatTable, Vote,
+    VoteAnswer, VoteValues,
+};
 use vimp_netcode::session::{HostEvent, HostSession, HostSessionConfig, SessionToken, Welcome, close};
 use vimp_netcode::transport::{PeerKey, Transport};
 
-use crate::engine::players::{HostCommand, Participants, PlayerId, PlayerKeys, Scores};
+use crate::engine::players::{HostCommand, Panels, Participants, PlayerId, PlayerKeys, Scores};
 use crate::engine::roster::Roster;
 use crate::engine::schedule::Host;
 use crate::engine::snapshot::FrameReceivers;
@@ -83,6 +86,7 @@ pub struct Server<T: Transport> {
     stats: ServerStats,
     stat: StatTable,
     next_stat: Duration,
+    panels: BTreeMap<PeerKey, PanelState>,
 }
 
 /// How often the stat table's changes are broadcast.
@@ -118,6 +122,7 @@ impl<T: Transport> Server<T> {
             stats: ServerStats::default(),
             stat: StatTable::new(),
             next_stat: Duration::ZERO,
+            panels: BTreeMap::new(),
         }
     }
 
@@ -232,6 +237,9 @@ impl<T: Transport> Server<T> {
                         session.accept(&welcome, &self.config.client_config);
                         let full = MetaMessage::Stat(self.stat.full()).encode();
                         session.send(Channel::Reliable, op::STAT_DATA, &full);
+                        session.send(Channel::Reliable, op::KEYSET_DATA, &MetaMessage::Keyset(Keyset::Player).encode());
+                        // A new peer gets the whole panel on the next tick.
+                        self.panels.insert(peer, PanelState::new());
                         if let Some(old) = a.replaced
                             && let Some(old_session) = self.peers.get_mut(&old)
                         {
@@ -259,6 +267,7 @@ impl<T: Transport> Server<T> {
                 }
             }
             HostEvent::Meta { port: op::client::CHAT, payload } => self.on_chat(peer, &payload),
+            HostEvent::Meta { port: op::client::VOTE, payload } => self.on_vote(peer, &payload),
             HostEvent::Meta { .. } => {}
             HostEvent::Latency(ms) => {
                 if let Some(player) = self.roster.player_of(peer) {
@@ -294,6 +303,44 @@ impl<T: Transport> Server<T> {
         let line = MetaMessage::from(ChatMessage::User { text: text.into_string(), author, team }).encode();
         for session in self.peers.values_mut().filter(|s| s.is_active()) {
             session.send(Channel::Reliable, op::CHAT_DATA, &line);
+        }
+    }
+
+    /// Votes: a team request answers with the teams; a team pick asks the game to move the
+    /// player (it decides); the map list is the current map until map rotation exists.
+    fn on_vote(&mut self, peer: PeerKey, payload: &[u8]) {
+        let Some(player) = self.roster.player_of(peer) else { return };
+        let answer = match ClientMeta::decode(op::client::VOTE, payload) {
+            Ok(ClientMeta::Vote(answer)) => answer,
+            _ => {
+                if let Some(s) = self.peers.get_mut(&peer) {
+                    s.close(close::PROTOCOL);
+                }
+                return;
+            }
+        };
+        let reply = match answer {
+            VoteAnswer::Request(ListRequest::Teams) => Some(Vote {
+                name: "teams".into(),
+                params: None,
+                values: Some(VoteValues::List(vec![1.into(), 2.into()])),
+            }),
+            VoteAnswer::Request(ListRequest::Maps) => {
+                let map = self.host.world().resource::<crate::engine::mapstate::MapState>();
+                let names = map.config.iter().map(|c| c.name.clone().into()).collect();
+                Some(Vote { name: "maps".into(), params: None, values: Some(VoteValues::List(names)) })
+            }
+            VoteAnswer::Pick { name, value } if name == "teams" => {
+                let team = value.as_u64().or_else(|| value.as_str().and_then(|s| s.parse().ok()));
+                if let Some(team) = team.and_then(|t| u8::try_from(t).ok()) {
+                    self.host.push(HostCommand::SetTeam { player, team });
+                }
+                None
+            }
+            VoteAnswer::Pick { .. } => None,
+        };
+        if let (Some(vote), Some(session)) = (reply, self.peers.get_mut(&peer)) {
+            session.send(Channel::Reliable, op::VOTE_DATA, &MetaMessage::Vote(vote).encode());
         }
     }
 
@@ -339,6 +386,16 @@ impl<T: Transport> Server<T> {
                 self.stats.frames_sent += 1;
             }
         }
+        let panels = self.host.world().resource::<Panels>();
+        for (player, panel) in &panels.0 {
+            let Some(peer) = self.roster.seat(*player).and_then(|s| s.peer) else { continue };
+            let (Some(state), Some(session)) = (self.panels.get_mut(&peer), self.peers.get_mut(&peer)) else {
+                continue;
+            };
+            if let Some(diff) = state.diff(panel).filter(|_| session.is_active()) {
+                session.send(Channel::Reliable, op::PANEL_DATA, &MetaMessage::Panel(diff).encode());
+            }
+        }
         for message in self.host.take_meta() {
             let payload = message.payload.to_string();
             for (peer, session) in self.peers.iter_mut().filter(|(_, s)| s.is_active()) {
@@ -368,6 +425,7 @@ impl<T: Transport> Server<T> {
 
     fn drop_peer(&mut self, peer: PeerKey, now: Duration) {
         self.peers.remove(&peer);
+        self.panels.remove(&peer);
         if let Some(player) = self.roster.disconnected(peer, now) {
             self.latency.remove(&player);
             self.host.world_mut().resource_mut::<FrameReceivers>().0.remove(&player);

@@ -4,9 +4,10 @@ use bevy::prelude::*;
 use vimp_netcode::snapshot::{Block, FieldValue, PlayerBlock, round2};
 
 use crate::engine::physics::Physics;
-use crate::engine::players::{Participants, Score, Scores};
+use crate::engine::players::{Panels, Participants, Score, Scores};
 use crate::engine::snapshot::SnapshotRows;
 use crate::tanks::TanksRules;
+use crate::tanks::rounds::Round;
 use crate::tanks::tank::{Tank, sorted};
 use crate::tanks::weapons::Bomb;
 
@@ -36,6 +37,24 @@ pub(crate) fn publish_scores(tanks: Query<&Tank>, mut scores: ResMut<Scores>) {
         .map(|t| {
             let status = if t.alive { String::new() } else { "dead".to_owned() };
             (t.player, Score { score: t.score as i64, deaths: t.deaths, status })
+        })
+        .collect();
+}
+
+/// Keeps each player's panel: `t` round time left (s), `h` health, `w1`/`w2` ammo, `wa` active weapon.
+pub(crate) fn publish_panels(tanks: Query<&Tank>, round: Res<Round>, mut panels: ResMut<Panels>) {
+    let t = round.time_left().ceil().max(0.0) as u32;
+    panels.0 = tanks
+        .iter()
+        .map(|tank| {
+            let panel = vec![
+                ("t".to_owned(), t.to_string()),
+                ("h".to_owned(), (tank.health.ceil().max(0.0) as u32).to_string()),
+                ("w1".to_owned(), tank.ammo[0].to_string()),
+                ("w2".to_owned(), tank.ammo[1].to_string()),
+                ("wa".to_owned(), tank.weapon.name().to_owned()),
+            ];
+            (tank.player, panel)
         })
         .collect();
 }
