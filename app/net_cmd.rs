@@ -34,7 +34,26 @@ pub struct IceArgs {
     pub turn_pass: Option<String>,
 }
 
+/// The environment variable with more ICE servers, as JSON: `[{"urls": ["stun:…"]}, …]`.
+pub const ICE_ENV: &str = "VIMP_ICE_SERVERS";
+
 impl IceArgs {
+    /// The ICE servers to use: these flags, then `VIMP_ICE_SERVERS`, then what the signalling
+    /// server at `signal` hands out. None of them by default.
+    pub fn resolve(&self, signal: &str) -> anyhow::Result<Vec<IceServer>> {
+        let mut out = self.servers();
+        if let Ok(json) = std::env::var(ICE_ENV) {
+            let more: Vec<IceServer> =
+                serde_json::from_str(&json).with_context(|| format!("{ICE_ENV} is not a JSON list of ICE servers"))?;
+            out.extend(more);
+        }
+        match vimp_netcode::signal::fetch_ice(signal, Duration::from_secs(3)) {
+            Ok(list) => out.extend(list.ice_servers),
+            Err(e) => eprintln!("note: {e}; going on with {} ICE server(s)", out.len()),
+        }
+        Ok(out)
+    }
+
     /// The ICE servers these flags name.
     pub fn servers(&self) -> Vec<IceServer> {
         let mut out = Vec::new();
@@ -169,7 +188,7 @@ pub fn host(args: &HostArgs) -> anyhow::Result<i32> {
     }
     host.step();
     let url = room_url(&signal_url, &code);
-    let transport = WebRtcTransport::connect(&url, &args.ice.servers())?;
+    let transport = WebRtcTransport::connect(&url, &args.ice.resolve(&signal_url)?)?;
     let server_config = ServerConfig {
         match_id: format!("{code}-{seed:016x}"),
         max_players: args.max_players,
@@ -231,8 +250,10 @@ pub fn join(args: &JoinArgs) -> anyhow::Result<i32> {
         password: args.password.clone(),
         resume_token: None,
     };
+    let signal = url.rsplit_once('/').map_or(url.as_str(), |(server, _)| server).to_owned();
+    let ice = args.ice.resolve(&signal)?;
     let start = Instant::now();
-    let transport = WebRtcTransport::connect(&url, &args.ice.servers())?;
+    let transport = WebRtcTransport::connect(&url, &ice)?;
     let mut client = Client::new(transport, hello);
     let mut rtts = Vec::new();
     let mut said = false;

@@ -85,6 +85,39 @@ pub enum SignalError {
     Serve(String),
 }
 
+/// Asks the signalling server at `server` (`ws://HOST:PORT`) for its ICE list (`GET /ice`).
+///
+/// Plain `ws://` only (the request is HTTP/1.1 over the same address); a `wss://` server's
+/// list comes from flags or settings instead.
+pub fn fetch_ice(server: &str, timeout: std::time::Duration) -> Result<IceConfig, SignalError> {
+    use std::io::{Read, Write};
+    use std::net::{TcpStream, ToSocketAddrs};
+
+    let fail = |reason: String| SignalError::Serve(format!("fetching the ICE list from {server}: {reason}"));
+    let authority = server
+        .strip_prefix("ws://")
+        .ok_or_else(|| fail("only ws:// signalling servers serve it over plain HTTP".into()))?
+        .trim_end_matches('/');
+    let authority = authority.split('/').next().unwrap_or(authority);
+    let addr = authority
+        .to_socket_addrs()
+        .map_err(|e| fail(e.to_string()))?
+        .next()
+        .ok_or_else(|| fail("the address resolves to nothing".into()))?;
+    let mut stream = TcpStream::connect_timeout(&addr, timeout).map_err(|e| fail(e.to_string()))?;
+    stream.set_read_timeout(Some(timeout)).map_err(|e| fail(e.to_string()))?;
+    write!(stream, "GET {ICE_PATH} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n")
+        .map_err(|e| fail(e.to_string()))?;
+    let mut answer = Vec::new();
+    stream.take(64 * 1024).read_to_end(&mut answer).map_err(|e| fail(e.to_string()))?;
+    let text = String::from_utf8_lossy(&answer);
+    let (head, body) = text.split_once("\r\n\r\n").ok_or_else(|| fail("no HTTP answer".into()))?;
+    if !head.starts_with("HTTP/1.1 200") {
+        return Err(fail(head.lines().next().unwrap_or_default().to_owned()));
+    }
+    serde_json::from_str(body).map_err(|e| fail(e.to_string()))
+}
+
 /// A running signalling server.
 #[derive(Debug)]
 pub struct SignalServer {
@@ -233,6 +266,20 @@ mod tests {
         let msg: serde_json::Value = serde_json::from_slice(&frame[2..2 + len]).expect("json");
         assert!(msg["IdAssigned"].is_string(), "{msg}");
         drop(s);
+        server.stop().expect("stops");
+    }
+
+    #[test]
+    fn fetch_ice_reads_the_list_back() {
+        let mut config = local();
+        config
+            .ice
+            .ice_servers
+            .push(IceServer { urls: vec!["stun:stun.example.net:3478".into()], ..Default::default() });
+        let server = SignalServer::start(config.clone()).expect("starts");
+        let got = fetch_ice(&server.url(), Duration::from_secs(5)).expect("fetched");
+        assert_eq!(got, config.ice);
+        assert!(fetch_ice("wss://example.net", Duration::from_secs(1)).is_err());
         server.stop().expect("stops");
     }
 
