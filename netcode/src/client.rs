@@ -200,7 +200,7 @@ impl<T: Transport> Client<T> {
                 self.on_event(event, now);
             }
             if let Some((_, session)) = self.host.as_mut() {
-                session.flush_inputs();
+                session.flush_inputs(now);
             }
         }
         self.flush(now);

@@ -332,7 +332,7 @@ impl Default for HostSessionConfig {
             max_missed_pings: 5,
             hello_timeout: Duration::from_secs(10),
             rtt_smoothing: 0.25,
-            input_rate: (240.0, 120.0),
+            input_rate: (250.0, 250.0),
             chat_rate: (5.0, 0.5),
             vote_rate: (10.0, 1.0),
         }
@@ -695,9 +695,16 @@ pub struct ClientSession {
     clock: Option<(f64, Duration, f64)>,
     unacked: VecDeque<BinaryKeyEvent>,
     acked: Option<u32>,
+    last_input_send: Option<Duration>,
+    last_input_sent_seq: Option<u32>,
     answered: bool,
     now: Duration,
 }
+
+/// Unacknowledged inputs are sent again this often (60 Hz) until the host acknowledges them.
+pub const INPUT_REPEAT_INTERVAL: Duration = Duration::from_micros(16_667);
+/// Input packets never go out more often than this (125 Hz), however often the client flushes.
+pub const MIN_INPUT_INTERVAL: Duration = Duration::from_millis(8);
 
 impl ClientSession {
     /// A session that says hello at `now`.
@@ -712,6 +719,8 @@ impl ClientSession {
             clock: None,
             unacked: VecDeque::new(),
             acked: None,
+            last_input_send: None,
+            last_input_sent_seq: None,
             answered: false,
             now,
             config,
@@ -857,11 +866,21 @@ impl ClientSession {
         self.unacked.len()
     }
 
-    /// Queues one input packet repeating every unacknowledged event (nothing when none).
-    pub fn flush_inputs(&mut self) {
+    /// Queues an input packet repeating every unacknowledged event, when one is due: at once
+    /// for an event not sent yet (but not more often than [`MIN_INPUT_INTERVAL`]), else every
+    /// [`INPUT_REPEAT_INTERVAL`] until the host acknowledges them. Call it as often as you like.
+    pub fn flush_inputs(&mut self, now: Duration) {
         if !self.is_active() || self.unacked.is_empty() {
             return;
         }
+        let newest = self.unacked.back().map(|e| e.seq);
+        let since = self.last_input_send.map_or(Duration::MAX, |t| now.saturating_sub(t));
+        let fresh = newest != self.last_input_sent_seq;
+        if since < MIN_INPUT_INTERVAL || (!fresh && since < INPUT_REPEAT_INTERVAL) {
+            return;
+        }
+        self.last_input_send = Some(now);
+        self.last_input_sent_seq = newest;
         // Events whose seqs jump by more than the batch form allows go in the next packet.
         let mut batch: Vec<(u32, KeyAction, u8)> = Vec::new();
         for e in &self.unacked {
@@ -1067,9 +1086,18 @@ mod tests {
         while host.poll_event().is_some() {}
         client.push_input(1, KeyAction::Down, 0);
         client.push_input(2, KeyAction::Down, 6);
-        client.flush_inputs();
+        client.flush_inputs(Duration::ZERO);
         client.push_input(3, KeyAction::Up, 0);
-        client.flush_inputs();
+        client.flush_inputs(MS);
+        assert!(client.poll_transmit().is_some() && client.poll_transmit().is_none(), "one packet within 8 ms");
+        client.flush_inputs(10 * MS);
+        client.flush_inputs(11 * MS);
+        client.flush_inputs(20 * MS);
+        assert!(
+            client.poll_transmit().is_some() && client.poll_transmit().is_none(),
+            "the new event at once, no repeat yet"
+        );
+        client.flush_inputs(27 * MS);
         progress(&mut host, &mut client, MS);
         let got: Vec<Vec<u32>> = std::iter::from_fn(|| host.poll_event())
             .filter_map(|e| match e {
@@ -1077,7 +1105,7 @@ mod tests {
                 _ => None,
             })
             .collect();
-        assert_eq!(got, [vec![1, 2], vec![1, 2, 3]]);
+        assert_eq!(got, [vec![1, 2, 3]], "the repeat after 16.7 ms; the first two packets were dropped above");
         client.ack_inputs(2);
         assert_eq!(client.unacked_inputs(), 1);
         client.push_input(2, KeyAction::Up, 6);
@@ -1191,9 +1219,7 @@ mod tests {
             {
                 client.ack_inputs(a);
             }
-            if ms.is_multiple_of(15) {
-                client.flush_inputs();
-            }
+            client.flush_inputs(now);
             while let Some((ch, m)) = host.poll_transmit() {
                 host_end.send(now, ch, m);
             }
