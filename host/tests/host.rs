@@ -501,7 +501,12 @@ mod network {
 
         lan.clients[a].say("hi all");
         lan.clients[b].say("  yo  ");
-        assert!(lan.run_until(Duration::from_secs(1), |l| l.clients.iter().all(|c| c.chat().len() == 2)));
+        let user_lines = |c: &Client<MemoryTransport>| c.chat().iter().filter(|l| l.is_array()).count();
+        assert!(lan.run_until(Duration::from_secs(1), |l| l.clients.iter().all(|c| user_lines(c) == 2)));
+        // System lines of the engine's group s: whoever joined second was announced to the first.
+        let joined =
+            |c: &Client<MemoryTransport>| c.chat().iter().any(|l| l.as_str().is_some_and(|s| s.starts_with("s:1:ann")));
+        assert!(lan.clients.iter().any(joined), "{:?}", lan.clients[a].chat());
         let team_a = lan.tank(wa.player_id).map(|t| t.team).expect("team");
         assert!(lan.clients[b].chat().contains(&serde_json::json!(["hi all", "ann", team_a])));
         assert!(lan.clients[a].chat().iter().any(|l| l[0] == "yo" && l[1] == "ann (2)"));
@@ -610,6 +615,27 @@ mod network {
         lan.run(Duration::from_secs(1), None);
         assert!(lan.clients[good].stats().snapshots >= n0 + 25, "the other client keeps playing");
         assert!(lan.clients[good].closed().is_none());
+    }
+
+    #[test]
+    fn an_oversize_frame_closes_its_sender_with_4400() {
+        let mut lan = Lan::new(None);
+        let good = lan.join(hello("good"));
+        let big = lan.join(hello("big"));
+        assert!(lan.run_until(Duration::from_secs(2), |l| l.clients.iter().all(|c| c.stats().snapshots > 0)));
+        // Five full chunks announce a 327 kB frame: past 256 KiB before it is even whole.
+        let data = vec![7u8; vimp_netcode::frame::MAX_CHUNK_DATA];
+        let now = lan.now;
+        for index in 0..5 {
+            let mut message = Vec::new();
+            vimp_netcode::frame::Chunk { id: 1, index, count: 5, data: &data }.encode(&mut message);
+            lan.clients[big].transport_mut().send(now, HOST, Channel::Reliable, message);
+        }
+        lan.run(Duration::from_millis(300), None);
+        assert_eq!(lan.clients[big].closed().map(|c| c.0), Some(close::PROTOCOL));
+        let n0 = lan.clients[good].stats().snapshots;
+        lan.run(Duration::from_secs(1), None);
+        assert!(lan.clients[good].stats().snapshots >= n0 + 25, "the other client keeps playing");
     }
 
     #[test]

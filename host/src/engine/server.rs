@@ -13,6 +13,9 @@
 //!
 //! A peer that misbehaves (garbage, oversize frames, floods) is closed with its code
 //! by its own session; nothing else in the match notices.
+//!
+//! System chat lines of the engine's group `s`: `s:1:name` — joined, `s:2:name` — left
+//! (its slot waits for a resume), `s:3:name` — came back with its token.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -245,6 +248,8 @@ impl<T: Transport> Server<T> {
                         {
                             old_session.close(close::REPLACED);
                         }
+                        let (code, name) = (if a.resumed { 3 } else { 1 }, a.nickname.clone());
+                        self.system_chat(code, name);
                         if !a.resumed {
                             self.host.push(HostCommand::Join {
                                 player: a.player,
@@ -301,6 +306,14 @@ impl<T: Transport> Server<T> {
             participants.0.get(&player).map_or((String::new(), 0), |p| (p.name.clone(), p.team))
         };
         let line = MetaMessage::from(ChatMessage::User { text: text.into_string(), author, team }).encode();
+        for session in self.peers.values_mut().filter(|s| s.is_active()) {
+            session.send(Channel::Reliable, op::CHAT_DATA, &line);
+        }
+    }
+
+    /// Sends a system chat line of the engine's group `s` to every client.
+    fn system_chat(&mut self, code: u32, name: String) {
+        let line = MetaMessage::from(ChatMessage::System { group: "s".into(), code, params: vec![name] }).encode();
         for session in self.peers.values_mut().filter(|s| s.is_active()) {
             session.send(Channel::Reliable, op::CHAT_DATA, &line);
         }
@@ -427,6 +440,9 @@ impl<T: Transport> Server<T> {
         self.peers.remove(&peer);
         self.panels.remove(&peer);
         if let Some(player) = self.roster.disconnected(peer, now) {
+            if let Some(name) = self.roster.seat(player).map(|s| s.nickname.clone()) {
+                self.system_chat(2, name);
+            }
             self.latency.remove(&player);
             self.host.world_mut().resource_mut::<FrameReceivers>().0.remove(&player);
             self.host.push(HostCommand::Release { player });
