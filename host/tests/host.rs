@@ -588,6 +588,47 @@ mod network {
     }
 
     #[test]
+    fn the_map_comes_at_join_and_again_after_clear_at_a_new_round() {
+        let mut lan = Lan::new(None);
+        let a = lan.join(hello("ann"));
+        assert!(lan.run_until(Duration::from_secs(2), |l| l.clients[a].stats().snapshots > 0));
+        let maps = |meta: &[(u8, Vec<u8>)]| {
+            meta.iter()
+                .filter(|(p, _)| *p == vimp_netcode::meta::MAP_DATA)
+                .map(|(_, b)| serde_json::from_slice::<serde_json::Value>(b).expect("json")["name"].clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(maps(&lan.clients[a].take_meta()), [serde_json::json!("Test small")]);
+        // The round restarts on the map: clients clear their canvases and get the map again.
+        let map = lan.server.host().world().resource::<vimp_host::engine::mapstate::MapState>().config.clone();
+        lan.server.host_mut().load_map(map.expect("a map")).expect("reload");
+        lan.run(Duration::from_millis(300), None);
+        let meta = lan.clients[a].take_meta();
+        let clear = meta.iter().position(|(p, b)| *p == vimp_netcode::meta::CLEAR && b == b"null");
+        let again = meta.iter().position(|(p, _)| *p == vimp_netcode::meta::MAP_DATA);
+        assert!(clear.is_some() && again.is_some() && clear < again, "CLEAR, then MAP_DATA");
+    }
+
+    #[test]
+    fn a_full_server_says_so_and_rejects_with_4503() {
+        let mut lan = Lan::new(None);
+        for i in 0..16 {
+            lan.join(hello(&format!("p{i}")));
+        }
+        // 16 slots: the bot's and 15 players'; the 16th hello to arrive is refused.
+        assert!(lan.run_until(Duration::from_secs(3), |l| {
+            l.clients.iter().all(|c| c.welcome().is_some() || c.closed().is_some())
+        }));
+        let refused: Vec<usize> = (0..16).filter(|&i| lan.clients[i].closed().is_some()).collect();
+        assert_eq!(refused.len(), 1);
+        let loser = &mut lan.clients[refused[0]];
+        assert_eq!(loser.closed().map(|c| c.0), Some(close::SERVER_FULL));
+        let informs: Vec<(u8, Vec<u8>)> = loser.take_meta();
+        assert!(informs.contains(&(vimp_netcode::meta::TECH_INFORM_DATA, b"[0]".to_vec())), "{informs:?}");
+        assert_eq!(lan.clients.iter().filter(|c| c.welcome().is_some()).count(), 15);
+    }
+
+    #[test]
     fn a_version_mismatch_is_4410_and_a_wrong_password_4401() {
         let mut lan = Lan::new(Some("sesame"));
         let mut old = hello("old");

@@ -783,8 +783,12 @@ impl ClientSession {
                 self.state = ClientState::Closed(reject.code);
                 self.events.push_back(ClientEvent::Rejected(reject));
             }
+            // A "black screen" message may come with a refusal (server full).
+            (ClientState::Hello, op::TECH_INFORM_DATA) => {
+                self.events.push_back(ClientEvent::Meta { port: op::TECH_INFORM_DATA, payload: frame.payload.to_vec() })
+            }
             // Before an answer, the peer may not be a host at all (a fellow client in the mesh
-            // saying its own hello): anything but an answer is ignored.
+            // saying its own hello): anything else is ignored.
             (ClientState::Hello, _) => {}
             (_, op::CLOSE) => {
                 let code = frame.payload.get(..2).map_or(close::NORMAL, |b| u16::from_be_bytes([b[0], b[1]]));

@@ -23,8 +23,8 @@ use std::time::Duration;
 use vimp_netcode::frame::{Channel, op};
 use vimp_netcode::input::KeyTable;
 use vimp_netcode::meta::{
-    ChatMessage, ClientMeta, Keyset, ListRequest, MetaError, MetaMessage, PanelState, PlayerStat, StatTable, Vote,
-    VoteAnswer, VoteValues,
+    ChatMessage, Clear, ClientMeta, Keyset, ListRequest, MetaError, MetaMessage, PanelState, PlayerStat, StatTable,
+    TechInform, Vote, VoteAnswer, VoteValues,
 };
 use vimp_netcode::session::{HostEvent, HostSession, HostSessionConfig, SessionToken, Welcome, close};
 use vimp_netcode::transport::{PeerKey, Transport};
@@ -90,6 +90,7 @@ pub struct Server<T: Transport> {
     stat: StatTable,
     next_stat: Duration,
     panels: BTreeMap<PeerKey, PanelState>,
+    map_loads: u32,
 }
 
 /// How often the stat table's changes are broadcast.
@@ -126,6 +127,7 @@ impl<T: Transport> Server<T> {
             stat: StatTable::new(),
             next_stat: Duration::ZERO,
             panels: BTreeMap::new(),
+            map_loads: 0,
         }
     }
 
@@ -216,9 +218,19 @@ impl<T: Transport> Server<T> {
         match event {
             HostEvent::Hello(hello) => {
                 let admitted = self.roster.admit(peer, &hello, now, fresh_token);
+                let map = self.map_message();
                 let Some(session) = self.peers.get_mut(&peer) else { return };
                 match admitted {
-                    Err(code) => session.reject(code, None),
+                    Err(code) => {
+                        if code == close::SERVER_FULL {
+                            let full = MetaMessage::TechInform(TechInform::Show {
+                                code: TechInform::SERVER_FULL,
+                                params: None,
+                            });
+                            session.send(Channel::Reliable, op::TECH_INFORM_DATA, &full.encode());
+                        }
+                        session.reject(code, None)
+                    }
                     Ok(a) => {
                         let input_seq = self
                             .host
@@ -238,6 +250,9 @@ impl<T: Transport> Server<T> {
                             input_seq,
                         };
                         session.accept(&welcome, &self.config.client_config);
+                        if let Some(map) = &map {
+                            session.send(Channel::Reliable, op::MAP_DATA, map);
+                        }
                         let full = MetaMessage::Stat(self.stat.full()).encode();
                         session.send(Channel::Reliable, op::STAT_DATA, &full);
                         session.send(Channel::Reliable, op::KEYSET_DATA, &MetaMessage::Keyset(Keyset::Player).encode());
@@ -308,6 +323,34 @@ impl<T: Transport> Server<T> {
         let line = MetaMessage::from(ChatMessage::User { text: text.into_string(), author, team }).encode();
         for session in self.peers.values_mut().filter(|s| s.is_active()) {
             session.send(Channel::Reliable, op::CHAT_DATA, &line);
+        }
+    }
+
+    /// The current map as a `MAP_DATA` payload (the map's JSON form).
+    fn map_message(&self) -> Option<Vec<u8>> {
+        let map = self.host.world().resource::<crate::engine::mapstate::MapState>();
+        let json = serde_json::to_value(map.config.as_ref()?).ok()?;
+        Some(MetaMessage::Map(json).encode())
+    }
+
+    /// After a map load (a new map, or the same one for a new round): `CLEAR`, then the map.
+    fn announce_map_changes(&mut self) {
+        let loads = self.host.world().resource::<crate::engine::mapstate::MapState>().loads;
+        if loads == self.map_loads {
+            return;
+        }
+        let first = self.map_loads == 0;
+        self.map_loads = loads;
+        if first {
+            return;
+        }
+        let clear = MetaMessage::Clear(Clear::All).encode();
+        let map = self.map_message();
+        for session in self.peers.values_mut().filter(|s| s.is_active()) {
+            session.send(Channel::Reliable, op::CLEAR, &clear);
+            if let Some(map) = &map {
+                session.send(Channel::Reliable, op::MAP_DATA, map);
+            }
         }
     }
 
@@ -391,6 +434,7 @@ impl<T: Transport> Server<T> {
 
     /// Sends the last tick's frames and meta messages to their receivers.
     fn send_tick_output(&mut self) {
+        self.announce_map_changes();
         let frames = self.host.take_frames();
         for (player, bytes) in frames.frames {
             let Some(peer) = self.roster.seat(player).and_then(|s| s.peer) else { continue };
