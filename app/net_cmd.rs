@@ -194,6 +194,7 @@ pub fn host(args: &HostArgs) -> anyhow::Result<i32> {
         max_players: args.max_players,
         password: args.password.clone(),
         client_config: vimp_host::tanks::client_config(&config),
+        session: vimp_host::engine::server::session_config(&config.game),
         ..ServerConfig::default()
     };
     let mut server = Server::new(host, transport, server_config);

@@ -64,6 +64,22 @@ impl Default for ServerConfig {
     }
 }
 
+/// The session settings with the game's overrides of the engine's RTT defaults (spec 000):
+/// `rttPingInterval` (ms), `maxLatency` (ms) and `maxMissedPings` in the init config's `game` half.
+pub fn session_config(game: &serde_json::Value) -> HostSessionConfig {
+    let mut config = HostSessionConfig::default();
+    if let Some(ms) = game.get("rttPingInterval").and_then(|v| v.as_f64()).filter(|ms| *ms >= 100.0) {
+        config.ping_interval = Duration::from_secs_f64(ms / 1000.0);
+    }
+    if let Some(ms) = game.get("maxLatency").and_then(|v| v.as_f64()).filter(|ms| *ms > 0.0) {
+        config.max_latency_ms = ms;
+    }
+    if let Some(n) = game.get("maxMissedPings").and_then(|v| v.as_u64()).filter(|n| *n > 0) {
+        config.max_missed_pings = n.min(u32::MAX as u64) as u32;
+    }
+    config
+}
+
 /// Figures of the server's traffic.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct ServerStats {
@@ -491,5 +507,20 @@ impl<T: Transport> Server<T> {
             self.host.world_mut().resource_mut::<FrameReceivers>().0.remove(&player);
             self.host.push(HostCommand::Release { player });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_game_may_override_the_rtt_defaults() {
+        let d = session_config(&serde_json::json!({}));
+        assert_eq!((d.ping_interval, d.max_latency_ms, d.max_missed_pings), (Duration::from_secs(3), 1000.0, 5));
+        let o = session_config(&serde_json::json!({ "rttPingInterval": 1500, "maxLatency": 400, "maxMissedPings": 3 }));
+        assert_eq!((o.ping_interval, o.max_latency_ms, o.max_missed_pings), (Duration::from_millis(1500), 400.0, 3));
+        let junk = session_config(&serde_json::json!({ "rttPingInterval": 5, "maxLatency": -1, "maxMissedPings": 0 }));
+        assert_eq!(junk, d, "values out of range keep the defaults");
     }
 }
