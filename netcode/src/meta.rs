@@ -93,40 +93,40 @@ use thiserror::Error;
 // ---- ports ----
 
 /// Server → client: the merged client config (any JSON object).
-pub const CONFIG_DATA: u8 = 0;
+pub const CONFIG_DATA: u8 = crate::frame::op::CONFIG_DATA;
 /// Server → client: the auth form ([`AuthData`]).
-pub const AUTH_DATA: u8 = 1;
+pub const AUTH_DATA: u8 = crate::frame::op::AUTH_DATA;
 /// Server → client: auth errors or `null` ([`AuthResult`]).
-pub const AUTH_RESULT: u8 = 2;
+pub const AUTH_RESULT: u8 = crate::frame::op::AUTH_RESULT;
 /// Server → client: the map (any JSON object).
-pub const MAP_DATA: u8 = 3;
+pub const MAP_DATA: u8 = crate::frame::op::MAP_DATA;
 /// Server → client: the one-off first frame ([`FirstShot`]).
-pub const FIRST_SHOT_DATA: u8 = 4;
+pub const FIRST_SHOT_DATA: u8 = crate::frame::op::FIRST_SHOT_DATA;
 /// Server → client: a system sound name ([`Sound`]).
-pub const SOUND_DATA: u8 = 6;
+pub const SOUND_DATA: u8 = crate::frame::op::SOUND_DATA;
 /// Server → client: an on-screen game message ([`GameInform`]).
-pub const GAME_INFORM_DATA: u8 = 7;
+pub const GAME_INFORM_DATA: u8 = crate::frame::op::GAME_INFORM_DATA;
 /// Server → client: a "black screen" technical message ([`TechInform`]).
-pub const TECH_INFORM_DATA: u8 = 8;
+pub const TECH_INFORM_DATA: u8 = crate::frame::op::TECH_INFORM_DATA;
 /// Server → client: clear the canvases, all or one set ([`Clear`]).
-pub const CLEAR: u8 = 11;
+pub const CLEAR: u8 = crate::frame::op::CLEAR;
 /// Server → client: the HUD panel, per user, changed keys only ([`Panel`]).
-pub const PANEL_DATA: u8 = 13;
+pub const PANEL_DATA: u8 = crate::frame::op::PANEL_DATA;
 /// Server → client: the statistics delta, broadcast ([`StatUpdate`]).
-pub const STAT_DATA: u8 = 14;
+pub const STAT_DATA: u8 = crate::frame::op::STAT_DATA;
 /// Server → client: a chat message ([`ChatMessage`]).
-pub const CHAT_DATA: u8 = 15;
+pub const CHAT_DATA: u8 = crate::frame::op::CHAT_DATA;
 /// Server → client: a vote ([`Vote`]).
-pub const VOTE_DATA: u8 = 16;
+pub const VOTE_DATA: u8 = crate::frame::op::VOTE_DATA;
 /// Server → client: the active key set ([`Keyset`]).
-pub const KEYSET_DATA: u8 = 17;
+pub const KEYSET_DATA: u8 = crate::frame::op::KEYSET_DATA;
 
 /// Client → server: the filled auth form plus the lobby JWT ([`AuthResponse`]).
-pub const AUTH_RESPONSE: u8 = 1;
+pub const AUTH_RESPONSE: u8 = crate::frame::op::client::AUTH_RESPONSE;
 /// Client → server: a chat line or `/command` ([`ChatText`]).
-pub const CHAT: u8 = 6;
+pub const CHAT: u8 = crate::frame::op::client::CHAT;
 /// Client → server: a vote answer or a list request ([`VoteAnswer`]).
-pub const VOTE: u8 = 7;
+pub const VOTE: u8 = crate::frame::op::client::VOTE;
 
 // ---- limits ----
 

@@ -439,17 +439,10 @@ impl HostSession {
         if self.close_code().is_some() {
             return;
         }
-        if bytes.len() > frame::MAX_MESSAGE {
-            // No transport message is larger: the chunker splits big frames.
-            return self.close(close::PROTOCOL);
-        }
-        let whole = match channel {
-            Channel::Reliable => match self.reassembler.push(bytes) {
-                Ok(Some(whole)) => whole,
-                Ok(None) => return,
-                Err(_) => return self.close(close::PROTOCOL),
-            },
-            Channel::Unreliable => bytes.to_vec(),
+        let whole = match whole_frame(&mut self.reassembler, channel, bytes) {
+            Ok(Some(whole)) => whole,
+            Ok(None) => return,
+            Err(()) => return self.close(close::PROTOCOL),
         };
         let Ok(frame) = frame::parse(&whole) else { return self.close(close::PROTOCOL) };
         match (self.state, frame.opcode) {
@@ -600,6 +593,19 @@ impl HostSession {
     /// The next event for the host.
     pub fn poll_event(&mut self) -> Option<HostEvent> {
         self.events.pop_front()
+    }
+}
+
+/// A whole frame out of one transport message: reliable messages go through the reassembler
+/// (`Ok(None)` while a chunked frame is incomplete); any message above the transport's limit
+/// (the chunker never makes one) or a bad chunk is `Err`.
+fn whole_frame(reassembler: &mut Reassembler, channel: Channel, bytes: &[u8]) -> Result<Option<Vec<u8>>, ()> {
+    if bytes.len() > frame::MAX_MESSAGE {
+        return Err(());
+    }
+    match channel {
+        Channel::Reliable => reassembler.push(bytes).map_err(|_| ()),
+        Channel::Unreliable => Ok(Some(bytes.to_vec())),
     }
 }
 
@@ -755,16 +761,10 @@ impl ClientSession {
             return;
         }
         self.last_heard = self.now;
-        if bytes.len() > frame::MAX_MESSAGE {
-            return self.close(close::PROTOCOL);
-        }
-        let whole = match channel {
-            Channel::Reliable => match self.reassembler.push(bytes) {
-                Ok(Some(whole)) => whole,
-                Ok(None) => return,
-                Err(_) => return self.close(close::PROTOCOL),
-            },
-            Channel::Unreliable => bytes.to_vec(),
+        let whole = match whole_frame(&mut self.reassembler, channel, bytes) {
+            Ok(Some(whole)) => whole,
+            Ok(None) => return,
+            Err(()) => return self.close(close::PROTOCOL),
         };
         let Ok(frame) = frame::parse(&whole) else { return self.close(close::PROTOCOL) };
         match (self.state, frame.opcode) {
