@@ -92,6 +92,9 @@ pub struct HostArgs {
     /// The map file.
     #[arg(long, default_value = "maps/default.json")]
     pub map: PathBuf,
+    /// A map players may vote for (repeatable), besides the one being played.
+    #[arg(long = "vote-map", value_name = "FILE")]
+    pub vote_maps: Vec<PathBuf>,
     /// A lobby password.
     #[arg(long)]
     pub password: Option<String>,
@@ -187,6 +190,12 @@ pub fn host(args: &HostArgs) -> anyhow::Result<i32> {
         host.push(HostCommand::Join { player: PlayerId(i), name: format!("bot{i}"), team: None, bot: true });
     }
     host.step();
+    let mut vote_maps = Vec::new();
+    for path in &args.vote_maps {
+        let label = path.display().to_string();
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading {label}"))?;
+        vote_maps.push(vimp_host::engine::map::MapConfig::from_json(&label, &text)?);
+    }
     let url = room_url(&signal_url, &code);
     let transport = WebRtcTransport::connect(&url, &args.ice.resolve(&signal_url)?)?;
     let server_config = ServerConfig {
@@ -195,6 +204,7 @@ pub fn host(args: &HostArgs) -> anyhow::Result<i32> {
         password: args.password.clone(),
         client_config: vimp_host::tanks::client_config(&config),
         session: vimp_host::engine::server::session_config(&config.game),
+        maps: vote_maps,
         ..ServerConfig::default()
     };
     let mut server = Server::new(host, transport, server_config);

@@ -403,6 +403,10 @@ mod network {
 
     impl Lan {
         pub(crate) fn new(password: Option<&str>) -> Lan {
+            Lan::with_maps(password, Vec::new())
+        }
+
+        pub(crate) fn with_maps(password: Option<&str>, maps: Vec<vimp_host::engine::map::MapConfig>) -> Lan {
             let config = vimp_host::tanks::init_config(21);
             let mut host = Host::new(config.clone(), TanksPlugin).expect("host");
             host.load_map_json("small", super::SMALL).expect("map");
@@ -411,6 +415,7 @@ mod network {
             let server_config = ServerConfig {
                 password: password.map(str::to_owned),
                 client_config: vimp_host::tanks::client_config(&config),
+                maps,
                 ..ServerConfig::default()
             };
             let server = Server::new(host, MemoryTransport::new(HOST), server_config);
@@ -626,6 +631,47 @@ mod network {
         let informs: Vec<(u8, Vec<u8>)> = loser.take_meta();
         assert!(informs.contains(&(vimp_netcode::meta::TECH_INFORM_DATA, b"[0]".to_vec())), "{informs:?}");
         assert_eq!(lan.clients.iter().filter(|c| c.welcome().is_some()).count(), 15);
+    }
+
+    #[test]
+    fn a_map_vote_passes_with_a_majority_and_loads_the_map() {
+        let arena = vimp_host::engine::map::MapConfig::from_json("default", super::DEFAULT).expect("map");
+        let mut lan = Lan::with_maps(None, vec![arena]);
+        let a = lan.join(hello("ann"));
+        let b = lan.join(hello("bob"));
+        let c = lan.join(hello("cy"));
+        assert!(lan.run_until(Duration::from_secs(2), |l| l.clients.iter().all(|c| c.stats().snapshots > 0)));
+        lan.clients[a].send_meta(vimp_netcode::meta::VOTE, br#""maps""#);
+        lan.clients[a].send_meta(vimp_netcode::meta::VOTE, br#"["maps", "Arena"]"#);
+        lan.run(Duration::from_millis(200), None);
+        let asked = |m: &[(u8, Vec<u8>)]| {
+            m.iter()
+                .filter(|(p, _)| *p == vimp_netcode::meta::VOTE_DATA)
+                .map(|(_, b)| serde_json::from_slice::<serde_json::Value>(b).expect("json"))
+                .collect::<Vec<_>>()
+        };
+        let votes_a = asked(&lan.clients[a].take_meta());
+        assert_eq!(votes_a[0], serde_json::json!({ "name": "maps", "values": ["Test small", "Arena"] }));
+        let ask = serde_json::json!({ "name": "mapChange", "params": ["Arena"], "values": ["yes", "no"] });
+        assert_eq!(votes_a[1], ask);
+        assert_eq!(asked(&lan.clients[b].take_meta()), std::slice::from_ref(&ask));
+        // One of three said yes (the proposer): not yet. cy says no; bob's yes makes two of three.
+        lan.clients[c].send_meta(vimp_netcode::meta::VOTE, br#"["mapChange", "no"]"#);
+        lan.run(Duration::from_millis(200), None);
+        let name = |l: &Lan| {
+            l.server
+                .host()
+                .world()
+                .resource::<vimp_host::engine::mapstate::MapState>()
+                .config
+                .as_ref()
+                .map(|c| c.name.clone())
+        };
+        assert_eq!(name(&lan).as_deref(), Some("Test small"));
+        lan.clients[b].send_meta(vimp_netcode::meta::VOTE, br#"["mapChange", "yes"]"#);
+        lan.run(Duration::from_millis(200), None);
+        assert_eq!(name(&lan).as_deref(), Some("Arena"));
+        assert!(lan.clients[c].chat().contains(&serde_json::json!("v:1:Arena")));
     }
 
     #[test]

@@ -14,6 +14,10 @@
 //! A peer that misbehaves (garbage, oversize frames, floods) is closed with its code
 //! by its own session; nothing else in the match notices.
 //!
+//! Votes: `"teams"`/`"maps"` list requests; a team pick moves the player; a map pick opens
+//! a [`MAP_CHANGE_VOTE`] (`yes`/`no`, 15 s) that loads the map when more than half of the
+//! connected players say yes.
+//!
 //! System chat lines of the engine's group `s`: `s:1:name` — joined, `s:2:name` — left
 //! (its slot waits for a resume), `s:3:name` — came back with its token.
 
@@ -49,6 +53,23 @@ pub struct ServerConfig {
     pub session: HostSessionConfig,
     /// What clients get on `CONFIG_DATA` right after their welcome.
     pub client_config: serde_json::Value,
+    /// Maps players may vote for, besides the current one.
+    pub maps: Vec<crate::engine::map::MapConfig>,
+}
+
+/// The name of the map-change vote players answer `yes` or `no`.
+pub const MAP_CHANGE_VOTE: &str = "mapChange";
+
+/// How long a map vote stays open.
+pub const MAP_VOTE_TIME: Duration = Duration::from_secs(15);
+
+/// A map vote in progress.
+#[derive(Clone, Debug, PartialEq)]
+struct MapVote {
+    map: String,
+    until: Duration,
+    yes: std::collections::BTreeSet<PlayerId>,
+    no: std::collections::BTreeSet<PlayerId>,
 }
 
 impl Default for ServerConfig {
@@ -60,6 +81,7 @@ impl Default for ServerConfig {
             password: None,
             session: HostSessionConfig::default(),
             client_config: serde_json::Value::Null,
+            maps: Vec::new(),
         }
     }
 }
@@ -107,6 +129,7 @@ pub struct Server<T: Transport> {
     next_stat: Duration,
     panels: BTreeMap<PeerKey, PanelState>,
     map_loads: u32,
+    map_vote: Option<MapVote>,
 }
 
 /// How often the stat table's changes are broadcast.
@@ -144,6 +167,7 @@ impl<T: Transport> Server<T> {
             next_stat: Duration::ZERO,
             panels: BTreeMap::new(),
             map_loads: 0,
+            map_vote: None,
         }
     }
 
@@ -215,6 +239,7 @@ impl<T: Transport> Server<T> {
         for player in self.roster.expire(now) {
             self.host.push(HostCommand::Leave { player });
         }
+        self.settle_map_vote(now);
 
         let elapsed = self.last.map_or(Duration::ZERO, |l| now.saturating_sub(l));
         self.last = Some(now);
@@ -370,6 +395,49 @@ impl<T: Transport> Server<T> {
         }
     }
 
+    /// The maps a vote may pick: the current one, then the configured ones.
+    fn map_names(&self) -> Vec<String> {
+        let current = self.host.world().resource::<crate::engine::mapstate::MapState>();
+        let mut names: Vec<String> = current.config.iter().map(|c| c.name.clone()).collect();
+        for m in &self.config.maps {
+            if !names.contains(&m.name) {
+                names.push(m.name.clone());
+            }
+        }
+        names
+    }
+
+    /// Ends the map vote once more than half of the connected players said yes (the map loads),
+    /// more than half said no, or its time is up. System chat `v:1:map` — passed, `v:2:map` — failed.
+    fn settle_map_vote(&mut self, now: Duration) {
+        let Some(vote) = &self.map_vote else { return };
+        let voters = self.roster.seats().filter(|s| s.peer.is_some()).count().max(1);
+        let passed = vote.yes.len() * 2 > voters;
+        if !passed && vote.no.len() * 2 < voters && now < vote.until {
+            return;
+        }
+        let map_name = vote.map.clone();
+        self.map_vote = None;
+        let chosen = if passed {
+            let current = self.host.world().resource::<crate::engine::mapstate::MapState>().config.clone();
+            current
+                .filter(|c| c.name == map_name)
+                .or_else(|| self.config.maps.iter().find(|m| m.name == map_name).cloned())
+        } else {
+            None
+        };
+        let loaded = chosen.is_some_and(|map| self.host.load_map(map).is_ok());
+        let line = MetaMessage::from(ChatMessage::System {
+            group: "v".into(),
+            code: if loaded { 1 } else { 2 },
+            params: vec![map_name],
+        })
+        .encode();
+        for session in self.peers.values_mut().filter(|s| s.is_active()) {
+            session.send(Channel::Reliable, op::CHAT_DATA, &line);
+        }
+    }
+
     /// Sends a system chat line of the engine's group `s` to every client.
     fn system_chat(&mut self, code: u32, name: String) {
         let line = MetaMessage::from(ChatMessage::System { group: "s".into(), code, params: vec![name] }).encode();
@@ -398,9 +466,40 @@ impl<T: Transport> Server<T> {
                 values: Some(VoteValues::List(vec![1.into(), 2.into()])),
             }),
             VoteAnswer::Request(ListRequest::Maps) => {
-                let map = self.host.world().resource::<crate::engine::mapstate::MapState>();
-                let names = map.config.iter().map(|c| c.name.clone().into()).collect();
+                let names = self.map_names().into_iter().map(Into::into).collect();
                 Some(Vote { name: "maps".into(), params: None, values: Some(VoteValues::List(names)) })
+            }
+            VoteAnswer::Pick { name, value } if name == "maps" => {
+                let wanted = value.as_str().unwrap_or_default().to_owned();
+                if self.map_vote.is_none() && self.map_names().contains(&wanted) {
+                    let mut vote = MapVote {
+                        map: wanted.clone(),
+                        until: self.last.unwrap_or_default() + MAP_VOTE_TIME,
+                        yes: Default::default(),
+                        no: Default::default(),
+                    };
+                    vote.yes.insert(player);
+                    self.map_vote = Some(vote);
+                    let ask = Vote {
+                        name: MAP_CHANGE_VOTE.into(),
+                        params: Some(vec![wanted]),
+                        values: Some(VoteValues::List(vec!["yes".into(), "no".into()])),
+                    };
+                    let bytes = MetaMessage::Vote(ask).encode();
+                    for session in self.peers.values_mut().filter(|s| s.is_active()) {
+                        session.send(Channel::Reliable, op::VOTE_DATA, &bytes);
+                    }
+                }
+                None
+            }
+            VoteAnswer::Pick { name, value } if name == MAP_CHANGE_VOTE => {
+                if let Some(vote) = self.map_vote.as_mut() {
+                    let (add, remove) =
+                        if value == "yes" { (&mut vote.yes, &mut vote.no) } else { (&mut vote.no, &mut vote.yes) };
+                    remove.remove(&player);
+                    add.insert(player);
+                }
+                None
             }
             VoteAnswer::Pick { name, value } if name == "teams" => {
                 let team = value.as_u64().or_else(|| value.as_str().and_then(|s| s.parse().ok()));
