@@ -129,6 +129,9 @@ pub struct JoinArgs {
     /// The nickname.
     #[arg(long, default_value = "player")]
     pub name: String,
+    /// Watch instead of play (the headless spectator switches the observed player now and then).
+    #[arg(long)]
+    pub spectate: bool,
     /// The lobby password.
     #[arg(long)]
     pub password: Option<String>,
@@ -260,6 +263,7 @@ pub fn join(args: &JoinArgs) -> anyhow::Result<i32> {
         nickname: args.name.clone(),
         password: args.password.clone(),
         resume_token: None,
+        spectator: args.spectate,
     };
     let signal = url.rsplit_once('/').map_or(url.as_str(), |(server, _)| server).to_owned();
     let ice = args.ice.resolve(&signal)?;
@@ -285,6 +289,13 @@ pub fn join(args: &JoinArgs) -> anyhow::Result<i32> {
             {
                 client.say(text);
                 said = true;
+            }
+            if client.welcome().is_some_and(|w| w.spectator) {
+                if now.as_millis() % 2000 < 2 {
+                    client.key(KeyAction::Down, "nextPlayer");
+                }
+                std::thread::sleep(Duration::from_millis(1));
+                continue;
             }
             // Bot inputs: a new key every 700 ms, and a shot every 300 ms.
             let phase = now.as_millis() / 700;

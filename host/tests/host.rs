@@ -398,6 +398,7 @@ mod network {
             nickname: name.into(),
             password: None,
             resume_token: None,
+            spectator: false,
         }
     }
 
@@ -672,6 +673,39 @@ mod network {
         lan.run(Duration::from_millis(200), None);
         assert_eq!(name(&lan).as_deref(), Some("Arena"));
         assert!(lan.clients[c].chat().contains(&serde_json::json!("v:1:Arena")));
+    }
+
+    #[test]
+    fn a_spectator_watches_a_player_and_switches_with_next_player() {
+        let mut lan = Lan::new(None);
+        let a = lan.join(hello("ann"));
+        let mut watcher = hello("eve");
+        watcher.spectator = true;
+        let s = lan.join(watcher);
+        assert!(lan.run_until(Duration::from_secs(2), |l| l.clients.iter().all(|c| c.stats().snapshots > 0)));
+        let ann = lan.clients[a].welcome().map(|w| w.player_id).expect("ann");
+        let w = lan.clients[s].welcome().cloned().expect("eve is welcomed");
+        assert!(w.spectator);
+        assert!(lan.tank(w.player_id).is_none(), "a spectator gets no tank");
+        assert!(lan.clients[s].take_meta().contains(&(vimp_netcode::meta::KEYSET_DATA, b"0".to_vec())));
+        // Eve watches the first participant, the bot: her frames carry the bot's player block.
+        let watched = |l: &Lan| l.clients[s].last_frame().and_then(|f| f.player).map(|p| (p.state[0], p.state[1]));
+        let tank_at = |l: &mut Lan, id: u8| {
+            let t = l.tank(id).expect("tank");
+            let b = l.server.host().world().resource::<vimp_host::engine::physics::Physics>().world().bodies[t.body]
+                .translation();
+            (b.x, b.y)
+        };
+        lan.run(Duration::from_millis(500), None);
+        let (wx, wy) = watched(&lan).expect("eve's frames have a player block");
+        let (bx, by) = tank_at(&mut lan, 0);
+        assert!((wx - bx).abs() < 50.0 && (wy - by).abs() < 50.0, "eve sees the bot at ({bx}, {by}): ({wx}, {wy})");
+        lan.clients[s].key(KeyAction::Down, "nextPlayer").expect("a spectator key");
+        lan.run(Duration::from_millis(500), None);
+        let (wx, wy) = watched(&lan).expect("player block");
+        let (ax, ay) = tank_at(&mut lan, ann);
+        assert!((wx - ax).abs() < 50.0 && (wy - ay).abs() < 50.0, "now eve sees ann at ({ax}, {ay}): ({wx}, {wy})");
+        assert!(lan.server.host().world().resource::<vimp_host::engine::players::Participants>().0.len() == 2);
     }
 
     #[test]

@@ -211,6 +211,9 @@ impl<T: Transport> Client<T> {
             ClientEvent::Welcomed(w) => {
                 self.stats.welcomed_at = Some(now);
                 self.next_seq = w.input_seq + 1;
+                if w.spectator {
+                    self.keys = Some(crate::session::spectator_keys());
+                }
                 self.welcome = Some(w);
             }
             ClientEvent::Rejected(r) => self.closed = Some((r.code, r.reason)),
@@ -222,7 +225,9 @@ impl<T: Transport> Client<T> {
             ClientEvent::Meta { port: op::CONFIG_DATA, payload } => {
                 let config: serde_json::Value = serde_json::from_slice(&payload).unwrap_or_default();
                 self.schema = SnapshotSchema::from_value(config["engine"]["snapshot"].clone()).ok();
-                self.keys = serde_json::from_value(config["game"]["playerKeys"].clone()).ok();
+                if !self.welcome.as_ref().is_some_and(|w| w.spectator) {
+                    self.keys = serde_json::from_value(config["game"]["playerKeys"].clone()).ok();
+                }
                 self.config = Some(config);
             }
             ClientEvent::Meta { port: op::CHAT_DATA, payload } => {

@@ -177,6 +177,9 @@ pub struct Hello {
     /// The token of a slot to take back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resume_token: Option<SessionToken>,
+    /// Join to watch, not to play.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub spectator: bool,
 }
 
 /// The host's answer to an accepted hello.
@@ -199,6 +202,17 @@ pub struct Welcome {
     pub resumed: bool,
     /// The last input seq the host applied for this slot: a resumed client numbers on from here.
     pub input_seq: u32,
+    /// The client watches: its keys are the spectator keys (`nextPlayer`, `prevPlayer`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub spectator: bool,
+}
+
+/// The key table of spectators (keyset 0): switch the observed player.
+pub fn spectator_keys() -> crate::input::KeyTable {
+    crate::input::KeyTable::from_json(
+        r#"{ "nextPlayer": { "bit": 0, "type": 1 }, "prevPlayer": { "bit": 1, "type": 1 } }"#,
+    )
+    .unwrap_or_default()
 }
 
 /// Why a hello was refused.
@@ -943,6 +957,7 @@ mod tests {
             nickname: name.into(),
             password: None,
             resume_token: None,
+            spectator: false,
         }
     }
 
@@ -974,6 +989,7 @@ mod tests {
             tick: 120,
             resumed: false,
             input_seq: 0,
+            spectator: false,
         }
     }
 

@@ -112,10 +112,11 @@ fn signal_prints_its_address_and_serves_the_ice_list() {
         .expect("vimp signal starts");
     let stdout = child.stdout.take().expect("stdout");
     let (tx, rx) = std::sync::mpsc::channel();
+    // Read every line until the process ends: a closed pipe would kill it at its next print.
     std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
     });
     let line = rx.recv_timeout(Duration::from_secs(30)).expect("the address is printed");
     let addr = line.split_whitespace().nth(4).expect("listening on ADDR");

@@ -167,6 +167,7 @@ mod tests {
             nickname: name.into(),
             password: None,
             resume_token: token,
+            spectator: false,
         }
     }
 

@@ -14,6 +14,10 @@
 //! A peer that misbehaves (garbage, oversize frames, floods) is closed with its code
 //! by its own session; nothing else in the match notices.
 //!
+//! Spectators (a hello with `spectator`) take a slot but no tank: they get keyset 0 and the
+//! frames of the player they watch (player block included), and `nextPlayer`/`prevPlayer`
+//! switch it.
+//!
 //! Votes: `"teams"`/`"maps"` list requests; a team pick moves the player; a map pick opens
 //! a [`MAP_CHANGE_VOTE`] (`yes`/`no`, 15 s) that loads the map when more than half of the
 //! connected players say yes.
@@ -130,6 +134,8 @@ pub struct Server<T: Transport> {
     panels: BTreeMap<PeerKey, PanelState>,
     map_loads: u32,
     map_vote: Option<MapVote>,
+    /// Spectators' seats and the player each one watches.
+    watching: BTreeMap<PlayerId, Option<PlayerId>>,
 }
 
 /// How often the stat table's changes are broadcast.
@@ -168,6 +174,7 @@ impl<T: Transport> Server<T> {
             panels: BTreeMap::new(),
             map_loads: 0,
             map_vote: None,
+            watching: BTreeMap::new(),
         }
     }
 
@@ -238,6 +245,7 @@ impl<T: Transport> Server<T> {
         }
         for player in self.roster.expire(now) {
             self.host.push(HostCommand::Leave { player });
+            self.watching.remove(&player);
         }
         self.settle_map_vote(now);
 
@@ -289,6 +297,7 @@ impl<T: Transport> Server<T> {
                             tick: self.host.tick(),
                             resumed: a.resumed,
                             input_seq,
+                            spectator: hello.spectator,
                         };
                         session.accept(&welcome, &self.config.client_config);
                         if let Some(map) = &map {
@@ -296,9 +305,12 @@ impl<T: Transport> Server<T> {
                         }
                         let full = MetaMessage::Stat(self.stat.full()).encode();
                         session.send(Channel::Reliable, op::STAT_DATA, &full);
-                        session.send(Channel::Reliable, op::KEYSET_DATA, &MetaMessage::Keyset(Keyset::Player).encode());
-                        // A new peer gets the whole panel on the next tick.
-                        self.panels.insert(peer, PanelState::new());
+                        let keyset = if hello.spectator { Keyset::Spectator } else { Keyset::Player };
+                        session.send(Channel::Reliable, op::KEYSET_DATA, &MetaMessage::Keyset(keyset).encode());
+                        if !hello.spectator {
+                            // A new peer gets the whole panel on the next tick.
+                            self.panels.insert(peer, PanelState::new());
+                        }
                         if let Some(old) = a.replaced
                             && let Some(old_session) = self.peers.get_mut(&old)
                         {
@@ -306,7 +318,10 @@ impl<T: Transport> Server<T> {
                         }
                         let (code, name) = (if a.resumed { 3 } else { 1 }, a.nickname.clone());
                         self.system_chat(code, name);
-                        if !a.resumed {
+                        if hello.spectator {
+                            let first = self.host.world().resource::<Participants>().0.keys().next().copied();
+                            self.watching.entry(a.player).or_insert(first);
+                        } else if !a.resumed {
                             self.host.push(HostCommand::Join {
                                 player: a.player,
                                 name: a.nickname,
@@ -314,12 +329,18 @@ impl<T: Transport> Server<T> {
                                 bot: false,
                             });
                         }
-                        self.host.world_mut().resource_mut::<FrameReceivers>().0.insert(a.player);
+                        self.update_receivers();
                     }
                 }
             }
             HostEvent::Input(events) => {
                 let Some(player) = self.roster.player_of(peer) else { return };
+                if self.watching.contains_key(&player) {
+                    for e in events.iter().filter(|e| e.action == vimp_netcode::input::KeyAction::Down) {
+                        self.switch_watched(player, e.bit == 0);
+                    }
+                    return;
+                }
                 let table: KeyTable = self.host.world().resource::<PlayerKeys>().0.clone();
                 for e in events {
                     if let Ok(event) = table.to_event(&e) {
@@ -393,6 +414,33 @@ impl<T: Transport> Server<T> {
                 session.send(Channel::Reliable, op::MAP_DATA, map);
             }
         }
+    }
+
+    /// Frames are packed for connected players and for the players spectators watch.
+    fn update_receivers(&mut self) {
+        let mut receivers: std::collections::BTreeSet<PlayerId> = self
+            .roster
+            .seats()
+            .filter(|s| s.peer.is_some() && !self.watching.contains_key(&s.player))
+            .map(|s| s.player)
+            .collect();
+        receivers.extend(self.watching.values().flatten().copied());
+        self.host.world_mut().resource_mut::<FrameReceivers>().0 = receivers;
+    }
+
+    /// A spectator's `nextPlayer` (`forward`) or `prevPlayer`: the next participant in id order.
+    fn switch_watched(&mut self, spectator: PlayerId, forward: bool) {
+        let ids: Vec<PlayerId> = self.host.world().resource::<Participants>().0.keys().copied().collect();
+        let Some(watched) = self.watching.get_mut(&spectator) else { return };
+        let at = watched.and_then(|w| ids.iter().position(|p| *p == w));
+        let next = match (at, forward) {
+            _ if ids.is_empty() => None,
+            (None, _) => ids.first().copied(),
+            (Some(i), true) => ids.get((i + 1) % ids.len()).copied(),
+            (Some(i), false) => ids.get((i + ids.len() - 1) % ids.len()).copied(),
+        };
+        *watched = next;
+        self.update_receivers();
     }
 
     /// The maps a vote may pick: the current one, then the configured ones.
@@ -551,11 +599,25 @@ impl<T: Transport> Server<T> {
     fn send_tick_output(&mut self) {
         self.announce_map_changes();
         let frames = self.host.take_frames();
-        for (player, bytes) in frames.frames {
-            let Some(peer) = self.roster.seat(player).and_then(|s| s.peer) else { continue };
-            if let Some(session) = self.peers.get_mut(&peer).filter(|s| s.is_active()) {
-                session.send(Channel::Unreliable, op::SHOT_DATA, &bytes);
-                self.stats.frames_sent += 1;
+        for (player, bytes) in &frames.frames {
+            // The player itself (unless it is a watched bot), and everyone watching it.
+            let viewers = self
+                .roster
+                .seat(*player)
+                .filter(|s| !self.watching.contains_key(&s.player))
+                .and_then(|s| s.peer)
+                .into_iter()
+                .chain(
+                    self.watching
+                        .iter()
+                        .filter(|(_, w)| **w == Some(*player))
+                        .filter_map(|(s, _)| self.roster.seat(*s).and_then(|s| s.peer)),
+                );
+            for peer in viewers.collect::<Vec<_>>() {
+                if let Some(session) = self.peers.get_mut(&peer).filter(|s| s.is_active()) {
+                    session.send(Channel::Unreliable, op::SHOT_DATA, bytes);
+                    self.stats.frames_sent += 1;
+                }
             }
         }
         let panels = self.host.world().resource::<Panels>();
@@ -603,8 +665,10 @@ impl<T: Transport> Server<T> {
                 self.system_chat(2, name);
             }
             self.latency.remove(&player);
-            self.host.world_mut().resource_mut::<FrameReceivers>().0.remove(&player);
-            self.host.push(HostCommand::Release { player });
+            if !self.watching.contains_key(&player) {
+                self.host.push(HostCommand::Release { player });
+            }
+            self.update_receivers();
         }
     }
 }
