@@ -587,10 +587,17 @@ impl HostSession {
         push_frame(&mut self.out, &mut self.chunker, channel, opcode, payload);
     }
 
-    /// Closes the session with `code`: a `CLOSE` frame goes out, then nothing more.
+    /// Closes the session with `code`: a `CLOSE` frame goes out, then nothing more. A player
+    /// the host kicks (any code but a normal close or a takeover) first gets the "black
+    /// screen" message `TECH_INFORM [2, [code, reason]]`.
     pub fn close(&mut self, code: u16) {
         if self.close_code().is_some() {
             return;
+        }
+        if self.state == HostState::Active && !matches!(code, close::NORMAL | close::REPLACED) {
+            let inform =
+                crate::meta::MetaMessage::TechInform(crate::meta::TechInform::kicked(code, close::reason(code)));
+            push_frame(&mut self.out, &mut self.chunker, Channel::Reliable, op::TECH_INFORM_DATA, &inform.encode());
         }
         let mut payload = code.to_be_bytes().to_vec();
         payload.extend_from_slice(close::reason(code).as_bytes());
@@ -1071,6 +1078,20 @@ mod tests {
         }
         host.handle_timeout(Duration::from_secs(15));
         assert_eq!(host.close_code(), Some(close::MISSED_PINGS));
+    }
+
+    #[test]
+    fn a_kicked_player_sees_why_on_the_black_screen() {
+        let (mut host, mut client) = connected();
+        let _ = events(&mut client);
+        host.close(close::RATE);
+        progress(&mut host, &mut client, MS);
+        let ev = events(&mut client);
+        assert_eq!(
+            ev[0],
+            ClientEvent::Meta { port: op::TECH_INFORM_DATA, payload: br#"[2,[4413,"rate limit exceeded"]]"#.to_vec() }
+        );
+        assert!(matches!(&ev[1], ClientEvent::Closed { code: 4413, by_peer: true, .. }));
     }
 
     #[test]
