@@ -145,9 +145,11 @@ fn two_clients_join_a_host_by_code_over_webrtc() {
             "--name",
             name,
             "--seconds",
-            "8",
+            "10",
             "--say",
             say,
+            "--say-after",
+            "5",
             "--json",
         ])
     };
