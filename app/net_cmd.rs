@@ -291,24 +291,25 @@ pub fn join(args: &JoinArgs) -> anyhow::Result<i32> {
                 said = true;
             }
             if client.welcome().is_some_and(|w| w.spectator) {
+                // A spectator switches the watched player every 2 s.
                 if now.as_millis() % 2000 < 2 {
                     client.key(KeyAction::Down, "nextPlayer");
                 }
-                std::thread::sleep(Duration::from_millis(1));
-                continue;
-            }
-            // Bot inputs: a new key every 700 ms, and a shot every 300 ms.
-            let phase = now.as_millis() / 700;
-            let want = ["forward", "left", "forward", "right", "back", "gunLeft", "gunRight"][(phase % 7) as usize];
-            if held != Some(want) {
-                if let Some(old) = held {
-                    client.key(KeyAction::Up, old);
+            } else {
+                // Bot inputs: a new key every 700 ms, and a shot every 300 ms.
+                let phase = now.as_millis() / 700;
+                let keys = ["forward", "left", "forward", "right", "back", "gunLeft", "gunRight"];
+                let want = keys[(phase % 7) as usize];
+                if held != Some(want) {
+                    if let Some(old) = held {
+                        client.key(KeyAction::Up, old);
+                    }
+                    client.key(KeyAction::Down, want);
+                    held = Some(want);
                 }
-                client.key(KeyAction::Down, want);
-                held = Some(want);
-            }
-            if now.as_millis() % 300 < 2 {
-                client.key(KeyAction::Down, "fire");
+                if now.as_millis() % 300 < 2 {
+                    client.key(KeyAction::Down, "fire");
+                }
             }
         }
         if now >= next_sample {
