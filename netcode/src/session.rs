@@ -492,7 +492,7 @@ impl HostSession {
                 }
             }
             (_, op::CLOSE) => {
-                let code = frame.payload.get(..2).map_or(close::NORMAL, |b| u16::from_be_bytes([b[0], b[1]]));
+                let code = close_code_of(frame.payload);
                 self.state = HostState::Closed(code);
                 self.events.push_back(HostEvent::Closed { code, by_peer: true });
             }
@@ -599,9 +599,7 @@ impl HostSession {
                 crate::meta::MetaMessage::TechInform(crate::meta::TechInform::kicked(code, close::reason(code)));
             push_frame(&mut self.out, &mut self.chunker, Channel::Reliable, op::TECH_INFORM_DATA, &inform.encode());
         }
-        let mut payload = code.to_be_bytes().to_vec();
-        payload.extend_from_slice(close::reason(code).as_bytes());
-        push_frame(&mut self.out, &mut self.chunker, Channel::Reliable, op::CLOSE, &payload);
+        push_frame(&mut self.out, &mut self.chunker, Channel::Reliable, op::CLOSE, &close_payload(code));
         self.state = HostState::Closed(code);
         self.events.push_back(HostEvent::Closed { code, by_peer: false });
     }
@@ -615,6 +613,18 @@ impl HostSession {
     pub fn poll_event(&mut self) -> Option<HostEvent> {
         self.events.pop_front()
     }
+}
+
+/// A `CLOSE` frame's payload: `[u16 code][reason]`.
+fn close_payload(code: u16) -> Vec<u8> {
+    let mut payload = code.to_be_bytes().to_vec();
+    payload.extend_from_slice(close::reason(code).as_bytes());
+    payload
+}
+
+/// The code of a `CLOSE` payload (a payload too short to hold one reads as a normal close).
+fn close_code_of(payload: &[u8]) -> u16 {
+    payload.get(..2).map_or(close::NORMAL, |b| u16::from_be_bytes([b[0], b[1]]))
 }
 
 /// A whole frame out of one transport message: reliable messages go through the reassembler
@@ -812,7 +822,7 @@ impl ClientSession {
             // saying its own hello): anything else is ignored.
             (ClientState::Hello, _) => {}
             (_, op::CLOSE) => {
-                let code = frame.payload.get(..2).map_or(close::NORMAL, |b| u16::from_be_bytes([b[0], b[1]]));
+                let code = close_code_of(frame.payload);
                 let reason = String::from_utf8_lossy(frame.payload.get(2..).unwrap_or_default()).into_owned();
                 self.state = ClientState::Closed(code);
                 self.events.push_back(ClientEvent::Closed { code, reason, by_peer: true });
@@ -932,9 +942,7 @@ impl ClientSession {
         if self.close_code().is_some() {
             return;
         }
-        let mut payload = code.to_be_bytes().to_vec();
-        payload.extend_from_slice(close::reason(code).as_bytes());
-        push_frame(&mut self.out, &mut self.chunker, Channel::Reliable, op::CLOSE, &payload);
+        push_frame(&mut self.out, &mut self.chunker, Channel::Reliable, op::CLOSE, &close_payload(code));
         self.state = ClientState::Closed(code);
         let reason = close::reason(code).to_owned();
         self.events.push_back(ClientEvent::Closed { code, reason, by_peer: false });
