@@ -29,7 +29,6 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use vimp_netcode::frame::{Channel, op};
-use vimp_netcode::input::KeyTable;
 use vimp_netcode::meta::{
     ChatMessage, Clear, ClientMeta, Keyset, ListRequest, MetaError, MetaMessage, PanelState, PlayerStat, StatTable,
     TechInform, Vote, VoteAnswer, VoteValues,
@@ -341,11 +340,14 @@ impl<T: Transport> Server<T> {
                     }
                     return;
                 }
-                let table: KeyTable = self.host.world().resource::<PlayerKeys>().0.clone();
-                for e in events {
-                    if let Ok(event) = table.to_event(&e) {
-                        self.host.push(HostCommand::Input { player, event });
-                    }
+                let table = &self.host.world().resource::<PlayerKeys>().0;
+                let inputs: Vec<HostCommand> = events
+                    .iter()
+                    .filter_map(|e| table.to_event(e).ok())
+                    .map(|event| HostCommand::Input { player, event })
+                    .collect();
+                for input in inputs {
+                    self.host.push(input);
                 }
             }
             HostEvent::Meta { port: op::client::CHAT, payload } => self.on_chat(peer, &payload),
@@ -620,8 +622,9 @@ impl<T: Transport> Server<T> {
                 }
             }
         }
+        // The game publishes panels on snapshot ticks only (`frames.seq` is set on those).
         let panels = self.host.world().resource::<Panels>();
-        for (player, panel) in &panels.0 {
+        for (player, panel) in panels.0.iter().filter(|_| frames.seq != 0) {
             let Some(peer) = self.roster.seat(*player).and_then(|s| s.peer) else { continue };
             let (Some(state), Some(session)) = (self.panels.get_mut(&peer), self.peers.get_mut(&peer)) else {
                 continue;
