@@ -14,7 +14,7 @@
 //! A peer that misbehaves (garbage, oversize frames, floods) is closed with its code
 //! by its own session; nothing else in the match notices.
 //!
-//! Spectators (a hello with `spectator`) take a slot but no tank: they get keyset 0 and the
+//! Spectators (a hello with `spectator`) take a slot but join no game (no actor): they get keyset 0 and the
 //! frames of the player they watch (player block included), and `nextPlayer`/`prevPlayer`
 //! switch it.
 //!
