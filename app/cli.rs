@@ -8,19 +8,21 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "vimp", version, about, long_about = None)]
 pub struct Cli {
-    /// What to run.
+    /// What to run (nothing: the window with the main menu).
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Play a local match against bots at once, in the window (the map reloads on save).
+    Play(PlayArgs),
     /// Run a headless match of bots as fast as possible and print its figures.
     Sim(crate::sim_cmd::SimArgs),
-    /// Host a match: prints the lobby code friends join with (headless for now).
+    /// Host a match friends join by lobby code (in the window, or `--headless`).
     Host(crate::net_cmd::HostArgs),
-    /// Join a match by lobby code or room URL (headless for now: drives bot inputs, prints figures).
+    /// Join a match by lobby code or room URL (in the window, or `--headless`: drives bot inputs, prints figures).
     Join(crate::net_cmd::JoinArgs),
     /// Run the signalling server that introduces the peers of a lobby (room = lobby code).
     Signal(crate::signal_cmd::SignalArgs),
@@ -30,6 +32,23 @@ pub enum Command {
     /// Snapshot schemas: check a game's declared snapshot keys.
     #[command(subcommand)]
     Schema(SchemaCommand),
+}
+
+/// What `vimp play` was asked to do.
+#[derive(Debug, Clone, clap::Args)]
+pub struct PlayArgs {
+    /// The map file (watched: saving it restarts the round on it).
+    #[arg(long, default_value = "maps/default.json")]
+    pub map: PathBuf,
+    /// Bots in the match.
+    #[arg(long, default_value_t = 7)]
+    pub bots: u8,
+    /// Render this many frames, then exit.
+    #[arg(long, value_name = "N")]
+    pub frames: Option<u32>,
+    /// Save the last frame as a PNG (with `--frames`; alone it means 240 frames).
+    #[arg(long, value_name = "FILE")]
+    pub screenshot: Option<PathBuf>,
 }
 
 /// `vimp map …`
@@ -59,11 +78,35 @@ pub enum SchemaCommand {
 
 /// Runs a parsed command line; returns the process exit code.
 pub fn run(cli: Cli) -> anyhow::Result<i32> {
-    match cli.command {
+    use crate::window::{MatchKind, WindowOptions, run as window};
+    let Some(command) = cli.command else {
+        return window(WindowOptions { start: None, frames: None, screenshot: None });
+    };
+    match command {
+        Command::Play(args) => {
+            let frames = args.frames.or(args.screenshot.as_ref().map(|_| 240));
+            let start = Some(MatchKind::Local { map: args.map, bots: args.bots });
+            window(WindowOptions { start, frames, screenshot: args.screenshot })
+        }
         Command::Sim(args) => crate::sim_cmd::run(&args),
         Command::Signal(args) => crate::signal_cmd::run(&args),
-        Command::Host(args) => crate::net_cmd::host(&args),
-        Command::Join(args) => crate::net_cmd::join(&args),
+        Command::Host(args) if args.headless => crate::net_cmd::host(&args),
+        Command::Host(args) => {
+            let start = Some(MatchKind::Host {
+                map: args.map,
+                bots: args.bots,
+                password: args.password,
+                code: args.code,
+                signal: args.signal,
+            });
+            window(WindowOptions { start, frames: None, screenshot: None })
+        }
+        Command::Join(args) if args.headless => crate::net_cmd::join(&args),
+        Command::Join(args) => {
+            let start =
+                Some(MatchKind::Join { target: args.target, password: args.password, signal: Some(args.signal) });
+            window(WindowOptions { start, frames: None, screenshot: None })
+        }
         Command::Map(MapCommand::Check { files }) => crate::map_cmd::check(&files),
         Command::Schema(SchemaCommand::Check { files, json }) => crate::schema_cmd::check(&files, json),
     }

@@ -10,3 +10,5 @@ pub mod net_cmd;
 pub mod schema_cmd;
 pub mod signal_cmd;
 pub mod sim_cmd;
+pub mod tanks;
+pub mod window;

@@ -83,7 +83,7 @@ pub struct HostArgs {
     /// The lobby code (6 characters); a random one by default.
     #[arg(long)]
     pub code: Option<String>,
-    /// Run without a window (the window comes with the desktop client; headless is all there is yet).
+    /// Run without a window (a home server): print the lobby code and serve until stopped.
     #[arg(long)]
     pub headless: bool,
     /// Bots in the match.
@@ -123,7 +123,7 @@ pub struct JoinArgs {
     /// The signalling server for a bare code.
     #[arg(long, default_value = DEFAULT_SIGNAL, value_name = "URL")]
     pub signal: String,
-    /// Run without a window, driving bot inputs (headless is all there is yet).
+    /// Run without a window, driving bot inputs, and print figures (for tests and benchmarks).
     #[arg(long)]
     pub headless: bool,
     /// The nickname.

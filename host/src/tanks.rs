@@ -6,12 +6,14 @@
 //! - [`weapons`]: tracers, bombs, blasts;
 //! - [`rounds`]: round timer, victory, game over;
 //! - [`bots`]: simple bots;
+//! - [`predict`]: the client's predictor of its own tank, and shot prediction;
 //! - [`rows`]: the snapshot schema and rows;
 //! - `save`: the game's part of dumps and map loads.
 
 pub mod bots;
 pub mod config;
 pub mod movement;
+pub mod predict;
 pub mod rounds;
 pub mod rows;
 mod save;
@@ -51,12 +53,14 @@ pub fn init_config(seed: u64) -> InitConfig {
 }
 
 /// What clients get on `CONFIG_DATA`: the engine's client half (time step in MILLISECONDS,
-/// the snapshot schema, interpolation) and the game's (keys, models, weapons).
+/// the map scale, the snapshot schema, interpolation) and the game's (keys, models, weapons).
+/// The predictor ([`predict::Predictor`]) is built from it and the map.
 pub fn client_config(config: &InitConfig) -> serde_json::Value {
     let rules = TanksConfig::from_value(&config.game).unwrap_or_default();
     serde_json::json!({
         "engine": {
             "timeStepMs": config.engine.time_step * 1000.0,
+            "mapScale": config.engine.map_scale,
             "snapshot": config.engine.snapshot,
             "interpolation": vimp_netcode::interp::InterpolationConfig::default(),
         },

@@ -34,6 +34,9 @@ pub struct ClientStats {
     pub bytes_out: u64,
 }
 
+/// How many decoded frames [`Client::take_frames`] keeps for a caller that does not take them.
+pub const MAX_QUEUED_FRAMES: usize = 64;
+
 /// A client (see the module docs).
 pub struct Client<T: Transport> {
     transport: T,
@@ -46,6 +49,7 @@ pub struct Client<T: Transport> {
     keys: Option<KeyTable>,
     next_seq: u32,
     last_frame: Option<Frame>,
+    frames: Vec<Frame>,
     chat: Vec<serde_json::Value>,
     meta: Vec<(u8, Vec<u8>)>,
     closed: Option<(u16, String)>,
@@ -66,6 +70,7 @@ impl<T: Transport> Client<T> {
             keys: None,
             next_seq: 1,
             last_frame: None,
+            frames: Vec::new(),
             chat: Vec::new(),
             meta: Vec::new(),
             closed: None,
@@ -86,6 +91,26 @@ impl<T: Transport> Client<T> {
     /// The newest decoded snapshot.
     pub fn last_frame(&self) -> Option<&Frame> {
         self.last_frame.as_ref()
+    }
+
+    /// The frames decoded since the last call, oldest first (at most [`MAX_QUEUED_FRAMES`]).
+    pub fn take_frames(&mut self) -> Vec<Frame> {
+        std::mem::take(&mut self.frames)
+    }
+
+    /// The host's `CONFIG_DATA`, once received.
+    pub fn config(&self) -> Option<&serde_json::Value> {
+        self.config.as_ref()
+    }
+
+    /// The snapshot schema from the host's config, once received.
+    pub fn schema(&self) -> Option<&SnapshotSchema> {
+        self.schema.as_ref()
+    }
+
+    /// The key table in use (the game's, or the spectator's), once known.
+    pub fn key_table(&self) -> Option<&KeyTable> {
+        self.keys.as_ref()
     }
 
     /// Chat lines received (`[text, author, teamId]`).
@@ -245,6 +270,10 @@ impl<T: Transport> Client<T> {
                         if let (Some(p), Some((_, session))) = (&frame.player, self.host.as_mut()) {
                             session.ack_inputs(p.last_input_seq);
                         }
+                        if self.frames.len() == MAX_QUEUED_FRAMES {
+                            self.frames.remove(0);
+                        }
+                        self.frames.push(frame.clone());
                         self.last_frame = Some(frame);
                     }
                     Err(_) => self.stats.bad_snapshots += 1,

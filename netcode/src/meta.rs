@@ -1741,6 +1741,59 @@ impl ClientMeta {
     }
 }
 
+/// A client's view of the stat tables: the cells shown, after every [`StatUpdate`] so far.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StatView {
+    /// `(table, row id)` → `(tbody, cells)`.
+    pub rows: BTreeMap<(u8, u32), (u8, Vec<StatValue>)>,
+    /// `(table, head row)` → cells.
+    pub heads: BTreeMap<(u8, u8), Vec<StatValue>>,
+}
+
+fn apply_cells(shown: &mut Vec<StatValue>, cells: &[StatCell]) {
+    for (i, cell) in cells.iter().enumerate() {
+        if let StatCell::Set(v) = cell {
+            if shown.len() <= i {
+                shown.resize(i + 1, StatValue::empty());
+            }
+            shown[i] = v.clone();
+        }
+    }
+}
+
+impl StatView {
+    /// Applies an update: a full one replaces everything; `null` cells keep what is shown.
+    pub fn apply(&mut self, update: &StatUpdate) {
+        if update.full == Some(true) {
+            *self = Self::default();
+        }
+        for row in &update.bodies {
+            match &row.cells {
+                None => {
+                    self.rows.remove(&(row.table, row.id));
+                }
+                Some(cells) => {
+                    let entry = self.rows.entry((row.table, row.id)).or_insert((row.tbody, Vec::new()));
+                    entry.0 = row.tbody;
+                    apply_cells(&mut entry.1, cells);
+                }
+            }
+        }
+        for head in &update.heads {
+            apply_cells(self.heads.entry((head.table, head.row)).or_default(), &head.cells);
+        }
+    }
+}
+
+impl fmt::Display for StatValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Text(t) => f.write_str(t),
+            Self::Number(n) => write!(f, "{n}"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -2607,46 +2660,7 @@ mod tests {
         ]
     }
 
-    /// A client's view of a stat table: rows and heads with their shown cells.
-    #[derive(Debug, Default, PartialEq)]
-    struct StatView {
-        rows: BTreeMap<(u8, u32), (u8, Vec<StatValue>)>,
-        heads: BTreeMap<(u8, u8), Vec<StatValue>>,
-    }
-
-    fn apply_cells(shown: &mut Vec<StatValue>, cells: &[StatCell]) {
-        for (i, cell) in cells.iter().enumerate() {
-            if let StatCell::Set(v) = cell {
-                if shown.len() <= i {
-                    shown.resize(i + 1, StatValue::empty());
-                }
-                shown[i] = v.clone();
-            }
-        }
-    }
-
     impl StatView {
-        fn apply(&mut self, update: &StatUpdate) {
-            if update.full == Some(true) {
-                *self = Self::default();
-            }
-            for row in &update.bodies {
-                match &row.cells {
-                    None => {
-                        self.rows.remove(&(row.table, row.id));
-                    }
-                    Some(cells) => {
-                        let entry = self.rows.entry((row.table, row.id)).or_insert((row.tbody, Vec::new()));
-                        entry.0 = row.tbody;
-                        apply_cells(&mut entry.1, cells);
-                    }
-                }
-            }
-            for head in &update.heads {
-                apply_cells(self.heads.entry((head.table, head.row)).or_default(), &head.cells);
-            }
-        }
-
         /// Trailing empty cells look like no cells.
         fn normalized(mut self) -> Self {
             for cells in self.rows.values_mut().map(|(_, c)| c).chain(self.heads.values_mut()) {

@@ -129,6 +129,80 @@ impl Transport for MemoryTransport {
     }
 }
 
+impl<T: Transport + ?Sized> Transport for Box<T> {
+    fn local_id(&self) -> Option<PeerKey> {
+        (**self).local_id()
+    }
+
+    fn poll(&mut self, now: Duration) -> Vec<TransportEvent> {
+        (**self).poll(now)
+    }
+
+    fn send(&mut self, now: Duration, peer: PeerKey, channel: Channel, bytes: Vec<u8>) {
+        (**self).send(now, peer, channel, bytes)
+    }
+
+    fn disconnect(&mut self, peer: PeerKey) {
+        (**self).disconnect(peer)
+    }
+}
+
+/// Two transports seen as one: the embedded host serves its own player over an
+/// in-memory link and friends over WebRTC with one [`Transport`].
+///
+/// Peers are routed to the transport that announced them; the two must not share a
+/// [`PeerKey`] (memory ids are small numbers, WebRTC ids random 128-bit UUIDs).
+#[derive(Debug)]
+pub struct Joined<A, B> {
+    /// The first transport (its local id is the joined one's).
+    pub first: A,
+    /// The second transport.
+    pub second: B,
+    second_peers: std::collections::BTreeSet<PeerKey>,
+}
+
+impl<A: Transport, B: Transport> Joined<A, B> {
+    /// Joins `first` and `second`.
+    pub fn new(first: A, second: B) -> Self {
+        Joined { first, second, second_peers: Default::default() }
+    }
+}
+
+impl<A: Transport, B: Transport> Transport for Joined<A, B> {
+    fn local_id(&self) -> Option<PeerKey> {
+        self.first.local_id().or_else(|| self.second.local_id())
+    }
+
+    fn poll(&mut self, now: Duration) -> Vec<TransportEvent> {
+        let mut events = self.first.poll(now);
+        for event in self.second.poll(now) {
+            match &event {
+                TransportEvent::Connected(p) => {
+                    self.second_peers.insert(*p);
+                }
+                TransportEvent::Disconnected(p) => {
+                    self.second_peers.remove(p);
+                }
+                TransportEvent::Message { .. } => {}
+            }
+            events.push(event);
+        }
+        events
+    }
+
+    fn send(&mut self, now: Duration, peer: PeerKey, channel: Channel, bytes: Vec<u8>) {
+        if self.second_peers.contains(&peer) {
+            self.second.send(now, peer, channel, bytes)
+        } else {
+            self.first.send(now, peer, channel, bytes)
+        }
+    }
+
+    fn disconnect(&mut self, peer: PeerKey) {
+        if self.second_peers.contains(&peer) { self.second.disconnect(peer) } else { self.first.disconnect(peer) }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,5 +222,34 @@ mod tests {
         a.disconnect(PeerKey(2));
         assert_eq!(b.poll(Duration::from_millis(20)), [TransportEvent::Disconnected(PeerKey(1))]);
         assert_eq!(a.poll(Duration::from_millis(20)), [TransportEvent::Disconnected(PeerKey(2))]);
+    }
+
+    #[test]
+    fn joined_routes_each_peer_to_the_transport_that_announced_it() {
+        let (mut a, mut b, mut c) =
+            (MemoryTransport::new(PeerKey(1)), MemoryTransport::new(PeerKey(2)), MemoryTransport::new(PeerKey(3)));
+        let mut a2 = MemoryTransport::new(PeerKey(1));
+        MemoryTransport::connect(&mut a, &mut b, LinkConfig::default());
+        MemoryTransport::connect(&mut a2, &mut c, LinkConfig::default());
+        let mut joined: Box<dyn Transport> = Box::new(Joined::new(a, a2));
+        let t = Duration::ZERO;
+        let mut seen = joined.poll(t);
+        seen.sort_by_key(|e| format!("{e:?}"));
+        assert_eq!(seen, [TransportEvent::Connected(PeerKey(2)), TransportEvent::Connected(PeerKey(3))]);
+        assert_eq!(b.poll(t), [TransportEvent::Connected(PeerKey(1))]);
+        assert_eq!(c.poll(t), [TransportEvent::Connected(PeerKey(1))]);
+        joined.send(t, PeerKey(3), Channel::Reliable, b"to c".to_vec());
+        joined.send(t, PeerKey(2), Channel::Unreliable, b"to b".to_vec());
+        assert_eq!(
+            c.poll(t),
+            [TransportEvent::Message { peer: PeerKey(1), channel: Channel::Reliable, bytes: b"to c".to_vec() }]
+        );
+        assert_eq!(
+            b.poll(t),
+            [TransportEvent::Message { peer: PeerKey(1), channel: Channel::Unreliable, bytes: b"to b".to_vec() }]
+        );
+        joined.disconnect(PeerKey(3));
+        assert_eq!(c.poll(t), [TransportEvent::Disconnected(PeerKey(1))]);
+        assert!(b.poll(t).is_empty(), "the other link stays up");
     }
 }

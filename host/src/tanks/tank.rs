@@ -3,6 +3,7 @@
 use bevy::prelude::*;
 use rapier2d::prelude::*;
 use serde::{Deserialize, Serialize};
+use vimp_netcode::input::KeyBits;
 use vimp_netcode::schema::BlockKind;
 
 use crate::engine::mapstate::MapState;
@@ -91,20 +92,36 @@ impl Tank {
 
     /// The tank's motion state as the movement module and the player block see it.
     pub fn motion(&self, physics: &Physics) -> Motion {
-        let Some(b) = physics.world().bodies.get(self.body) else { return Motion::default() };
-        let p = b.translation();
-        let v = b.linvel();
-        Motion {
-            x: p.x,
-            y: p.y,
-            angle: b.rotation().angle(),
-            vx: v.x,
-            vy: v.y,
-            angvel: b.angvel(),
-            gun: self.gun,
-            throttle: self.throttle,
-        }
+        body_motion(physics, self.body, self.gun, self.throttle)
     }
+}
+
+/// The motion state of a tank's body, with the gun angle and throttle the body does not hold.
+pub fn body_motion(physics: &Physics, body: RigidBodyHandle, gun: f32, throttle: f32) -> Motion {
+    let Some(b) = physics.world().bodies.get(body) else { return Motion::default() };
+    let p = b.translation();
+    let v = b.linvel();
+    Motion { x: p.x, y: p.y, angle: b.rotation().angle(), vx: v.x, vy: v.y, angvel: b.angvel(), gun, throttle }
+}
+
+/// One step of the movement rule applied to a tank's body, before the physics step: reads
+/// its motion, runs [`drive`] with `bits` and sets the body's velocities. Returns the new
+/// `(gun, throttle)`. The host's tanks and the client's predictor both step through this.
+pub fn drive_body(
+    physics: &mut Physics,
+    body: RigidBodyHandle,
+    gun: f32,
+    throttle: f32,
+    bits: KeyBits,
+    model: &TankModel,
+    dt: f32,
+) -> (f32, f32) {
+    let d = drive(&body_motion(physics, body, gun, throttle), bits, model, dt);
+    if let Some(b) = physics.world_mut().bodies.get_mut(body) {
+        b.set_linvel(Vector::new(d.vx, d.vy), true);
+        b.set_angvel(d.angvel, true);
+    }
+    (d.gun, d.throttle)
 }
 
 /// Every tank, sorted by player: the order every system works in.
@@ -113,6 +130,11 @@ pub fn sorted<T: std::ops::Deref<Target = Tank>>(tanks: impl Iterator<Item = T>)
     v.sort_by_key(|t| t.player);
     v
 }
+
+/// Friction of a tank's hull.
+pub const TANK_FRICTION: f32 = 0.3;
+/// Restitution of a tank's hull.
+pub const TANK_RESTITUTION: f32 = 0.1;
 
 /// Builds the tank's body: a dynamic box with the player's tag.
 pub fn spawn_body(physics: &mut Physics, model: &TankModel, player: PlayerId, at: [f32; 3]) -> RigidBodyHandle {
@@ -124,8 +146,8 @@ pub fn spawn_body(physics: &mut Physics, model: &TankModel, player: PlayerId, at
         .can_sleep(false);
     let collider = ColliderBuilder::cuboid(model.length / 2.0, model.width / 2.0)
         .density(model.density / 100.0)
-        .friction(0.3)
-        .restitution(0.1);
+        .friction(TANK_FRICTION)
+        .restitution(TANK_RESTITUTION);
     physics.insert(body, collider).0
 }
 
@@ -302,13 +324,8 @@ pub(crate) fn drive_tanks(
             (true, Some(p)) => p.bits,
             _ => Default::default(),
         };
-        let d = drive(&tank.motion(&physics), bits, model, settings.dt());
-        tank.gun = d.gun;
-        tank.throttle = d.throttle;
-        if let Some(b) = physics.world_mut().bodies.get_mut(tank.body) {
-            b.set_linvel(Vector::new(d.vx, d.vy), true);
-            b.set_angvel(d.angvel, true);
-        }
+        (tank.gun, tank.throttle) =
+            drive_body(&mut physics, tank.body, tank.gun, tank.throttle, bits, model, settings.dt());
     }
 }
 

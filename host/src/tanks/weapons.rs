@@ -3,18 +3,20 @@
 use bevy::prelude::*;
 use rapier2d::prelude::*;
 use serde::{Deserialize, Serialize};
+use vimp_netcode::input::KeyBits;
 use vimp_netcode::schema::BlockKind;
 use vimp_netcode::snapshot::{FieldValue, round2};
 
 use crate::engine::mapstate::MapState;
 use crate::engine::meta::MetaOutbox;
-use crate::engine::physics::Physics;
+use crate::engine::physics::{Physics, RayHit};
 use crate::engine::players::{Participants, PlayerId};
 use crate::engine::schedule::{EngineSettings, SimRng};
 use crate::engine::snapshot::EventRows;
 use crate::engine::tags::{encode_tag, is_map_object, tag_kind, tag_payload};
 use crate::tanks::TanksRules;
-use crate::tanks::config::keys;
+use crate::tanks::config::{BombWeapon, TankModel, TracerWeapon, Weapons, keys};
+use crate::tanks::movement::Motion;
 use crate::tanks::rounds::Round;
 use crate::tanks::rows::key;
 use crate::tanks::tank::{BOMB_KIND, Damage, TANK_KIND, Tank, Weapon, apply_damage, sorted};
@@ -42,6 +44,89 @@ fn f(v: f32) -> FieldValue {
     FieldValue::F32(round2(v))
 }
 
+/// How far ahead of the hull's centre a shot starts: half the hull plus a small gap.
+pub fn muzzle_reach(model: &TankModel) -> f32 {
+    model.length / 2.0 + 4.0
+}
+
+/// Switches and pulls the trigger for one step: the rule the host and the client's
+/// predictor share. `nextWeapon` switches first; then `fire` shoots the active weapon
+/// unless it is reloading or empty. A shot takes one round and starts the reload.
+/// Returns the weapon that fires this step, if any. Reload timers count down apart
+/// (see [`cool_down`]), before this is called.
+pub fn trigger(
+    weapon: &mut Weapon,
+    ammo: &mut [u32; 2],
+    reload: &mut [f32; 2],
+    bits: KeyBits,
+    weapons: &Weapons,
+) -> Option<Weapon> {
+    if bits.fired(keys::NEXT_WEAPON) {
+        *weapon = match *weapon {
+            Weapon::Gun => Weapon::Bomb,
+            Weapon::Bomb => Weapon::Gun,
+        };
+    }
+    let w = weapon.index();
+    if !bits.fired(keys::FIRE) || reload[w] > 0.0 || ammo[w] == 0 {
+        return None;
+    }
+    ammo[w] -= 1;
+    reload[w] = match weapon {
+        Weapon::Gun => weapons.w1.reload,
+        Weapon::Bomb => weapons.w2.reload,
+    };
+    Some(*weapon)
+}
+
+/// Counts every reload timer down by one step.
+pub fn cool_down(reload: &mut [f32; 2], dt: f32) {
+    for r in reload {
+        *r = (*r - dt).max(0.0);
+    }
+}
+
+/// The path of one hitscan shot.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TracerPath {
+    /// The muzzle.
+    pub start: Vector,
+    /// The unit direction, spread included.
+    pub dir: Vector,
+    /// Where it stops: the first collider hit, or the end of its range.
+    pub end: Vector,
+    /// What it hit.
+    pub hit: Option<RayHit>,
+}
+
+/// Where a hitscan shot from a tank in `motion` (its body `body`, which the ray ignores)
+/// goes, `spread` rad off the gun's heading, against everything in `physics`.
+pub fn trace(
+    physics: &Physics,
+    motion: &Motion,
+    body: RigidBodyHandle,
+    model: &TankModel,
+    gun: &TracerWeapon,
+    spread: f32,
+) -> TracerPath {
+    let heading = motion.gun_heading();
+    let dir_angle = heading + spread;
+    let dir = Vector::new(libm::cosf(dir_angle), libm::sinf(dir_angle));
+    let start =
+        Vector::new(motion.x, motion.y) + Vector::new(libm::cosf(heading), libm::sinf(heading)) * muzzle_reach(model);
+    let hit = physics.cast_ray(start, dir, gun.range, QueryFilter::default().exclude_rigid_body(body));
+    let end = hit.map_or(start + dir * gun.range, |h| h.point);
+    TracerPath { start, dir, end, hit }
+}
+
+/// Where a bomb fired from a tank in `motion` appears and how fast it goes.
+pub fn bomb_launch(motion: &Motion, model: &TankModel, launcher: &BombWeapon) -> (Vector, Vector) {
+    let heading = motion.gun_heading();
+    let dir = Vector::new(libm::cosf(heading), libm::sinf(heading));
+    let at = Vector::new(motion.x, motion.y) + dir * (muzzle_reach(model) + launcher.size);
+    (at, dir * launcher.speed + Vector::new(motion.vx, motion.vy))
+}
+
 /// Switches weapons and fires them, in player order; damage is applied after every shot.
 pub(crate) fn fire_weapons(
     mut commands: Commands,
@@ -62,40 +147,24 @@ pub(crate) fn fire_weapons(
     let mut damage = Vec::new();
     let playing = round.is_playing();
     for tank in tanks.iter_mut() {
-        for r in &mut tank.reload {
-            *r = (*r - dt).max(0.0);
-        }
+        cool_down(&mut tank.reload, dt);
         if !tank.alive || !playing {
             continue;
         }
         let bits = participants.0.get(&tank.player).map(|p| p.bits).unwrap_or_default();
-        if bits.fired(keys::NEXT_WEAPON) {
-            tank.weapon = match tank.weapon {
-                Weapon::Gun => Weapon::Bomb,
-                Weapon::Bomb => Weapon::Gun,
-            };
-        }
-        let w = tank.weapon.index();
-        if !bits.fired(keys::FIRE) || tank.reload[w] > 0.0 || tank.ammo[w] == 0 {
+        let tank = &mut **tank;
+        let Some(weapon) = trigger(&mut tank.weapon, &mut tank.ammo, &mut tank.reload, bits, &rules.0.weapons) else {
             continue;
-        }
-        tank.ammo[w] -= 1;
+        };
         let motion = tank.motion(&physics);
-        let heading = motion.gun_heading();
-        let muzzle_reach = model.length / 2.0 + 4.0;
         let (player, body) = (tank.player, tank.body);
-        match tank.weapon {
+        match weapon {
             Weapon::Gun => {
-                tank.reload[w] = gun.reload;
-                let dir_angle = heading + rng.range_f32(-gun.spread, gun.spread);
-                let dir = Vector::new(libm::cosf(dir_angle), libm::sinf(dir_angle));
-                let start = Vector::new(motion.x, motion.y)
-                    + Vector::new(libm::cosf(heading), libm::sinf(heading)) * muzzle_reach;
-                let hit = physics.cast_ray(start, dir, gun.range, QueryFilter::default().exclude_rigid_body(body));
-                let (end, hit_body, was_hit) = match hit {
-                    None => (start + dir * gun.range, None, false),
-                    Some(h) => (h.point, h.body.map(|b| (b, h.user_data)), true),
-                };
+                let spread = rng.range_f32(-gun.spread, gun.spread);
+                let path = trace(&physics, &motion, body, model, gun, spread);
+                let (end, dir) = (path.end, path.dir);
+                let hit_body = path.hit.and_then(|h| h.body.map(|b| (b, h.user_data)));
+                let was_hit = path.hit.is_some();
                 let mut body_pos = end;
                 if let Some((b, tag)) = hit_body {
                     if let Some(rb) = physics.world().bodies.get(b) {
@@ -114,8 +183,8 @@ pub(crate) fn fire_weapons(
                     }
                 }
                 let row = vec![
-                    f(start.x),
-                    f(start.y),
+                    f(path.start.x),
+                    f(path.start.y),
                     f(end.x),
                     f(end.y),
                     f(body_pos.x),
@@ -126,14 +195,12 @@ pub(crate) fn fire_weapons(
                 events.push(key::TRACERS, BlockKind::List16, 0, Some(row));
             }
             Weapon::Bomb => {
-                tank.reload[w] = launcher.reload;
-                let dir = Vector::new(libm::cosf(heading), libm::sinf(heading));
-                let at = Vector::new(motion.x, motion.y) + dir * (muzzle_reach + launcher.size);
+                let (at, velocity) = bomb_launch(&motion, model, launcher);
                 let id = next_id.0;
                 next_id.0 = next_id.0.wrapping_add(1);
                 let rb = RigidBodyBuilder::dynamic()
                     .translation(at)
-                    .linvel(dir * launcher.speed + Vector::new(motion.vx, motion.vy))
+                    .linvel(velocity)
                     .user_data(encode_tag(BOMB_KIND, id as u64))
                     .linear_damping(0.6)
                     .ccd_enabled(true)

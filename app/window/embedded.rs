@@ -1,0 +1,247 @@
+//! The embedded host: the authoritative match as its own `App` on its own thread.
+//!
+//! It steps at 120 Hz from its own clock whatever the window's frame rate, and serves
+//! the hosting player's client through an in-memory link, exactly like a remote
+//! client — plus, when hosting online, friends over WebRTC through the same server
+//! (a [`Joined`] transport). A local match watches its map file: on save the map is
+//! validated and loaded (the round restarts on it); a map with errors is reported to
+//! the window and the match goes on on the old one.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::Context;
+use vimp_host::engine::map::MapConfig;
+use vimp_host::engine::server::{Server, ServerConfig};
+use vimp_host::{Host, HostCommand, PlayerId, TanksPlugin};
+use vimp_netcode::link::LinkConfig;
+use vimp_netcode::lobby::{LobbyCode, room_url};
+use vimp_netcode::signal::{SignalConfig, SignalServer};
+use vimp_netcode::transport::webrtc::WebRtcTransport;
+use vimp_netcode::transport::{Joined, MemoryTransport, PeerKey, Transport};
+
+use crate::net_cmd::IceArgs;
+
+/// The embedded host's end of the in-memory link.
+pub const HOST_PEER: PeerKey = PeerKey(1);
+/// The hosting player's end of the in-memory link.
+pub const LOCAL_PEER: PeerKey = PeerKey(2);
+
+/// How often a watched map file is looked at.
+const WATCH_INTERVAL: Duration = Duration::from_millis(250);
+
+/// What the embedded host is asked to run.
+#[derive(Clone, Debug)]
+pub struct EmbeddedConfig {
+    /// The map file.
+    pub map: PathBuf,
+    /// Bots in the match.
+    pub bots: u8,
+    /// The match seed.
+    pub seed: u64,
+    /// Reload the map when its file changes.
+    pub watch: bool,
+    /// Serve friends over WebRTC too.
+    pub online: Option<OnlineConfig>,
+}
+
+/// Hosting for friends.
+#[derive(Clone, Debug)]
+pub struct OnlineConfig {
+    /// The signalling server; `None` embeds one on `bind`.
+    pub signal: Option<String>,
+    /// Where an embedded signalling server listens.
+    pub bind: std::net::SocketAddr,
+    /// The lobby code.
+    pub code: LobbyCode,
+    /// ICE servers.
+    pub ice: IceArgs,
+    /// A lobby password.
+    pub password: Option<String>,
+}
+
+/// What the host thread tells the window.
+#[derive(Clone, Debug, PartialEq)]
+pub enum HostNote {
+    /// The watched map was saved and is being played now.
+    MapReloaded(String),
+    /// The watched map was saved with errors (one per line); the old map goes on.
+    MapInvalid(String),
+    /// The host stopped on an error.
+    Failed(String),
+}
+
+/// A running embedded host (stopped when dropped).
+pub struct EmbeddedHost {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+    notes: mpsc::Receiver<HostNote>,
+    /// The lobby code and room URL, when hosting online.
+    pub lobby: Option<(LobbyCode, String)>,
+}
+
+impl std::fmt::Debug for EmbeddedHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EmbeddedHost").field("lobby", &self.lobby).finish_non_exhaustive()
+    }
+}
+
+impl EmbeddedHost {
+    /// Builds the match (map loaded, bots joined) and starts its thread; returns it with
+    /// the client's end of the in-memory link. `clock` is the time base both ends share.
+    pub fn start(config: EmbeddedConfig, clock: Instant) -> anyhow::Result<(EmbeddedHost, MemoryTransport)> {
+        let mut host_end = MemoryTransport::new(HOST_PEER);
+        let mut client_end = MemoryTransport::new(LOCAL_PEER);
+        MemoryTransport::connect(&mut host_end, &mut client_end, LinkConfig::default());
+
+        // A Bevy `App` stays on the thread that built it, so the thread builds the match
+        // and reports back whether it could.
+        let stop = Arc::new(AtomicBool::new(false));
+        let (tx, notes) = mpsc::channel();
+        let (ready_tx, ready) = mpsc::sync_channel(1);
+        let flag = Arc::clone(&stop);
+        let thread = std::thread::Builder::new().name("vimp-host".into()).spawn(move || {
+            let (mut server, keep_alive, lobby) = match build(&config, host_end) {
+                Ok(built) => built,
+                Err(e) => {
+                    let _ = ready_tx.send(Err(e));
+                    return;
+                }
+            };
+            let _ = ready_tx.send(Ok(lobby));
+            let _signal = keep_alive;
+            let mut watch = config.watch.then(|| Watch::new(config.map.clone()));
+            while !flag.load(Ordering::Relaxed) {
+                server.update(clock.elapsed());
+                if let Some(w) = watch.as_mut()
+                    && let Some(note) = w.poll(&mut server)
+                {
+                    let _ = tx.send(note);
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        })?;
+        let lobby = match ready.recv() {
+            Ok(Ok(lobby)) => lobby,
+            Ok(Err(e)) => {
+                let _ = thread.join();
+                return Err(e);
+            }
+            Err(_) => {
+                let _ = thread.join();
+                anyhow::bail!("the host thread stopped while starting");
+            }
+        };
+        Ok((EmbeddedHost { stop, thread: Some(thread), notes, lobby }, client_end))
+    }
+
+    /// What the host said since the last call.
+    pub fn notes(&self) -> Vec<HostNote> {
+        self.notes.try_iter().collect()
+    }
+}
+
+impl Drop for EmbeddedHost {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+type Built = (Server<Box<dyn Transport>>, Option<SignalServer>, Option<(LobbyCode, String)>);
+
+/// Builds the match (map loaded, bots joined) and its server, on the host thread.
+fn build(config: &EmbeddedConfig, host_end: MemoryTransport) -> anyhow::Result<Built> {
+    let label = config.map.display().to_string();
+    let text = std::fs::read_to_string(&config.map).with_context(|| format!("reading {label}"))?;
+    let init = vimp_host::tanks::init_config(config.seed);
+    let mut host = Host::new(init.clone(), TanksPlugin)?;
+    host.load_map_json(&label, &text)?;
+    for i in 0..config.bots {
+        host.push(HostCommand::Join { player: PlayerId(i), name: format!("bot{}", i + 1), team: None, bot: true });
+    }
+    host.step();
+
+    let mut keep_alive = None;
+    let mut lobby = None;
+    let mut password = None;
+    let transport: Box<dyn Transport> = match &config.online {
+        None => Box::new(host_end),
+        Some(online) => {
+            let signal = match &online.signal {
+                Some(url) => url.trim_end_matches('/').to_owned(),
+                None => {
+                    let server = SignalServer::start(SignalConfig { bind: online.bind, ice: Default::default() })?;
+                    let url = server.url();
+                    keep_alive = Some(server);
+                    url
+                }
+            };
+            let url = room_url(&signal, &online.code);
+            let webrtc = WebRtcTransport::connect(&url, &online.ice.resolve(&signal)?)?;
+            lobby = Some((online.code, url));
+            password = online.password.clone();
+            Box::new(Joined::new(host_end, webrtc))
+        }
+    };
+    let server_config = ServerConfig {
+        match_id: format!("local-{:016x}", config.seed),
+        password,
+        client_config: vimp_host::tanks::client_config(&init),
+        session: vimp_host::engine::server::session_config(&init.game),
+        ..ServerConfig::default()
+    };
+    Ok((Server::new(host, transport, server_config), keep_alive, lobby))
+}
+
+/// A watched map file.
+struct Watch {
+    path: PathBuf,
+    seen: Option<SystemTime>,
+    next: Instant,
+}
+
+impl Watch {
+    fn new(path: PathBuf) -> Self {
+        let seen = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
+        Watch { path, seen, next: Instant::now() }
+    }
+
+    /// Loads the map when its file changed since the last look.
+    fn poll<T: Transport>(&mut self, server: &mut Server<T>) -> Option<HostNote> {
+        if Instant::now() < self.next {
+            return None;
+        }
+        self.next = Instant::now() + WATCH_INTERVAL;
+        let modified = std::fs::metadata(&self.path).and_then(|m| m.modified()).ok()?;
+        if self.seen == Some(modified) {
+            return None;
+        }
+        self.seen = Some(modified);
+        Some(reload(server, &self.path))
+    }
+}
+
+/// Reads, validates and loads the map at `path`: the round restarts on it; on any error
+/// the match goes on on the map it had.
+pub fn reload<T: Transport>(server: &mut Server<T>, path: &std::path::Path) -> HostNote {
+    let label = path.display().to_string();
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => return HostNote::MapInvalid(format!("{label}: {e}")),
+    };
+    let map = match MapConfig::from_json(&label, &text) {
+        Ok(m) => m,
+        Err(e) => return HostNote::MapInvalid(e.to_string()),
+    };
+    match server.host_mut().load_map(map) {
+        Ok(()) => HostNote::MapReloaded(label),
+        Err(e) => HostNote::MapInvalid(e.to_string()),
+    }
+}

@@ -1,0 +1,325 @@
+//! The desktop window: main menu, local matches, hosting and joining, the match view.
+//!
+//! One Bevy `App` with a window draws everything; egui (bevy_egui) draws the menus and
+//! the HUD. A match is a [`net::MatchState`] in the [`ActiveMatch`] resource: the
+//! window updates it once a frame, turns keys into input events, steps the predictor
+//! and draws the interpolated world ([`crate::tanks::draw`]). When this process hosts,
+//! the host runs on its own thread ([`embedded`]) and this window is just its first client.
+
+pub mod embedded;
+pub mod graph;
+pub mod input;
+pub mod net;
+pub mod settings;
+mod ui;
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use bevy::prelude::*;
+use bevy::render::view::screenshot::{Screenshot, ScreenshotCaptured};
+use bevy::window::WindowResolution;
+use bevy_egui::EguiPlugin;
+use vimp_netcode::lobby::{JoinTarget, LobbyCode};
+use vimp_netcode::transport::Transport;
+use vimp_netcode::transport::webrtc::WebRtcTransport;
+
+use crate::window::embedded::{EmbeddedConfig, EmbeddedHost, OnlineConfig};
+use crate::window::net::MatchState;
+use crate::window::settings::Settings;
+
+/// How the window runs.
+#[derive(Clone, Debug)]
+pub struct WindowOptions {
+    /// The match to start at once (`None`: the main menu).
+    pub start: Option<MatchKind>,
+    /// Render this many frames, then exit (with `screenshot`: save the last one first).
+    pub frames: Option<u32>,
+    /// Where to save a PNG of the last frame.
+    pub screenshot: Option<PathBuf>,
+}
+
+/// A match to start.
+#[derive(Clone, Debug, PartialEq)]
+pub enum MatchKind {
+    /// Bots and this player on an embedded host; the map file is watched.
+    Local {
+        /// The map file.
+        map: PathBuf,
+        /// Bots.
+        bots: u8,
+    },
+    /// An embedded host friends join by lobby code.
+    Host {
+        /// The map file.
+        map: PathBuf,
+        /// Bots.
+        bots: u8,
+        /// A lobby password.
+        password: Option<String>,
+        /// The lobby code (a random one by default).
+        code: Option<String>,
+        /// The signalling server (the settings' one by default).
+        signal: Option<String>,
+    },
+    /// A match someone else hosts.
+    Join {
+        /// The lobby code or room URL.
+        target: String,
+        /// The lobby password.
+        password: Option<String>,
+        /// The signalling server (the settings' one by default).
+        signal: Option<String>,
+    },
+}
+
+/// The screen shown.
+#[derive(States, Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Screen {
+    /// The main menu.
+    #[default]
+    Menu,
+    /// A match.
+    Match,
+}
+
+/// The system set in which the match takes in the network each frame; drawing runs after it.
+#[derive(SystemSet, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MatchUpdate;
+
+/// The match being played (behind a mutex only to make the client `Sync`; systems take it exclusively).
+#[derive(Resource)]
+pub struct ActiveMatch(pub Mutex<MatchState>);
+
+impl ActiveMatch {
+    /// The match.
+    pub fn get(&mut self) -> &mut MatchState {
+        self.0.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// Settings and where they live.
+#[derive(Resource, Debug)]
+pub struct SettingsStore {
+    /// The settings in use.
+    pub settings: Settings,
+    /// Where they are saved (`None`: no config directory known; they are not saved).
+    pub path: Option<PathBuf>,
+    /// A problem reading or writing them, shown in the settings page.
+    pub problem: Option<String>,
+}
+
+impl SettingsStore {
+    /// Saves the settings, keeping any problem to show.
+    pub fn save(&mut self) {
+        if let Some(path) = &self.path {
+            self.problem = self.settings.save_to(path).err().map(|e| format!("saving {}: {e}", path.display()));
+        }
+    }
+}
+
+/// A match asked for by a menu or the command line, started by [`start_requested`].
+#[derive(Resource, Default, Debug)]
+pub struct MatchRequest {
+    /// The match to start.
+    pub kind: Option<MatchKind>,
+    /// Why the last one could not start.
+    pub error: Option<String>,
+}
+
+/// `--frames N --screenshot FILE`.
+#[derive(Resource, Debug)]
+struct Capture {
+    frames_left: Option<u32>,
+    path: Option<PathBuf>,
+    requested: bool,
+    saved: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    failed: std::sync::Arc<Mutex<Option<String>>>,
+}
+
+/// Where the game's sprites are: `VIMP_ASSETS`, else `assets` beside the executable's
+/// source tree (a `cargo run`), else `assets` in the working directory.
+pub fn assets_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("VIMP_ASSETS") {
+        return PathBuf::from(dir);
+    }
+    let built = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/assets"));
+    if built.is_dir() { built } else { PathBuf::from("assets") }
+}
+
+/// Opens the window and runs until it closes; returns the process exit code.
+pub fn run(options: WindowOptions) -> anyhow::Result<i32> {
+    let (settings, path, problem) = match settings::settings_path() {
+        Some(path) => {
+            let (s, problem) = Settings::load_from(&path);
+            (s, Some(path), problem)
+        }
+        None => (Settings::default(), None, Some("no config directory: settings are not saved".into())),
+    };
+    let request = MatchRequest { kind: options.start.clone(), error: None };
+    let failed = std::sync::Arc::new(Mutex::new(None));
+    let capture = Capture {
+        frames_left: options.frames,
+        path: options.screenshot.clone(),
+        requested: false,
+        saved: Default::default(),
+        failed: failed.clone(),
+    };
+
+    let mut app = App::new();
+    app.add_plugins(
+        DefaultPlugins
+            .set(WindowPlugin {
+                primary_window: Some(Window {
+                    title: "vimp".into(),
+                    resolution: WindowResolution::new(1280, 720),
+                    ..default()
+                }),
+                ..default()
+            })
+            .set(AssetPlugin { file_path: assets_dir().display().to_string(), ..default() }),
+    )
+    .add_plugins(EguiPlugin::default())
+    .insert_resource(ClearColor(Color::srgb(0.08, 0.09, 0.1)))
+    .insert_resource(SettingsStore { settings, path, problem })
+    .insert_resource(request)
+    .insert_resource(capture)
+    .init_state::<Screen>()
+    .add_systems(Startup, spawn_camera)
+    .add_systems(
+        Update,
+        (start_requested, update_match.in_set(MatchUpdate).run_if(in_state(Screen::Match)), capture_frames).chain(),
+    )
+    .add_plugins(ui::UiPlugin)
+    .add_plugins(crate::tanks::draw::DrawPlugin);
+    let exit = app.run();
+    if let Some(e) = failed.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
+        anyhow::bail!(e);
+    }
+    Ok(match exit {
+        AppExit::Success => 0,
+        AppExit::Error(code) => code.get() as i32,
+    })
+}
+
+fn spawn_camera(mut commands: Commands) {
+    commands.spawn((Camera2d, crate::tanks::draw::MainCamera));
+}
+
+/// Starts the match a menu or the command line asked for.
+fn start_requested(
+    mut commands: Commands,
+    mut request: ResMut<MatchRequest>,
+    store: Res<SettingsStore>,
+    mut next: ResMut<NextState<Screen>>,
+) {
+    let Some(kind) = request.kind.take() else { return };
+    match start_match(&kind, &store.settings) {
+        Ok(state) => {
+            request.error = None;
+            commands.insert_resource(ActiveMatch(Mutex::new(state)));
+            next.set(Screen::Match);
+        }
+        Err(e) => {
+            request.error = Some(format!("{e:#}"));
+            next.set(Screen::Menu);
+        }
+    }
+}
+
+fn random_seed() -> u64 {
+    let mut b = [0u8; 8];
+    let _ = getrandom::fill(&mut b);
+    u64::from_le_bytes(b) ^ std::time::SystemTime::now().elapsed().map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// Builds the match: an embedded host (local or online) with the in-memory link, or a WebRTC client.
+pub fn start_match(kind: &MatchKind, settings: &Settings) -> anyhow::Result<MatchState> {
+    let clock = Instant::now();
+    let nickname = settings.nickname.trim();
+    let nickname = if nickname.is_empty() { "player" } else { nickname };
+    match kind {
+        MatchKind::Local { map, bots } => {
+            let config =
+                EmbeddedConfig { map: map.clone(), bots: *bots, seed: random_seed(), watch: true, online: None };
+            let (host, link) = EmbeddedHost::start(config, clock)?;
+            let title = format!("local match on {}", map.display());
+            Ok(MatchState::new(Box::new(link), Some(host), clock, nickname, None, title))
+        }
+        MatchKind::Host { map, bots, password, code, signal } => {
+            let signal = signal.as_deref().unwrap_or(&settings.signal_url).trim_end_matches('/');
+            let embedded_signal = signal == crate::net_cmd::DEFAULT_SIGNAL;
+            let code = match code {
+                Some(c) => LobbyCode::parse(c)?,
+                None => LobbyCode::from_random(random_seed()),
+            };
+            let online = OnlineConfig {
+                signal: (!embedded_signal).then(|| signal.to_owned()),
+                bind: "0.0.0.0:3536".parse().expect("a valid address"),
+                code,
+                ice: settings.ice(),
+                password: password.clone(),
+            };
+            let config = EmbeddedConfig {
+                map: map.clone(),
+                bots: *bots,
+                seed: random_seed(),
+                watch: false,
+                online: Some(online),
+            };
+            let (host, link) = EmbeddedHost::start(config, clock)?;
+            let title = format!("hosting on {}", map.display());
+            Ok(MatchState::new(Box::new(link), Some(host), clock, nickname, password.clone(), title))
+        }
+        MatchKind::Join { target, password, signal } => {
+            let parsed = JoinTarget::parse(target)?;
+            let url = parsed.room_url(signal.as_deref().unwrap_or(&settings.signal_url));
+            let signal = url.rsplit_once('/').map_or(url.as_str(), |(s, _)| s).to_owned();
+            let ice = settings.ice().resolve(&signal)?;
+            let transport: Box<dyn Transport> = Box::new(WebRtcTransport::connect(&url, &ice)?);
+            Ok(MatchState::new(transport, None, clock, nickname, password.clone(), format!("joined {url}")))
+        }
+    }
+}
+
+fn update_match(mut active: ResMut<ActiveMatch>) {
+    active.get().update();
+}
+
+/// Counts frames for `--frames`, asks for the screenshot on the last one, exits when it is saved.
+fn capture_frames(mut commands: Commands, mut capture: ResMut<Capture>, mut exit: MessageWriter<AppExit>) {
+    let Some(left) = capture.frames_left else { return };
+    if left > 0 {
+        capture.frames_left = Some(left - 1);
+        return;
+    }
+    let Some(path) = capture.path.clone() else {
+        exit.write(AppExit::Success);
+        return;
+    };
+    if !capture.requested {
+        capture.requested = true;
+        let saved = capture.saved.clone();
+        let failed = capture.failed.clone();
+        commands.spawn(Screenshot::primary_window()).observe(move |captured: On<ScreenshotCaptured>| {
+            let result = captured
+                .image
+                .clone()
+                .try_into_dynamic()
+                .map_err(|e| e.to_string())
+                .and_then(|img| img.to_rgb8().save(&path).map_err(|e| e.to_string()));
+            if let Err(e) = result {
+                *failed.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
+                    Some(format!("saving the screenshot to {}: {e}", path.display()));
+            }
+            saved.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+    } else if capture.saved.load(std::sync::atomic::Ordering::SeqCst) {
+        let failed = capture.failed.lock().unwrap_or_else(std::sync::PoisonError::into_inner).is_some();
+        if let (Some(p), false) = (&capture.path, failed) {
+            println!("screenshot saved to {}", p.display());
+        }
+        exit.write(AppExit::Success);
+    }
+}

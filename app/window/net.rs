@@ -1,0 +1,403 @@
+//! A match as the window sees it: the client, what the host said, and what to draw.
+//!
+//! [`MatchState`] is plain Rust with no window in it: the window calls
+//! [`MatchState::update`] once per frame and draws what it holds, and tests drive it the
+//! same way without a GPU. It owns the [`Client`] (over the in-memory link to an
+//! embedded host, or over WebRTC), the embedded host when this process hosts, the
+//! interpolation buffer, and the meta the host sent: panel, stat table, chat, votes,
+//! banners and the black screen.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use vimp_host::PlayerId;
+use vimp_host::engine::map::MapConfig;
+use vimp_host::tanks::predict::{LocalShot, Predictor, PredictorConfig, suppress_own_events};
+use vimp_host::tanks::tank::Weapon;
+use vimp_netcode::client::Client;
+use vimp_netcode::input::KeyAction;
+use vimp_netcode::interp::{InterpolationConfig, Interpolator, Sample};
+use vimp_netcode::meta::{
+    self, ChatMessage, ChatText, ClientMeta, GameInform, ListRequest, MetaMessage, StatView, TechInform, Vote,
+    VoteAnswer, VoteValues,
+};
+use vimp_netcode::session::{Hello, PROTOCOL_VERSION};
+use vimp_netcode::transport::Transport;
+
+use crate::window::embedded::{EmbeddedHost, HostNote};
+use crate::window::graph::NetGraph;
+
+/// How long a banner stays up.
+pub const BANNER_TIME: Duration = Duration::from_secs(4);
+/// Chat lines kept.
+pub const CHAT_LINES: usize = 100;
+
+/// A chat line as shown.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChatLine {
+    /// The author (`None` for the system).
+    pub author: Option<String>,
+    /// The author's team.
+    pub team: u8,
+    /// The text.
+    pub text: String,
+    /// When it arrived.
+    pub at: Duration,
+}
+
+/// A match in progress (see the module docs).
+pub struct MatchState {
+    /// The time base of this match (shared with an embedded host).
+    pub clock: Instant,
+    /// The network client.
+    pub client: Client<Box<dyn Transport>>,
+    /// The embedded host, when this process hosts.
+    pub host: Option<EmbeddedHost>,
+    /// What the title bar and menus call this match.
+    pub title: String,
+    /// The interpolation buffer, once the config arrived.
+    pub interp: Option<Interpolator>,
+    /// The current map, once `MAP_DATA` arrived.
+    pub map: Option<MapConfig>,
+    /// Bumped on every map (re)load: the drawing rebuilds the map when it changes.
+    pub map_version: u64,
+    /// The panel entries (`t`, `h`, …) of this player.
+    pub panel: BTreeMap<String, String>,
+    /// The stat tables.
+    pub stat: StatView,
+    /// Chat lines, oldest first.
+    pub chat: VecDeque<ChatLine>,
+    chat_seen: usize,
+    /// The vote asked, if any.
+    pub vote: Option<Vote>,
+    /// The newest game message and when it came.
+    pub banner: Option<(GameInform, Duration)>,
+    /// The black screen, while shown.
+    pub tech: Option<TechInform>,
+    /// A map that failed to load on save, with its errors.
+    pub map_error: Option<String>,
+    /// A short note (map reloaded…) and when it came.
+    pub note: Option<(String, Duration)>,
+    /// Sounds the host asked for since the last look.
+    pub sounds: Vec<String>,
+    /// The latest interpolated sample, for drawing.
+    pub sample: Sample,
+    /// The net graph's history.
+    pub graph: NetGraph,
+    /// The local tank's predictor, once config, map and welcome are there (not for spectators).
+    pub predictor: Option<Predictor>,
+    /// The map version the predictor was built for.
+    predictor_map: u64,
+    /// The match time the predictor has stepped to.
+    predicted_to: Duration,
+    /// Tracers fired locally, not drawn yet.
+    local_shots: Vec<([f32; 2], [f32; 2])>,
+    /// The keys held now, by action name.
+    pub held: Vec<String>,
+}
+
+impl std::fmt::Debug for MatchState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MatchState").field("title", &self.title).finish_non_exhaustive()
+    }
+}
+
+impl MatchState {
+    /// A match over `transport`, saying hello as `nickname`.
+    pub fn new(
+        transport: Box<dyn Transport>,
+        host: Option<EmbeddedHost>,
+        clock: Instant,
+        nickname: &str,
+        password: Option<String>,
+        title: String,
+    ) -> Self {
+        let hello = Hello {
+            version: PROTOCOL_VERSION,
+            build: env!("CARGO_PKG_VERSION").to_owned(),
+            nickname: nickname.to_owned(),
+            password,
+            resume_token: None,
+            spectator: false,
+        };
+        MatchState {
+            clock,
+            client: Client::new(transport, hello),
+            host,
+            title,
+            interp: None,
+            map: None,
+            map_version: 0,
+            panel: BTreeMap::new(),
+            stat: StatView::default(),
+            chat: VecDeque::new(),
+            chat_seen: 0,
+            vote: None,
+            banner: None,
+            tech: None,
+            map_error: None,
+            note: None,
+            sounds: Vec::new(),
+            sample: Sample::default(),
+            graph: NetGraph::default(),
+            predictor: None,
+            predictor_map: 0,
+            predicted_to: Duration::ZERO,
+            local_shots: Vec::new(),
+            held: Vec::new(),
+        }
+    }
+
+    /// Time since the match began.
+    pub fn now(&self) -> Duration {
+        self.clock.elapsed()
+    }
+
+    /// This player's id, once welcomed.
+    pub fn player_id(&self) -> Option<u32> {
+        self.client.welcome().map(|w| w.player_id as u32)
+    }
+
+    /// The host's time now, ms (estimated from pings).
+    pub fn server_now_ms(&self) -> Option<f64> {
+        self.client.server_time_ms(self.now())
+    }
+
+    /// One turn: network in, meta applied, frames buffered, a fresh sample to draw.
+    pub fn update(&mut self) {
+        let now = self.now();
+        let before = self.client.stats().clone();
+        self.client.update(now);
+        if let Some(host) = &self.host {
+            for note in host.notes() {
+                match note {
+                    HostNote::MapReloaded(label) => {
+                        self.map_error = None;
+                        self.note = Some((format!("{label} reloaded"), now));
+                    }
+                    HostNote::MapInvalid(errors) => self.map_error = Some(errors),
+                    HostNote::Failed(e) => self.map_error = Some(format!("the host stopped: {e}")),
+                }
+            }
+        }
+        if self.interp.is_none()
+            && let Some(schema) = self.client.schema()
+        {
+            let config = self
+                .client
+                .config()
+                .and_then(|c| serde_json::from_value::<InterpolationConfig>(c["engine"]["interpolation"].clone()).ok())
+                .unwrap_or_default();
+            self.interp = Some(Interpolator::new(schema.clone(), config));
+        }
+        for (port, payload) in self.client.take_meta() {
+            self.on_meta(port, &payload, now);
+        }
+        let lines: Vec<serde_json::Value> = self.client.chat()[self.chat_seen..].to_vec();
+        self.chat_seen += lines.len();
+        for line in lines {
+            if let Ok(msg) = ChatMessage::from_json(line) {
+                self.push_chat(msg, now);
+            }
+        }
+        self.build_predictor(now);
+        let mut frames = self.client.take_frames();
+        if let Some(p) = self.predictor.as_mut() {
+            for frame in &mut frames {
+                let obstacles = p.obstacles_from(frame);
+                p.set_obstacles(&obstacles);
+                if let Some(c) = p.on_frame(frame)
+                    && (c.distance > 1e-3 || c.snapped)
+                {
+                    self.graph.correction(now, c.distance);
+                }
+                suppress_own_events(frame, p.player());
+            }
+            let dt = Duration::from_secs_f64(p.dt() as f64);
+            while self.predicted_to + dt <= now {
+                p.step();
+                self.predicted_to += dt;
+            }
+            for shot in p.take_shots() {
+                if let LocalShot::Tracer { start, end, .. } = shot {
+                    self.local_shots.push((start, end));
+                }
+            }
+            let records = p.take_divergence().len() as u32;
+            self.graph.divergences(now, records);
+        }
+        let server_now = self.server_now_ms();
+        if let (Some(interp), Some(server_now)) = (self.interp.as_mut(), server_now) {
+            for frame in frames {
+                interp.push(frame, server_now);
+            }
+            self.sample = interp.sample(server_now);
+        }
+        let after = self.client.stats();
+        self.graph.record(
+            now,
+            self.client.rtt_ms(),
+            (after.snapshots - before.snapshots) as u32,
+            after.bytes_in - before.bytes_in,
+            after.bytes_out - before.bytes_out,
+        );
+        if let Some((_, at)) = &self.banner
+            && now.saturating_sub(*at) > BANNER_TIME
+        {
+            self.banner = None;
+        }
+    }
+
+    /// Builds the predictor once the config, the map and the welcome are there, and
+    /// again on every new map.
+    fn build_predictor(&mut self, now: Duration) {
+        if self.predictor_map == self.map_version {
+            return;
+        }
+        let (Some(config), Some(map), Some(welcome)) = (self.client.config(), &self.map, self.client.welcome()) else {
+            return;
+        };
+        self.predictor_map = self.map_version;
+        self.predictor = if welcome.spectator {
+            None
+        } else {
+            Predictor::new(config, map, PlayerId(welcome.player_id), PredictorConfig::default()).ok()
+        };
+        self.predicted_to = now;
+        self.sync_weapons();
+    }
+
+    /// Tells the predictor the active weapon and ammo the panel shows.
+    fn sync_weapons(&mut self) {
+        let Some(p) = self.predictor.as_mut() else { return };
+        let ammo = |k: &str| self.panel.get(k).and_then(|v| v.parse().ok()).unwrap_or(0);
+        let weapon = if self.panel.get("wa").is_some_and(|w| w == "w2") { Weapon::Bomb } else { Weapon::Gun };
+        p.sync_weapons(weapon, [ammo("w1"), ammo("w2")]);
+    }
+
+    fn on_meta(&mut self, port: u8, payload: &[u8], now: Duration) {
+        let Ok(message) = MetaMessage::decode(port, payload) else { return };
+        match message {
+            MetaMessage::Map(json) => {
+                if let Ok(map) = serde_json::from_value::<MapConfig>(json) {
+                    self.map = Some(map);
+                    self.map_version += 1;
+                }
+            }
+            MetaMessage::Clear(_) => {
+                if let Some(interp) = self.interp.as_mut() {
+                    interp.clear();
+                }
+                self.sample = Sample::default();
+            }
+            MetaMessage::Panel(panel) => {
+                for (key, value) in panel.0 {
+                    match value {
+                        Some(v) => self.panel.insert(key, v),
+                        None => self.panel.remove(&key),
+                    };
+                }
+                self.sync_weapons();
+            }
+            MetaMessage::Stat(update) => self.stat.apply(&update),
+            MetaMessage::Vote(vote) => self.vote = Some(vote),
+            MetaMessage::GameInform(inform) => self.banner = Some((inform, now)),
+            MetaMessage::TechInform(TechInform::Hide) => self.tech = None,
+            MetaMessage::TechInform(t) => self.tech = Some(t),
+            MetaMessage::Sound(s) => self.sounds.push(s.0),
+            _ => {}
+        }
+    }
+
+    fn push_chat(&mut self, msg: ChatMessage, at: Duration) {
+        let line = match msg {
+            ChatMessage::User { text, author, team } => ChatLine { author: Some(author), team, text, at },
+            ChatMessage::System { group, code, params } => {
+                ChatLine { author: None, team: 0, text: system_text(&group, code, &params), at }
+            }
+        };
+        if self.chat.len() == CHAT_LINES {
+            self.chat.pop_front();
+        }
+        self.chat.push_back(line);
+    }
+
+    /// Presses or releases the key of `action`; returns the input seq sent.
+    pub fn key(&mut self, action: KeyAction, name: &str) -> Option<u32> {
+        match action {
+            KeyAction::Down if !self.held.iter().any(|h| h == name) => self.held.push(name.to_owned()),
+            KeyAction::Up => self.held.retain(|h| h != name),
+            _ => {}
+        }
+        let seq = self.client.key(action, name)?;
+        if let Some(p) = self.predictor.as_mut() {
+            let _ = p.key(seq, action, name);
+        }
+        Some(seq)
+    }
+
+    /// Releases every held key (the window lost focus, or a text field took the keyboard).
+    pub fn release_all(&mut self) -> Vec<(String, Option<u32>)> {
+        let held = std::mem::take(&mut self.held);
+        held.into_iter().map(|name| (name.clone(), self.key(KeyAction::Up, &name))).collect()
+    }
+
+    /// Says a chat line (or a command); `Err` says why it cannot be sent.
+    pub fn say(&mut self, text: &str) -> Result<(), meta::MetaError> {
+        let text = ChatText::parse(text)?;
+        self.client.send_meta(meta::CHAT, &ClientMeta::Chat(text).encode());
+        Ok(())
+    }
+
+    /// Answers the vote asked.
+    pub fn answer_vote(&mut self, value: serde_json::Value) {
+        if let Some(vote) = self.vote.take() {
+            let answer = ClientMeta::Vote(VoteAnswer::Pick { name: vote.name, value });
+            self.client.send_meta(meta::VOTE, &answer.encode());
+        }
+    }
+
+    /// Asks the host for a list to vote on (`teams` or `maps`).
+    pub fn request_vote(&mut self, list: ListRequest) {
+        self.client.send_meta(meta::VOTE, &ClientMeta::Vote(VoteAnswer::Request(list)).encode());
+    }
+
+    /// The choices of the vote asked.
+    pub fn vote_choices(&self) -> Vec<serde_json::Value> {
+        match self.vote.as_ref().and_then(|v| v.values.as_ref()) {
+            Some(VoteValues::List(values)) => values.clone(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The local tank's predicted state, when a predictor runs.
+    pub fn local_tank(&self) -> Option<[f32; 8]> {
+        self.predictor.as_ref()?.render_motion().map(|m| m.to_state())
+    }
+
+    /// Tracers this client fired since the last look, `(from, to)`, drawn at once (the
+    /// host's copies of them are dropped from the frames).
+    pub fn take_local_shots(&mut self) -> Vec<([f32; 2], [f32; 2])> {
+        std::mem::take(&mut self.local_shots)
+    }
+
+    /// Leaves the match (the embedded host, if any, stops when this is dropped).
+    pub fn leave(&mut self) {
+        let now = self.now();
+        self.client.leave(now);
+    }
+}
+
+/// The text of an engine system chat message (`s`: sessions, `v`: votes).
+pub fn system_text(group: &str, code: u32, params: &[String]) -> String {
+    let p = |i: usize| params.get(i).map_or("?", String::as_str);
+    match (group, code) {
+        ("s", 1) => format!("{} joined", p(0)),
+        ("s", 2) => format!("{} left", p(0)),
+        ("s", 3) => format!("{} is back", p(0)),
+        ("v", 1) => format!("the vote passed: map {}", p(0)),
+        ("v", 2) => format!("the vote failed: map {}", p(0)),
+        _ if params.is_empty() => format!("{group}:{code}"),
+        _ => format!("{group}:{code}: {}", params.join(", ")),
+    }
+}

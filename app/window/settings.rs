@@ -1,0 +1,198 @@
+//! The player's settings: nickname, signalling server, ICE servers, key bindings.
+//!
+//! Saved as JSON in the platform's config directory (`$XDG_CONFIG_HOME/vimp/settings.json`
+//! or `~/.config/vimp/settings.json` on Linux, `~/Library/Application Support/vimp/` on
+//! macOS, `%APPDATA%\vimp\` on Windows; `VIMP_CONFIG_DIR` overrides it). A file that
+//! does not parse is kept aside as `settings.json.bad` and the defaults are used, so
+//! nothing the player wrote is lost.
+
+use std::path::{Path, PathBuf};
+
+use bevy::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::net_cmd::DEFAULT_SIGNAL;
+
+/// The environment variable that overrides the config directory.
+pub const CONFIG_DIR_ENV: &str = "VIMP_CONFIG_DIR";
+
+/// What the player chose, saved between runs.
+#[derive(Resource, Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Settings {
+    /// The nickname sent in the hello.
+    pub nickname: String,
+    /// The signalling server for lobby codes.
+    pub signal_url: String,
+    /// STUN server URLs (none by default: no third party is contacted unless named).
+    pub stun: Vec<String>,
+    /// TURN server URLs.
+    pub turn: Vec<String>,
+    /// The TURN user name.
+    pub turn_user: String,
+    /// The TURN password.
+    pub turn_pass: String,
+    /// Action name → key name (see [`crate::window::input::key_from_name`]).
+    pub bindings: Vec<(String, String)>,
+    /// Bots in a local match.
+    pub bots: u8,
+    /// The map of a local match or a hosted one.
+    pub map: String,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            nickname: "player".into(),
+            signal_url: DEFAULT_SIGNAL.into(),
+            stun: Vec::new(),
+            turn: Vec::new(),
+            turn_user: String::new(),
+            turn_pass: String::new(),
+            bindings: default_bindings(),
+            bots: 7,
+            map: "maps/default.json".into(),
+        }
+    }
+}
+
+/// The default key bindings of the game's actions.
+pub fn default_bindings() -> Vec<(String, String)> {
+    [
+        ("forward", "KeyW"),
+        ("back", "KeyS"),
+        ("left", "KeyA"),
+        ("right", "KeyD"),
+        ("gunLeft", "KeyQ"),
+        ("gunRight", "KeyE"),
+        ("fire", "Space"),
+        ("nextWeapon", "KeyR"),
+        ("nextPlayer", "ArrowRight"),
+        ("prevPlayer", "ArrowLeft"),
+    ]
+    .into_iter()
+    .map(|(a, k)| (a.to_owned(), k.to_owned()))
+    .collect()
+}
+
+impl Settings {
+    /// The ICE servers these settings name.
+    pub fn ice(&self) -> crate::net_cmd::IceArgs {
+        crate::net_cmd::IceArgs {
+            stun: self.stun.clone(),
+            turn: self.turn.clone(),
+            turn_user: (!self.turn_user.is_empty()).then(|| self.turn_user.clone()),
+            turn_pass: (!self.turn_pass.is_empty()).then(|| self.turn_pass.clone()),
+        }
+    }
+
+    /// The key bound to `action`, if any.
+    pub fn binding(&self, action: &str) -> Option<&str> {
+        self.bindings.iter().find(|(a, _)| a == action).map(|(_, k)| k.as_str())
+    }
+
+    /// Reads the settings at `path`: the defaults when there is no file; when the file
+    /// does not parse, the defaults plus the reason (the file is left as it is).
+    pub fn load_from(path: &Path) -> (Settings, Option<String>) {
+        match std::fs::read_to_string(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (Settings::default(), None),
+            Err(e) => (Settings::default(), Some(format!("{}: {e}", path.display()))),
+            Ok(text) => match serde_json::from_str::<Settings>(&text) {
+                Ok(mut s) => {
+                    // Actions added since the file was written get their default key.
+                    for (action, key) in default_bindings() {
+                        if s.binding(&action).is_none() {
+                            s.bindings.push((action, key));
+                        }
+                    }
+                    (s, None)
+                }
+                Err(e) => {
+                    let kept = bad_copy_path(path);
+                    let _ = std::fs::copy(path, &kept);
+                    (
+                        Settings::default(),
+                        Some(format!("{}: {e} (a copy is kept as {})", path.display(), kept.display())),
+                    )
+                }
+            },
+        }
+    }
+
+    /// Writes the settings to `path` (through a temporary file, so a crash never leaves half a file).
+    pub fn save_to(&self, path: &Path) -> std::io::Result<()> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let tmp = path.with_extension("json.tmp");
+        let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
+        std::fs::write(&tmp, text)?;
+        std::fs::rename(&tmp, path)
+    }
+}
+
+/// Where the settings live (see the module docs); `None` when no home is known.
+pub fn settings_path() -> Option<PathBuf> {
+    let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let dir = if let Some(d) = env(CONFIG_DIR_ENV) {
+        d
+    } else if cfg!(target_os = "windows") {
+        env("APPDATA")?.join("vimp")
+    } else if cfg!(target_os = "macos") {
+        env("HOME")?.join("Library/Application Support/vimp")
+    } else {
+        env("XDG_CONFIG_HOME").or_else(|| env("HOME").map(|h| h.join(".config")))?.join("vimp")
+    };
+    Some(dir.join("settings.json"))
+}
+
+/// Where a file that did not parse is kept.
+pub fn bad_copy_path(path: &Path) -> PathBuf {
+    path.with_extension("json.bad")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("vimp-settings-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir.join("settings.json")
+    }
+
+    #[test]
+    fn settings_survive_a_save_and_a_load() {
+        let path = scratch("roundtrip");
+        let mut s =
+            Settings { nickname: "Ann".into(), stun: vec!["stun:example.net:3478".into()], ..Settings::default() };
+        s.bindings[0].1 = "ArrowUp".into();
+        s.save_to(&path).unwrap();
+        assert_eq!(Settings::load_from(&path), (s, None));
+    }
+
+    #[test]
+    fn a_missing_file_gives_the_defaults_and_a_broken_one_says_why() {
+        let path = scratch("broken");
+        assert_eq!(Settings::load_from(&path), (Settings::default(), None));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, "{\"nickname\": 5}").unwrap();
+        let (s, err) = Settings::load_from(&path);
+        assert_eq!(s, Settings::default());
+        let err = err.expect("a reason");
+        assert!(err.contains("settings.json") && err.contains("nickname") || err.contains("invalid type"), "{err}");
+        assert_eq!(std::fs::read_to_string(bad_copy_path(&path)).unwrap(), "{\"nickname\": 5}", "a copy is kept");
+    }
+
+    #[test]
+    fn old_files_get_new_actions_bound() {
+        let path = scratch("old");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, r#"{"nickname": "Bo", "bindings": [["fire", "KeyF"]]}"#).unwrap();
+        let (s, err) = Settings::load_from(&path);
+        assert_eq!(err, None);
+        assert_eq!(s.nickname, "Bo");
+        assert_eq!(s.binding("fire"), Some("KeyF"));
+        assert_eq!(s.binding("forward"), Some("KeyW"));
+    }
+}

@@ -1,0 +1,857 @@
+//! The client's predictor of its own tank: the host's movement rule run ahead of the host, reconciled with its player blocks.
+//!
+//! A client sees its own tank the way it will be once the host has applied the keys
+//! pressed just now, not a round trip late. [`Predictor`] holds a small rapier world of
+//! its own, built by the host's own code: the same [`Physics::new`] step and
+//! integration parameters, the map's walls built by the same [`GameMap::create`], the
+//! tank's body by the same [`spawn_body`]. Each fixed step it turns its key state into
+//! bits with the same [`KeyState`] rule, drives the body with the same [`drive_body`]
+//! and steps the world: with nothing else near, the prediction is bit for bit what the
+//! host computes (the `prediction_parity` test checks it after every tick).
+//!
+//! ```text
+//!  key(seq, action, name) ─► KeyState ─► step(): bits ─► drive_body ─► Physics::step ─► history[tick]
+//!                                                                                          │
+//!  frame with a player block ─► on_player_block(serverTime, lastInputSeq, state) ─────────┘
+//!        rewind to `state` at the client tick it stands for, replay the newer ticks' bits
+//!        ─► Correction { distance, angle } ─► visual offset that decays ─► render_motion()
+//! ```
+//!
+//! # Which ticks are replayed
+//!
+//! Inputs are events, sent only when a key changes, so a player block's `lastInputSeq`
+//! cannot say which *ticks* the host has already simulated. The predictor works by time
+//! instead. It counts its own steps (client ticks) and keeps an estimate `d` of
+//! *(host tick at which an input is applied) − (client tick at which it was first
+//! applied locally)*:
+//!
+//! - each input event remembers the client tick `c` whose step first uses it;
+//! - the first player block (host tick `H`, from `serverTime = H · dt · 1000`) whose
+//!   `lastInputSeq` covers the event proves the host applied it at a tick `≤ H`, so
+//!   `H − c` is an upper bound of that event's delay (the block before did not cover it);
+//! - jitter and lost packets only ever add delay, so `d` is the minimum of these bounds
+//!   over the last [`PredictorConfig::delay_window`] events.
+//!
+//! A block at host tick `H` then stands for the client tick `c* = H − d`: the
+//! predictor puts its tank at the block's state as the state after step `c*` and
+//! replays every recorded step `c > c*` (`c + d > H`: inputs the host had not applied
+//! yet) up to now, with the bits recorded for it. Before any input is acknowledged
+//! there is no `d`, and a block counts as the current tick (nothing to replay). A block
+//! whose state equals the prediction for `c*` bit for bit changes nothing.
+//!
+//! # What the player sees
+//!
+//! A reconciliation that moves the present by a little is not shown as a snap: the
+//! difference goes into a visual offset that decays exponentially
+//! ([`PredictorConfig::smoothing`], ~100 ms); [`Predictor::render_motion`] is the
+//! prediction plus that offset. A jump farther than
+//! [`PredictorConfig::snap_distance`] (a respawn, a team change) snaps at once.
+//!
+//! # Other bodies
+//!
+//! The prediction world holds only the map's walls and the tank. Other tanks and the
+//! map's boxes near the tank come from the latest snapshot as kinematic bodies
+//! ([`Predictor::set_obstacles`], [`Predictor::obstacles_from`]), so the tank bumps into
+//! them instead of driving through; far ones are left out.
+//!
+//! # Shots
+//!
+//! The predictor pulls the trigger with the host's own rule ([`trigger`]: reload timers,
+//! ammo, weapon switch) at the same point of its step, so a local `fire` gives a
+//! [`LocalShot`] ([`Predictor::take_shots`]) exactly when the host will shoot, along the
+//! path of the host's own [`trace`] (without the host's random spread). The app draws it
+//! at once with a local id and drops the authoritative copy of its own shots from the
+//! frames ([`suppress_own_events`]).
+
+use std::collections::{BTreeMap, VecDeque};
+
+use rapier2d::prelude::{ColliderBuilder, RigidBodyBuilder, RigidBodyHandle, Rotation, Vector};
+use vimp_netcode::divergence::{DivergenceConfig, DivergenceDetector, DivergenceRecord};
+use vimp_netcode::input::{InputError, InputEvent, KeyAction, KeyBits, KeyState};
+use vimp_netcode::snapshot::{Block, FieldValue, Frame, Row};
+
+use crate::engine::map::{DEFAULT_FRICTION, DEFAULT_RESTITUTION, GameMap, MapConfig, MapError};
+use crate::engine::physics::Physics;
+use crate::engine::players::PlayerId;
+use crate::tanks::config::TanksConfig;
+use crate::tanks::movement::{Motion, wrap};
+use crate::tanks::rows::key;
+use crate::tanks::tank::{TANK_FRICTION, TANK_RESTITUTION, Weapon, body_motion, drive_body, spawn_body};
+use crate::tanks::weapons::{bomb_launch, cool_down, trace, trigger};
+
+/// How the predictor reconciles and smooths.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PredictorConfig {
+    /// Time constant of the visual offset's exponential decay, seconds.
+    pub smoothing: f32,
+    /// A correction moving the tank farther than this (world units) snaps, unsmoothed.
+    pub snap_distance: f32,
+    /// Steps of input history kept for replays.
+    pub history: usize,
+    /// Acknowledged inputs the delay estimate is the minimum over.
+    pub delay_window: usize,
+    /// Obstacles farther than this from the tank (world units, centre to centre, minus
+    /// the obstacle's size) are left out of the prediction world.
+    pub obstacle_radius: f32,
+    /// Thresholds of the divergence records.
+    pub divergence: DivergenceConfig,
+}
+
+impl Default for PredictorConfig {
+    fn default() -> Self {
+        PredictorConfig {
+            smoothing: 0.1,
+            snap_distance: 100.0,
+            history: 360,
+            delay_window: 32,
+            obstacle_radius: 160.0,
+            divergence: DivergenceConfig { angles: vec![2, 6], ..DivergenceConfig::default() },
+        }
+    }
+}
+
+/// Why a predictor could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PredictError {
+    /// The game half of the client config does not parse.
+    #[error("client config: game: {0}")]
+    Config(#[from] serde_json::Error),
+    /// `engine.timeStepMs` is missing or not a usable step.
+    #[error("client config: engine.timeStepMs {0:?} is not a step in (0, 100] ms")]
+    TimeStep(Option<f64>),
+    /// `engine.mapScale` is not a positive number.
+    #[error("client config: engine.mapScale {0} must be finite and > 0")]
+    MapScale(f64),
+    /// The map does not build.
+    #[error(transparent)]
+    Map(#[from] Box<MapError>),
+}
+
+/// What one reconciliation changed in the present.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Correction {
+    /// The host tick of the block.
+    pub host_tick: u32,
+    /// The client tick the block stood for (`host_tick − delay`).
+    pub client_tick: u32,
+    /// How far the predicted position at the current tick moved, world units.
+    pub distance: f32,
+    /// How far the predicted hull heading at the current tick turned, rad, in (−π, π].
+    pub angle: f32,
+    /// Steps replayed on top of the block's state.
+    pub replayed: u32,
+    /// The correction was shown at once (first state, or a jump past the snap distance).
+    pub snapped: bool,
+}
+
+/// Names an obstacle across snapshots: the snapshot key its rows come in and its row id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ObstacleId {
+    /// The snapshot key id (`m1` for tanks, the map's set key for boxes).
+    pub key: u8,
+    /// The row id in that key.
+    pub index: u32,
+}
+
+/// Another body near the tank, as the latest snapshot shows it: a box.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Obstacle {
+    /// Which body.
+    pub id: ObstacleId,
+    /// The body's position.
+    pub x: f32,
+    /// The body's position.
+    pub y: f32,
+    /// The body's rotation, rad.
+    pub angle: f32,
+    /// Half the box's size along the body's own axes.
+    pub half_extents: [f32; 2],
+    /// The box's centre in the body's own frame (map boxes sit on their corner).
+    pub offset: [f32; 2],
+    /// Friction of its collider.
+    pub friction: f32,
+    /// Restitution of its collider.
+    pub restitution: f32,
+}
+
+/// A shot the local player's `fire` makes now, to draw before the host's copy comes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum LocalShot {
+    /// A tracer (`w1`) from `start` to `end`.
+    Tracer {
+        /// The local id (drawn as `L<id>`).
+        id: u32,
+        /// The muzzle.
+        start: [f32; 2],
+        /// Where it stops.
+        end: [f32; 2],
+        /// Whether it hit something.
+        hit: bool,
+    },
+    /// A bomb (`w2`) launched from `at` with `velocity`.
+    Bomb {
+        /// The local id (drawn as `L<id>`).
+        id: u32,
+        /// Where it appears.
+        at: [f32; 2],
+        /// Its launch velocity.
+        velocity: [f32; 2],
+    },
+}
+
+/// One recorded step: the bits it used and the motion after it.
+#[derive(Clone, Copy, Debug)]
+struct Record {
+    tick: u32,
+    bits: KeyBits,
+    motion: Motion,
+}
+
+/// The client's predictor of its own tank (see the module docs).
+#[derive(Debug)]
+pub struct Predictor {
+    config: PredictorConfig,
+    player: PlayerId,
+    rules: TanksConfig,
+    scale: f32,
+    crate_key: Option<u8>,
+    map: GameMap,
+    physics: Physics,
+    body: Option<RigidBodyHandle>,
+    gun: f32,
+    throttle: f32,
+    keys: KeyState,
+    tick: u32,
+    history: VecDeque<Record>,
+    sent: VecDeque<(u32, u32)>,
+    delays: VecDeque<i64>,
+    last_host_tick: Option<u32>,
+    offset: [f32; 3],
+    weapon: Weapon,
+    ammo: [u32; 2],
+    reload: [f32; 2],
+    shots: Vec<LocalShot>,
+    next_shot: u32,
+    obstacles: BTreeMap<ObstacleId, RigidBodyHandle>,
+    divergence: DivergenceDetector,
+}
+
+impl Predictor {
+    /// A predictor for `player` from what the client received: the `CONFIG_DATA` JSON
+    /// ([`client_config`](crate::tanks::client_config)) and the map of `MAP_DATA`.
+    ///
+    /// The world holds the map's walls only; the map's movable boxes are obstacles
+    /// ([`Predictor::set_obstacles`]). There is no tank until the first player block.
+    pub fn new(
+        client_config: &serde_json::Value,
+        map: &MapConfig,
+        player: PlayerId,
+        config: PredictorConfig,
+    ) -> Result<Predictor, PredictError> {
+        let engine = &client_config["engine"];
+        let step_ms = engine["timeStepMs"].as_f64();
+        let dt = match step_ms {
+            Some(ms) if ms > 0.0 && ms <= 100.0 => (ms / 1000.0) as f32,
+            _ => return Err(PredictError::TimeStep(step_ms)),
+        };
+        let scale = engine["mapScale"].as_f64().unwrap_or(1.0);
+        if !(scale.is_finite() && scale > 0.0) {
+            return Err(PredictError::MapScale(scale));
+        }
+        let scale = scale as f32;
+        let rules = TanksConfig::from_value(&client_config["game"])?;
+        let crate_key = vimp_netcode::schema::SnapshotSchema::from_value(engine["snapshot"].clone())
+            .ok()
+            .and_then(|s| s.by_name(if map.set_id.is_empty() { "c1" } else { &map.set_id }).map(|b| b.id));
+        let walls = MapConfig { physics_dynamic: Vec::new(), ..map.clone() };
+        let mut physics = Physics::new(dt);
+        let built = GameMap::create(&walls, scale, physics.world_mut()).map_err(Box::new)?;
+        let ammo = [rules.weapons.w1.ammo, rules.weapons.w2.ammo];
+        Ok(Predictor {
+            divergence: DivergenceDetector::new(config.divergence.clone()),
+            config,
+            player,
+            rules,
+            scale,
+            crate_key,
+            map: built,
+            physics,
+            body: None,
+            gun: 0.0,
+            throttle: 0.0,
+            keys: KeyState::new(),
+            tick: 0,
+            history: VecDeque::new(),
+            sent: VecDeque::new(),
+            delays: VecDeque::new(),
+            last_host_tick: None,
+            offset: [0.0; 3],
+            weapon: Weapon::Gun,
+            ammo,
+            reload: [0.0; 2],
+            shots: Vec::new(),
+            next_shot: 1,
+            obstacles: BTreeMap::new(),
+        })
+    }
+
+    /// The player whose tank this predicts.
+    pub fn player(&self) -> PlayerId {
+        self.player
+    }
+
+    /// The fixed step, seconds.
+    pub fn dt(&self) -> f32 {
+        self.physics.dt()
+    }
+
+    /// Steps taken so far (the current client tick).
+    pub fn tick(&self) -> u32 {
+        self.tick
+    }
+
+    /// The game rules the predictor runs (models, weapons, keys).
+    pub fn rules(&self) -> &TanksConfig {
+        &self.rules
+    }
+
+    /// The map's walls, as built into the prediction world.
+    pub fn map(&self) -> &GameMap {
+        &self.map
+    }
+
+    /// The prediction world (walls, the tank, nearby obstacles).
+    pub fn physics(&self) -> &Physics {
+        &self.physics
+    }
+
+    /// Applies a key event the client sent, by the host's rule (held and one-shot bits);
+    /// `Ok(false)` for a seq already applied.
+    pub fn key(&mut self, seq: u32, action: KeyAction, name: &str) -> Result<bool, InputError> {
+        let event = InputEvent { seq, action, name: name.to_owned() };
+        let accepted = self.keys.apply(&self.rules.player_keys, &event)?;
+        if accepted {
+            self.sent.push_back((seq, self.tick + 1));
+        }
+        Ok(accepted)
+    }
+
+    /// Runs one fixed step: this step's key bits, the movement rule, the trigger, the
+    /// physics step; records the step for replays and lets the visual offset decay.
+    pub fn step(&mut self) {
+        let bits = self.keys.step();
+        let dt = self.dt();
+        self.tick += 1;
+        cool_down(&mut self.reload, dt);
+        if let Some(body) = self.body {
+            (self.gun, self.throttle) =
+                drive_body(&mut self.physics, body, self.gun, self.throttle, bits, &self.rules.models.tank, dt);
+            if let Some(weapon) = trigger(&mut self.weapon, &mut self.ammo, &mut self.reload, bits, &self.rules.weapons)
+            {
+                self.shoot(body, weapon);
+            }
+        }
+        self.physics.step();
+        let decay = libm::expf(-dt / self.config.smoothing.max(1e-6));
+        for o in &mut self.offset {
+            *o *= decay;
+        }
+        let motion = self.motion().unwrap_or_default();
+        self.history.push_back(Record { tick: self.tick, bits, motion });
+        while self.history.len() > self.config.history.max(1) {
+            self.history.pop_front();
+        }
+        let oldest = self.history.front().map_or(self.tick, |r| r.tick);
+        // Inputs older than the whole history can no longer be lined up with a step.
+        while self.sent.front().is_some_and(|&(_, c)| c + (self.config.history as u32) < oldest) {
+            self.sent.pop_front();
+        }
+    }
+
+    /// Reconciles with a frame's player block: the host's state after the tick of
+    /// `server_time_ms` (see the module docs). Returns what it changed in the present, or
+    /// `None` for a block not newer than the last one (or with non-finite numbers).
+    pub fn on_player_block(&mut self, server_time_ms: f64, last_input_seq: u32, state: [f32; 8]) -> Option<Correction> {
+        let tick = server_time_ms / (self.dt() as f64 * 1000.0);
+        if !tick.is_finite() || tick < 0.0 || state.iter().any(|v| !v.is_finite()) {
+            return None;
+        }
+        let host_tick = tick.round() as u32;
+        if self.last_host_tick.is_some_and(|t| host_tick <= t) {
+            return None;
+        }
+        self.last_host_tick = Some(host_tick);
+        while let Some(&(seq, first_step)) = self.sent.front() {
+            if seq > last_input_seq {
+                break;
+            }
+            self.sent.pop_front();
+            self.delays.push_back(host_tick as i64 - first_step as i64);
+            while self.delays.len() > self.config.delay_window.max(1) {
+                self.delays.pop_front();
+            }
+        }
+        let authoritative = Motion::from_state(state);
+        let oldest = self.history.front().map_or(self.tick, |r| r.tick.saturating_sub(1));
+        let at = match self.delay() {
+            Some(d) => (host_tick as i64 - d).clamp(oldest as i64, self.tick as i64) as u32,
+            None => self.tick,
+        };
+        let Some(body) = self.body else {
+            let body =
+                spawn_body(&mut self.physics, &self.rules.models.tank, self.player, [state[0], state[1], state[2]]);
+            self.body = Some(body);
+            return Some(self.rewind_and_replay(host_tick, at, authoritative, None));
+        };
+        let before = body_motion(&self.physics, body, self.gun, self.throttle);
+        let predicted =
+            if at == self.tick { Some(before) } else { self.history.iter().find(|r| r.tick == at).map(|r| r.motion) };
+        if let Some(p) = predicted {
+            let replayed = match (self.sent.front(), self.sent.back()) {
+                (Some(first), Some(last)) => Some((first.0, last.0)),
+                _ => None,
+            };
+            self.divergence.check(server_time_ms, last_input_seq, &p.to_state(), &state, replayed);
+            if bits_equal(&p, &authoritative) {
+                return Some(Correction { host_tick, client_tick: at, ..Correction::default() });
+            }
+        }
+        Some(self.rewind_and_replay(host_tick, at, authoritative, Some(before)))
+    }
+
+    /// Puts the tank at `state` as the state after step `at` and replays the later steps.
+    fn rewind_and_replay(&mut self, host_tick: u32, at: u32, state: Motion, before: Option<Motion>) -> Correction {
+        let Some(body) = self.body else { return Correction::default() };
+        if let Some(b) = self.physics.world_mut().bodies.get_mut(body) {
+            b.set_translation(Vector::new(state.x, state.y), true);
+            b.set_rotation(Rotation::from_angle(state.angle), true);
+            b.set_linvel(Vector::new(state.vx, state.vy), true);
+            b.set_angvel(state.angvel, true);
+        }
+        (self.gun, self.throttle) = (state.gun, state.throttle);
+        let mut replayed = 0;
+        let model = self.rules.models.tank.clone();
+        let dt = self.dt();
+        for i in 0..self.history.len() {
+            let record = self.history[i];
+            if record.tick <= at {
+                continue;
+            }
+            (self.gun, self.throttle) =
+                drive_body(&mut self.physics, body, self.gun, self.throttle, record.bits, &model, dt);
+            self.physics.step();
+            self.history[i].motion = body_motion(&self.physics, body, self.gun, self.throttle);
+            replayed += 1;
+        }
+        if at == self.tick
+            && let Some(r) = self.history.back_mut()
+            && r.tick == at
+        {
+            r.motion = state;
+        }
+        let after = body_motion(&self.physics, body, self.gun, self.throttle);
+        let (dx, dy, da) = match before {
+            Some(b) => (b.x - after.x, b.y - after.y, wrap(b.angle - after.angle)),
+            None => (0.0, 0.0, 0.0),
+        };
+        let distance = libm::hypotf(dx, dy);
+        let snapped = before.is_none() || distance > self.config.snap_distance;
+        if snapped {
+            self.offset = [0.0; 3];
+            if before.is_some() {
+                // A jump this far is a respawn: the host gave the tank a fresh loadout.
+                self.weapon = Weapon::Gun;
+                self.ammo = [self.rules.weapons.w1.ammo, self.rules.weapons.w2.ammo];
+                self.reload = [0.0; 2];
+            }
+        } else {
+            self.offset[0] += dx;
+            self.offset[1] += dy;
+            self.offset[2] = wrap(self.offset[2] + da);
+        }
+        Correction { host_tick, client_tick: at, distance, angle: -da, replayed, snapped }
+    }
+
+    /// The current delay estimate, ticks (see the module docs); `None` before any input
+    /// was acknowledged.
+    pub fn delay(&self) -> Option<i64> {
+        self.delays.iter().copied().min()
+    }
+
+    /// The predicted motion now; `None` before the first player block (or after [`reset`](Self::reset)).
+    pub fn motion(&self) -> Option<Motion> {
+        self.body.map(|b| body_motion(&self.physics, b, self.gun, self.throttle))
+    }
+
+    /// What to draw: the predicted motion plus the decaying visual offset of past corrections.
+    pub fn render_motion(&self) -> Option<Motion> {
+        let m = self.motion()?;
+        Some(Motion { x: m.x + self.offset[0], y: m.y + self.offset[1], angle: wrap(m.angle + self.offset[2]), ..m })
+    }
+
+    /// The visual offset now: `[dx, dy, dangle]`.
+    pub fn offset(&self) -> [f32; 3] {
+        self.offset
+    }
+
+    /// Forgets the tank (it died, or the map changed): no motion until the next player
+    /// block, which then snaps. Keys and history are kept.
+    pub fn reset(&mut self) {
+        if let Some(body) = self.body.take() {
+            self.physics.queue_removal(body);
+            self.physics.apply_removals();
+        }
+        self.offset = [0.0; 3];
+    }
+
+    /// Takes the shots local `fire`s made since the last call, in order.
+    pub fn take_shots(&mut self) -> Vec<LocalShot> {
+        std::mem::take(&mut self.shots)
+    }
+
+    /// Sets the loadout the host reports (the panel's active weapon and ammo).
+    pub fn sync_weapons(&mut self, weapon: Weapon, ammo: [u32; 2]) {
+        self.weapon = weapon;
+        self.ammo = ammo;
+    }
+
+    /// The tracer a `fire` would draw now (without the host's random spread), or `None`
+    /// when the gun is not the active weapon, is reloading or empty, or there is no tank.
+    pub fn tracer_now(&self) -> Option<LocalShot> {
+        let body = self.body?;
+        let w = Weapon::Gun.index();
+        if self.weapon != Weapon::Gun || self.reload[w] > 0.0 || self.ammo[w] == 0 {
+            return None;
+        }
+        let motion = body_motion(&self.physics, body, self.gun, self.throttle);
+        let path = trace(&self.physics, &motion, body, &self.rules.models.tank, &self.rules.weapons.w1, 0.0);
+        Some(LocalShot::Tracer {
+            id: self.next_shot,
+            start: [path.start.x, path.start.y],
+            end: [path.end.x, path.end.y],
+            hit: path.hit.is_some(),
+        })
+    }
+
+    fn shoot(&mut self, body: RigidBodyHandle, weapon: Weapon) {
+        let motion = body_motion(&self.physics, body, self.gun, self.throttle);
+        let (model, weapons) = (&self.rules.models.tank, &self.rules.weapons);
+        let id = self.next_shot;
+        self.next_shot = self.next_shot.wrapping_add(1);
+        self.shots.push(match weapon {
+            Weapon::Gun => {
+                let path = trace(&self.physics, &motion, body, model, &weapons.w1, 0.0);
+                LocalShot::Tracer {
+                    id,
+                    start: [path.start.x, path.start.y],
+                    end: [path.end.x, path.end.y],
+                    hit: path.hit.is_some(),
+                }
+            }
+            Weapon::Bomb => {
+                let (at, velocity) = bomb_launch(&motion, model, &weapons.w2);
+                LocalShot::Bomb { id, at: [at.x, at.y], velocity: [velocity.x, velocity.y] }
+            }
+        });
+    }
+
+    /// Puts the obstacles near the tank into the prediction world as kinematic bodies,
+    /// replacing the previous set (far ones, and all while there is no tank, are left out).
+    pub fn set_obstacles(&mut self, obstacles: &[Obstacle]) {
+        let centre = self.motion().map(|m| (m.x, m.y));
+        let near: BTreeMap<ObstacleId, &Obstacle> = obstacles
+            .iter()
+            .filter(|o| o.id != ObstacleId { key: key::TANKS, index: self.player.0 as u32 })
+            .filter(|o| {
+                centre.is_some_and(|(x, y)| {
+                    let reach =
+                        libm::hypotf(o.half_extents[0], o.half_extents[1]) + libm::hypotf(o.offset[0], o.offset[1]);
+                    libm::hypotf(o.x - x, o.y - y) - reach <= self.config.obstacle_radius
+                })
+            })
+            .map(|o| (o.id, o))
+            .collect();
+        let gone: Vec<ObstacleId> = self.obstacles.keys().filter(|id| !near.contains_key(id)).copied().collect();
+        for id in gone {
+            if let Some(handle) = self.obstacles.remove(&id) {
+                self.physics.queue_removal(handle);
+            }
+        }
+        self.physics.apply_removals();
+        for (id, o) in near {
+            match self.obstacles.get(&id).and_then(|h| self.physics.world_mut().bodies.get_mut(*h)) {
+                Some(b) => {
+                    b.set_translation(Vector::new(o.x, o.y), true);
+                    b.set_rotation(Rotation::from_angle(o.angle), true);
+                }
+                None => {
+                    let body = RigidBodyBuilder::kinematic_position_based()
+                        .translation(Vector::new(o.x, o.y))
+                        .rotation(o.angle);
+                    let collider = ColliderBuilder::cuboid(o.half_extents[0], o.half_extents[1])
+                        .translation(Vector::new(o.offset[0], o.offset[1]))
+                        .friction(o.friction)
+                        .restitution(o.restitution);
+                    let (handle, _) = self.physics.insert(body, collider);
+                    self.obstacles.insert(id, handle);
+                }
+            }
+        }
+    }
+
+    /// The obstacles a frame shows: other living tanks (`m1`) and the map's boxes (the
+    /// map's set key), for [`Predictor::set_obstacles`].
+    pub fn obstacles_from(&self, frame: &Frame) -> Vec<Obstacle> {
+        let f = |row: &Row, i: usize| row.get(i).map_or(0.0, |v| v.as_f32());
+        let model = &self.rules.models.tank;
+        let rows =
+            |id: u8| frame.block(id).into_iter().flat_map(|b| b.entries()).filter_map(|(i, row)| Some((i?, row?)));
+        let mut out: Vec<Obstacle> = rows(key::TANKS)
+            .map(|(index, row)| Obstacle {
+                id: ObstacleId { key: key::TANKS, index },
+                x: f(row, 0),
+                y: f(row, 1),
+                angle: f(row, 2),
+                half_extents: [model.length / 2.0, model.width / 2.0],
+                offset: [0.0; 2],
+                friction: TANK_FRICTION,
+                restitution: TANK_RESTITUTION,
+            })
+            .collect();
+        if let Some(crate_key) = self.crate_key {
+            let sizes = self.box_sizes();
+            out.extend(rows(crate_key).filter_map(|(index, row)| {
+                let &(w, h) = sizes.get(index as usize)?;
+                Some(Obstacle {
+                    id: ObstacleId { key: crate_key, index },
+                    x: f(row, 0),
+                    y: f(row, 1),
+                    angle: f(row, 2),
+                    half_extents: [w / 2.0, h / 2.0],
+                    offset: [w / 2.0, h / 2.0],
+                    friction: DEFAULT_FRICTION,
+                    restitution: DEFAULT_RESTITUTION,
+                })
+            }));
+        }
+        out
+    }
+
+    /// Feeds a decoded frame: reconciles with its player block, or, when a frame newer
+    /// than the last block has none (the tank is dead), forgets the tank.
+    pub fn on_frame(&mut self, frame: &Frame) -> Option<Correction> {
+        match &frame.player {
+            Some(p) => self.on_player_block(frame.server_time_ms, p.last_input_seq, p.state),
+            None => {
+                let tick = (frame.server_time_ms / (self.dt() as f64 * 1000.0)).round();
+                if self.last_host_tick.is_none_or(|t| tick > t as f64) {
+                    self.reset();
+                }
+                None
+            }
+        }
+    }
+
+    /// The sizes of the map's movable boxes, world units.
+    fn box_sizes(&self) -> Vec<(f32, f32)> {
+        self.map.config().physics_dynamic.iter().map(|o| (o.width * self.scale, o.height * self.scale)).collect()
+    }
+
+    /// The divergence records: where the prediction for a block's tick differed from the block.
+    pub fn divergence(&self) -> &DivergenceDetector {
+        &self.divergence
+    }
+
+    /// Takes the divergence records, oldest first.
+    pub fn take_divergence(&mut self) -> Vec<DivergenceRecord> {
+        self.divergence.take()
+    }
+}
+
+fn bits_equal(a: &Motion, b: &Motion) -> bool {
+    a.to_state().iter().zip(b.to_state()).all(|(x, y)| x.to_bits() == y.to_bits())
+}
+
+/// The last field of a weapon event row: the game id of the player who fired.
+pub fn event_author(row: &Row) -> Option<u8> {
+    match row.last()? {
+        FieldValue::U8(id) => Some(*id),
+        _ => None,
+    }
+}
+
+/// Drops from `frame` the tracer rows (`w1`) whose author is `local`: the local player's
+/// tracers were drawn from prediction when fired. Returns how many rows were dropped.
+///
+/// Bomb rows (`w2`) are kept: a bomb lives on after its launch, so the host's row
+/// *replaces* the locally launched one (the spec's other way of suppressing a
+/// duplicate) — the app drops its local bomb when the first row of its own arrives.
+pub fn suppress_own_events(frame: &mut Frame, local: PlayerId) -> usize {
+    let own = |row: &Row| event_author(row) == Some(local.0);
+    let mut dropped = 0;
+    for (id, block) in &mut frame.blocks {
+        if let (key::TRACERS, Block::List16(rows)) = (*id, &mut *block) {
+            let before = rows.len();
+            rows.retain(|r| !own(r));
+            dropped += before - rows.len();
+        }
+    }
+    dropped
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::config::DEFAULT_TIME_STEP;
+
+    const SMALL: &str = include_str!("../../../maps/test-small.json");
+
+    fn predictor() -> Predictor {
+        let client = crate::tanks::client_config(&crate::tanks::init_config(1));
+        let map = MapConfig::from_json("small", SMALL).expect("map");
+        Predictor::new(&client, &map, PlayerId(4), PredictorConfig::default()).expect("predictor")
+    }
+
+    fn at_rest(x: f32, y: f32) -> [f32; 8] {
+        Motion { x, y, ..Motion::default() }.to_state()
+    }
+
+    fn ms(tick: u32) -> f64 {
+        tick as f64 * DEFAULT_TIME_STEP as f64 * 1000.0
+    }
+
+    #[test]
+    fn the_step_survives_the_trip_through_milliseconds_and_only_walls_are_built() {
+        let p = predictor();
+        assert_eq!(p.dt().to_bits(), DEFAULT_TIME_STEP.to_bits());
+        assert_eq!(p.physics().world().bodies.len(), p.map().static_handles().len(), "walls only, no boxes");
+        assert!(p.motion().is_none(), "no tank before the first block");
+    }
+
+    #[test]
+    fn a_block_equal_to_the_prediction_changes_nothing_and_an_offset_one_decays() {
+        let mut p = predictor();
+        assert!(p.on_player_block(ms(0), 0, at_rest(240.0, 100.0)).is_some_and(|c| c.snapped));
+        p.key(1, KeyAction::Down, "forward").expect("key");
+        for _ in 0..30 {
+            p.step();
+        }
+        let recorded = |p: &Predictor, tick| p.history.iter().find(|r| r.tick == tick).map(|r| r.motion).unwrap();
+        // The client first used seq 1 in its step 1; the host applied it 3 ticks later, at
+        // its tick 4, and the block of tick 4 acknowledges it.
+        let same = p.on_player_block(ms(4), 1, recorded(&p, 1).to_state()).expect("newer block");
+        assert_eq!(p.delay(), Some(3));
+        assert_eq!((same.client_tick, same.distance, same.replayed), (1, 0.0, 0), "{same:?}");
+        assert!(p.divergence().is_empty());
+
+        // The block of tick 8 has the tank 2 units to the left of the prediction for tick 5.
+        let host_tick = 8;
+        let mut moved = recorded(&p, 5);
+        moved.x -= 2.0;
+        let before = p.motion().unwrap();
+        let c = p.on_player_block(ms(host_tick), 1, moved.to_state()).expect("newer block");
+        assert!(!c.snapped && c.replayed > 0, "{c:?}");
+        assert!((c.distance - 2.0).abs() < 0.05, "the present moves by the error: {c:?}");
+        assert_eq!(p.divergence().len(), 1, "the divergence is recorded");
+        let render = p.render_motion().unwrap();
+        assert!((render.x - before.x).abs() < 1e-3, "no visible snap: {} vs {}", render.x, before.x);
+        for _ in 0..60 {
+            p.step();
+        }
+        assert!(p.offset()[0].abs() < 2.0 * 0.01, "the offset decays in half a second: {:?}", p.offset());
+        assert!(p.on_player_block(ms(host_tick), 1, moved.to_state()).is_none(), "an old block is ignored");
+    }
+
+    #[test]
+    fn a_far_jump_snaps_and_reset_forgets_the_tank() {
+        let mut p = predictor();
+        p.on_player_block(ms(4), 0, at_rest(240.0, 100.0));
+        p.step();
+        let c = p.on_player_block(ms(8), 0, at_rest(80.0, 272.0)).expect("block");
+        assert!(c.snapped && c.distance > 100.0, "{c:?}");
+        assert_eq!(p.offset(), [0.0; 3]);
+        let m = p.render_motion().unwrap();
+        assert_eq!((m.x, m.y), (80.0, 272.0));
+        p.reset();
+        assert!(p.motion().is_none());
+        assert_eq!(p.physics().world().bodies.len(), p.map().static_handles().len());
+    }
+
+    #[test]
+    fn only_near_obstacles_enter_the_world() {
+        let mut p = predictor();
+        p.on_player_block(ms(4), 0, at_rest(240.0, 100.0));
+        let walls_and_tank = p.physics().world().bodies.len();
+        let tank = |index, x| Obstacle {
+            id: ObstacleId { key: key::TANKS, index },
+            x,
+            y: 100.0,
+            angle: 0.0,
+            half_extents: [20.0, 15.0],
+            offset: [0.0; 2],
+            friction: TANK_FRICTION,
+            restitution: TANK_RESTITUTION,
+        };
+        p.set_obstacles(&[tank(1, 2000.0), tank(4, 240.0)]);
+        assert_eq!(p.physics().world().bodies.len(), walls_and_tank, "far ones and the tank itself stay out");
+        p.set_obstacles(&[tank(1, 300.0), tank(2, 2000.0)]);
+        assert_eq!(p.physics().world().bodies.len(), walls_and_tank + 1);
+        // Driving into it stops the tank short of it.
+        p.key(1, KeyAction::Down, "forward").expect("key");
+        for _ in 0..120 {
+            p.step();
+        }
+        let x = p.motion().unwrap().x;
+        assert!(x < 300.0 - 20.0 - 19.0, "the tank bumps into the obstacle: x = {x}");
+        p.set_obstacles(&[]);
+        assert_eq!(p.physics().world().bodies.len(), walls_and_tank);
+    }
+
+    #[test]
+    fn a_local_fire_shoots_once_per_reload_along_the_hosts_path() {
+        let mut p = predictor();
+        p.on_player_block(ms(4), 0, at_rest(240.0, 100.0));
+        p.step(); // queries see the walls once a step has put them in the tree
+        let Some(LocalShot::Tracer { start, end, hit, .. }) = p.tracer_now() else { panic!("the gun is ready") };
+        assert_eq!(start, [240.0 + 24.0, 100.0]);
+        assert!(hit && (end[0] - 480.0).abs() < 1e-3 && end[1] == 100.0, "it stops at the wall ahead: {end:?}");
+        p.key(1, KeyAction::Down, "fire").expect("key");
+        p.step();
+        let shots = p.take_shots();
+        assert!(matches!(shots[..], [LocalShot::Tracer { id: 1, .. }]), "{shots:?}");
+        assert!(p.tracer_now().is_none(), "reloading");
+        p.key(2, KeyAction::Down, "fire").expect("key");
+        p.step();
+        assert!(p.take_shots().is_empty(), "a fire during the reload does nothing, as on the host");
+        for _ in 0..20 {
+            p.step();
+        }
+        assert!(p.tracer_now().is_some(), "reloaded after 0.15 s");
+    }
+
+    #[test]
+    fn own_tracer_rows_are_dropped_others_and_bombs_kept() {
+        let tracer = |author: u8| {
+            let mut row = vec![FieldValue::F32(0.0); 6];
+            row.extend([FieldValue::U8(1), FieldValue::U8(author)]);
+            row
+        };
+        let bomb = |author: u8| vec![FieldValue::F32(1.0), FieldValue::U8(author)];
+        let mut frame = Frame {
+            seq: 1,
+            server_time_ms: 0.0,
+            player: None,
+            blocks: vec![
+                (key::TANKS, Block::Indexed8(vec![(3, Some(vec![FieldValue::U8(3)]))])),
+                (key::TRACERS, Block::List16(vec![tracer(3), tracer(5), tracer(3)])),
+                (key::BOMBS, Block::Indexed32(vec![(7, Some(bomb(3))), (8, Some(bomb(5))), (7, None)])),
+            ],
+        };
+        let bombs = frame.blocks[2].1.clone();
+        assert_eq!(suppress_own_events(&mut frame, PlayerId(3)), 2);
+        assert_eq!(frame.blocks[0].1.len(), 1, "hot rows are not events");
+        assert_eq!(frame.blocks[1].1, Block::List16(vec![tracer(5)]));
+        assert_eq!(frame.blocks[2].1, bombs, "the host's bombs replace the local ones");
+    }
+}

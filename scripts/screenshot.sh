@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Renders a local match in a real window on a headless machine and saves a PNG.
+#
+#   scripts/screenshot.sh [OUT.png] [FRAMES] [extra `vimp play` flags...]
+#
+# Installs xvfb, xauth and mesa's Vulkan drivers when missing (Debian/Ubuntu, as root
+# or with sudo), then runs `vimp play --frames N --screenshot OUT` under xvfb-run:
+# Bevy renders on llvmpipe there, no GPU needed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-docs/screenshot.png}
+frames=${2:-300}
+shift $(( $# > 2 ? 2 : $# )) || true
+
+need=()
+command -v xvfb-run >/dev/null || need+=(xvfb)
+command -v xauth >/dev/null || need+=(xauth)
+ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1 || need+=(mesa-vulkan-drivers)
+if ((${#need[@]})); then
+    echo "installing ${need[*]}" >&2
+    sudo=""
+    [[ $(id -u) == 0 ]] || sudo=sudo
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+mkdir -p "$(dirname "$out")"
+cargo build --release --bin vimp
+# A scratch config dir, so the player's own settings are neither read nor written.
+export VIMP_CONFIG_DIR=${VIMP_CONFIG_DIR:-$(mktemp -d)}
+xvfb-run -a -s "-screen 0 1280x720x24" \
+    cargo run --quiet --release --bin vimp -- play --frames "$frames" --screenshot "$out" "$@"
+echo "$out"

@@ -1,0 +1,97 @@
+//! The window's match logic without a window: a local match on an embedded host thread,
+//! played through the in-memory link, with the map file hot-reloaded.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use vimp::window::net::MatchState;
+use vimp::window::settings::Settings;
+use vimp::window::{MatchKind, start_match};
+use vimp_netcode::input::KeyAction;
+
+use crate::repo;
+
+/// Updates the match every 2 ms until `done` holds, or panics with `what` after `limit`.
+fn until(m: &mut MatchState, limit: Duration, what: &str, mut done: impl FnMut(&MatchState) -> bool) {
+    let deadline = Instant::now() + limit;
+    loop {
+        m.update();
+        if done(m) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+fn scratch_map(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("vimp-local-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("map.json");
+    std::fs::copy(repo("maps/test-small.json"), &path).unwrap();
+    path
+}
+
+/// Rewrites the map file so that its modification time surely changes.
+fn rewrite(path: &Path, text: &str) {
+    let before = std::fs::metadata(path).and_then(|m| m.modified()).ok();
+    loop {
+        std::fs::write(path, text).unwrap();
+        if std::fs::metadata(path).and_then(|m| m.modified()).ok() != before {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn a_local_match_plays_on_the_embedded_host_and_its_map_reloads_on_save() {
+    let path = scratch_map("reload");
+    let settings = Settings { nickname: "Designer".into(), ..Settings::default() };
+    let mut m = start_match(&MatchKind::Local { map: path.clone(), bots: 2 }, &settings).expect("the match starts");
+    let limit = Duration::from_secs(20);
+
+    until(&mut m, limit, "welcome, map, panel and frames", |m| {
+        m.client.welcome().is_some() && m.map.is_some() && m.panel.contains_key("h") && !m.sample.hot.is_empty()
+    });
+    assert_eq!(m.map.as_ref().unwrap().name, "Test small");
+    until(&mut m, limit, "the stat table with the player and 2 bots", |m| m.stat.rows.len() == 3);
+    let me = m.player_id().unwrap();
+    let name_of = |m: &MatchState| m.stat.rows.get(&(0, me)).and_then(|(_, c)| c.first()).map(ToString::to_string);
+    assert_eq!(name_of(&m).as_deref(), Some("Designer"));
+
+    // Driving moves the tank on the host (the player block comes back changed).
+    let start = m.client.last_frame().and_then(|f| f.player).expect("a player block").state;
+    m.key(KeyAction::Down, "forward");
+    until(&mut m, limit, "the tank to move", |m| {
+        m.client.last_frame().and_then(|f| f.player).is_some_and(|p| {
+            let (dx, dy) = (p.state[0] - start[0], p.state[1] - start[1]);
+            (dx * dx + dy * dy).sqrt() > 20.0
+        })
+    });
+    m.key(KeyAction::Up, "forward");
+
+    // A chat line comes back from the host.
+    m.say("hello from the designer").unwrap();
+    until(&mut m, limit, "the chat line", |m| m.chat.iter().any(|l| l.text == "hello from the designer"));
+
+    // A broken map is reported and the match goes on on the old one.
+    let good = std::fs::read_to_string(&path).unwrap();
+    let version = m.map_version;
+    rewrite(&path, &good.replace("\"tileSize\": 32", "\"tileSize\": -1"));
+    until(&mut m, limit, "the map errors", |m| m.map_error.is_some());
+    let errors = m.map_error.clone().unwrap();
+    assert!(errors.contains("tileSize"), "the error names the field: {errors}");
+    assert_eq!(m.map_version, version, "the old map stays");
+    let seq = m.client.last_frame().map(|f| f.seq).unwrap();
+    until(&mut m, limit, "frames on the old map", |m| m.client.last_frame().is_some_and(|f| f.seq > seq + 10));
+
+    // Fixed and renamed: it loads, the round restarts on it, and the errors go away.
+    rewrite(&path, &good.replace("\"Test small\"", "\"Test small v2\""));
+    until(&mut m, limit, "the new map", |m| m.map.as_ref().is_some_and(|map| map.name == "Test small v2"));
+    assert!(m.map_version > version);
+    assert_eq!(m.map_error, None);
+    assert!(m.note.as_ref().is_some_and(|(n, _)| n.contains("reloaded")), "{:?}", m.note);
+    until(&mut m, limit, "frames on the new map", |m| !m.sample.hot.is_empty());
+    m.leave();
+}
