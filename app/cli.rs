@@ -99,13 +99,17 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
                 code: args.code,
                 signal: args.signal,
             });
-            window(WindowOptions { start, frames: None, screenshot: None })
+            window(WindowOptions { start, frames: args.frames, screenshot: args.screenshot })
         }
         Command::Join(args) if args.headless => crate::net_cmd::join(&args),
         Command::Join(args) => {
-            let start =
-                Some(MatchKind::Join { target: args.target, password: args.password, signal: Some(args.signal) });
-            window(WindowOptions { start, frames: None, screenshot: None })
+            let start = Some(MatchKind::Join {
+                target: args.target,
+                password: args.password,
+                signal: Some(args.signal),
+                spectate: args.spectate,
+            });
+            window(WindowOptions { start, frames: args.frames, screenshot: args.screenshot })
         }
         Command::Map(MapCommand::Check { files }) => crate::map_cmd::check(&files),
         Command::Schema(SchemaCommand::Check { files, json }) => crate::schema_cmd::check(&files, json),

@@ -113,6 +113,12 @@ pub struct HostArgs {
     /// ICE servers for the WebRTC links.
     #[command(flatten)]
     pub ice: IceArgs,
+    /// In the window: render this many frames, then exit.
+    #[arg(long, value_name = "N", conflicts_with = "headless")]
+    pub frames: Option<u32>,
+    /// In the window: save the last frame as a PNG (with `--frames`).
+    #[arg(long, value_name = "FILE", requires = "frames")]
+    pub screenshot: Option<PathBuf>,
 }
 
 /// What `vimp join` was asked to do.
@@ -150,6 +156,12 @@ pub struct JoinArgs {
     /// ICE servers for the WebRTC links.
     #[command(flatten)]
     pub ice: IceArgs,
+    /// In the window: render this many frames, then exit.
+    #[arg(long, value_name = "N", conflicts_with = "headless")]
+    pub frames: Option<u32>,
+    /// In the window: save the last frame as a PNG (with `--frames`).
+    #[arg(long, value_name = "FILE", requires = "frames")]
+    pub screenshot: Option<PathBuf>,
 }
 
 fn random_u64() -> u64 {

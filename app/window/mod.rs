@@ -71,6 +71,8 @@ pub enum MatchKind {
         password: Option<String>,
         /// The signalling server (the settings' one by default).
         signal: Option<String>,
+        /// Watch instead of play.
+        spectate: bool,
     },
 }
 
@@ -245,7 +247,7 @@ pub fn start_match(kind: &MatchKind, settings: &Settings) -> anyhow::Result<Matc
                 EmbeddedConfig { map: map.clone(), bots: *bots, seed: random_seed(), watch: true, online: None };
             let (host, link) = EmbeddedHost::start(config, clock)?;
             let title = format!("local match on {}", map.display());
-            Ok(MatchState::new(Box::new(link), Some(host), clock, nickname, None, title))
+            Ok(MatchState::new(Box::new(link), Some(host), clock, MatchState::hello(nickname, None, false), title))
         }
         MatchKind::Host { map, bots, password, code, signal } => {
             let signal = signal.as_deref().unwrap_or(&settings.signal_url).trim_end_matches('/');
@@ -270,15 +272,17 @@ pub fn start_match(kind: &MatchKind, settings: &Settings) -> anyhow::Result<Matc
             };
             let (host, link) = EmbeddedHost::start(config, clock)?;
             let title = format!("hosting on {}", map.display());
-            Ok(MatchState::new(Box::new(link), Some(host), clock, nickname, password.clone(), title))
+            let hello = MatchState::hello(nickname, password.clone(), false);
+            Ok(MatchState::new(Box::new(link), Some(host), clock, hello, title))
         }
-        MatchKind::Join { target, password, signal } => {
+        MatchKind::Join { target, password, signal, spectate } => {
             let parsed = JoinTarget::parse(target)?;
             let url = parsed.room_url(signal.as_deref().unwrap_or(&settings.signal_url));
             let signal = url.rsplit_once('/').map_or(url.as_str(), |(s, _)| s).to_owned();
             let ice = settings.ice().resolve(&signal)?;
             let transport: Box<dyn Transport> = Box::new(WebRtcTransport::connect(&url, &ice)?);
-            Ok(MatchState::new(transport, None, clock, nickname, password.clone(), format!("joined {url}")))
+            let hello = MatchState::hello(nickname, password.clone(), *spectate);
+            Ok(MatchState::new(transport, None, clock, hello, format!("joined {url}")))
         }
     }
 }

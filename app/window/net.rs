@@ -92,6 +92,8 @@ pub struct MatchState {
     predicted_to: Duration,
     /// Tracers fired locally, not drawn yet.
     local_shots: Vec<([f32; 2], [f32; 2])>,
+    /// The newest divergence record of the predictor.
+    pub last_divergence: Option<vimp_netcode::divergence::DivergenceRecord>,
     /// The keys held now, by action name.
     pub held: Vec<String>,
 }
@@ -103,23 +105,26 @@ impl std::fmt::Debug for MatchState {
 }
 
 impl MatchState {
-    /// A match over `transport`, saying hello as `nickname`.
-    pub fn new(
-        transport: Box<dyn Transport>,
-        host: Option<EmbeddedHost>,
-        clock: Instant,
-        nickname: &str,
-        password: Option<String>,
-        title: String,
-    ) -> Self {
-        let hello = Hello {
+    /// The hello of this build.
+    pub fn hello(nickname: &str, password: Option<String>, spectator: bool) -> Hello {
+        Hello {
             version: PROTOCOL_VERSION,
             build: env!("CARGO_PKG_VERSION").to_owned(),
             nickname: nickname.to_owned(),
             password,
             resume_token: None,
-            spectator: false,
-        };
+            spectator,
+        }
+    }
+
+    /// A match over `transport`, saying `hello` to the host.
+    pub fn new(
+        transport: Box<dyn Transport>,
+        host: Option<EmbeddedHost>,
+        clock: Instant,
+        hello: Hello,
+        title: String,
+    ) -> Self {
         MatchState {
             clock,
             client: Client::new(transport, hello),
@@ -144,6 +149,7 @@ impl MatchState {
             predictor_map: 0,
             predicted_to: Duration::ZERO,
             local_shots: Vec::new(),
+            last_divergence: None,
             held: Vec::new(),
         }
     }
@@ -223,8 +229,11 @@ impl MatchState {
                     self.local_shots.push((start, end));
                 }
             }
-            let records = p.take_divergence().len() as u32;
-            self.graph.divergences(now, records);
+            let records = p.take_divergence();
+            self.graph.divergences(now, records.len() as u32);
+            if let Some(r) = records.last() {
+                self.last_divergence = Some(r.clone());
+            }
         }
         let server_now = self.server_now_ms();
         if let (Some(interp), Some(server_now)) = (self.interp.as_mut(), server_now) {

@@ -43,6 +43,7 @@ struct UiState {
     page: Page,
     join_target: String,
     join_password: String,
+    join_spectate: bool,
     host_password: String,
     playtest_map: String,
     /// The action waiting for a key press to be rebound.
@@ -158,12 +159,20 @@ fn menu_ui(
                         ui.label("password");
                         ui.text_edit_singleline(&mut state.join_password);
                         ui.end_row();
+                        ui.label("");
+                        ui.checkbox(&mut state.join_spectate, "watch only (spectate)");
+                        ui.end_row();
                     });
                     ui.label(format!("signalling server: {}", store.settings.signal_url));
                     if ui.add(wide("Join")).clicked() {
                         let password = Some(state.join_password.clone()).filter(|p| !p.is_empty());
                         request.kind =
-                            Some(MatchKind::Join { target: state.join_target.trim().to_owned(), password, signal: None });
+                            Some(MatchKind::Join {
+                            target: state.join_target.trim().to_owned(),
+                            password,
+                            signal: None,
+                            spectate: state.join_spectate,
+                        });
                     }
                     back(ui, &mut state.page);
                 }
