@@ -208,6 +208,7 @@ fn sync_world(
     time: Res<Time>,
     mut transforms: Query<&mut Transform>,
     mut texts: Query<&mut Text2d>,
+    mut sounds: ResMut<crate::window::sound::SoundQueue>,
 ) {
     let m = active.get();
     let Some(schema) = m.client.schema() else { return };
@@ -379,11 +380,13 @@ fn sync_world(
             {
                 for row in rows {
                     spawn_tracer(&mut commands, &sprites, [f(row, 0), f(row, 1)], [f(row, 2), f(row, 3)], now);
+                    sounds.0.push(("shot".into(), Some([f(row, 0), f(row, 1)])));
                 }
             } else if key == blasts_key
                 && let Block::List16(rows) = block
             {
                 for row in rows {
+                    sounds.0.push(("blast".into(), Some([f(row, 0), f(row, 1)])));
                     commands.spawn((
                         Sprite {
                             image: sprites.explosion.clone(),
@@ -400,6 +403,7 @@ fn sync_world(
     }
     for (from, to) in m.take_local_shots() {
         spawn_tracer(&mut commands, &sprites, from, to, now);
+        sounds.0.push(("shot".into(), Some(from)));
     }
 }
 

@@ -11,6 +11,7 @@ pub mod graph;
 pub mod input;
 pub mod net;
 pub mod settings;
+pub mod sound;
 mod ui;
 
 use std::path::PathBuf;
@@ -194,6 +195,7 @@ pub fn run(options: WindowOptions) -> anyhow::Result<i32> {
         (start_requested, update_match.in_set(MatchUpdate).run_if(in_state(Screen::Match)), capture_frames).chain(),
     )
     .add_plugins(ui::UiPlugin)
+    .add_plugins(sound::SoundPlugin)
     .add_plugins(crate::tanks::draw::DrawPlugin);
     let exit = app.run();
     if let Some(e) = failed.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
