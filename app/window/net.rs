@@ -90,6 +90,8 @@ pub struct MatchState {
     predictor_map: u64,
     /// The match time the predictor has stepped to.
     predicted_to: Duration,
+    /// The predicted tank as drawn one step before the newest, to blend between steps.
+    previous_render: Option<vimp_host::tanks::movement::Motion>,
     /// Tracers fired locally, not drawn yet.
     local_shots: Vec<([f32; 2], [f32; 2])>,
     /// The newest divergence record of the predictor.
@@ -148,6 +150,7 @@ impl MatchState {
             predictor: None,
             predictor_map: 0,
             predicted_to: Duration::ZERO,
+            previous_render: None,
             local_shots: Vec::new(),
             last_divergence: None,
             held: Vec::new(),
@@ -221,6 +224,7 @@ impl MatchState {
             }
             let dt = Duration::from_secs_f64(p.dt() as f64);
             while self.predicted_to + dt <= now {
+                self.previous_render = p.render_motion();
                 p.step();
                 self.predicted_to += dt;
             }
@@ -380,8 +384,19 @@ impl MatchState {
     }
 
     /// The local tank's predicted state, when a predictor runs.
+    ///
+    /// Steps are 1/120 s and frames come whenever the display wants them, so the drawn
+    /// state is blended between the last two steps by how far into the next step the
+    /// frame falls (one step behind the prediction, never ahead of it).
     pub fn local_tank(&self) -> Option<[f32; 8]> {
-        self.predictor.as_ref()?.render_motion().map(|m| m.to_state())
+        let p = self.predictor.as_ref()?;
+        let now = p.render_motion()?.to_state();
+        let Some(before) = self.previous_render.map(|m| m.to_state()) else { return Some(now) };
+        if (now[0] - before[0]).hypot(now[1] - before[1]) > 50.0 {
+            return Some(now); // a respawn: no sliding across the map
+        }
+        let into = self.now().saturating_sub(self.predicted_to).as_secs_f32() / p.dt();
+        Some(blend_state(before, now, into.clamp(0.0, 1.0)))
     }
 
     /// Tracers this client fired since the last look, `(from, to)`, drawn at once (the
@@ -397,6 +412,16 @@ impl MatchState {
     }
 }
 
+/// Blends two tank states: positions and velocities linearly, angles the short way round.
+pub fn blend_state(a: [f32; 8], b: [f32; 8], t: f32) -> [f32; 8] {
+    use vimp_netcode::interp::{lerp, lerp_angle};
+    let mut out = [0.0; 8];
+    for i in 0..8 {
+        out[i] = if i == 2 || i == 6 { lerp_angle(a[i], b[i], t) } else { lerp(a[i], b[i], t) };
+    }
+    out
+}
+
 /// The text of an engine system chat message (`s`: sessions, `v`: votes).
 pub fn system_text(group: &str, code: u32, params: &[String]) -> String {
     let p = |i: usize| params.get(i).map_or("?", String::as_str);
@@ -408,5 +433,26 @@ pub fn system_text(group: &str, code: u32, params: &[String]) -> String {
         ("v", 2) => format!("the vote failed: map {}", p(0)),
         _ if params.is_empty() => format!("{group}:{code}"),
         _ => format!("{group}:{code}: {}", params.join(", ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blending_goes_the_short_way_round_and_hits_both_ends() {
+        let pi = std::f32::consts::PI;
+        let a = [0.0, 10.0, pi - 0.1, 1.0, 0.0, 0.0, -pi + 0.1, 0.5];
+        let b = [10.0, 20.0, -pi + 0.1, 3.0, 0.0, 0.0, pi - 0.1, 1.0];
+        assert_eq!(blend_state(a, b, 0.0), a);
+        let end = blend_state(a, b, 1.0);
+        for i in [0, 1, 3, 7] {
+            assert_eq!(end[i], b[i]);
+        }
+        let mid = blend_state(a, b, 0.5);
+        assert_eq!((mid[0], mid[1], mid[3], mid[7]), (5.0, 15.0, 2.0, 0.75));
+        assert!(mid[2].abs() > pi - 0.01, "through ±π, not through 0: {}", mid[2]);
+        assert!(mid[6].abs() > pi - 0.01, "{}", mid[6]);
     }
 }
