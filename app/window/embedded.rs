@@ -195,6 +195,11 @@ fn build(config: &EmbeddedConfig, host_end: MemoryTransport) -> anyhow::Result<B
         password,
         client_config: vimp_host::tanks::client_config(&init),
         session: vimp_host::engine::server::session_config(&init.game),
+        // The hosting player lives in this process: it can never take the match over.
+        migration: vimp_host::engine::migration::MigrationConfig {
+            local_peers: vec![LOCAL_PEER],
+            ..Default::default()
+        },
         ..ServerConfig::default()
     };
     Ok((Server::new(host, transport, server_config), keep_alive, lobby))

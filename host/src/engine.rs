@@ -8,6 +8,7 @@
 //! - [`snapshot`]: rows in, a packed v5 frame per receiver out;
 //! - [`state`] and [`dump`]: mid-round dumps and their container;
 //! - [`roster`] and [`server`]: slots, tokens and resume; the host on the network;
+//! - [`migration`]: the log, checkpoints and the successor's shadow;
 //! - [`rng`], [`tags`], [`meta`], [`debug`].
 
 pub mod config;
@@ -16,6 +17,7 @@ pub mod dump;
 pub mod map;
 pub mod mapstate;
 pub mod meta;
+pub mod migration;
 pub mod physics;
 pub mod players;
 pub mod rng;

@@ -818,6 +818,385 @@ mod network {
     }
 }
 
+/// Host migration: the log, checkpoints and the successor's shadow.
+mod migration {
+    use std::time::Duration;
+
+    use vimp_host::engine::map::MapConfig;
+    use vimp_host::engine::migration::{Checkpoint, LogBatch, LogEvent, MetaState, MigrationError, Shadow};
+    use vimp_host::engine::schedule::FixedClock;
+    use vimp_host::engine::server::{Server, ServerConfig};
+    use vimp_host::prelude::*;
+    use vimp_netcode::client::Client;
+    use vimp_netcode::input::KeyAction;
+    use vimp_netcode::link::LinkConfig;
+    use vimp_netcode::migration::MigrationPayload;
+    use vimp_netcode::session::{Hello, PROTOCOL_VERSION};
+    use vimp_netcode::transport::{MemoryTransport, PeerKey};
+
+    use super::{SMALL, host, script};
+
+    /// Through the wire forms, as a successor gets them.
+    fn wire(batch: LogBatch) -> LogBatch {
+        LogBatch::decode(&batch.encode().expect("encode")).expect("decode")
+    }
+
+    fn wire_checkpoint(c: Checkpoint) -> Checkpoint {
+        Checkpoint::decode(&c.encode().expect("encode")).expect("decode")
+    }
+
+    /// The shadow's state equals the host's: the same sim hash, and the same dump bytes once the
+    /// pacing accumulator (the driver's, not the match's) is the host's.
+    fn assert_same_state(host: &mut Host, shadow: &mut Shadow) {
+        assert_eq!(shadow.tick(), host.tick(), "the shadow reached the host's tick");
+        assert_eq!(shadow.host_mut().sim_hash().expect("hash"), host.sim_hash().expect("hash"));
+        let clock = *host.world().resource::<FixedClock>();
+        shadow.host_mut().world_mut().insert_resource(clock);
+        let (a, b) = (host.serialize_state().expect("dump"), shadow.host_mut().serialize_state().expect("dump"));
+        assert!(a == b, "the dumps differ ({} vs {} bytes)", a.len(), b.len());
+    }
+
+    /// Runs a logging host for `ticks` with a scripted human, a team change, a bot joining and a
+    /// map reload; the log goes to `shadow` in batches of 7 ticks through `edit`.
+    fn replay(ticks: u32, mut edit: impl FnMut(&mut LogBatch)) -> (Host, Shadow) {
+        let mut original = host(11, SMALL, 6);
+        original.start_log(30);
+        original.push(HostCommand::Join { player: PlayerId(200), name: "human".into(), team: None, bot: false });
+        original.step();
+        let checkpoint =
+            wire_checkpoint(Checkpoint::capture(&mut original, 1, MetaState::default()).expect("checkpoint"));
+        original.take_log();
+        let mut shadow =
+            Shadow::from_checkpoint(vimp_host::tanks::init_config(11), TanksPlugin, &checkpoint).expect("shadow");
+        let map = MapConfig::from_json("small", SMALL).expect("map");
+        let mut seq = 0;
+        for _ in 0..ticks {
+            let tick = original.tick();
+            for c in script(tick, &mut seq) {
+                original.push(c);
+            }
+            match tick {
+                300 => original.push(HostCommand::SetTeam { player: PlayerId(200), team: 2 }),
+                500 => original.push(HostCommand::Join {
+                    player: PlayerId(50),
+                    name: "late".into(),
+                    team: None,
+                    bot: true,
+                }),
+                700 => original.load_map(map.clone()).expect("reload"),
+                _ => {}
+            }
+            original.step();
+            if original.tick().is_multiple_of(7) {
+                let mut batch = wire(LogBatch::new(1, &original.take_log()));
+                edit(&mut batch);
+                let _ = shadow.apply(&batch);
+            }
+        }
+        let _ = shadow.apply(&wire(LogBatch::new(1, &original.take_log())));
+        (original, shadow)
+    }
+
+    #[test]
+    fn a_shadow_replaying_the_log_matches_every_hash_and_ends_in_the_same_state() {
+        let (mut original, mut shadow) = replay(1500, |_| {});
+        assert_eq!(shadow.mismatches(), 0, "{:?}", shadow.divergences());
+        assert!(shadow.hashes_checked() >= 1500 / 30, "{} hashes checked", shadow.hashes_checked());
+        assert!(!shadow.wants_checkpoint());
+        assert_same_state(&mut original, &mut shadow);
+    }
+
+    #[test]
+    fn a_log_missing_one_command_diverges_and_a_fresh_checkpoint_heals_it() {
+        let mut dropped = None;
+        let (mut original, mut shadow) = replay(1500, |batch| {
+            for event in &mut batch.events {
+                if let LogEvent::Step { tick, commands, .. } = event
+                    && dropped.is_none()
+                    && *tick > 240
+                    && let Some(i) = commands.iter().position(|c| matches!(c, HostCommand::Input { .. }))
+                {
+                    commands.remove(i);
+                    dropped = Some(*tick);
+                }
+            }
+        });
+        let dropped = dropped.expect("an input was dropped");
+        assert!(shadow.mismatches() > 0, "the missing input was noticed");
+        let first = shadow.divergences()[0];
+        assert!(first.tick >= dropped && first.tick < dropped + 30, "noticed at {} for {dropped}", first.tick);
+        assert_ne!(first.expected, first.got);
+        assert!(shadow.wants_checkpoint());
+        // A fresh checkpoint replaces the diverged state; from there the hashes match again.
+        let checkpoint =
+            wire_checkpoint(Checkpoint::capture(&mut original, 1, MetaState::default()).expect("checkpoint"));
+        assert!(shadow.offer(&checkpoint).expect("offer"), "taken");
+        let before = shadow.mismatches();
+        for _ in 0..120 {
+            original.step();
+        }
+        shadow.apply(&wire(LogBatch::new(1, &original.take_log()))).expect("apply");
+        assert_eq!(shadow.mismatches(), before);
+        assert_same_state(&mut original, &mut shadow);
+    }
+
+    #[test]
+    fn a_gap_in_the_log_or_another_epoch_is_refused() {
+        let mut original = host(3, SMALL, 2);
+        original.start_log(30);
+        let checkpoint =
+            wire_checkpoint(Checkpoint::capture(&mut original, 4, MetaState::default()).expect("checkpoint"));
+        let mut shadow =
+            Shadow::from_checkpoint(vimp_host::tanks::init_config(3), TanksPlugin, &checkpoint).expect("shadow");
+        for _ in 0..10 {
+            original.step();
+        }
+        let entries = original.take_log();
+        assert!(matches!(
+            shadow.apply(&LogBatch::new(5, &entries)),
+            Err(MigrationError::Epoch { expected: 4, got: 5 })
+        ));
+        assert!(matches!(
+            shadow.apply(&LogBatch::new(4, &entries[3..])),
+            Err(MigrationError::Gap { expected: 1, got: 4 })
+        ));
+        assert!(shadow.wants_checkpoint());
+        assert_eq!(shadow.apply(&LogBatch::new(4, &entries)).expect("in order"), 10);
+        assert_eq!(shadow.apply(&LogBatch::new(4, &entries)).expect("again"), 0, "entries it holds are skipped");
+    }
+
+    const HOST: PeerKey = PeerKey(1000);
+    const STEP: Duration = Duration::from_millis(5);
+
+    fn hello(name: &str) -> Hello {
+        Hello {
+            version: PROTOCOL_VERSION,
+            build: "test".into(),
+            nickname: name.into(),
+            password: None,
+            resume_token: None,
+            spectator: false,
+        }
+    }
+
+    /// A client and the shadow it keeps from what it receives as a successor.
+    struct Peer {
+        client: Client<MemoryTransport>,
+        shadow: Option<Shadow>,
+        errors: Vec<String>,
+    }
+
+    impl Peer {
+        fn feed(&mut self) {
+            for payload in self.client.take_migration() {
+                let result = match payload {
+                    MigrationPayload::Checkpoint(bytes) => {
+                        Checkpoint::decode(&bytes).and_then(|c| match &mut self.shadow {
+                            Some(shadow) => shadow.offer(&c).map(|_| ()),
+                            None => {
+                                let config = vimp_host::tanks::init_config(SEED);
+                                self.shadow = Some(Shadow::from_checkpoint(config, TanksPlugin, &c)?);
+                                Ok(())
+                            }
+                        })
+                    }
+                    MigrationPayload::Log(bytes) => match (LogBatch::decode(&bytes), &mut self.shadow) {
+                        (Ok(batch), Some(shadow)) => shadow.apply(&batch).map(|_| ()),
+                        (Ok(_), None) => Err(MigrationError::Gap { expected: 0, got: 0 }),
+                        (Err(e), _) => Err(e.into()),
+                    },
+                    MigrationPayload::Handoff(_) => Ok(()),
+                };
+                if let Err(e) = result {
+                    self.errors.push(e.to_string());
+                }
+            }
+        }
+    }
+
+    const SEED: u64 = 21;
+
+    /// A match with the host, bots and clients over lossy links, every peer linked to every other.
+    struct Mesh {
+        server: Server<MemoryTransport>,
+        peers: Vec<Peer>,
+        now: Duration,
+    }
+
+    impl Mesh {
+        fn new() -> Mesh {
+            let config = vimp_host::tanks::init_config(SEED);
+            let mut host = Host::new(config.clone(), TanksPlugin).expect("host");
+            host.load_map_json("small", SMALL).expect("map");
+            for i in 0..6 {
+                host.push(HostCommand::Join {
+                    player: PlayerId(100 + i),
+                    name: format!("bot{i}"),
+                    team: None,
+                    bot: true,
+                });
+            }
+            host.step();
+            let server_config =
+                ServerConfig { client_config: vimp_host::tanks::client_config(&config), ..ServerConfig::default() };
+            Mesh {
+                server: Server::new(host, MemoryTransport::new(HOST), server_config),
+                peers: Vec::new(),
+                now: Duration::ZERO,
+            }
+        }
+
+        /// A client `ms` away from the host, 5 % loss on the unreliable channel, linked to every other client.
+        fn join(&mut self, name: &str, ms: u64) -> usize {
+            let id = self.peers.len() as u128 + 1;
+            let lossy = |seed: u128| {
+                LinkConfig::new()
+                    .latency(Duration::from_millis(ms))
+                    .jitter(Duration::from_millis(3))
+                    .loss(0.05)
+                    .seed(seed as u64)
+            };
+            let mut t = MemoryTransport::new(PeerKey(id));
+            MemoryTransport::connect(&mut t, self.server.transport_mut(), lossy(id));
+            for (i, other) in self.peers.iter_mut().enumerate() {
+                MemoryTransport::connect(&mut t, other.client.transport_mut(), lossy(id * 100 + i as u128));
+            }
+            self.peers.push(Peer { client: Client::new(t, hello(name)), shadow: None, errors: Vec::new() });
+            self.peers.len() - 1
+        }
+
+        fn run(&mut self, d: Duration) {
+            let end = self.now + d;
+            while self.now < end {
+                self.now += STEP;
+                for p in &mut self.peers {
+                    p.client.update(self.now);
+                }
+                self.server.update(self.now);
+                for p in &mut self.peers {
+                    p.feed();
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_first_successor_shadows_a_lossy_match_without_a_mismatch() {
+        let mut mesh = Mesh::new();
+        let ann = mesh.join("ann", 15);
+        let bob = mesh.join("bob", 45);
+        mesh.run(Duration::from_secs(1));
+        let keys = ["forward", "left", "fire", "right", "back", "gunLeft"];
+        let mut cy = None;
+        let mut bob_player = None;
+        // 24 s of match: ann and bob drive, a bot and cy join, bob changes team, the map reloads,
+        // people chat, cy leaves.
+        for step in 0..240u32 {
+            let at = Duration::from_millis(100 * step as u64);
+            for (i, p) in mesh.peers.iter_mut().enumerate() {
+                let key = keys[(step as usize / 7 + i) % keys.len()];
+                let action = if step % 7 == 0 {
+                    KeyAction::Down
+                } else if step % 7 == 5 {
+                    KeyAction::Up
+                } else {
+                    continue;
+                };
+                p.client.key(action, key);
+            }
+            match at.as_millis() {
+                3000 => mesh.server.host_mut().push(HostCommand::Join {
+                    player: PlayerId(120),
+                    name: "late bot".into(),
+                    team: None,
+                    bot: true,
+                }),
+                5000 => cy = Some(mesh.join("cy", 70)),
+                8000 => {
+                    bob_player = mesh.peers[bob].client.welcome().map(|w| w.player_id);
+                    mesh.peers[bob].client.send_meta(vimp_netcode::meta::VOTE, br#"["teams", 2]"#);
+                }
+                12000 => {
+                    let map =
+                        mesh.server.host().world().resource::<vimp_host::engine::mapstate::MapState>().config.clone();
+                    mesh.server.host_mut().load_map(map.expect("a map")).expect("reload");
+                }
+                14000 => mesh.peers[ann].client.say("still here"),
+                16000 => {
+                    let now = mesh.now;
+                    mesh.peers[cy.expect("cy")].client.leave(now);
+                }
+                19000 => mesh.server.host_mut().push(HostCommand::Leave { player: PlayerId(101) }),
+                _ => {}
+            }
+            mesh.run(Duration::from_millis(100));
+        }
+        // The host stops (between two of its updates): what it logged so far reaches the successors.
+        let now = mesh.now;
+        mesh.server.flush_migration(now);
+        for _ in 0..200 {
+            mesh.now += STEP;
+            for p in &mut mesh.peers {
+                p.client.update(mesh.now);
+                p.feed();
+            }
+        }
+
+        let ann_key = PeerKey(1);
+        let succession = mesh.server.succession().to_vec();
+        assert_eq!(succession.first(), Some(&ann_key), "ann is nearest: {succession:?}");
+        assert!(succession.contains(&PeerKey(2)) && !succession.contains(&PeerKey(3)), "cy left: {succession:?}");
+        for i in [ann, bob] {
+            let list = mesh.peers[i].client.succession().map(|s| s.peers.clone());
+            assert_eq!(list, Some(succession.clone()), "everyone connected has the list");
+        }
+        assert!(bob_player.is_some());
+        let tick = mesh.server.host().tick();
+        assert!(tick >= 20 * 120, "{tick} ticks of match");
+        for (name, i) in [("ann", ann), ("bob", bob)] {
+            let peer = &mut mesh.peers[i];
+            assert!(peer.errors.is_empty(), "{name}: {:?}", peer.errors);
+            assert_eq!(peer.client.stats().bad_migration_frames, 0);
+            let shadow = peer.shadow.as_mut().expect("a successor's shadow");
+            assert_eq!(shadow.mismatches(), 0, "{name}: {:?}", shadow.divergences());
+            assert!(shadow.hashes_checked() >= 20 * 4, "{name}: {} hashes checked", shadow.hashes_checked());
+            assert_eq!(shadow.rebases(), 0, "{name}: a healthy shadow never reloads");
+            assert_same_state(mesh.server.host_mut(), shadow);
+            // The meta part: every slot with its token and name.
+            let tokens = |seats: Vec<(PlayerId, String, String)>| seats;
+            let host_seats = tokens(
+                mesh.server.roster().seats().map(|s| (s.player, s.nickname.clone(), s.token.to_string())).collect(),
+            );
+            let shadow_seats = tokens(
+                shadow.meta().roster.seats().map(|s| (s.player, s.nickname.clone(), s.token.to_string())).collect(),
+            );
+            assert_eq!(shadow_seats, host_seats, "{name}: the roster");
+            assert!(shadow.meta().chat.iter().any(|l| l.contains("still here")), "{name}: {:?}", shadow.meta().chat);
+        }
+        assert!(mesh.peers[cy.expect("cy")].shadow.is_none(), "cy was never a successor");
+
+        let stats = mesh.server.migration_stats().clone();
+        let seconds = mesh.now.as_secs_f64() - 1.0;
+        let upload: Vec<String> =
+            stats.per_successor.iter().map(|(p, b)| format!("peer {}: {:.0} B/s", p.0, *b as f64 / seconds)).collect();
+        eprintln!(
+            "migration over {seconds:.0} s: checkpoint {} B lz4 ({} B dump), {} checkpoints ({} B), log {:.0} B/s per successor \
+             ({} batches, {} entries), successions {}, upload {}",
+            stats.last_checkpoint.0,
+            stats.last_checkpoint.1,
+            stats.checkpoints,
+            stats.checkpoint_bytes,
+            stats.log_bytes as f64 / seconds / 2.0,
+            stats.log_batches,
+            stats.log_entries,
+            stats.successions,
+            upload.join(", ")
+        );
+        let ann_upload = stats.per_successor.get(&ann_key).copied().unwrap_or_default() as f64 / seconds;
+        assert!(ann_upload < 10_000.0, "{ann_upload:.0} B/s to the first successor");
+    }
+}
+
 /// The client's predictor and the host, fed the same keys, agree bit for bit.
 mod prediction {
     use vimp_host::engine::map::MapConfig;

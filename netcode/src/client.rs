@@ -6,12 +6,18 @@
 //! then on [`Client`] feeds snapshot frames through the schema the host sent in its
 //! config, acknowledges inputs from the player block, and keeps figures for the
 //! headless client's report.
+//!
+//! Host migration: the client keeps the host's newest [`Succession`] list
+//! ([`Client::succession`]) and, when it is one of the first successors, queues the
+//! checkpoints (put back together from their parts) and log batches it receives
+//! ([`Client::take_migration`]) for the app to feed its shadow.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
 use crate::frame::op;
 use crate::input::{KeyAction, KeyTable};
+use crate::migration::{CheckpointAssembler, MigrationPayload, Succession};
 use crate::schema::SnapshotSchema;
 use crate::session::{ClientEvent, ClientSession, ClientSessionConfig, Hello, Welcome};
 use crate::snapshot::{Frame, unpack};
@@ -32,10 +38,19 @@ pub struct ClientStats {
     pub bytes_in: u64,
     /// Bytes sent.
     pub bytes_out: u64,
+    /// Migration frames received (succession lists, checkpoint parts, log batches, handoffs).
+    pub migration_frames: u64,
+    /// Migration frames that did not decode (counted and ignored: the sender is the host).
+    pub bad_migration_frames: u64,
+    /// Migration payloads dropped because the caller did not take them in time.
+    pub migration_dropped: u64,
 }
 
 /// How many decoded frames [`Client::take_frames`] keeps for a caller that does not take them.
 pub const MAX_QUEUED_FRAMES: usize = 64;
+
+/// How many migration payloads [`Client::take_migration`] keeps for a caller that does not take them.
+pub const MAX_QUEUED_MIGRATION: usize = 1024;
 
 /// A client (see the module docs).
 pub struct Client<T: Transport> {
@@ -52,6 +67,9 @@ pub struct Client<T: Transport> {
     frames: Vec<Frame>,
     chat: Vec<serde_json::Value>,
     meta: Vec<(u8, Vec<u8>)>,
+    succession: Option<Succession>,
+    checkpoints: CheckpointAssembler,
+    migration: VecDeque<MigrationPayload>,
     closed: Option<(u16, String)>,
     stats: ClientStats,
 }
@@ -73,6 +91,9 @@ impl<T: Transport> Client<T> {
             frames: Vec::new(),
             chat: Vec::new(),
             meta: Vec::new(),
+            succession: None,
+            checkpoints: CheckpointAssembler::new(),
+            migration: VecDeque::new(),
             closed: None,
             stats: ClientStats::default(),
         }
@@ -121,6 +142,22 @@ impl<T: Transport> Client<T> {
     /// Other meta messages received, `(port, payload)`, taken.
     pub fn take_meta(&mut self) -> Vec<(u8, Vec<u8>)> {
         std::mem::take(&mut self.meta)
+    }
+
+    /// The host's newest succession list, once published.
+    pub fn succession(&self) -> Option<&Succession> {
+        self.succession.as_ref()
+    }
+
+    /// The host that the client is talking to (its peer key), once it answered.
+    pub fn host_peer(&self) -> Option<PeerKey> {
+        self.host.as_ref().map(|(p, _)| *p)
+    }
+
+    /// The migration payloads received since the last call, oldest first: a successor feeds
+    /// them to its shadow (at most [`MAX_QUEUED_MIGRATION`] are kept; the oldest go first).
+    pub fn take_migration(&mut self) -> Vec<MigrationPayload> {
+        self.migration.drain(..).collect()
     }
 
     /// Figures.
@@ -279,8 +316,42 @@ impl<T: Transport> Client<T> {
                     Err(_) => self.stats.bad_snapshots += 1,
                 }
             }
-            ClientEvent::Engine { .. } => {}
+            ClientEvent::Engine { opcode, payload } => self.on_migration(opcode, &payload),
         }
+    }
+
+    /// Migration frames. One that does not decode is counted and ignored: the sender is the
+    /// host, and closing the client's only link to the match would lose more than it protects.
+    fn on_migration(&mut self, opcode: u8, payload: &[u8]) {
+        self.stats.migration_frames += 1;
+        let payload = match opcode {
+            op::SUCCESSION => {
+                match Succession::decode(payload) {
+                    Ok(s) => self.succession = Some(s),
+                    Err(_) => self.stats.bad_migration_frames += 1,
+                }
+                return;
+            }
+            op::CHECKPOINT => match self.checkpoints.push(payload) {
+                Ok(Some(bytes)) => MigrationPayload::Checkpoint(bytes),
+                Ok(None) => return,
+                Err(_) => {
+                    self.stats.bad_migration_frames += 1;
+                    return;
+                }
+            },
+            op::INPUT_LOG => MigrationPayload::Log(payload.to_vec()),
+            op::HANDOFF => MigrationPayload::Handoff(payload.to_vec()),
+            _ => {
+                self.stats.bad_migration_frames += 1;
+                return;
+            }
+        };
+        if self.migration.len() == MAX_QUEUED_MIGRATION {
+            self.migration.pop_front();
+            self.stats.migration_dropped += 1;
+        }
+        self.migration.push_back(payload);
     }
 
     fn flush(&mut self, now: Duration) {

@@ -19,6 +19,8 @@
 //! - [`input`]: key events (`seq:action:name` and a compact binary form), the key
 //!   table and [`KeyState`], the one rule both host and predictor use.
 //! - [`divergence`]: the prediction divergence detector.
+//! - [`migration`]: host migration on the wire: the succession list and its ranking rule,
+//!   checkpoint parts, what a client hands its shadow.
 //!
 //! A round trip:
 //!
@@ -48,6 +50,7 @@ pub mod interp;
 pub mod link;
 pub mod lobby;
 pub mod meta;
+pub mod migration;
 pub mod schema;
 pub mod session;
 pub mod signal;

@@ -138,6 +138,15 @@ impl Roster {
         Some(seat.player)
     }
 
+    /// Forgets every connection (a roster restored by a successor has none): each slot waits
+    /// for its token, its resume window running from `now` (or never expiring, with `None`).
+    pub fn detach_all(&mut self, now: Option<Duration>) {
+        for seat in self.seats.values_mut() {
+            seat.peer = None;
+            seat.left_at = now;
+        }
+    }
+
     /// Frees the slots whose resume window has passed; returns them.
     pub fn expire(&mut self, now: Duration) -> Vec<PlayerId> {
         let window = self.resume_window;

@@ -22,6 +22,8 @@ use crate::engine::config::{ConfigError, EngineConfig, InitConfig};
 use crate::engine::map::{MapConfig, MapError};
 use crate::engine::mapstate::{self, MapLoadError, MapState};
 use crate::engine::meta::{MetaMessage, MetaOutbox};
+use crate::engine::migration::log::LogRecorder;
+use crate::engine::migration::{LogEntry, LogEvent};
 use crate::engine::physics::Physics;
 use crate::engine::players::{self, HostCommand, HostCommands, Participants, PlayerKeys, TickEvents};
 use crate::engine::rng::SplitMix64;
@@ -181,8 +183,13 @@ pub enum HostError {
 }
 
 /// A host: the Bevy `App` running the match, driven one tick at a time.
+///
+/// Once [`Host::start_log`] is called, the driver records the migration log: every tick
+/// with the commands it applied (and a state hash every few ticks), every map load
+/// ([`crate::engine::migration::log`]).
 pub struct Host {
     app: App,
+    log: Option<LogRecorder>,
 }
 
 impl Host {
@@ -195,7 +202,7 @@ impl Host {
         }
         app.finish();
         app.cleanup();
-        Ok(Host { app })
+        Ok(Host { app, log: None })
     }
 
     /// A host continuing the match of a state dump: built like [`Host::new`], then restored.
@@ -205,9 +212,50 @@ impl Host {
         Ok(host)
     }
 
-    /// Runs one tick.
+    /// Runs one tick (and logs it, when logging).
     pub fn step(&mut self) {
+        let Some(log) = &self.log else {
+            self.app.world_mut().run_schedule(HostTick);
+            return;
+        };
+        let commands = self.app.world().resource::<HostCommands>().0.clone();
+        let hash_due = log.hash_due(self.tick().wrapping_add(1));
         self.app.world_mut().run_schedule(HostTick);
+        let tick = self.tick();
+        // A hash that cannot be made (the game's save hook failed) is logged as none.
+        let hash = if hash_due { self.sim_hash().ok() } else { None };
+        if let Some(log) = &mut self.log {
+            log.record(LogEvent::Step { tick, commands, hash });
+        }
+    }
+
+    /// Starts recording the migration log, with a state hash every `hash_interval` ticks.
+    /// Entries are numbered on from the last one recorded, if any.
+    pub fn start_log(&mut self, hash_interval: u32) {
+        let seq = self.log_seq();
+        let mut log = LogRecorder::new(hash_interval);
+        log.seq = seq;
+        self.log = Some(log);
+    }
+
+    /// Stops recording the log (entries not taken are dropped).
+    pub fn stop_log(&mut self) {
+        self.log = None;
+    }
+
+    /// The log entries recorded since the last call, oldest first.
+    pub fn take_log(&mut self) -> Vec<LogEntry> {
+        self.log.as_mut().map(|l| std::mem::take(&mut l.entries)).unwrap_or_default()
+    }
+
+    /// The seq of the last log entry recorded (0 before any, or when not logging).
+    pub fn log_seq(&self) -> u64 {
+        self.log.as_ref().map_or(0, |l| l.seq)
+    }
+
+    /// The hash of the simulation state, the pacing accumulator left out (see [`state::sim_hash`]).
+    pub fn sim_hash(&mut self) -> Result<u64, StateError> {
+        state::sim_hash(self.app.world_mut())
     }
 
     /// Adds `elapsed` real time to the accumulator and returns how many ticks are now due
@@ -246,7 +294,11 @@ impl Host {
     }
 
     /// Loads a map (already validated by [`MapConfig::from_json`]); see [`mapstate::load_map`].
+    /// When logging, the load is logged whatever its outcome (a replay fails the same way).
     pub fn load_map(&mut self, map: MapConfig) -> Result<(), MapLoadError> {
+        if let Some(log) = &mut self.log {
+            log.record(LogEvent::Load(Box::new(map.clone())));
+        }
         mapstate::load_map(self.app.world_mut(), map)
     }
 

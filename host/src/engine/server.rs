@@ -24,6 +24,12 @@
 //!
 //! System chat lines of the engine's group `s`: `s:1:name` — joined, `s:2:name` — left
 //! (its slot waits for a resume), `s:3:name` — came back with its token.
+//!
+//! Host migration ([`succession`]): the server ranks its players into a succession list,
+//! publishes it to everyone and streams checkpoints and the log to the first successors
+//! ([`ServerConfig::migration`]).
+
+mod succession;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -36,10 +42,12 @@ use vimp_netcode::meta::{
 use vimp_netcode::session::{HostEvent, HostSession, HostSessionConfig, SessionToken, Welcome, close};
 use vimp_netcode::transport::{PeerKey, Transport};
 
+use crate::engine::migration::MigrationConfig;
 use crate::engine::players::{HostCommand, Panels, Participants, PlayerId, PlayerKeys, Scores};
 use crate::engine::roster::Roster;
 use crate::engine::schedule::Host;
 use crate::engine::snapshot::FrameReceivers;
+pub use succession::MigrationStats;
 
 /// How the host meets its peers.
 #[derive(Clone, Debug)]
@@ -58,6 +66,8 @@ pub struct ServerConfig {
     pub client_config: serde_json::Value,
     /// Maps players may vote for, besides the current one.
     pub maps: Vec<crate::engine::map::MapConfig>,
+    /// The succession list and streaming to the successors.
+    pub migration: MigrationConfig,
 }
 
 /// The name of the map-change vote players answer `yes` or `no`.
@@ -85,6 +95,7 @@ impl Default for ServerConfig {
             session: HostSessionConfig::default(),
             client_config: serde_json::Value::Null,
             maps: Vec::new(),
+            migration: MigrationConfig::default(),
         }
     }
 }
@@ -135,6 +146,7 @@ pub struct Server<T: Transport> {
     map_vote: Option<MapVote>,
     /// Spectators' seats and the player each one watches.
     watching: BTreeMap<PlayerId, Option<PlayerId>>,
+    migration: succession::Migration,
 }
 
 /// How often the stat table's changes are broadcast.
@@ -156,13 +168,15 @@ pub fn fresh_token() -> SessionToken {
 
 impl<T: Transport> Server<T> {
     /// A server for `host` (map loaded, bots joined) over `transport`.
-    pub fn new(host: Host, transport: T, config: ServerConfig) -> Self {
+    pub fn new(mut host: Host, transport: T, config: ServerConfig) -> Self {
+        if config.migration.enabled {
+            host.start_log(config.migration.hash_interval);
+        }
         let mut roster = Roster::new(config.max_players, config.password.clone());
         roster.reserved = host.world().resource::<Participants>().0.keys().copied().collect();
         Server {
             host,
             transport,
-            config,
             roster,
             peers: BTreeMap::new(),
             latency: BTreeMap::new(),
@@ -174,6 +188,8 @@ impl<T: Transport> Server<T> {
             map_loads: 0,
             map_vote: None,
             watching: BTreeMap::new(),
+            migration: succession::Migration::new(config.migration.clone()),
+            config,
         }
     }
 
@@ -245,6 +261,7 @@ impl<T: Transport> Server<T> {
         for player in self.roster.expire(now) {
             self.host.push(HostCommand::Leave { player });
             self.watching.remove(&player);
+            self.migration.freed(player);
         }
         self.settle_map_vote(now);
 
@@ -259,6 +276,7 @@ impl<T: Transport> Server<T> {
             self.next_stat = now + STAT_INTERVAL;
             self.broadcast_stat();
         }
+        self.stream_migration(now);
         self.flush(now);
     }
 
@@ -315,6 +333,7 @@ impl<T: Transport> Server<T> {
                         {
                             old_session.close(close::REPLACED);
                         }
+                        self.migration.joined(a.player);
                         let (code, name) = (if a.resumed { 3 } else { 1 }, a.nickname.clone());
                         self.system_chat(code, name);
                         if hello.spectator {
@@ -385,6 +404,7 @@ impl<T: Transport> Server<T> {
             participants.0.get(&player).map_or((String::new(), 0), |p| (p.name.clone(), p.team))
         };
         let line = MetaMessage::from(ChatMessage::User { text: text.into_string(), author, team }).encode();
+        self.migration.chat_line(&line);
         for session in self.peers.values_mut().filter(|s| s.is_active()) {
             session.send(Channel::Reliable, op::CHAT_DATA, &line);
         }
@@ -483,6 +503,7 @@ impl<T: Transport> Server<T> {
             params: vec![map_name],
         })
         .encode();
+        self.migration.chat_line(&line);
         for session in self.peers.values_mut().filter(|s| s.is_active()) {
             session.send(Channel::Reliable, op::CHAT_DATA, &line);
         }
@@ -491,6 +512,7 @@ impl<T: Transport> Server<T> {
     /// Sends a system chat line of the engine's group `s` to every client.
     fn system_chat(&mut self, code: u32, name: String) {
         let line = MetaMessage::from(ChatMessage::System { group: "s".into(), code, params: vec![name] }).encode();
+        self.migration.chat_line(&line);
         for session in self.peers.values_mut().filter(|s| s.is_active()) {
             session.send(Channel::Reliable, op::CHAT_DATA, &line);
         }
@@ -664,6 +686,7 @@ impl<T: Transport> Server<T> {
         self.peers.remove(&peer);
         self.panels.remove(&peer);
         if let Some(player) = self.roster.disconnected(peer, now) {
+            self.migration.meta_dirty = true;
             if let Some(name) = self.roster.seat(player).map(|s| s.nickname.clone()) {
                 self.system_chat(2, name);
             }

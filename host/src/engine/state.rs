@@ -88,11 +88,17 @@ struct EngineState {
 
 /// The whole match as bytes. Call between ticks.
 pub fn serialize_state(world: &mut World) -> Result<Vec<u8>, StateError> {
+    let clock = *world.resource::<FixedClock>();
+    encode_state(world, clock)
+}
+
+/// The dump with `clock` in place of the world's own.
+fn encode_state(world: &mut World, clock: FixedClock) -> Result<Vec<u8>, StateError> {
     let save = world.resource::<GameHooks>().save;
     let game = save(world).map_err(StateError::Game)?;
     let state = EngineStateRef {
         tick: *world.resource::<Tick>(),
-        clock: *world.resource::<FixedClock>(),
+        clock,
         rng: &world.resource::<SimRng>().0,
         physics: world.resource::<Physics>(),
         map: world.resource::<MapState>(),
@@ -124,4 +130,13 @@ pub fn deserialize_state(world: &mut World, bytes: &[u8]) -> Result<(), StateErr
 /// FNV-1a 64 of the dump bytes: equal hashes, equal matches.
 pub fn state_hash(world: &mut World) -> Result<u64, StateError> {
     Ok(dump::fnv1a64(&serialize_state(world)?))
+}
+
+/// FNV-1a 64 of the dump with the real-time accumulator zeroed: the hash of the simulation
+/// alone, equal on two hosts that ran the same ticks from the same state however their
+/// drivers paced them (the accumulator only says when the next tick is due; it never
+/// reaches the sim). Host migration compares these.
+pub fn sim_hash(world: &mut World) -> Result<u64, StateError> {
+    let clock = FixedClock { accumulator: 0.0, ..*world.resource::<FixedClock>() };
+    Ok(dump::fnv1a64(&encode_state(world, clock)?))
 }

@@ -1,0 +1,293 @@
+//! The server's half of host migration: the succession list and streaming to the successors.
+//!
+//! Every update, after the ticks ran, [`Server::stream_migration`]:
+//!
+//! 1. ranks the connected players by [`vimp_netcode::migration::rank`] (smoothed RTT in
+//!    buckets, then join order; spectators and [`MigrationConfig::local_peers`] never) and
+//!    publishes the list to every peer when it changed or someone new came in
+//!    (`SUCCESSION`);
+//! 2. keeps a stream for each of the first [`MigrationConfig::successors`];
+//! 3. sends the log entries recorded since the last batch (`INPUT_LOG`, at most every
+//!    [`MigrationConfig::log_interval`], reliable) to every stream that has had a checkpoint;
+//! 4. sends a checkpoint (`CHECKPOINT` parts) to a stream that is new, whose last one is
+//!    [`MigrationConfig::checkpoint_interval`] old, or to all of them after a join or a
+//!    leave (the roster's tokens live only in checkpoints). The log is flushed first, so a
+//!    successor always gets the log up to a checkpoint before the checkpoint.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
+
+use vimp_netcode::frame::{Channel, op};
+use vimp_netcode::migration::{self, Candidate, Succession, checkpoint_parts};
+use vimp_netcode::transport::{PeerKey, Transport};
+
+use super::{MAP_CHANGE_VOTE, Server};
+use crate::engine::migration::{Checkpoint, LogBatch, LogEntry, MetaState, MigrationConfig, VoteState};
+use crate::engine::players::PlayerId;
+
+/// Figures of the migration traffic.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MigrationStats {
+    /// Succession lists published (each to every peer).
+    pub successions: u64,
+    /// Checkpoints sent, over all successors.
+    pub checkpoints: u64,
+    /// Their bytes (compressed, as sent).
+    pub checkpoint_bytes: u64,
+    /// The last checkpoint's size: compressed, uncompressed state dump.
+    pub last_checkpoint: (usize, usize),
+    /// Log batches sent, over all successors.
+    pub log_batches: u64,
+    /// Their bytes.
+    pub log_bytes: u64,
+    /// Log entries recorded.
+    pub log_entries: u64,
+    /// Migration bytes sent to each successor (frames' opcode and payload).
+    pub per_successor: BTreeMap<PeerKey, u64>,
+}
+
+/// One successor's stream.
+#[derive(Clone, Debug)]
+struct Stream {
+    /// When its next checkpoint is due (zero: at once).
+    next_checkpoint: Duration,
+    /// Whether it has had a checkpoint (log batches only follow one).
+    synced: bool,
+}
+
+/// The server's migration state.
+#[derive(Debug)]
+pub(super) struct Migration {
+    pub(super) config: MigrationConfig,
+    succession: Vec<PeerKey>,
+    /// Someone new is in: publish the list even if it did not change.
+    pub(super) publish_due: bool,
+    /// The roster changed: every stream gets a checkpoint.
+    pub(super) meta_dirty: bool,
+    streams: BTreeMap<PeerKey, Stream>,
+    pending: Vec<LogEntry>,
+    next_log: Duration,
+    checkpoint_id: u32,
+    /// Join order of the slots.
+    joined: BTreeMap<PlayerId, u64>,
+    next_join: u64,
+    chat: VecDeque<String>,
+    stats: MigrationStats,
+}
+
+impl Migration {
+    pub(super) fn new(config: MigrationConfig) -> Self {
+        Migration {
+            config,
+            succession: Vec::new(),
+            publish_due: false,
+            meta_dirty: false,
+            streams: BTreeMap::new(),
+            pending: Vec::new(),
+            next_log: Duration::ZERO,
+            checkpoint_id: 0,
+            joined: BTreeMap::new(),
+            next_join: 0,
+            chat: VecDeque::new(),
+            stats: MigrationStats::default(),
+        }
+    }
+
+    /// A slot was taken (first come, first ranked; a resumed slot keeps its place).
+    pub(super) fn joined(&mut self, player: PlayerId) {
+        if !self.joined.contains_key(&player) {
+            self.joined.insert(player, self.next_join);
+            self.next_join += 1;
+        }
+        self.publish_due = true;
+        self.meta_dirty = true;
+    }
+
+    /// A slot was freed for good.
+    pub(super) fn freed(&mut self, player: PlayerId) {
+        self.joined.remove(&player);
+        self.meta_dirty = true;
+    }
+
+    /// A chat line went out (its JSON text), kept for checkpoints.
+    pub(super) fn chat_line(&mut self, line: &[u8]) {
+        if self.config.recent_chat == 0 {
+            return;
+        }
+        if self.chat.len() == self.config.recent_chat {
+            self.chat.pop_front();
+        }
+        self.chat.push_back(String::from_utf8_lossy(line).into_owned());
+    }
+}
+
+impl<T: Transport> Server<T> {
+    /// The succession list, best first (every eligible peer, not only the streamed ones).
+    pub fn succession(&self) -> &[PeerKey] {
+        &self.migration.succession
+    }
+
+    /// Figures of the migration traffic.
+    pub fn migration_stats(&self) -> &MigrationStats {
+        &self.migration.stats
+    }
+
+    /// What the meta layer owns, as a checkpoint carries it.
+    pub fn meta_state(&self) -> MetaState {
+        let now = self.last.unwrap_or_default();
+        MetaState {
+            roster: self.roster.clone(),
+            watching: self.watching.iter().map(|(s, w)| (*s, *w)).collect(),
+            chat: self.migration.chat.iter().cloned().collect(),
+            vote: self.map_vote.as_ref().map(|v| VoteState {
+                name: MAP_CHANGE_VOTE.into(),
+                subject: v.map.clone(),
+                remaining: v.until.saturating_sub(now),
+                yes: v.yes.iter().copied().collect(),
+                no: v.no.iter().copied().collect(),
+            }),
+        }
+    }
+
+    /// A checkpoint of the match now (between ticks).
+    pub fn checkpoint(&mut self) -> Result<Checkpoint, crate::engine::migration::MigrationError> {
+        let meta = self.meta_state();
+        Checkpoint::capture(&mut self.host, self.config.epoch, meta)
+    }
+
+    /// See the module docs.
+    pub(super) fn stream_migration(&mut self, now: Duration) {
+        if !self.migration.config.enabled {
+            return;
+        }
+        self.publish_succession();
+        let wanted: Vec<PeerKey> =
+            self.migration.succession.iter().take(self.migration.config.successors).copied().collect();
+        self.migration.streams.retain(|p, _| wanted.contains(p));
+        for peer in wanted {
+            self.migration.streams.entry(peer).or_insert(Stream { next_checkpoint: Duration::ZERO, synced: false });
+        }
+
+        let entries = self.host.take_log();
+        self.migration.stats.log_entries += entries.len() as u64;
+        self.migration.pending.extend(entries);
+        let meta_dirty = std::mem::take(&mut self.migration.meta_dirty);
+        let due: Vec<PeerKey> = self
+            .migration
+            .streams
+            .iter()
+            .filter(|(_, s)| meta_dirty || !s.synced || now >= s.next_checkpoint)
+            .map(|(p, _)| *p)
+            .collect();
+        if !self.migration.pending.is_empty() && (now >= self.migration.next_log || !due.is_empty()) {
+            self.send_log();
+            self.migration.next_log = now + self.migration.config.log_interval;
+        }
+        if !due.is_empty() {
+            self.send_checkpoint(&due, now);
+        }
+    }
+
+    /// Sends the log recorded so far to the successors at once, whatever the log interval
+    /// (before a graceful handoff, or to let a test's shadow catch up), and puts it on the
+    /// transport.
+    pub fn flush_migration(&mut self, now: Duration) {
+        let entries = self.host.take_log();
+        self.migration.stats.log_entries += entries.len() as u64;
+        self.migration.pending.extend(entries);
+        if !self.migration.pending.is_empty() {
+            self.send_log();
+        }
+        self.flush(now);
+    }
+
+    /// Ranks the candidates; publishes the list when it changed or someone new came in.
+    fn publish_succession(&mut self) {
+        let local = &self.migration.config.local_peers;
+        let candidates: Vec<Candidate> = self
+            .peers
+            .iter()
+            .filter_map(|(peer, session)| {
+                let player = self.roster.player_of(*peer)?;
+                let eligible = session.is_active() && !self.watching.contains_key(&player) && !local.contains(peer);
+                Some(Candidate {
+                    peer: *peer,
+                    rtt_ms: self.latency.get(&player).copied(),
+                    joined: self.migration.joined.get(&player).copied().unwrap_or(u64::MAX),
+                    eligible,
+                })
+            })
+            .collect();
+        let ranked = migration::rank(&candidates);
+        if ranked == self.migration.succession && !self.migration.publish_due {
+            return;
+        }
+        self.migration.publish_due = false;
+        self.migration.succession = ranked;
+        let list = Succession { epoch: self.config.epoch, peers: self.migration.succession.clone() }.encode();
+        for session in self.peers.values_mut().filter(|s| s.is_active()) {
+            session.send(Channel::Reliable, op::SUCCESSION, &list);
+        }
+        self.migration.stats.successions += 1;
+    }
+
+    /// Sends the pending log entries to every stream that has had a checkpoint.
+    fn send_log(&mut self) {
+        let pending = std::mem::take(&mut self.migration.pending);
+        let synced: Vec<PeerKey> = self.migration.streams.iter().filter(|(_, s)| s.synced).map(|(p, _)| *p).collect();
+        if synced.is_empty() {
+            return;
+        }
+        let bytes = match LogBatch::new(self.config.epoch, &pending).encode() {
+            Ok(bytes) => bytes,
+            Err(e) => return tracing::error!("the migration log does not encode: {e}"),
+        };
+        for peer in synced {
+            if let Some(session) = self.peers.get_mut(&peer).filter(|s| s.is_active()) {
+                session.send(Channel::Reliable, op::INPUT_LOG, &bytes);
+                let stats = &mut self.migration.stats;
+                stats.log_batches += 1;
+                stats.log_bytes += 1 + bytes.len() as u64;
+                *stats.per_successor.entry(peer).or_default() += 1 + bytes.len() as u64;
+            }
+        }
+    }
+
+    /// Takes a checkpoint and sends it to `to`.
+    fn send_checkpoint(&mut self, to: &[PeerKey], now: Duration) {
+        let checkpoint = match self.checkpoint() {
+            Ok(c) => c,
+            Err(e) => return tracing::error!("no checkpoint: {e}"),
+        };
+        let state_len = checkpoint.state.len();
+        let parts = match checkpoint
+            .encode()
+            .map(|bytes| (bytes.len(), checkpoint_parts(self.migration.checkpoint_id, &bytes)))
+        {
+            Ok((len, Ok(parts))) => {
+                self.migration.stats.last_checkpoint = (len, state_len);
+                parts
+            }
+            Ok((_, Err(e))) => return tracing::error!("the checkpoint does not split: {e}"),
+            Err(e) => return tracing::error!("the checkpoint does not encode: {e}"),
+        };
+        self.migration.checkpoint_id = self.migration.checkpoint_id.wrapping_add(1);
+        let size: u64 = parts.iter().map(|p| 1 + p.len() as u64).sum();
+        for peer in to {
+            let (Some(session), Some(stream)) =
+                (self.peers.get_mut(peer).filter(|s| s.is_active()), self.migration.streams.get_mut(peer))
+            else {
+                continue;
+            };
+            for part in &parts {
+                session.send(Channel::Reliable, op::CHECKPOINT, part);
+            }
+            stream.synced = true;
+            stream.next_checkpoint = now + self.migration.config.checkpoint_interval;
+            let stats = &mut self.migration.stats;
+            stats.checkpoints += 1;
+            stats.checkpoint_bytes += size;
+            *stats.per_successor.entry(*peer).or_default() += size;
+        }
+    }
+}
