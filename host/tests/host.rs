@@ -823,16 +823,19 @@ mod migration {
     use std::time::Duration;
 
     use vimp_host::engine::map::MapConfig;
-    use vimp_host::engine::migration::{Checkpoint, LogBatch, LogEvent, MetaState, MigrationError, Shadow};
+    use vimp_host::engine::migration::{
+        Checkpoint, LogBatch, LogEvent, MetaState, MigrationConfig, MigrationError, Shadow,
+    };
     use vimp_host::engine::schedule::FixedClock;
-    use vimp_host::engine::server::{Server, ServerConfig};
+    use vimp_host::engine::server::{Server, ServerConfig, Takeover};
     use vimp_host::prelude::*;
     use vimp_netcode::client::Client;
+    use vimp_netcode::frame::Channel;
     use vimp_netcode::input::KeyAction;
     use vimp_netcode::link::LinkConfig;
-    use vimp_netcode::migration::MigrationPayload;
+    use vimp_netcode::migration::{Claim, MigrationPayload};
     use vimp_netcode::session::{Hello, PROTOCOL_VERSION};
-    use vimp_netcode::transport::{MemoryTransport, PeerKey};
+    use vimp_netcode::transport::{Joined, MemoryTransport, PeerKey, Transport};
 
     use super::{SMALL, host, script};
 
@@ -1194,6 +1197,365 @@ mod migration {
         );
         let ann_upload = stats.per_successor.get(&ann_key).copied().unwrap_or_default() as f64 / seconds;
         assert!(ann_upload < 10_000.0, "{ann_upload:.0} B/s to the first successor");
+    }
+    type Standing = (PlayerId, String, u8, i64, u32);
+
+    /// The match as every process sees it, by player: (name, team, score, deaths).
+    fn standings(host: &Host) -> Vec<Standing> {
+        let world = host.world();
+        let scores = world.resource::<vimp_host::engine::players::Scores>();
+        world
+            .resource::<vimp_host::engine::players::Participants>()
+            .0
+            .iter()
+            .map(|(id, p)| {
+                let s = scores.0.get(id).cloned().unwrap_or_default();
+                (*id, p.name.clone(), p.team, s.score, s.deaths)
+            })
+            .collect()
+    }
+
+    /// The slots with their names and tokens.
+    fn seats<'a>(seats: impl Iterator<Item = &'a vimp_host::engine::roster::Seat>) -> Vec<(PlayerId, String, String)> {
+        seats.map(|s| (s.player, s.nickname.clone(), s.token.to_string())).collect()
+    }
+
+    type NewHost = Server<Joined<MemoryTransport, MemoryTransport>>;
+
+    /// The mesh through host changes: the first host can be killed (its transport dropped, no
+    /// goodbye) or frozen (silent, links open), any client frozen too, and a successor whose
+    /// turn comes promotes its shadow into a new host over its mesh transport plus an
+    /// in-process link to its own player (as the app's embedded host does).
+    struct Migrating {
+        mesh: Mesh,
+        first_alive: bool,
+        frozen: Vec<usize>,
+        new_hosts: Vec<(usize, NewHost)>,
+        /// (peer, takeover time, the shadow's tick it continued from, the standings there)
+        takeovers: Vec<(usize, Duration, u32, Vec<Standing>)>,
+        /// The first host's standings after each of its ticks.
+        history: std::collections::BTreeMap<u32, Vec<Standing>>,
+    }
+
+    impl Migrating {
+        fn new(mesh: Mesh) -> Migrating {
+            Migrating {
+                mesh,
+                first_alive: true,
+                frozen: Vec::new(),
+                new_hosts: Vec::new(),
+                takeovers: Vec::new(),
+                history: Default::default(),
+            }
+        }
+
+        /// The first host dies: its links close with nothing more sent.
+        fn kill_first_host(&mut self) {
+            self.first_alive = false;
+            drop(std::mem::replace(self.mesh.server.transport_mut(), MemoryTransport::new(HOST)));
+        }
+
+        fn step(&mut self) {
+            let mesh = &mut self.mesh;
+            mesh.now += STEP;
+            let now = mesh.now;
+            for (i, p) in mesh.peers.iter_mut().enumerate() {
+                if !self.frozen.contains(&i) {
+                    p.client.update(now);
+                }
+            }
+            if self.first_alive {
+                mesh.server.update(now);
+                let tick = mesh.server.host().tick();
+                self.history.entry(tick).or_insert_with(|| standings(mesh.server.host()));
+            }
+            for (_, server) in &mut self.new_hosts {
+                server.update(now);
+            }
+            for i in 0..self.mesh.peers.len() {
+                if self.frozen.contains(&i) {
+                    continue;
+                }
+                self.mesh.peers[i].feed();
+                if self.mesh.peers[i].client.takeover_due() && self.mesh.peers[i].shadow.is_some() {
+                    self.promote(i);
+                }
+            }
+        }
+
+        fn promote(&mut self, i: usize) {
+            let now = self.mesh.now;
+            let peer = &mut self.mesh.peers[i];
+            let shadow = peer.shadow.take().expect("a shadow");
+            let tick = shadow.tick();
+            let me = peer.client.transport().local_id().expect("an id");
+            let local = PeerKey(5000 + i as u128);
+            let (mut host_end, mut player_end) = (MemoryTransport::new(me), MemoryTransport::new(local));
+            MemoryTransport::connect(&mut host_end, &mut player_end, LinkConfig::new());
+            let handover = peer.client.hand_over(player_end).expect("a welcomed client hands over");
+            let config = vimp_host::tanks::init_config(SEED);
+            let server_config = ServerConfig {
+                client_config: vimp_host::tanks::client_config(&config),
+                migration: MigrationConfig { local_peers: vec![local], ..MigrationConfig::default() },
+                ..ServerConfig::default()
+            };
+            let takeover = Takeover { now, peers: handover.peers, rank: handover.rank };
+            let server =
+                Server::from_shadow(shadow, Joined::new(handover.transport, host_end), server_config, takeover);
+            self.takeovers.push((i, now, tick, standings(server.host())));
+            self.new_hosts.push((i, server));
+        }
+
+        fn run(&mut self, d: Duration) {
+            let end = self.mesh.now + d;
+            while self.mesh.now < end {
+                self.step();
+            }
+        }
+
+        /// Runs until `done` holds, at most `limit` of simulated time.
+        fn run_until(&mut self, limit: Duration, mut done: impl FnMut(&Migrating) -> bool) -> bool {
+            let end = self.mesh.now + limit;
+            while self.mesh.now < end {
+                self.step();
+                if done(self) {
+                    return true;
+                }
+            }
+            false
+        }
+
+        fn client(&self, i: usize) -> &Client<MemoryTransport> {
+            &self.mesh.peers[i].client
+        }
+    }
+
+    /// ann (15 ms, the first successor), bob (45 ms, the second) and cy (70 ms, no shadow)
+    /// play for `seconds` with the host's bots; bob moves to team 2 and ann chats.
+    fn three_clients(seconds: u64) -> (Migrating, [usize; 3]) {
+        let mut mesh = Mesh::new();
+        let ann = mesh.join("ann", 15);
+        let bob = mesh.join("bob", 45);
+        let cy = mesh.join("cy", 70);
+        mesh.run(Duration::from_secs(1));
+        let mut m = Migrating::new(mesh);
+        drive(&mut m, 0, seconds * 10, |m, step| match step {
+            10 => m.mesh.peers[bob].client.send_meta(vimp_netcode::meta::VOTE, br#"["teams", 2]"#),
+            20 => m.mesh.peers[ann].client.say("still here"),
+            _ => {}
+        });
+        (m, [ann, bob, cy])
+    }
+
+    /// 100-ms steps of everyone pressing and releasing keys, from `from` to `to`.
+    fn drive(m: &mut Migrating, from: u64, to: u64, mut also: impl FnMut(&mut Migrating, u64)) {
+        let keys = ["forward", "left", "fire", "right", "back", "gunLeft"];
+        for step in from..to {
+            for (i, p) in m.mesh.peers.iter_mut().enumerate() {
+                let key = keys[(step as usize / 7 + i) % keys.len()];
+                match step % 7 {
+                    0 => p.client.key(KeyAction::Down, key),
+                    5 => p.client.key(KeyAction::Up, key),
+                    _ => None,
+                };
+            }
+            also(m, step);
+            m.run(Duration::from_millis(100));
+        }
+    }
+
+    #[test]
+    fn the_first_successor_takes_over_a_crashed_host_and_nothing_is_lost() {
+        let (mut m, [ann, bob, cy]) = three_clients(6);
+        assert_eq!(m.mesh.server.succession(), [PeerKey(1), PeerKey(2), PeerKey(3)]);
+        let tokens = seats(m.mesh.server.roster().seats());
+        let welcomes: Vec<_> = [ann, bob, cy].map(|i| m.client(i).welcome().cloned().expect("welcomed")).into();
+        assert_eq!(standings(m.mesh.server.host()).iter().find(|s| s.1 == "bob").map(|s| s.2), Some(2));
+
+        // Killed mid-round at tick 960 (8 s of match), with no goodbye.
+        assert!(m.run_until(Duration::from_secs(2), |m| m.mesh.server.host().tick() >= 960));
+        let lost_tick = m.mesh.server.host().tick();
+        let lost_at = m.mesh.now;
+        m.kill_first_host();
+        let resumed = m
+            .run_until(Duration::from_secs(3), |m| [ann, bob, cy].iter().all(|i| m.client(*i).stats().migrations == 1));
+        assert!(resumed, "everyone resumed: {:?}", [ann, bob, cy].map(|i| m.client(i).stats().clone()));
+
+        // ann took over at once, from the last tick its shadow had.
+        assert_eq!(m.takeovers.len(), 1, "one host");
+        let (who, at, from_tick, ref start) = m.takeovers[0];
+        assert_eq!(who, ann);
+        assert_eq!(at, lost_at + STEP, "the dropped link is noticed at the next update");
+        let rewind_ticks = lost_tick - from_tick;
+        // The log goes every 25 ms over a 15 ± 3 ms reliable link: at most 48 ms are in flight.
+        assert!(rewind_ticks <= 12, "{rewind_ticks} ticks rewound (≤ 100 ms)");
+        let (_, new_host) = &m.new_hosts[0];
+        assert_eq!(new_host.epoch(), 2);
+        assert_eq!(m.history.get(&from_tick), Some(start), "scores and teams as the old host had them at that tick");
+        assert_eq!(seats(new_host.roster().seats()), tokens, "every slot with its name and token");
+        assert!(new_host.meta_state().chat.iter().any(|l| l.contains("still here")), "recent chat carried over");
+
+        // Everyone is back in their own slot, with their token, at epoch 2.
+        for (i, old) in [ann, bob, cy].into_iter().zip(&welcomes) {
+            let c = m.client(i);
+            let w = c.welcome().expect("welcomed");
+            assert_eq!((w.player_id, w.token, w.epoch, w.resumed), (old.player_id, old.token, 2, true));
+            assert_eq!(c.stats().host_epoch, 2);
+            assert!(c.closed().is_none(), "{:?}", c.closed());
+        }
+        let figures: Vec<(Duration, f64)> = [ann, bob, cy]
+            .map(|i| (m.client(i).stats().resume.expect("resumed"), m.client(i).stats().rewind_ms.expect("rewind")))
+            .into();
+        eprintln!(
+            "crash at tick {lost_tick}: {rewind_ticks} ticks rewound by the new host; resume, rewind per client: {figures:?}"
+        );
+        for (resume, rewind) in &figures {
+            assert!(*resume <= Duration::from_secs(1), "resume {resume:?}");
+            assert!(*rewind <= 100.0, "rewind {rewind} ms");
+        }
+
+        // The match goes on: bots play, frames reach everyone, inputs and chat work.
+        let tick = m.new_hosts[0].1.host().tick();
+        let before: Vec<u64> = [ann, bob, cy].map(|i| m.client(i).stats().snapshots).into();
+        drive(&mut m, 80, 100, |m, step| {
+            if step == 85 {
+                m.mesh.peers[bob].client.say("after");
+            }
+        });
+        let new_host = &m.new_hosts[0].1;
+        assert!(new_host.host().tick() >= tick + 200, "the new host runs");
+        for (k, i) in [ann, bob, cy].into_iter().enumerate() {
+            let c = m.client(i);
+            assert!(c.stats().snapshots > before[k] + 30, "frames flow to {i}");
+            assert!(c.chat().iter().any(|l| l.to_string().contains("after")), "{i} hears the chat");
+        }
+        let seq = m.mesh.peers[bob].client.key(KeyAction::Up, "forward").expect("a key");
+        m.run(Duration::from_millis(500));
+        let last_seq = m.mesh.peers[bob].client.last_frame().and_then(|f| f.player.as_ref()).map(|p| p.last_input_seq);
+        assert_eq!(last_seq, Some(seq), "bob's keys reach the new host");
+        assert!(m.mesh.peers[bob].shadow.is_some(), "bob shadows the new host");
+    }
+
+    #[test]
+    fn a_graceful_handoff_loses_no_tick() {
+        let (mut m, [ann, bob, cy]) = three_clients(4);
+        let now = m.mesh.now;
+        let to = m.mesh.server.hand_off(now);
+        assert_eq!(to, Some(PeerKey(1)), "ann, the first successor");
+        let tick = m.mesh.server.host().tick();
+        // The old host's process lingers silently until its last frames are out.
+        m.first_alive = false;
+        let resumed = m
+            .run_until(Duration::from_secs(2), |m| [ann, bob, cy].iter().all(|i| m.client(*i).stats().migrations == 1));
+        assert!(resumed, "everyone resumed: {:?}", [ann, bob, cy].map(|i| m.client(i).stats().clone()));
+        let (who, _, from_tick, _) = m.takeovers[0];
+        assert_eq!(who, ann);
+        assert_eq!(from_tick, tick, "the successor continues from the host's very tick");
+        let rewinds = [ann, bob, cy].map(|i| m.client(i).stats().rewind_ms);
+        eprintln!("handoff at tick {tick}: {} ticks lost; rewind per client {rewinds:?}", tick - from_tick);
+        assert!(rewinds.iter().all(|r| *r == Some(0.0)), "no client saw the match go back: {rewinds:?}");
+        assert!(m.mesh.peers[ann].errors.is_empty(), "{:?}", m.mesh.peers[ann].errors);
+        m.kill_first_host();
+        m.run(Duration::from_secs(1));
+        assert!(m.new_hosts[0].1.host().tick() >= tick + 100, "the match goes on");
+    }
+
+    #[test]
+    fn a_host_that_stalls_and_speaks_again_before_anyone_takes_over_keeps_its_clients() {
+        let (mut m, [ann, bob, cy]) = three_clients(4);
+        let all = [ann, bob, cy];
+        // Nobody can take over (no shadow), and the host goes quiet past the timeout.
+        for p in &mut m.mesh.peers {
+            p.shadow = None;
+        }
+        m.first_alive = false;
+        let noticed = m.run_until(Duration::from_secs(2), |m| all.iter().all(|i| m.client(*i).host_lost()));
+        assert!(noticed, "the silence is noticed");
+        m.run(Duration::from_millis(300));
+        m.first_alive = true;
+        let back = m.run_until(Duration::from_secs(2), |m| {
+            all.iter().all(|i| !m.client(*i).host_lost() && m.client(*i).stats().stalls_survived == 1)
+        });
+        assert!(back, "everyone carries on with the host: {:?}", all.map(|i| m.client(i).stats().clone()));
+        let before = all.map(|i| m.client(i).stats().snapshots);
+        m.run(Duration::from_secs(1));
+        for (k, i) in all.into_iter().enumerate() {
+            let c = m.client(i);
+            assert_eq!(c.closed(), None);
+            assert_eq!(c.stats().migrations, 0, "no host change");
+            assert!(c.stats().snapshots >= before[k] + 20, "frames flow again: {:?}", c.stats());
+        }
+        assert!(m.takeovers.is_empty());
+    }
+
+    #[test]
+    fn when_the_first_successor_is_gone_too_the_next_takes_over() {
+        let (mut m, _) = three_clients(4);
+        // Peer keys are 1, 2, 3 for clients 0, 1, 2.
+        let order: Vec<usize> = m.mesh.server.succession().iter().map(|p| p.0 as usize - 1).collect();
+        let [ann, bob, cy] = [order[0], order[1], order[2]];
+        let welcomes = [bob, cy].map(|i| m.client(i).welcome().cloned().expect("welcomed"));
+        // The host and ann fall silent together (killed over links that do not report it).
+        m.first_alive = false;
+        m.frozen.push(ann);
+        let silent_at = m.mesh.now;
+        let resumed =
+            m.run_until(Duration::from_secs(4), |m| [bob, cy].iter().all(|i| m.client(*i).stats().migrations == 1));
+        assert!(resumed, "bob and cy resumed: {:?}", [bob, cy].map(|i| m.client(i).stats().clone()));
+        assert_eq!(m.takeovers.len(), 1);
+        let (who, at, _, _) = m.takeovers[0];
+        assert_eq!(who, bob, "the second successor");
+        let waited = at - silent_at;
+        // bob notices the silence after 500 ms and gives ann another 500 ms to claim.
+        assert!(waited >= Duration::from_millis(1000), "bob waited for ann: {waited:?}");
+        assert!(waited <= Duration::from_millis(1100), "but not longer: {waited:?}");
+        assert_eq!(m.new_hosts[0].1.epoch(), 2);
+        for (i, old) in [bob, cy].into_iter().zip(&welcomes) {
+            let w = m.client(i).welcome().expect("welcomed");
+            assert_eq!((w.player_id, w.token, w.epoch, w.resumed), (old.player_id, old.token, 2, true));
+        }
+        let tick = m.new_hosts[0].1.host().tick();
+        m.run(Duration::from_secs(1));
+        assert!(m.new_hosts[0].1.host().tick() >= tick + 100, "the match goes on");
+        assert!(m.new_hosts[0].1.roster().seat(PlayerId(welcomes[0].player_id)).is_some_and(|s| s.peer.is_some()));
+    }
+
+    /// Puts a raw `CLAIM` from `from` on its link to `to`.
+    fn claim(m: &mut Migrating, from: usize, to: usize, claim: Claim) {
+        let now = m.mesh.now;
+        let mut frame = vec![vimp_netcode::frame::op::CLAIM];
+        frame.extend_from_slice(&claim.encode());
+        let to = m.client(to).transport().local_id().expect("an id");
+        m.mesh.peers[from].client.transport_mut().send(now, to, Channel::Reliable, frame);
+    }
+
+    #[test]
+    fn stale_and_lower_ranked_claims_are_refused() {
+        let (mut m, [ann, bob, cy]) = three_clients(3);
+        // A claim at the host's own epoch: stale.
+        claim(&mut m, ann, cy, Claim { epoch: 1, rank: 0 });
+        m.run(Duration::from_millis(300));
+        assert_eq!(m.client(cy).stats().claims_refused, 1);
+        assert_eq!(m.client(cy).host_peer(), Some(HOST), "cy stays with its host");
+        assert_eq!(m.client(cy).stats().migrations, 0);
+
+        // The host dies; ann takes over (epoch 2, rank 0).
+        m.kill_first_host();
+        assert!(m.run_until(Duration::from_secs(3), |m| m.client(cy).stats().migrations == 1));
+        let snapshots = m.client(cy).stats().snapshots;
+        // bob at the same epoch but ranked lower, an old-epoch claim, and cy claiming ann's own
+        // (epoch, rank) to bob: none beats ann, all refused.
+        claim(&mut m, bob, cy, Claim { epoch: 2, rank: 1 });
+        claim(&mut m, bob, cy, Claim { epoch: 1, rank: 0 });
+        claim(&mut m, cy, bob, Claim { epoch: 2, rank: 0 });
+        m.run(Duration::from_millis(500));
+        assert_eq!(m.client(cy).stats().claims_refused, 3);
+        assert_eq!(m.client(bob).stats().claims_refused, 1);
+        for i in [bob, cy] {
+            assert_eq!(m.client(i).host_peer(), Some(PeerKey(1)), "{i} stays with ann");
+            assert_eq!(m.client(i).stats().migrations, 1);
+        }
+        assert!(m.client(cy).stats().snapshots > snapshots + 10, "frames keep coming from ann");
     }
 }
 

@@ -11,13 +11,32 @@
 //! ([`Client::succession`]) and, when it is one of the first successors, queues the
 //! checkpoints (put back together from their parts) and log batches it receives
 //! ([`Client::take_migration`]) for the app to feed its shadow.
+//!
+//! # Losing the host
+//!
+//! No frame from the host on either channel for [`ClientConfig::host_timeout`] (500 ms),
+//! its link dropping, or its `HANDOFF` means the host is lost. From then on:
+//!
+//! - the successor whose turn it is ([`Client::takeover_due`]: the `k`-th successor still
+//!   linked waits `k` timeouts, a handed-off one none) promotes its shadow and gives its
+//!   transport to the new host with [`Client::hand_over`]; the client itself resumes over
+//!   the in-process link it gets in exchange;
+//! - every other client waits for a `CLAIM` ([`Claim`]) from a peer of the succession list
+//!   that beats the host it follows by `(epoch, −rank)`, opens a new session to it with its
+//!   session token and sends again every recent input the new host has not applied
+//!   (the welcome says which). Stale and lower-ranked claims are refused and counted;
+//! - nobody claiming within [`ClientConfig::give_up`] closes the client with 4408.
+//!
+//! [`ClientStats`] keeps the figures: host changes, resume time (host loss noticed →
+//! first snapshot from the new host) and rewind (match time the new host's first snapshot
+//! is behind the old host's last).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 
-use crate::frame::op;
+use crate::frame::{self, Channel, op};
 use crate::input::{KeyAction, KeyTable};
-use crate::migration::{CheckpointAssembler, MigrationPayload, Succession};
+use crate::migration::{CheckpointAssembler, Claim, Handoff, MigrationPayload, Succession};
 use crate::schema::SnapshotSchema;
 use crate::session::{ClientEvent, ClientSession, ClientSessionConfig, Hello, Welcome};
 use crate::snapshot::{Frame, unpack};
@@ -44,6 +63,71 @@ pub struct ClientStats {
     pub bad_migration_frames: u64,
     /// Migration payloads dropped because the caller did not take them in time.
     pub migration_dropped: u64,
+    /// Host changes this client went through (counted at the new host's first snapshot).
+    pub migrations: u32,
+    /// The epoch of the host followed.
+    pub host_epoch: u32,
+    /// When the host was last lost.
+    pub host_lost_at: Option<Duration>,
+    /// The last host change's resume time: host loss noticed → first snapshot from the new host.
+    pub resume: Option<Duration>,
+    /// The last host change's rewind, ms of match time: the old host's last snapshot minus the
+    /// new host's first (0 when nothing was lost).
+    pub rewind_ms: Option<f64>,
+    /// Claims refused: stale (an epoch not above the one known), lower-ranked, or from a peer
+    /// outside the succession list.
+    pub claims_refused: u64,
+    /// Times the host went silent past the timeout and then spoke again before anyone took over.
+    pub stalls_survived: u64,
+}
+
+/// How a client notices a lost host.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClientConfig {
+    /// No frame from the host on either channel for this long: the host is lost (500 ms).
+    pub host_timeout: Duration,
+    /// Host lost and no acceptable claim for this long: the client closes with 4408 (10 s).
+    pub give_up: Duration,
+    /// Recent key events kept to send again to a new host (64).
+    pub input_history: usize,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig { host_timeout: Duration::from_millis(500), give_up: Duration::from_secs(10), input_history: 64 }
+    }
+}
+
+/// What [`Client::hand_over`] gives the process that takes the match over.
+#[derive(Debug)]
+pub struct Handover<T> {
+    /// The mesh transport, for the new host.
+    pub transport: T,
+    /// The peers it is linked to (their links are open already: the new host greets them).
+    pub peers: Vec<PeerKey>,
+    /// The lost host's epoch (the new host's is one more).
+    pub epoch: u32,
+    /// This client's place in the succession list it succeeds by (its claim's rank).
+    pub rank: u8,
+}
+
+/// The host is lost and nobody has been followed since.
+#[derive(Debug)]
+struct Lost {
+    at: Duration,
+    host: Option<PeerKey>,
+    successors: Vec<PeerKey>,
+    handoff_to: Option<PeerKey>,
+    /// The silent host's session, kept: if the host speaks again before anyone takes
+    /// over, it was only a stall and the client carries on with it.
+    stalled: Option<Box<ClientSession>>,
+}
+
+/// A host change in progress, until the new host's first snapshot.
+#[derive(Clone, Copy, Debug)]
+struct Resuming {
+    lost_at: Duration,
+    last_time_ms: Option<f64>,
 }
 
 /// How many decoded frames [`Client::take_frames`] keeps for a caller that does not take them.
@@ -72,11 +156,27 @@ pub struct Client<T: Transport> {
     migration: VecDeque<MigrationPayload>,
     closed: Option<(u16, String)>,
     stats: ClientStats,
+    settings: ClientConfig,
+    /// Mesh peers whose links are open.
+    peers: BTreeSet<PeerKey>,
+    /// Whether a new peer gets a hello (before the host answered, and after a hand-over).
+    searching: bool,
+    /// The followed host's (epoch, rank): its claim's, or (welcome epoch, 0) for the first host.
+    following: (u32, u8),
+    lost: Option<Lost>,
+    resuming: Option<Resuming>,
+    sent: VecDeque<(u32, KeyAction, u8)>,
+    now: Duration,
 }
 
 impl<T: Transport> Client<T> {
     /// A client that will say `hello` to the peers of `transport`.
     pub fn new(transport: T, hello: Hello) -> Self {
+        Self::with_config(transport, hello, ClientConfig::default())
+    }
+
+    /// A client with its host-loss settings.
+    pub fn with_config(transport: T, hello: Hello, config: ClientConfig) -> Self {
         Client {
             transport,
             hello,
@@ -96,7 +196,58 @@ impl<T: Transport> Client<T> {
             migration: VecDeque::new(),
             closed: None,
             stats: ClientStats::default(),
+            settings: config,
+            peers: BTreeSet::new(),
+            searching: true,
+            following: (0, 0),
+            lost: None,
+            resuming: None,
+            sent: VecDeque::new(),
+            now: Duration::ZERO,
         }
+    }
+
+    /// Whether the host is lost and no new one followed yet.
+    pub fn host_lost(&self) -> bool {
+        self.lost.is_some()
+    }
+
+    /// Whether it is this client's turn to take the match over: the host is lost, this
+    /// client is in the succession list, and every successor still linked ahead of it had
+    /// a [`ClientConfig::host_timeout`] each to claim (a handed-off successor goes at once).
+    /// Whoever can (it keeps a shadow) promotes it and calls [`Client::hand_over`].
+    pub fn takeover_due(&self) -> bool {
+        let (Some(lost), Some(me)) = (&self.lost, self.transport.local_id()) else { return false };
+        let mut order: Vec<PeerKey> = lost.handoff_to.into_iter().collect();
+        order.extend(lost.successors.iter().copied().filter(|p| Some(*p) != lost.handoff_to));
+        let alive: Vec<PeerKey> = order.into_iter().filter(|p| *p == me || self.peers.contains(p)).collect();
+        let Some(k) = alive.iter().position(|p| *p == me) else { return false };
+        self.now >= lost.at + self.settings.host_timeout * k as u32
+    }
+
+    /// Gives the mesh transport to the new host this process runs and re-targets the client
+    /// onto `local`, a link to that host: the client says hello there with its token and
+    /// sends its recent inputs again. `None` (and nothing changes) before a welcome.
+    pub fn hand_over(&mut self, local: T) -> Option<Handover<T>> {
+        let token = self.welcome.as_ref()?.token;
+        let epoch = self.following.0;
+        let me = self.transport.local_id();
+        let (lost_at, old_host, successors) = match self.lost.take() {
+            Some(l) => (l.at, l.host, l.successors),
+            None => (self.now, self.host_peer(), self.succession.as_ref().map(|s| s.peers.clone()).unwrap_or_default()),
+        };
+        let rank = successors.iter().position(|p| Some(*p) == me).unwrap_or(usize::from(u8::MAX)).min(255) as u8;
+        let last_time_ms = self.last_frame.as_ref().map(|f| f.server_time_ms);
+        let transport = std::mem::replace(&mut self.transport, local);
+        let peers = std::mem::take(&mut self.peers).into_iter().filter(|p| Some(*p) != old_host).collect();
+        self.hello.resume_token = Some(token);
+        self.host = None;
+        self.candidates.clear();
+        self.searching = true;
+        self.checkpoints = CheckpointAssembler::new();
+        self.following = (epoch + 1, rank);
+        self.resuming = Some(Resuming { lost_at, last_time_ms });
+        Some(Handover { transport, peers, epoch, rank })
     }
 
     /// The host's welcome, once accepted.
@@ -192,6 +343,12 @@ impl<T: Transport> Client<T> {
         let seq = self.next_seq;
         self.next_seq += 1;
         session.push_input(seq, action, spec.bit);
+        if self.sent.len() == self.settings.input_history {
+            self.sent.pop_front();
+        }
+        if self.settings.input_history > 0 {
+            self.sent.push_back((seq, action, spec.bit));
+        }
         Some(seq)
     }
 
@@ -220,18 +377,21 @@ impl<T: Transport> Client<T> {
 
     /// One turn of the client's network loop at `now`.
     pub fn update(&mut self, now: Duration) {
+        self.now = self.now.max(now);
         for event in self.transport.poll(now) {
             match event {
                 TransportEvent::Connected(peer) => {
-                    if self.host.is_none() && self.closed.is_none() {
+                    self.peers.insert(peer);
+                    if self.searching && self.host.is_none() && self.closed.is_none() {
                         let session = ClientSession::new(ClientSessionConfig::new(self.hello.clone()), now);
                         self.candidates.insert(peer, session);
                     }
                 }
                 TransportEvent::Disconnected(peer) => {
+                    self.peers.remove(&peer);
                     self.candidates.remove(&peer);
                     if self.host.as_ref().is_some_and(|(h, _)| *h == peer) && self.closed.is_none() {
-                        self.closed = Some((crate::session::close::HEARTBEAT, "the host's link dropped".into()));
+                        self.on_host_lost(now, None, "the host's link dropped");
                     }
                 }
                 TransportEvent::Message { peer, channel, bytes } => {
@@ -242,6 +402,25 @@ impl<T: Transport> Client<T> {
                         s.handle_message(now, channel, &bytes);
                     } else if let Some(s) = self.candidates.get_mut(&peer) {
                         s.handle_message(now, channel, &bytes);
+                    } else if self.host.is_none()
+                        && let Some(lost) = self.lost.as_mut()
+                        && lost.host == Some(peer)
+                        && let Some(mut session) = lost.stalled.take()
+                    {
+                        // The host was only stalled: back to it, as if nothing happened.
+                        session.handle_message(now, channel, &bytes);
+                        self.lost = None;
+                        self.resuming = None;
+                        self.stats.stalls_survived += 1;
+                        self.host = Some((peer, *session));
+                    } else if channel == Channel::Reliable
+                        && let Ok(f) = frame::parse(&bytes)
+                        && f.opcode == op::CLAIM
+                    {
+                        match Claim::decode(f.payload) {
+                            Ok(claim) => self.on_claim(peer, claim, now),
+                            Err(_) => self.stats.claims_refused += 1,
+                        }
                     }
                 }
             }
@@ -253,6 +432,7 @@ impl<T: Transport> Client<T> {
             && let Some(session) = self.candidates.remove(&peer)
         {
             self.candidates.clear();
+            self.searching = false;
             self.host = Some((peer, session));
         }
         if let Some((_, session)) = self.host.as_mut() {
@@ -265,20 +445,114 @@ impl<T: Transport> Client<T> {
                 session.flush_inputs(now);
             }
         }
+        if let Some((_, session)) = &self.host
+            && session.is_active()
+            && now.saturating_sub(session.last_heard()) >= self.settings.host_timeout
+        {
+            self.on_host_silent(now);
+        }
+        if self.lost.as_ref().is_some_and(|l| now.saturating_sub(l.at) >= self.settings.give_up) {
+            self.lost = None;
+            self.resuming = None;
+            let reason = "the host is gone and nobody took over".to_owned();
+            self.closed.get_or_insert((crate::session::close::HEARTBEAT, reason));
+        }
         self.flush(now);
+    }
+
+    /// The host is gone: with a succession list, wait for a successor (see the module docs);
+    /// without one, the client is closed.
+    fn on_host_lost(&mut self, now: Duration, handoff_to: Option<PeerKey>, why: &str) {
+        let host = self.host.take().map(|(p, _)| p);
+        let successors = self.succession.as_ref().map(|s| s.peers.clone()).unwrap_or_default();
+        if successors.is_empty() || self.welcome.is_none() {
+            self.closed.get_or_insert((crate::session::close::HEARTBEAT, why.to_owned()));
+            return;
+        }
+        self.stats.host_lost_at = Some(now);
+        let last_time_ms = self.last_frame.as_ref().map(|f| f.server_time_ms);
+        self.resuming = Some(Resuming { lost_at: now, last_time_ms });
+        self.lost = Some(Lost { at: now, host, successors, handoff_to, stalled: None });
+    }
+
+    /// Nothing from the host for [`ClientConfig::host_timeout`]: lost as far as taking
+    /// over goes, but its session is kept. If it speaks again before a successor claims
+    /// the match, the client carries on with it; if nobody claims and it stays silent,
+    /// the client gives up after [`ClientConfig::give_up`] (with no successor listed too).
+    fn on_host_silent(&mut self, now: Duration) {
+        let Some((peer, session)) = self.host.take() else { return };
+        if self.welcome.is_none() {
+            self.closed.get_or_insert((crate::session::close::HEARTBEAT, "no frame from the host in time".into()));
+            return;
+        }
+        let successors = self.succession.as_ref().map(|s| s.peers.clone()).unwrap_or_default();
+        self.stats.host_lost_at = Some(now);
+        let last_time_ms = self.last_frame.as_ref().map(|f| f.server_time_ms);
+        self.resuming = Some(Resuming { lost_at: now, last_time_ms });
+        self.lost =
+            Some(Lost { at: now, host: Some(peer), successors, handoff_to: None, stalled: Some(Box::new(session)) });
+    }
+
+    /// A peer claims the match: follow it if it beats the host followed and is a known successor.
+    fn on_claim(&mut self, peer: PeerKey, claim: Claim, now: Duration) {
+        let listed = match &self.lost {
+            Some(l) => l.successors.contains(&peer),
+            None => self.succession.as_ref().is_some_and(|s| s.peers.contains(&peer)),
+        };
+        let Some(token) = self.welcome.as_ref().map(|w| w.token) else { return };
+        if !listed || !claim.beats(self.following.0, self.following.1) || self.closed.is_some() {
+            self.stats.claims_refused += 1;
+            return;
+        }
+        if self.lost.take().is_none() {
+            // Taken over before this client noticed the loss: the loss is noticed now.
+            self.stats.host_lost_at = Some(now);
+            let last_time_ms = self.last_frame.as_ref().map(|f| f.server_time_ms);
+            self.resuming = Some(Resuming { lost_at: now, last_time_ms });
+        }
+        self.hello.resume_token = Some(token);
+        self.following = (claim.epoch, claim.rank);
+        self.checkpoints = CheckpointAssembler::new();
+        self.candidates.clear();
+        self.searching = false;
+        self.host = Some((peer, ClientSession::new(ClientSessionConfig::new(self.hello.clone()), now)));
     }
 
     fn on_event(&mut self, event: ClientEvent, now: Duration) {
         match event {
             ClientEvent::Welcomed(w) => {
+                if w.epoch < self.following.0 {
+                    // A host older than the one known: refused, and the search goes on.
+                    self.stats.claims_refused += 1;
+                    if let Some((_, session)) = self.host.as_mut() {
+                        session.close(crate::session::close::NORMAL);
+                    }
+                    self.flush(now);
+                    self.host = None;
+                    self.searching = true;
+                    return;
+                }
                 self.stats.welcomed_at = Some(now);
-                self.next_seq = w.input_seq + 1;
+                self.stats.host_epoch = w.epoch;
+                self.following.0 = w.epoch;
+                self.next_seq = self.next_seq.max(w.input_seq + 1);
                 if w.spectator {
                     self.keys = Some(crate::session::spectator_keys());
+                }
+                // A new host: the inputs it has not applied go again.
+                if let Some((_, session)) = self.host.as_mut() {
+                    for &(seq, action, bit) in self.sent.iter().filter(|(seq, _, _)| *seq > w.input_seq) {
+                        session.push_input(seq, action, bit);
+                    }
                 }
                 self.welcome = Some(w);
             }
             ClientEvent::Rejected(r) => self.closed = Some((r.code, r.reason)),
+            ClientEvent::Closed { code: crate::session::close::HEARTBEAT, by_peer: false, .. }
+                if self.welcome.is_some() =>
+            {
+                self.on_host_lost(now, None, "no frame from the host in time")
+            }
             ClientEvent::Closed { code, reason, .. } => {
                 if self.closed.is_none() {
                     self.closed = Some((code, reason));
@@ -304,6 +578,11 @@ impl<T: Transport> Client<T> {
                     Ok(frame) => {
                         self.stats.snapshots += 1;
                         self.stats.first_snapshot_at.get_or_insert(now);
+                        if let Some(r) = self.resuming.take() {
+                            self.stats.migrations += 1;
+                            self.stats.resume = Some(now.saturating_sub(r.lost_at));
+                            self.stats.rewind_ms = r.last_time_ms.map(|t| (t - frame.server_time_ms).max(0.0));
+                        }
                         if let (Some(p), Some((_, session))) = (&frame.player, self.host.as_mut()) {
                             session.ack_inputs(p.last_input_seq);
                         }
@@ -326,8 +605,9 @@ impl<T: Transport> Client<T> {
         self.stats.migration_frames += 1;
         let payload = match opcode {
             op::SUCCESSION => {
-                match Succession::decode(payload) {
-                    Ok(s) => self.succession = Some(s),
+                match Succession::decode(payload).map(|s| Some(s).filter(|s| s.epoch >= self.following.0)) {
+                    Ok(None) => {}
+                    Ok(Some(s)) => self.succession = Some(s),
                     Err(_) => self.stats.bad_migration_frames += 1,
                 }
                 return;
@@ -341,7 +621,17 @@ impl<T: Transport> Client<T> {
                 }
             },
             op::INPUT_LOG => MigrationPayload::Log(payload.to_vec()),
-            op::HANDOFF => MigrationPayload::Handoff(payload.to_vec()),
+            op::HANDOFF => match Handoff::decode(payload) {
+                Ok(h) => {
+                    let now = self.now;
+                    self.on_host_lost(now, Some(h.to), "the host handed the match off");
+                    MigrationPayload::Handoff(payload.to_vec())
+                }
+                Err(_) => {
+                    self.stats.bad_migration_frames += 1;
+                    return;
+                }
+            },
             _ => {
                 self.stats.bad_migration_frames += 1;
                 return;

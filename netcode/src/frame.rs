@@ -155,6 +155,8 @@ pub mod op {
     pub const SUCCESSION: u8 = 42;
     /// Host migration: graceful handoff to the successor after a final checkpoint.
     pub const HANDOFF: u8 = 43;
+    /// Host migration: a successor that took the match over announces itself (epoch, rank).
+    pub const CLAIM: u8 = 44;
     /// One chunk of a frame above [`MAX_MESSAGE`](super::MAX_MESSAGE) bytes, see the [module docs](super).
     pub const CHUNK: u8 = 255;
 
@@ -671,9 +673,10 @@ mod tests {
             op::INPUT_LOG,
             op::SUCCESSION,
             op::HANDOFF,
+            op::CLAIM,
             op::CHUNK,
         ];
-        assert_eq!(engine, [32, 33, 34, 35, 36, 37, 40, 41, 42, 43, 255]);
+        assert_eq!(engine, [32, 33, 34, 35, 36, 37, 40, 41, 42, 43, 44, 255]);
         for code in engine {
             assert!(!server.contains(&code) && !client.contains(&code), "engine opcode {code} collides with a port");
         }

@@ -35,6 +35,31 @@
 //! | 6      | 2    | `count` | number of parts (`u16`), `≥ 1`                   |
 //! | 8      | rest | `data`  | the next slice of the checkpoint's bytes          |
 //!
+//! # `CLAIM` payload (big-endian)
+//!
+//! A successor that took the match over sends it to every peer before anything else:
+//!
+//! | offset | size | field   | meaning                                                 |
+//! |-------:|-----:|---------|---------------------------------------------------------|
+//! | 0      | 4    | `epoch` | the new host's epoch (`u32`): the old one plus one      |
+//! | 4      | 1    | `rank`  | the claimant's place in the old succession list (`u8`)  |
+//!
+//! A client takes a claim only when it beats the host it follows by `(epoch, −rank)`:
+//! a stale claim (an epoch not above the one known) or a lower-ranked one at the same
+//! epoch is refused, so two claimants resolve to one, the best ranked.
+//!
+//! # `HANDOFF` payload (big-endian)
+//!
+//! A host that leaves gracefully sends, after a final log batch and checkpoint to its
+//! successors, to every peer:
+//!
+//! | offset | size | field   | meaning                                  |
+//! |-------:|-----:|---------|------------------------------------------|
+//! | 0      | 4    | `epoch` | the leaving host's epoch (`u32`)          |
+//! | 4      | 16   | `to`    | the successor's peer key (`u128`)         |
+//!
+//! # Checkpoint parts
+//!
 //! Parts come in order on the reliable channel: [`CheckpointAssembler`] takes index 0 as
 //! the start of a new checkpoint (dropping one left incomplete) and every later part must
 //! follow its predecessor. Decoders return errors, never panic.
@@ -85,6 +110,12 @@ pub enum MigrationError {
         /// The part's index.
         index: u16,
     },
+    /// A `CLAIM` or `HANDOFF` payload of the wrong length.
+    #[error("migration control payload of {len} bytes")]
+    BadControl {
+        /// The payload's size.
+        len: usize,
+    },
     /// A checkpoint above [`MAX_CHECKPOINT`] bytes.
     #[error("checkpoint of {len} bytes or more exceeds {MAX_CHECKPOINT}")]
     TooLarge {
@@ -129,6 +160,64 @@ impl Succession {
         let peers =
             rest.chunks_exact(16).map(|c| PeerKey(u128::from_be_bytes(c.try_into().unwrap_or_default()))).collect();
         Ok(Succession { epoch: u32::from_be_bytes([e0, e1, e2, e3]), peers })
+    }
+}
+
+/// A successor's announcement that it took the match over (`CLAIM`, see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Claim {
+    /// The new host's epoch.
+    pub epoch: u32,
+    /// Its place in the succession list it succeeded by (0 is the first successor).
+    pub rank: u8,
+}
+
+impl Claim {
+    /// The `CLAIM` payload.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = self.epoch.to_be_bytes().to_vec();
+        out.push(self.rank);
+        out
+    }
+
+    /// Reads a `CLAIM` payload.
+    pub fn decode(bytes: &[u8]) -> Result<Claim, MigrationError> {
+        match bytes {
+            &[e0, e1, e2, e3, rank] => Ok(Claim { epoch: u32::from_be_bytes([e0, e1, e2, e3]), rank }),
+            _ => Err(MigrationError::BadControl { len: bytes.len() }),
+        }
+    }
+
+    /// Whether this claim beats a host at `epoch` with `rank`: a newer epoch, or the same
+    /// epoch and a better (lower) rank.
+    pub fn beats(&self, epoch: u32, rank: u8) -> bool {
+        (self.epoch, std::cmp::Reverse(self.rank)) > (epoch, std::cmp::Reverse(rank))
+    }
+}
+
+/// A leaving host's last word (`HANDOFF`, see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Handoff {
+    /// The leaving host's epoch.
+    pub epoch: u32,
+    /// The successor that takes over.
+    pub to: PeerKey,
+}
+
+impl Handoff {
+    /// The `HANDOFF` payload.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = self.epoch.to_be_bytes().to_vec();
+        out.extend_from_slice(&self.to.0.to_be_bytes());
+        out
+    }
+
+    /// Reads a `HANDOFF` payload.
+    pub fn decode(bytes: &[u8]) -> Result<Handoff, MigrationError> {
+        let bad = MigrationError::BadControl { len: bytes.len() };
+        let Some((epoch, to)) = bytes.split_first_chunk::<4>() else { return Err(bad) };
+        let to: [u8; 16] = to.try_into().map_err(|_| bad)?;
+        Ok(Handoff { epoch: u32::from_be_bytes(*epoch), to: PeerKey(u128::from_be_bytes(to)) })
     }
 }
 
@@ -260,6 +349,19 @@ mod tests {
     }
 
     #[test]
+    fn a_claim_beats_an_older_epoch_or_a_worse_rank_only() {
+        let c = Claim { epoch: 2, rank: 1 };
+        assert!(c.beats(1, 0), "a newer epoch beats any rank");
+        assert!(c.beats(2, 3), "the same epoch and a better rank");
+        assert!(!c.beats(2, 1) && !c.beats(2, 0), "an equal or better host stays");
+        assert!(!c.beats(3, 9), "a stale epoch never beats");
+        assert_eq!(c.encode(), [0, 0, 0, 2, 1]);
+        assert_eq!(Claim::decode(&[0, 0, 2]), Err(MigrationError::BadControl { len: 3 }));
+        assert_eq!(Handoff::decode(&[0; 19]), Err(MigrationError::BadControl { len: 19 }));
+        assert_eq!(Handoff { epoch: 7, to: PeerKey(9) }.encode().len(), 20);
+    }
+
+    #[test]
     fn succession_layout_is_as_documented() {
         let s = Succession { epoch: 0x0102_0304, peers: vec![PeerKey(5)] };
         let bytes = s.encode();
@@ -311,10 +413,20 @@ mod tests {
         }
 
         #[test]
+        fn claims_and_handoffs_round_trip(epoch in any::<u32>(), rank in any::<u8>(), to in any::<u128>()) {
+            let c = Claim { epoch, rank };
+            prop_assert_eq!(Claim::decode(&c.encode()), Ok(c));
+            let h = Handoff { epoch, to: PeerKey(to) };
+            prop_assert_eq!(Handoff::decode(&h.encode()), Ok(h));
+        }
+
+        #[test]
         fn garbage_never_panics(frames in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..64), 0..8)) {
             let mut a = CheckpointAssembler::new();
             for f in &frames {
                 let _ = Succession::decode(f);
+                let _ = Claim::decode(f);
+                let _ = Handoff::decode(f);
                 let _ = a.push(f);
             }
         }

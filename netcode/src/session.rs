@@ -376,6 +376,9 @@ pub enum HostEvent {
         /// Whether the peer closed it.
         by_peer: bool,
     },
+    /// Another peer claims to host the match (a `CLAIM` payload, not yet decoded): the
+    /// host compares it with its own and steps down if it loses.
+    Claim(Vec<u8>),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -491,6 +494,8 @@ impl HostSession {
                     RateVerdict::Abuse => self.close(close::RATE),
                 }
             }
+            // A rival claimant (a peer that promoted too) announces itself before any hello.
+            (_, op::CLAIM) => self.events.push_back(HostEvent::Claim(frame.payload.to_vec())),
             (_, op::CLOSE) => {
                 let code = close_code_of(frame.payload);
                 self.state = HostState::Closed(code);
@@ -770,6 +775,11 @@ impl ClientSession {
     /// Whether the host accepted and the session is open.
     pub fn is_active(&self) -> bool {
         self.state == ClientState::Active
+    }
+
+    /// When the last message from the host arrived (or the session started).
+    pub fn last_heard(&self) -> Duration {
+        self.last_heard
     }
 
     /// Whether the peer answered the hello (welcome or reject): only a host does.

@@ -27,7 +27,11 @@
 //!
 //! Host migration ([`succession`]): the server ranks its players into a succession list,
 //! publishes it to everyone and streams checkpoints and the log to the first successors
-//! ([`ServerConfig::migration`]).
+//! ([`ServerConfig::migration`]). A successor's process turns its shadow into a server
+//! with [`Server::from_shadow`] (epoch + 1, every slot waiting for its token, a `CLAIM` to
+//! every peer of the mesh); a leaving host hands the match off with [`Server::hand_off`].
+//! A server that hears a better claim than its own ([`Claim::beats`]) reports it in
+//! [`Server::superseded`]: its process steps down and joins the winner as a client.
 
 mod succession;
 
@@ -39,10 +43,11 @@ use vimp_netcode::meta::{
     ChatMessage, Clear, ClientMeta, Keyset, ListRequest, MetaError, MetaMessage, PanelState, PlayerStat, StatTable,
     TechInform, Vote, VoteAnswer, VoteValues,
 };
+use vimp_netcode::migration::{Claim, Handoff};
 use vimp_netcode::session::{HostEvent, HostSession, HostSessionConfig, SessionToken, Welcome, close};
 use vimp_netcode::transport::{PeerKey, Transport};
 
-use crate::engine::migration::MigrationConfig;
+use crate::engine::migration::{MigrationConfig, Shadow};
 use crate::engine::players::{HostCommand, Panels, Participants, PlayerId, PlayerKeys, Scores};
 use crate::engine::roster::Roster;
 use crate::engine::schedule::Host;
@@ -147,6 +152,27 @@ pub struct Server<T: Transport> {
     /// Spectators' seats and the player each one watches.
     watching: BTreeMap<PlayerId, Option<PlayerId>>,
     migration: succession::Migration,
+    /// This host's rank in the succession it took over by (0 for the first host).
+    rank: u8,
+    /// A peer whose claim beats this host's.
+    superseded: Option<PeerKey>,
+    /// Slots restored at a takeover whose keys are let go if no token comes back by then.
+    release_due: Vec<(PlayerId, Duration)>,
+}
+
+/// How long a slot restored at a takeover keeps its keys pressed while its player resumes.
+pub const TAKEOVER_RELEASE: Duration = Duration::from_secs(2);
+
+/// What [`Server::from_shadow`] needs besides the shadow and the transport.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Takeover {
+    /// The time of the takeover.
+    pub now: Duration,
+    /// The mesh peers whose links are already open (the transport will not announce them
+    /// again): each gets a session and the `CLAIM`.
+    pub peers: Vec<PeerKey>,
+    /// This successor's place in the succession list (the claim's rank).
+    pub rank: u8,
 }
 
 /// How often the stat table's changes are broadcast.
@@ -190,7 +216,86 @@ impl<T: Transport> Server<T> {
             watching: BTreeMap::new(),
             migration: succession::Migration::new(config.migration.clone()),
             config,
+            rank: 0,
+            superseded: None,
+            release_due: Vec::new(),
         }
+    }
+
+    /// A successor takes the match over: `shadow` (the last checkpoint plus the log up to the
+    /// last tick received) becomes the match at epoch `shadow.epoch() + 1` (whatever
+    /// `config.epoch` says), over `transport` (the mesh, plus the link to this process's own
+    /// player). Every slot waits for its token (five minutes, like any dropped slot),
+    /// spectators, recent chat and a map vote in progress carry over, and every peer of
+    /// `takeover.peers` gets a session and the `CLAIM`, sent at once.
+    pub fn from_shadow(shadow: Shadow, transport: T, mut config: ServerConfig, takeover: Takeover) -> Self {
+        let now = takeover.now;
+        let epoch = shadow.epoch() + 1;
+        let (host, meta) = shadow.into_parts();
+        config.epoch = epoch;
+        let mut server = Server::new(host, transport, config);
+        let mut roster = meta.roster;
+        roster.detach_all(Some(now));
+        server.roster = roster;
+        server.watching = meta.watching.into_iter().collect();
+        server.migration.restore_chat(meta.chat);
+        server.map_vote = meta.vote.filter(|v| v.name == MAP_CHANGE_VOTE).map(|v| MapVote {
+            map: v.subject,
+            until: now + v.remaining,
+            yes: v.yes.into_iter().collect(),
+            no: v.no.into_iter().collect(),
+        });
+        server.map_loads = server.host.world().resource::<crate::engine::mapstate::MapState>().loads;
+        server.release_due = server
+            .roster
+            .seats()
+            .filter(|s| !server.watching.contains_key(&s.player))
+            .map(|s| (s.player, now + TAKEOVER_RELEASE))
+            .collect();
+        server.rank = takeover.rank;
+        server.last = Some(now);
+        server.update_receivers();
+        let claim = Claim { epoch, rank: takeover.rank }.encode();
+        for peer in takeover.peers {
+            let mut session = HostSession::new(server.config.session.clone(), now);
+            session.send(Channel::Reliable, op::CLAIM, &claim);
+            server.peers.insert(peer, session);
+        }
+        server.flush(now);
+        server
+    }
+
+    /// Leaves gracefully: the log so far and a final checkpoint go to the successors, then a
+    /// `HANDOFF` naming the first of them to every peer, all put on the transport. The
+    /// successor continues from this very tick. Returns it (`None`: nobody can take over,
+    /// and nothing is sent). Stop updating the server afterwards.
+    pub fn hand_off(&mut self, now: Duration) -> Option<PeerKey> {
+        let to = self.migration.first_stream()?;
+        self.flush_migration(now);
+        let streams = self.migration.stream_peers();
+        self.send_checkpoint(&streams, now);
+        let handoff = Handoff { epoch: self.config.epoch, to }.encode();
+        for session in self.peers.values_mut().filter(|s| s.is_active()) {
+            session.send(Channel::Reliable, op::HANDOFF, &handoff);
+        }
+        self.flush(now);
+        Some(to)
+    }
+
+    /// The host's epoch.
+    pub fn epoch(&self) -> u32 {
+        self.config.epoch
+    }
+
+    /// A peer whose claim beats this host's, once one was heard: this process should step
+    /// down ([`Server::into_transport`]) and join that peer as a client.
+    pub fn superseded(&self) -> Option<PeerKey> {
+        self.superseded
+    }
+
+    /// The transport back, the server dropped (stepping down).
+    pub fn into_transport(self) -> T {
+        self.transport
     }
 
     /// The match.
@@ -256,6 +361,13 @@ impl<T: Transport> Server<T> {
             let events: Vec<HostEvent> = std::iter::from_fn(|| session.poll_event()).collect();
             for event in events {
                 self.on_event(peer, event, now);
+            }
+        }
+        let due: Vec<PlayerId> = self.release_due.iter().filter(|(_, at)| now >= *at).map(|(p, _)| *p).collect();
+        self.release_due.retain(|(_, at)| now < *at);
+        for player in due {
+            if self.roster.seat(player).is_some_and(|s| s.peer.is_none()) {
+                self.host.push(HostCommand::Release { player });
             }
         }
         for player in self.roster.expire(now) {
@@ -380,6 +492,13 @@ impl<T: Transport> Server<T> {
             HostEvent::Closed { by_peer, .. } => {
                 if !by_peer {
                     self.stats.kicked += 1;
+                }
+            }
+            HostEvent::Claim(payload) => {
+                if let Ok(claim) = Claim::decode(&payload)
+                    && claim.beats(self.config.epoch, self.rank)
+                {
+                    self.superseded = Some(peer);
                 }
             }
         }

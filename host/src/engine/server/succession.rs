@@ -109,6 +109,22 @@ impl Migration {
         self.meta_dirty = true;
     }
 
+    /// The recent chat of a checkpoint, at a takeover.
+    pub(super) fn restore_chat(&mut self, lines: Vec<String>) {
+        let keep = lines.len().saturating_sub(self.config.recent_chat);
+        self.chat = lines.into_iter().skip(keep).collect();
+    }
+
+    /// The first successor with a stream.
+    pub(super) fn first_stream(&self) -> Option<PeerKey> {
+        self.succession.iter().find(|p| self.streams.contains_key(p)).copied()
+    }
+
+    /// The successors with a stream.
+    pub(super) fn stream_peers(&self) -> Vec<PeerKey> {
+        self.streams.keys().copied().collect()
+    }
+
     /// A chat line went out (its JSON text), kept for checkpoints.
     pub(super) fn chat_line(&mut self, line: &[u8]) {
         if self.config.recent_chat == 0 {
@@ -254,7 +270,7 @@ impl<T: Transport> Server<T> {
     }
 
     /// Takes a checkpoint and sends it to `to`.
-    fn send_checkpoint(&mut self, to: &[PeerKey], now: Duration) {
+    pub(super) fn send_checkpoint(&mut self, to: &[PeerKey], now: Duration) {
         let checkpoint = match self.checkpoint() {
             Ok(c) => c,
             Err(e) => return tracing::error!("no checkpoint: {e}"),
