@@ -10,5 +10,6 @@ pub mod net_cmd;
 pub mod schema_cmd;
 pub mod signal_cmd;
 pub mod sim_cmd;
+pub mod successor;
 pub mod tanks;
 pub mod window;

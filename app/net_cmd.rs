@@ -280,8 +280,16 @@ pub fn join(args: &JoinArgs) -> anyhow::Result<i32> {
     let signal = url.rsplit_once('/').map_or(url.as_str(), |(server, _)| server).to_owned();
     let ice = args.ice.resolve(&signal)?;
     let start = Instant::now();
-    let transport = WebRtcTransport::connect(&url, &ice)?;
+    let transport: Box<dyn vimp_netcode::transport::Transport> = Box::new(WebRtcTransport::connect(&url, &ice)?);
     let mut client = Client::new(transport, hello);
+    let mut successor = crate::successor::Successor::new();
+    let mut promoted = None;
+    let mut said_welcome = false;
+    let mut seen_migrations = 0;
+    let mut said_shadow = false;
+    let mut was_lost = false;
+    let mut linked = 0;
+    let mut snapshots_at_change = 0;
     let mut rtts = Vec::new();
     let mut said = false;
     let mut next_sample = Duration::ZERO;
@@ -290,6 +298,35 @@ pub fn join(args: &JoinArgs) -> anyhow::Result<i32> {
     loop {
         let now = start.elapsed();
         client.update(now);
+        if let Some(crate::successor::SuccessorEvent::Promoted { tick, epoch }) = successor.update(&mut client, now) {
+            eprintln!("took the match over at tick {tick} (epoch {epoch})");
+            promoted = Some((tick, epoch));
+        }
+        if !said_welcome && let Some(w) = client.welcome() {
+            said_welcome = true;
+            eprintln!("joined as player {} ({})", w.player_id, w.nickname);
+        }
+        if successor.checkpoints() == 1 && !said_shadow {
+            said_shadow = true;
+            eprintln!("shadowing the host (first checkpoint in)");
+        }
+        if client.linked_peers() != linked {
+            linked = client.linked_peers();
+            eprintln!("linked to {linked} peer(s)");
+        }
+        if client.host_lost() != was_lost {
+            was_lost = client.host_lost();
+            let at = now.as_secs_f64();
+            eprintln!(
+                "{}",
+                if was_lost { format!("lost the host at {at:.3} s") } else { format!("the host is back at {at:.3} s") }
+            );
+        }
+        if client.stats().migrations > seen_migrations {
+            seen_migrations = client.stats().migrations;
+            snapshots_at_change = client.stats().snapshots;
+            eprintln!("the host changed (epoch {})", client.stats().host_epoch);
+        }
         if client.closed().is_some() || now.as_secs_f64() >= args.seconds {
             break;
         }
@@ -364,6 +401,15 @@ pub fn join(args: &JoinArgs) -> anyhow::Result<i32> {
         "score": score,
         "chat": client.chat(),
         "close_code": client.closed().map(|c| c.0),
+        "migrations": stats.migrations,
+        "snapshots_after_host_change": (stats.migrations > 0).then(|| stats.snapshots - snapshots_at_change),
+        "host_epoch": stats.host_epoch,
+        "resume_ms": stats.resume.map(|d| d.as_secs_f64() * 1000.0),
+        "rewind_ms": stats.rewind_ms,
+        "promoted_at_tick": promoted.map(|(tick, _)| tick),
+        "shadow_checkpoints": successor.checkpoints(),
+        "shadow_mismatches": successor.mismatches(),
+        "shadow_errors": successor.errors(),
     });
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);

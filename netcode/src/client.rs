@@ -250,6 +250,11 @@ impl<T: Transport> Client<T> {
         Some(Handover { transport, peers, epoch, rank })
     }
 
+    /// The mesh peers this client has an open link to (the host and fellow clients).
+    pub fn linked_peers(&self) -> usize {
+        self.peers.len()
+    }
+
     /// The host's welcome, once accepted.
     pub fn welcome(&self) -> Option<&Welcome> {
         self.welcome.as_ref()

@@ -37,10 +37,11 @@ pub(crate) fn in_own_netns(test: &str) -> bool {
     false
 }
 
-/// A child process whose stdout lines arrive on a channel, killed on drop.
+/// A child process whose stdout and stderr lines arrive on channels, killed on drop.
 struct Proc {
     child: Child,
     lines: Receiver<String>,
+    errs: Receiver<String>,
 }
 
 impl Proc {
@@ -49,9 +50,11 @@ impl Proc {
             .args(args)
             .current_dir(repo(""))
             .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("vimp starts");
         let stdout: ChildStdout = child.stdout.take().expect("stdout");
+        let stderr = child.stderr.take().expect("stderr");
         let (tx, lines) = channel();
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
@@ -60,7 +63,20 @@ impl Proc {
                 }
             }
         });
-        Proc { child, lines }
+        let (tx, errs) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Proc { child, lines, errs }
+    }
+
+    /// The stderr lines so far.
+    fn err_lines(&self) -> Vec<String> {
+        self.errs.try_iter().collect()
     }
 
     /// The first line containing `needle`, waiting at most `limit`.
@@ -74,6 +90,14 @@ impl Proc {
                 Err(e) => panic!("no line with {needle:?} in time: {e}"),
             }
         }
+    }
+
+    /// Like [`Proc::finish`], with the stderr lines not read yet.
+    fn finish_with_errs(mut self, limit: Duration) -> (String, std::process::ExitStatus, Vec<String>) {
+        let errs = std::mem::replace(&mut self.errs, channel().1);
+        let (out, status) = self.finish(limit);
+        let rest = errs.try_iter().collect();
+        (out, status, rest)
     }
 
     /// Everything it printed until it exits (at most `limit`), and its exit status.
@@ -172,4 +196,109 @@ fn two_clients_join_a_host_by_code_over_webrtc() {
         assert!(r["join_ms"].as_f64().is_some());
     }
     assert_ne!(ra["player_id"], rb["player_id"]);
+}
+
+/// The stderr lines of several processes: `(process index, line, already matched)`.
+#[derive(Default)]
+struct ErrLog(Vec<(usize, String, bool)>);
+
+impl ErrLog {
+    /// Waits until some process printed a stderr line containing `needle` not matched
+    /// before; marks it matched and returns the process's index.
+    fn wait(&mut self, procs: &[&Proc], needle: &str, limit: Duration) -> usize {
+        let deadline = Instant::now() + limit;
+        loop {
+            for (i, p) in procs.iter().enumerate() {
+                self.0.extend(p.err_lines().into_iter().map(|l| (i, l, false)));
+            }
+            if let Some(hit) = self.0.iter_mut().find(|(_, l, used)| !used && l.contains(needle)) {
+                hit.2 = true;
+                return hit.0;
+            }
+            assert!(Instant::now() < deadline, "no stderr line with {needle:?} in time; seen:\n{}", self.text());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn count(&self, needle: &str) -> usize {
+        self.0.iter().filter(|(_, l, _)| l.contains(needle)).count()
+    }
+
+    fn text(&self) -> String {
+        self.0.iter().map(|(i, l, _)| format!("[{i}] {l}")).collect::<Vec<_>>().join("\n")
+    }
+}
+
+#[test]
+fn the_match_survives_its_host_killed_mid_round() {
+    if !in_own_netns("webrtc::the_match_survives_its_host_killed_mid_round") {
+        return;
+    }
+    let signal = Proc::spawn(&["signal", "--bind", "127.0.0.1:0"]);
+    let line = signal.line_with("listening on", Duration::from_secs(30));
+    let addr = line.split_whitespace().nth(4).expect("listening on ADDR").to_owned();
+    let url = format!("ws://{addr}");
+    let mut host = Proc::spawn(&[
+        "host",
+        "--headless",
+        "--signal",
+        &url,
+        "--code",
+        "K7M-P2Q",
+        "--bots",
+        "2",
+        "--map",
+        "maps/test-small.json",
+        "--seconds",
+        "120",
+    ]);
+    host.line_with("lobby code", Duration::from_secs(30));
+    let join = |name: &str| {
+        Proc::spawn(&["join", "k7mp2q", "--signal", &url, "--headless", "--name", name, "--seconds", "25", "--json"])
+    };
+    let (ann, bob) = (join("ann"), join("bob"));
+    let mut log = ErrLog::default();
+    // Both in, linked to each other (the mesh a successor takes over with), and both
+    // successors shadowing the host: then the host dies without a word.
+    let mut ready = [false; 2];
+    while ready != [true, true] {
+        ready[log.wait(&[&ann, &bob], "linked to 2 peer(s)", Duration::from_secs(40))] = true;
+    }
+    let mut shadowing = [false; 2];
+    while shadowing != [true, true] {
+        shadowing[log.wait(&[&ann, &bob], "shadowing the host", Duration::from_secs(20))] = true;
+    }
+    host.child.kill().expect("SIGKILL the host");
+    let _ = host.child.wait();
+    // One successor takes over, and the other follows it (both long before they leave).
+    let successor = log.wait(&[&ann, &bob], "took the match over", Duration::from_secs(10));
+    let mut changed = [false; 2];
+    while changed != [true, true] {
+        changed[log.wait(&[&ann, &bob], "the host changed", Duration::from_secs(10))] = true;
+    }
+    assert_eq!(log.count("took the match over"), 1, "one successor took over:\n{}", log.text());
+
+    let (out_a, status_a, ann_rest) = ann.finish_with_errs(Duration::from_secs(60));
+    let (out_b, status_b, bob_rest) = bob.finish_with_errs(Duration::from_secs(60));
+    let report = |out: &str| -> serde_json::Value {
+        serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("a JSON report ({e}):\n{out}"))
+    };
+    let (ra, rb) = (report(&out_a), report(&out_b));
+    println!("ann: {ra}\nbob: {rb}");
+    log.0.extend(ann_rest.into_iter().map(|l| (0, l, false)));
+    log.0.extend(bob_rest.into_iter().map(|l| (1, l, false)));
+    println!("stderr:\n{}", log.text());
+    assert!(status_a.success() && status_b.success(), "both leave cleanly");
+    // (Whoever hosts at the end leaves first, and the other may take over from it then:
+    // a second host change in the last moment is the same feature working again.)
+    for r in [&ra, &rb] {
+        assert_eq!(r["close_code"], serde_json::Value::Null, "{r}");
+        assert!(r["migrations"].as_u64().is_some_and(|n| n >= 1), "the host changed: {r}");
+        assert!(r["host_epoch"].as_u64().is_some_and(|e| e >= 2), "{r}");
+        assert!(r["snapshots_after_host_change"].as_u64().is_some_and(|n| n > 100), "the match goes on: {r}");
+        assert!(r["resume_ms"].as_f64().is_some(), "{r}");
+    }
+    let promoted = [&ra, &rb][successor];
+    assert!(!promoted["promoted_at_tick"].is_null(), "{promoted}");
+    assert_eq!(promoted["shadow_mismatches"], 0, "{promoted}");
 }

@@ -1,0 +1,170 @@
+//! A client that can take the match over: it shadows the host from the checkpoints and
+//! log it streams, and when its turn comes it becomes the host.
+//!
+//! Every client runs one. While this client is among the first successors the host
+//! streams to, [`Successor::update`] feeds what arrives into a [`Shadow`] (the last
+//! checkpoint plus the log replayed tick by tick, every logged hash checked). When the
+//! host is lost and this client's turn comes ([`Client::takeover_due`]), the shadow
+//! becomes a [`Server`] over the mesh transport the client already holds — no new
+//! signalling — joined with an in-memory link to this process's own player, which says
+//! hello there with its token like every other client.
+
+use std::time::Duration;
+
+use vimp_host::InitConfig;
+use vimp_host::TanksPlugin;
+use vimp_host::engine::migration::{Checkpoint, LogBatch, MigrationConfig, MigrationError, Shadow};
+use vimp_host::engine::server::{Server, ServerConfig, Takeover};
+use vimp_netcode::client::Client;
+use vimp_netcode::link::LinkConfig;
+use vimp_netcode::migration::MigrationPayload;
+use vimp_netcode::transport::{Joined, MemoryTransport, PeerKey, Transport};
+
+/// The new host's end of the link to this process's own player.
+const PROMOTED_HOST_END: u128 = 0xffff_0001;
+/// This process's own player's end of that link (never a successor: it lives here).
+const PROMOTED_PLAYER_END: u128 = 0xffff_0002;
+
+/// The server a promoted successor runs.
+pub type PromotedServer = Server<Joined<Box<dyn Transport>, MemoryTransport>>;
+
+/// What happened in one [`Successor::update`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum SuccessorEvent {
+    /// This process took the match over, continuing from this tick.
+    Promoted {
+        /// The tick the new host continues from.
+        tick: u32,
+        /// The new host's epoch.
+        epoch: u32,
+    },
+}
+
+/// A client's readiness to take the match over (see the module docs).
+pub struct Successor {
+    init: InitConfig,
+    shadow: Option<Shadow>,
+    server: Option<PromotedServer>,
+    errors: Vec<String>,
+    checkpoints: u64,
+}
+
+impl std::fmt::Debug for Successor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Successor")
+            .field("shadowing", &self.shadow.is_some())
+            .field("promoted", &self.server.is_some())
+            .field("errors", &self.errors.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for Successor {
+    fn default() -> Self {
+        Successor::new()
+    }
+}
+
+impl Successor {
+    /// Ready to shadow a tanks match.
+    pub fn new() -> Self {
+        // The checkpoint carries the match's state and random generator; the config only
+        // builds the fresh host it is restored into (checked against the checkpoint's hash).
+        Successor {
+            init: vimp_host::tanks::init_config(0),
+            shadow: None,
+            server: None,
+            errors: Vec::new(),
+            checkpoints: 0,
+        }
+    }
+
+    /// Whether a shadow is kept (this client is among the first successors).
+    pub fn is_shadowing(&self) -> bool {
+        self.shadow.is_some()
+    }
+
+    /// The server this process runs since it took over.
+    pub fn server(&self) -> Option<&PromotedServer> {
+        self.server.as_ref()
+    }
+
+    /// Hash mismatches of the shadow so far.
+    pub fn mismatches(&self) -> u64 {
+        self.shadow.as_ref().map_or(0, Shadow::mismatches)
+    }
+
+    /// Checkpoints received.
+    pub fn checkpoints(&self) -> u64 {
+        self.checkpoints
+    }
+
+    /// Problems met while shadowing (a gap in the log, a checkpoint that does not restore).
+    pub fn errors(&self) -> &[String] {
+        &self.errors
+    }
+
+    /// One turn: shadow what the host streamed, take over when due, run the server once taken.
+    pub fn update(&mut self, client: &mut Client<Box<dyn Transport>>, now: Duration) -> Option<SuccessorEvent> {
+        if let Some(server) = self.server.as_mut() {
+            server.update(now);
+            return None;
+        }
+        for payload in client.take_migration() {
+            if let Err(e) = self.feed(payload) {
+                self.errors.push(e.to_string());
+            }
+        }
+        if !client.takeover_due() || self.shadow.is_none() {
+            return None;
+        }
+        let shadow = self.shadow.take()?;
+        let tick = shadow.tick();
+        let mut host_end = MemoryTransport::new(PeerKey(PROMOTED_HOST_END));
+        let mut player_end = MemoryTransport::new(PeerKey(PROMOTED_PLAYER_END));
+        MemoryTransport::connect(&mut host_end, &mut player_end, LinkConfig::new());
+        let Some(handover) = client.hand_over(Box::new(player_end)) else {
+            self.shadow = Some(shadow);
+            return None;
+        };
+        let config = ServerConfig {
+            client_config: vimp_host::tanks::client_config(&self.init),
+            session: vimp_host::engine::server::session_config(&self.init.game),
+            migration: MigrationConfig {
+                local_peers: vec![PeerKey(PROMOTED_PLAYER_END)],
+                ..MigrationConfig::default()
+            },
+            ..ServerConfig::default()
+        };
+        let takeover = Takeover { now, peers: handover.peers, rank: handover.rank };
+        let server = Server::from_shadow(shadow, Joined::new(handover.transport, host_end), config, takeover);
+        let epoch = server.epoch();
+        self.server = Some(server);
+        Some(SuccessorEvent::Promoted { tick, epoch })
+    }
+
+    fn feed(&mut self, payload: MigrationPayload) -> Result<(), MigrationError> {
+        match payload {
+            MigrationPayload::Checkpoint(bytes) => {
+                let checkpoint = Checkpoint::decode(&bytes)?;
+                self.checkpoints += 1;
+                match &mut self.shadow {
+                    Some(shadow) => shadow.offer(&checkpoint).map(|_| ()),
+                    None => {
+                        self.shadow = Some(Shadow::from_checkpoint(self.init.clone(), TanksPlugin, &checkpoint)?);
+                        Ok(())
+                    }
+                }
+            }
+            MigrationPayload::Log(bytes) => {
+                let batch = LogBatch::decode(&bytes)?;
+                match &mut self.shadow {
+                    Some(shadow) => shadow.apply(&batch).map(|_| ()),
+                    // Log before the first checkpoint: nothing to apply it to yet.
+                    None => Ok(()),
+                }
+            }
+            MigrationPayload::Handoff(_) => Ok(()),
+        }
+    }
+}
