@@ -94,6 +94,10 @@ pub struct MatchState {
     previous_render: Option<vimp_host::tanks::movement::Motion>,
     /// Tracers fired locally, not drawn yet.
     local_shots: Vec<([f32; 2], [f32; 2])>,
+    /// Host changes seen so far (for the banner).
+    migrations_seen: u32,
+    /// A "host changed" banner and when it came.
+    pub host_banner: Option<(String, Duration)>,
     /// The newest divergence record of the predictor.
     pub last_divergence: Option<vimp_netcode::divergence::DivergenceRecord>,
     /// The keys held now, by action name.
@@ -153,6 +157,8 @@ impl MatchState {
             previous_render: None,
             local_shots: Vec::new(),
             last_divergence: None,
+            migrations_seen: 0,
+            host_banner: None,
             held: Vec::new(),
         }
     }
@@ -177,6 +183,10 @@ impl MatchState {
         let now = self.now();
         let before = self.client.stats().clone();
         self.client.update(now);
+        if self.client.stats().migrations > self.migrations_seen {
+            self.migrations_seen = self.client.stats().migrations;
+            self.host_banner = Some(("host changed".into(), now));
+        }
         if let Some(host) = &self.host {
             for note in host.notes() {
                 match note {

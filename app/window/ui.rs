@@ -456,6 +456,18 @@ fn match_ui(
         });
     }
 
+    // A host change: a short banner, the match goes on.
+    if let Some((text, at)) = &m.host_banner
+        && now.saturating_sub(*at).as_secs_f32() < 3.0
+    {
+        egui::Area::new(egui::Id::new("host changed")).anchor(egui::Align2::CENTER_TOP, [0.0, 70.0]).show(
+            ctx,
+            |area| {
+                area.label(egui::RichText::new(text).size(22.0).color(egui::Color32::from_rgb(140, 200, 255)));
+            },
+        );
+    }
+
     // A saved map that has errors.
     if let Some(errors) = &m.map_error {
         egui::Window::new("the map has errors")
