@@ -254,7 +254,7 @@ fn the_match_survives_its_host_killed_mid_round() {
     ]);
     host.line_with("lobby code", Duration::from_secs(30));
     let join = |name: &str| {
-        Proc::spawn(&["join", "k7mp2q", "--signal", &url, "--headless", "--name", name, "--seconds", "25", "--json"])
+        Proc::spawn(&["join", "k7mp2q", "--signal", &url, "--headless", "--name", name, "--seconds", "40", "--json"])
     };
     let (ann, bob) = (join("ann"), join("bob"));
     let mut log = ErrLog::default();
