@@ -182,6 +182,15 @@ pub fn cpu_seconds() -> Option<f64> {
     Some(ticks / 100.0)
 }
 
+/// How long a host that handed the match off keeps its links open, so that what it put on
+/// them (the last log, the final checkpoint, the handoff) gets out before the process ends.
+const HANDOFF_LINGER: Duration = Duration::from_millis(300);
+
+/// Waits for [`HANDOFF_LINGER`] with the links still open.
+fn linger() {
+    std::thread::sleep(HANDOFF_LINGER);
+}
+
 /// Hosts a match: prints the lobby code and the room URL, serves until stopped.
 pub fn host(args: &HostArgs) -> anyhow::Result<i32> {
     let code = match &args.code {
@@ -242,6 +251,12 @@ pub fn host(args: &HostArgs) -> anyhow::Result<i32> {
             break;
         }
         std::thread::sleep(Duration::from_millis(1));
+    }
+    // Leaving gracefully: the first successor gets the log, a final checkpoint and the
+    // handoff, and continues from this very tick.
+    if let Some(to) = server.hand_off(start.elapsed()) {
+        eprintln!("handed the match to {to}");
+        linger();
     }
     let wall = start.elapsed().as_secs_f64();
     let cpu = cpu_seconds().zip(cpu0).map(|(b, a)| b - a);
@@ -319,7 +334,11 @@ pub fn join(args: &JoinArgs) -> anyhow::Result<i32> {
             let at = now.as_secs_f64();
             eprintln!(
                 "{}",
-                if was_lost { format!("lost the host at {at:.3} s") } else { format!("the host is back at {at:.3} s") }
+                if was_lost {
+                    format!("lost the host at {at:.3} s")
+                } else {
+                    format!("following a host again at {at:.3} s")
+                }
             );
         }
         if client.stats().migrations > seen_migrations {
@@ -381,6 +400,10 @@ pub fn join(args: &JoinArgs) -> anyhow::Result<i32> {
         std::thread::sleep(Duration::from_millis(1));
     }
     let end = start.elapsed();
+    if successor.hand_off(end) {
+        eprintln!("handed the match on");
+        linger();
+    }
     client.leave(end);
     let stats = client.stats().clone();
     let wall = end.as_secs_f64();

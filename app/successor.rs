@@ -143,6 +143,12 @@ impl Successor {
         Some(SuccessorEvent::Promoted { tick, epoch })
     }
 
+    /// When this process hosts (it took over): hands the match to the first successor
+    /// (log, final checkpoint, `HANDOFF`). Returns whether anyone could take it.
+    pub fn hand_off(&mut self, now: Duration) -> bool {
+        self.server.as_mut().is_some_and(|s| s.hand_off(now).is_some())
+    }
+
     fn feed(&mut self, payload: MigrationPayload) -> Result<(), MigrationError> {
         match payload {
             MigrationPayload::Checkpoint(bytes) => {

@@ -302,3 +302,63 @@ fn the_match_survives_its_host_killed_mid_round() {
     assert!(!promoted["promoted_at_tick"].is_null(), "{promoted}");
     assert_eq!(promoted["shadow_mismatches"], 0, "{promoted}");
 }
+
+#[test]
+fn a_host_that_quits_hands_the_match_over_with_no_tick_lost() {
+    if !in_own_netns("webrtc::a_host_that_quits_hands_the_match_over_with_no_tick_lost") {
+        return;
+    }
+    let signal = Proc::spawn(&["signal", "--bind", "127.0.0.1:0"]);
+    let line = signal.line_with("listening on", Duration::from_secs(30));
+    let addr = line.split_whitespace().nth(4).expect("listening on ADDR").to_owned();
+    let url = format!("ws://{addr}");
+    let host = Proc::spawn(&[
+        "host",
+        "--headless",
+        "--signal",
+        &url,
+        "--code",
+        "K7M-P2Q",
+        "--bots",
+        "2",
+        "--map",
+        "maps/test-small.json",
+        "--seconds",
+        "15",
+        "--json",
+    ]);
+    host.line_with("lobby code", Duration::from_secs(30));
+    let join = |name: &str| {
+        Proc::spawn(&["join", "k7mp2q", "--signal", &url, "--headless", "--name", name, "--seconds", "30", "--json"])
+    };
+    let (ann, bob) = (join("ann"), join("bob"));
+    let (host_out, host_status, host_errs) = host.finish_with_errs(Duration::from_secs(60));
+    assert!(host_status.success(), "{host_out}");
+    assert!(host_errs.iter().any(|l| l.contains("handed the match to")), "the host handed off: {host_errs:?}");
+    let json_start = host_out.find('{').expect("the host's JSON report");
+    let host_report: serde_json::Value = serde_json::from_str(&host_out[json_start..]).expect("JSON");
+    let last_tick = host_report["ticks"].as_u64().expect("ticks");
+
+    let (out_a, status_a, errs_a) = ann.finish_with_errs(Duration::from_secs(60));
+    let (out_b, status_b, errs_b) = bob.finish_with_errs(Duration::from_secs(60));
+    let report = |out: &str| -> serde_json::Value {
+        serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("a JSON report ({e}):\n{out}"))
+    };
+    let (ra, rb) = (report(&out_a), report(&out_b));
+    println!("host: {host_report}\nann: {ra}\nbob: {rb}\nann: {errs_a:?}\nbob: {errs_b:?}");
+    assert!(status_a.success() && status_b.success(), "both leave cleanly");
+    for r in [&ra, &rb] {
+        assert_eq!(r["close_code"], serde_json::Value::Null, "{r}");
+        assert!(r["migrations"].as_u64().is_some_and(|n| n >= 1), "the host changed: {r}");
+        assert!(
+            r["snapshots_after_host_change"].as_u64().is_some_and(|n| n > 100)
+                || r["migrations"].as_u64().is_some_and(|n| n >= 2),
+            "the match goes on: {r}"
+        );
+    }
+    let promoted: Vec<u64> = [&ra, &rb].iter().filter_map(|r| r["promoted_at_tick"].as_u64()).collect();
+    assert!(
+        promoted.contains(&last_tick),
+        "the successor continues from the host's very last tick {last_tick}: {promoted:?}"
+    );
+}
