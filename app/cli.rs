@@ -43,12 +43,33 @@ pub struct PlayArgs {
     /// Bots in the match.
     #[arg(long, default_value_t = 7)]
     pub bots: u8,
-    /// Render this many frames, then exit.
+    /// Render frames and save a picture.
+    #[command(flatten)]
+    pub capture: CaptureArgs,
+}
+
+/// `--frames N --screenshot FILE`: a window that renders N frames, saves the last, and exits.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct CaptureArgs {
+    /// Render this many frames, then exit (window only).
     #[arg(long, value_name = "N")]
     pub frames: Option<u32>,
-    /// Save the last frame as a PNG (with `--frames`; alone it means 240 frames).
+    /// Save the last frame as a PNG (window only; alone it means 240 frames).
     #[arg(long, value_name = "FILE")]
     pub screenshot: Option<PathBuf>,
+}
+
+impl CaptureArgs {
+    /// The window's options for starting `start`.
+    pub fn window(self, start: Option<crate::window::MatchKind>) -> crate::window::WindowOptions {
+        let frames = self.frames.or(self.screenshot.as_ref().map(|_| 240));
+        crate::window::WindowOptions { start, frames, screenshot: self.screenshot }
+    }
+
+    /// Whether any was given (they mean nothing without a window).
+    pub fn is_set(&self) -> bool {
+        self.frames.is_some() || self.screenshot.is_some()
+    }
 }
 
 /// `vimp map …`
@@ -84,13 +105,15 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
     };
     match command {
         Command::Play(args) => {
-            let frames = args.frames.or(args.screenshot.as_ref().map(|_| 240));
             let start = Some(MatchKind::Local { map: args.map, bots: args.bots });
-            window(WindowOptions { start, frames, screenshot: args.screenshot })
+            window(args.capture.window(start))
         }
         Command::Sim(args) => crate::sim_cmd::run(&args),
         Command::Signal(args) => crate::signal_cmd::run(&args),
-        Command::Host(args) if args.headless => crate::net_cmd::host(&args),
+        Command::Host(args) if args.headless => {
+            anyhow::ensure!(!args.capture.is_set(), "--frames and --screenshot need the window: drop --headless");
+            crate::net_cmd::host(&args)
+        }
         Command::Host(args) => {
             let start = Some(MatchKind::Host {
                 map: args.map,
@@ -99,9 +122,12 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
                 code: args.code,
                 signal: args.signal,
             });
-            window(WindowOptions { start, frames: args.frames, screenshot: args.screenshot })
+            window(args.capture.window(start))
         }
-        Command::Join(args) if args.headless => crate::net_cmd::join(&args),
+        Command::Join(args) if args.headless => {
+            anyhow::ensure!(!args.capture.is_set(), "--frames and --screenshot need the window: drop --headless");
+            crate::net_cmd::join(&args)
+        }
         Command::Join(args) => {
             let start = Some(MatchKind::Join {
                 target: args.target,
@@ -109,7 +135,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
                 signal: Some(args.signal),
                 spectate: args.spectate,
             });
-            window(WindowOptions { start, frames: args.frames, screenshot: args.screenshot })
+            window(args.capture.window(start))
         }
         Command::Map(MapCommand::Check { files }) => crate::map_cmd::check(&files),
         Command::Schema(SchemaCommand::Check { files, json }) => crate::schema_cmd::check(&files, json),

@@ -10,7 +10,7 @@ use vimp_host::{Host, HostCommand, PlayerId, TanksPlugin};
 use vimp_netcode::client::Client;
 use vimp_netcode::input::KeyAction;
 use vimp_netcode::lobby::{JoinTarget, LobbyCode, room_url};
-use vimp_netcode::session::{Hello, PROTOCOL_VERSION, close};
+use vimp_netcode::session::{Hello, close};
 use vimp_netcode::signal::{IceServer, SignalConfig, SignalServer};
 use vimp_netcode::transport::webrtc::WebRtcTransport;
 
@@ -113,12 +113,9 @@ pub struct HostArgs {
     /// ICE servers for the WebRTC links.
     #[command(flatten)]
     pub ice: IceArgs,
-    /// In the window: render this many frames, then exit.
-    #[arg(long, value_name = "N", conflicts_with = "headless")]
-    pub frames: Option<u32>,
-    /// In the window: save the last frame as a PNG (with `--frames`).
-    #[arg(long, value_name = "FILE", requires = "frames")]
-    pub screenshot: Option<PathBuf>,
+    /// In the window: render frames and save a picture.
+    #[command(flatten)]
+    pub capture: crate::cli::CaptureArgs,
 }
 
 /// What `vimp join` was asked to do.
@@ -156,12 +153,9 @@ pub struct JoinArgs {
     /// ICE servers for the WebRTC links.
     #[command(flatten)]
     pub ice: IceArgs,
-    /// In the window: render this many frames, then exit.
-    #[arg(long, value_name = "N", conflicts_with = "headless")]
-    pub frames: Option<u32>,
-    /// In the window: save the last frame as a PNG (with `--frames`).
-    #[arg(long, value_name = "FILE", requires = "frames")]
-    pub screenshot: Option<PathBuf>,
+    /// In the window: render frames and save a picture.
+    #[command(flatten)]
+    pub capture: crate::cli::CaptureArgs,
 }
 
 fn random_u64() -> u64 {
@@ -191,6 +185,20 @@ fn linger() {
     std::thread::sleep(HANDOFF_LINGER);
 }
 
+/// A tanks match on the map file `map` with `bots` bots joined and one tick stepped; with its config.
+pub fn new_match(map: &std::path::Path, bots: u8, seed: u64) -> anyhow::Result<(Host, vimp_host::InitConfig)> {
+    let config = vimp_host::tanks::init_config(seed);
+    let label = map.display().to_string();
+    let text = std::fs::read_to_string(map).with_context(|| format!("reading {label}"))?;
+    let mut host = Host::new(config.clone(), TanksPlugin)?;
+    host.load_map_json(&label, &text)?;
+    for i in 0..bots {
+        host.push(HostCommand::Join { player: PlayerId(i), name: format!("bot{}", i + 1), team: None, bot: true });
+    }
+    host.step();
+    Ok((host, config))
+}
+
 /// Hosts a match: prints the lobby code and the room URL, serves until stopped.
 pub fn host(args: &HostArgs) -> anyhow::Result<i32> {
     let code = match &args.code {
@@ -205,15 +213,7 @@ pub fn host(args: &HostArgs) -> anyhow::Result<i32> {
         }
     };
     let seed = args.seed.unwrap_or_else(random_u64);
-    let config = vimp_host::tanks::init_config(seed);
-    let label = args.map.display().to_string();
-    let text = std::fs::read_to_string(&args.map).with_context(|| format!("reading {label}"))?;
-    let mut host = Host::new(config.clone(), TanksPlugin)?;
-    host.load_map_json(&label, &text)?;
-    for i in 0..args.bots {
-        host.push(HostCommand::Join { player: PlayerId(i), name: format!("bot{i}"), team: None, bot: true });
-    }
-    host.step();
+    let (host, config) = new_match(&args.map, args.bots, seed)?;
     let mut vote_maps = Vec::new();
     for path in &args.vote_maps {
         let label = path.display().to_string();
@@ -285,12 +285,9 @@ pub fn join(args: &JoinArgs) -> anyhow::Result<i32> {
     let target = JoinTarget::parse(&args.target)?;
     let url = target.room_url(&args.signal);
     let hello = Hello {
-        version: PROTOCOL_VERSION,
-        build: env!("CARGO_PKG_VERSION").to_owned(),
-        nickname: args.name.clone(),
         password: args.password.clone(),
-        resume_token: None,
         spectator: args.spectate,
+        ..Hello::new(&args.name, env!("CARGO_PKG_VERSION"))
     };
     let signal = url.rsplit_once('/').map_or(url.as_str(), |(server, _)| server).to_owned();
     let ice = args.ice.resolve(&signal)?;

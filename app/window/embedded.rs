@@ -14,10 +14,8 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
-use anyhow::Context;
 use vimp_host::engine::map::MapConfig;
 use vimp_host::engine::server::{Server, ServerConfig};
-use vimp_host::{Host, HostCommand, PlayerId, TanksPlugin};
 use vimp_netcode::link::LinkConfig;
 use vimp_netcode::lobby::{LobbyCode, room_url};
 use vimp_netcode::signal::{SignalConfig, SignalServer};
@@ -158,15 +156,7 @@ type Built = (Server<Box<dyn Transport>>, Option<SignalServer>, Option<(LobbyCod
 
 /// Builds the match (map loaded, bots joined) and its server, on the host thread.
 fn build(config: &EmbeddedConfig, host_end: MemoryTransport) -> anyhow::Result<Built> {
-    let label = config.map.display().to_string();
-    let text = std::fs::read_to_string(&config.map).with_context(|| format!("reading {label}"))?;
-    let init = vimp_host::tanks::init_config(config.seed);
-    let mut host = Host::new(init.clone(), TanksPlugin)?;
-    host.load_map_json(&label, &text)?;
-    for i in 0..config.bots {
-        host.push(HostCommand::Join { player: PlayerId(i), name: format!("bot{}", i + 1), team: None, bot: true });
-    }
-    host.step();
+    let (host, init) = crate::net_cmd::new_match(&config.map, config.bots, config.seed)?;
 
     let mut keep_alive = None;
     let mut lobby = None;

@@ -21,7 +21,7 @@ use vimp_netcode::meta::{
     self, ChatMessage, ChatText, ClientMeta, GameInform, ListRequest, MetaMessage, StatView, TechInform, Vote,
     VoteAnswer, VoteValues,
 };
-use vimp_netcode::session::{Hello, PROTOCOL_VERSION};
+use vimp_netcode::session::Hello;
 use vimp_netcode::transport::Transport;
 
 use crate::window::embedded::{EmbeddedHost, HostNote};
@@ -113,14 +113,7 @@ impl std::fmt::Debug for MatchState {
 impl MatchState {
     /// The hello of this build.
     pub fn hello(nickname: &str, password: Option<String>, spectator: bool) -> Hello {
-        Hello {
-            version: PROTOCOL_VERSION,
-            build: env!("CARGO_PKG_VERSION").to_owned(),
-            nickname: nickname.to_owned(),
-            password,
-            resume_token: None,
-            spectator,
-        }
+        Hello { password, spectator, ..Hello::new(nickname, env!("CARGO_PKG_VERSION")) }
     }
 
     /// A match over `transport`, saying `hello` to the host.

@@ -17,7 +17,7 @@ use vimp_netcode::client::Client;
 use vimp_netcode::input::KeyAction;
 use vimp_netcode::link::LinkConfig;
 use vimp_netcode::migration::MigrationPayload;
-use vimp_netcode::session::{Hello, PROTOCOL_VERSION};
+use vimp_netcode::session::Hello;
 use vimp_netcode::transport::{MemoryTransport, PeerKey};
 
 const MAP: &str = include_str!("../../maps/default.json");
@@ -82,14 +82,7 @@ fn main() {
                 .loss(0.02)
                 .seed(i as u64 + 1);
             MemoryTransport::connect(&mut t, server.transport_mut(), link);
-            let hello = Hello {
-                version: PROTOCOL_VERSION,
-                build: "bench".into(),
-                nickname: format!("p{i}"),
-                password: None,
-                resume_token: None,
-                spectator: false,
-            };
+            let hello = Hello::new(format!("p{i}"), "bench");
             Successor { client: Client::new(t, hello), shadow: None, replay: Duration::ZERO, errors: 0 }
         })
         .collect();

@@ -24,7 +24,7 @@ use vimp_netcode::input::KeyAction;
 use vimp_netcode::interp::{InterpolationConfig, Interpolator};
 use vimp_netcode::link::LinkConfig;
 use vimp_netcode::schema::SnapshotSchema;
-use vimp_netcode::session::{Hello, PROTOCOL_VERSION};
+use vimp_netcode::session::Hello;
 use vimp_netcode::transport::{MemoryTransport, PeerKey};
 
 const MAP: &str = include_str!("../../maps/test-small.json");
@@ -55,14 +55,7 @@ struct Driver {
 
 impl Driver {
     fn new(transport: MemoryTransport, name: &str, phase: u64) -> Driver {
-        let hello = Hello {
-            version: PROTOCOL_VERSION,
-            build: "bench".into(),
-            nickname: name.into(),
-            password: None,
-            resume_token: None,
-            spectator: false,
-        };
+        let hello = Hello::new(name, "bench");
         Driver {
             client: Client::new(transport, hello),
             phase,

@@ -392,14 +392,7 @@ mod network {
     }
 
     fn hello(name: &str) -> Hello {
-        Hello {
-            version: PROTOCOL_VERSION,
-            build: "test".into(),
-            nickname: name.into(),
-            password: None,
-            resume_token: None,
-            spectator: false,
-        }
+        Hello::new(name, "test")
     }
 
     impl Lan {
@@ -834,7 +827,7 @@ mod migration {
     use vimp_netcode::input::KeyAction;
     use vimp_netcode::link::LinkConfig;
     use vimp_netcode::migration::{Claim, MigrationPayload};
-    use vimp_netcode::session::{Hello, PROTOCOL_VERSION};
+    use vimp_netcode::session::Hello;
     use vimp_netcode::transport::{Joined, MemoryTransport, PeerKey, Transport};
 
     use super::{SMALL, host, script};
@@ -972,14 +965,7 @@ mod migration {
     const STEP: Duration = Duration::from_millis(5);
 
     fn hello(name: &str) -> Hello {
-        Hello {
-            version: PROTOCOL_VERSION,
-            build: "test".into(),
-            nickname: name.into(),
-            password: None,
-            resume_token: None,
-            spectator: false,
-        }
+        Hello::new(name, "test")
     }
 
     /// A client and the shadow it keeps from what it receives as a successor.
@@ -1660,7 +1646,7 @@ mod prediction {
         use vimp_netcode::client::Client;
         use vimp_netcode::frame::op;
         use vimp_netcode::link::LinkConfig;
-        use vimp_netcode::session::{Hello, PROTOCOL_VERSION};
+        use vimp_netcode::session::Hello;
         use vimp_netcode::transport::{MemoryTransport, PeerKey};
 
         let init = vimp_host::tanks::init_config(9);
@@ -1674,14 +1660,7 @@ mod prediction {
         MemoryTransport::connect(&mut transport, &mut server_transport, link);
         let config = ServerConfig { client_config: client_config.clone(), ..ServerConfig::default() };
         let mut server = Server::new(host, server_transport, config);
-        let hello = Hello {
-            version: PROTOCOL_VERSION,
-            build: "test".into(),
-            nickname: "driver".into(),
-            password: None,
-            resume_token: None,
-            spectator: false,
-        };
+        let hello = Hello::new("driver", "test");
         let mut client = Client::new(transport, hello);
 
         let step = 1.0 / 120.0f64;

@@ -148,7 +148,7 @@ pub struct Client<T: Transport> {
     keys: Option<KeyTable>,
     next_seq: u32,
     last_frame: Option<Frame>,
-    frames: Vec<Frame>,
+    frames: VecDeque<Frame>,
     chat: Vec<serde_json::Value>,
     meta: Vec<(u8, Vec<u8>)>,
     succession: Option<Succession>,
@@ -188,7 +188,7 @@ impl<T: Transport> Client<T> {
             keys: None,
             next_seq: 1,
             last_frame: None,
-            frames: Vec::new(),
+            frames: VecDeque::new(),
             chat: Vec::new(),
             meta: Vec::new(),
             succession: None,
@@ -272,7 +272,7 @@ impl<T: Transport> Client<T> {
 
     /// The frames decoded since the last call, oldest first (at most [`MAX_QUEUED_FRAMES`]).
     pub fn take_frames(&mut self) -> Vec<Frame> {
-        std::mem::take(&mut self.frames)
+        std::mem::take(&mut self.frames).into()
     }
 
     /// The host's `CONFIG_DATA`, once received.
@@ -592,9 +592,9 @@ impl<T: Transport> Client<T> {
                             session.ack_inputs(p.last_input_seq);
                         }
                         if self.frames.len() == MAX_QUEUED_FRAMES {
-                            self.frames.remove(0);
+                            self.frames.pop_front();
                         }
-                        self.frames.push(frame.clone());
+                        self.frames.push_back(frame.clone());
                         self.last_frame = Some(frame);
                     }
                     Err(_) => self.stats.bad_snapshots += 1,

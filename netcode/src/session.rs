@@ -182,6 +182,21 @@ pub struct Hello {
     pub spectator: bool,
 }
 
+impl Hello {
+    /// A hello of this protocol version from `nickname` (build `build`): no password, no
+    /// token, to play.
+    pub fn new(nickname: impl Into<String>, build: impl Into<String>) -> Self {
+        Hello {
+            version: PROTOCOL_VERSION,
+            build: build.into(),
+            nickname: nickname.into(),
+            password: None,
+            resume_token: None,
+            spectator: false,
+        }
+    }
+}
+
 /// The host's answer to an accepted hello.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -976,14 +991,7 @@ mod tests {
     const MS: Duration = Duration::from_millis(1);
 
     fn hello(name: &str) -> Hello {
-        Hello {
-            version: PROTOCOL_VERSION,
-            build: "test".into(),
-            nickname: name.into(),
-            password: None,
-            resume_token: None,
-            spectator: false,
-        }
+        Hello::new(name, "test")
     }
 
     /// Moves every queued message between the two sessions, `latency` apart, at `now`.

@@ -133,31 +133,27 @@ impl Drop for Proc {
     }
 }
 
+/// `vimp signal` on a free port and a headless host with 2 bots on the small map, lobby
+/// `K7M-P2Q`, with `extra` flags; returns both (killed on drop) and the signalling URL.
+fn signal_and_host(extra: &[&str]) -> (Proc, Proc, String) {
+    let signal = Proc::spawn(&["signal", "--bind", "127.0.0.1:0"]);
+    let line = signal.line_with("listening on", Duration::from_secs(30));
+    let addr = line.split_whitespace().nth(4).expect("listening on ADDR").to_owned();
+    let url = format!("ws://{addr}");
+    let mut args = vec!["host", "--headless", "--signal", &url, "--code", "K7M-P2Q", "--bots", "2"];
+    args.extend(["--map", "maps/test-small.json"]);
+    args.extend(extra);
+    let host = Proc::spawn(&args);
+    host.line_with("lobby code", Duration::from_secs(30));
+    (signal, host, url)
+}
+
 #[test]
 fn two_clients_join_a_host_by_code_over_webrtc() {
     if !in_own_netns("webrtc::two_clients_join_a_host_by_code_over_webrtc") {
         return;
     }
-    let signal = Proc::spawn(&["signal", "--bind", "127.0.0.1:0"]);
-    let line = signal.line_with("listening on", Duration::from_secs(30));
-    let addr = line.split_whitespace().nth(4).expect("listening on ADDR").to_owned();
-    let url = format!("ws://{addr}");
-
-    let host = Proc::spawn(&[
-        "host",
-        "--headless",
-        "--signal",
-        &url,
-        "--code",
-        "K7M-P2Q",
-        "--bots",
-        "2",
-        "--map",
-        "maps/test-small.json",
-        "--seconds",
-        "60",
-    ]);
-    host.line_with("lobby code", Duration::from_secs(30));
+    let (_signal, _host, url) = signal_and_host(&["--seconds", "60"]);
 
     let join = |name: &str, say: &str| {
         Proc::spawn(&[
@@ -234,25 +230,7 @@ fn the_match_survives_its_host_killed_mid_round() {
     if !in_own_netns("webrtc::the_match_survives_its_host_killed_mid_round") {
         return;
     }
-    let signal = Proc::spawn(&["signal", "--bind", "127.0.0.1:0"]);
-    let line = signal.line_with("listening on", Duration::from_secs(30));
-    let addr = line.split_whitespace().nth(4).expect("listening on ADDR").to_owned();
-    let url = format!("ws://{addr}");
-    let mut host = Proc::spawn(&[
-        "host",
-        "--headless",
-        "--signal",
-        &url,
-        "--code",
-        "K7M-P2Q",
-        "--bots",
-        "2",
-        "--map",
-        "maps/test-small.json",
-        "--seconds",
-        "120",
-    ]);
-    host.line_with("lobby code", Duration::from_secs(30));
+    let (_signal, mut host, url) = signal_and_host(&["--seconds", "120"]);
     let join = |name: &str| {
         Proc::spawn(&["join", "k7mp2q", "--signal", &url, "--headless", "--name", name, "--seconds", "40", "--json"])
     };
@@ -308,26 +286,7 @@ fn a_host_that_quits_hands_the_match_over_with_no_tick_lost() {
     if !in_own_netns("webrtc::a_host_that_quits_hands_the_match_over_with_no_tick_lost") {
         return;
     }
-    let signal = Proc::spawn(&["signal", "--bind", "127.0.0.1:0"]);
-    let line = signal.line_with("listening on", Duration::from_secs(30));
-    let addr = line.split_whitespace().nth(4).expect("listening on ADDR").to_owned();
-    let url = format!("ws://{addr}");
-    let host = Proc::spawn(&[
-        "host",
-        "--headless",
-        "--signal",
-        &url,
-        "--code",
-        "K7M-P2Q",
-        "--bots",
-        "2",
-        "--map",
-        "maps/test-small.json",
-        "--seconds",
-        "15",
-        "--json",
-    ]);
-    host.line_with("lobby code", Duration::from_secs(30));
+    let (_signal, host, url) = signal_and_host(&["--seconds", "15", "--json"]);
     let join = |name: &str| {
         Proc::spawn(&["join", "k7mp2q", "--signal", &url, "--headless", "--name", name, "--seconds", "30", "--json"])
     };

@@ -165,19 +165,11 @@ impl Roster {
 
 #[cfg(test)]
 mod tests {
-    use vimp_netcode::session::PROTOCOL_VERSION;
 
     use super::*;
 
     fn hello(name: &str, token: Option<SessionToken>) -> Hello {
-        Hello {
-            version: PROTOCOL_VERSION,
-            build: "t".into(),
-            nickname: name.into(),
-            password: None,
-            resume_token: token,
-            spectator: false,
-        }
+        Hello { resume_token: token, ..Hello::new(name, "t") }
     }
 
     const T0: Duration = Duration::ZERO;

@@ -134,21 +134,14 @@ impl Checkpoint {
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
-    use vimp_netcode::session::{Hello, PROTOCOL_VERSION, SessionToken};
+    use vimp_netcode::session::{Hello, SessionToken};
     use vimp_netcode::transport::PeerKey;
 
     use super::*;
 
     fn meta() -> MetaState {
         let mut roster = Roster::new(8, Some("pw".into()));
-        let hello = |name: &str| Hello {
-            version: PROTOCOL_VERSION,
-            build: "t".into(),
-            nickname: name.into(),
-            password: Some("pw".into()),
-            resume_token: None,
-            spectator: false,
-        };
+        let hello = |name: &str| Hello { password: Some("pw".into()), ..Hello::new(name, "t") };
         roster.admit(PeerKey(1), &hello("ann"), Duration::ZERO, || SessionToken([7; 16])).expect("ann");
         roster.admit(PeerKey(2), &hello("bob"), Duration::ZERO, || SessionToken([9; 16])).expect("bob");
         roster.reserved = vec![PlayerId(0)];
