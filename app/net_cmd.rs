@@ -181,7 +181,7 @@ pub fn cpu_seconds() -> Option<f64> {
 const HANDOFF_LINGER: Duration = Duration::from_millis(300);
 
 /// Waits for [`HANDOFF_LINGER`] with the links still open.
-fn linger() {
+pub(crate) fn linger() {
     std::thread::sleep(HANDOFF_LINGER);
 }
 

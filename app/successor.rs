@@ -15,7 +15,7 @@ use vimp_host::InitConfig;
 use vimp_host::TanksPlugin;
 use vimp_host::engine::migration::{Checkpoint, LogBatch, MigrationConfig, MigrationError, Shadow};
 use vimp_host::engine::server::{Server, ServerConfig, Takeover};
-use vimp_netcode::client::Client;
+use vimp_netcode::client::{Client, Handover};
 use vimp_netcode::link::LinkConfig;
 use vimp_netcode::migration::MigrationPayload;
 use vimp_netcode::transport::{Joined, MemoryTransport, PeerKey, Transport};
@@ -38,6 +38,15 @@ pub enum SuccessorEvent {
         /// The new host's epoch.
         epoch: u32,
     },
+}
+
+/// The two ends of the link between a promoted host and this process's own player:
+/// `(host end, player end)`. The client is handed over to the player end.
+pub fn promoted_link() -> (MemoryTransport, MemoryTransport) {
+    let mut host_end = MemoryTransport::new(PeerKey(PROMOTED_HOST_END));
+    let mut player_end = MemoryTransport::new(PeerKey(PROMOTED_PLAYER_END));
+    MemoryTransport::connect(&mut host_end, &mut player_end, LinkConfig::new());
+    (host_end, player_end)
 }
 
 /// A client's readiness to take the match over (see the module docs).
@@ -110,23 +119,35 @@ impl Successor {
             server.update(now);
             return None;
         }
-        for payload in client.take_migration() {
+        self.feed_all(client.take_migration());
+        if !client.takeover_due() || self.shadow.is_none() {
+            return None;
+        }
+        let (host_end, player_end) = promoted_link();
+        let handover = client.hand_over(Box::new(player_end))?;
+        self.promote(handover, host_end, now)
+    }
+
+    /// Feeds what the host streamed to the shadow (problems go to [`Successor::errors`]).
+    pub fn feed_all(&mut self, payloads: Vec<MigrationPayload>) {
+        for payload in payloads {
             if let Err(e) = self.feed(payload) {
                 self.errors.push(e.to_string());
             }
         }
-        if !client.takeover_due() || self.shadow.is_none() {
-            return None;
-        }
+    }
+
+    /// Turns the shadow into the host, over the mesh `handover` carries plus `host_end`
+    /// (the new host's end of [`promoted_link`], whose other end the client was handed
+    /// over to). `None` without a shadow (the transport is dropped then).
+    pub fn promote(
+        &mut self,
+        handover: Handover<Box<dyn Transport>>,
+        host_end: MemoryTransport,
+        now: Duration,
+    ) -> Option<SuccessorEvent> {
         let shadow = self.shadow.take()?;
         let tick = shadow.tick();
-        let mut host_end = MemoryTransport::new(PeerKey(PROMOTED_HOST_END));
-        let mut player_end = MemoryTransport::new(PeerKey(PROMOTED_PLAYER_END));
-        MemoryTransport::connect(&mut host_end, &mut player_end, LinkConfig::new());
-        let Some(handover) = client.hand_over(Box::new(player_end)) else {
-            self.shadow = Some(shadow);
-            return None;
-        };
         let config = ServerConfig {
             client_config: vimp_host::tanks::client_config(&self.init),
             session: vimp_host::engine::server::session_config(&self.init.game),
@@ -141,6 +162,13 @@ impl Successor {
         let epoch = server.epoch();
         self.server = Some(server);
         Some(SuccessorEvent::Promoted { tick, epoch })
+    }
+
+    /// Runs the server once promoted (nothing before).
+    pub fn update_server(&mut self, now: Duration) {
+        if let Some(server) = self.server.as_mut() {
+            server.update(now);
+        }
     }
 
     /// When this process hosts (it took over): hands the match to the first successor

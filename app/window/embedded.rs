@@ -5,7 +5,9 @@
 //! client — plus, when hosting online, friends over WebRTC through the same server
 //! (a [`Joined`] transport). A local match watches its map file: on save the map is
 //! validated and loaded (the round restarts on it); a map with errors is reported to
-//! the window and the match goes on on the old one.
+//! the window and the match goes on on the old one. When an online host stops (the
+//! hosting player leaves), the match is handed to the first successor (log, final
+//! checkpoint, `HANDOFF`): the friends play on from the very last tick.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -121,6 +123,10 @@ impl EmbeddedHost {
                     let _ = tx.send(note);
                 }
                 std::thread::sleep(Duration::from_millis(1));
+            }
+            // Friends play on: the match goes to the first successor, not a tick lost.
+            if config.online.is_some() && server.hand_off(clock.elapsed()).is_some() {
+                crate::net_cmd::linger();
             }
         })?;
         let lobby = match ready.recv() {

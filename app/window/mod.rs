@@ -12,6 +12,7 @@ pub mod input;
 pub mod net;
 pub mod settings;
 pub mod sound;
+pub mod standby;
 mod ui;
 
 use std::path::PathBuf;
@@ -29,6 +30,7 @@ use vimp_netcode::transport::webrtc::WebRtcTransport;
 use crate::window::embedded::{EmbeddedConfig, EmbeddedHost, OnlineConfig};
 use crate::window::net::MatchState;
 use crate::window::settings::Settings;
+use crate::window::standby::Standby;
 
 /// How the window runs.
 #[derive(Clone, Debug)]
@@ -284,7 +286,12 @@ pub fn start_match(kind: &MatchKind, settings: &Settings) -> anyhow::Result<Matc
             let ice = settings.ice().resolve(&signal)?;
             let transport: Box<dyn Transport> = Box::new(WebRtcTransport::connect(&url, &ice)?);
             let hello = MatchState::hello(nickname, password.clone(), *spectate);
-            Ok(MatchState::new(transport, None, clock, hello, format!("joined {url}")))
+            let mut state = MatchState::new(transport, None, clock, hello, format!("joined {url}"));
+            // A player can be chosen to take the match over; a spectator never is.
+            if !*spectate {
+                state.standby = Some(Standby::start(clock)?);
+            }
+            Ok(state)
         }
     }
 }

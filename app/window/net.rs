@@ -26,6 +26,7 @@ use vimp_netcode::transport::Transport;
 
 use crate::window::embedded::{EmbeddedHost, HostNote};
 use crate::window::graph::NetGraph;
+use crate::window::standby::{Standby, StandbyEvent};
 
 /// How long a banner stays up.
 pub const BANNER_TIME: Duration = Duration::from_secs(4);
@@ -53,6 +54,10 @@ pub struct MatchState {
     pub client: Client<Box<dyn Transport>>,
     /// The embedded host, when this process hosts.
     pub host: Option<EmbeddedHost>,
+    /// The shadow ready to take the match over, when this window joined as a player.
+    pub standby: Option<Standby>,
+    /// When this process took the match over: the tick it went on from and its epoch.
+    pub promoted: Option<(u32, u32)>,
     /// What the title bar and menus call this match.
     pub title: String,
     /// The interpolation buffer, once the config arrived.
@@ -128,6 +133,8 @@ impl MatchState {
             clock,
             client: Client::new(transport, hello),
             host,
+            standby: None,
+            promoted: None,
             title,
             interp: None,
             map: None,
@@ -176,9 +183,26 @@ impl MatchState {
         let now = self.now();
         let before = self.client.stats().clone();
         self.client.update(now);
+        if let Some(standby) = self.standby.as_mut() {
+            standby.update(&mut self.client, now);
+            for event in standby.events() {
+                match event {
+                    StandbyEvent::Promoted { tick, epoch } => {
+                        self.promoted = Some((tick, epoch));
+                        self.title = format!("hosting (took the match over at tick {tick}, epoch {epoch})");
+                    }
+                    StandbyEvent::Failed(e) => self.map_error = Some(format!("could not take the match over: {e}")),
+                }
+            }
+        }
         if self.client.stats().migrations > self.migrations_seen {
             self.migrations_seen = self.client.stats().migrations;
-            self.host_banner = Some(("host changed".into(), now));
+            let text = if self.standby.as_ref().is_some_and(Standby::is_promoted) {
+                "host changed: you host the match now"
+            } else {
+                "host changed"
+            };
+            self.host_banner = Some((text.into(), now));
         }
         if let Some(host) = &self.host {
             for note in host.notes() {

@@ -494,6 +494,19 @@ fn match_ui(
                 plot(w, &m.graph.points(series), series.label(), m.graph.current(series));
             }
             w.label(format!("corrections {}  divergences {}", m.graph.total_corrections, m.graph.total_divergences));
+            let stats = m.client.stats();
+            w.label(format!("host epoch {}  host changes {}", stats.host_epoch, stats.migrations));
+            if let Some(standby) = &m.standby {
+                let (checkpoints, mismatches, errors) = standby.figures();
+                let role = match (standby.is_promoted(), standby.is_shadowing()) {
+                    (true, _) => "hosting",
+                    (false, true) => "shadowing",
+                    (false, false) => "not a successor",
+                };
+                w.label(format!(
+                    "standby: {role}  checkpoints {checkpoints}  mismatches {mismatches}  errors {errors}"
+                ));
+            }
         });
     }
 

@@ -2,6 +2,7 @@
 
 mod cli;
 mod local;
+mod takeover;
 mod webrtc;
 
 use std::path::PathBuf;

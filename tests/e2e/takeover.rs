@@ -1,0 +1,135 @@
+//! The window's own takeover, without a window: two windows' match logic joined to a host
+//! over an in-memory full mesh; the host dies, one window's standby thread takes the
+//! match over and the other follows it; then that window leaves and hands the match on.
+
+use std::time::{Duration, Instant};
+
+use vimp::window::net::MatchState;
+use vimp::window::standby::Standby;
+use vimp_host::engine::migration::MigrationConfig;
+use vimp_host::engine::server::{Server, ServerConfig};
+use vimp_netcode::link::LinkConfig;
+use vimp_netcode::transport::{MemoryTransport, PeerKey};
+
+use crate::repo;
+
+const HOST: PeerKey = PeerKey(10);
+const ANN: PeerKey = PeerKey(11);
+const BOB: PeerKey = PeerKey(12);
+
+/// The host (while it lives) and two windows, all on one clock.
+struct Table {
+    clock: Instant,
+    host: Option<Server<MemoryTransport>>,
+    windows: Vec<MatchState>,
+}
+
+impl Table {
+    fn new() -> Table {
+        let clock = Instant::now();
+        let (host, init) = vimp::net_cmd::new_match(&repo("maps/test-small.json"), 2, 7).expect("the match builds");
+        let mut host_end = MemoryTransport::new(HOST);
+        let mut ann = MemoryTransport::new(ANN);
+        let mut bob = MemoryTransport::new(BOB);
+        MemoryTransport::connect(&mut host_end, &mut ann, LinkConfig::default());
+        MemoryTransport::connect(&mut host_end, &mut bob, LinkConfig::default());
+        MemoryTransport::connect(&mut ann, &mut bob, LinkConfig::default());
+        let config = ServerConfig {
+            client_config: vimp_host::tanks::client_config(&init),
+            session: vimp_host::engine::server::session_config(&init.game),
+            migration: MigrationConfig::default(),
+            ..ServerConfig::default()
+        };
+        let server = Server::new(host, host_end, config);
+        let windows = [("ann", ann), ("bob", bob)]
+            .into_iter()
+            .map(|(name, transport)| {
+                let hello = MatchState::hello(name, None, false);
+                let mut m = MatchState::new(Box::new(transport), None, clock, hello, format!("{name}'s window"));
+                m.standby = Some(Standby::start(clock).expect("the standby thread starts"));
+                m
+            })
+            .collect();
+        Table { clock, host: Some(server), windows }
+    }
+
+    /// Runs everyone every 2 ms until `done` holds; panics with `what` after `limit`.
+    fn until(&mut self, limit: Duration, what: &str, mut done: impl FnMut(&Table) -> bool) {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(host) = self.host.as_mut() {
+                host.update(self.clock.elapsed());
+            }
+            for m in &mut self.windows {
+                m.update();
+            }
+            if done(self) {
+                return;
+            }
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+}
+
+fn shadowing(m: &MatchState) -> bool {
+    m.standby.as_ref().is_some_and(Standby::is_shadowing)
+}
+
+fn score_row(m: &MatchState) -> Option<Vec<String>> {
+    let me = m.player_id()?;
+    m.stat.rows.get(&(0, me)).map(|(_, cells)| cells.iter().map(ToString::to_string).collect())
+}
+
+#[test]
+fn a_window_takes_the_match_over_on_its_own_thread_and_hands_it_on_when_it_leaves() {
+    let limit = Duration::from_secs(30);
+    let mut table = Table::new();
+    table.until(limit, "both windows shadowing the host, with frames and the stat table", |t| {
+        t.windows.iter().all(|m| shadowing(m) && !m.sample.hot.is_empty() && m.stat.rows.len() == 4)
+    });
+    let ids: Vec<u32> = table.windows.iter().map(|m| m.player_id().unwrap()).collect();
+    let names: Vec<Option<String>> =
+        table.windows.iter().map(|m| score_row(m).and_then(|r| r.first().cloned())).collect();
+    assert!(names.iter().all(Option::is_some), "{names:?}");
+
+    // The host dies without a word.
+    table.host = None;
+    table.until(limit, "one window hosting and both following it", |t| {
+        t.windows.iter().filter(|m| m.promoted.is_some()).count() == 1
+            && t.windows.iter().all(|m| m.client.stats().host_epoch == 2 && m.client.stats().migrations == 1)
+    });
+    let new_host = table.windows.iter().position(|m| m.promoted.is_some()).unwrap();
+    let other = 1 - new_host;
+    let (tick, epoch) = table.windows[new_host].promoted.unwrap();
+    assert_eq!(epoch, 2);
+    assert!(tick > 0);
+    assert!(table.windows[new_host].host_banner.as_ref().is_some_and(|(text, _)| text.contains("you host")));
+    assert!(table.windows[other].host_banner.is_some());
+
+    // Both play on in their own slots, under their own names, with the bots.
+    let snapshots: Vec<u64> = table.windows.iter().map(|m| m.client.stats().snapshots).collect();
+    table.until(limit, "60 more snapshots in both windows", |t| {
+        t.windows.iter().zip(&snapshots).all(|(m, before)| m.client.stats().snapshots > before + 60)
+    });
+    for (i, m) in table.windows.iter().enumerate() {
+        assert_eq!(m.player_id(), Some(ids[i]), "window {i} kept its slot");
+        assert!(m.client.closed().is_none(), "window {i}: {:?}", m.client.closed());
+        assert_eq!(m.stat.rows.len(), 4, "window {i}: two players and two bots");
+        assert_eq!(score_row(m).and_then(|r| r.first().cloned()), names[i], "window {i} kept its name");
+    }
+    assert!(table.windows.iter().all(|m| m.tech.is_none()), "no black screen");
+
+    // The new host's player leaves: the match goes on to the other window.
+    table.until(limit, "the other window shadowing the new host", |t| shadowing(&t.windows[other]));
+    let mut leaving = table.windows.remove(new_host);
+    leaving.leave();
+    drop(leaving);
+    table.until(limit, "the other window hosting at epoch 3", |t| {
+        t.windows[0].promoted.is_some_and(|(_, epoch)| epoch == 3) && t.windows[0].client.stats().host_epoch == 3
+    });
+    let before = table.windows[0].client.stats().snapshots;
+    table.until(limit, "60 more snapshots from its own host", |t| t.windows[0].client.stats().snapshots > before + 60);
+    assert_eq!(table.windows[0].player_id(), Some(ids[other]));
+    assert!(table.windows[0].client.closed().is_none());
+}
