@@ -13,6 +13,7 @@ pub mod net;
 pub mod settings;
 pub mod sound;
 pub mod standby;
+pub mod tokens;
 mod ui;
 
 use std::path::PathBuf;
@@ -31,6 +32,7 @@ use crate::window::embedded::{EmbeddedConfig, EmbeddedHost, OnlineConfig};
 use crate::window::net::MatchState;
 use crate::window::settings::Settings;
 use crate::window::standby::Standby;
+use crate::window::tokens::Tokens;
 
 /// How the window runs.
 #[derive(Clone, Debug)]
@@ -277,7 +279,10 @@ pub fn start_match(kind: &MatchKind, settings: &Settings) -> anyhow::Result<Matc
             let (host, link) = EmbeddedHost::start(config, clock)?;
             let title = format!("hosting on {}", map.display());
             let hello = MatchState::hello(nickname, password.clone(), false);
-            Ok(MatchState::new(Box::new(link), Some(host), clock, hello, title))
+            let room = host.lobby.as_ref().map(|(_, url)| url.clone());
+            let mut state = MatchState::new(Box::new(link), Some(host), clock, hello, title);
+            state.room = room.zip(tokens());
+            Ok(state)
         }
         MatchKind::Join { target, password, signal, spectate } => {
             let parsed = JoinTarget::parse(target)?;
@@ -285,8 +290,14 @@ pub fn start_match(kind: &MatchKind, settings: &Settings) -> anyhow::Result<Matc
             let signal = url.rsplit_once('/').map_or(url.as_str(), |(s, _)| s).to_owned();
             let ice = settings.ice().resolve(&signal)?;
             let transport: Box<dyn Transport> = Box::new(WebRtcTransport::connect(&url, &ice)?);
-            let hello = MatchState::hello(nickname, password.clone(), *spectate);
+            let mut hello = MatchState::hello(nickname, password.clone(), *spectate);
+            // Back to the slot this player had in this room, if that was within 5 minutes.
+            let tokens = tokens();
+            if !*spectate {
+                hello.resume_token = tokens.as_ref().and_then(|t| t.recall(&url, std::time::SystemTime::now()));
+            }
             let mut state = MatchState::new(transport, None, clock, hello, format!("joined {url}"));
+            state.room = tokens.map(|t| (url.clone(), t));
             // A player can be chosen to take the match over; a spectator never is.
             if !*spectate {
                 state.standby = Some(Standby::start(clock)?);
@@ -294,6 +305,11 @@ pub fn start_match(kind: &MatchKind, settings: &Settings) -> anyhow::Result<Matc
             Ok(state)
         }
     }
+}
+
+/// Where session tokens are remembered (beside the settings), when a home is known.
+fn tokens() -> Option<Tokens> {
+    settings::settings_path().map(|p| Tokens::beside(&p))
 }
 
 fn update_match(mut active: ResMut<ActiveMatch>) {

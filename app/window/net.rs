@@ -27,9 +27,12 @@ use vimp_netcode::transport::Transport;
 use crate::window::embedded::{EmbeddedHost, HostNote};
 use crate::window::graph::NetGraph;
 use crate::window::standby::{Standby, StandbyEvent};
+use crate::window::tokens::Tokens;
 
 /// How long a banner stays up.
 pub const BANNER_TIME: Duration = Duration::from_secs(4);
+/// How often a token in use is remembered again.
+pub const TOKEN_REFRESH: Duration = Duration::from_secs(60);
 /// Chat lines kept.
 pub const CHAT_LINES: usize = 100;
 
@@ -58,6 +61,10 @@ pub struct MatchState {
     pub standby: Option<Standby>,
     /// When this process took the match over: the tick it went on from and its epoch.
     pub promoted: Option<(u32, u32)>,
+    /// The room (its URL) and where this player's token for it is remembered.
+    pub room: Option<(String, Tokens)>,
+    /// The token last remembered, and when.
+    token_saved: Option<(vimp_netcode::session::SessionToken, Duration)>,
     /// What the title bar and menus call this match.
     pub title: String,
     /// The interpolation buffer, once the config arrived.
@@ -135,6 +142,8 @@ impl MatchState {
             host,
             standby: None,
             promoted: None,
+            room: None,
+            token_saved: None,
             title,
             interp: None,
             map: None,
@@ -195,6 +204,7 @@ impl MatchState {
                 }
             }
         }
+        self.remember_token(now);
         if self.client.stats().migrations > self.migrations_seen {
             self.migrations_seen = self.client.stats().migrations;
             let text = if self.standby.as_ref().is_some_and(Standby::is_promoted) {
@@ -286,6 +296,20 @@ impl MatchState {
         {
             self.banner = None;
         }
+    }
+
+    /// Keeps this player's token for the room on disk while it is in use (refreshed every
+    /// [`TOKEN_REFRESH`]), so that the player can come back to the slot after a crash.
+    fn remember_token(&mut self, now: Duration) {
+        let (Some((room, tokens)), Some(welcome)) = (&self.room, self.client.welcome()) else { return };
+        if welcome.spectator
+            || self.token_saved.is_some_and(|(t, at)| t == welcome.token && now.saturating_sub(at) < TOKEN_REFRESH)
+        {
+            return;
+        }
+        // A token that cannot be written only costs the shortcut back: the match goes on.
+        let _ = tokens.remember(room, welcome.token, std::time::SystemTime::now());
+        self.token_saved = Some((welcome.token, now));
     }
 
     /// Builds the predictor once the config, the map and the welcome are there, and
