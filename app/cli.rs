@@ -134,6 +134,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
                 password: args.password,
                 signal: Some(args.signal),
                 spectate: args.spectate,
+                nickname: args.name,
             });
             window(args.capture.window(start))
         }

@@ -14,6 +14,8 @@ use vimp_netcode::session::{Hello, close};
 use vimp_netcode::signal::{IceServer, SignalConfig, SignalServer};
 use vimp_netcode::transport::webrtc::WebRtcTransport;
 
+use crate::successor::{Successor, SuccessorEvent};
+
 /// The signalling server used when none is named.
 pub const DEFAULT_SIGNAL: &str = "ws://127.0.0.1:3536";
 
@@ -129,9 +131,9 @@ pub struct JoinArgs {
     /// Run without a window, driving bot inputs, and print figures (for tests and benchmarks).
     #[arg(long)]
     pub headless: bool,
-    /// The nickname.
-    #[arg(long, default_value = "player")]
-    pub name: String,
+    /// The nickname (default: the window's settings, `player` headless).
+    #[arg(long, value_name = "NICK")]
+    pub name: Option<String>,
     /// Watch instead of play (the headless spectator switches the observed player now and then).
     #[arg(long)]
     pub spectate: bool,
@@ -147,6 +149,13 @@ pub struct JoinArgs {
     /// Seconds after the welcome to wait before saying it (so friends joining meanwhile hear it).
     #[arg(long, default_value_t = 3.0)]
     pub say_after: f64,
+    /// Headless: call the `@changeHost` vote this many seconds after the welcome (or as soon
+    /// after as the host lists this player as a successor).
+    #[arg(long, value_name = "S")]
+    pub call_change_host: Option<f64>,
+    /// Headless: how to answer a `@changeHost` vote someone else called (unanswered by default).
+    #[arg(long, value_name = "yes|no", value_parser = ["yes", "no"])]
+    pub change_host_answer: Option<String>,
     /// Print the figures as JSON when leaving.
     #[arg(long)]
     pub json: bool,
@@ -247,6 +256,12 @@ pub fn host(args: &HostArgs) -> anyhow::Result<i32> {
         let now = start.elapsed();
         server.update(now);
         peak_peers = peak_peers.max(server.peer_count());
+        if let Some(to) = server.handed_off() {
+            // The players voted for another host (@changeHost): it has the match now.
+            eprintln!("the players voted for another host: handed the match to {to}");
+            linger();
+            break;
+        }
         if args.seconds.is_some_and(|s| now.as_secs_f64() >= s) {
             break;
         }
@@ -254,7 +269,9 @@ pub fn host(args: &HostArgs) -> anyhow::Result<i32> {
     }
     // Leaving gracefully: the first successor gets the log, a final checkpoint and the
     // handoff, and continues from this very tick.
-    if let Some(to) = server.hand_off(start.elapsed()) {
+    if server.handed_off().is_none()
+        && let Some(to) = server.hand_off(start.elapsed())
+    {
         eprintln!("handed the match to {to}");
         linger();
     }
@@ -287,14 +304,14 @@ pub fn join(args: &JoinArgs) -> anyhow::Result<i32> {
     let hello = Hello {
         password: args.password.clone(),
         spectator: args.spectate,
-        ..Hello::new(&args.name, env!("CARGO_PKG_VERSION"))
+        ..Hello::new(args.name.as_deref().unwrap_or("player"), env!("CARGO_PKG_VERSION"))
     };
     let signal = url.rsplit_once('/').map_or(url.as_str(), |(server, _)| server).to_owned();
     let ice = args.ice.resolve(&signal)?;
     let start = Instant::now();
     let transport: Box<dyn vimp_netcode::transport::Transport> = Box::new(WebRtcTransport::connect(&url, &ice)?);
     let mut client = Client::new(transport, hello);
-    let mut successor = crate::successor::Successor::new();
+    let mut successor = Successor::new();
     let mut promoted = None;
     let mut said_welcome = false;
     let mut seen_migrations = 0;
@@ -307,12 +324,22 @@ pub fn join(args: &JoinArgs) -> anyhow::Result<i32> {
     let mut next_sample = Duration::ZERO;
     let mut score = None;
     let mut held: Option<&str> = None;
+    let (mut called, mut seen_vote, mut said_passed) = (false, 0, false);
     loop {
         let now = start.elapsed();
         client.update(now);
-        if let Some(crate::successor::SuccessorEvent::Promoted { tick, epoch }) = successor.update(&mut client, now) {
-            eprintln!("took the match over at tick {tick} (epoch {epoch})");
-            promoted = Some((tick, epoch));
+        match successor.update(&mut client, now) {
+            Some(SuccessorEvent::Promoted { tick, epoch }) => {
+                eprintln!("took the match over at tick {tick} (epoch {epoch})");
+                promoted = Some((tick, epoch));
+            }
+            Some(SuccessorEvent::SteppedDown { winner, epoch }) => {
+                eprintln!("stepped down: {winner} took the match over first (epoch {epoch})");
+            }
+            Some(SuccessorEvent::HandedOff { to }) => {
+                eprintln!("the players voted for another host: handed the match to {to}");
+            }
+            None => {}
         }
         if !said_welcome && let Some(w) = client.welcome() {
             said_welcome = true;
@@ -354,6 +381,34 @@ pub fn join(args: &JoinArgs) -> anyhow::Result<i32> {
             {
                 client.say(text);
                 said = true;
+            }
+            if let Some(after) = args.call_change_host
+                && !called
+                && since_welcome.as_secs_f64() >= after
+                && client.may_call_change_host()
+            {
+                called = true;
+                if let Some(id) = client.call_change_host() {
+                    eprintln!("called the @changeHost vote ({id:08x})");
+                }
+            }
+            if let Some(vote) = client.host_vote() {
+                if vote.id != seen_vote {
+                    seen_vote = vote.id;
+                    eprintln!("@changeHost vote {:08x}: {} of {} say yes", vote.id, vote.yes, vote.electorate);
+                }
+                if vote.answer.is_none()
+                    && let Some(answer) = &args.change_host_answer
+                {
+                    let yes = answer == "yes";
+                    if client.answer_change_host(yes) {
+                        eprintln!("answered the @changeHost vote: {answer}");
+                    }
+                }
+                if vote.passed && !said_passed {
+                    said_passed = true;
+                    eprintln!("the @changeHost vote passed ({} of {})", vote.yes, vote.electorate);
+                }
             }
             if client.welcome().is_some_and(|w| w.spectator) {
                 // A spectator switches the watched player every 2 s.

@@ -17,7 +17,7 @@ use vimp_host::engine::migration::{Checkpoint, LogBatch, MigrationConfig, Migrat
 use vimp_host::engine::server::{Server, ServerConfig, Takeover};
 use vimp_netcode::client::{Client, Handover};
 use vimp_netcode::link::LinkConfig;
-use vimp_netcode::migration::MigrationPayload;
+use vimp_netcode::migration::{Claim, MigrationPayload};
 use vimp_netcode::transport::{Joined, MemoryTransport, PeerKey, Transport};
 
 /// The new host's end of the link to this process's own player.
@@ -38,6 +38,18 @@ pub enum SuccessorEvent {
         /// The new host's epoch.
         epoch: u32,
     },
+    /// Another claimant won the race to take over: this process follows it as a client.
+    SteppedDown {
+        /// The winner.
+        winner: PeerKey,
+        /// Its epoch.
+        epoch: u32,
+    },
+    /// The players voted for another host: the match went to `to`, followed as a client.
+    HandedOff {
+        /// The successor.
+        to: PeerKey,
+    },
 }
 
 /// The two ends of the link between a promoted host and this process's own player:
@@ -47,6 +59,51 @@ pub fn promoted_link() -> (MemoryTransport, MemoryTransport) {
     let mut player_end = MemoryTransport::new(PeerKey(PROMOTED_PLAYER_END));
     MemoryTransport::connect(&mut host_end, &mut player_end, LinkConfig::new());
     (host_end, player_end)
+}
+
+/// Why a promoted successor stopped hosting, with what its own player needs to go on as
+/// a client: the mesh transport and the peers it is linked to.
+pub struct Retired {
+    /// The mesh transport (the link to this process's own player is dropped).
+    pub mesh: Box<dyn Transport>,
+    /// The mesh peers linked.
+    pub peers: Vec<PeerKey>,
+    /// Why.
+    pub why: RetiredWhy,
+}
+
+impl std::fmt::Debug for Retired {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Retired").field("peers", &self.peers).field("why", &self.why).finish_non_exhaustive()
+    }
+}
+
+/// Why a promoted successor stopped hosting.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum RetiredWhy {
+    /// Another claimant's claim beat this one: it hosts.
+    SteppedDown {
+        /// The winner.
+        winner: PeerKey,
+        /// Its claim.
+        claim: Claim,
+    },
+    /// The players voted for another host (`@changeHost`): the match was handed to `to`.
+    HandedOff {
+        /// The successor that took it.
+        to: PeerKey,
+    },
+}
+
+impl Retired {
+    /// Puts this process's own player back on the mesh, following the host that took over.
+    pub fn rejoin(self, client: &mut Client<Box<dyn Transport>>) {
+        let local = match self.why {
+            RetiredWhy::SteppedDown { winner, claim } => client.step_down(self.mesh, self.peers, winner, claim),
+            RetiredWhy::HandedOff { to } => client.follow_handoff(self.mesh, self.peers, to),
+        };
+        drop(local);
+    }
 }
 
 /// A client's readiness to take the match over (see the module docs).
@@ -103,6 +160,12 @@ impl Successor {
         self.shadow.as_ref().map_or(0, Shadow::mismatches)
     }
 
+    /// Whether the shadow diverged from the host (a hash mismatch, a gap in the log) and
+    /// needs a fresh checkpoint ([`Client::request_checkpoint`] asks for one).
+    pub fn wants_checkpoint(&self) -> bool {
+        self.shadow.as_ref().is_some_and(Shadow::wants_checkpoint)
+    }
+
     /// Checkpoints received.
     pub fn checkpoints(&self) -> u64 {
         self.checkpoints
@@ -113,13 +176,24 @@ impl Successor {
         &self.errors
     }
 
-    /// One turn: shadow what the host streamed, take over when due, run the server once taken.
+    /// One turn: shadow what the host streamed, take over when due, run the server once
+    /// taken — and when it stops hosting (a better claim, or the players' vote), put the
+    /// client back on the mesh after the host that took over.
     pub fn update(&mut self, client: &mut Client<Box<dyn Transport>>, now: Duration) -> Option<SuccessorEvent> {
-        if let Some(server) = self.server.as_mut() {
-            server.update(now);
-            return None;
+        if self.server.is_some() {
+            self.update_server(now);
+            let retired = self.retire()?;
+            let event = match retired.why {
+                RetiredWhy::SteppedDown { winner, claim } => SuccessorEvent::SteppedDown { winner, epoch: claim.epoch },
+                RetiredWhy::HandedOff { to } => SuccessorEvent::HandedOff { to },
+            };
+            retired.rejoin(client);
+            return Some(event);
         }
         self.feed_all(client.take_migration());
+        if self.wants_checkpoint() {
+            client.request_checkpoint();
+        }
         if !client.takeover_due() || self.shadow.is_none() {
             return None;
         }
@@ -169,6 +243,22 @@ impl Successor {
         if let Some(server) = self.server.as_mut() {
             server.update(now);
         }
+    }
+
+    /// When the server this process runs stops hosting — a better claim beat it, or the
+    /// players voted it away and it handed the match off — takes it down and gives back
+    /// the mesh; this successor is ready to shadow again.
+    pub fn retire(&mut self) -> Option<Retired> {
+        let server = self.server.as_ref()?;
+        let why = match (server.superseded(), server.handed_off()) {
+            (Some((winner, claim)), _) => RetiredWhy::SteppedDown { winner, claim },
+            (None, Some(to)) => RetiredWhy::HandedOff { to },
+            (None, None) => return None,
+        };
+        let server = self.server.take()?;
+        let peers = server.linked_peers().into_iter().filter(|p| p.0 != PROMOTED_PLAYER_END).collect();
+        let (mesh, _player_link) = server.into_transport().into_parts();
+        Some(Retired { mesh, peers, why })
     }
 
     /// When this process hosts (it took over): hands the match to the first successor

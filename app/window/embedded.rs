@@ -7,7 +7,9 @@
 //! validated and loaded (the round restarts on it); a map with errors is reported to
 //! the window and the match goes on on the old one. When an online host stops (the
 //! hosting player leaves), the match is handed to the first successor (log, final
-//! checkpoint, `HANDOFF`): the friends play on from the very last tick.
+//! checkpoint, `HANDOFF`): the friends play on from the very last tick. When the players
+//! vote for another host (`@changeHost`), the match goes to it the same way and the
+//! hosting player's client follows it over the mesh ([`EmbeddedHost::take_retired`]).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -25,6 +27,7 @@ use vimp_netcode::transport::webrtc::WebRtcTransport;
 use vimp_netcode::transport::{Joined, MemoryTransport, PeerKey, Transport};
 
 use crate::net_cmd::IceArgs;
+use crate::successor::{Retired, RetiredWhy};
 
 /// The embedded host's end of the in-memory link.
 pub const HOST_PEER: PeerKey = PeerKey(1);
@@ -80,6 +83,7 @@ pub struct EmbeddedHost {
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
     notes: mpsc::Receiver<HostNote>,
+    retired: mpsc::Receiver<Retired>,
     /// The lobby code and room URL, when hosting online.
     pub lobby: Option<(LobbyCode, String)>,
 }
@@ -104,8 +108,9 @@ impl EmbeddedHost {
         let (tx, notes) = mpsc::channel();
         let (ready_tx, ready) = mpsc::sync_channel(1);
         let flag = Arc::clone(&stop);
+        let (retired_tx, retired) = mpsc::channel();
         let thread = std::thread::Builder::new().name("vimp-host".into()).spawn(move || {
-            let (mut server, keep_alive, lobby) = match build(&config, host_end) {
+            let (mut hosted, keep_alive, lobby) = match build(&config, host_end) {
                 Ok(built) => built,
                 Err(e) => {
                     let _ = ready_tx.send(Err(e));
@@ -113,19 +118,41 @@ impl EmbeddedHost {
                 }
             };
             let _ = ready_tx.send(Ok(lobby));
+            // The signalling server (when embedded) stays up as long as this thread, even
+            // after the match went to another host: friends still join by the code.
             let _signal = keep_alive;
             let mut watch = config.watch.then(|| Watch::new(config.map.clone()));
             while !flag.load(Ordering::Relaxed) {
-                server.update(clock.elapsed());
-                if let Some(w) = watch.as_mut()
-                    && let Some(note) = w.poll(&mut server)
+                let now = clock.elapsed();
+                match &mut hosted {
+                    Hosted::Local(server) => {
+                        server.update(now);
+                        if let Some(w) = watch.as_mut()
+                            && let Some(note) = w.poll(server)
+                        {
+                            let _ = tx.send(note);
+                        }
+                    }
+                    Hosted::Online(server) => server.update(now),
+                    Hosted::Gone => {}
+                }
+                if let Hosted::Online(server) = &hosted
+                    && let Some(to) = server.handed_off()
+                    && let Hosted::Online(server) = std::mem::replace(&mut hosted, Hosted::Gone)
                 {
-                    let _ = tx.send(note);
+                    // The players voted for another host: the hosting player follows it
+                    // over the mesh like everyone else.
+                    let peers = server.linked_peers().into_iter().filter(|p| *p != LOCAL_PEER).collect();
+                    let (_local, mesh) = server.into_transport().into_parts();
+                    let why = RetiredWhy::HandedOff { to };
+                    let _ = retired_tx.send(Retired { mesh: Box::new(mesh), peers, why });
                 }
                 std::thread::sleep(Duration::from_millis(1));
             }
             // Friends play on: the match goes to the first successor, not a tick lost.
-            if config.online.is_some() && server.hand_off(clock.elapsed()).is_some() {
+            if let Hosted::Online(server) = &mut hosted
+                && server.hand_off(clock.elapsed()).is_some()
+            {
                 crate::net_cmd::linger();
             }
         })?;
@@ -140,12 +167,18 @@ impl EmbeddedHost {
                 anyhow::bail!("the host thread stopped while starting");
             }
         };
-        Ok((EmbeddedHost { stop, thread: Some(thread), notes, lobby }, client_end))
+        Ok((EmbeddedHost { stop, thread: Some(thread), notes, retired, lobby }, client_end))
     }
 
     /// What the host said since the last call.
     pub fn notes(&self) -> Vec<HostNote> {
         self.notes.try_iter().collect()
+    }
+
+    /// Once the players voted for another host (`@changeHost`) and the match was handed
+    /// to it: the mesh, for the hosting player's client to follow it ([`Retired::rejoin`]).
+    pub fn take_retired(&self) -> Option<Retired> {
+        self.retired.try_recv().ok()
     }
 }
 
@@ -158,7 +191,17 @@ impl Drop for EmbeddedHost {
     }
 }
 
-type Built = (Server<Box<dyn Transport>>, Option<SignalServer>, Option<(LobbyCode, String)>);
+/// The match this thread hosts.
+enum Hosted {
+    /// A local match: the hosting player only, through the in-memory link.
+    Local(Box<Server<MemoryTransport>>),
+    /// Hosting for friends: the in-memory link joined with WebRTC.
+    Online(Box<Server<Joined<MemoryTransport, WebRtcTransport>>>),
+    /// Handed to another host.
+    Gone,
+}
+
+type Built = (Hosted, Option<SignalServer>, Option<(LobbyCode, String)>);
 
 /// Builds the match (map loaded, bots joined) and its server, on the host thread.
 fn build(config: &EmbeddedConfig, host_end: MemoryTransport) -> anyhow::Result<Built> {
@@ -167,8 +210,8 @@ fn build(config: &EmbeddedConfig, host_end: MemoryTransport) -> anyhow::Result<B
     let mut keep_alive = None;
     let mut lobby = None;
     let mut password = None;
-    let transport: Box<dyn Transport> = match &config.online {
-        None => Box::new(host_end),
+    let webrtc = match &config.online {
+        None => None,
         Some(online) => {
             let signal = match &online.signal {
                 Some(url) => url.trim_end_matches('/').to_owned(),
@@ -183,7 +226,7 @@ fn build(config: &EmbeddedConfig, host_end: MemoryTransport) -> anyhow::Result<B
             let webrtc = WebRtcTransport::connect(&url, &online.ice.resolve(&signal)?)?;
             lobby = Some((online.code, url));
             password = online.password.clone();
-            Box::new(Joined::new(host_end, webrtc))
+            Some(webrtc)
         }
     };
     let server_config = ServerConfig {
@@ -198,7 +241,11 @@ fn build(config: &EmbeddedConfig, host_end: MemoryTransport) -> anyhow::Result<B
         },
         ..ServerConfig::default()
     };
-    Ok((Server::new(host, transport, server_config), keep_alive, lobby))
+    let hosted = match webrtc {
+        None => Hosted::Local(Box::new(Server::new(host, host_end, server_config))),
+        Some(webrtc) => Hosted::Online(Box::new(Server::new(host, Joined::new(host_end, webrtc), server_config))),
+    };
+    Ok((hosted, keep_alive, lobby))
 }
 
 /// A watched map file.

@@ -78,6 +78,8 @@ pub enum MatchKind {
         signal: Option<String>,
         /// Watch instead of play.
         spectate: bool,
+        /// The nickname (the settings' one by default).
+        nickname: Option<String>,
     },
 }
 
@@ -284,7 +286,8 @@ pub fn start_match(kind: &MatchKind, settings: &Settings) -> anyhow::Result<Matc
             state.room = room.zip(tokens());
             Ok(state)
         }
-        MatchKind::Join { target, password, signal, spectate } => {
+        MatchKind::Join { target, password, signal, spectate, nickname: name } => {
+            let nickname = name.as_deref().unwrap_or(nickname);
             let parsed = JoinTarget::parse(target)?;
             let url = parsed.room_url(signal.as_deref().unwrap_or(&settings.signal_url));
             let signal = url.rsplit_once('/').map_or(url.as_str(), |(s, _)| s).to_owned();

@@ -194,13 +194,27 @@ impl MatchState {
         self.client.update(now);
         if let Some(standby) = self.standby.as_mut() {
             standby.update(&mut self.client, now);
-            for event in standby.events() {
+            for event in standby.take_events(&mut self.client) {
                 match event {
                     StandbyEvent::Promoted { tick, epoch } => {
+                        bevy::log::info!("took the match over at tick {tick} (epoch {epoch})");
                         self.promoted = Some((tick, epoch));
                         self.title = format!("hosting (took the match over at tick {tick}, epoch {epoch})");
                     }
-                    StandbyEvent::Failed(e) => self.map_error = Some(format!("could not take the match over: {e}")),
+                    StandbyEvent::SteppedDown { winner, epoch } => {
+                        bevy::log::info!("stepped down: {winner} took the match over first (epoch {epoch})");
+                        self.promoted = None;
+                        self.title = "joined (another player took the match over first)".into();
+                    }
+                    StandbyEvent::HandedOff { to } => {
+                        bevy::log::info!("the players voted for another host: handed the match to {to}");
+                        self.promoted = None;
+                        self.title = "joined (the players voted for another host)".into();
+                    }
+                    StandbyEvent::Failed(e) => {
+                        bevy::log::warn!("could not take the match over: {e}");
+                        self.map_error = Some(format!("could not take the match over: {e}"));
+                    }
                 }
             }
         }
@@ -212,7 +226,18 @@ impl MatchState {
             } else {
                 "host changed"
             };
+            bevy::log::info!("{text} (epoch {})", self.client.stats().host_epoch);
             self.host_banner = Some((text.into(), now));
+        }
+        if let Some(retired) = self.host.as_ref().and_then(EmbeddedHost::take_retired) {
+            // Voted away: this player follows the new host, and may take the match over
+            // again one day, like any player.
+            bevy::log::info!("the players voted for another host: following it");
+            retired.rejoin(&mut self.client);
+            self.title = "joined (the players voted for another host)".into();
+            if self.standby.is_none() {
+                self.standby = Standby::start(self.clock).ok();
+            }
         }
         if let Some(host) = &self.host {
             for note in host.notes() {

@@ -10,7 +10,10 @@
 //! host; no menu, no reconnect screen, only the "host changed" banner.
 //!
 //! When the window leaves a match it hosts since it took over, the thread hands the
-//! match to the next successor (log, final checkpoint, `HANDOFF`) before it stops.
+//! match to the next successor (log, final checkpoint, `HANDOFF`) before it stops. When
+//! it stops hosting while the window stays — another claimant's claim won the race, or
+//! the players voted for another host (`@changeHost`) — the mesh comes back to the
+//! window's client, which follows the new host with its token; the thread shadows again.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -20,9 +23,9 @@ use std::time::{Duration, Instant};
 
 use vimp_netcode::client::{Client, Handover};
 use vimp_netcode::migration::MigrationPayload;
-use vimp_netcode::transport::{MemoryTransport, Transport};
+use vimp_netcode::transport::{MemoryTransport, PeerKey, Transport};
 
-use crate::successor::{Successor, SuccessorEvent, promoted_link};
+use crate::successor::{Retired, RetiredWhy, Successor, SuccessorEvent, promoted_link};
 
 /// What the window asks of the standby thread.
 enum Command {
@@ -44,12 +47,32 @@ pub enum StandbyEvent {
     },
     /// The shadow could not become the host (the client waits for another one).
     Failed(String),
+    /// Another claimant won the race to take over: this process follows it as a client.
+    SteppedDown {
+        /// The winner.
+        winner: PeerKey,
+        /// Its epoch.
+        epoch: u32,
+    },
+    /// The players voted for another host: the match went to `to`, followed as a client.
+    HandedOff {
+        /// The successor.
+        to: PeerKey,
+    },
+}
+
+/// What the thread sends the window.
+enum Report {
+    Event(StandbyEvent),
+    /// This process stopped hosting; the mesh comes back for the client.
+    Retired(Retired),
 }
 
 /// Figures the thread keeps for the window's net graph.
 #[derive(Debug, Default)]
 struct Shared {
     shadowing: AtomicBool,
+    wants_checkpoint: AtomicBool,
     checkpoints: AtomicU64,
     mismatches: AtomicU64,
     errors: AtomicU64,
@@ -60,9 +83,10 @@ pub struct Standby {
     stop: Arc<AtomicBool>,
     shared: Arc<Shared>,
     commands: mpsc::Sender<Command>,
-    events: mpsc::Receiver<StandbyEvent>,
+    reports: mpsc::Receiver<Report>,
     thread: Option<JoinHandle<()>>,
     promoting: bool,
+    announced: bool,
 }
 
 impl std::fmt::Debug for Standby {
@@ -80,12 +104,12 @@ impl Standby {
         let stop = Arc::new(AtomicBool::new(false));
         let shared = Arc::new(Shared::default());
         let (commands, rx) = mpsc::channel();
-        let (tx, events) = mpsc::channel();
+        let (tx, reports) = mpsc::channel();
         let (flag, figures) = (Arc::clone(&stop), Arc::clone(&shared));
         let thread = std::thread::Builder::new()
             .name("vimp-standby".into())
             .spawn(move || run(&flag, &figures, &rx, &tx, clock))?;
-        Ok(Standby { stop, shared, commands, events, thread: Some(thread), promoting: false })
+        Ok(Standby { stop, shared, commands, reports, thread: Some(thread), promoting: false, announced: false })
     }
 
     /// Whether a shadow is kept (this client is among the first successors).
@@ -118,6 +142,14 @@ impl Standby {
         if !payloads.is_empty() {
             let _ = self.commands.send(Command::Feed(payloads));
         }
+        if self.shared.wants_checkpoint.load(Ordering::Relaxed) {
+            // At most one request per 250 ms goes out, however often this asks.
+            client.request_checkpoint();
+        }
+        if !self.announced && self.is_shadowing() {
+            self.announced = true;
+            bevy::log::info!("shadowing the host (first checkpoint in)");
+        }
         if !client.takeover_due() || !self.is_shadowing() {
             return;
         }
@@ -128,9 +160,27 @@ impl Standby {
         }
     }
 
-    /// What happened since the last call.
-    pub fn events(&self) -> Vec<StandbyEvent> {
-        self.events.try_iter().collect()
+    /// What happened since the last call. When this process stopped hosting, the client
+    /// is put back on the mesh, after the host that took over, before this returns.
+    pub fn take_events(&mut self, client: &mut Client<Box<dyn Transport>>) -> Vec<StandbyEvent> {
+        let mut events = Vec::new();
+        for report in self.reports.try_iter() {
+            match report {
+                Report::Event(event) => events.push(event),
+                Report::Retired(retired) => {
+                    events.push(match retired.why {
+                        RetiredWhy::SteppedDown { winner, claim } => {
+                            StandbyEvent::SteppedDown { winner, epoch: claim.epoch }
+                        }
+                        RetiredWhy::HandedOff { to } => StandbyEvent::HandedOff { to },
+                    });
+                    retired.rejoin(client);
+                    self.promoting = false;
+                    self.announced = false;
+                }
+            }
+        }
+        events
     }
 }
 
@@ -148,13 +198,16 @@ fn run(
     stop: &AtomicBool,
     shared: &Shared,
     commands: &mpsc::Receiver<Command>,
-    events: &mpsc::Sender<StandbyEvent>,
+    reports: &mpsc::Sender<Report>,
     clock: Instant,
 ) {
     let mut successor = Successor::new();
     while !stop.load(Ordering::Relaxed) {
         if successor.server().is_some() {
             successor.update_server(clock.elapsed());
+            if let Some(retired) = successor.retire() {
+                let _ = reports.send(Report::Retired(retired));
+            }
             std::thread::sleep(Duration::from_millis(1));
             continue;
         }
@@ -162,6 +215,7 @@ fn run(
             Ok(Command::Feed(payloads)) => {
                 successor.feed_all(payloads);
                 shared.shadowing.store(successor.is_shadowing(), Ordering::Relaxed);
+                shared.wants_checkpoint.store(successor.wants_checkpoint(), Ordering::Relaxed);
                 shared.checkpoints.store(successor.checkpoints(), Ordering::Relaxed);
                 shared.mismatches.store(successor.mismatches(), Ordering::Relaxed);
                 shared.errors.store(successor.errors().len() as u64, Ordering::Relaxed);
@@ -169,9 +223,9 @@ fn run(
             Ok(Command::Promote(handover, host_end, now)) => {
                 let event = match successor.promote(handover, host_end, now) {
                     Some(SuccessorEvent::Promoted { tick, epoch }) => StandbyEvent::Promoted { tick, epoch },
-                    None => StandbyEvent::Failed("no shadow to take the match over from".into()),
+                    _ => StandbyEvent::Failed("no shadow to take the match over from".into()),
                 };
-                let _ = events.send(event);
+                let _ = reports.send(Report::Event(event));
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => return,

@@ -172,6 +172,7 @@ fn menu_ui(
                             password,
                             signal: None,
                             spectate: state.join_spectate,
+                            nickname: None,
                         });
                     }
                     back(ui, &mut state.page);
@@ -444,6 +445,43 @@ fn match_ui(
         }
     }
 
+    // The engine's `@changeHost` vote: between the players, the host does not see it.
+    if let Some(vote) = m.client.host_vote() {
+        let mut answer = None;
+        egui::Window::new("@changeHost")
+            .title_bar(false)
+            .anchor(egui::Align2::CENTER_TOP, [0.0, 160.0])
+            .collapsible(false)
+            .resizable(false)
+            .show(ctx, |w| {
+                w.label(egui::RichText::new("Change the host?").size(18.0));
+                w.label(format!(
+                    "{} of {} say yes, {} no — {} s left",
+                    vote.yes,
+                    vote.electorate,
+                    vote.no,
+                    vote.remaining.as_secs()
+                ));
+                if vote.passed {
+                    w.label("passed: the match moves to the next host");
+                } else if vote.answer.is_none() {
+                    w.horizontal(|row| {
+                        if row.button("yes").clicked() {
+                            answer = Some(true);
+                        }
+                        if row.button("no").clicked() {
+                            answer = Some(false);
+                        }
+                    });
+                } else {
+                    w.label(if vote.answer == Some(true) { "you said yes" } else { "you said no" });
+                }
+            });
+        if let Some(yes) = answer {
+            m.client.answer_change_host(yes);
+        }
+    }
+
     // A game message banner.
     if let Some((inform, _)) = &m.banner {
         egui::Area::new(egui::Id::new("banner")).anchor(egui::Align2::CENTER_TOP, [0.0, 120.0]).show(ctx, |area| {
@@ -551,6 +589,14 @@ fn match_ui(
                 }
                 if w.button("Vote for a map").clicked() {
                     m.request_vote(ListRequest::Maps);
+                    ui.paused = false;
+                }
+                // Only players the host lists as successors vote: not spectators, not
+                // the hosting player.
+                if w.add_enabled(m.client.may_call_change_host(), egui::Button::new("Vote to change the host"))
+                    .clicked()
+                {
+                    m.client.call_change_host();
                     ui.paused = false;
                 }
                 if w.button("Leave the match").clicked() {

@@ -1,6 +1,6 @@
 //! The reference game: tanks. It plugs into the engine's system sets and hooks.
 //!
-//! - [`config`]: the `game` half of the init config (models, weapons, keys, rounds);
+//! - [`config`]: the `game` half of the init config (models, weapons, keys, rounds, migration);
 //! - [`movement`]: how a tank drives — the one rule host and predictor share;
 //! - [`tank`]: tanks as entities (join, teams, spawn, damage, death, respawn);
 //! - [`weapons`]: tracers, bombs, blasts;
@@ -23,6 +23,7 @@ pub mod weapons;
 use bevy::prelude::*;
 
 use crate::engine::config::InitConfig;
+use crate::engine::migration::GameMigration;
 use crate::engine::players::PlayerKeys;
 use crate::engine::schedule::{GameInit, HostSystems, HostTick};
 use crate::engine::snapshot::RowsSystems;
@@ -81,6 +82,7 @@ impl Plugin for TanksPlugin {
             TanksConfig::default()
         });
         app.insert_resource(PlayerKeys(rules.player_keys.clone()))
+            .insert_resource(GameMigration { mid_round: rules.migration.mid_round })
             .insert_resource(TanksRules(rules))
             .insert_resource(save::hooks())
             .init_resource::<rounds::Round>()

@@ -815,6 +815,7 @@ mod network {
 mod migration {
     use std::time::Duration;
 
+    use vimp_host::engine::config::InitConfig;
     use vimp_host::engine::map::MapConfig;
     use vimp_host::engine::migration::{
         Checkpoint, LogBatch, LogEvent, MetaState, MigrationConfig, MigrationError, Shadow,
@@ -937,6 +938,29 @@ mod migration {
     }
 
     #[test]
+    fn logged_chat_joins_the_shadow_and_an_older_checkpoint_does_not_drop_it() {
+        let mut original = host(3, SMALL, 2);
+        original.start_log(30);
+        let meta =
+            |chat: &[&str]| MetaState { chat: chat.iter().map(|l| l.to_string()).collect(), ..MetaState::default() };
+        let first = wire_checkpoint(Checkpoint::capture(&mut original, 1, meta(&["old"])).expect("checkpoint"));
+        let mut shadow =
+            Shadow::from_checkpoint(vimp_host::tanks::init_config(3), TanksPlugin, &first).expect("shadow");
+        original.step();
+        original.log_chat("a");
+        // A checkpoint between the two lines (the server's recent chat has "a" by then).
+        let between = wire_checkpoint(Checkpoint::capture(&mut original, 1, meta(&["old", "a"])).expect("checkpoint"));
+        original.step();
+        original.log_chat("b");
+        assert_eq!(shadow.apply(&wire(LogBatch::new(1, &original.take_log()))).expect("apply"), 4);
+        assert_eq!(shadow.meta().chat, ["old", "a", "b"], "the logged lines join the checkpoint's");
+        // The older checkpoint arrives late: its meta part is taken, the line logged after it stays.
+        assert!(!shadow.offer(&between).expect("offer"), "the state stays");
+        assert_eq!(shadow.meta().chat, ["old", "a", "b"]);
+        assert_eq!(shadow.mismatches(), 0);
+    }
+
+    #[test]
     fn a_gap_in_the_log_or_another_epoch_is_refused() {
         let mut original = host(3, SMALL, 2);
         original.start_log(30);
@@ -973,24 +997,44 @@ mod migration {
         client: Client<MemoryTransport>,
         shadow: Option<Shadow>,
         errors: Vec<String>,
+        /// Checkpoints received.
+        checkpoints: u32,
+        /// Drop the inputs of the log batches until the shadow diverges (a log that lost commands).
+        drop_inputs: bool,
+        /// The match's init config, for the shadow's host.
+        config: InitConfig,
     }
 
     impl Peer {
+        fn new(client: Client<MemoryTransport>, config: InitConfig) -> Peer {
+            Peer { client, shadow: None, errors: Vec::new(), checkpoints: 0, drop_inputs: false, config }
+        }
+
+        /// Feeds what the client received to the shadow and, as `app/successor.rs` does, asks
+        /// for a checkpoint while the shadow wants one.
         fn feed(&mut self) {
             for payload in self.client.take_migration() {
                 let result = match payload {
                     MigrationPayload::Checkpoint(bytes) => {
+                        self.checkpoints += 1;
                         Checkpoint::decode(&bytes).and_then(|c| match &mut self.shadow {
                             Some(shadow) => shadow.offer(&c).map(|_| ()),
                             None => {
-                                let config = vimp_host::tanks::init_config(SEED);
+                                let config = self.config.clone();
                                 self.shadow = Some(Shadow::from_checkpoint(config, TanksPlugin, &c)?);
                                 Ok(())
                             }
                         })
                     }
                     MigrationPayload::Log(bytes) => match (LogBatch::decode(&bytes), &mut self.shadow) {
-                        (Ok(batch), Some(shadow)) => shadow.apply(&batch).map(|_| ()),
+                        (Ok(mut batch), Some(shadow)) => {
+                            if self.drop_inputs {
+                                drop_inputs(&mut batch);
+                            }
+                            let applied = shadow.apply(&batch).map(|_| ());
+                            self.drop_inputs &= shadow.mismatches() == 0;
+                            applied
+                        }
                         (Ok(_), None) => Err(MigrationError::Gap { expected: 0, got: 0 }),
                         (Err(e), _) => Err(e.into()),
                     },
@@ -999,6 +1043,18 @@ mod migration {
                 if let Err(e) = result {
                     self.errors.push(e.to_string());
                 }
+            }
+            if self.shadow.as_ref().is_some_and(|s| s.wants_checkpoint()) {
+                self.client.request_checkpoint();
+            }
+        }
+    }
+
+    /// Removes the input commands of `batch`.
+    fn drop_inputs(batch: &mut LogBatch) {
+        for event in &mut batch.events {
+            if let LogEvent::Step { commands, .. } = event {
+                commands.retain(|c| !matches!(c, HostCommand::Input { .. }));
             }
         }
     }
@@ -1010,11 +1066,16 @@ mod migration {
         server: Server<MemoryTransport>,
         peers: Vec<Peer>,
         now: Duration,
+        config: InitConfig,
     }
 
     impl Mesh {
         fn new() -> Mesh {
-            let config = vimp_host::tanks::init_config(SEED);
+            Mesh::with_config(vimp_host::tanks::init_config(SEED))
+        }
+
+        /// A match of `config` (a tanks init config).
+        fn with_config(config: InitConfig) -> Mesh {
             let mut host = Host::new(config.clone(), TanksPlugin).expect("host");
             host.load_map_json("small", SMALL).expect("map");
             for i in 0..6 {
@@ -1032,11 +1093,17 @@ mod migration {
                 server: Server::new(host, MemoryTransport::new(HOST), server_config),
                 peers: Vec::new(),
                 now: Duration::ZERO,
+                config,
             }
         }
 
         /// A client `ms` away from the host, 5 % loss on the unreliable channel, linked to every other client.
         fn join(&mut self, name: &str, ms: u64) -> usize {
+            self.join_except(name, ms, &[])
+        }
+
+        /// A client as [`Mesh::join`] makes it, but with no link to the clients of `unlinked`.
+        fn join_except(&mut self, name: &str, ms: u64, unlinked: &[usize]) -> usize {
             let id = self.peers.len() as u128 + 1;
             let lossy = |seed: u128| {
                 LinkConfig::new()
@@ -1047,13 +1114,33 @@ mod migration {
             };
             let mut t = MemoryTransport::new(PeerKey(id));
             MemoryTransport::connect(&mut t, self.server.transport_mut(), lossy(id));
-            for (i, other) in self.peers.iter_mut().enumerate() {
+            for (i, other) in self.peers.iter_mut().enumerate().filter(|(i, _)| !unlinked.contains(i)) {
                 MemoryTransport::connect(&mut t, other.client.transport_mut(), lossy(id * 100 + i as u128));
             }
-            self.peers.push(Peer { client: Client::new(t, hello(name)), shadow: None, errors: Vec::new() });
+            self.peers.push(Peer::new(Client::new(t, hello(name)), self.config.clone()));
             self.peers.len() - 1
         }
 
+        /// Opens a link between clients `a < b`.
+        fn link(&mut self, a: usize, b: usize) {
+            let (left, right) = self.peers.split_at_mut(b);
+            let (ta, tb) = (left[a].client.transport_mut(), right[0].client.transport_mut());
+            MemoryTransport::connect(ta, tb, LinkConfig::new().latency(Duration::from_millis(20)).seed(7));
+        }
+
+        /// The host stops between two of its updates: what it logged so far goes out, and
+        /// the clients alone run `steps` more steps, feeding their shadows.
+        fn drain(&mut self, steps: usize) {
+            let now = self.now;
+            self.server.flush_migration(now);
+            for _ in 0..steps {
+                self.now += STEP;
+                for p in &mut self.peers {
+                    p.client.update(self.now);
+                    p.feed();
+                }
+            }
+        }
         fn run(&mut self, d: Duration) {
             let end = self.now + d;
             while self.now < end {
@@ -1121,15 +1208,7 @@ mod migration {
             mesh.run(Duration::from_millis(100));
         }
         // The host stops (between two of its updates): what it logged so far reaches the successors.
-        let now = mesh.now;
-        mesh.server.flush_migration(now);
-        for _ in 0..200 {
-            mesh.now += STEP;
-            for p in &mut mesh.peers {
-                p.client.update(mesh.now);
-                p.feed();
-            }
-        }
+        mesh.drain(200);
 
         let ann_key = PeerKey(1);
         let succession = mesh.server.succession().to_vec();
@@ -1184,6 +1263,128 @@ mod migration {
         let ann_upload = stats.per_successor.get(&ann_key).copied().unwrap_or_default() as f64 / seconds;
         assert!(ann_upload < 10_000.0, "{ann_upload:.0} B/s to the first successor");
     }
+
+    #[test]
+    fn a_client_without_a_link_to_every_other_client_is_no_successor_until_it_has_one() {
+        let mut mesh = Mesh::new();
+        let ann = mesh.join("ann", 15);
+        let bob = mesh.join("bob", 45);
+        let cy = mesh.join_except("cy", 30, &[bob]);
+        mesh.run(Duration::from_secs(2));
+        // bob and cy have no link to each other: either would strand the other if it took
+        // over. ann reaches everyone.
+        let (ann_key, bob_key, cy_key) = (PeerKey(1), PeerKey(2), PeerKey(3));
+        assert_eq!(mesh.server.succession(), [ann_key], "only ann can reach everyone");
+        for i in [ann, bob, cy] {
+            let list = mesh.peers[i].client.succession().map(|s| s.peers.clone());
+            assert_eq!(list, Some(vec![ann_key]), "{i} has the list");
+        }
+        mesh.link(bob, cy);
+        mesh.run(Duration::from_millis(500));
+        let mut listed = mesh.server.succession().to_vec();
+        listed.sort();
+        assert_eq!(listed, [ann_key, bob_key, cy_key], "linked, bob and cy are listed");
+        // A link that drops takes its ends off the list again.
+        mesh.peers[cy].client.transport_mut().disconnect(bob_key);
+        mesh.run(Duration::from_millis(500));
+        assert_eq!(mesh.server.succession(), [ann_key], "the link dropped");
+    }
+
+    #[test]
+    fn a_diverged_shadow_asks_for_a_checkpoint_and_heals_long_before_the_periodic_one() {
+        let mut mesh = Mesh::new();
+        for (name, ms) in [("ann", 15), ("bob", 45), ("cy", 70)] {
+            mesh.join(name, ms);
+        }
+        // Every 100 ms each client presses or releases a key.
+        let keys = ["forward", "left", "fire", "right"];
+        let mut step = 0usize;
+        let mut play = |mesh: &mut Mesh| {
+            for (i, p) in mesh.peers.iter_mut().enumerate() {
+                let action = if step.is_multiple_of(2) { KeyAction::Down } else { KeyAction::Up };
+                p.client.key(action, keys[(step / 2 + i) % keys.len()]);
+            }
+            step += 1;
+            mesh.run(Duration::from_millis(100));
+        };
+        // Until everyone's RTT is known (a ping lost on the lossy links waits 3 s for the next)
+        // and the list settled (a stream outlives its place in it by 2 s).
+        while mesh.server.latencies().len() < 3 {
+            play(&mut mesh);
+        }
+        for _ in 0..25 {
+            play(&mut mesh);
+        }
+        // Peer keys are 1, 2, 3 for clients 0, 1, 2; the first two successors have streams.
+        let order: Vec<usize> = mesh.server.succession().iter().map(|p| p.0 as usize - 1).collect();
+        assert_eq!(order.len(), 3, "{order:?}");
+        let (streamed, other) = (order[1], order[2]);
+
+        // Right after a periodic checkpoint (the next one is 2 s away), the streamed successor's
+        // log loses inputs (until its shadow notices).
+        let had = mesh.peers[streamed].checkpoints;
+        while mesh.peers[streamed].checkpoints == had {
+            mesh.run(STEP);
+        }
+        let periodic_at = mesh.now;
+        let had = mesh.peers[streamed].checkpoints;
+        mesh.peers[streamed].drop_inputs = true;
+        let mut diverged_at = None;
+        while mesh.now < periodic_at + Duration::from_secs(2) {
+            play(&mut mesh);
+            let shadow = mesh.peers[streamed].shadow.as_ref().expect("a shadow");
+            if shadow.mismatches() > 0 {
+                diverged_at.get_or_insert(mesh.now);
+            }
+            if diverged_at.is_some() && !shadow.wants_checkpoint() {
+                break;
+            }
+        }
+        let diverged_at = diverged_at.expect("the missing input was noticed");
+        let healed_at = mesh.now;
+        eprintln!(
+            "diverged {:?} after the periodic checkpoint, healed {:?} later",
+            diverged_at - periodic_at,
+            healed_at - diverged_at
+        );
+        let peer = &mesh.peers[streamed];
+        let shadow = peer.shadow.as_ref().expect("a shadow");
+        assert!(!shadow.wants_checkpoint(), "healed");
+        assert_eq!(shadow.rebases(), 1, "by one checkpoint");
+        assert_eq!(peer.checkpoints, had + 1, "the one it asked for");
+        assert!(healed_at - diverged_at <= Duration::from_millis(300), "healed {:?} after", healed_at - diverged_at);
+        assert!(healed_at - periodic_at < Duration::from_millis(1500), "long before the periodic one");
+        let stats = mesh.server.migration_stats().clone();
+        assert_eq!((stats.checkpoint_requests, stats.checkpoint_requests_ignored), (1, 0));
+        // From there the shadow follows the host again (the host stopped between two updates
+        // while the successors catch up).
+        for _ in 0..5 {
+            play(&mut mesh);
+        }
+        mesh.drain(40);
+        let shadow = mesh.peers[streamed].shadow.as_mut().expect("a shadow");
+        let mismatches = shadow.mismatches();
+        assert_same_state(mesh.server.host_mut(), shadow);
+        assert_eq!(shadow.mismatches(), mismatches, "no new mismatch");
+
+        // A peer without a stream is ignored; a streamed one gets at most one per 250 ms.
+        let other_had = mesh.peers[other].checkpoints;
+        assert!(mesh.peers[other].client.request_checkpoint(), "sent");
+        assert!(!mesh.peers[other].client.request_checkpoint(), "but not twice in 250 ms");
+        let request = |mesh: &mut Mesh, from: usize| {
+            let now = mesh.now;
+            let frame = vec![vimp_netcode::frame::op::CHECKPOINT_REQUEST];
+            mesh.peers[from].client.transport_mut().send(now, HOST, Channel::Reliable, frame);
+        };
+        request(&mut mesh, streamed);
+        request(&mut mesh, streamed);
+        mesh.run(Duration::from_millis(200));
+        let stats = mesh.server.migration_stats().clone();
+        assert_eq!((stats.checkpoint_requests, stats.checkpoint_requests_ignored), (2, 2));
+        assert_eq!(mesh.peers[streamed].checkpoints, had + 2);
+        assert_eq!(mesh.peers[other].checkpoints, other_had, "no checkpoint to a peer without a stream");
+    }
+
     type Standing = (PlayerId, String, u8, i64, u32);
 
     /// The match as every process sees it, by player: (name, team, score, deaths).
@@ -1221,6 +1422,12 @@ mod migration {
         takeovers: Vec<(usize, Duration, u32, Vec<Standing>)>,
         /// The first host's standings after each of its ticks.
         history: std::collections::BTreeMap<u32, Vec<Standing>>,
+        /// Peers that promote as soon as they notice the host lost, whoever's turn it is.
+        eager: Vec<usize>,
+        /// New hosts that stopped hosting: (peer, the better claim it lost to, the successor
+        /// it handed off to, its last tick and the standings there). Their players went back
+        /// onto the mesh.
+        retired: Vec<(usize, Option<(PeerKey, Claim)>, Option<PeerKey>, u32, Vec<Standing>)>,
     }
 
     impl Migrating {
@@ -1232,6 +1439,8 @@ mod migration {
                 new_hosts: Vec::new(),
                 takeovers: Vec::new(),
                 history: Default::default(),
+                eager: Vec::new(),
+                retired: Vec::new(),
             }
         }
 
@@ -1258,15 +1467,40 @@ mod migration {
             for (_, server) in &mut self.new_hosts {
                 server.update(now);
             }
+            // A new host that lost to a better claim or handed off stops; its player goes
+            // back onto the mesh.
+            while let Some(k) =
+                self.new_hosts.iter().position(|(_, s)| s.superseded().is_some() || s.handed_off().is_some())
+            {
+                let (i, server) = self.new_hosts.remove(k);
+                self.retire(i, server);
+            }
             for i in 0..self.mesh.peers.len() {
                 if self.frozen.contains(&i) {
                     continue;
                 }
                 self.mesh.peers[i].feed();
-                if self.mesh.peers[i].client.takeover_due() && self.mesh.peers[i].shadow.is_some() {
+                let client = &self.mesh.peers[i].client;
+                let due = client.takeover_due() || (self.eager.contains(&i) && client.host_lost());
+                if due && self.mesh.peers[i].shadow.is_some() {
                     self.promote(i);
                 }
             }
+        }
+
+        /// Stops new host `i` (superseded or handed off): its mesh transport goes back to its
+        /// client, which follows the winner or the successor.
+        fn retire(&mut self, i: usize, server: NewHost) {
+            let (peers, superseded, handed_off) = (server.linked_peers(), server.superseded(), server.handed_off());
+            let (tick, standings) = (server.host().tick(), standings(server.host()));
+            let (mesh, _local) = server.into_transport().into_parts();
+            let client = &mut self.mesh.peers[i].client;
+            match (superseded, handed_off) {
+                (Some((winner, claim)), _) => drop(client.step_down(mesh, peers, winner, claim)),
+                (None, Some(to)) => drop(client.follow_handoff(mesh, peers, to)),
+                (None, None) => unreachable!("only a superseded or handed-off host retires"),
+            }
+            self.retired.push((i, superseded, handed_off, tick, standings));
         }
 
         fn promote(&mut self, i: usize) {
@@ -1319,11 +1553,22 @@ mod migration {
     /// ann (15 ms, the first successor), bob (45 ms, the second) and cy (70 ms, no shadow)
     /// play for `seconds` with the host's bots; bob moves to team 2 and ann chats.
     fn three_clients(seconds: u64) -> (Migrating, [usize; 3]) {
-        let mut mesh = Mesh::new();
+        three_clients_with(vimp_host::tanks::init_config(SEED), seconds)
+    }
+
+    /// [`three_clients`] in a match of `config`.
+    fn three_clients_with(config: InitConfig, seconds: u64) -> (Migrating, [usize; 3]) {
+        let mut mesh = Mesh::with_config(config);
         let ann = mesh.join("ann", 15);
         let bob = mesh.join("bob", 45);
         let cy = mesh.join("cy", 70);
         mesh.run(Duration::from_secs(1));
+        // The list goes by RTT: wait until the host has everyone's (a ping lost on the lossy
+        // links waits 3 s for the next one).
+        let deadline = mesh.now + Duration::from_secs(10);
+        while mesh.server.latencies().len() < 3 && mesh.now < deadline {
+            mesh.run(Duration::from_millis(100));
+        }
         let mut m = Migrating::new(mesh);
         drive(&mut m, 0, seconds * 10, |m, step| match step {
             10 => m.mesh.peers[bob].client.send_meta(vimp_netcode::meta::VOTE, br#"["teams", 2]"#),
@@ -1358,13 +1603,31 @@ mod migration {
         let welcomes: Vec<_> = [ann, bob, cy].map(|i| m.client(i).welcome().cloned().expect("welcomed")).into();
         assert_eq!(standings(m.mesh.server.host()).iter().find(|s| s.1 == "bob").map(|s| s.2), Some(2));
 
-        // Killed mid-round at tick 960 (8 s of match), with no goodbye.
-        assert!(m.run_until(Duration::from_secs(2), |m| m.mesh.server.host().tick() >= 960));
+        // Right after a checkpoint reaches ann, cy says a line: the successors hear it in the log only.
+        let had = m.mesh.peers[ann].checkpoints;
+        assert!(m.run_until(Duration::from_secs(3), |m| m.mesh.peers[ann].checkpoints > had));
+        let had = m.mesh.peers[ann].checkpoints;
+        m.mesh.peers[cy].client.say("just before the crash");
+        let logged = |m: &Migrating| {
+            let shadow = m.mesh.peers[ann].shadow.as_ref();
+            shadow.is_some_and(|s| s.meta().chat.iter().any(|l| l.contains("just before the crash")))
+        };
+        // Killed mid-round at tick 960 or after (8 s of match), with no goodbye.
+        assert!(m.run_until(Duration::from_secs(2), |m| m.mesh.server.host().tick() >= 960 && logged(m)));
+        assert_eq!(m.mesh.peers[ann].checkpoints, had, "no checkpoint since the line");
         let lost_tick = m.mesh.server.host().tick();
         let lost_at = m.mesh.now;
         m.kill_first_host();
-        let resumed = m
-            .run_until(Duration::from_secs(3), |m| [ann, bob, cy].iter().all(|i| m.client(*i).stats().migrations == 1));
+        // The newest match time each client saw from the old host (frames in flight included).
+        let mut last_seen = [ann, bob, cy].map(|i| m.client(i).last_frame().map(|f| f.server_time_ms));
+        let resumed = m.run_until(Duration::from_secs(3), |m| {
+            for (k, i) in [ann, bob, cy].into_iter().enumerate() {
+                if m.client(i).stats().migrations == 0 {
+                    last_seen[k] = m.client(i).last_frame().map(|f| f.server_time_ms);
+                }
+            }
+            [ann, bob, cy].iter().all(|i| m.client(*i).stats().migrations == 1)
+        });
         assert!(resumed, "everyone resumed: {:?}", [ann, bob, cy].map(|i| m.client(i).stats().clone()));
 
         // ann took over at once, from the last tick its shadow had.
@@ -1379,7 +1642,9 @@ mod migration {
         assert_eq!(new_host.epoch(), 2);
         assert_eq!(m.history.get(&from_tick), Some(start), "scores and teams as the old host had them at that tick");
         assert_eq!(seats(new_host.roster().seats()), tokens, "every slot with its name and token");
-        assert!(new_host.meta_state().chat.iter().any(|l| l.contains("still here")), "recent chat carried over");
+        let chat = new_host.meta_state().chat;
+        assert!(chat.iter().any(|l| l.contains("still here")), "recent chat carried over");
+        assert!(chat.iter().any(|l| l.contains("just before the crash")), "and the chat logged since: {chat:?}");
 
         // Everyone is back in their own slot, with their token, at epoch 2.
         for (i, old) in [ann, bob, cy].into_iter().zip(&welcomes) {
@@ -1398,6 +1663,18 @@ mod migration {
         for (resume, rewind) in &figures {
             assert!(*resume <= Duration::from_secs(1), "resume {resume:?}");
             assert!(*rewind <= 100.0, "rewind {rewind} ms");
+        }
+        // The rewind is the match time lost: from the newest frame a client saw back to the tick
+        // the new host continues from (the claim's), never more than the new host rewound.
+        let tick_ms = 1000.0 / 120.0;
+        for (k, (_, rewind)) in figures.iter().enumerate() {
+            let seen = last_seen[k].expect("frames from the old host");
+            let expected = (seen - from_tick as f64 * tick_ms).max(0.0);
+            assert!((rewind - expected).abs() < tick_ms, "client {k}: rewind {rewind} ms, expected {expected} ms");
+            assert!(
+                *rewind <= rewind_ticks as f64 * tick_ms + 0.01,
+                "client {k}: {rewind} ms for {rewind_ticks} ticks"
+            );
         }
 
         // The match goes on: bots play, frames reach everyone, inputs and chat work.
@@ -1419,7 +1696,87 @@ mod migration {
         m.run(Duration::from_millis(500));
         let last_seq = m.mesh.peers[bob].client.last_frame().and_then(|f| f.player.as_ref()).map(|p| p.last_input_seq);
         assert_eq!(last_seq, Some(seq), "bob's keys reach the new host");
-        assert!(m.mesh.peers[bob].shadow.is_some(), "bob shadows the new host");
+        let shadow = m.mesh.peers[bob].shadow.as_ref().expect("bob shadows the new host");
+        assert!(
+            shadow.meta().chat.iter().any(|l| l.contains("just before the crash")),
+            "the new host's checkpoints carry it"
+        );
+    }
+
+    #[test]
+    fn mid_round_migration_is_on_for_tanks_unless_the_game_config_turns_it_off() {
+        use vimp_host::engine::migration::GameMigration;
+        let mid_round = |config: InitConfig| {
+            let host = Host::new(config, TanksPlugin).expect("host");
+            host.world().resource::<GameMigration>().mid_round
+        };
+        let mut config = vimp_host::tanks::init_config(1);
+        assert!(mid_round(config.clone()), "the tanks default");
+        config.game.as_object_mut().expect("an object").remove("migration");
+        assert!(mid_round(config.clone()), "the tanks default, without the key");
+        config.game["migration"] = serde_json::json!({ "midRound": false });
+        assert!(!mid_round(config), "turned off");
+        // The engine alone reads the flag, off without it (spec 002).
+        assert!(!GameMigration::from_game(&serde_json::json!({})).mid_round);
+        assert!(!GameMigration::from_game(&serde_json::json!(7)).mid_round);
+        assert!(GameMigration::from_game(&serde_json::json!({ "migration": { "midRound": true } })).mid_round);
+    }
+
+    #[test]
+    fn with_mid_round_migration_off_a_takeover_restarts_the_round_and_keeps_the_standings() {
+        use vimp_host::engine::mapstate::MapState;
+        use vimp_host::engine::physics::Physics;
+        use vimp_host::tanks::rounds::Round;
+        use vimp_host::tanks::tank::Tank;
+
+        let mut config = vimp_host::tanks::init_config(SEED);
+        config.game["migration"] = serde_json::json!({ "midRound": false });
+        let (mut m, [ann, bob, cy]) = three_clients_with(config, 6);
+        let all = [ann, bob, cy];
+        let tokens = seats(m.mesh.server.roster().seats());
+        let welcomes = all.map(|i| m.client(i).welcome().cloned().expect("welcomed"));
+        let round = m.mesh.server.host().world().resource::<Round>().clone();
+        assert!(round.time_left() < 175.0, "the round is well under way: {round:?}");
+
+        m.kill_first_host();
+        assert!(m.run_until(Duration::from_secs(2), |m| !m.new_hosts.is_empty()), "a successor took over");
+        let (who, _, from_tick, start) = m.takeovers[0].clone();
+        assert_eq!(who, ann);
+        assert_eq!(m.history.get(&from_tick), Some(&start), "players, teams and scores as the old host had them");
+
+        // The round started again: timer full, team frags cleared, every tank whole at a spawn.
+        let host = m.new_hosts[0].1.host_mut();
+        let rules = vimp_host::tanks::config::TanksConfig::default();
+        let restarted = host.world().resource::<Round>().clone();
+        assert!(restarted.time_left() >= rules.rounds.round_seconds - 0.05, "{restarted:?}");
+        assert_eq!(restarted.team_frags, [0, 0]);
+        assert_eq!((restarted.wins, restarted.games), (round.wins, round.games), "the game's tally stays");
+        let world = host.world_mut();
+        let tanks: Vec<Tank> = world.query::<&Tank>().iter(world).cloned().collect();
+        assert_eq!(tanks.len(), start.len(), "a tank for every participant");
+        let (physics, map) = (world.resource::<Physics>(), world.resource::<MapState>());
+        let respawns = map.map.as_ref().expect("a map").respawns();
+        for t in &tanks {
+            assert!(t.alive && t.health == rules.models.tank.health, "{:?} whole", t.player);
+            let [x, y] = t.position(physics);
+            let spawns = respawns.get(&t.team.to_string()).expect("team respawns");
+            let at_spawn = spawns.iter().any(|p| (p[0] - x).abs() < 0.01 && (p[1] - y).abs() < 0.01);
+            assert!(at_spawn, "{:?} at a respawn point of team {}: ({x}, {y})", t.player, t.team);
+        }
+
+        // Everyone resumes in their own slot, with their token.
+        let resumed = m.run_until(Duration::from_secs(3), |m| all.iter().all(|i| m.client(*i).stats().migrations == 1));
+        assert!(resumed, "everyone resumed: {:?}", all.map(|i| m.client(i).stats().clone()));
+        let new_host = &m.new_hosts[0].1;
+        assert_eq!(seats(new_host.roster().seats()), tokens, "every slot with its name and token");
+        for (i, old) in all.into_iter().zip(&welcomes) {
+            let w = m.client(i).welcome().expect("welcomed");
+            assert_eq!((w.player_id, w.token, w.epoch, w.resumed), (old.player_id, old.token, 2, true));
+        }
+        let after: Vec<(PlayerId, String, u8)> =
+            standings(new_host.host()).into_iter().map(|s| (s.0, s.1, s.2)).collect();
+        let before: Vec<(PlayerId, String, u8)> = start.iter().map(|s| (s.0, s.1.clone(), s.2)).collect();
+        assert_eq!(after, before, "the same players in the same teams");
     }
 
     #[test]
@@ -1519,7 +1876,7 @@ mod migration {
     fn stale_and_lower_ranked_claims_are_refused() {
         let (mut m, [ann, bob, cy]) = three_clients(3);
         // A claim at the host's own epoch: stale.
-        claim(&mut m, ann, cy, Claim { epoch: 1, rank: 0 });
+        claim(&mut m, ann, cy, Claim { epoch: 1, rank: 0, tick: 0 });
         m.run(Duration::from_millis(300));
         assert_eq!(m.client(cy).stats().claims_refused, 1);
         assert_eq!(m.client(cy).host_peer(), Some(HOST), "cy stays with its host");
@@ -1531,9 +1888,9 @@ mod migration {
         let snapshots = m.client(cy).stats().snapshots;
         // bob at the same epoch but ranked lower, an old-epoch claim, and cy claiming ann's own
         // (epoch, rank) to bob: none beats ann, all refused.
-        claim(&mut m, bob, cy, Claim { epoch: 2, rank: 1 });
-        claim(&mut m, bob, cy, Claim { epoch: 1, rank: 0 });
-        claim(&mut m, cy, bob, Claim { epoch: 2, rank: 0 });
+        claim(&mut m, bob, cy, Claim { epoch: 2, rank: 1, tick: 0 });
+        claim(&mut m, bob, cy, Claim { epoch: 1, rank: 0, tick: 0 });
+        claim(&mut m, cy, bob, Claim { epoch: 2, rank: 0, tick: 0 });
         m.run(Duration::from_millis(500));
         assert_eq!(m.client(cy).stats().claims_refused, 3);
         assert_eq!(m.client(bob).stats().claims_refused, 1);
@@ -1542,6 +1899,223 @@ mod migration {
             assert_eq!(m.client(i).stats().migrations, 1);
         }
         assert!(m.client(cy).stats().snapshots > snapshots + 10, "frames keep coming from ann");
+    }
+
+    /// Each client's (player, token): what it resumes with after a host change.
+    fn slots(m: &Migrating, who: &[usize]) -> Vec<(u8, vimp_netcode::session::SessionToken)> {
+        who.iter().map(|i| m.client(*i).welcome().map(|w| (w.player_id, w.token)).expect("welcomed")).collect()
+    }
+
+    /// Whether every client of `who` follows `host` at `epoch`, welcomed back into its slot.
+    fn all_follow(m: &Migrating, who: &[usize], host: PeerKey, epoch: u32) -> bool {
+        who.iter().all(|i| {
+            let c = m.client(*i);
+            c.host_peer() == Some(host) && c.welcome().is_some_and(|w| w.epoch == epoch && w.resumed)
+        })
+    }
+
+    #[test]
+    fn two_claimants_at_one_epoch_resolve_to_the_better_ranked_and_the_loser_steps_down() {
+        let (mut m, [ann, bob, cy]) = three_clients(4);
+        let all = [ann, bob, cy];
+        let before = slots(&m, &all);
+        let tokens = seats(m.mesh.server.roster().seats());
+        // bob promotes the moment he notices the loss, like ann: two claims at epoch 2.
+        m.eager.push(bob);
+        m.kill_first_host();
+        let settled = m.run_until(Duration::from_secs(3), |m| {
+            !m.retired.is_empty() && all_follow(m, &all, PeerKey(1), 2) && m.client(bob).stats().snapshots > 0
+        });
+        assert!(
+            settled,
+            "everyone follows ann: {:?}",
+            all.map(|i| (m.client(i).host_peer(), m.client(i).stats().clone()))
+        );
+        assert_eq!(m.takeovers.len(), 2, "both promoted");
+        assert_eq!(m.takeovers[0].1, m.takeovers[1].1, "at the same moment");
+        assert_eq!(m.retired.len(), 1);
+        let (loser, lost_to, handed_off, _, _) = m.retired[0];
+        assert_eq!(loser, bob, "the lower-ranked claimant steps down");
+        assert_eq!(lost_to.map(|(p, c)| (p, c.epoch, c.rank)), Some((PeerKey(1), 2, 0)), "to ann's claim");
+        assert_eq!(handed_off, None);
+        assert_eq!(m.client(bob).stats().step_downs, 1);
+        assert_eq!(m.new_hosts.len(), 1);
+        assert_eq!(m.new_hosts[0].0, ann);
+
+        // Every client in its own slot, with its token; scores and teams as the old host had them.
+        assert_eq!(slots(&m, &all), before, "same slots and tokens");
+        let (_, _, from_tick, ref start) = m.takeovers.iter().find(|t| t.0 == ann).cloned().expect("ann took over");
+        assert_eq!(m.history.get(&from_tick), Some(start));
+        let winner = &m.new_hosts[0].1;
+        assert_eq!(seats(winner.roster().seats()), tokens, "every slot with its name and token");
+        assert_eq!(standings(winner.host()).iter().find(|s| s.1 == "bob").map(|s| s.2), Some(2), "bob still in team 2");
+        for i in all {
+            let player = PlayerId(m.client(i).welcome().expect("welcomed").player_id);
+            assert!(winner.roster().seat(player).is_some_and(|s| s.peer.is_some()), "{i} is connected to ann");
+            assert!(m.client(i).closed().is_none(), "{:?}", m.client(i).closed());
+        }
+
+        // The match goes on, and bob's keys reach ann.
+        let tick = winner.host().tick();
+        let snapshots = all.map(|i| m.client(i).stats().snapshots);
+        drive(&mut m, 60, 70, |_, _| {});
+        assert!(m.new_hosts[0].1.host().tick() >= tick + 100, "the match goes on");
+        for (k, i) in all.into_iter().enumerate() {
+            assert!(m.client(i).stats().snapshots > snapshots[k] + 20, "frames flow to {i}");
+        }
+        let seq = m.mesh.peers[bob].client.key(KeyAction::Up, "forward").expect("a key");
+        // (A frame has bob's player block only while his tank lives: a dead one respawns first.)
+        let last_seq =
+            |m: &Migrating| m.client(bob).last_frame().and_then(|f| f.player.as_ref()).map(|p| p.last_input_seq);
+        assert!(
+            m.run_until(Duration::from_secs(5), |m| last_seq(m) == Some(seq)),
+            "bob's keys reach ann: {:?}",
+            last_seq(&m)
+        );
+    }
+
+    #[test]
+    fn a_change_host_vote_hands_the_match_off_and_loses_no_tick() {
+        let (mut m, [ann, bob, cy]) = three_clients(4);
+        let all = [ann, bob, cy];
+        let before = slots(&m, &all);
+        // cy calls the vote; everyone but the host sees it.
+        let id = m.mesh.peers[cy].client.call_change_host().expect("cy may call it");
+        assert!(m.mesh.peers[cy].client.call_change_host().is_none(), "one vote at a time");
+        let seen = m.run_until(Duration::from_secs(1), |m| all.iter().all(|i| m.client(*i).host_vote().is_some()));
+        assert!(seen, "every client shows the vote");
+        let view = m.client(bob).host_vote().expect("a vote");
+        assert_eq!((view.id, view.caller, view.yes, view.no, view.electorate), (id, PeerKey(3), 1, 0, 3));
+        assert_eq!((view.answer, view.passed), (None, false));
+        assert!(view.remaining <= vimp_netcode::migration::HOST_VOTE_TIME);
+        assert_eq!(m.client(cy).host_vote().and_then(|v| v.answer), Some(true), "the caller votes yes");
+        assert_eq!(m.mesh.server.migration_stats().step_down_requests, 0, "the host knows nothing of it");
+        m.run(Duration::from_millis(300));
+        assert!(m.mesh.server.handed_off().is_none(), "1 yes of 3 is no majority");
+
+        // bob says yes: 2 of 3, and the host hands off.
+        assert!(m.mesh.peers[bob].client.answer_change_host(true));
+        assert!(m.run_until(Duration::from_secs(1), |m| m.mesh.server.handed_off().is_some()), "the host steps down");
+        assert_eq!(m.mesh.server.handed_off(), Some(PeerKey(1)), "to ann, the first successor");
+        let tick = m.mesh.server.host().tick();
+        let stats = m.mesh.server.migration_stats();
+        assert_eq!((stats.step_down_requests, stats.step_downs_refused), (1, 0));
+        let resumed = m.run_until(Duration::from_secs(2), |m| {
+            all.iter().all(|i| m.client(*i).stats().migrations == 1) && all_follow(m, &all, PeerKey(1), 2)
+        });
+        assert!(resumed, "everyone follows ann: {:?}", all.map(|i| m.client(i).stats().clone()));
+        assert_eq!(m.mesh.server.host().tick(), tick, "the old host stopped");
+
+        let (who, _, from_tick, ref start) = m.takeovers[0];
+        assert_eq!(who, ann);
+        assert_eq!(from_tick, tick, "the successor continues from the host's very tick");
+        assert_eq!(m.history.get(&tick), Some(start), "scores and teams as the host had them");
+        let rewinds = all.map(|i| m.client(i).stats().rewind_ms);
+        assert!(rewinds.iter().all(|r| *r == Some(0.0)), "no client saw the match go back: {rewinds:?}");
+        assert_eq!(slots(&m, &all), before, "same slots and tokens");
+        assert!(all.iter().any(|i| m.client(*i).stats().host_votes_passed == 1), "someone counted the majority");
+        assert!(all.iter().all(|i| m.client(*i).host_vote().is_none()), "the vote is over with the host change");
+        assert!(m.mesh.peers[ann].errors.is_empty(), "{:?}", m.mesh.peers[ann].errors);
+        m.kill_first_host();
+        m.run(Duration::from_secs(1));
+        assert!(m.new_hosts[0].1.host().tick() >= tick + 100, "the match goes on");
+    }
+
+    /// Puts a raw frame from client `from` on its link to client `to`.
+    fn raw(m: &mut Migrating, from: usize, to: usize, opcode: u8, payload: &[u8]) {
+        let now = m.mesh.now;
+        let mut frame = vec![opcode];
+        frame.extend_from_slice(payload);
+        let to = m.client(to).transport().local_id().expect("an id");
+        m.mesh.peers[from].client.transport_mut().send(now, to, Channel::Reliable, frame);
+    }
+
+    #[test]
+    fn change_host_frames_out_of_place_are_refused_and_so_is_a_step_down_without_a_majority() {
+        use vimp_netcode::frame::op;
+        use vimp_netcode::migration::{HostVote, StepDown};
+        let (mut m, [ann, bob, cy]) = three_clients(3);
+        raw(&mut m, ann, cy, op::HOST_VOTE, b"junk");
+        raw(&mut m, ann, cy, op::HOST_VOTE, &HostVote { epoch: 9, caller: PeerKey(1), id: 1 }.encode());
+        raw(&mut m, ann, cy, op::HOST_VOTE, &HostVote { epoch: 1, caller: PeerKey(2), id: 1 }.encode());
+        raw(&mut m, ann, cy, op::HOST_BALLOT, &[0, 0, 0, 1, 7]);
+        m.run(Duration::from_millis(300));
+        assert_eq!(m.client(cy).stats().votes_refused, 4, "junk, another epoch, a forged caller, a junk ballot");
+        assert!(m.client(cy).host_vote().is_none());
+        assert!(m.client(cy).closed().is_none());
+
+        // A STEP_DOWN whose majority is not one of the host's own count: refused.
+        m.mesh.peers[bob].client.send_meta(op::STEP_DOWN, &StepDown { id: 1, yes: 1, electorate: 1 }.encode());
+        m.run(Duration::from_millis(300));
+        assert_eq!(m.mesh.server.handed_off(), None);
+        let stats = m.mesh.server.migration_stats();
+        assert_eq!((stats.step_down_requests, stats.step_downs_refused), (1, 1));
+        // One that does not decode closes its sender with 4400, and only it.
+        m.mesh.peers[bob].client.send_meta(op::STEP_DOWN, &[0, 0, 0, 1, 0, 3, 0, 2]);
+        m.run(Duration::from_millis(300));
+        assert_eq!(m.client(bob).closed().map(|c| c.0), Some(4400));
+        assert_eq!(m.mesh.server.handed_off(), None);
+        assert!(m.client(ann).closed().is_none() && m.client(cy).closed().is_none());
+    }
+
+    #[test]
+    fn a_host_voted_away_takes_its_own_player_to_the_successor() {
+        let (mut m, [ann, bob, cy]) = three_clients(4);
+        let all = [ann, bob, cy];
+        let before = slots(&m, &all);
+        // ann takes over a crash: her player is on the in-process link to her own server.
+        m.kill_first_host();
+        assert!(m.run_until(Duration::from_secs(3), |m| all_follow(m, &all, PeerKey(1), 2)));
+        // ann's list: bob and cy (her own player never), each shadowing her.
+        let ready = m.run_until(Duration::from_secs(4), |m| {
+            [bob, cy].iter().all(|i| m.mesh.peers[*i].shadow.is_some())
+                && m.client(bob).succession().is_some_and(|s| s.epoch == 2 && s.peers.len() == 2)
+        });
+        assert!(ready, "bob and cy shadow ann: {:?}", m.new_hosts[0].1.succession());
+        let first = m.new_hosts[0].1.succession()[0];
+        let first_i = first.0 as usize - 1;
+
+        // A vote ann's own player cannot take part in: 2 of 2 say yes.
+        assert!(m.mesh.peers[ann].client.call_change_host().is_none(), "the host's own player may not call it");
+        m.mesh.peers[bob].client.call_change_host().expect("bob may call it");
+        assert!(m.run_until(Duration::from_secs(1), |m| m.client(cy).host_vote().is_some()));
+        assert_eq!(m.client(cy).host_vote().map(|v| v.electorate), Some(2));
+        assert!(m.mesh.peers[cy].client.answer_change_host(true));
+        assert!(m.run_until(Duration::from_secs(1), |m| !m.retired.is_empty()), "ann's server steps down");
+        let (who, superseded, handed_off, tick, ref at_handoff) = m.retired[0];
+        assert_eq!((who, superseded, handed_off), (ann, None, Some(first)));
+        let at_handoff = at_handoff.clone();
+
+        // Everyone, ann included, follows the first successor at epoch 3 in their own slots.
+        let resumed = m.run_until(Duration::from_secs(3), |m| {
+            all_follow(m, &all, first, 3) && all.iter().all(|i| m.client(*i).stats().migrations == 2)
+        });
+        assert!(
+            resumed,
+            "everyone follows {first}: {:?}",
+            all.map(|i| (m.client(i).host_peer(), m.client(i).stats().clone()))
+        );
+        assert_eq!(slots(&m, &all), before, "same slots and tokens");
+        assert_eq!(m.client(ann).stats().step_downs, 1);
+        let (who, _, from_tick, ref start) = m.takeovers[1];
+        assert_eq!((who, from_tick), (first_i, tick), "the successor continues from ann's very tick");
+        assert_eq!(start, &at_handoff, "scores and teams as ann's server had them");
+        assert!(start.iter().any(|s| s.1 == "ann"), "ann plays on");
+        let rewinds = all.map(|i| m.client(i).stats().rewind_ms);
+        assert!(rewinds.iter().all(|r| *r == Some(0.0)), "no client saw the match go back: {rewinds:?}");
+
+        // The match goes on with ann as a client, her keys reaching the new host.
+        let new_host = &m.new_hosts.iter().find(|(i, _)| *i == first_i).expect("the successor hosts").1;
+        let tick = new_host.host().tick();
+        let seq = m.mesh.peers[ann].client.key(KeyAction::Down, "left").expect("a key");
+        m.run(Duration::from_secs(1));
+        let new_host = &m.new_hosts.iter().find(|(i, _)| *i == first_i).expect("the successor hosts").1;
+        assert!(new_host.host().tick() >= tick + 100, "the match goes on");
+        // (Read on the host: a frame carries ann's player block only while her tank lives.)
+        let ann_player = PlayerId(m.client(ann).welcome().expect("welcomed").player_id);
+        let participants = new_host.host().world().resource::<vimp_host::engine::players::Participants>();
+        let last_seq = participants.0.get(&ann_player).map(|p| p.keys.last_input_seq());
+        assert_eq!(last_seq, Some(seq), "ann's keys reach the new host");
     }
 }
 

@@ -10,7 +10,10 @@
 //! Host migration: the client keeps the host's newest [`Succession`] list
 //! ([`Client::succession`]) and, when it is one of the first successors, queues the
 //! checkpoints (put back together from their parts) and log batches it receives
-//! ([`Client::take_migration`]) for the app to feed its shadow.
+//! ([`Client::take_migration`]) for the app to feed its shadow. It reports its open mesh
+//! links to the host (`LINKS`, once after the welcome and whenever they change): the host
+//! lists only successors linked to every other peer. A successor whose shadow diverged or
+//! missed log entries asks for a fresh checkpoint with [`Client::request_checkpoint`].
 //!
 //! # Losing the host
 //!
@@ -27,20 +30,46 @@
 //!   (the welcome says which). Stale and lower-ranked claims are refused and counted;
 //! - nobody claiming within [`ClientConfig::give_up`] closes the client with 4408.
 //!
+//! # Two hosts at once, and the process that hosted
+//!
+//! Two successors may claim at the same epoch (both promoted at once). The loser's
+//! server notices the better claim ([`Claim::beats`]); its process stops it, takes the
+//! mesh transport back and calls [`Client::step_down`]: the client it had handed over to
+//! its own server goes back onto the mesh and follows the winner with its token, like any
+//! client that hears a better claim. A process whose server handed the match off (a
+//! graceful quit, or the `@changeHost` vote below) does the same with
+//! [`Client::follow_handoff`]: its player waits for the successor's claim on the mesh.
+//!
+//! # The `@changeHost` vote
+//!
+//! Any player of the host's succession list may call it ([`Client::call_change_host`]);
+//! it runs between the clients (`HOST_VOTE`, `HOST_BALLOT`), the host never sees it. Every
+//! client that takes it shows it ([`Client::host_vote`], a [`HostVoteView`]) and answers
+//! with [`Client::answer_change_host`]; whoever counts a strict majority of yes asks the
+//! host to step down (`STEP_DOWN`), and the host hands the match off. The rule and the
+//! payloads are in [`crate::migration`'s docs](crate::migration#the-changehost-vote).
+//!
 //! [`ClientStats`] keeps the figures: host changes, resume time (host loss noticed →
-//! first snapshot from the new host) and rewind (match time the new host's first snapshot
-//! is behind the old host's last).
+//! first snapshot from the new host) and rewind (match time lost: the old host's newest
+//! snapshot minus the tick the new host continues from, which its `CLAIM` says).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 
 use crate::frame::{self, Channel, op};
 use crate::input::{KeyAction, KeyTable};
-use crate::migration::{CheckpointAssembler, Claim, Handoff, MigrationPayload, Succession};
+use crate::migration::{
+    CheckpointAssembler, Claim, Handoff, HostBallot, HostVote, Links, MIN_REQUEST_INTERVAL, MigrationPayload,
+    Succession,
+};
 use crate::schema::SnapshotSchema;
 use crate::session::{ClientEvent, ClientSession, ClientSessionConfig, Hello, Welcome};
 use crate::snapshot::{Frame, unpack};
 use crate::transport::{PeerKey, Transport, TransportEvent};
+
+mod host_vote;
+
+pub use host_vote::HostVoteView;
 
 /// Figures of a client's life.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -71,14 +100,28 @@ pub struct ClientStats {
     pub host_lost_at: Option<Duration>,
     /// The last host change's resume time: host loss noticed → first snapshot from the new host.
     pub resume: Option<Duration>,
-    /// The last host change's rewind, ms of match time: the old host's last snapshot minus the
-    /// new host's first (0 when nothing was lost).
+    /// The last host change's rewind, ms of match time lost: the newest match time this client
+    /// saw from the old host (its last snapshot's) minus the time of the tick the new host
+    /// continues from (its `CLAIM`'s; without a claim — the successor's own player, a
+    /// claimant that stepped down — its welcome's), at the host config's `engine.timeStepMs`
+    /// per tick; 0 when nothing was lost.
     pub rewind_ms: Option<f64>,
     /// Claims refused: stale (an epoch not above the one known), lower-ranked, or from a peer
     /// outside the succession list.
     pub claims_refused: u64,
     /// Times the host went silent past the timeout and then spoke again before anyone took over.
     pub stalls_survived: u64,
+    /// Times this client's process stopped hosting and the client went back onto the mesh
+    /// ([`Client::step_down`], [`Client::follow_handoff`]).
+    pub step_downs: u32,
+    /// `@changeHost` votes this client called or took part in.
+    pub host_votes: u32,
+    /// Of those, the ones that passed (this client asked the host to step down).
+    pub host_votes_passed: u32,
+    /// `HOST_VOTE` and `HOST_BALLOT` frames refused: they did not decode or came out of
+    /// place (another vote open, another epoch, a forged caller, a sender outside the
+    /// electorate, or this client outside it: spectators and the host's own player).
+    pub votes_refused: u64,
 }
 
 /// How a client notices a lost host.
@@ -133,6 +176,9 @@ struct Resuming {
 /// How many decoded frames [`Client::take_frames`] keeps for a caller that does not take them.
 pub const MAX_QUEUED_FRAMES: usize = 64;
 
+/// How many ballots that came ahead of their `@changeHost` vote a client keeps (one per voter).
+pub const MAX_EARLY_BALLOTS: usize = 64;
+
 /// How many migration payloads [`Client::take_migration`] keeps for a caller that does not take them.
 pub const MAX_QUEUED_MIGRATION: usize = 1024;
 
@@ -159,6 +205,12 @@ pub struct Client<T: Transport> {
     settings: ClientConfig,
     /// Mesh peers whose links are open.
     peers: BTreeSet<PeerKey>,
+    /// The tick the host change in progress continues from (its claim's, else its welcome's).
+    resume_tick: Option<u32>,
+    /// When this client last asked for a checkpoint.
+    checkpoint_requested: Option<Duration>,
+    /// The links last reported to the host followed (`None`: not since its welcome).
+    links_reported: Option<Vec<PeerKey>>,
     /// Whether a new peer gets a hello (before the host answered, and after a hand-over).
     searching: bool,
     /// The followed host's (epoch, rank): its claim's, or (welcome epoch, 0) for the first host.
@@ -167,6 +219,12 @@ pub struct Client<T: Transport> {
     resuming: Option<Resuming>,
     sent: VecDeque<(u32, KeyAction, u8)>,
     now: Duration,
+    /// The `@changeHost` vote open, if any.
+    host_vote: Option<host_vote::Tally>,
+    /// `@changeHost` votes this client called.
+    votes_called: u32,
+    /// Ballots that came before their vote, by voter.
+    early_ballots: BTreeMap<PeerKey, HostBallot>,
 }
 
 impl<T: Transport> Client<T> {
@@ -198,12 +256,18 @@ impl<T: Transport> Client<T> {
             stats: ClientStats::default(),
             settings: config,
             peers: BTreeSet::new(),
+            links_reported: None,
+            resume_tick: None,
+            checkpoint_requested: None,
             searching: true,
             following: (0, 0),
             lost: None,
             resuming: None,
             sent: VecDeque::new(),
             now: Duration::ZERO,
+            host_vote: None,
+            votes_called: 0,
+            early_ballots: BTreeMap::new(),
         }
     }
 
@@ -233,7 +297,8 @@ impl<T: Transport> Client<T> {
         let epoch = self.following.0;
         let me = self.transport.local_id();
         let (lost_at, old_host, successors) = match self.lost.take() {
-            Some(l) => (l.at, l.host, l.successors),
+            // A host that handed off lives on, and its process joins the new host as a client.
+            Some(l) => (l.at, l.host.filter(|_| l.handoff_to.is_none()), l.successors),
             None => (self.now, self.host_peer(), self.succession.as_ref().map(|s| s.peers.clone()).unwrap_or_default()),
         };
         let rank = successors.iter().position(|p| Some(*p) == me).unwrap_or(usize::from(u8::MAX)).min(255) as u8;
@@ -247,7 +312,217 @@ impl<T: Transport> Client<T> {
         self.checkpoints = CheckpointAssembler::new();
         self.following = (epoch + 1, rank);
         self.resuming = Some(Resuming { lost_at, last_time_ms });
+        self.resume_tick = None;
         Some(Handover { transport, peers, epoch, rank })
+    }
+
+    /// This process's server lost to a better claim — `winner`'s, `claim` (the server's
+    /// `superseded()`) — and was stopped: the client, handed over to that server's in-process
+    /// link by [`Client::hand_over`], goes back onto `mesh` (the server's mesh transport, links
+    /// open), linked to `peers` (the server's peers; this client's own in-process ends are
+    /// left out), says hello to the winner with its token and sends again the inputs the
+    /// winner has not applied. Returns the in-process link, for the caller to drop. Before a
+    /// welcome only the transports are swapped.
+    pub fn step_down(&mut self, mesh: T, peers: impl IntoIterator<Item = PeerKey>, winner: PeerKey, claim: Claim) -> T {
+        let local = self.rejoin_mesh(mesh, peers);
+        let Some(token) = self.welcome.as_ref().map(|w| w.token) else { return local };
+        let now = self.now;
+        self.lost = None;
+        self.begin_resume(now);
+        self.hello.resume_token = Some(token);
+        self.following = (claim.epoch, claim.rank);
+        self.host = Some((winner, ClientSession::new(ClientSessionConfig::new(self.hello.clone()), now)));
+        local
+    }
+
+    /// This process's server handed the match off to `to` (the server's `handed_off()`: a
+    /// graceful quit, or the `@changeHost` vote) and was stopped: the client, on that
+    /// server's in-process link, goes back onto `mesh` linked to `peers` (as for
+    /// [`Client::step_down`]) and, the host lost, waits for `to`'s claim like every other
+    /// client (the successor greets this process's mesh peer too). Returns the in-process link.
+    pub fn follow_handoff(&mut self, mesh: T, peers: impl IntoIterator<Item = PeerKey>, to: PeerKey) -> T {
+        let local = self.rejoin_mesh(mesh, peers);
+        let now = self.now;
+        let old = self.host.take().map(|(p, _)| p);
+        match self.lost.as_mut() {
+            Some(lost) => {
+                lost.handoff_to = Some(to);
+                lost.stalled = None;
+                if !lost.successors.contains(&to) {
+                    lost.successors.insert(0, to);
+                }
+            }
+            None if self.welcome.is_some() => {
+                let mut successors = self.succession.as_ref().map(|s| s.peers.clone()).unwrap_or_default();
+                if !successors.contains(&to) {
+                    successors.insert(0, to);
+                }
+                self.stats.host_lost_at = Some(now);
+                self.begin_resume(now);
+                self.lost = Some(Lost { at: now, host: old, successors, handoff_to: Some(to), stalled: None });
+            }
+            None => {}
+        }
+        local
+    }
+
+    /// Swaps the in-process link for `mesh`, linked to `peers` (see [`Client::step_down`]).
+    fn rejoin_mesh(&mut self, mesh: T, peers: impl IntoIterator<Item = PeerKey>) -> T {
+        let local = std::mem::replace(&mut self.transport, mesh);
+        let (own, inner) = (self.transport.local_id(), local.local_id());
+        self.peers = peers.into_iter().filter(|p| Some(*p) != own && Some(*p) != inner).collect();
+        self.candidates.clear();
+        self.searching = false;
+        self.checkpoints = CheckpointAssembler::new();
+        self.host_vote = None;
+        self.stats.step_downs += 1;
+        local
+    }
+
+    /// A host change starts now, unless one is under way already (its first snapshot not in).
+    fn begin_resume(&mut self, now: Duration) {
+        if self.resuming.is_none() {
+            let last_time_ms = self.last_frame.as_ref().map(|f| f.server_time_ms);
+            self.resuming = Some(Resuming { lost_at: now, last_time_ms });
+        }
+    }
+
+    /// Whether this client may call the `@changeHost` vote now: no vote is open, it follows
+    /// a host, and that host's newest succession list names it (spectators and the hosting
+    /// player never).
+    pub fn may_call_change_host(&self) -> bool {
+        let me = self.transport.local_id();
+        self.host_vote.is_none()
+            && self.lost.is_none()
+            && self.welcome.is_some()
+            && self.host_peer().is_some()
+            && self.electorate().is_some_and(|e| me.is_some_and(|me| e.contains(&me)))
+    }
+
+    /// Calls the `@changeHost` vote (see the module docs): `HOST_VOTE` goes to every mesh peer
+    /// but the host, and this client votes yes. Returns the vote's id; `None`, and nothing is
+    /// sent, without a host to vote away, when this client is not in the host's succession
+    /// list (spectators, the host's own player) or while a vote is open.
+    pub fn call_change_host(&mut self) -> Option<u32> {
+        let me = self.transport.local_id()?;
+        let host = self.host_peer().filter(|_| self.lost.is_none() && self.welcome.is_some())?;
+        if self.host_vote.is_some() {
+            return None;
+        }
+        let id = HostVote::id_for(me, self.votes_called.wrapping_add(1));
+        let vote = HostVote { epoch: self.following.0, caller: me, id };
+        let tally = host_vote::Tally::new(vote, &self.electorate()?, self.now)?;
+        self.votes_called = self.votes_called.wrapping_add(1);
+        self.stats.host_votes += 1;
+        self.host_vote = Some(tally);
+        self.send_to_voters(op::HOST_VOTE, &vote.encode(), host);
+        self.settle_host_vote(self.now);
+        self.flush(self.now);
+        Some(id)
+    }
+
+    /// The `@changeHost` vote open, for a window to show (at the time of the last update).
+    pub fn host_vote(&self) -> Option<HostVoteView> {
+        self.host_vote.as_ref().map(|t| t.view(self.transport.local_id(), self.now))
+    }
+
+    /// Answers the open `@changeHost` vote: `HOST_BALLOT` goes to every mesh peer but the host
+    /// (a second answer replaces the first). `false`, and nothing is sent, with no vote open or
+    /// when this client may not vote.
+    pub fn answer_change_host(&mut self, yes: bool) -> bool {
+        let (Some(me), Some(host)) = (self.transport.local_id(), self.host_peer()) else { return false };
+        let Some(tally) = self.host_vote.as_mut() else { return false };
+        if !tally.answer(me, yes) {
+            return false;
+        }
+        let ballot = HostBallot { id: tally.vote.id, yes }.encode();
+        self.send_to_voters(op::HOST_BALLOT, &ballot, host);
+        self.settle_host_vote(self.now);
+        self.flush(self.now);
+        true
+    }
+
+    /// The electorate of a `@changeHost` vote: the followed host's succession list.
+    fn electorate(&self) -> Option<Vec<PeerKey>> {
+        self.succession.as_ref().filter(|s| s.epoch == self.following.0).map(|s| s.peers.clone())
+    }
+
+    /// A `HOST_VOTE` or `HOST_BALLOT` from a fellow client (see the module docs).
+    fn on_vote_frame(&mut self, peer: PeerKey, opcode: u8, payload: &[u8], now: Duration) {
+        let taken = match opcode {
+            op::HOST_VOTE => HostVote::decode(payload).is_ok_and(|vote| self.take_host_vote(peer, vote, now)),
+            _ => HostBallot::decode(payload).is_ok_and(|ballot| match self.host_vote.as_mut() {
+                Some(tally) if tally.vote.id == ballot.id => tally.answer(peer, ballot.yes),
+                Some(_) => false,
+                None => {
+                    // Ahead of its vote (which came the longer way round): kept for it.
+                    if self.early_ballots.len() < MAX_EARLY_BALLOTS || self.early_ballots.contains_key(&peer) {
+                        self.early_ballots.insert(peer, ballot);
+                    }
+                    true
+                }
+            }),
+        };
+        if !taken {
+            self.stats.votes_refused += 1;
+        }
+    }
+
+    /// Opens `vote`, called by `peer`, if this client takes it (see the module docs).
+    fn take_host_vote(&mut self, peer: PeerKey, vote: HostVote, now: Duration) -> bool {
+        let Some(me) = self.transport.local_id() else { return false };
+        if vote.caller != peer || vote.epoch != self.following.0 || self.lost.is_some() || self.welcome.is_none() {
+            return false;
+        }
+        if let Some(open) = &self.host_vote {
+            return open.vote == vote;
+        }
+        let Some(mut tally) =
+            self.electorate().filter(|e| e.contains(&me)).and_then(|e| host_vote::Tally::new(vote, &e, now))
+        else {
+            return false;
+        };
+        for (voter, ballot) in std::mem::take(&mut self.early_ballots) {
+            if ballot.id == vote.id {
+                tally.answer(voter, ballot.yes);
+            }
+        }
+        self.stats.host_votes += 1;
+        self.host_vote = Some(tally);
+        true
+    }
+
+    /// Closes the open vote when it failed, its time is up or the host changed; asks the host
+    /// to step down (once) when it passed.
+    fn settle_host_vote(&mut self, now: Duration) {
+        let Some(tally) = self.host_vote.as_mut() else { return };
+        if tally.vote.epoch != self.following.0 || tally.expired(now) {
+            self.host_vote = None;
+            self.early_ballots.clear();
+            return;
+        }
+        match tally.outcome(now) {
+            host_vote::Outcome::Open => {}
+            host_vote::Outcome::Failed => self.host_vote = None,
+            host_vote::Outcome::Passed if !tally.step_down_sent => {
+                if let Some((_, session)) = self.host.as_mut().filter(|(_, s)| s.is_active()) {
+                    session.send_meta(op::STEP_DOWN, &tally.step_down().encode());
+                    tally.step_down_sent = true;
+                    self.stats.host_votes_passed += 1;
+                }
+            }
+            host_vote::Outcome::Passed => {}
+        }
+    }
+
+    /// Sends a frame to every mesh peer but `host`, on the reliable channel.
+    fn send_to_voters(&mut self, opcode: u8, payload: &[u8], host: PeerKey) {
+        let mut bytes = Vec::new();
+        frame::encode(opcode, payload, &mut bytes);
+        for peer in self.peers.iter().copied().filter(|p| *p != host).collect::<Vec<_>>() {
+            self.stats.bytes_out += bytes.len() as u64;
+            self.transport.send(self.now, peer, Channel::Reliable, bytes.clone());
+        }
     }
 
     /// The mesh peers this client has an open link to (the host and fellow clients).
@@ -314,6 +589,22 @@ impl<T: Transport> Client<T> {
     /// them to its shadow (at most [`MAX_QUEUED_MIGRATION`] are kept; the oldest go first).
     pub fn take_migration(&mut self) -> Vec<MigrationPayload> {
         self.migration.drain(..).collect()
+    }
+
+    /// Asks the host for a fresh checkpoint (`CHECKPOINT_REQUEST`): a successor calls it while
+    /// its shadow wants one (it diverged or missed log entries), and may call it every frame:
+    /// a request goes at most once per [`MIN_REQUEST_INTERVAL`] (the host answers no more
+    /// often), on the next [`Client::update`]. Returns whether one was queued (not without
+    /// a host, nor too soon after the last). The host answers only the successors it streams to.
+    pub fn request_checkpoint(&mut self) -> bool {
+        let now = self.now;
+        if self.checkpoint_requested.is_some_and(|at| now < at + MIN_REQUEST_INTERVAL) {
+            return false;
+        }
+        let Some((_, session)) = self.host.as_mut().filter(|(_, s)| s.is_active()) else { return false };
+        session.send_meta(op::CHECKPOINT_REQUEST, &[]);
+        self.checkpoint_requested = Some(now);
+        true
     }
 
     /// Figures.
@@ -426,6 +717,11 @@ impl<T: Transport> Client<T> {
                             Ok(claim) => self.on_claim(peer, claim, now),
                             Err(_) => self.stats.claims_refused += 1,
                         }
+                    } else if channel == Channel::Reliable
+                        && let Ok(f) = frame::parse(&bytes)
+                        && matches!(f.opcode, op::HOST_VOTE | op::HOST_BALLOT)
+                    {
+                        self.on_vote_frame(peer, f.opcode, f.payload, now);
                     }
                 }
             }
@@ -450,6 +746,7 @@ impl<T: Transport> Client<T> {
                 session.flush_inputs(now);
             }
         }
+        self.report_links();
         if let Some((_, session)) = &self.host
             && session.is_active()
             && now.saturating_sub(session.last_heard()) >= self.settings.host_timeout
@@ -462,7 +759,25 @@ impl<T: Transport> Client<T> {
             let reason = "the host is gone and nobody took over".to_owned();
             self.closed.get_or_insert((crate::session::close::HEARTBEAT, reason));
         }
+        self.settle_host_vote(now);
         self.flush(now);
+    }
+
+    /// A tick's match time, ms: the host config's `engine.timeStepMs` (120 Hz without one).
+    fn tick_ms(&self) -> f64 {
+        let configured = self.config.as_ref().and_then(|c| c["engine"]["timeStepMs"].as_f64());
+        configured.filter(|ms| ms.is_finite() && *ms > 0.0).unwrap_or(1000.0 / 120.0)
+    }
+
+    /// Sends the host the open mesh links (`LINKS`) when they differ from the last report.
+    fn report_links(&mut self) {
+        let Some((_, session)) = self.host.as_mut().filter(|(_, s)| s.is_active()) else { return };
+        if self.links_reported.as_ref().is_some_and(|r| r.iter().eq(self.peers.iter())) {
+            return;
+        }
+        let links = Links { peers: self.peers.iter().copied().collect() };
+        session.send_meta(op::LINKS, &links.encode());
+        self.links_reported = Some(links.peers);
     }
 
     /// The host is gone: with a succession list, wait for a successor (see the module docs);
@@ -516,6 +831,7 @@ impl<T: Transport> Client<T> {
             self.resuming = Some(Resuming { lost_at: now, last_time_ms });
         }
         self.hello.resume_token = Some(token);
+        self.resume_tick = Some(claim.tick);
         self.following = (claim.epoch, claim.rank);
         self.checkpoints = CheckpointAssembler::new();
         self.candidates.clear();
@@ -538,6 +854,10 @@ impl<T: Transport> Client<T> {
                     return;
                 }
                 self.stats.welcomed_at = Some(now);
+                self.links_reported = None;
+                if self.resuming.is_some() {
+                    self.resume_tick.get_or_insert(w.tick);
+                }
                 self.stats.host_epoch = w.epoch;
                 self.following.0 = w.epoch;
                 self.next_seq = self.next_seq.max(w.input_seq + 1);
@@ -586,7 +906,11 @@ impl<T: Transport> Client<T> {
                         if let Some(r) = self.resuming.take() {
                             self.stats.migrations += 1;
                             self.stats.resume = Some(now.saturating_sub(r.lost_at));
-                            self.stats.rewind_ms = r.last_time_ms.map(|t| (t - frame.server_time_ms).max(0.0));
+                            let from_ms = match self.resume_tick.take() {
+                                Some(tick) => tick as f64 * self.tick_ms(),
+                                None => frame.server_time_ms,
+                            };
+                            self.stats.rewind_ms = r.last_time_ms.map(|t| (t - from_ms).max(0.0));
                         }
                         if let (Some(p), Some((_, session))) = (&frame.player, self.host.as_mut()) {
                             session.ack_inputs(p.last_input_seq);

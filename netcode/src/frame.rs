@@ -155,8 +155,18 @@ pub mod op {
     pub const SUCCESSION: u8 = 42;
     /// Host migration: graceful handoff to the successor after a final checkpoint.
     pub const HANDOFF: u8 = 43;
-    /// Host migration: a successor that took the match over announces itself (epoch, rank).
+    /// Host migration: a successor that took the match over announces itself (epoch, rank, tick).
     pub const CLAIM: u8 = 44;
+    /// Host migration: a client's open mesh links (client → host), for the succession rule.
+    pub const LINKS: u8 = 45;
+    /// Host migration: a successor whose shadow diverged asks for a checkpoint (client → host, empty).
+    pub const CHECKPOINT_REQUEST: u8 = 46;
+    /// The `@changeHost` vote: a client calls it (client → clients, never to the host).
+    pub const HOST_VOTE: u8 = 47;
+    /// The `@changeHost` vote: a client's answer (client → clients, never to the host).
+    pub const HOST_BALLOT: u8 = 48;
+    /// The `@changeHost` vote passed: the host is asked to hand the match off (client → host).
+    pub const STEP_DOWN: u8 = 49;
     /// One chunk of a frame above [`MAX_MESSAGE`](super::MAX_MESSAGE) bytes, see the [module docs](super).
     pub const CHUNK: u8 = 255;
 
@@ -679,6 +689,19 @@ mod tests {
         assert_eq!(engine, [32, 33, 34, 35, 36, 37, 40, 41, 42, 43, 44, 255]);
         for code in engine {
             assert!(!server.contains(&code) && !client.contains(&code), "engine opcode {code} collides with a port");
+        }
+        // Host migration's data plane, client → host.
+        let data_plane = [op::LINKS, op::CHECKPOINT_REQUEST];
+        assert_eq!(data_plane, [45, 46]);
+        for code in data_plane {
+            assert!(!server.contains(&code) && !client.contains(&code) && !engine.contains(&code), "{code} collides");
+        }
+        // The `@changeHost` vote.
+        let vote = [op::HOST_VOTE, op::HOST_BALLOT, op::STEP_DOWN];
+        assert_eq!(vote, [47, 48, 49]);
+        for code in vote {
+            let taken = server.contains(&code) || client.contains(&code) || engine.contains(&code);
+            assert!(!taken && !data_plane.contains(&code), "{code} collides");
         }
     }
 

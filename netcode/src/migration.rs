@@ -8,12 +8,22 @@
 //! # Ranking
 //!
 //! [`rank`] orders the candidates: peers that are connected, past their handshake, play
-//! (no spectators) and do not live in the host's own process. They are sorted by
+//! (no spectators), do not live in the host's own process and can reach everyone. They
+//! are sorted by
 //!
 //! 1. their smoothed RTT to the host, in [`RTT_BUCKET_MS`] buckets (so that jitter does
 //!    not reorder the list); peers without a sample yet come after those with one;
 //! 2. then join order (who joined first ranks first);
 //! 3. then peer key, so the order is total.
+//!
+//! A successor that takes over can only serve the peers it has a link to, so every client
+//! reports its open mesh links to the host (`LINKS`, see below) once after its welcome and
+//! whenever they change. A candidate *reaches everyone* ([`reaches_all`]) when its last
+//! report names every other connected remote peer of the host: players and spectators past
+//! their handshake, but neither the host itself nor the peers in the host's own process
+//! (its local player). A candidate that has not reported yet reaches everyone only when
+//! there is no other remote peer; one that does not is left out of the list until a report
+//! says it does.
 //!
 //! # `SUCCESSION` payload (big-endian)
 //!
@@ -43,6 +53,10 @@
 //! |-------:|-----:|---------|---------------------------------------------------------|
 //! | 0      | 4    | `epoch` | the new host's epoch (`u32`): the old one plus one      |
 //! | 4      | 1    | `rank`  | the claimant's place in the old succession list (`u8`)  |
+//! | 5      | 4    | `tick`  | the tick the new host continues from (`u32`)            |
+//!
+//! A client that follows the claim reckons the match time it lost from `tick`: the newest
+//! match time it saw from the old host minus `tick`'s ([`ClientStats::rewind_ms`](crate::client::ClientStats::rewind_ms)).
 //!
 //! A client takes a claim only when it beats the host it follows by `(epoch, −rank)`:
 //! a stale claim (an epoch not above the one known) or a lower-ranked one at the same
@@ -58,6 +72,76 @@
 //! | 0      | 4    | `epoch` | the leaving host's epoch (`u32`)          |
 //! | 4      | 16   | `to`    | the successor's peer key (`u128`)         |
 //!
+//! # `LINKS` payload (big-endian)
+//!
+//! A client → host report of the mesh peers the client has an open link to (the host
+//! among them; see [Ranking](#ranking)), on the reliable channel:
+//!
+//! | offset | size   | field   | meaning                                      |
+//! |-------:|-------:|---------|----------------------------------------------|
+//! | 0      | 1      | `n`     | number of peers (≤ [`MAX_LINKS`])             |
+//! | 1      | 16 × n | `peers` | their peer keys (`u128`)                      |
+//!
+//! # `CHECKPOINT_REQUEST` payload (client → host)
+//!
+//! Empty. A successor whose shadow diverged from the host's log or missed entries of it
+//! asks for a fresh checkpoint instead of waiting for the periodic one. The host answers a
+//! peer it streams to with a checkpoint (after the log so far, like any checkpoint), at most
+//! one per [`MIN_REQUEST_INTERVAL`] per peer, and ignores requests from other peers; a
+//! client sends no more often either. A request with a payload is a protocol violation.
+//!
+//! # The `@changeHost` vote
+//!
+//! Players may vote the host away (spec 000, votes): the vote runs between the clients,
+//! not on port 7, so the host it is about never sees it; a window shows it as the engine
+//! vote [`CHANGE_HOST_VOTE`] (`@changeHost`; names starting with `@` are reserved for the
+//! engine's votes).
+//!
+//! - **Electorate**: the peers of the host's newest succession list as each client holds
+//!   it — the connected remote players that can reach everyone (no spectators, not the
+//!   host's own local player, see [Ranking](#ranking)). Every client has that list, so
+//!   every client counts the same way, and the host's own count is the same list.
+//! - **Calling**: a client of the electorate sends `HOST_VOTE` to every mesh peer but the
+//!   host, on the reliable channel; the caller votes yes. A client takes it when its epoch
+//!   is the one of the host it follows, the sender is the caller and in its electorate, it
+//!   is in the electorate itself and no other vote is open; the vote is open for
+//!   [`HOST_VOTE_TIME`] from when it arrived.
+//! - **Answering**: `HOST_BALLOT` to every mesh peer but the host; a later ballot from
+//!   the same voter replaces its earlier one. Ballots from outside the electorate are ignored.
+//! - **Passing**: once the yes votes a client counts are a strict majority of its
+//!   electorate, it sends `STEP_DOWN` to the host (once per vote; every client that counts
+//!   the majority does, so the vote passes even if one of them is gone). The vote fails when
+//!   a majority said no (a strict yes majority can no longer come) or its time is up.
+//! - **Stepping down**: the host takes a `STEP_DOWN` only from a peer of its succession list
+//!   (connected, past its handshake, remote, a player) and only if `yes × 2` exceeds the
+//!   length of that list — its own count, not the sender's. It then hands the match off
+//!   (log, final checkpoint, `HANDOFF` to the first successor): no tick is lost. The host
+//!   cannot check the ballots (it never sees them); it checks that the majority claimed is
+//!   one of its own electorate.
+//!
+//! # `HOST_VOTE` payload (big-endian, client → clients)
+//!
+//! | offset | size | field    | meaning                                                   |
+//! |-------:|-----:|----------|-----------------------------------------------------------|
+//! | 0      | 4    | `epoch`  | the epoch of the host the vote is about (`u32`)           |
+//! | 4      | 16   | `caller` | the caller's peer key (`u128`), the sender itself          |
+//! | 20     | 4    | `id`     | the vote's id (`u32`), chosen by the caller ([`HostVote::id_for`]) |
+//!
+//! # `HOST_BALLOT` payload (big-endian, client → clients)
+//!
+//! | offset | size | field | meaning                          |
+//! |-------:|-----:|-------|----------------------------------|
+//! | 0      | 4    | `id`  | the vote's id (`u32`)            |
+//! | 4      | 1    | `yes` | `1` yes, `0` no (anything else is an error) |
+//!
+//! # `STEP_DOWN` payload (big-endian, client → host)
+//!
+//! | offset | size | field        | meaning                                              |
+//! |-------:|-----:|--------------|------------------------------------------------------|
+//! | 0      | 4    | `id`         | the vote's id (`u32`)                                |
+//! | 4      | 2    | `yes`        | yes votes counted (`u16`), `≤ electorate`            |
+//! | 6      | 2    | `electorate` | the electorate's size as the sender counts it (`u16`), `≥ 1` |
+//!
 //! # Checkpoint parts
 //!
 //! Parts come in order on the reliable channel: [`CheckpointAssembler`] takes index 0 as
@@ -70,6 +154,19 @@ use crate::transport::PeerKey;
 
 /// Most successors a [`Succession`] lists.
 pub const MAX_SUCCESSORS: usize = 32;
+
+/// Shortest time between two checkpoints a successor asks for (`CHECKPOINT_REQUEST`): the
+/// host answers at most one request per peer in it, and a client sends no more often.
+pub const MIN_REQUEST_INTERVAL: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// Most peers a [`Links`] report names.
+pub const MAX_LINKS: usize = u8::MAX as usize;
+
+/// The engine vote a window shows for a `HOST_VOTE` (see [the `@changeHost` vote](self#the-changehost-vote)).
+pub const CHANGE_HOST_VOTE: &str = "@changeHost";
+
+/// How long a `@changeHost` vote stays open.
+pub const HOST_VOTE_TIME: std::time::Duration = std::time::Duration::from_secs(15);
 
 /// Width of the RTT buckets of the ranking rule, ms.
 pub const RTT_BUCKET_MS: f64 = 20.0;
@@ -116,12 +213,22 @@ pub enum MigrationError {
         /// The payload's size.
         len: usize,
     },
+    /// A `LINKS` payload whose length does not match its count.
+    #[error("links report of {len} bytes does not match its count")]
+    BadLinks {
+        /// The payload's size.
+        len: usize,
+    },
     /// A checkpoint above [`MAX_CHECKPOINT`] bytes.
     #[error("checkpoint of {len} bytes or more exceeds {MAX_CHECKPOINT}")]
     TooLarge {
         /// The size reached.
         len: usize,
     },
+    /// A `HOST_BALLOT` whose answer is neither 0 nor 1, or a `STEP_DOWN` counting more yes
+    /// votes than voters or no voters at all.
+    #[error("malformed change-host vote payload")]
+    BadVote,
 }
 
 /// The host's succession list: who takes over, in order, if it goes.
@@ -170,6 +277,8 @@ pub struct Claim {
     pub epoch: u32,
     /// Its place in the succession list it succeeded by (0 is the first successor).
     pub rank: u8,
+    /// The tick the new host continues from (its shadow's).
+    pub tick: u32,
 }
 
 impl Claim {
@@ -177,13 +286,18 @@ impl Claim {
     pub fn encode(&self) -> Vec<u8> {
         let mut out = self.epoch.to_be_bytes().to_vec();
         out.push(self.rank);
+        out.extend_from_slice(&self.tick.to_be_bytes());
         out
     }
 
     /// Reads a `CLAIM` payload.
     pub fn decode(bytes: &[u8]) -> Result<Claim, MigrationError> {
         match bytes {
-            &[e0, e1, e2, e3, rank] => Ok(Claim { epoch: u32::from_be_bytes([e0, e1, e2, e3]), rank }),
+            &[e0, e1, e2, e3, rank, t0, t1, t2, t3] => Ok(Claim {
+                epoch: u32::from_be_bytes([e0, e1, e2, e3]),
+                rank,
+                tick: u32::from_be_bytes([t0, t1, t2, t3]),
+            }),
             _ => Err(MigrationError::BadControl { len: bytes.len() }),
         }
     }
@@ -221,6 +335,152 @@ impl Handoff {
     }
 }
 
+/// A client's open mesh links (`LINKS`, see the module docs).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Links {
+    /// The peers it has an open link to (a client sends them in ascending order).
+    pub peers: Vec<PeerKey>,
+}
+
+impl Links {
+    /// The `LINKS` payload (at most [`MAX_LINKS`] peers are written).
+    pub fn encode(&self) -> Vec<u8> {
+        let peers = &self.peers[..self.peers.len().min(MAX_LINKS)];
+        let mut out = Vec::with_capacity(1 + 16 * peers.len());
+        out.push(peers.len() as u8);
+        for p in peers {
+            out.extend_from_slice(&p.0.to_be_bytes());
+        }
+        out
+    }
+
+    /// Reads a `LINKS` payload.
+    pub fn decode(bytes: &[u8]) -> Result<Links, MigrationError> {
+        let Some((&n, rest)) = bytes.split_first() else { return Err(MigrationError::BadLinks { len: 0 }) };
+        if rest.len() != 16 * n as usize {
+            return Err(MigrationError::BadLinks { len: bytes.len() });
+        }
+        let peers =
+            rest.chunks_exact(16).map(|c| PeerKey(u128::from_be_bytes(c.try_into().unwrap_or_default()))).collect();
+        Ok(Links { peers })
+    }
+}
+
+/// Whether `peer`, with its last links `report` (`None`: none yet), reaches every one of
+/// `remote`, the host's other connected remote peers (see [Ranking](self#ranking); `peer`
+/// itself may be among them).
+pub fn reaches_all(peer: PeerKey, report: Option<&[PeerKey]>, remote: &[PeerKey]) -> bool {
+    let mut others = remote.iter().filter(|p| **p != peer);
+    match report {
+        Some(linked) => others.all(|p| linked.contains(p)),
+        None => others.next().is_none(),
+    }
+}
+
+/// A call for the `@changeHost` vote (`HOST_VOTE`, see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HostVote {
+    /// The epoch of the host the vote is about.
+    pub epoch: u32,
+    /// Who called it (it votes yes).
+    pub caller: PeerKey,
+    /// The vote's id.
+    pub id: u32,
+}
+
+impl HostVote {
+    /// The id of `caller`'s `n`-th vote: its key folded to 32 bits plus `n`, so that two
+    /// callers' votes hardly ever share an id and one caller's never do.
+    pub fn id_for(caller: PeerKey, n: u32) -> u32 {
+        let k = caller.0;
+        ((k ^ (k >> 32) ^ (k >> 64) ^ (k >> 96)) as u32).wrapping_add(n)
+    }
+
+    /// The `HOST_VOTE` payload.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(24);
+        out.extend_from_slice(&self.epoch.to_be_bytes());
+        out.extend_from_slice(&self.caller.0.to_be_bytes());
+        out.extend_from_slice(&self.id.to_be_bytes());
+        out
+    }
+
+    /// Reads a `HOST_VOTE` payload.
+    pub fn decode(bytes: &[u8]) -> Result<HostVote, MigrationError> {
+        let bad = MigrationError::BadControl { len: bytes.len() };
+        let Some((epoch, rest)) = bytes.split_first_chunk::<4>() else { return Err(bad) };
+        let Some((caller, id)) = rest.split_first_chunk::<16>() else { return Err(bad) };
+        let id: [u8; 4] = id.try_into().map_err(|_| bad)?;
+        Ok(HostVote {
+            epoch: u32::from_be_bytes(*epoch),
+            caller: PeerKey(u128::from_be_bytes(*caller)),
+            id: u32::from_be_bytes(id),
+        })
+    }
+}
+
+/// An answer to the `@changeHost` vote (`HOST_BALLOT`, see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HostBallot {
+    /// The vote's id.
+    pub id: u32,
+    /// Yes (change the host) or no.
+    pub yes: bool,
+}
+
+impl HostBallot {
+    /// The `HOST_BALLOT` payload.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = self.id.to_be_bytes().to_vec();
+        out.push(u8::from(self.yes));
+        out
+    }
+
+    /// Reads a `HOST_BALLOT` payload.
+    pub fn decode(bytes: &[u8]) -> Result<HostBallot, MigrationError> {
+        match *bytes {
+            [i0, i1, i2, i3, yes @ (0 | 1)] => {
+                Ok(HostBallot { id: u32::from_be_bytes([i0, i1, i2, i3]), yes: yes == 1 })
+            }
+            [_, _, _, _, _] => Err(MigrationError::BadVote),
+            _ => Err(MigrationError::BadControl { len: bytes.len() }),
+        }
+    }
+}
+
+/// A passed `@changeHost` vote, to the host (`STEP_DOWN`, see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StepDown {
+    /// The vote's id.
+    pub id: u32,
+    /// Yes votes counted.
+    pub yes: u16,
+    /// The electorate's size, as the sender counts it.
+    pub electorate: u16,
+}
+
+impl StepDown {
+    /// The `STEP_DOWN` payload.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = self.id.to_be_bytes().to_vec();
+        out.extend_from_slice(&self.yes.to_be_bytes());
+        out.extend_from_slice(&self.electorate.to_be_bytes());
+        out
+    }
+
+    /// Reads a `STEP_DOWN` payload.
+    pub fn decode(bytes: &[u8]) -> Result<StepDown, MigrationError> {
+        let &[i0, i1, i2, i3, y0, y1, e0, e1] = bytes else {
+            return Err(MigrationError::BadControl { len: bytes.len() });
+        };
+        let (yes, electorate) = (u16::from_be_bytes([y0, y1]), u16::from_be_bytes([e0, e1]));
+        if electorate == 0 || yes > electorate {
+            return Err(MigrationError::BadVote);
+        }
+        Ok(StepDown { id: u32::from_be_bytes([i0, i1, i2, i3]), yes, electorate })
+    }
+}
+
 /// A peer the host may rank.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Candidate {
@@ -232,6 +492,8 @@ pub struct Candidate {
     pub joined: u64,
     /// Whether it may succeed at all (connected, a player, not in the host's process).
     pub eligible: bool,
+    /// Whether it has a link to every other remote peer ([`reaches_all`]).
+    pub reaches_all: bool,
 }
 
 /// The eligible candidates in succession order (see the module docs for the rule).
@@ -240,7 +502,7 @@ pub fn rank(candidates: &[Candidate]) -> Vec<PeerKey> {
         Some(ms) if ms.is_finite() => (ms.max(0.0) / RTT_BUCKET_MS).floor() as u64,
         _ => u64::MAX,
     };
-    let mut eligible: Vec<&Candidate> = candidates.iter().filter(|c| c.eligible).collect();
+    let mut eligible: Vec<&Candidate> = candidates.iter().filter(|c| c.eligible && c.reaches_all).collect();
     eligible.sort_by_key(|c| (bucket(c), c.joined, c.peer));
     eligible.into_iter().map(|c| c.peer).collect()
 }
@@ -334,7 +596,13 @@ mod tests {
 
     #[test]
     fn the_rule_is_rtt_bucket_then_join_order_and_skips_the_ineligible() {
-        let c = |peer, rtt_ms, joined, eligible| Candidate { peer: PeerKey(peer), rtt_ms, joined, eligible };
+        let c = |peer, rtt_ms, joined, eligible| Candidate {
+            peer: PeerKey(peer),
+            rtt_ms,
+            joined,
+            eligible,
+            reaches_all: peer != 7,
+        };
         let ranked = rank(&[
             c(1, Some(55.0), 0, true),
             c(2, Some(12.0), 3, true),
@@ -342,21 +610,71 @@ mod tests {
             c(4, None, 2, true),
             c(5, Some(1.0), 4, false),
             c(6, Some(41.0), 5, true),
+            c(7, Some(2.0), 6, true),
         ]);
         // 3 and 2 share the 0–20 ms bucket: 3 joined first; 1 and 6 share 40–60 ms: 1 joined
-        // first; 4 has no sample yet; 5 may not succeed.
+        // first; 4 has no sample yet; 5 may not succeed; 7 cannot reach everyone.
         assert_eq!(ranked, [PeerKey(3), PeerKey(2), PeerKey(1), PeerKey(6), PeerKey(4)]);
     }
 
     #[test]
+    fn a_candidate_reaches_all_when_its_report_names_every_other_remote_peer() {
+        let k = PeerKey;
+        let remote = [k(1), k(2), k(3)];
+        assert!(reaches_all(k(1), Some(&[k(9), k(2), k(3)]), &remote), "itself and extra peers do not matter");
+        assert!(!reaches_all(k(1), Some(&[k(9), k(2)]), &remote), "no link to 3");
+        assert!(!reaches_all(k(1), None, &remote), "no report yet");
+        assert!(reaches_all(k(1), None, &[k(1)]), "alone, no report is needed");
+        assert!(reaches_all(k(1), Some(&[]), &[]));
+    }
+
+    #[test]
+    fn links_layout_is_as_documented() {
+        let l = Links { peers: vec![PeerKey(5), PeerKey(u128::MAX)] };
+        let bytes = l.encode();
+        assert_eq!(bytes.len(), 33);
+        assert_eq!((bytes[0], bytes[16], bytes[17]), (2, 5, 0xff));
+        assert_eq!(Links::decode(&bytes), Ok(l));
+        assert_eq!(Links::decode(&bytes[..32]), Err(MigrationError::BadLinks { len: 32 }));
+        assert_eq!(Links::decode(&[]), Err(MigrationError::BadLinks { len: 0 }));
+        assert_eq!(Links::decode(&[0]), Ok(Links::default()));
+    }
+
+    #[test]
+    fn change_host_vote_layouts_are_as_documented() {
+        let v = HostVote { epoch: 0x0102_0304, caller: PeerKey(5), id: 0x0a0b_0c0d };
+        let bytes = v.encode();
+        assert_eq!(bytes.len(), 24);
+        assert_eq!((&bytes[..4], bytes[19], &bytes[20..]), (&[1, 2, 3, 4][..], 5, &[10, 11, 12, 13][..]));
+        assert_eq!(HostVote::decode(&bytes), Ok(v));
+        assert_eq!(HostVote::decode(&bytes[..23]), Err(MigrationError::BadControl { len: 23 }));
+        assert_ne!(HostVote::id_for(PeerKey(1), 1), HostVote::id_for(PeerKey(2), 1), "callers differ");
+        assert_ne!(HostVote::id_for(PeerKey(1), 1), HostVote::id_for(PeerKey(1), 2), "calls differ");
+
+        assert_eq!(HostBallot { id: 7, yes: true }.encode(), [0, 0, 0, 7, 1]);
+        assert_eq!(HostBallot::decode(&[0, 0, 0, 7, 0]), Ok(HostBallot { id: 7, yes: false }));
+        assert_eq!(HostBallot::decode(&[0, 0, 0, 7, 2]), Err(MigrationError::BadVote));
+        assert_eq!(HostBallot::decode(&[0, 0, 7]), Err(MigrationError::BadControl { len: 3 }));
+
+        let s = StepDown { id: 7, yes: 2, electorate: 3 };
+        assert_eq!(s.encode(), [0, 0, 0, 7, 0, 2, 0, 3]);
+        assert_eq!(StepDown::decode(&s.encode()), Ok(s));
+        assert_eq!(StepDown::decode(&[0, 0, 0, 7, 0, 4, 0, 3]), Err(MigrationError::BadVote), "more yes than voters");
+        assert_eq!(StepDown::decode(&[0, 0, 0, 7, 0, 0, 0, 0]), Err(MigrationError::BadVote), "nobody voted");
+        assert_eq!(StepDown::decode(&[0; 9]), Err(MigrationError::BadControl { len: 9 }));
+        assert_eq!(CHANGE_HOST_VOTE, "@changeHost");
+    }
+
+    #[test]
     fn a_claim_beats_an_older_epoch_or_a_worse_rank_only() {
-        let c = Claim { epoch: 2, rank: 1 };
+        let c = Claim { epoch: 2, rank: 1, tick: 0x0102_0304 };
         assert!(c.beats(1, 0), "a newer epoch beats any rank");
         assert!(c.beats(2, 3), "the same epoch and a better rank");
         assert!(!c.beats(2, 1) && !c.beats(2, 0), "an equal or better host stays");
         assert!(!c.beats(3, 9), "a stale epoch never beats");
-        assert_eq!(c.encode(), [0, 0, 0, 2, 1]);
+        assert_eq!(c.encode(), [0, 0, 0, 2, 1, 1, 2, 3, 4]);
         assert_eq!(Claim::decode(&[0, 0, 2]), Err(MigrationError::BadControl { len: 3 }));
+        assert_eq!(Claim::decode(&[0, 0, 0, 2, 1]), Err(MigrationError::BadControl { len: 5 }), "the tick is due");
         assert_eq!(Handoff::decode(&[0; 19]), Err(MigrationError::BadControl { len: 19 }));
         assert_eq!(Handoff { epoch: 7, to: PeerKey(9) }.encode().len(), 20);
     }
@@ -413,11 +731,33 @@ mod tests {
         }
 
         #[test]
-        fn claims_and_handoffs_round_trip(epoch in any::<u32>(), rank in any::<u8>(), to in any::<u128>()) {
-            let c = Claim { epoch, rank };
+        fn links_round_trip(peers in proptest::collection::vec(any::<u128>(), 0..MAX_LINKS)) {
+            let l = Links { peers: peers.into_iter().map(PeerKey).collect() };
+            prop_assert_eq!(Links::decode(&l.encode()), Ok(l));
+        }
+
+        #[test]
+        fn claims_and_handoffs_round_trip(epoch in any::<u32>(), rank in any::<u8>(), tick in any::<u32>(), to in any::<u128>()) {
+            let c = Claim { epoch, rank, tick };
             prop_assert_eq!(Claim::decode(&c.encode()), Ok(c));
             let h = Handoff { epoch, to: PeerKey(to) };
             prop_assert_eq!(Handoff::decode(&h.encode()), Ok(h));
+        }
+
+        #[test]
+        fn change_host_votes_round_trip(
+            epoch in any::<u32>(),
+            caller in any::<u128>(),
+            id in any::<u32>(),
+            yes in any::<bool>(),
+            counts in (1..=u16::MAX).prop_flat_map(|n| (0..=n, Just(n))),
+        ) {
+            let v = HostVote { epoch, caller: PeerKey(caller), id };
+            prop_assert_eq!(HostVote::decode(&v.encode()), Ok(v));
+            let b = HostBallot { id, yes };
+            prop_assert_eq!(HostBallot::decode(&b.encode()), Ok(b));
+            let s = StepDown { id, yes: counts.0, electorate: counts.1 };
+            prop_assert_eq!(StepDown::decode(&s.encode()), Ok(s));
         }
 
         #[test]
@@ -427,6 +767,10 @@ mod tests {
                 let _ = Succession::decode(f);
                 let _ = Claim::decode(f);
                 let _ = Handoff::decode(f);
+                let _ = Links::decode(f);
+                let _ = HostVote::decode(f);
+                let _ = HostBallot::decode(f);
+                let _ = StepDown::decode(f);
                 let _ = a.push(f);
             }
         }

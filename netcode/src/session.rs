@@ -394,6 +394,13 @@ pub enum HostEvent {
     /// Another peer claims to host the match (a `CLAIM` payload, not yet decoded): the
     /// host compares it with its own and steps down if it loses.
     Claim(Vec<u8>),
+    /// The clients voted the host away (`@changeHost`; a `STEP_DOWN` payload, not yet
+    /// decoded): the host checks the majority against its own count and hands off.
+    StepDown(Vec<u8>),
+    /// The peer's open mesh links (a `LINKS` payload, not yet decoded), for the succession rule.
+    Links(Vec<u8>),
+    /// The peer asks for a checkpoint (`CHECKPOINT_REQUEST`): its shadow diverged.
+    CheckpointRequest,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -509,6 +516,18 @@ impl HostSession {
                     RateVerdict::Abuse => self.close(close::RATE),
                 }
             }
+            (HostState::Active, op::LINKS) => self.events.push_back(HostEvent::Links(frame.payload.to_vec())),
+            (HostState::Active, op::CHECKPOINT_REQUEST) if frame.payload.is_empty() => {
+                self.events.push_back(HostEvent::CheckpointRequest)
+            }
+            (HostState::Active, op::STEP_DOWN) => match self.votes.check(now) {
+                RateVerdict::Allow => self.events.push_back(HostEvent::StepDown(frame.payload.to_vec())),
+                RateVerdict::Drop => {}
+                RateVerdict::Abuse => self.close(close::RATE),
+            },
+            // The `@changeHost` vote runs between clients; one that reaches a host (a peer
+            // that just took the match over) was meant for the client it was.
+            (_, op::HOST_VOTE | op::HOST_BALLOT) => {}
             // A rival claimant (a peer that promoted too) announces itself before any hello.
             (_, op::CLAIM) => self.events.push_back(HostEvent::Claim(frame.payload.to_vec())),
             (_, op::CLOSE) => {
@@ -1145,6 +1164,22 @@ mod tests {
         let (mut host, _) = connected();
         host.handle_message(MS, Channel::Reliable, &vec![op::client::CHAT; frame::MAX_MESSAGE + 1]);
         assert_eq!(host.close_code(), Some(close::PROTOCOL), "a message past the transport limit");
+    }
+
+    #[test]
+    fn links_reports_and_checkpoint_requests_reach_the_host() {
+        let (mut host, mut client) = connected();
+        let _ = std::iter::from_fn(|| host.poll_event()).count();
+        client.send_meta(op::LINKS, &[1; 17]);
+        client.send_meta(op::CHECKPOINT_REQUEST, &[]);
+        progress(&mut host, &mut client, MS);
+        let got: Vec<HostEvent> = std::iter::from_fn(|| host.poll_event()).collect();
+        assert_eq!(got, [HostEvent::Links(vec![1; 17]), HostEvent::CheckpointRequest]);
+        assert!(host.is_active());
+
+        let (mut host, _) = connected();
+        host.handle_message(MS, Channel::Reliable, &[op::CHECKPOINT_REQUEST, 0]);
+        assert_eq!(host.close_code(), Some(close::PROTOCOL), "a checkpoint request has no payload");
     }
 
     #[test]

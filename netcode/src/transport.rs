@@ -166,6 +166,12 @@ impl<A: Transport, B: Transport> Joined<A, B> {
     pub fn new(first: A, second: B) -> Self {
         Joined { first, second, second_peers: Default::default() }
     }
+
+    /// The two transports apart again, links open (a host that steps down gives its
+    /// process the mesh back).
+    pub fn into_parts(self) -> (A, B) {
+        (self.first, self.second)
+    }
 }
 
 impl<A: Transport, B: Transport> Transport for Joined<A, B> {
@@ -251,5 +257,27 @@ mod tests {
         joined.disconnect(PeerKey(3));
         assert_eq!(c.poll(t), [TransportEvent::Disconnected(PeerKey(1))]);
         assert!(b.poll(t).is_empty(), "the other link stays up");
+    }
+
+    #[test]
+    fn a_joined_transport_comes_apart_with_its_links_open() {
+        let (mut a, mut b, mut a2, mut c) = (
+            MemoryTransport::new(PeerKey(1)),
+            MemoryTransport::new(PeerKey(2)),
+            MemoryTransport::new(PeerKey(1)),
+            MemoryTransport::new(PeerKey(3)),
+        );
+        MemoryTransport::connect(&mut a, &mut b, LinkConfig::default());
+        MemoryTransport::connect(&mut a2, &mut c, LinkConfig::default());
+        let mut joined = Joined::new(a, a2);
+        let t = Duration::ZERO;
+        assert_eq!(joined.poll(t).len(), 2);
+        let (mut a, _a2) = joined.into_parts();
+        b.send(t, PeerKey(1), Channel::Reliable, b"still here".to_vec());
+        let got = a.poll(t);
+        assert_eq!(
+            got,
+            [TransportEvent::Message { peer: PeerKey(2), channel: Channel::Reliable, bytes: b"still here".to_vec() }]
+        );
     }
 }

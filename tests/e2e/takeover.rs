@@ -72,6 +72,20 @@ impl Table {
     }
 }
 
+impl Table {
+    /// Every window gets 60 more snapshots, in its own slot (`ids`), still connected.
+    fn plays_on(&mut self, limit: Duration, ids: &[u32]) {
+        let snapshots: Vec<u64> = self.windows.iter().map(|m| m.client.stats().snapshots).collect();
+        self.until(limit, "60 more snapshots in every window", |t| {
+            t.windows.iter().zip(&snapshots).all(|(m, before)| m.client.stats().snapshots > before + 60)
+        });
+        for (i, m) in self.windows.iter().enumerate() {
+            assert_eq!(m.player_id(), Some(ids[i]), "window {i} kept its slot");
+            assert!(m.client.closed().is_none(), "window {i}: {:?}", m.client.closed());
+        }
+    }
+}
+
 fn shadowing(m: &MatchState) -> bool {
     m.standby.as_ref().is_some_and(Standby::is_shadowing)
 }
@@ -108,13 +122,8 @@ fn a_window_takes_the_match_over_on_its_own_thread_and_hands_it_on_when_it_leave
     assert!(table.windows[other].host_banner.is_some());
 
     // Both play on in their own slots, under their own names, with the bots.
-    let snapshots: Vec<u64> = table.windows.iter().map(|m| m.client.stats().snapshots).collect();
-    table.until(limit, "60 more snapshots in both windows", |t| {
-        t.windows.iter().zip(&snapshots).all(|(m, before)| m.client.stats().snapshots > before + 60)
-    });
+    table.plays_on(limit, &ids);
     for (i, m) in table.windows.iter().enumerate() {
-        assert_eq!(m.player_id(), Some(ids[i]), "window {i} kept its slot");
-        assert!(m.client.closed().is_none(), "window {i}: {:?}", m.client.closed());
         assert_eq!(m.stat.rows.len(), 4, "window {i}: two players and two bots");
         assert_eq!(score_row(m).and_then(|r| r.first().cloned()), names[i], "window {i} kept its name");
     }
@@ -128,8 +137,52 @@ fn a_window_takes_the_match_over_on_its_own_thread_and_hands_it_on_when_it_leave
     table.until(limit, "the other window hosting at epoch 3", |t| {
         t.windows[0].promoted.is_some_and(|(_, epoch)| epoch == 3) && t.windows[0].client.stats().host_epoch == 3
     });
-    let before = table.windows[0].client.stats().snapshots;
-    table.until(limit, "60 more snapshots from its own host", |t| t.windows[0].client.stats().snapshots > before + 60);
-    assert_eq!(table.windows[0].player_id(), Some(ids[other]));
-    assert!(table.windows[0].client.closed().is_none());
+    table.plays_on(limit, &[ids[other]]);
+}
+
+#[test]
+fn the_players_vote_the_host_away_twice_and_no_tick_is_lost() {
+    let limit = Duration::from_secs(30);
+    let mut table = Table::new();
+    table.until(limit, "both windows shadowing the host, with frames", |t| {
+        t.windows.iter().all(|m| shadowing(m) && !m.sample.hot.is_empty())
+    });
+    let ids: Vec<u32> = table.windows.iter().map(|m| m.player_id().unwrap()).collect();
+
+    // ann calls the vote (her own yes), bob says yes too: 2 of 2.
+    assert!(table.windows[0].client.may_call_change_host());
+    assert!(table.windows[0].client.call_change_host().is_some());
+    table.until(limit, "bob sees the vote", |t| t.windows[1].client.host_vote().is_some());
+    let vote = table.windows[1].client.host_vote().unwrap();
+    assert_eq!((vote.yes, vote.electorate, vote.answer), (1, 2, None));
+    assert!(!table.windows[1].client.may_call_change_host(), "one vote at a time");
+    assert!(table.windows[1].client.answer_change_host(true));
+    table.until(limit, "the host handing the match off", |t| t.host.as_ref().is_some_and(|h| h.handed_off().is_some()));
+    let last_tick = table.host.as_ref().unwrap().host().tick();
+    table.until(limit, "one window hosting from the host's last tick, both following it", |t| {
+        t.windows.iter().filter(|m| m.promoted.is_some()).count() == 1
+            && t.windows.iter().all(|m| m.client.stats().host_epoch == 2)
+    });
+    let new_host = table.windows.iter().position(|m| m.promoted.is_some()).unwrap();
+    let other = 1 - new_host;
+    assert_eq!(table.windows[new_host].promoted, Some((last_tick, 2)), "the match went on from the very last tick");
+    table.host = None;
+
+    // Now the other one votes the window that hosts away: alone in the electorate (the
+    // hosting player votes not), its yes is a majority.
+    table.until(limit, "the other window listed as the new host's successor", |t| {
+        t.windows[other].client.may_call_change_host() && shadowing(&t.windows[other])
+    });
+    assert!(!table.windows[new_host].client.may_call_change_host(), "the hosting player does not vote");
+    assert!(table.windows[other].client.call_change_host().is_some());
+    table.until(limit, "the other window hosting at epoch 3 and the first one following it", |t| {
+        t.windows[other].promoted.is_some_and(|(_, epoch)| epoch == 3)
+            && t.windows[new_host].promoted.is_none()
+            && t.windows.iter().all(|m| m.client.stats().host_epoch == 3)
+    });
+    table.plays_on(limit, &ids);
+    for (i, m) in table.windows.iter().enumerate() {
+        let rewind = m.client.stats().rewind_ms.unwrap_or(0.0);
+        assert_eq!(rewind, 0.0, "window {i}: no game time lost to a vote");
+    }
 }

@@ -177,9 +177,6 @@ fn two_clients_join_a_host_by_code_over_webrtc() {
     let b = join("bob", "hello from bob");
     let (out_a, status_a) = a.finish(Duration::from_secs(60));
     let (out_b, status_b) = b.finish(Duration::from_secs(60));
-    let report = |out: &str| -> serde_json::Value {
-        serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("a JSON report ({e}):\n{out}"))
-    };
     let (ra, rb) = (report(&out_a), report(&out_b));
     println!("ann: {ra}\nbob: {rb}");
     assert!(status_a.success() && status_b.success(), "both leave cleanly");
@@ -258,9 +255,6 @@ fn the_match_survives_its_host_killed_mid_round() {
 
     let (out_a, status_a, ann_rest) = ann.finish_with_errs(Duration::from_secs(60));
     let (out_b, status_b, bob_rest) = bob.finish_with_errs(Duration::from_secs(60));
-    let report = |out: &str| -> serde_json::Value {
-        serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("a JSON report ({e}):\n{out}"))
-    };
     let (ra, rb) = (report(&out_a), report(&out_b));
     println!("ann: {ra}\nbob: {rb}");
     log.0.extend(ann_rest.into_iter().map(|l| (0, l, false)));
@@ -294,17 +288,12 @@ fn a_host_that_quits_hands_the_match_over_with_no_tick_lost() {
     let (host_out, host_status, host_errs) = host.finish_with_errs(Duration::from_secs(60));
     assert!(host_status.success(), "{host_out}");
     assert!(host_errs.iter().any(|l| l.contains("handed the match to")), "the host handed off: {host_errs:?}");
-    let json_start = host_out.find('{').expect("the host's JSON report");
-    let host_report: serde_json::Value = serde_json::from_str(&host_out[json_start..]).expect("JSON");
-    let last_tick = host_report["ticks"].as_u64().expect("ticks");
+    let (host_json, last_tick) = host_report(&host_out);
 
     let (out_a, status_a, errs_a) = ann.finish_with_errs(Duration::from_secs(60));
     let (out_b, status_b, errs_b) = bob.finish_with_errs(Duration::from_secs(60));
-    let report = |out: &str| -> serde_json::Value {
-        serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("a JSON report ({e}):\n{out}"))
-    };
     let (ra, rb) = (report(&out_a), report(&out_b));
-    println!("host: {host_report}\nann: {ra}\nbob: {rb}\nann: {errs_a:?}\nbob: {errs_b:?}");
+    println!("host: {host_json}\nann: {ra}\nbob: {rb}\nann: {errs_a:?}\nbob: {errs_b:?}");
     assert!(status_a.success() && status_b.success(), "both leave cleanly");
     for r in [&ra, &rb] {
         assert_eq!(r["close_code"], serde_json::Value::Null, "{r}");
@@ -320,4 +309,55 @@ fn a_host_that_quits_hands_the_match_over_with_no_tick_lost() {
         promoted.contains(&last_tick),
         "the successor continues from the host's very last tick {last_tick}: {promoted:?}"
     );
+}
+
+#[test]
+fn the_players_vote_a_headless_host_away_and_no_tick_is_lost() {
+    if !in_own_netns("webrtc::the_players_vote_a_headless_host_away_and_no_tick_is_lost") {
+        return;
+    }
+    let (_signal, host, url) = signal_and_host(&["--seconds", "60", "--json"]);
+    let join = |name: &str, vote: &[&str]| {
+        let mut args =
+            vec!["join", "k7mp2q", "--signal", &url, "--headless", "--name", name, "--seconds", "25", "--json"];
+        args.extend_from_slice(vote);
+        Proc::spawn(&args)
+    };
+    let ann = join("ann", &["--call-change-host", "6"]);
+    let bob = join("bob", &["--change-host-answer", "yes"]);
+    // The host leaves on its own once the vote passed, long before its 60 s.
+    let (host_out, host_status, host_errs) = host.finish_with_errs(Duration::from_secs(60));
+    assert!(host_status.success(), "{host_out}");
+    assert!(host_errs.iter().any(|l| l.contains("the players voted for another host")), "{host_errs:?}");
+    let (host_json, last_tick) = host_report(&host_out);
+    assert!(host_json["seconds"].as_f64().is_some_and(|s| s < 55.0), "{host_json}");
+
+    let (out_a, status_a, errs_a) = ann.finish_with_errs(Duration::from_secs(60));
+    let (out_b, status_b, errs_b) = bob.finish_with_errs(Duration::from_secs(60));
+    let (ra, rb) = (report(&out_a), report(&out_b));
+    println!("host: {host_json}\nann: {ra}\nbob: {rb}\nann: {errs_a:?}\nbob: {errs_b:?}");
+    assert!(errs_a.iter().any(|l| l.contains("called the @changeHost vote")), "{errs_a:?}");
+    assert!(status_a.success() && status_b.success(), "both leave cleanly");
+    for r in [&ra, &rb] {
+        assert_eq!(r["close_code"], serde_json::Value::Null, "{r}");
+        assert!(r["migrations"].as_u64().is_some_and(|n| n >= 1), "the host changed: {r}");
+    }
+    let promoted: Vec<u64> = [&ra, &rb].iter().filter_map(|r| r["promoted_at_tick"].as_u64()).collect();
+    assert!(
+        promoted.contains(&last_tick),
+        "the successor continues from the host's very last tick {last_tick}: {promoted:?}"
+    );
+}
+
+/// A headless client's JSON report (its whole stdout).
+fn report(out: &str) -> serde_json::Value {
+    serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("a JSON report ({e}):\n{out}"))
+}
+
+/// A headless host's JSON report (after the lines it prints first) and its last tick.
+fn host_report(out: &str) -> (serde_json::Value, u64) {
+    let start = out.find('{').unwrap_or_else(|| panic!("the host's JSON report:\n{out}"));
+    let report: serde_json::Value = serde_json::from_str(&out[start..]).expect("JSON");
+    let ticks = report["ticks"].as_u64().expect("ticks");
+    (report, ticks)
 }

@@ -2,7 +2,10 @@
 //!
 //! The spec's "Init JSON" is one object `{ engine, game }`. The engine owns
 //! `engine` (time step in SECONDS, map scale, map set id, fall time, snapshot
-//! schema, seed); `game` is opaque to it and handed to the game once, at start.
+//! schema, seed); `game` is opaque to it and handed to the game once, at start, but for
+//! the few keys of the spec's `gameConfig` the engine acts on: `migration.midRound`
+//! ([`GameMigration`](crate::engine::migration::GameMigration)) and the RTT overrides the
+//! server reads ([`session_config`](crate::engine::server::session_config)).
 
 use serde::{Deserialize, Serialize};
 use vimp_netcode::schema::{SnapshotConfig, SnapshotSchema};

@@ -23,7 +23,7 @@ use crate::engine::map::{MapConfig, MapError};
 use crate::engine::mapstate::{self, MapLoadError, MapState};
 use crate::engine::meta::{MetaMessage, MetaOutbox};
 use crate::engine::migration::log::LogRecorder;
-use crate::engine::migration::{LogEntry, LogEvent};
+use crate::engine::migration::{GameMigration, LogEntry, LogEvent};
 use crate::engine::physics::Physics;
 use crate::engine::players::{self, HostCommand, HostCommands, Participants, PlayerKeys, TickEvents};
 use crate::engine::rng::SplitMix64;
@@ -113,6 +113,7 @@ impl Plugin for HostPlugin {
             .insert_resource(Physics::new(engine.time_step))
             .insert_resource(EngineSettings { config: engine, schema: self.schema.clone() })
             .insert_resource(GameInit(Some(self.config.game.clone())))
+            .insert_resource(GameMigration::from_game(&self.config.game))
             .init_resource::<MapState>()
             .init_resource::<Participants>()
             .init_resource::<HostCommands>()
@@ -185,8 +186,8 @@ pub enum HostError {
 /// A host: the Bevy `App` running the match, driven one tick at a time.
 ///
 /// Once [`Host::start_log`] is called, the driver records the migration log: every tick
-/// with the commands it applied (and a state hash every few ticks), every map load
-/// ([`crate::engine::migration::log`]).
+/// with the commands it applied (and a state hash every few ticks), every map load, and the
+/// chat lines the server hands it ([`Host::log_chat`]) ([`crate::engine::migration::log`]).
 pub struct Host {
     app: App,
     log: Option<LogRecorder>,
@@ -300,6 +301,14 @@ impl Host {
             log.record(LogEvent::Load(Box::new(map.clone())));
         }
         mapstate::load_map(self.app.world_mut(), map)
+    }
+
+    /// Records a chat line the server broadcast (its JSON text) in the log, between ticks, when
+    /// logging: the sim never sees it, a successor's shadow keeps it as recent chat.
+    pub fn log_chat(&mut self, line: &str) {
+        if let Some(log) = &mut self.log {
+            log.record(LogEvent::Chat(line.to_owned()));
+        }
     }
 
     /// Parses, validates and loads a map file's text; `label` names the file in errors.

@@ -25,13 +25,18 @@
 //! System chat lines of the engine's group `s`: `s:1:name` — joined, `s:2:name` — left
 //! (its slot waits for a resume), `s:3:name` — came back with its token.
 //!
-//! Host migration ([`succession`]): the server ranks its players into a succession list,
-//! publishes it to everyone and streams checkpoints and the log to the first successors
+//! Host migration ([`succession`]): the server ranks its players (those linked to every
+//! other peer, by their `LINKS` reports) into a succession list, publishes it to everyone and streams checkpoints and the log to the first successors
 //! ([`ServerConfig::migration`]). A successor's process turns its shadow into a server
 //! with [`Server::from_shadow`] (epoch + 1, every slot waiting for its token, a `CLAIM` to
 //! every peer of the mesh); a leaving host hands the match off with [`Server::hand_off`].
 //! A server that hears a better claim than its own ([`Claim::beats`]) reports it in
 //! [`Server::superseded`]: its process steps down and joins the winner as a client.
+//! Players may vote the host away (`@changeHost`, run between the clients): a `STEP_DOWN`
+//! from a peer of the succession list whose yes votes are a strict majority of that list
+//! makes the server hand the match off ([`Server::handed_off`]). A server that handed off
+//! does nothing more; its process takes the transport back ([`Server::into_transport`],
+//! [`Server::linked_peers`]) and its own player joins the successor as a client.
 
 mod succession;
 
@@ -43,11 +48,11 @@ use vimp_netcode::meta::{
     ChatMessage, Clear, ClientMeta, Keyset, ListRequest, MetaError, MetaMessage, PanelState, PlayerStat, StatTable,
     TechInform, Vote, VoteAnswer, VoteValues,
 };
-use vimp_netcode::migration::{Claim, Handoff};
+use vimp_netcode::migration::{Claim, Handoff, Links};
 use vimp_netcode::session::{HostEvent, HostSession, HostSessionConfig, SessionToken, Welcome, close};
 use vimp_netcode::transport::{PeerKey, Transport};
 
-use crate::engine::migration::{MigrationConfig, Shadow};
+use crate::engine::migration::{GameMigration, MigrationConfig, Shadow};
 use crate::engine::players::{HostCommand, Panels, Participants, PlayerId, PlayerKeys, Scores};
 use crate::engine::roster::Roster;
 use crate::engine::schedule::Host;
@@ -154,8 +159,10 @@ pub struct Server<T: Transport> {
     migration: succession::Migration,
     /// This host's rank in the succession it took over by (0 for the first host).
     rank: u8,
-    /// A peer whose claim beats this host's.
-    superseded: Option<PeerKey>,
+    /// A peer whose claim beats this host's, and that claim.
+    superseded: Option<(PeerKey, Claim)>,
+    /// The successor this server handed the match off to.
+    handed_off: Option<PeerKey>,
     /// Slots restored at a takeover whose keys are let go if no token comes back by then.
     release_due: Vec<(PlayerId, Duration)>,
 }
@@ -218,6 +225,7 @@ impl<T: Transport> Server<T> {
             config,
             rank: 0,
             superseded: None,
+            handed_off: None,
             release_due: Vec::new(),
         }
     }
@@ -228,10 +236,20 @@ impl<T: Transport> Server<T> {
     /// player). Every slot waits for its token (five minutes, like any dropped slot),
     /// spectators, recent chat and a map vote in progress carry over, and every peer of
     /// `takeover.peers` gets a session and the `CLAIM`, sent at once.
+    ///
+    /// When the game's `migration.midRound` is off ([`GameMigration`]), the round does not
+    /// carry over: the current map is loaded again, so the game respawns everyone and starts
+    /// the round afresh; participants, tokens, teams and scores stay.
     pub fn from_shadow(shadow: Shadow, transport: T, mut config: ServerConfig, takeover: Takeover) -> Self {
         let now = takeover.now;
         let epoch = shadow.epoch() + 1;
-        let (host, meta) = shadow.into_parts();
+        let (mut host, meta) = shadow.into_parts();
+        if !host.world().get_resource::<GameMigration>().is_some_and(|g| g.mid_round) {
+            let map = host.world().resource::<crate::engine::mapstate::MapState>().config.clone();
+            if let Some(Err(e)) = map.map(|map| host.load_map(map)) {
+                tracing::error!("restarting the round at the takeover: the map does not load again: {e}");
+            }
+        }
         config.epoch = epoch;
         let mut server = Server::new(host, transport, config);
         let mut roster = meta.roster;
@@ -255,7 +273,7 @@ impl<T: Transport> Server<T> {
         server.rank = takeover.rank;
         server.last = Some(now);
         server.update_receivers();
-        let claim = Claim { epoch, rank: takeover.rank }.encode();
+        let claim = Claim { epoch, rank: takeover.rank, tick: server.host.tick() }.encode();
         for peer in takeover.peers {
             let mut session = HostSession::new(server.config.session.clone(), now);
             session.send(Channel::Reliable, op::CLAIM, &claim);
@@ -268,9 +286,13 @@ impl<T: Transport> Server<T> {
     /// Leaves gracefully: the log so far and a final checkpoint go to the successors, then a
     /// `HANDOFF` naming the first of them to every peer, all put on the transport. The
     /// successor continues from this very tick. Returns it (`None`: nobody can take over,
-    /// and nothing is sent). Stop updating the server afterwards.
+    /// and nothing is sent). The server does nothing more afterwards ([`Server::handed_off`]).
     pub fn hand_off(&mut self, now: Duration) -> Option<PeerKey> {
+        if let Some(to) = self.handed_off {
+            return Some(to);
+        }
         let to = self.migration.first_stream()?;
+        self.handed_off = Some(to);
         self.flush_migration(now);
         let streams = self.migration.stream_peers();
         self.send_checkpoint(&streams, now);
@@ -287,10 +309,26 @@ impl<T: Transport> Server<T> {
         self.config.epoch
     }
 
-    /// A peer whose claim beats this host's, once one was heard: this process should step
-    /// down ([`Server::into_transport`]) and join that peer as a client.
-    pub fn superseded(&self) -> Option<PeerKey> {
+    /// A peer whose claim beats this host's, with that claim, once one was heard: this
+    /// process should stop updating the server, take its transport back
+    /// ([`Server::into_transport`]) and join that peer as a client (the netcode
+    /// `Client::step_down`, with [`Server::linked_peers`]).
+    pub fn superseded(&self) -> Option<(PeerKey, Claim)> {
         self.superseded
+    }
+
+    /// The successor this server handed the match off to ([`Server::hand_off`], called by the
+    /// process or after a passed `@changeHost` vote). From then on [`Server::update`] does
+    /// nothing: the process takes the transport back and its own player follows the successor
+    /// (the netcode `Client::follow_handoff`, with [`Server::linked_peers`]).
+    pub fn handed_off(&self) -> Option<PeerKey> {
+        self.handed_off
+    }
+
+    /// The peers with a session (the mesh peers and this process's own player), for the
+    /// process's client when the server stops hosting.
+    pub fn linked_peers(&self) -> Vec<PeerKey> {
+        self.peers.keys().copied().collect()
     }
 
     /// The transport back, the server dropped (stepping down).
@@ -338,8 +376,11 @@ impl<T: Transport> Server<T> {
         self.peers.len()
     }
 
-    /// One turn of the network loop at `now` (see the module docs).
+    /// One turn of the network loop at `now` (see the module docs). Nothing once handed off.
     pub fn update(&mut self, now: Duration) {
+        if self.handed_off.is_some() {
+            return;
+        }
         for event in self.transport.poll(now) {
             match event {
                 vimp_netcode::transport::TransportEvent::Connected(peer) => {
@@ -361,6 +402,10 @@ impl<T: Transport> Server<T> {
             let events: Vec<HostEvent> = std::iter::from_fn(|| session.poll_event()).collect();
             for event in events {
                 self.on_event(peer, event, now);
+            }
+            if self.handed_off.is_some() {
+                // Voted away: the successor continues from this very tick.
+                return;
             }
         }
         let due: Vec<PlayerId> = self.release_due.iter().filter(|(_, at)| now >= *at).map(|(p, _)| *p).collect();
@@ -494,13 +539,24 @@ impl<T: Transport> Server<T> {
                     self.stats.kicked += 1;
                 }
             }
+            HostEvent::CheckpointRequest => self.migration.checkpoint_requested(peer, now),
+            HostEvent::Links(payload) => match Links::decode(&payload) {
+                Ok(links) => self.migration.links(peer, Some(links.peers)),
+                Err(_) => {
+                    if let Some(s) = self.peers.get_mut(&peer) {
+                        s.close(close::PROTOCOL);
+                    }
+                }
+            },
             HostEvent::Claim(payload) => {
                 if let Ok(claim) = Claim::decode(&payload)
                     && claim.beats(self.config.epoch, self.rank)
+                    && self.superseded.is_none_or(|(_, best)| claim.beats(best.epoch, best.rank))
                 {
-                    self.superseded = Some(peer);
+                    self.superseded = Some((peer, claim));
                 }
             }
+            HostEvent::StepDown(payload) => self.on_step_down(peer, &payload, now),
         }
     }
 
@@ -523,7 +579,7 @@ impl<T: Transport> Server<T> {
             participants.0.get(&player).map_or((String::new(), 0), |p| (p.name.clone(), p.team))
         };
         let line = MetaMessage::from(ChatMessage::User { text: text.into_string(), author, team }).encode();
-        self.migration.chat_line(&line);
+        self.chat_line(&line);
         for session in self.peers.values_mut().filter(|s| s.is_active()) {
             session.send(Channel::Reliable, op::CHAT_DATA, &line);
         }
@@ -622,7 +678,7 @@ impl<T: Transport> Server<T> {
             params: vec![map_name],
         })
         .encode();
-        self.migration.chat_line(&line);
+        self.chat_line(&line);
         for session in self.peers.values_mut().filter(|s| s.is_active()) {
             session.send(Channel::Reliable, op::CHAT_DATA, &line);
         }
@@ -631,7 +687,7 @@ impl<T: Transport> Server<T> {
     /// Sends a system chat line of the engine's group `s` to every client.
     fn system_chat(&mut self, code: u32, name: String) {
         let line = MetaMessage::from(ChatMessage::System { group: "s".into(), code, params: vec![name] }).encode();
-        self.migration.chat_line(&line);
+        self.chat_line(&line);
         for session in self.peers.values_mut().filter(|s| s.is_active()) {
             session.send(Channel::Reliable, op::CHAT_DATA, &line);
         }
@@ -804,6 +860,7 @@ impl<T: Transport> Server<T> {
     fn drop_peer(&mut self, peer: PeerKey, now: Duration) {
         self.peers.remove(&peer);
         self.panels.remove(&peer);
+        self.migration.links(peer, None);
         if let Some(player) = self.roster.disconnected(peer, now) {
             self.migration.meta_dirty = true;
             if let Some(name) = self.roster.seat(player).map(|s| s.nickname.clone()) {

@@ -202,6 +202,24 @@ pub struct TanksConfig {
     pub player_keys: KeyTable,
     /// Round rules.
     pub rounds: RoundRules,
+    /// Host migration.
+    pub migration: MigrationRules,
+}
+
+/// How the match survives a host change (`migration`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct MigrationRules {
+    /// `midRound` (default `true`): a successor continues the round from the host's checkpoint,
+    /// from the tick its shadow has; `false` reloads the map and restarts the round (everyone
+    /// respawns, the round timer and team frags start again), keeping players, teams and scores.
+    pub mid_round: bool,
+}
+
+impl Default for MigrationRules {
+    fn default() -> Self {
+        MigrationRules { mid_round: true }
+    }
 }
 
 /// Tank models by name (one today).
@@ -220,6 +238,7 @@ impl Default for TanksConfig {
             weapons: Weapons::default(),
             player_keys: default_keys(),
             rounds: RoundRules::default(),
+            migration: MigrationRules::default(),
         }
     }
 }

@@ -4,8 +4,10 @@
 //! [`Host::start_log`](crate::engine::schedule::Host::start_log) is called: one
 //! [`LogEvent::Step`] per tick (the tick, the [`HostCommand`]s it applied in queue
 //! order and, every `hash_interval` ticks, [`sim_hash`](crate::engine::state::sim_hash)
-//! after the tick) and one [`LogEvent::Load`] per map load between ticks, in the order
-//! they happened. Entries are numbered from 1 by a sequence number ([`LogEntry::seq`])
+//! after the tick), one [`LogEvent::Load`] per map load between ticks and one
+//! [`LogEvent::Chat`] per chat line the server broadcast
+//! ([`Host::log_chat`](crate::engine::schedule::Host::log_chat)), in the order they
+//! happened. Entries are numbered from 1 by a sequence number ([`LogEntry::seq`])
 //! that a [`Checkpoint`](super::Checkpoint) names as the last entry its state includes,
 //! so a checkpoint taken at any moment between two ticks lines up with the log.
 //!
@@ -23,7 +25,7 @@ use crate::engine::players::HostCommand;
 pub const LOG_KIND: DumpKind = DumpKind(*b"VMPL");
 
 /// Format version of [`LogBatch`]; bump it with any change to its serialised shape.
-pub const LOG_VERSION: u16 = 1;
+pub const LOG_VERSION: u16 = 2;
 
 /// Ticks between two state hashes in the log, by default.
 pub const DEFAULT_HASH_INTERVAL: u32 = 30;
@@ -43,6 +45,9 @@ pub enum LogEvent {
     /// A map was loaded between two ticks (whatever the outcome: a failed load is replayed
     /// to the same failure).
     Load(Box<MapConfig>),
+    /// A chat line the server broadcast between two ticks (its `CHAT_DATA` JSON text): the
+    /// sim ignores it, a shadow adds it to its recent chat.
+    Chat(String),
 }
 
 /// One numbered log entry.
@@ -166,6 +171,7 @@ mod tests {
             8 => (any::<u32>(), proptest::collection::vec(command(), 0..6), any::<Option<u64>>())
                 .prop_map(|(tick, commands, hash)| LogEvent::Step { tick, commands, hash }),
             1 => Just(LogEvent::Load(Box::new(MapConfig::from_json("small", MAP).expect("map")))),
+            2 => ".{0,40}".prop_map(LogEvent::Chat),
         ]
     }
 
@@ -210,6 +216,7 @@ mod tests {
             events: vec![
                 LogEvent::Step { tick: 5, commands: vec![HostCommand::Leave { player: PlayerId(2) }], hash: Some(7) },
                 LogEvent::Load(Box::new(MapConfig::from_json("small", MAP).expect("map"))),
+                LogEvent::Chat(r#"["hi","ann",1]"#.into()),
             ],
         };
         let bytes = batch.encode().expect("encode");

@@ -6,7 +6,12 @@
 //! [`sim_hash`](crate::engine::state::sim_hash) with the host's. A mismatch is counted and
 //! recorded ([`Divergence`]) and the shadow [wants a checkpoint](Shadow::wants_checkpoint):
 //! the next one [offered](Shadow::offer) replaces its state. Entries it already holds are
-//! skipped; a gap in the seqs is an error (and also wants a checkpoint).
+//! skipped; a gap in the seqs is an error (and also wants a checkpoint). A successor does not
+//! wait for the host's periodic checkpoint: while the shadow wants one it asks for it
+//! (`CHECKPOINT_REQUEST`), and the host answers within a round trip.
+//!
+//! Logged chat lines join the meta part's recent chat (at most [`MAX_RECENT_CHAT`] are
+//! kept), so a takeover after a crash has the chat said since the last checkpoint too.
 //!
 //! At takeover the shadow's host is the match ([`Shadow::into_parts`]): the state as of
 //! the last log entry received.
@@ -19,6 +24,10 @@ use crate::engine::schedule::Host;
 
 /// Most divergences a shadow keeps the details of (the count goes on).
 pub const MAX_DIVERGENCES: usize = 64;
+
+/// Most recent chat lines a shadow keeps (the server that takes over keeps its own
+/// [`MigrationConfig::recent_chat`](crate::engine::migration::MigrationConfig::recent_chat) of them).
+pub const MAX_RECENT_CHAT: usize = 256;
 
 /// A logged hash the shadow did not match.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,6 +53,9 @@ pub struct Shadow {
     mismatches: u64,
     divergences: Vec<Divergence>,
     wants_checkpoint: bool,
+    /// The chat lines applied from the log since the newest checkpoint, with their seqs: a
+    /// checkpoint's meta part that does not replace the state keeps those past its seq.
+    logged_chat: Vec<(u64, String)>,
 }
 
 impl Shadow {
@@ -65,6 +77,7 @@ impl Shadow {
             mismatches: 0,
             divergences: Vec::new(),
             wants_checkpoint: false,
+            logged_chat: Vec::new(),
         };
         shadow.check_checkpoint_hash(checkpoint)?;
         Ok(shadow)
@@ -76,6 +89,7 @@ impl Shadow {
         self.epoch = checkpoint.epoch;
         self.seq = checkpoint.log_seq;
         self.meta = checkpoint.meta.clone();
+        self.logged_chat.clear();
         self.wants_checkpoint = false;
         self.rebases += 1;
         self.check_checkpoint_hash(checkpoint)
@@ -94,6 +108,10 @@ impl Shadow {
             return Ok(true);
         }
         self.meta = checkpoint.meta.clone();
+        // Lines the shadow applied past the checkpoint stay (the checkpoint does not hold them).
+        self.logged_chat.retain(|(seq, _)| *seq > checkpoint.log_seq);
+        let later: Vec<String> = self.logged_chat.iter().map(|(_, line)| line.clone()).collect();
+        self.push_chat(later);
         if checkpoint.log_seq == self.seq {
             self.check_checkpoint_hash(checkpoint)?;
         }
@@ -140,10 +158,25 @@ impl Shadow {
                     let _ = self.host.load_map(*map);
                     self.seq = entry.seq;
                 }
+                LogEvent::Chat(line) => {
+                    self.push_chat([line.clone()]);
+                    self.logged_chat.push((entry.seq, line));
+                    let keep = self.logged_chat.len().saturating_sub(MAX_RECENT_CHAT);
+                    self.logged_chat.drain(..keep);
+                    self.seq = entry.seq;
+                }
             }
             applied += 1;
         }
         Ok(applied)
+    }
+
+    /// Appends chat lines to the meta part's recent chat, keeping the last [`MAX_RECENT_CHAT`].
+    fn push_chat(&mut self, lines: impl IntoIterator<Item = String>) {
+        let chat = &mut self.meta.chat;
+        chat.extend(lines);
+        let keep = chat.len().saturating_sub(MAX_RECENT_CHAT);
+        chat.drain(..keep);
     }
 
     fn check_checkpoint_hash(&mut self, checkpoint: &Checkpoint) -> Result<(), MigrationError> {
@@ -178,12 +211,14 @@ impl Shadow {
         self.epoch
     }
 
-    /// The meta part of the newest checkpoint taken.
+    /// The meta part of the newest checkpoint taken, with the chat lines logged since.
     pub fn meta(&self) -> &MetaState {
         &self.meta
     }
 
-    /// Whether the shadow diverged or missed entries and needs a checkpoint.
+    /// Whether the shadow diverged (a hash or a tick did not match) or missed log entries
+    /// since its last checkpoint, and needs a fresh one: a successor asks the host for it
+    /// (`vimp_netcode::client::Client::request_checkpoint`) while this holds.
     pub fn wants_checkpoint(&self) -> bool {
         self.wants_checkpoint
     }

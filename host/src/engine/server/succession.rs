@@ -3,22 +3,37 @@
 //! Every update, after the ticks ran, [`Server::stream_migration`]:
 //!
 //! 1. ranks the connected players by [`vimp_netcode::migration::rank`] (smoothed RTT in
-//!    buckets, then join order; spectators and [`MigrationConfig::local_peers`] never) and
-//!    publishes the list to every peer when it changed or someone new came in
-//!    (`SUCCESSION`);
-//! 2. keeps a stream for each of the first [`MigrationConfig::successors`];
+//!    buckets, then join order; spectators and [`MigrationConfig::local_peers`] never, nor a
+//!    player whose last `LINKS` report misses another connected remote peer) and publishes
+//!    the list to every peer when it changed or someone new came in (`SUCCESSION`);
+//! 2. keeps a stream for each of the first [`MigrationConfig::successors`]; a stream
+//!    outlives its peer's place among them by [`MigrationConfig::checkpoint_interval`] while
+//!    the peer stays connected, so a successor that leaves the list for a moment (its links
+//!    report racing a newcomer's handshake) keeps its shadow in step instead of starting over;
 //! 3. sends the log entries recorded since the last batch (`INPUT_LOG`, at most every
 //!    [`MigrationConfig::log_interval`], reliable) to every stream that has had a checkpoint;
 //! 4. sends a checkpoint (`CHECKPOINT` parts) to a stream that is new, whose last one is
 //!    [`MigrationConfig::checkpoint_interval`] old, or to all of them after a join or a
-//!    leave (the roster's tokens live only in checkpoints). The log is flushed first, so a
-//!    successor always gets the log up to a checkpoint before the checkpoint.
+//!    leave (the roster's tokens live only in checkpoints), or that asked for one
+//!    (`CHECKPOINT_REQUEST`: its shadow diverged; at most one per
+//!    [`MIN_REQUEST_INTERVAL`] per peer, and a peer without a stream is ignored). The log is
+//!    flushed first, so a successor always gets the log up to a checkpoint before the
+//!    checkpoint.
+//!
+//! Chat lines the server broadcasts are kept for checkpoints and logged
+//! ([`LogEvent::Chat`](crate::engine::migration::LogEvent::Chat)), so a successor that takes
+//! over after a crash has the chat said since the last checkpoint.
+//!
+//! A passed `@changeHost` vote reaches the server as `STEP_DOWN` ([`Server::on_step_down`]):
+//! from a peer of the succession list, with yes votes that are a strict majority of that
+//! list (the server's own count of its connected remote players), it hands the match off.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
 use vimp_netcode::frame::{Channel, op};
-use vimp_netcode::migration::{self, Candidate, Succession, checkpoint_parts};
+use vimp_netcode::migration::{self, Candidate, MIN_REQUEST_INTERVAL, StepDown, Succession, checkpoint_parts};
+use vimp_netcode::session::close;
 use vimp_netcode::transport::{PeerKey, Transport};
 
 use super::{MAP_CHANGE_VOTE, Server};
@@ -42,8 +57,17 @@ pub struct MigrationStats {
     pub log_bytes: u64,
     /// Log entries recorded.
     pub log_entries: u64,
+    /// Checkpoint requests answered (each with a checkpoint to its successor).
+    pub checkpoint_requests: u64,
+    /// Checkpoint requests ignored: from a peer without a stream, or too soon after its last.
+    pub checkpoint_requests_ignored: u64,
     /// Migration bytes sent to each successor (frames' opcode and payload).
     pub per_successor: BTreeMap<PeerKey, u64>,
+    /// `STEP_DOWN` requests (passed `@changeHost` votes) received.
+    pub step_down_requests: u64,
+    /// Of those, the ones refused: from outside the succession list, without a majority of
+    /// it, or with nobody to hand off to.
+    pub step_downs_refused: u64,
 }
 
 /// One successor's stream.
@@ -53,6 +77,10 @@ struct Stream {
     next_checkpoint: Duration,
     /// Whether it has had a checkpoint (log batches only follow one).
     synced: bool,
+    /// Since when its peer is no longer among the first successors.
+    unlisted_since: Option<Duration>,
+    /// When its peer last asked for a checkpoint that it got.
+    requested_at: Option<Duration>,
 }
 
 /// The server's migration state.
@@ -72,6 +100,8 @@ pub(super) struct Migration {
     joined: BTreeMap<PlayerId, u64>,
     next_join: u64,
     chat: VecDeque<String>,
+    /// Each peer's last `LINKS` report: the mesh peers it has an open link to.
+    links: BTreeMap<PeerKey, Vec<PeerKey>>,
     stats: MigrationStats,
 }
 
@@ -89,6 +119,7 @@ impl Migration {
             joined: BTreeMap::new(),
             next_join: 0,
             chat: VecDeque::new(),
+            links: BTreeMap::new(),
             stats: MigrationStats::default(),
         }
     }
@@ -107,6 +138,28 @@ impl Migration {
     pub(super) fn freed(&mut self, player: PlayerId) {
         self.joined.remove(&player);
         self.meta_dirty = true;
+    }
+
+    /// A peer reported its open mesh links (`None`: it is gone, and so is its report).
+    pub(super) fn links(&mut self, peer: PeerKey, links: Option<Vec<PeerKey>>) {
+        match links {
+            Some(links) => self.links.insert(peer, links),
+            None => self.links.remove(&peer),
+        };
+    }
+
+    /// A peer asked for a checkpoint: one is due to it now if it has a stream and its last
+    /// answered request is [`MIN_REQUEST_INTERVAL`] old; otherwise the request is ignored.
+    pub(super) fn checkpoint_requested(&mut self, peer: PeerKey, now: Duration) {
+        let stream = self.streams.get_mut(&peer);
+        match stream.filter(|s| s.requested_at.is_none_or(|at| now >= at + MIN_REQUEST_INTERVAL)) {
+            Some(stream) => {
+                stream.requested_at = Some(now);
+                stream.next_checkpoint = Duration::ZERO;
+                self.stats.checkpoint_requests += 1;
+            }
+            None => self.stats.checkpoint_requests_ignored += 1,
+        }
     }
 
     /// The recent chat of a checkpoint, at a takeover.
@@ -143,6 +196,15 @@ impl<T: Transport> Server<T> {
         &self.migration.succession
     }
 
+    /// A chat line goes out (its JSON text): kept for checkpoints, and logged, so that the
+    /// successors' shadows hear it too.
+    pub(super) fn chat_line(&mut self, line: &[u8]) {
+        self.migration.chat_line(line);
+        if self.migration.config.enabled {
+            self.host.log_chat(&String::from_utf8_lossy(line));
+        }
+    }
+
     /// Figures of the migration traffic.
     pub fn migration_stats(&self) -> &MigrationStats {
         &self.migration.stats
@@ -171,6 +233,32 @@ impl<T: Transport> Server<T> {
         Checkpoint::capture(&mut self.host, self.config.epoch, meta)
     }
 
+    /// A `STEP_DOWN` from `peer` (see the module docs): hands the match off when it holds.
+    /// A payload that does not decode closes the peer with 4400.
+    pub(super) fn on_step_down(&mut self, peer: PeerKey, payload: &[u8], now: Duration) {
+        let request = match StepDown::decode(payload) {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::debug!("a STEP_DOWN from {peer} does not decode: {e}");
+                if let Some(s) = self.peers.get_mut(&peer) {
+                    s.close(close::PROTOCOL);
+                }
+                return;
+            }
+        };
+        self.migration.stats.step_down_requests += 1;
+        let voters = self.migration.succession.len();
+        let listed = self.migration.succession.contains(&peer) && self.peers.get(&peer).is_some_and(|s| s.is_active());
+        if !listed || usize::from(request.yes) * 2 <= voters || self.hand_off(now).is_none() {
+            tracing::info!(
+                "STEP_DOWN from {peer} refused: {} yes of {} claimed, {voters} voters here, listed: {listed}",
+                request.yes,
+                request.electorate
+            );
+            self.migration.stats.step_downs_refused += 1;
+        }
+    }
+
     /// See the module docs.
     pub(super) fn stream_migration(&mut self, now: Duration) {
         if !self.migration.config.enabled {
@@ -179,9 +267,17 @@ impl<T: Transport> Server<T> {
         self.publish_succession();
         let wanted: Vec<PeerKey> =
             self.migration.succession.iter().take(self.migration.config.successors).copied().collect();
-        self.migration.streams.retain(|p, _| wanted.contains(p));
+        let grace = self.migration.config.checkpoint_interval;
+        let peers = &self.peers;
+        self.migration.streams.retain(|p, s| {
+            s.unlisted_since = if wanted.contains(p) { None } else { Some(s.unlisted_since.unwrap_or(now)) };
+            let connected = peers.get(p).is_some_and(|s| s.is_active());
+            connected && s.unlisted_since.is_none_or(|t| now < t + grace)
+        });
         for peer in wanted {
-            self.migration.streams.entry(peer).or_insert(Stream { next_checkpoint: Duration::ZERO, synced: false });
+            let fresh =
+                Stream { next_checkpoint: Duration::ZERO, synced: false, unlisted_since: None, requested_at: None };
+            self.migration.streams.entry(peer).or_insert(fresh);
         }
 
         let entries = self.host.take_log();
@@ -220,6 +316,8 @@ impl<T: Transport> Server<T> {
     /// Ranks the candidates; publishes the list when it changed or someone new came in.
     fn publish_succession(&mut self) {
         let local = &self.migration.config.local_peers;
+        let remote: Vec<PeerKey> =
+            self.peers.iter().filter(|(p, s)| s.is_active() && !local.contains(p)).map(|(p, _)| *p).collect();
         let candidates: Vec<Candidate> = self
             .peers
             .iter()
@@ -231,6 +329,11 @@ impl<T: Transport> Server<T> {
                     rtt_ms: self.latency.get(&player).copied(),
                     joined: self.migration.joined.get(&player).copied().unwrap_or(u64::MAX),
                     eligible,
+                    reaches_all: migration::reaches_all(
+                        *peer,
+                        self.migration.links.get(peer).map(Vec::as_slice),
+                        &remote,
+                    ),
                 })
             })
             .collect();
