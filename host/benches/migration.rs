@@ -2,7 +2,7 @@
 //! second, the host's migration upload per successor, the shadow's replay cost.
 //!
 //! A host `Server` on the default map with 14 bots and two `Client`s (the successors, 20 and
-//! 40 ms away, 2 % loss on the unreliable channel) pressing keys, for 60 s of game time in
+//! 40 ms away, 2 % loss on the unreliable channel, linked to each other too) pressing keys, for 60 s of game time in
 //! simulated time; each successor feeds a `Shadow` from what it receives and checks every
 //! logged hash.
 //!
@@ -86,6 +86,10 @@ fn main() {
             Successor { client: Client::new(t, hello), shadow: None, replay: Duration::ZERO, errors: 0 }
         })
         .collect();
+    // A full mesh: a successor must reach every other peer to be listed.
+    if let [a, b] = &mut successors[..] {
+        MemoryTransport::connect(a.client.transport_mut(), b.client.transport_mut(), LinkConfig::new().seed(9));
+    }
 
     let wall = Instant::now();
     let mut now = Duration::ZERO;
