@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Kills the host of a real WebRTC match with SIGKILL at a random moment, N times, and
-# prints how many matches went on and the clients' resume times (host loss noticed →
-# first snapshot from the new host). Not run in CI.
+# prints how many matches went on, the clients' resume times (host loss noticed → first
+# snapshot from the new host) and rewinds (game time lost: the newest tick seen from the
+# old host minus the tick the new host's claim continues from). Not run in CI.
 #
 #   scripts/migration-figures.sh [RUNS=20]
 #   PROFILE=debug scripts/migration-figures.sh   # the dev build (no release build needed)
@@ -48,7 +49,7 @@ done
 python3 - "$out" "$runs" <<'PY'
 import json, os, sys
 out, runs = sys.argv[1], int(sys.argv[2])
-ok, resume, promoted_rewind = 0, [], []
+ok, resume, rewind = 0, [], []
 for i in range(1, runs + 1):
     reports = []
     for name in ("ann", "bob"):
@@ -65,9 +66,13 @@ for i in range(1, runs + 1):
     for r in reports:
         if r and r.get("resume_ms") is not None:
             resume.append(r["resume_ms"])
+        if r and r.get("rewind_ms") is not None:
+            rewind.append(r["rewind_ms"])
 def pct(v, p):
     v = sorted(v)
     return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))] if v else None
 print(json.dumps({"runs": runs, "matches_that_went_on": ok, "resume_ms_p50": pct(resume, 50),
-                  "resume_ms_p99": pct(resume, 99), "resume_samples": len(resume), "logs": out}))
+                  "resume_ms_p99": pct(resume, 99), "resume_samples": len(resume),
+                  "rewind_ms_p50": pct(rewind, 50), "rewind_ms_p99": pct(rewind, 99),
+                  "rewind_samples": len(rewind), "logs": out}))
 PY
