@@ -135,6 +135,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
                 signal: Some(args.signal),
                 spectate: args.spectate,
                 nickname: args.name,
+                host_timeout_ms: Some(args.host_timeout),
             });
             window(args.capture.window(start))
         }

@@ -7,7 +7,7 @@ use anyhow::Context;
 use serde_json::json;
 use vimp_host::engine::server::{Server, ServerConfig};
 use vimp_host::{Host, HostCommand, PlayerId, TanksPlugin};
-use vimp_netcode::client::Client;
+use vimp_netcode::client::{Client, ClientConfig};
 use vimp_netcode::input::KeyAction;
 use vimp_netcode::lobby::{JoinTarget, LobbyCode, room_url};
 use vimp_netcode::session::{Hello, close};
@@ -149,6 +149,10 @@ pub struct JoinArgs {
     /// Seconds after the welcome to wait before saying it (so friends joining meanwhile hear it).
     #[arg(long, default_value_t = 3.0)]
     pub say_after: f64,
+    /// How long the host may stay silent (nothing on either channel) before it counts as
+    /// lost and the successors take over, ms.
+    #[arg(long, value_name = "MS", default_value_t = 500)]
+    pub host_timeout: u64,
     /// Headless: call the `@changeHost` vote this many seconds after the welcome (or as soon
     /// after as the host lists this player as a successor).
     #[arg(long, value_name = "S")]
@@ -192,6 +196,11 @@ const HANDOFF_LINGER: Duration = Duration::from_millis(300);
 /// Waits for [`HANDOFF_LINGER`] with the links still open.
 pub(crate) fn linger() {
     std::thread::sleep(HANDOFF_LINGER);
+}
+
+/// The client's settings with a host timeout of `host_timeout_ms`.
+pub fn client_config(host_timeout_ms: u64) -> ClientConfig {
+    ClientConfig { host_timeout: Duration::from_millis(host_timeout_ms.max(1)), ..ClientConfig::default() }
 }
 
 /// A tanks match on the map file `map` with `bots` bots joined and one tick stepped; with its config.
@@ -310,7 +319,7 @@ pub fn join(args: &JoinArgs) -> anyhow::Result<i32> {
     let ice = args.ice.resolve(&signal)?;
     let start = Instant::now();
     let transport: Box<dyn vimp_netcode::transport::Transport> = Box::new(WebRtcTransport::connect(&url, &ice)?);
-    let mut client = Client::new(transport, hello);
+    let mut client = Client::with_config(transport, hello, client_config(args.host_timeout));
     let mut successor = Successor::new();
     let mut promoted = None;
     let mut said_welcome = false;

@@ -80,6 +80,8 @@ pub enum MatchKind {
         spectate: bool,
         /// The nickname (the settings' one by default).
         nickname: Option<String>,
+        /// How long the host may stay silent before the successors take over, ms (500).
+        host_timeout_ms: Option<u64>,
     },
 }
 
@@ -286,7 +288,7 @@ pub fn start_match(kind: &MatchKind, settings: &Settings) -> anyhow::Result<Matc
             state.room = room.zip(tokens());
             Ok(state)
         }
-        MatchKind::Join { target, password, signal, spectate, nickname: name } => {
+        MatchKind::Join { target, password, signal, spectate, nickname: name, host_timeout_ms } => {
             let nickname = name.as_deref().unwrap_or(nickname);
             let parsed = JoinTarget::parse(target)?;
             let url = parsed.room_url(signal.as_deref().unwrap_or(&settings.signal_url));
@@ -299,7 +301,9 @@ pub fn start_match(kind: &MatchKind, settings: &Settings) -> anyhow::Result<Matc
             if !*spectate {
                 hello.resume_token = tokens.as_ref().and_then(|t| t.recall(&url, std::time::SystemTime::now()));
             }
-            let mut state = MatchState::new(transport, None, clock, hello, format!("joined {url}"));
+            let config = host_timeout_ms.map_or_else(Default::default, crate::net_cmd::client_config);
+            let client = vimp_netcode::client::Client::with_config(transport, hello, config);
+            let mut state = MatchState::with_client(client, None, clock, format!("joined {url}"));
             state.room = tokens.map(|t| (url.clone(), t));
             // A player can be chosen to take the match over; a spectator never is.
             if !*spectate {

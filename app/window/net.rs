@@ -128,7 +128,7 @@ impl MatchState {
         Hello { password, spectator, ..Hello::new(nickname, env!("CARGO_PKG_VERSION")) }
     }
 
-    /// A match over `transport`, saying `hello` to the host.
+    /// A match over `transport`, saying `hello` to the host (with the default host timeout).
     pub fn new(
         transport: Box<dyn Transport>,
         host: Option<EmbeddedHost>,
@@ -136,9 +136,19 @@ impl MatchState {
         hello: Hello,
         title: String,
     ) -> Self {
+        Self::with_client(Client::new(transport, hello), host, clock, title)
+    }
+
+    /// A match played through `client`.
+    pub fn with_client(
+        client: Client<Box<dyn Transport>>,
+        host: Option<EmbeddedHost>,
+        clock: Instant,
+        title: String,
+    ) -> Self {
         MatchState {
             clock,
-            client: Client::new(transport, hello),
+            client,
             host,
             standby: None,
             promoted: None,

@@ -173,6 +173,7 @@ fn menu_ui(
                             signal: None,
                             spectate: state.join_spectate,
                             nickname: None,
+                            host_timeout_ms: None,
                         });
                     }
                     back(ui, &mut state.page);
