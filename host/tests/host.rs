@@ -786,6 +786,30 @@ mod network {
     }
 
     #[test]
+    fn a_player_back_with_its_token_gets_the_chat_said_while_it_was_away() {
+        let mut lan = Lan::new(None);
+        let a = lan.join(hello("ann"));
+        let b = lan.join(hello("bob"));
+        assert!(lan.run_until(Duration::from_secs(2), |l| l.clients.iter().all(|c| c.welcome().is_some())));
+        lan.clients[b].say("before");
+        lan.run(Duration::from_millis(300), None);
+        let token = lan.clients[a].welcome().map(|w| w.token).expect("welcome");
+        // ann's process dies; bob goes on talking.
+        lan.clients[a].transport_mut().disconnect(HOST);
+        lan.run(Duration::from_secs(1), Some(&[b]));
+        lan.clients[b].say("while you were away");
+        lan.run(Duration::from_millis(300), Some(&[b]));
+        let back = lan.join(Hello { resume_token: Some(token), ..hello("ann") });
+        assert!(lan.run_until(Duration::from_secs(2), |l| l.clients[back].welcome().is_some_and(|w| w.resumed)));
+        lan.run(Duration::from_millis(300), None);
+        let said = |c: &Client<MemoryTransport>| -> Vec<String> {
+            c.chat().iter().filter_map(|l| l[0].as_str().filter(|_| l[1] == "bob").map(str::to_owned)).collect()
+        };
+        assert_eq!(said(&lan.clients[back]), ["before", "while you were away"], "{:?}", lan.clients[back].chat());
+        assert_eq!(said(&lan.clients[b]), ["before", "while you were away"], "bob hears nothing twice");
+    }
+
+    #[test]
     fn a_client_that_stops_answering_is_kicked_with_4004() {
         let mut lan = Lan::new(None);
         let a = lan.join(hello("quiet"));
@@ -1653,6 +1677,12 @@ mod migration {
             assert_eq!((w.player_id, w.token, w.epoch, w.resumed), (old.player_id, old.token, 2, true));
             assert_eq!(c.stats().host_epoch, 2);
             assert!(c.closed().is_none(), "{:?}", c.closed());
+        }
+        // The new host's chat history reaches everyone who resumed; nobody hears a line twice.
+        m.run(Duration::from_millis(300));
+        for i in [ann, bob, cy] {
+            let times = |text: &str| m.client(i).chat().iter().filter(|l| l[0] == text).count();
+            assert_eq!((times("still here"), times("just before the crash")), (1, 1), "{:?}", m.client(i).chat());
         }
         let figures: Vec<(Duration, f64)> = [ann, bob, cy]
             .map(|i| (m.client(i).stats().resume.expect("resumed"), m.client(i).stats().rewind_ms.expect("rewind")))

@@ -58,6 +58,7 @@ use std::time::Duration;
 
 use crate::frame::{self, Channel, op};
 use crate::input::{KeyAction, KeyTable};
+use crate::meta::{ChatHistory, ChatMessage};
 use crate::migration::{
     CheckpointAssembler, Claim, Handoff, HostBallot, HostVote, Links, MIN_REQUEST_INTERVAL, MigrationPayload,
     Succession,
@@ -928,9 +929,24 @@ impl<T: Transport> Client<T> {
         }
     }
 
-    /// Migration frames. One that does not decode is counted and ignored: the sender is the
+    /// The host's recent chat after a resumed welcome: the lines after the newest one this
+    /// client already has (all of them when it has none of them) join its chat.
+    fn merge_chat(&mut self, history: Vec<serde_json::Value>) {
+        let seen = self.chat.last().and_then(|last| history.iter().rposition(|line| line == last));
+        let new = seen.map_or(0, |i| i + 1);
+        self.chat.extend(history.into_iter().skip(new));
+    }
+
+    /// Migration frames (and the chat history after a resumed welcome). One that does not decode is counted and ignored: the sender is the
     /// host, and closing the client's only link to the match would lose more than it protects.
     fn on_migration(&mut self, opcode: u8, payload: &[u8]) {
+        if opcode == op::CHAT_HISTORY {
+            match ChatHistory::decode(payload) {
+                Ok(history) => self.merge_chat(history.0.iter().map(ChatMessage::to_json).collect()),
+                Err(_) => self.stats.bad_migration_frames += 1,
+            }
+            return;
+        }
         self.stats.migration_frames += 1;
         let payload = match opcode {
             op::SUCCESSION => {

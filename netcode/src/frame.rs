@@ -167,6 +167,9 @@ pub mod op {
     pub const HOST_BALLOT: u8 = 48;
     /// The `@changeHost` vote passed: the host is asked to hand the match off (client → host).
     pub const STEP_DOWN: u8 = 49;
+    /// The host's recent chat, after a welcome that resumed a slot (host → client, JSON; see
+    /// [`ChatHistory`](crate::meta::ChatHistory)).
+    pub const CHAT_HISTORY: u8 = 50;
     /// One chunk of a frame above [`MAX_MESSAGE`](super::MAX_MESSAGE) bytes, see the [module docs](super).
     pub const CHUNK: u8 = 255;
 
@@ -699,10 +702,11 @@ mod tests {
         // The `@changeHost` vote.
         let vote = [op::HOST_VOTE, op::HOST_BALLOT, op::STEP_DOWN];
         assert_eq!(vote, [47, 48, 49]);
-        for code in vote {
+        for code in vote.into_iter().chain([op::CHAT_HISTORY]) {
             let taken = server.contains(&code) || client.contains(&code) || engine.contains(&code);
             assert!(!taken && !data_plane.contains(&code), "{code} collides");
         }
+        assert_eq!(op::CHAT_HISTORY, 50);
     }
 
     #[test]

@@ -1101,6 +1101,33 @@ impl ChatMessage {
     }
 }
 
+/// Most lines a [`ChatHistory`] carries.
+pub const MAX_CHAT_HISTORY: usize = 256;
+
+/// The host's recent chat, oldest first: what a client that resumes its slot gets after its
+/// welcome (engine opcode `CHAT_HISTORY`), so that a player back from a crash — or anyone
+/// after a host change — has the chat said while it was away. The payload is a JSON array
+/// of `CHAT_DATA` payloads (at most [`MAX_CHAT_HISTORY`], each a valid [`ChatMessage`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChatHistory(pub Vec<ChatMessage>);
+
+impl ChatHistory {
+    /// The payload.
+    pub fn encode(&self) -> Vec<u8> {
+        Value::Array(self.0.iter().map(ChatMessage::to_json).collect()).to_string().into_bytes()
+    }
+
+    /// Reads a payload; errors, never panics.
+    pub fn decode(bytes: &[u8]) -> Result<ChatHistory, MetaError> {
+        const EXPECTED: &str = "an array of at most 256 chat messages";
+        let items = array(parse(bytes)?, "chat history", EXPECTED)?;
+        if items.len() > MAX_CHAT_HISTORY {
+            return Err(shape("chat history", EXPECTED));
+        }
+        items.into_iter().map(ChatMessage::from_json).collect::<Result<_, _>>().map(ChatHistory)
+    }
+}
+
 /// A chat line a client sends (port 6): a JSON string, plain text or a `/command`.
 ///
 /// [`ChatText::parse`] trims it (Unicode white space) and refuses it when it is then
@@ -1853,6 +1880,18 @@ mod tests {
     }
 
     // ---- ports ----
+
+    #[test]
+    fn a_chat_history_refuses_too_many_lines_and_lines_that_are_not_chat() {
+        let line = json!(["hi", "ann", 1]);
+        let ok = Value::Array(vec![line.clone(); MAX_CHAT_HISTORY]).to_string();
+        assert_eq!(ChatHistory::decode(ok.as_bytes()).map(|h| h.0.len()), Ok(MAX_CHAT_HISTORY));
+        let long = Value::Array(vec![line; MAX_CHAT_HISTORY + 1]).to_string();
+        assert!(matches!(ChatHistory::decode(long.as_bytes()), Err(MetaError::Shape { .. })));
+        assert!(ChatHistory::decode(br#"[["hi", "ann"]]"#).is_err());
+        assert!(ChatHistory::decode(br#"{"a": 1}"#).is_err());
+        assert!(ChatHistory::decode(b"[").is_err());
+    }
 
     #[test]
     fn ports_match_the_spec_table() {
@@ -2724,6 +2763,12 @@ mod tests {
         }
 
         #[test]
+        fn chat_history_round_trips(lines in proptest::collection::vec(arb_chat(), 0..20)) {
+            let history = ChatHistory(lines);
+            prop_assert_eq!(ChatHistory::decode(&history.encode()), Ok(history));
+        }
+
+        #[test]
         fn vote_round_trips(vote in arb_vote()) {
             round_trips(&MetaMessage::Vote(vote))?;
         }
@@ -2745,12 +2790,16 @@ mod tests {
                 let _ = MetaMessage::decode(port, &bytes);
                 let _ = ClientMeta::decode(port, &bytes);
             }
+            let _ = ChatHistory::decode(&bytes);
         }
 
         #[test]
         fn random_json_never_panics(value in arb_json()) {
             // Whatever decodes validates and round-trips.
             let bytes = value.to_string().into_bytes();
+            if let Ok(history) = ChatHistory::decode(&bytes) {
+                prop_assert_eq!(ChatHistory::decode(&history.encode()), Ok(history));
+            }
             for port in 0..=u8::MAX {
                 if let Ok(msg) = MetaMessage::decode(port, &bytes) {
                     round_trips(&msg)?;

@@ -45,8 +45,8 @@ use std::time::Duration;
 
 use vimp_netcode::frame::{Channel, op};
 use vimp_netcode::meta::{
-    ChatMessage, Clear, ClientMeta, Keyset, ListRequest, MetaError, MetaMessage, PanelState, PlayerStat, StatTable,
-    TechInform, Vote, VoteAnswer, VoteValues,
+    ChatHistory, ChatMessage, Clear, ClientMeta, Keyset, ListRequest, MetaError, MetaMessage, PanelState, PlayerStat,
+    StatTable, TechInform, Vote, VoteAnswer, VoteValues,
 };
 use vimp_netcode::migration::{Claim, Handoff, Links};
 use vimp_netcode::session::{HostEvent, HostSession, HostSessionConfig, SessionToken, Welcome, close};
@@ -489,6 +489,17 @@ impl<T: Transport> Server<T> {
                             && let Some(old_session) = self.peers.get_mut(&old)
                         {
                             old_session.close(close::REPLACED);
+                        }
+                        if a.resumed {
+                            // Back in its slot (after a crash, or at a new host): the chat
+                            // said meanwhile. The client drops the lines it already has.
+                            let lines = self.migration.recent_chat().filter_map(|l| serde_json::from_str(l).ok());
+                            let history = lines.filter_map(|v| ChatMessage::from_json(v).ok()).collect::<Vec<_>>();
+                            if !history.is_empty()
+                                && let Some(session) = self.peers.get_mut(&peer)
+                            {
+                                session.send(Channel::Reliable, op::CHAT_HISTORY, &ChatHistory(history).encode());
+                            }
                         }
                         self.migration.joined(a.player);
                         let (code, name) = (if a.resumed { 3 } else { 1 }, a.nickname.clone());

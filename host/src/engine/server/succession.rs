@@ -162,6 +162,11 @@ impl Migration {
         }
     }
 
+    /// The recent chat, oldest first: each line a `CHAT_DATA` payload.
+    pub(super) fn recent_chat(&self) -> impl Iterator<Item = &str> {
+        self.chat.iter().map(String::as_str)
+    }
+
     /// The recent chat of a checkpoint, at a takeover.
     pub(super) fn restore_chat(&mut self, lines: Vec<String>) {
         let keep = lines.len().saturating_sub(self.config.recent_chat);
