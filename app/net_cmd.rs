@@ -337,18 +337,11 @@ pub fn join(args: &JoinArgs) -> anyhow::Result<i32> {
     loop {
         let now = start.elapsed();
         client.update(now);
-        match successor.update(&mut client, now) {
-            Some(SuccessorEvent::Promoted { tick, epoch }) => {
-                eprintln!("took the match over at tick {tick} (epoch {epoch})");
+        if let Some(event) = successor.update(&mut client, now) {
+            eprintln!("{event}");
+            if let SuccessorEvent::Promoted { tick, epoch } = event {
                 promoted = Some((tick, epoch));
             }
-            Some(SuccessorEvent::SteppedDown { winner, epoch }) => {
-                eprintln!("stepped down: {winner} took the match over first (epoch {epoch})");
-            }
-            Some(SuccessorEvent::HandedOff { to }) => {
-                eprintln!("the players voted for another host: handed the match to {to}");
-            }
-            None => {}
         }
         if !said_welcome && let Some(w) = client.welcome() {
             said_welcome = true;

@@ -52,6 +52,29 @@ pub enum SuccessorEvent {
     },
 }
 
+impl std::fmt::Display for SuccessorEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SuccessorEvent::Promoted { tick, epoch } => write!(f, "took the match over at tick {tick} (epoch {epoch})"),
+            SuccessorEvent::SteppedDown { winner, epoch } => {
+                write!(f, "stepped down: {winner} took the match over first (epoch {epoch})")
+            }
+            SuccessorEvent::HandedOff { to } => {
+                write!(f, "the players voted for another host: handed the match to {to}")
+            }
+        }
+    }
+}
+
+impl From<RetiredWhy> for SuccessorEvent {
+    fn from(why: RetiredWhy) -> Self {
+        match why {
+            RetiredWhy::SteppedDown { winner, claim } => SuccessorEvent::SteppedDown { winner, epoch: claim.epoch },
+            RetiredWhy::HandedOff { to } => SuccessorEvent::HandedOff { to },
+        }
+    }
+}
+
 /// The two ends of the link between a promoted host and this process's own player:
 /// `(host end, player end)`. The client is handed over to the player end.
 pub fn promoted_link() -> (MemoryTransport, MemoryTransport) {
@@ -183,10 +206,7 @@ impl Successor {
         if self.server.is_some() {
             self.update_server(now);
             let retired = self.retire()?;
-            let event = match retired.why {
-                RetiredWhy::SteppedDown { winner, claim } => SuccessorEvent::SteppedDown { winner, epoch: claim.epoch },
-                RetiredWhy::HandedOff { to } => SuccessorEvent::HandedOff { to },
-            };
+            let event = SuccessorEvent::from(retired.why);
             retired.rejoin(client);
             return Some(event);
         }

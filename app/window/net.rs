@@ -24,9 +24,10 @@ use vimp_netcode::meta::{
 use vimp_netcode::session::Hello;
 use vimp_netcode::transport::Transport;
 
+use crate::successor::SuccessorEvent;
 use crate::window::embedded::{EmbeddedHost, HostNote};
 use crate::window::graph::NetGraph;
-use crate::window::standby::{Standby, StandbyEvent};
+use crate::window::standby::Standby;
 use crate::window::tokens::Tokens;
 
 /// How long a banner stays up.
@@ -206,22 +207,23 @@ impl MatchState {
             standby.update(&mut self.client, now);
             for event in standby.take_events(&mut self.client) {
                 match event {
-                    StandbyEvent::Promoted { tick, epoch } => {
-                        bevy::log::info!("took the match over at tick {tick} (epoch {epoch})");
-                        self.promoted = Some((tick, epoch));
-                        self.title = format!("hosting (took the match over at tick {tick}, epoch {epoch})");
+                    Ok(event) => {
+                        bevy::log::info!("{event}");
+                        self.promoted = match event {
+                            SuccessorEvent::Promoted { tick, epoch } => Some((tick, epoch)),
+                            _ => None,
+                        };
+                        self.title = match event {
+                            SuccessorEvent::Promoted { tick, epoch } => {
+                                format!("hosting (took the match over at tick {tick}, epoch {epoch})")
+                            }
+                            SuccessorEvent::SteppedDown { .. } => {
+                                "joined (another player took the match over first)".into()
+                            }
+                            SuccessorEvent::HandedOff { .. } => "joined (the players voted for another host)".into(),
+                        };
                     }
-                    StandbyEvent::SteppedDown { winner, epoch } => {
-                        bevy::log::info!("stepped down: {winner} took the match over first (epoch {epoch})");
-                        self.promoted = None;
-                        self.title = "joined (another player took the match over first)".into();
-                    }
-                    StandbyEvent::HandedOff { to } => {
-                        bevy::log::info!("the players voted for another host: handed the match to {to}");
-                        self.promoted = None;
-                        self.title = "joined (the players voted for another host)".into();
-                    }
-                    StandbyEvent::Failed(e) => {
+                    Err(e) => {
                         bevy::log::warn!("could not take the match over: {e}");
                         self.map_error = Some(format!("could not take the match over: {e}"));
                     }

@@ -23,9 +23,9 @@ use std::time::{Duration, Instant};
 
 use vimp_netcode::client::{Client, Handover};
 use vimp_netcode::migration::MigrationPayload;
-use vimp_netcode::transport::{MemoryTransport, PeerKey, Transport};
+use vimp_netcode::transport::{MemoryTransport, Transport};
 
-use crate::successor::{Retired, RetiredWhy, Successor, SuccessorEvent, promoted_link};
+use crate::successor::{Retired, Successor, SuccessorEvent, promoted_link};
 
 /// What the window asks of the standby thread.
 enum Command {
@@ -35,31 +35,9 @@ enum Command {
     Promote(Handover<Box<dyn Transport>>, MemoryTransport, Duration),
 }
 
-/// What the standby thread tells the window.
-#[derive(Clone, Debug, PartialEq)]
-pub enum StandbyEvent {
-    /// This process hosts the match now, from this tick at this epoch.
-    Promoted {
-        /// The tick the match goes on from.
-        tick: u32,
-        /// The new host's epoch.
-        epoch: u32,
-    },
-    /// The shadow could not become the host (the client waits for another one).
-    Failed(String),
-    /// Another claimant won the race to take over: this process follows it as a client.
-    SteppedDown {
-        /// The winner.
-        winner: PeerKey,
-        /// Its epoch.
-        epoch: u32,
-    },
-    /// The players voted for another host: the match went to `to`, followed as a client.
-    HandedOff {
-        /// The successor.
-        to: PeerKey,
-    },
-}
+/// What the standby thread tells the window: a change of role, or why the shadow could
+/// not become the host (the client then waits for another one).
+pub type StandbyEvent = Result<SuccessorEvent, String>;
 
 /// What the thread sends the window.
 enum Report {
@@ -76,6 +54,17 @@ struct Shared {
     checkpoints: AtomicU64,
     mismatches: AtomicU64,
     errors: AtomicU64,
+}
+
+impl Shared {
+    /// What the window reads of `successor`.
+    fn publish(&self, successor: &Successor) {
+        self.shadowing.store(successor.is_shadowing(), Ordering::Relaxed);
+        self.wants_checkpoint.store(successor.wants_checkpoint(), Ordering::Relaxed);
+        self.checkpoints.store(successor.checkpoints(), Ordering::Relaxed);
+        self.mismatches.store(successor.mismatches(), Ordering::Relaxed);
+        self.errors.store(successor.errors().len() as u64, Ordering::Relaxed);
+    }
 }
 
 /// A running standby (stopped, and handing the match off if it hosts, when dropped).
@@ -168,12 +157,7 @@ impl Standby {
             match report {
                 Report::Event(event) => events.push(event),
                 Report::Retired(retired) => {
-                    events.push(match retired.why {
-                        RetiredWhy::SteppedDown { winner, claim } => {
-                            StandbyEvent::SteppedDown { winner, epoch: claim.epoch }
-                        }
-                        RetiredWhy::HandedOff { to } => StandbyEvent::HandedOff { to },
-                    });
+                    events.push(Ok(SuccessorEvent::from(retired.why)));
                     retired.rejoin(client);
                     self.promoting = false;
                     self.announced = false;
@@ -207,29 +191,23 @@ fn run(
             successor.update_server(clock.elapsed());
             if let Some(retired) = successor.retire() {
                 let _ = reports.send(Report::Retired(retired));
+                shared.publish(&successor);
             }
             std::thread::sleep(Duration::from_millis(1));
             continue;
         }
         match commands.recv_timeout(Duration::from_millis(10)) {
-            Ok(Command::Feed(payloads)) => {
-                successor.feed_all(payloads);
-                shared.shadowing.store(successor.is_shadowing(), Ordering::Relaxed);
-                shared.wants_checkpoint.store(successor.wants_checkpoint(), Ordering::Relaxed);
-                shared.checkpoints.store(successor.checkpoints(), Ordering::Relaxed);
-                shared.mismatches.store(successor.mismatches(), Ordering::Relaxed);
-                shared.errors.store(successor.errors().len() as u64, Ordering::Relaxed);
-            }
+            Ok(Command::Feed(payloads)) => successor.feed_all(payloads),
             Ok(Command::Promote(handover, host_end, now)) => {
-                let event = match successor.promote(handover, host_end, now) {
-                    Some(SuccessorEvent::Promoted { tick, epoch }) => StandbyEvent::Promoted { tick, epoch },
-                    _ => StandbyEvent::Failed("no shadow to take the match over from".into()),
-                };
-                let _ = reports.send(Report::Event(event));
+                let event = successor.promote(handover, host_end, now);
+                let _ = reports.send(Report::Event(event.ok_or("no shadow to take the match over from".into())));
             }
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Timeout) => continue,
             Err(mpsc::RecvTimeoutError::Disconnected) => return,
         }
+        // After every command: a promoted successor has no shadow any more, so the window
+        // never hands its client over to a successor that cannot take the match.
+        shared.publish(&successor);
     }
     if successor.hand_off(clock.elapsed()) {
         crate::net_cmd::linger();

@@ -405,11 +405,10 @@ impl<T: Transport> Client<T> {
     /// sent, without a host to vote away, when this client is not in the host's succession
     /// list (spectators, the host's own player) or while a vote is open.
     pub fn call_change_host(&mut self) -> Option<u32> {
-        let me = self.transport.local_id()?;
-        let host = self.host_peer().filter(|_| self.lost.is_none() && self.welcome.is_some())?;
-        if self.host_vote.is_some() {
+        if !self.may_call_change_host() {
             return None;
         }
+        let (me, host) = (self.transport.local_id()?, self.host_peer()?);
         let id = HostVote::id_for(me, self.votes_called.wrapping_add(1));
         let vote = HostVote { epoch: self.following.0, caller: me, id };
         let tally = host_vote::Tally::new(vote, &self.electorate()?, self.now)?;

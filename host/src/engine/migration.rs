@@ -94,7 +94,7 @@ pub struct GameMigration {
     /// [`Server::from_shadow`](crate::engine::server::Server::from_shadow) reloads the current
     /// map and the round starts again (the game's map hook respawns everyone), keeping the
     /// participants, their tokens, teams and scores. Without the key the engine reads it off
-    /// (spec 002: without the flag the dump is not used); the tanks game's default is on.
+    /// (spec 002: without the flag the dump is not used); a game plugin may set its own default.
     pub mid_round: bool,
 }
 
