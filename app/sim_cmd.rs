@@ -6,6 +6,7 @@ use std::time::Instant;
 use anyhow::Context;
 use serde_json::json;
 use vimp_host::engine::snapshot::{FrameReceivers, SnapshotStats};
+use vimp_host::tanks::figures::BotFigures;
 use vimp_host::tanks::rounds::Round;
 use vimp_host::tanks::tank::Tank;
 use vimp_host::{Host, HostCommand, PlayerId, TanksPlugin};
@@ -66,12 +67,14 @@ pub fn run(args: &SimArgs) -> anyhow::Result<i32> {
     let mut diverged: Option<u32> = None;
     let started = Instant::now();
     let mut last_progress = Instant::now();
+    let mut figures = BotFigures::default();
     for _ in 0..ticks {
         let t0 = Instant::now();
         host.step();
         tick_us.push(t0.elapsed().as_secs_f64() * 1e6);
         host.take_frames();
         host.take_meta();
+        figures.observe(host.world_mut());
         let tick = host.tick();
         if let Some(twin) = twin.as_mut() {
             twin.step();
@@ -124,6 +127,11 @@ pub fn run(args: &SimArgs) -> anyhow::Result<i32> {
         "snapshot_v5_bytes_per_client_per_s": bytes_per_client_per_s,
         "snapshot_body_bytes_last": stats.last_body_bytes,
         "frags": frags,
+        "frags_per_minute": if match_seconds > 0.0 { frags as f64 * 60.0 / match_seconds } else { 0.0 },
+        "bot_seconds": figures.bot_seconds(),
+        "bot_stuck_seconds": figures.stuck_seconds(),
+        "bot_stuck_share": if figures.bot_seconds() > 0.0 { figures.stuck_seconds() / figures.bot_seconds() } else { 0.0 },
+        "first_contact_s": figures.first_contact_tick().map(|t| t as f64 * dt),
         "round": round.number,
         "games_finished": round.games,
         "dump_bytes": dump.len(),
@@ -141,6 +149,12 @@ pub fn run(args: &SimArgs) -> anyhow::Result<i32> {
             percentile(&tick_us, 0.99)
         );
         println!("snapshot v5: {bytes_per_client_per_s:.0} B/s per client; frags {frags}; state hash {state_hash}");
+        let contact = figures.first_contact_tick().map_or("never".to_owned(), |t| format!("at {:.2} s", t as f64 * dt));
+        println!(
+            "bots: stuck {:.1} s of {:.0} bot-seconds; enemies first in sight {contact}",
+            figures.stuck_seconds(),
+            figures.bot_seconds()
+        );
         println!(
             "state dump: {} bytes, encoded in {dump_encode_us:.0} µs, decoded in {dump_decode_us:.0} µs",
             dump.len()

@@ -6,12 +6,14 @@
 //! - [`weapons`]: tracers, bombs, blasts;
 //! - [`rounds`]: round timer, victory, game over;
 //! - [`bots`]: simple bots;
+//! - [`figures`]: figures of a match of bots (stalls, first contact), read from outside;
 //! - [`predict`]: the client's predictor of its own tank, and shot prediction;
 //! - [`rows`]: the snapshot schema and rows;
 //! - `save`: the game's part of dumps and map loads.
 
 pub mod bots;
 pub mod config;
+pub mod figures;
 pub mod movement;
 pub mod predict;
 pub mod rounds;

@@ -32,6 +32,13 @@ pub struct Bot {
     pub wander_turn: f32,
 }
 
+impl Bot {
+    /// Whether the bot is following a route.
+    pub fn has_route(&self) -> bool {
+        false
+    }
+}
+
 fn press(bits: &mut KeyBits, bit: u8) {
     bits.held |= 1 << bit;
 }

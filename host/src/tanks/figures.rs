@@ -1,0 +1,120 @@
+//! Figures of a match of bots, read from the outside after every tick: stalls, bot-time, first contact.
+//!
+//! `vimp sim` feeds [`BotFigures::observe`] the host's world after each tick. Nothing here
+//! feeds the sim: it only reads the tanks, their bots and the physics world.
+//!
+//! - **Stalls.** A living bot *wants to move* while it has a route or holds a drive key
+//!   (forward or back). It *makes progress* when it gets [`PROGRESS`] world units away
+//!   from where it last made progress. A bot that wants to move and makes no progress for
+//!   over [`STALL_SECONDS`] is stuck: [`BotFigures::stuck_seconds`] sums the whole of every
+//!   such stall (its first second included).
+//! - **First contact.** The first tick at which two living tanks of different teams see
+//!   each other: a ray from one hull's centre to the other's hits the other hull before
+//!   anything else (walls and crates block it).
+
+use std::collections::BTreeMap;
+
+use bevy::prelude::*;
+use rapier2d::prelude::{QueryFilter, Vector};
+
+use crate::engine::physics::Physics;
+use crate::engine::players::{Participants, PlayerId};
+use crate::engine::schedule::{EngineSettings, Tick};
+use crate::tanks::bots::Bot;
+use crate::tanks::config::keys;
+use crate::tanks::rounds::Round;
+use crate::tanks::tank::Tank;
+
+/// How far a bot must get from where it last made progress for it to count as progress, world units.
+pub const PROGRESS: f32 = 8.0;
+
+/// How long a bot may want to move without progress before it counts as stuck, seconds.
+pub const STALL_SECONDS: f32 = 1.0;
+
+#[derive(Clone, Copy, Debug)]
+struct Stall {
+    anchor: [f32; 2],
+    seconds: f32,
+}
+
+/// The figures gathered so far (see the module docs).
+#[derive(Debug, Default)]
+pub struct BotFigures {
+    stalls: BTreeMap<PlayerId, Stall>,
+    stuck_seconds: f64,
+    bot_seconds: f64,
+    first_contact_tick: Option<u32>,
+}
+
+impl BotFigures {
+    /// Reads the world after a tick.
+    pub fn observe(&mut self, world: &mut World) {
+        let dt = world.resource::<EngineSettings>().dt();
+        if !world.resource::<Round>().is_playing() {
+            self.stalls.clear();
+            return;
+        }
+        let mut tanks: Vec<(Tank, Option<Bot>)> =
+            world.query::<(&Tank, Option<&Bot>)>().iter(world).map(|(t, b)| (t.clone(), b.cloned())).collect();
+        tanks.sort_by_key(|(t, _)| t.player);
+        let physics = world.resource::<Physics>();
+        let participants = world.resource::<Participants>();
+        for (tank, bot) in &tanks {
+            let Some(bot) = bot else { continue };
+            if !tank.alive {
+                self.stalls.remove(&tank.player);
+                continue;
+            }
+            self.bot_seconds += f64::from(dt);
+            let pos = tank.position(physics);
+            let held = participants.0.get(&tank.player).map(|p| p.bits).unwrap_or_default();
+            let wants = bot.has_route() || held.is_held(keys::FORWARD) || held.is_held(keys::BACK);
+            let stall = self.stalls.entry(tank.player).or_insert(Stall { anchor: pos, seconds: 0.0 });
+            if !wants || libm::hypotf(pos[0] - stall.anchor[0], pos[1] - stall.anchor[1]) >= PROGRESS {
+                *stall = Stall { anchor: pos, seconds: 0.0 };
+                continue;
+            }
+            let before = stall.seconds;
+            stall.seconds += dt;
+            if stall.seconds > STALL_SECONDS {
+                self.stuck_seconds += f64::from(if before > STALL_SECONDS { dt } else { stall.seconds });
+            }
+        }
+        if self.first_contact_tick.is_none() && any_enemies_in_sight(physics, &tanks) {
+            self.first_contact_tick = Some(world.resource::<Tick>().0);
+        }
+    }
+
+    /// Seconds bots spent stuck (see the module docs).
+    pub fn stuck_seconds(&self) -> f64 {
+        self.stuck_seconds
+    }
+
+    /// Seconds of living bots, summed over the bots (the base of [`Self::stuck_seconds`]).
+    pub fn bot_seconds(&self) -> f64 {
+        self.bot_seconds
+    }
+
+    /// The tick at which two enemies first saw each other, if they did.
+    pub fn first_contact_tick(&self) -> Option<u32> {
+        self.first_contact_tick
+    }
+}
+
+/// Whether two living tanks of different teams see each other.
+fn any_enemies_in_sight(physics: &Physics, tanks: &[(Tank, Option<Bot>)]) -> bool {
+    let alive: Vec<&Tank> = tanks.iter().map(|(t, _)| t).filter(|t| t.alive).collect();
+    alive.iter().enumerate().any(|(i, a)| alive[i + 1..].iter().any(|b| a.team != b.team && sees(physics, a, b)))
+}
+
+/// Whether a ray from `a`'s centre hits `b` first.
+pub fn sees(physics: &Physics, a: &Tank, b: &Tank) -> bool {
+    let (pa, pb) = (a.position(physics), b.position(physics));
+    let d = Vector::new(pb[0] - pa[0], pb[1] - pa[1]);
+    let len = d.length();
+    if len < 1e-3 {
+        return true;
+    }
+    let hit = physics.cast_ray(Vector::new(pa[0], pa[1]), d / len, len, QueryFilter::default().exclude_rigid_body(a.body));
+    hit.is_some_and(|h| h.body == Some(b.body))
+}
