@@ -9,6 +9,7 @@
 //! - [`state`] and [`dump`]: mid-round dumps and their container;
 //! - [`roster`] and [`server`]: slots, tokens and resume; the host on the network;
 //! - [`migration`]: the log, checkpoints and the successor's shadow;
+//! - [`nav`]: navigation (routes, sight, corridors, soft obstacles), rays and the spatial grid;
 //! - [`rng`], [`tags`], [`meta`], [`debug`].
 
 pub mod config;
@@ -18,6 +19,7 @@ pub mod map;
 pub mod mapstate;
 pub mod meta;
 pub mod migration;
+pub mod nav;
 pub mod physics;
 pub mod players;
 pub mod rng;

@@ -5,7 +5,7 @@
 //! - [`tank`]: tanks as entities (join, teams, spawn, damage, death, respawn);
 //! - [`weapons`]: tracers, bombs, blasts;
 //! - [`rounds`]: round timer, victory, game over;
-//! - [`bots`]: simple bots;
+//! - [`bots`]: bots that route, hunt, fight, take cover and keep out of blasts;
 //! - [`figures`]: figures of a match of bots (stalls, first contact), read from outside;
 //! - [`predict`]: the client's predictor of its own tank, and shot prediction;
 //! - [`rows`]: the snapshot schema and rows;
@@ -88,6 +88,7 @@ impl Plugin for TanksPlugin {
             .insert_resource(TanksRules(rules))
             .insert_resource(save::hooks())
             .init_resource::<rounds::Round>()
+            .init_resource::<bots::RecentBlasts>()
             .init_resource::<weapons::NextShotId>();
         app.add_systems(
             HostTick,
@@ -95,6 +96,8 @@ impl Plugin for TanksPlugin {
                 rounds::run_rounds,
                 tank::join_and_leave,
                 tank::respawn_dead,
+                bots::age_blasts,
+                bots::index_tanks,
                 bots::drive_bots,
                 tank::drive_tanks,
                 weapons::fire_weapons,

@@ -1,14 +1,15 @@
 //! `debug_json`: a curated, deterministic view of the match, meant to be read and diffed.
 //!
 //! The state dump is bytes; this is its readable neighbour: bodies, colliders, the
-//! map, the rng state, the tick and the fixed-step accumulator, then the game's own
-//! part. Entries come in handle order, so two dumps diff line by line.
+//! map, the navigation graph and its grids, the spatial grid, the rng state, the tick and
+//! the fixed-step accumulator, then the game's own part. Entries come in handle order, so two dumps diff line by line.
 
 use bevy::prelude::*;
 use rapier2d::prelude::*;
 use serde_json::{Value, json};
 
 use crate::engine::mapstate::MapState;
+use crate::engine::nav::{Nav, NavigationSystem, Spatial};
 use crate::engine::physics::Physics;
 use crate::engine::schedule::{EngineSettings, FixedClock, SimRng, Tick};
 use crate::engine::state::GameHooks;
@@ -84,6 +85,8 @@ pub fn debug_json(world: &mut World) -> Value {
         }),
         _ => Value::Null,
     };
+    let nav = world.resource::<Nav>().0.as_ref().map_or(Value::Null, NavigationSystem::debug_json);
+    let spatial = world.resource::<Spatial>().0.debug_json();
     json!({
         "tick": world.resource::<Tick>().0,
         "accumulator": world.resource::<FixedClock>().accumulator,
@@ -91,6 +94,8 @@ pub fn debug_json(world: &mut World) -> Value {
         "bodies": bodies,
         "colliders": colliders,
         "map": map_json,
+        "nav": nav,
+        "spatial": spatial,
         "game": game,
     })
 }

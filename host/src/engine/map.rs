@@ -314,6 +314,11 @@ impl GameMap {
         }
     }
 
+    /// Whether tile `(col, row)` is a wall; `false` outside the grid.
+    pub fn is_solid_tile(&self, col: usize, row: usize) -> bool {
+        self.grid.is_solid(col, row)
+    }
+
     /// The tile id under the world point `(x, y)`; `None` outside the map.
     pub fn tile_at(&self, x: f32, y: f32) -> Option<u16> {
         let (col, row) = self.tile_of(x, y)?;

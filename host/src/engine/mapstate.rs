@@ -3,7 +3,8 @@
 //! [`load_map`] follows the spec's order: the map is validated before the old one
 //! is touched (an invalid map leaves the match as it was); then the old map's
 //! bodies are removed, the new ones built, `map_body_state` (a byte per dynamic
-//! body) reset to zeros, and the game's `on_map_loaded` hook called. When the hook
+//! body) reset to zeros, the navigation rebuilt ([`crate::engine::nav`]), and the game's
+//! `on_map_loaded` hook called. When the hook
 //! fails there is nothing to go back to — the old map is gone — so the new bodies
 //! are removed too and the world is left with no map.
 
@@ -67,6 +68,7 @@ pub fn load_map(world: &mut World, map: MapConfig) -> Result<(), MapLoadError> {
         state.config = Some(map);
         state.loads += 1;
     }
+    crate::engine::nav::rebuild(world);
     let hook = world.resource::<GameHooks>().on_map_loaded;
     if let Err(reason) = hook(world) {
         unload_map(world);
@@ -87,4 +89,5 @@ pub fn unload_map(world: &mut World) {
         let mut physics = world.resource_mut::<Physics>();
         old.remove(physics.world_mut());
     }
+    world.insert_resource(crate::engine::nav::Nav(None));
 }

@@ -37,7 +37,8 @@ pub struct HostTick;
 /// The chained stages of a tick, in order. All run in [`HostTick`].
 #[derive(SystemSet, Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum HostSystems {
-    /// Engine: applies queued [`HostCommand`]s and turns key states into this step's bits.
+    /// Engine: applies queued [`HostCommand`]s, turns key states into this step's bits and
+    /// moves the navigation's soft obstacles to their bodies' poses.
     Inputs,
     /// Game: its rules (spawns, movement, weapons, bots, rounds) before physics.
     Game,
@@ -115,6 +116,8 @@ impl Plugin for HostPlugin {
             .insert_resource(GameInit(Some(self.config.game.clone())))
             .insert_resource(GameMigration::from_game(&self.config.game))
             .init_resource::<MapState>()
+            .init_resource::<crate::engine::nav::Nav>()
+            .init_resource::<crate::engine::nav::Spatial>()
             .init_resource::<Participants>()
             .init_resource::<HostCommands>()
             .init_resource::<TickEvents>()
@@ -146,11 +149,16 @@ impl Plugin for HostPlugin {
             )
                 .chain(),
         );
-        app.add_systems(HostTick, (advance_tick, players::apply_commands).chain().in_set(HostSystems::Inputs))
-            .add_systems(HostTick, step_physics.in_set(HostSystems::Physics))
-            .add_systems(HostTick, apply_removals.in_set(HostSystems::Deletions))
-            .add_systems(HostTick, snapshot::clear_rows.in_set(HostSystems::Snapshot).before(snapshot::RowsSystems))
-            .add_systems(HostTick, snapshot::pack_frames.in_set(HostSystems::Send));
+        app.add_systems(
+            HostTick,
+            (advance_tick, players::apply_commands, crate::engine::nav::refresh_obstacles)
+                .chain()
+                .in_set(HostSystems::Inputs),
+        )
+        .add_systems(HostTick, step_physics.in_set(HostSystems::Physics))
+        .add_systems(HostTick, apply_removals.in_set(HostSystems::Deletions))
+        .add_systems(HostTick, snapshot::clear_rows.in_set(HostSystems::Snapshot).before(snapshot::RowsSystems))
+        .add_systems(HostTick, snapshot::pack_frames.in_set(HostSystems::Send));
     }
 }
 

@@ -123,6 +123,8 @@ pub fn deserialize_state(world: &mut World, bytes: &[u8]) -> Result<(), StateErr
     world.insert_resource(state.participants);
     world.insert_resource(state.events);
     world.insert_resource(state.frame_seq);
+    // Derived from the map and the bodies, never dumped.
+    crate::engine::nav::rebuild(world);
     let load = world.resource::<GameHooks>().load;
     load(world, &state.game).map_err(StateError::Game)
 }

@@ -3,6 +3,8 @@
 use serde::{Deserialize, Serialize};
 use vimp_netcode::input::{KeyKind, KeySpec, KeyTable};
 
+use crate::tanks::bots::BotSkill;
+
 /// Key bits of the tanks game.
 pub mod keys {
     /// Throttle forward (held).
@@ -204,6 +206,16 @@ pub struct TanksConfig {
     pub rounds: RoundRules,
     /// Host migration.
     pub migration: MigrationRules,
+    /// Bots.
+    pub bots: BotRules,
+}
+
+/// Bots (`bots`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct BotRules {
+    /// `skill` (default `"normal"`): how good the match's bots are — `"easy"`, `"normal"` or `"hard"`.
+    pub skill: BotSkill,
 }
 
 /// How the match survives a host change (`migration`).
@@ -239,6 +251,7 @@ impl Default for TanksConfig {
             player_keys: default_keys(),
             rounds: RoundRules::default(),
             migration: MigrationRules::default(),
+            bots: BotRules::default(),
         }
     }
 }

@@ -115,6 +115,7 @@ pub fn sees(physics: &Physics, a: &Tank, b: &Tank) -> bool {
     if len < 1e-3 {
         return true;
     }
-    let hit = physics.cast_ray(Vector::new(pa[0], pa[1]), d / len, len, QueryFilter::default().exclude_rigid_body(a.body));
+    let hit =
+        physics.cast_ray(Vector::new(pa[0], pa[1]), d / len, len, QueryFilter::default().exclude_rigid_body(a.body));
     hit.is_some_and(|h| h.body == Some(b.body))
 }

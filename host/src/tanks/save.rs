@@ -11,7 +11,7 @@ use crate::engine::physics::Physics;
 use crate::engine::schedule::SimRng;
 use crate::engine::state::GameHooks;
 use crate::tanks::TanksRules;
-use crate::tanks::bots::Bot;
+use crate::tanks::bots::{Bot, RecentBlasts};
 use crate::tanks::rounds::Round;
 use crate::tanks::tank::{TEAMS, Tank, free_respawn_point, respawn};
 use crate::tanks::weapons::{Bomb, NextShotId};
@@ -19,7 +19,7 @@ use crate::tanks::weapons::{Bomb, NextShotId};
 /// Magic of the tanks game's part of a dump.
 const KIND: DumpKind = DumpKind(*b"VMPT");
 /// Its format version.
-const VERSION: u16 = 1;
+const VERSION: u16 = 2;
 
 #[derive(Serialize, Deserialize)]
 struct TanksDump {
@@ -27,6 +27,7 @@ struct TanksDump {
     bombs: Vec<Bomb>,
     round: Round,
     next_shot_id: NextShotId,
+    blasts: RecentBlasts,
 }
 
 /// The hooks the tanks plugin registers.
@@ -40,7 +41,13 @@ fn collect(world: &mut World) -> TanksDump {
     tanks.sort_by_key(|(t, _)| t.player);
     let mut bombs: Vec<Bomb> = world.query::<&Bomb>().iter(world).cloned().collect();
     bombs.sort_by_key(|b| b.id);
-    TanksDump { tanks, bombs, round: world.resource::<Round>().clone(), next_shot_id: *world.resource::<NextShotId>() }
+    TanksDump {
+        tanks,
+        bombs,
+        round: world.resource::<Round>().clone(),
+        next_shot_id: *world.resource::<NextShotId>(),
+        blasts: world.resource::<RecentBlasts>().clone(),
+    }
 }
 
 fn save(world: &mut World) -> Result<Vec<u8>, String> {
@@ -64,11 +71,13 @@ fn load(world: &mut World, bytes: &[u8]) -> Result<(), String> {
     }
     world.insert_resource(state.round);
     world.insert_resource(state.next_shot_id);
+    world.insert_resource(state.blasts);
     Ok(())
 }
 
 /// A new map (or the same map again for a new round): every team needs respawns; every
-/// bomb is gone; every tank goes back to a respawn point; a round starts.
+/// bomb and remembered blast is gone; every tank goes back to a respawn point and every bot
+/// forgets its plans; a round starts.
 fn on_map_loaded(world: &mut World) -> Result<(), String> {
     {
         let map = world.resource::<MapState>();
@@ -86,6 +95,10 @@ fn on_map_loaded(world: &mut World) -> Result<(), String> {
         world.despawn(entity);
     }
     world.resource_mut::<Physics>().apply_removals();
+    world.resource_mut::<RecentBlasts>().0.clear();
+    for mut bot in world.query::<&mut Bot>().iter_mut(world) {
+        bot.reset();
+    }
     world.resource_scope(|world, mut physics: Mut<Physics>| {
         world.resource_scope(|world, mut rng: Mut<SimRng>| {
             let rules = world.resource::<TanksRules>().clone();
@@ -119,5 +132,6 @@ fn debug(world: &mut World) -> serde_json::Value {
         "nextShotId": state.next_shot_id.0,
         "tanks": state.tanks.iter().map(|(t, b)| json!({ "tank": t, "bot": b })).collect::<Vec<_>>(),
         "bombs": state.bombs,
+        "recentBlasts": state.blasts.0,
     })
 }

@@ -15,6 +15,7 @@ use crate::engine::schedule::{EngineSettings, SimRng};
 use crate::engine::snapshot::EventRows;
 use crate::engine::tags::{encode_tag, is_map_object, tag_kind, tag_payload};
 use crate::tanks::TanksRules;
+use crate::tanks::bots::RecentBlasts;
 use crate::tanks::config::{BombWeapon, TankModel, TracerWeapon, Weapons, keys};
 use crate::tanks::movement::Motion;
 use crate::tanks::rounds::Round;
@@ -222,6 +223,7 @@ pub(crate) fn burst_bombs(
     mut events: ResMut<EventRows>,
     mut round: ResMut<Round>,
     mut outbox: ResMut<MetaOutbox>,
+    mut blasts: ResMut<RecentBlasts>,
     rules: Res<TanksRules>,
     map: Res<MapState>,
     mut bombs: Query<(Entity, &mut Bomb)>,
@@ -272,6 +274,7 @@ pub(crate) fn burst_bombs(
             }
         }
         events.push(key::BLASTS, BlockKind::List16, 0, Some(vec![f(center.x), f(center.y), f(launcher.radius)]));
+        blasts.0.push(([center.x, center.y], launcher.radius, 0.0));
         events.push(key::BOMBS, BlockKind::Indexed32, bomb.id, None);
         physics.queue_removal(bomb.body);
         commands.entity(entity).despawn();

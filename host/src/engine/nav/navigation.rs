@@ -1,0 +1,1314 @@
+//! [`NavigationSystem`]: the grid as a graph, sight and corridors, routes for a [`PathQuery`], soft obstacles.
+//!
+//! # The graph
+//!
+//! Every free cell of the [`NavGrid`] is a node, numbered row-major. A node links to its
+//! eight neighbours; a diagonal link needs both cells beside it free, so no route cuts a
+//! wall's corner. A link is `cell` (straight) or `cell·√2` (diagonal) long, and its `fit` and
+//! `clear` are the smaller of its two ends'.
+//!
+//! # Routes
+//!
+//! [`NavigationSystem::find_route`] answers in this order:
+//!
+//! 1. **Straight.** When the segment start → end has a clear corridor as wide as the body
+//!    plus, when the query prices narrow links, `comfort_clearance` on each side
+//!    ([`NavigationSystem::has_clear_corridor`]), crosses no penalty zone and (with a
+//!    `soft_cost`) no soft obstacle, the route is that one leg.
+//! 2. **Entry nodes.** Start and end are each tied to a node: their own cell when the body
+//!    fits it, else the nearest fitting cell within [`ENTRY_RINGS`] rings of cells around
+//!    the point that the point can see, else the nearest fitting one. Start and end tied to
+//!    one node give a two-leg route (that node, then the end).
+//! 3. **A\*** over the links the body fits (`fit ≥ ceil(min_width / cell)`), each costing
+//!    its length, plus `narrow_cost · length · (1 − margin / comfort_clearance)` while the
+//!    margin (the link's clearance less half the body) is under `comfort_clearance`, plus
+//!    `cost_per_unit · (1 − d / radius) · length` for every penalty zone whose centre is `d`
+//!    from the link's midpoint, plus `soft_cost · length` into a cell a soft obstacle covers.
+//!    With a `soft_cost`, the margin is measured to soft obstacles too.
+//!    The heuristic is the larger of the octile distance and the landmarks' bound (below),
+//!    times `heuristic_weight` (1 by default) and `1 + 1/1024`: among equally cheap routes the
+//!    search goes deep first, and a route costs at most 0.1 % more than the cheapest. A
+//!    weight above 1 makes the search go for the goal instead of widening around every
+//!    narrow place, for routes at most that many times dearer found much sooner (on the
+//!    256×256 bench maze, 1.3 gives routes 3.4 % dearer on average and 11 % at worst, in a
+//!    third of the time). Ties on `f` go to the lower node index.
+//! 4. **Smoothing.** The cell path is pulled taut: from each leg's start, the farthest point
+//!    of the path reachable by a straight leg that passes the same tests as step 1 ends the
+//!    leg; where none does, the body's own width is enough for the corridor; where not even
+//!    that reaches past the path's next cell, the leg goes to that cell. Only such a one-cell
+//!    leg may cut into a penalty zone.
+//!
+//! [`Route::cost`] is the A\* path's cost plus the straight distances from the start to its
+//! entry node and from the end's entry node to the end.
+//!
+//! # Landmarks
+//!
+//! When it is built, the system picks [`LANDMARKS`] nodes far apart (each the node farthest
+//! from those picked before) and keeps every node's shortest distance, for a point, from
+//! each. For any query the cost from a node `n` to the goal is at least
+//! `|d(L, n) − d(L, goal)|` for every landmark `L` (the triangle inequality; a wider body or
+//! a priced link only adds to it), which bounds far better than the straight distance where
+//! walls force detours. Building them is a Dijkstra search per landmark.
+//!
+//! # Soft obstacles
+//!
+//! Things that move (a map's crates) are not walls: a route may go through them at a price
+//! ([`PathQuery::soft_cost`]). [`NavigationSystem::set_obstacle`] records each one's box; the
+//! cells it overlaps carry a count. The engine updates them at the start of every tick from
+//! the bodies' poses ([`crate::engine::nav`]), so what a query sees depends only on the
+//! current world.
+//!
+//! # Determinism
+//!
+//! Queries read only the grid, the soft counts and their arguments; cells are visited in
+//! fixed orders and all arithmetic is `f32` without transcendental functions, so the same
+//! query on the same state gives the same route on every machine. Scratch buffers are kept
+//! behind a mutex between queries; they hold nothing a query's answer depends on.
+
+use std::ops::ControlFlow;
+use std::sync::{Mutex, PoisonError};
+
+use serde_json::{Value, json};
+
+use crate::engine::nav::grid::{MAX_FIT, NavGrid};
+use crate::engine::nav::pathfinder::{SearchScratch, find_path_with};
+use crate::engine::nav::raycast::{slab, walk_ray_cells};
+use crate::engine::rng::SplitMix64;
+
+/// How many rings of cells around a point are searched for its entry node.
+pub const ENTRY_RINGS: i64 = 4;
+
+/// The heuristic's own weight (see the module docs): ties go deep.
+const HEURISTIC_WEIGHT: f32 = 1.0 + 1.0 / 1024.0;
+
+/// How many random nodes [`NavigationSystem::random_point_where`] tries before it takes any.
+pub const RANDOM_TRIES: u32 = 16;
+
+/// The eight neighbour steps, in the order they are expanded.
+const STEPS: [(i64, i64); 8] = [(1, 0), (0, 1), (-1, 0), (0, -1), (1, 1), (-1, 1), (-1, -1), (1, -1)];
+
+/// A circle a route should keep out of: links whose midpoint is inside cost more.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PenaltyZone {
+    /// The centre, world units.
+    pub center: [f32; 2],
+    /// The radius, world units.
+    pub radius: f32,
+    /// Extra cost per unit of length at the centre, falling linearly to 0 at the edge.
+    pub cost_per_unit: f32,
+}
+
+/// What a route must respect and what it should prefer (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PathQuery<'a> {
+    /// The body's width, world units: links it does not fit are forbidden, straight legs
+    /// need a corridor this wide. 0: no limit (a point).
+    pub min_width: f32,
+    /// The margin from walls wanted beyond half the body, world units. 0: no preference.
+    pub comfort_clearance: f32,
+    /// The extra cost, as a share of a link's length, of a link with no margin at all,
+    /// falling linearly to 0 at `comfort_clearance`.
+    pub narrow_cost: f32,
+    /// The extra cost per unit of length into a cell a soft obstacle covers. 0: soft
+    /// obstacles are ignored.
+    pub soft_cost: f32,
+    /// Circles to keep out of.
+    pub penalties: &'a [PenaltyZone],
+    /// How much the search weighs its estimate of the rest of the route (at least 1): 1 finds
+    /// the cheapest route; above 1 it finds one at most that many times dearer, sooner.
+    pub heuristic_weight: f32,
+}
+
+impl Default for PathQuery<'_> {
+    /// A point with no preferences: the shortest route around the walls.
+    fn default() -> Self {
+        PathQuery {
+            min_width: 0.0,
+            comfort_clearance: 0.0,
+            narrow_cost: 0.0,
+            soft_cost: 0.0,
+            penalties: &[],
+            heuristic_weight: 1.0,
+        }
+    }
+}
+
+/// How a route arrives at one of its points.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LegKind {
+    /// Driving on the level ground (the only kind on a flat map).
+    Walk,
+}
+
+/// One leg of a route: where it goes and how.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RouteLeg {
+    /// The point the leg ends at, world units.
+    pub point: [f32; 2],
+    /// How it gets there.
+    pub kind: LegKind,
+}
+
+/// A route: its legs in order (the last ends at the route's end) and its cost.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Route {
+    /// The legs; the route starts where the caller stands.
+    pub legs: Vec<RouteLeg>,
+    /// Length plus penalties (see the module docs).
+    pub cost: f32,
+}
+
+impl Route {
+    /// The points of the legs, in order.
+    pub fn points(&self) -> impl Iterator<Item = [f32; 2]> + '_ {
+        self.legs.iter().map(|l| l.point)
+    }
+}
+
+/// A turned box: a soft obstacle's shape.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Obb {
+    /// Its centre, world units.
+    pub center: [f32; 2],
+    /// Half its size along its own axes.
+    pub half: [f32; 2],
+    /// The cosine and sine of its turn (+x towards +y).
+    pub rot: [f32; 2],
+}
+
+impl Obb {
+    /// A box at `center`, `half` its size, turned by `angle` rad.
+    pub fn new(center: [f32; 2], half: [f32; 2], angle: f32) -> Obb {
+        Obb { center, half, rot: [libm::cosf(angle), libm::sinf(angle)] }
+    }
+
+    /// The distance along the ray from `origin` in the unit direction `dir` at which it enters
+    /// the box, within `max_dist`; 0 when `origin` is inside; `None` when it misses (the slab
+    /// test in the box's own frame).
+    pub fn ray(&self, origin: [f32; 2], dir: [f32; 2], max_dist: f32) -> Option<f32> {
+        let [c, s] = self.rot;
+        // Into the box's frame: turn back by its angle.
+        let local = |v: [f32; 2]| [v[0] * c + v[1] * s, -v[0] * s + v[1] * c];
+        let o = local([origin[0] - self.center[0], origin[1] - self.center[1]]);
+        let (t_in, t_out) = slab(o, local(dir), [-self.half[0], -self.half[1]], self.half)?;
+        (t_out >= 0.0 && t_in <= max_dist).then_some(t_in.max(0.0))
+    }
+
+    /// Whether it overlaps the axis-aligned square `[lo, lo + side]²` by more than `slack`
+    /// (a separating-axis test on the square's two axes and the box's two).
+    fn overlaps_square(&self, lo: [f32; 2], side: f32, slack: f32) -> bool {
+        let h = side / 2.0;
+        let d = [lo[0] + h - self.center[0], lo[1] + h - self.center[1]];
+        let [c, s] = self.rot;
+        let (ax, ay) = ([c, s], [-s, c]);
+        // The box's extent along the world axes.
+        let ex = self.half[0] * c.abs() + self.half[1] * s.abs();
+        let ey = self.half[0] * s.abs() + self.half[1] * c.abs();
+        if d[0].abs() >= ex + h - slack || d[1].abs() >= ey + h - slack {
+            return false;
+        }
+        // The square's extent along the box's axes.
+        let sq = h * (c.abs() + s.abs());
+        let along = |a: [f32; 2]| (d[0] * a[0] + d[1] * a[1]).abs();
+        along(ax) < self.half[0] + sq - slack && along(ay) < self.half[1] + sq - slack
+    }
+}
+
+/// A soft obstacle: its box and the cells it covers.
+#[derive(Clone, Debug, PartialEq)]
+struct Soft {
+    shape: Obb,
+    cells: Vec<u32>,
+}
+
+/// Connected parts of the graph for one body size.
+#[derive(Clone, Debug)]
+struct Components {
+    need: u32,
+    /// Per cell: 0 where the body does not fit, else its part's number from 1.
+    labels: Vec<u32>,
+    /// Cells per part (index = label).
+    sizes: Vec<u32>,
+}
+
+#[derive(Debug, Default)]
+struct Search {
+    scratch: SearchScratch,
+    components: Vec<Components>,
+}
+
+/// The navigation of one map (see the module docs).
+#[derive(Debug)]
+pub struct NavigationSystem {
+    grid: NavGrid,
+    soft: Vec<u8>,
+    /// `clear` with soft obstacles counted as blocked.
+    soft_clear: Vec<u8>,
+    /// What a search reads of each cell, side by side.
+    cells: Vec<CellInfo>,
+    obstacles: Vec<Option<Soft>>,
+    free_cells: Vec<u32>,
+    links: usize,
+    /// `STEPS` as index offsets.
+    offsets: [isize; 8],
+    /// Per cell, its column and row.
+    coords: Vec<[u16; 2]>,
+    landmarks: Landmarks,
+    search: Mutex<Search>,
+}
+
+/// What a search reads of a cell, kept together so that a step touches one place.
+#[derive(Clone, Copy, Debug, Default)]
+struct CellInfo {
+    /// Bit `k` set when a point may move by `STEPS[k]` from the cell.
+    moves: u8,
+    /// The grid's `fit`.
+    fit: u8,
+    /// How many soft obstacles cover it.
+    soft: u8,
+    /// The clearance to walls, world units ([`NavGrid::clearance_index`]).
+    clearance: f32,
+    /// The clearance to walls and soft obstacles, world units.
+    soft_clearance: f32,
+}
+
+/// How many landmarks the heuristic uses (fewer on maps with fewer free cells).
+pub const LANDMARKS: usize = 8;
+
+/// The landmarks of the A\* heuristic (ALT): shortest distances, for a point, from a few
+/// far-apart nodes to every node. For any route cost (it is never below the point's
+/// distance), `|d(L, n) − d(L, goal)|` is a lower bound, and a much better one than the
+/// straight distance where walls force detours.
+///
+/// Distances are kept as `u16` steps of `step` world units, rounded down ([`UNREACHED`] where
+/// a landmark does not reach), so the table of a large map stays in cache; the bound gives
+/// up one step to stay below the true distance.
+#[derive(Debug, Default)]
+struct Landmarks {
+    count: usize,
+    step: f32,
+    /// `dist[node · count + k]`.
+    dist: Vec<u16>,
+}
+
+/// A landmark distance for a cell the landmark does not reach.
+const UNREACHED: u16 = u16::MAX;
+
+impl NavigationSystem {
+    /// The navigation of a grid, with no soft obstacles.
+    pub fn new(grid: NavGrid) -> NavigationSystem {
+        let free_cells: Vec<u32> = (0..grid.walk().len()).filter(|&i| grid.is_free(i)).map(|i| i as u32).collect();
+        let mut nav = NavigationSystem {
+            soft: vec![0; grid.walk().len()],
+            soft_clear: grid.clear_values().to_vec(),
+            cells: Vec::new(),
+            grid,
+            obstacles: Vec::new(),
+            free_cells,
+            links: 0,
+            offsets: [0; 8],
+            coords: Vec::new(),
+            landmarks: Landmarks::default(),
+            search: Mutex::new(Search::default()),
+        };
+        let cols = nav.grid.cols();
+        nav.offsets = STEPS.map(|(dc, dr)| dr as isize * cols as isize + dc as isize);
+        nav.coords = (0..nav.grid.walk().len()).map(|i| [(i % cols) as u16, (i / cols) as u16]).collect();
+        nav.cells = (0..nav.grid.walk().len())
+            .map(|i| {
+                let g = &nav.grid;
+                let (c, r) = g.coords(i);
+                let (c, r) = (c as i64, r as i64);
+                let mut moves = 0u8;
+                for (k, &(dc, dr)) in STEPS.iter().enumerate() {
+                    let ok =
+                        g.is_free_at(c + dc, r + dr) && (k < 4 || (g.is_free_at(c + dc, r) && g.is_free_at(c, r + dr)));
+                    if ok {
+                        moves |= 1 << k;
+                    }
+                }
+                let clearance = g.clearance_index(i);
+                CellInfo { moves, fit: g.fit(i), soft: 0, clearance, soft_clearance: clearance }
+            })
+            .collect();
+        let mut links = 0;
+        let mut out = Vec::new();
+        for &i in &nav.free_cells {
+            out.clear();
+            nav.neighbours(i, 1, &mut out);
+            links += out.iter().filter(|&&(m, _)| m > i).count();
+        }
+        nav.links = links;
+        nav.landmarks = nav.place_landmarks();
+        nav
+    }
+
+    /// Shortest distances for a point from `start` to every cell (infinite where unreached).
+    fn distances_from(&self, start: u32) -> Vec<f32> {
+        let n = self.grid.walk().len();
+        let mut dist = vec![f32::INFINITY; n];
+        let mut heap = std::collections::BinaryHeap::new();
+        let mut out = Vec::new();
+        dist[start as usize] = 0.0;
+        heap.push(std::cmp::Reverse((0u32, start)));
+        while let Some(std::cmp::Reverse((key, i))) = heap.pop() {
+            let d = f32::from_bits(key);
+            if d > dist[i as usize] {
+                continue;
+            }
+            out.clear();
+            self.neighbours(i, 1, &mut out);
+            for &(m, len) in &out {
+                let nd = d + len;
+                if nd < dist[m as usize] {
+                    dist[m as usize] = nd;
+                    heap.push(std::cmp::Reverse((nd.to_bits(), m)));
+                }
+            }
+        }
+        dist
+    }
+
+    /// Picks the landmarks: each the node farthest from those picked so far (a node no
+    /// landmark reaches first, so every part of the map gets one), ties to the lower index.
+    fn place_landmarks(&self) -> Landmarks {
+        let count = LANDMARKS.min(self.free_cells.len());
+        if count == 0 {
+            return Landmarks::default();
+        }
+        let n = self.grid.walk().len();
+        let mut nearest = vec![f32::INFINITY; n];
+        let mut columns: Vec<Vec<f32>> = Vec::with_capacity(count);
+        // The first landmark is the node farthest from the first free cell.
+        let seed = self.distances_from(self.free_cells[0]);
+        let pick = |nearest: &[f32]| -> u32 {
+            let mut best = (f32::NEG_INFINITY, self.free_cells[0]);
+            for &i in &self.free_cells {
+                let d = nearest[i as usize];
+                if d > best.0 {
+                    best = (d, i);
+                }
+            }
+            best.1
+        };
+        let mut next =
+            pick(&seed.iter().map(|&d| if d.is_finite() { d } else { f32::NEG_INFINITY }).collect::<Vec<_>>());
+        for _ in 0..count {
+            let column = self.distances_from(next);
+            for (m, &d) in nearest.iter_mut().zip(&column) {
+                if d < *m {
+                    *m = d;
+                }
+            }
+            columns.push(column);
+            next = pick(&nearest);
+        }
+        let longest = columns.iter().flatten().filter(|d| d.is_finite()).fold(0.0f32, |a, &d| a.max(d));
+        let step = (longest / f32::from(UNREACHED - 1)).max(1e-3);
+        let mut dist = vec![UNREACHED; n * count];
+        for (k, column) in columns.iter().enumerate() {
+            for (i, &d) in column.iter().enumerate() {
+                if d.is_finite() {
+                    dist[i * count + k] = ((d / step) as u32).min(u32::from(UNREACHED - 1)) as u16;
+                }
+            }
+        }
+        Landmarks { count, step, dist }
+    }
+
+    /// The landmarks' lower bound on the cost from `n` to the node whose distances are `goal`.
+    fn landmark_bound(&self, n: u32, goal: &[u16]) -> f32 {
+        let k = self.landmarks.count;
+        let here = &self.landmarks.dist[n as usize * k..n as usize * k + k];
+        let mut best = 0u16;
+        for (&a, &b) in here.iter().zip(goal) {
+            if a != UNREACHED && b != UNREACHED {
+                best = best.max(a.abs_diff(b));
+            }
+        }
+        f32::from(best.saturating_sub(1)) * self.landmarks.step
+    }
+
+    /// The grid.
+    pub fn grid(&self) -> &NavGrid {
+        &self.grid
+    }
+
+    /// Nodes of the graph (free cells).
+    pub fn node_count(&self) -> usize {
+        self.free_cells.len()
+    }
+
+    /// Links of the graph for a point body (each counted once).
+    pub fn link_count(&self) -> usize {
+        self.links
+    }
+
+    /// The neighbours of node `n` a body needing `need` cells may move to, with the link lengths.
+    fn neighbours(&self, n: u32, need: u32, out: &mut Vec<(u32, f32)>) {
+        let mut mask = self.cells[n as usize].moves;
+        let cell = self.grid.cell();
+        while mask != 0 {
+            let k = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            let m = (n as isize + self.offsets[k]) as usize;
+            if need > 1 && u32::from(self.cells[m].fit) < need {
+                continue;
+            }
+            out.push((m as u32, if k >= 4 { cell * std::f32::consts::SQRT_2 } else { cell }));
+        }
+    }
+
+    /// Whether a wall (or the map edge) stands between `a` and `b`: the segment's cells, walked
+    /// in order ([`walk_ray_cells`]), include a blocked one. Soft obstacles do not block sight.
+    pub fn has_obstacle_between(&self, a: [f32; 2], b: [f32; 2]) -> bool {
+        walk_ray_cells(a, b, self.grid.cell(), |c, r| {
+            if self.grid.is_obstacle_at(c, r) { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
+        })
+        .is_break()
+    }
+
+    /// Whether a body `2·half_width` wide can go straight from `start` to `end`: the centre
+    /// line and lines parallel to it on both sides, at most a cell apart and out to
+    /// `±half_width`, pass only through free cells.
+    pub fn has_clear_corridor(&self, start: [f32; 2], end: [f32; 2], half_width: f32) -> bool {
+        self.corridor(start, end, half_width, false)
+    }
+
+    fn corridor(&self, start: [f32; 2], end: [f32; 2], half_width: f32, avoid_soft: bool) -> bool {
+        let cell = self.grid.cell();
+        let half = half_width.max(0.0);
+        let lines = (half / cell).ceil();
+        if !lines.is_finite() || lines > 64.0 {
+            return false;
+        }
+        let lines = lines as i64;
+        // The centre line first, and with it the quick answer: where every cell it crosses is
+        // at least `lines + 2` cells from anything blocked, every parallel line is clear too.
+        let clear = if avoid_soft { &self.soft_clear } else { self.grid.clear_values() };
+        let wide = lines + 2;
+        let mut all_wide = true;
+        let centre = walk_ray_cells(start, end, cell, |c, r| match self.grid.index(c, r) {
+            Some(i) if self.grid.is_free(i) && !(avoid_soft && self.soft[i] > 0) => {
+                all_wide &= i64::from(clear[i]) >= wide;
+                ControlFlow::Continue(())
+            }
+            _ => ControlFlow::Break(()),
+        });
+        if centre.is_break() {
+            return false;
+        }
+        if all_wide || lines == 0 {
+            return true;
+        }
+        let (dx, dy) = (end[0] - start[0], end[1] - start[1]);
+        let len = (dx * dx + dy * dy).sqrt();
+        let normal = if len > 1e-6 { [-dy / len, dx / len] } else { [0.0, 1.0] };
+        (-lines..=lines).filter(|&i| i != 0).all(|i| {
+            let o = half * i as f32 / lines as f32;
+            let a = [start[0] + normal[0] * o, start[1] + normal[1] * o];
+            let b = [end[0] + normal[0] * o, end[1] + normal[1] * o];
+            walk_ray_cells(a, b, cell, |c, r| match self.grid.index(c, r) {
+                Some(i) if self.grid.is_free(i) && !(avoid_soft && self.soft[i] > 0) => ControlFlow::Continue(()),
+                _ => ControlFlow::Break(()),
+            })
+            .is_continue()
+        })
+    }
+
+    /// World units from the centre of the cell under `p` to the nearest wall or the map edge;
+    /// 0 on a wall and outside the map.
+    pub fn clearance(&self, p: [f32; 2]) -> f32 {
+        self.grid.index_of(p).map_or(0.0, |i| self.grid.clearance_index(i))
+    }
+
+    /// [`Self::clearance`] with soft obstacles counted as walls.
+    pub fn soft_clearance(&self, p: [f32; 2]) -> f32 {
+        self.grid.index_of(p).map_or(0.0, |i| self.cells[i].soft_clearance)
+    }
+
+    /// Whether a body `width` wide fits the cell under `p`.
+    pub fn fits(&self, p: [f32; 2], width: f32) -> bool {
+        let need = self.grid.cells_for(width);
+        self.grid.index_of(p).is_some_and(|i| self.grid.fits_index(i, need))
+    }
+
+    /// How many soft obstacles cover the cell under `p` (0 outside the map).
+    pub fn soft_at(&self, p: [f32; 2]) -> u8 {
+        self.grid.index_of(p).map_or(0, |i| self.soft[i])
+    }
+
+    /// The soft counts, row-major.
+    pub fn soft_values(&self) -> &[u8] {
+        &self.soft
+    }
+
+    /// The centre of the nearest free cell within `max_radius` of `p` that a body `width`
+    /// wide fits; ties go to the smaller distance, then the smaller y, then the smaller x.
+    pub fn nearest_walkable(&self, p: [f32; 2], width: f32, max_radius: f32) -> Option<[f32; 2]> {
+        let need = self.grid.cells_for(width);
+        let (pc, pr) = self.grid.cell_of(p)?;
+        let (cols, rows) = (self.grid.cols() as i64, self.grid.rows() as i64);
+        let cell = self.grid.cell();
+        let reach = (max_radius.max(0.0) / cell).ceil().min(1e9) as i64 + 1;
+        let cover = (pc.abs().max((pc - cols + 1).abs())).max(pr.abs().max((pr - rows + 1).abs()));
+        let mut best: Option<(f32, usize)> = None;
+        let limit2 = max_radius * max_radius;
+        for ring in 0..=reach.min(cover) {
+            if let Some((d2, _)) = best {
+                let near = (ring as f32 - 0.5) * cell;
+                if near > 0.0 && near * near > d2 {
+                    break;
+                }
+            }
+            self.ring_cells(pc, pr, ring, |i| {
+                if !self.grid.fits_index(i, need) {
+                    return;
+                }
+                let c = self.grid.center(i);
+                let d2 = (c[0] - p[0]) * (c[0] - p[0]) + (c[1] - p[1]) * (c[1] - p[1]);
+                if d2 > limit2 {
+                    return;
+                }
+                // Row-major indices order equal distances by y, then x.
+                if best.is_none_or(|(bd, bi)| d2 < bd || (d2 == bd && i < bi)) {
+                    best = Some((d2, i));
+                }
+            });
+        }
+        best.map(|(_, i)| self.grid.center(i))
+    }
+
+    /// Calls `f` with every in-grid cell at Chebyshev distance `ring` from `(pc, pr)`, in a fixed order.
+    fn ring_cells(&self, pc: i64, pr: i64, ring: i64, mut f: impl FnMut(usize)) {
+        let (cols, rows) = (self.grid.cols() as i64, self.grid.rows() as i64);
+        if ring == 0 {
+            if let Some(i) = self.grid.index(pc, pr) {
+                f(i);
+            }
+            return;
+        }
+        let (c0, c1) = ((pc - ring).max(0), (pc + ring).min(cols - 1));
+        for r in [pr - ring, pr + ring] {
+            if (0..rows).contains(&r) {
+                for c in c0..=c1 {
+                    f(r as usize * cols as usize + c as usize);
+                }
+            }
+        }
+        let (r0, r1) = ((pr - ring + 1).max(0), (pr + ring - 1).min(rows - 1));
+        for c in [pc - ring, pc + ring] {
+            if (0..cols).contains(&c) {
+                for r in r0..=r1 {
+                    f(r as usize * cols as usize + c as usize);
+                }
+            }
+        }
+    }
+
+    /// A random node a body `width` wide fits: up to [`RANDOM_TRIES`] random nodes, then any
+    /// random node ([`Self::random_point`]). `None` on a map without a free cell.
+    pub fn random_point_where(&self, rng: &mut SplitMix64, width: f32) -> Option<[f32; 2]> {
+        let need = self.grid.cells_for(width);
+        for _ in 0..RANDOM_TRIES {
+            let i = *self.free_cells.get(rng.below(self.free_cells.len() as u32) as usize)?;
+            if self.grid.fits_index(i as usize, need) {
+                return Some(self.grid.center(i as usize));
+            }
+        }
+        self.random_point(rng)
+    }
+
+    /// The centre of a random node; `None` on a map without a free cell.
+    pub fn random_point(&self, rng: &mut SplitMix64) -> Option<[f32; 2]> {
+        let i = *self.free_cells.get(rng.below(self.free_cells.len() as u32) as usize)?;
+        Some(self.grid.center(i as usize))
+    }
+
+    /// The entry node of `p` for a body needing `need` cells (see the module docs).
+    fn entry(&self, p: [f32; 2], need: u32) -> Option<u32> {
+        let (pc, pr) = self.grid.cell_of(p)?;
+        if let Some(i) = self.grid.index(pc, pr)
+            && self.grid.fits_index(i, need)
+        {
+            return Some(i as u32);
+        }
+        let mut candidates: Vec<(f32, usize)> = Vec::new();
+        for ring in 1..=ENTRY_RINGS {
+            self.ring_cells(pc, pr, ring, |i| {
+                if self.grid.fits_index(i, need) {
+                    let c = self.grid.center(i);
+                    candidates.push(((c[0] - p[0]) * (c[0] - p[0]) + (c[1] - p[1]) * (c[1] - p[1]), i));
+                }
+            });
+        }
+        candidates.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        let visible = candidates.iter().find(|(_, i)| !self.has_obstacle_between(p, self.grid.center(*i)));
+        visible.or(candidates.first()).map(|&(_, i)| i as u32)
+    }
+
+    /// The labels of the graph's connected parts for a body needing `need` cells, computed once.
+    fn with_components<R>(&self, need: u32, f: impl FnOnce(&Components) -> R) -> R {
+        let mut search = self.search.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(c) = search.components.iter().find(|c| c.need == need) {
+            return f(c);
+        }
+        let n = self.grid.walk().len();
+        let mut labels = vec![0u32; n];
+        let mut sizes = vec![0u32];
+        let mut stack = Vec::new();
+        let mut out = Vec::new();
+        for &start in &self.free_cells {
+            if labels[start as usize] != 0 || !self.grid.fits_index(start as usize, need) {
+                continue;
+            }
+            let label = sizes.len() as u32;
+            sizes.push(0);
+            labels[start as usize] = label;
+            stack.push(start);
+            while let Some(i) = stack.pop() {
+                sizes[label as usize] += 1;
+                out.clear();
+                self.neighbours(i, need, &mut out);
+                for &(m, _) in &out {
+                    if labels[m as usize] == 0 {
+                        labels[m as usize] = label;
+                        stack.push(m);
+                    }
+                }
+            }
+        }
+        search.components.push(Components { need, labels, sizes });
+        f(search.components.last().expect("just pushed"))
+    }
+
+    /// Whether a body `width` wide can drive from `a` to `b` (soft obstacles pushed aside).
+    pub fn reachable(&self, a: [f32; 2], b: [f32; 2], width: f32) -> bool {
+        let need = self.grid.cells_for(width);
+        if need > u32::from(MAX_FIT) {
+            return false;
+        }
+        let (Some(s), Some(g)) = (self.entry(a, need), self.entry(b, need)) else { return false };
+        self.with_components(need, |c| c.labels[s as usize] == c.labels[g as usize])
+    }
+
+    /// The connected parts of the free area for a body `width` wide: per cell its part's
+    /// number from 1 (0 where the body does not fit), and each part's size in cells
+    /// (index = number; index 0 unused).
+    pub fn regions(&self, width: f32) -> (Vec<u32>, Vec<u32>) {
+        let need = self.grid.cells_for(width);
+        self.with_components(need, |c| (c.labels.clone(), c.sizes.clone()))
+    }
+
+    /// Whether a straight leg `a → b` with a corridor `half` wide on each side passes the tests
+    /// of a route's straight legs.
+    fn straight(&self, a: [f32; 2], b: [f32; 2], half: f32, q: &PathQuery<'_>) -> bool {
+        self.corridor(a, b, half, q.soft_cost > 0.0)
+            && !q.penalties.iter().any(|z| segment_distance(a, b, z.center) < z.radius)
+    }
+
+    /// The half-widths of a straight leg's corridor: with the comfort margin (when the query
+    /// prices narrow links), and the body's alone.
+    fn halves(q: &PathQuery<'_>) -> (f32, f32) {
+        let body = q.min_width.max(0.0) / 2.0;
+        let comfort = if q.narrow_cost > 0.0 { q.comfort_clearance.max(0.0) } else { 0.0 };
+        (body + comfort, body)
+    }
+
+    /// The cost of a link of `len` between cells `n` and `m`.
+    fn link_cost(&self, n: usize, m: usize, len: f32, q: &PathQuery<'_>) -> f32 {
+        let mut cost = len;
+        let (a, b) = (&self.cells[n], &self.cells[m]);
+        if q.narrow_cost > 0.0 && q.comfort_clearance > 0.0 {
+            let clearance =
+                if q.soft_cost > 0.0 { a.soft_clearance.min(b.soft_clearance) } else { a.clearance.min(b.clearance) };
+            let margin = (clearance - q.min_width / 2.0).max(0.0);
+            cost += q.narrow_cost * len * (1.0 - margin / q.comfort_clearance).max(0.0);
+        }
+        if !q.penalties.is_empty() {
+            let (a, b) = (self.grid.center(n), self.grid.center(m));
+            let mid = [(a[0] + b[0]) / 2.0, (a[1] + b[1]) / 2.0];
+            for z in q.penalties {
+                let d = distance(mid, z.center);
+                if d < z.radius {
+                    cost += z.cost_per_unit * (1.0 - d / z.radius) * len;
+                }
+            }
+        }
+        if q.soft_cost > 0.0 && b.soft > 0 {
+            cost += q.soft_cost * len;
+        }
+        cost
+    }
+
+    /// A route from `start` to `end` for `query` (see the module docs); `None` when the body
+    /// cannot get there.
+    pub fn find_route(&self, start: [f32; 2], end: [f32; 2], query: &PathQuery<'_>) -> Option<Route> {
+        let need = self.grid.cells_for(query.min_width);
+        if need > u32::from(MAX_FIT) || !start.iter().chain(&end).all(|v| v.is_finite()) {
+            return None;
+        }
+        if self.straight(start, end, Self::halves(query).0, query) {
+            let cost = distance(start, end);
+            return Some(Route { legs: vec![walk(end)], cost });
+        }
+        let s = self.entry(start, need)?;
+        let g = self.entry(end, need)?;
+        let (cs, cg) = (self.grid.center(s as usize), self.grid.center(g as usize));
+        if s == g {
+            return Some(Route { legs: vec![walk(cs), walk(end)], cost: distance(start, cs) + distance(cs, end) });
+        }
+        if !self.with_components(need, |c| c.labels[s as usize] == c.labels[g as usize]) {
+            return None;
+        }
+        let cols = self.grid.cols();
+        let (gc, gr) = (g as usize % cols, g as usize / cols);
+        let cell = self.grid.cell();
+        let weight =
+            HEURISTIC_WEIGHT * if query.heuristic_weight > 1.0 { query.heuristic_weight.min(16.0) } else { 1.0 };
+        let k = self.landmarks.count;
+        let goal: Vec<u16> = self.landmarks.dist[g as usize * k..g as usize * k + k].to_vec();
+        let heuristic = |n: u32| {
+            let [c, r] = self.coords[n as usize];
+            let (dx, dy) = ((f32::from(c) - gc as f32).abs(), (f32::from(r) - gr as f32).abs());
+            let (lo, hi) = if dx < dy { (dx, dy) } else { (dy, dx) };
+            let octile = (hi + (std::f32::consts::SQRT_2 - 1.0) * lo) * cell;
+            octile.max(self.landmark_bound(n, &goal)) * weight
+        };
+        let path = {
+            let mut search = self.search.lock().unwrap_or_else(PoisonError::into_inner);
+            let successors = |n: u32, out: &mut Vec<(u32, f32)>| {
+                let start = out.len();
+                self.neighbours(n, need, out);
+                for link in &mut out[start..] {
+                    link.1 = self.link_cost(n as usize, link.0 as usize, link.1, query);
+                }
+            };
+            find_path_with(self.grid.walk().len(), s, g, heuristic, successors, &mut search.scratch)?
+        };
+        let mut points: Vec<[f32; 2]> = Vec::with_capacity(path.nodes.len() + 2);
+        points.push(start);
+        points.extend(path.nodes.iter().map(|&n| self.grid.center(n as usize)));
+        points.push(end);
+        points.dedup();
+        let legs = self.pull_taut(&points, query);
+        Some(Route { legs, cost: path.cost + distance(start, cs) + distance(cg, end) })
+    }
+
+    /// [`Self::find_route`] with [`PathQuery::default`]: the shortest route of a point.
+    pub fn find_path(&self, start: [f32; 2], end: [f32; 2]) -> Option<Route> {
+        self.find_route(start, end, &PathQuery::default())
+    }
+
+    /// The smoothing step (see the module docs): `points` is start, the path's cell centres, end.
+    ///
+    /// A straight leg keeps the comfort margin where it can; where it cannot (a corridor
+    /// narrower than body and margin), the body's own width is enough; where not even that
+    /// reaches a farther point, the leg goes to the next cell of the path.
+    fn pull_taut(&self, points: &[[f32; 2]], q: &PathQuery<'_>) -> Vec<RouteLeg> {
+        let last = points.len() - 1;
+        let dir = |i: usize| {
+            let (a, b) = (points[i], points[i + 1]);
+            ((b[0] - a[0]).to_bits(), (b[1] - a[1]).to_bits())
+        };
+        // The points where the path turns, and the end.
+        let turns: Vec<usize> = (1..last).filter(|&i| dir(i - 1) != dir(i)).chain([last]).collect();
+        let (strict, loose) = Self::halves(q);
+        let mut legs = Vec::new();
+        let mut anchor = 0;
+        while anchor < last {
+            let ahead = &turns[turns.partition_point(|&i| i <= anchor)..];
+            let next = self
+                .farthest(points, ahead, anchor, strict, q)
+                .or_else(|| if loose < strict { self.farthest(points, ahead, anchor, loose, q) } else { None })
+                .unwrap_or(anchor + 1);
+            legs.push(walk(points[next]));
+            anchor = next;
+        }
+        legs
+    }
+
+    /// The farthest point of `points` after `anchor` that a straight leg with a corridor `half`
+    /// wide reaches: among the turns, found by galloping (the 1st, 2nd, 4th, 8th… turn while in
+    /// reach) and then halving between the last turn in reach and the first out of it; then
+    /// the farthest path point before that first turn out of reach (halving again). `None`
+    /// when not even the next point is in reach.
+    fn farthest(
+        &self,
+        points: &[[f32; 2]],
+        turns: &[usize],
+        anchor: usize,
+        half: f32,
+        q: &PathQuery<'_>,
+    ) -> Option<usize> {
+        let reach = |i: usize| self.straight(points[anchor], points[i], half, q);
+        // Turns `..ok` are taken to be in reach, `out..` out of it.
+        let (mut ok, mut out) = (0usize, turns.len());
+        let mut step = 1;
+        while ok < out {
+            let probe = (ok + step - 1).min(out - 1);
+            if reach(turns[probe]) {
+                ok = probe + 1;
+                step *= 2;
+            } else {
+                out = probe;
+                break;
+            }
+        }
+        while ok < out {
+            let mid = ok + (out - ok) / 2;
+            if reach(turns[mid]) {
+                ok = mid + 1;
+            } else {
+                out = mid;
+            }
+        }
+        let mut best = ok.checked_sub(1).map(|k| turns[k]);
+        let limit = turns.get(ok).copied().unwrap_or(points.len());
+        let (mut lo, mut hi) = (best.unwrap_or(anchor) + 1, limit.saturating_sub(1));
+        while lo <= hi && hi < points.len() {
+            let mid = lo + (hi - lo) / 2;
+            if reach(mid) {
+                best = Some(mid);
+                lo = mid + 1;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        best
+    }
+
+    /// Records soft obstacle `i` (a map's dynamic object, by index) as `shape`, or removes it
+    /// with `None`. Returns whether the covered cells changed.
+    pub fn set_obstacle(&mut self, i: usize, shape: Option<Obb>) -> bool {
+        self.set_obstacles([(i, shape)])
+    }
+
+    /// [`Self::set_obstacle`] for several obstacles at once (the margins to soft obstacles are
+    /// measured again once, at the end, when any covered cell changed).
+    pub fn set_obstacles(&mut self, shapes: impl IntoIterator<Item = (usize, Option<Obb>)>) -> bool {
+        let mut changed = false;
+        for (i, shape) in shapes {
+            changed |= self.place(i, shape);
+        }
+        if changed {
+            let blocked: Vec<u8> =
+                self.grid.walk().iter().zip(&self.soft).map(|(&w, &s)| u8::from(w != 0 || s > 0)).collect();
+            self.soft_clear = super::grid::clear_grid(self.grid.cols(), self.grid.rows(), &blocked);
+            let cell = self.grid.cell();
+            for ((info, &d), &soft) in self.cells.iter_mut().zip(&self.soft_clear).zip(&self.soft) {
+                info.soft_clearance = if d == 0 { 0.0 } else { (f32::from(d) - 0.5) * cell };
+                info.soft = soft;
+            }
+        }
+        changed
+    }
+
+    fn place(&mut self, i: usize, shape: Option<Obb>) -> bool {
+        if self.obstacles.len() <= i {
+            self.obstacles.resize(i + 1, None);
+        }
+        if self.obstacles[i].as_ref().map(|s| s.shape) == shape {
+            return false;
+        }
+        let cells = shape.map(|s| self.cells_under(&s)).unwrap_or_default();
+        let old = self.obstacles[i].take();
+        let changed = old.as_ref().map_or(&[][..], |s| &s.cells[..]) != &cells[..];
+        for &c in old.iter().flat_map(|s| &s.cells) {
+            self.soft[c as usize] = self.soft[c as usize].saturating_sub(1);
+        }
+        for &c in &cells {
+            self.soft[c as usize] = self.soft[c as usize].saturating_add(1);
+        }
+        self.obstacles[i] = shape.map(|shape| Soft { shape, cells });
+        changed
+    }
+
+    /// The cells a box overlaps (touching is not overlapping).
+    pub fn cells_under(&self, shape: &Obb) -> Vec<u32> {
+        let cell = self.grid.cell();
+        let ex = shape.half[0] * shape.rot[0].abs() + shape.half[1] * shape.rot[1].abs();
+        let ey = shape.half[0] * shape.rot[1].abs() + shape.half[1] * shape.rot[0].abs();
+        let (Some((c0, r0)), Some((c1, r1))) = (
+            self.grid.cell_of([shape.center[0] - ex, shape.center[1] - ey]),
+            self.grid.cell_of([shape.center[0] + ex, shape.center[1] + ey]),
+        ) else {
+            return Vec::new();
+        };
+        let (cols, rows) = (self.grid.cols() as i64, self.grid.rows() as i64);
+        let slack = cell * 1e-3;
+        let mut cells = Vec::new();
+        for r in r0.max(0)..=r1.min(rows - 1) {
+            for c in c0.max(0)..=c1.min(cols - 1) {
+                if shape.overlaps_square([c as f32 * cell, r as f32 * cell], cell, slack) {
+                    cells.push((r * cols + c) as u32);
+                }
+            }
+        }
+        cells
+    }
+
+    /// The graph for [`crate::engine::debug::debug_json`]: the step, node and link counts, and
+    /// the grids as rows of characters (`walk`: `.` free, `#` wall; `fit` and `clear` as one
+    /// base-36 digit, `clear` capped at 35; `soft`: the soft counts, capped at 9).
+    pub fn debug_json(&self) -> Value {
+        let g = &self.grid;
+        let rows = |values: &[u8], f: &dyn Fn(u8) -> char| -> Vec<String> {
+            values.chunks(g.cols().max(1)).map(|row| row.iter().map(|&v| f(v)).collect()).collect()
+        };
+        let digit = |v: u8| char::from_digit(u32::from(v).min(35), 36).unwrap_or('?');
+        json!({
+            "step": g.cell(),
+            "grid": [g.cols(), g.rows()],
+            "nodes": self.node_count(),
+            "links": self.link_count(),
+            "softObstacles": self.obstacles.iter().filter(|o| o.is_some()).count(),
+            "walk": rows(g.walk(), &|v| if v == 0 { '.' } else { '#' }),
+            "fit": rows(g.fit_values(), &digit),
+            "clear": rows(g.clear_values(), &digit),
+            "soft": rows(&self.soft, &|v| char::from_digit(u32::from(v).min(9), 10).unwrap_or('?')),
+        })
+    }
+}
+
+fn walk(point: [f32; 2]) -> RouteLeg {
+    RouteLeg { point, kind: LegKind::Walk }
+}
+
+fn distance(a: [f32; 2], b: [f32; 2]) -> f32 {
+    ((a[0] - b[0]) * (a[0] - b[0]) + (a[1] - b[1]) * (a[1] - b[1])).sqrt()
+}
+
+/// The distance from `p` to the segment `a → b`.
+pub fn segment_distance(a: [f32; 2], b: [f32; 2], p: [f32; 2]) -> f32 {
+    let (dx, dy) = (b[0] - a[0], b[1] - a[1]);
+    let len2 = dx * dx + dy * dy;
+    let t = if len2 > 0.0 { (((p[0] - a[0]) * dx + (p[1] - a[1]) * dy) / len2).clamp(0.0, 1.0) } else { 0.0 };
+    distance(p, [a[0] + dx * t, a[1] + dy * t])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A navigation from rows of `#` (wall) and `.` (free), cells of 10 world units.
+    fn nav(rows: &[&str]) -> NavigationSystem {
+        build_nav(rows)
+    }
+
+    fn build_nav(rows: &[&str]) -> NavigationSystem {
+        let cells: Vec<Vec<bool>> = rows.iter().map(|r| r.chars().map(|c| c == '#').collect()).collect();
+        NavigationSystem::new(NavGrid::new(cells[0].len(), cells.len(), 10.0, |c, r| cells[r][c]))
+    }
+
+    /// The centre of cell `(col, row)`.
+    fn at(col: usize, row: usize) -> [f32; 2] {
+        [col as f32 * 10.0 + 5.0, row as f32 * 10.0 + 5.0]
+    }
+
+    /// Every leg of a route, from `start`, stays off the walls (its centre line).
+    fn stays_off_walls(nav: &NavigationSystem, start: [f32; 2], route: &Route) -> bool {
+        let mut from = start;
+        route.points().all(|p| {
+            let ok = !nav.has_obstacle_between(from, p);
+            from = p;
+            ok
+        })
+    }
+
+    /// How much of a route, from `start`, runs where `inside` says (length).
+    fn length_where(start: [f32; 2], route: &Route, inside: impl Fn([f32; 2]) -> bool) -> f32 {
+        let mut from = start;
+        let mut total = 0.0;
+        for p in route.points() {
+            for k in 0..20 {
+                let t = (k as f32 + 0.5) / 20.0;
+                if inside([from[0] + (p[0] - from[0]) * t, from[1] + (p[1] - from[1]) * t]) {
+                    total += distance(from, p) / 20.0;
+                }
+            }
+            from = p;
+        }
+        total
+    }
+
+    /// Two rooms joined by a door one cell wide (column 8) and, lower down, one four cells wide.
+    const ROOMS: [&str; 14] = [
+        "#################",
+        "#.......#.......#",
+        "#.......#.......#",
+        "#.......#.......#",
+        "#...............#",
+        "#.......#.......#",
+        "#.......#.......#",
+        "#.......#.......#",
+        "#.......#.......#",
+        "#...............#",
+        "#...............#",
+        "#...............#",
+        "#...............#",
+        "#################",
+    ];
+
+    #[test]
+    fn a_straight_route_is_one_leg_and_a_blocked_one_goes_around() {
+        let nav = nav(&ROOMS);
+        let route = nav.find_path(at(2, 2), at(6, 6)).unwrap();
+        assert_eq!(route.legs, vec![walk(at(6, 6))]);
+        assert!((route.cost - distance(at(2, 2), at(6, 6))).abs() < 1e-3);
+        let route = nav.find_path(at(2, 2), at(14, 2)).unwrap();
+        assert!(route.legs.len() >= 2, "through a door: {route:?}");
+        assert_eq!(route.legs.last().unwrap().point, at(14, 2));
+        assert!(stays_off_walls(&nav, at(2, 2), &route), "{route:?}");
+        assert!(route.cost > distance(at(2, 2), at(14, 2)));
+    }
+
+    #[test]
+    fn a_narrow_door_is_refused_to_a_wide_body() {
+        let nav = nav(&ROOMS);
+        let (from, to) = (at(2, 2), at(14, 2));
+        let thin = nav.find_route(from, to, &PathQuery { min_width: 8.0, ..PathQuery::default() }).unwrap();
+        assert!(
+            length_where(from, &thin, |p| p[1] < 50.0 && (80.0..90.0).contains(&p[0])) > 0.0,
+            "through the door at row 4: {thin:?}"
+        );
+        let wide = nav.find_route(from, to, &PathQuery { min_width: 25.0, ..PathQuery::default() }).unwrap();
+        assert_eq!(
+            length_where(from, &wide, |p| p[1] < 60.0 && (80.0..90.0).contains(&p[0])),
+            0.0,
+            "a body 25 wide takes the wide door: {wide:?}"
+        );
+        assert!(stays_off_walls(&nav, from, &wide));
+        assert!(wide.cost > thin.cost);
+        assert!(
+            nav.find_route(from, to, &PathQuery { min_width: 45.0, ..PathQuery::default() }).is_none(),
+            "no door fits 45"
+        );
+        assert!(!nav.reachable(from, to, 45.0) && nav.reachable(from, to, 25.0) && nav.reachable(from, to, 8.0));
+    }
+
+    #[test]
+    fn comfort_clearance_prefers_the_wide_corridor() {
+        // Rooms of 4 rows above and below; between them a corridor 2 cells wide (columns
+        // 7–8) straight on, and one 6 cells wide (columns 12–17) off to the side.
+        let mut rows = vec!["#####################"];
+        rows.extend(["#...................#"; 4]);
+        rows.extend(["#######..###......###"; 8]);
+        rows.extend(["#...................#"; 4]);
+        rows.push("#####################");
+        let nav = nav(&rows);
+        let (from, to) = (at(7, 2), at(7, 15));
+        let in_narrow = |p: [f32; 2]| (50.0..130.0).contains(&p[1]) && (70.0..90.0).contains(&p[0]);
+        let plain = nav.find_route(from, to, &PathQuery { min_width: 10.0, ..PathQuery::default() }).unwrap();
+        assert_eq!(plain.legs.len(), 1, "straight down the narrow corridor: {plain:?}");
+        assert!(length_where(from, &plain, in_narrow) > 70.0);
+        let comfy = PathQuery { min_width: 10.0, comfort_clearance: 15.0, narrow_cost: 4.0, ..PathQuery::default() };
+        let route = nav.find_route(from, to, &comfy).unwrap();
+        assert_eq!(length_where(from, &route, in_narrow), 0.0, "{route:?}");
+        assert!(length_where(from, &route, |p| (120.0..180.0).contains(&p[0]) && (50.0..130.0).contains(&p[1])) > 70.0);
+        assert!(stays_off_walls(&nav, from, &route));
+    }
+
+    #[test]
+    fn penalty_zones_are_avoided_and_never_cut_through() {
+        let rows = [
+            "###############",
+            "#.............#",
+            "#.............#",
+            "#.............#",
+            "#.............#",
+            "#.............#",
+            "#.............#",
+            "#.............#",
+            "###############",
+        ];
+        let nav = nav(&rows);
+        let (from, to) = (at(1, 4), at(13, 4));
+        assert_eq!(nav.find_path(from, to).unwrap().legs.len(), 1, "open ground: straight");
+        let zone = [PenaltyZone { center: at(7, 4), radius: 25.0, cost_per_unit: 10.0 }];
+        let route = nav.find_route(from, to, &PathQuery { penalties: &zone, ..PathQuery::default() }).unwrap();
+        assert!(route.legs.len() >= 2, "{route:?}");
+        let mut prev = from;
+        for p in route.points() {
+            let d = segment_distance(prev, p, zone[0].center);
+            assert!(d > 15.0, "a leg passes {d} from the zone's centre: {route:?}");
+            prev = p;
+        }
+        assert!(route.cost > distance(from, to));
+    }
+
+    #[test]
+    fn no_route_through_a_wall_and_none_into_one() {
+        let rows = ["#########", "#...#...#", "#...#...#", "#...#...#", "#########"];
+        let nav = nav(&rows);
+        assert!(nav.find_path(at(1, 2), at(7, 2)).is_none(), "two sealed rooms");
+        assert!(!nav.reachable(at(1, 2), at(7, 2), 0.0));
+        // An end inside a wall is tied to the nearest free cell it can see.
+        let route = nav.find_path(at(1, 1), at(4, 2)).unwrap();
+        assert!(stays_off_walls(
+            &nav,
+            at(1, 1),
+            &Route { legs: route.legs[..route.legs.len() - 1].to_vec(), cost: 0.0 }
+        ));
+        assert!(nav.find_path([f32::NAN, 0.0], at(1, 1)).is_none());
+        assert!(nav.find_path([-1e6, 5.0], at(1, 1)).is_none(), "far outside the map");
+        assert!(nav.find_route(at(1, 1), at(3, 3), &PathQuery { min_width: 1e9, ..PathQuery::default() }).is_none());
+    }
+
+    #[test]
+    fn the_same_query_gives_the_same_route_and_ties_are_stable() {
+        // A pillar in the middle: going round either side is equally long.
+        let rows = [
+            "#########",
+            "#.......#",
+            "#.......#",
+            "#.......#",
+            "#...#...#",
+            "#.......#",
+            "#.......#",
+            "#.......#",
+            "#########",
+        ];
+        let nav = nav(&rows);
+        let q = PathQuery { min_width: 12.0, ..PathQuery::default() };
+        let first = nav.find_route(at(4, 1), at(4, 7), &q).unwrap();
+        for _ in 0..5 {
+            assert_eq!(nav.find_route(at(4, 1), at(4, 7), &q).unwrap(), first);
+        }
+        let twin = build_nav(&rows);
+        assert_eq!(twin.find_route(at(4, 1), at(4, 7), &q).unwrap(), first, "a fresh system, the same route");
+    }
+
+    #[test]
+    fn start_and_end_on_one_node_give_two_legs() {
+        let rows = ["#####", "#...#", "#.#.#", "#...#", "#####"];
+        let nav = nav(&rows);
+        // Both points are in the pillar's cell, near its bottom edge: both tie to the free
+        // cell below it (the nearest fitting one; from inside a wall nothing is in sight).
+        let (a, b) = ([23.0, 29.0], [27.0, 29.0]);
+        let route = nav.find_path(a, b).unwrap();
+        assert_eq!(route.legs.len(), 2, "{route:?}");
+        assert_eq!(route.legs[1].point, b);
+    }
+
+    #[test]
+    fn soft_obstacles_cost_but_do_not_block() {
+        let rows = ["###########", "#.........#", "#.........#", "#.........#", "###########"];
+        let mut nav = nav(&rows);
+        // A box across the whole corridor at column 5.
+        let wall_of_crates = Obb::new([55.0, 25.0], [4.0, 15.0], 0.0);
+        assert!(nav.set_obstacle(0, Some(wall_of_crates)));
+        assert!(!nav.set_obstacle(0, Some(wall_of_crates)), "the same pose changes nothing");
+        assert_eq!(nav.soft_at(at(5, 2)), 1);
+        assert_eq!(nav.soft_at(at(4, 2)), 0, "touching is not covering");
+        let q = PathQuery { soft_cost: 3.0, ..PathQuery::default() };
+        let route = nav.find_route(at(1, 2), at(9, 2), &q).expect("soft obstacles never block");
+        let plain = nav.find_path(at(1, 2), at(9, 2)).unwrap();
+        assert_eq!(plain.legs.len(), 1, "without a soft cost the crates are not seen");
+        assert!(route.cost > plain.cost + 3.0 * 10.0 - 1e-3, "{} vs {}", route.cost, plain.cost);
+        // Moving it leaves a gap along the top: the route takes it.
+        nav.set_obstacle(0, Some(Obb::new([55.0, 30.0], [4.0, 9.0], 0.0)));
+        assert_eq!(nav.soft_at(at(5, 1)), 0);
+        let route = nav.find_route(at(1, 2), at(9, 2), &q).unwrap();
+        assert!(length_where(at(1, 2), &route, |p| nav.soft_at(p) > 0) == 0.0, "{route:?}");
+        nav.set_obstacle(0, None);
+        assert!(nav.soft_values().iter().all(|&v| v == 0));
+    }
+
+    #[test]
+    fn a_turned_box_covers_the_cells_it_overlaps() {
+        let nav = nav(&["..........", "..........", "..........", "..........", ".........."]);
+        // A 10×10 box turned 45° at the centre of cell (4, 2): a diamond reaching 7.07 out.
+        let cells = nav.cells_under(&Obb::new(at(4, 2), [5.0, 5.0], std::f32::consts::FRAC_PI_4));
+        let coords: Vec<(usize, usize)> = cells.iter().map(|&i| nav.grid().coords(i as usize)).collect();
+        assert_eq!(coords, vec![(4, 1), (3, 2), (4, 2), (5, 2), (4, 3)], "the diamond misses the diagonal cells");
+    }
+
+    #[test]
+    fn helpers_answer_in_world_units() {
+        let nav = nav(&ROOMS);
+        assert_eq!(nav.clearance(at(1, 1)), 5.0);
+        assert_eq!(nav.clearance(at(3, 3)), 25.0);
+        assert_eq!(nav.clearance(at(0, 0)), 0.0);
+        assert!(nav.fits(at(1, 1), 30.0), "the corner is in a 3-square");
+        assert!(nav.fits(at(3, 3), 70.0) && !nav.fits(at(3, 3), 71.0), "the room is 7 cells wide");
+        assert!(!nav.fits(at(8, 4), 15.0), "the door is one cell");
+        assert!(nav.fits(at(8, 4), 10.0));
+        // The nearest free cell to a wall point, ties by y then x.
+        assert_eq!(nav.nearest_walkable(at(8, 2), 0.0, 30.0), Some(at(7, 2)), "(7, 2) and (9, 2) tie: smaller x");
+        assert_eq!(nav.nearest_walkable(at(8, 4), 0.0, 30.0), Some(at(8, 4)), "the door itself");
+        assert_eq!(nav.nearest_walkable(at(8, 4), 25.0, 30.0), Some(at(7, 4)), "a body 25 wide does not fit the door");
+        assert_eq!(nav.nearest_walkable(at(0, 0), 0.0, 5.0), None, "nothing within 5");
+        assert_eq!(nav.nearest_walkable(at(0, 0), 0.0, 20.0), Some(at(1, 1)));
+        assert!(nav.has_obstacle_between(at(2, 2), at(14, 2)));
+        assert!(!nav.has_obstacle_between(at(2, 4), at(14, 4)), "through the door");
+        assert!(nav.has_clear_corridor(at(2, 4), at(14, 4), 4.0));
+        assert!(!nav.has_clear_corridor(at(2, 4), at(14, 4), 6.0), "the door is 10 wide");
+    }
+
+    #[test]
+    fn random_points_fit_and_repeat_with_the_seed() {
+        let nav = nav(&ROOMS);
+        let mut a = SplitMix64::new(5);
+        let mut b = SplitMix64::new(5);
+        for _ in 0..50 {
+            let p = nav.random_point_where(&mut a, 25.0).unwrap();
+            assert!(nav.fits(p, 25.0));
+            assert_eq!(nav.random_point_where(&mut b, 25.0), Some(p));
+        }
+        let sealed = build_nav(&["###", "###"]);
+        assert_eq!(sealed.random_point_where(&mut a, 0.0), None);
+    }
+
+    #[test]
+    fn the_graph_counts_its_nodes_and_links() {
+        let nav = nav(&["####", "#..#", "#..#", "####"]);
+        assert_eq!(nav.node_count(), 4);
+        assert_eq!(nav.link_count(), 6, "4 sides and 2 diagonals of a 2×2 square");
+        let dump = nav.debug_json();
+        assert_eq!(dump["walk"], json!(["####", "#..#", "#..#", "####"]));
+        assert_eq!(dump["fit"], json!(["0000", "0220", "0220", "0000"]));
+        assert_eq!(dump["clear"], json!(["0000", "0110", "0110", "0000"]));
+    }
+
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn maze() -> impl Strategy<Value = Vec<String>> {
+            (4usize..16, 4usize..12).prop_flat_map(|(cols, rows)| {
+                prop::collection::vec(prop::collection::vec(prop::bool::weighted(0.3), cols), rows).prop_map(|cells| {
+                    cells.iter().map(|r| r.iter().map(|&w| if w { '#' } else { '.' }).collect()).collect()
+                })
+            })
+        }
+
+        proptest! {
+            /// Routes exist exactly between cells the grid connects; they never cross a wall,
+            /// fit the body all the way, end at the end, and are found again identically.
+            #[test]
+            fn routes_are_sound(rows in maze(), a in (0usize..16, 0usize..12), b in (0usize..16, 0usize..12), width in prop_oneof![Just(0.0f32), Just(12.0f32)]) {
+                let rows: Vec<&str> = rows.iter().map(String::as_str).collect();
+                let nav = nav(&rows);
+                let (cols, rs) = (rows[0].len(), rows.len());
+                let (a, b) = (at(a.0 % cols, a.1 % rs), at(b.0 % cols, b.1 % rs));
+                prop_assume!(nav.fits(a, width) && nav.fits(b, width));
+                let q = PathQuery { min_width: width, ..PathQuery::default() };
+                let route = nav.find_route(a, b, &q);
+                prop_assert_eq!(route.is_some(), nav.reachable(a, b, width));
+                if let Some(route) = route {
+                    prop_assert_eq!(route.legs.last().unwrap().point, b);
+                    let mut from = a;
+                    for p in route.points() {
+                        prop_assert!(nav.has_clear_corridor(from, p, width / 2.0) || distance(from, p) <= 15.0,
+                            "leg {:?} → {:?} leaves the corridor", from, p);
+                        prop_assert!(!nav.has_obstacle_between(from, p), "leg {:?} → {:?} crosses a wall", from, p);
+                        from = p;
+                    }
+                    prop_assert_eq!(nav.find_route(a, b, &q), Some(route));
+                }
+            }
+        }
+    }
+}
