@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
+use vimp_host::tanks::bots::BotSkill;
 
 /// vimp: fast 2D physics matches hosted from a player's own machine.
 #[derive(Debug, Parser)]
@@ -43,9 +44,20 @@ pub struct PlayArgs {
     /// Bots in the match.
     #[arg(long, default_value_t = 7)]
     pub bots: u8,
+    /// How good the bots are: easy, normal or hard.
+    #[arg(long, default_value = "normal", value_parser = bot_skill)]
+    pub bot_skill: BotSkill,
+    /// Start with the navigation overlay (F4) on: the nav grid, where a tank fits, each bot's route.
+    #[arg(long)]
+    pub nav_overlay: bool,
     /// Render frames and save a picture.
     #[command(flatten)]
     pub capture: CaptureArgs,
+}
+
+/// Parses `--bot-skill` (easy, normal or hard, any case).
+pub fn bot_skill(s: &str) -> Result<BotSkill, String> {
+    s.parse()
 }
 
 /// `--frames N --screenshot FILE`: a window that renders N frames, saves the last, and exits.
@@ -63,7 +75,7 @@ impl CaptureArgs {
     /// The window's options for starting `start`.
     pub fn window(self, start: Option<crate::window::MatchKind>) -> crate::window::WindowOptions {
         let frames = self.frames.or(self.screenshot.as_ref().map(|_| 240));
-        crate::window::WindowOptions { start, frames, screenshot: self.screenshot }
+        crate::window::WindowOptions { start, frames, screenshot: self.screenshot, nav_overlay: false }
     }
 
     /// Whether any was given (they mean nothing without a window).
@@ -101,12 +113,12 @@ pub enum SchemaCommand {
 pub fn run(cli: Cli) -> anyhow::Result<i32> {
     use crate::window::{MatchKind, WindowOptions, run as window};
     let Some(command) = cli.command else {
-        return window(WindowOptions { start: None, frames: None, screenshot: None });
+        return window(WindowOptions { start: None, frames: None, screenshot: None, nav_overlay: false });
     };
     match command {
         Command::Play(args) => {
-            let start = Some(MatchKind::Local { map: args.map, bots: args.bots });
-            window(args.capture.window(start))
+            let start = Some(MatchKind::Local { map: args.map, bots: args.bots, skill: args.bot_skill });
+            window(WindowOptions { nav_overlay: args.nav_overlay, ..args.capture.window(start) })
         }
         Command::Sim(args) => crate::sim_cmd::run(&args),
         Command::Signal(args) => crate::signal_cmd::run(&args),
@@ -118,6 +130,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
             let start = Some(MatchKind::Host {
                 map: args.map,
                 bots: args.bots,
+                skill: args.bot_skill,
                 password: args.password,
                 code: args.code,
                 signal: args.signal,

@@ -1,4 +1,5 @@
-//! `vimp map check`: validates map files and prints every problem as `file:field: reason`.
+//! `vimp map check`: validates map files and prints every problem as `file:field: reason`, and
+//! what a tank could not do there as `file:field: warning: reason` (warnings keep the exit code 0).
 
 use std::path::PathBuf;
 
@@ -20,8 +21,24 @@ pub fn check(files: &[PathBuf]) -> anyhow::Result<i32> {
         match MapConfig::from_json(&label, &text) {
             Ok(map) => {
                 let (w, h) = (map.map.first().map_or(0, |r| r.len()), map.map.len());
+                let warnings = match vimp_host::tanks::map_warnings(&map) {
+                    Ok(w) => w,
+                    Err(e) => {
+                        failed += 1;
+                        eprintln!("{e}");
+                        continue;
+                    }
+                };
+                for warning in &warnings {
+                    eprintln!("{label}:{warning}");
+                }
+                let noted = match warnings.len() {
+                    0 => String::new(),
+                    1 => ", 1 warning".to_owned(),
+                    n => format!(", {n} warnings"),
+                };
                 println!(
-                    "{label}: ok — \"{}\", {w}×{h} tiles, {} crates, respawns for {} teams",
+                    "{label}: ok — \"{}\", {w}×{h} tiles, {} crates, respawns for {} teams{noted}",
                     map.name,
                     map.physics_dynamic.len(),
                     map.respawns.len()

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use serde_json::json;
 use vimp_host::engine::server::{Server, ServerConfig};
+use vimp_host::tanks::bots::BotSkill;
 use vimp_host::{Host, HostCommand, PlayerId, TanksPlugin};
 use vimp_netcode::client::{Client, ClientConfig};
 use vimp_netcode::input::KeyAction;
@@ -91,6 +92,9 @@ pub struct HostArgs {
     /// Bots in the match.
     #[arg(long, default_value_t = 0)]
     pub bots: u8,
+    /// How good the bots are: easy, normal or hard.
+    #[arg(long, default_value = "normal", value_parser = crate::cli::bot_skill)]
+    pub bot_skill: BotSkill,
     /// The map file.
     #[arg(long, default_value = "maps/default.json")]
     pub map: PathBuf,
@@ -203,9 +207,14 @@ pub fn client_config(host_timeout_ms: u64) -> ClientConfig {
     ClientConfig { host_timeout: Duration::from_millis(host_timeout_ms.max(1)), ..ClientConfig::default() }
 }
 
-/// A tanks match on the map file `map` with `bots` bots joined and one tick stepped; with its config.
-pub fn new_match(map: &std::path::Path, bots: u8, seed: u64) -> anyhow::Result<(Host, vimp_host::InitConfig)> {
-    let config = vimp_host::tanks::init_config(seed);
+/// A tanks match on the map file `map` with `bots` bots of `skill` joined and one tick stepped; with its config.
+pub fn new_match(
+    map: &std::path::Path,
+    bots: u8,
+    skill: BotSkill,
+    seed: u64,
+) -> anyhow::Result<(Host, vimp_host::InitConfig)> {
+    let config = vimp_host::tanks::init_config_with_bots(seed, skill);
     let label = map.display().to_string();
     let text = std::fs::read_to_string(map).with_context(|| format!("reading {label}"))?;
     let mut host = Host::new(config.clone(), TanksPlugin)?;
@@ -231,7 +240,7 @@ pub fn host(args: &HostArgs) -> anyhow::Result<i32> {
         }
     };
     let seed = args.seed.unwrap_or_else(random_u64);
-    let (host, config) = new_match(&args.map, args.bots, seed)?;
+    let (host, config) = new_match(&args.map, args.bots, args.bot_skill, seed)?;
     let mut vote_maps = Vec::new();
     for path in &args.vote_maps {
         let label = path.display().to_string();

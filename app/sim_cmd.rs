@@ -6,6 +6,7 @@ use std::time::Instant;
 use anyhow::Context;
 use serde_json::json;
 use vimp_host::engine::snapshot::{FrameReceivers, SnapshotStats};
+use vimp_host::tanks::bots::BotSkill;
 use vimp_host::tanks::figures::BotFigures;
 use vimp_host::tanks::rounds::Round;
 use vimp_host::tanks::tank::Tank;
@@ -20,6 +21,9 @@ pub struct SimArgs {
     /// Bots in the match (split between the two teams).
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(0..=255))]
     pub bots: u16,
+    /// How good the bots are: easy, normal or hard.
+    #[arg(long, default_value = "normal", value_parser = crate::cli::bot_skill)]
+    pub bot_skill: BotSkill,
     /// Seconds of match time to simulate.
     #[arg(long, default_value_t = 60.0)]
     pub seconds: f64,
@@ -35,8 +39,12 @@ pub struct SimArgs {
     pub check_dump_at: Option<u32>,
 }
 
+fn config(args: &SimArgs) -> vimp_host::InitConfig {
+    vimp_host::tanks::init_config_with_bots(args.seed, args.bot_skill)
+}
+
 fn new_host(args: &SimArgs, map_label: &str, map_text: &str) -> anyhow::Result<Host> {
-    let mut host = Host::new(vimp_host::tanks::init_config(args.seed), TanksPlugin)?;
+    let mut host = Host::new(config(args), TanksPlugin)?;
     host.load_map_json(map_label, map_text)?;
     Ok(host)
 }
@@ -86,7 +94,7 @@ pub fn run(args: &SimArgs) -> anyhow::Result<i32> {
         }
         if args.check_dump_at == Some(tick) {
             let dump = host.serialize_state()?;
-            let mut restored = Host::restore(vimp_host::tanks::init_config(args.seed), TanksPlugin, &dump)?;
+            let mut restored = Host::restore(config(args), TanksPlugin, &dump)?;
             restored.world_mut().insert_resource(receivers.clone());
             anyhow::ensure!(restored.serialize_state()? == dump, "the restored state re-serialises differently");
             twin = Some(restored);
@@ -109,7 +117,7 @@ pub fn run(args: &SimArgs) -> anyhow::Result<i32> {
     let t0 = Instant::now();
     let dump = host.serialize_state()?;
     let dump_encode_us = t0.elapsed().as_secs_f64() * 1e6;
-    let mut fresh = Host::new(vimp_host::tanks::init_config(args.seed), TanksPlugin)?;
+    let mut fresh = Host::new(config(args), TanksPlugin)?;
     let t0 = Instant::now();
     fresh.load_state(&dump)?;
     let dump_decode_us = t0.elapsed().as_secs_f64() * 1e6;
@@ -117,6 +125,7 @@ pub fn run(args: &SimArgs) -> anyhow::Result<i32> {
     let report = json!({
         "map": label,
         "bots": args.bots,
+        "bot_skill": args.bot_skill.name(),
         "seed": args.seed,
         "ticks": ticks,
         "match_seconds": match_seconds,

@@ -1,4 +1,5 @@
-//! The reference game's side of the window: how tanks are drawn and what their HUD says.
+//! The reference game's side of the window: how tanks are drawn, what their HUD says, and the designers' navigation overlay.
 
 pub mod draw;
 pub mod hud;
+pub mod overlay;

@@ -28,11 +28,15 @@ use vimp_netcode::transport::{Joined, MemoryTransport, PeerKey, Transport};
 
 use crate::net_cmd::IceArgs;
 use crate::successor::{Retired, RetiredWhy};
+use crate::tanks::overlay::{NavShare, NavSnapshot};
 
 /// The embedded host's end of the in-memory link.
 pub const HOST_PEER: PeerKey = PeerKey(1);
 /// The hosting player's end of the in-memory link.
 pub const LOCAL_PEER: PeerKey = PeerKey(2);
+
+/// How often the navigation overlay is captured while wanted.
+const OVERLAY_INTERVAL: Duration = Duration::from_millis(100);
 
 /// How often a watched map file is looked at.
 const WATCH_INTERVAL: Duration = Duration::from_millis(250);
@@ -44,6 +48,8 @@ pub struct EmbeddedConfig {
     pub map: PathBuf,
     /// Bots in the match.
     pub bots: u8,
+    /// How good they are.
+    pub skill: vimp_host::tanks::bots::BotSkill,
     /// The match seed.
     pub seed: u64,
     /// Reload the map when its file changes.
@@ -81,6 +87,10 @@ pub enum HostNote {
 /// A running embedded host (stopped when dropped).
 pub struct EmbeddedHost {
     stop: Arc<AtomicBool>,
+    /// The window wants the navigation overlay ([`crate::tanks::overlay`]).
+    overlay_wanted: Arc<AtomicBool>,
+    /// The newest overlay snapshot, while wanted.
+    overlay: NavShare,
     thread: Option<JoinHandle<()>>,
     notes: mpsc::Receiver<HostNote>,
     retired: mpsc::Receiver<Retired>,
@@ -109,6 +119,9 @@ impl EmbeddedHost {
         let (ready_tx, ready) = mpsc::sync_channel(1);
         let flag = Arc::clone(&stop);
         let (retired_tx, retired) = mpsc::channel();
+        let overlay_wanted = Arc::new(AtomicBool::new(false));
+        let overlay = crate::tanks::overlay::share();
+        let (wanted, slot) = (Arc::clone(&overlay_wanted), Arc::clone(&overlay));
         let thread = std::thread::Builder::new().name("vimp-host".into()).spawn(move || {
             let (mut hosted, keep_alive, lobby) = match build(&config, host_end) {
                 Ok(built) => built,
@@ -122,6 +135,7 @@ impl EmbeddedHost {
             // after the match went to another host: friends still join by the code.
             let _signal = keep_alive;
             let mut watch = config.watch.then(|| Watch::new(config.map.clone()));
+            let mut next_overlay = Instant::now();
             while !flag.load(Ordering::Relaxed) {
                 let now = clock.elapsed();
                 match &mut hosted {
@@ -135,6 +149,15 @@ impl EmbeddedHost {
                     }
                     Hosted::Online(server) => server.update(now),
                     Hosted::Gone => {}
+                }
+                if wanted.load(Ordering::Relaxed) && Instant::now() >= next_overlay {
+                    next_overlay = Instant::now() + OVERLAY_INTERVAL;
+                    let snapshot = match &mut hosted {
+                        Hosted::Local(server) => crate::tanks::overlay::capture(server.host_mut()),
+                        Hosted::Online(server) => crate::tanks::overlay::capture(server.host_mut()),
+                        Hosted::Gone => None,
+                    };
+                    *slot.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = snapshot;
                 }
                 if let Hosted::Online(server) = &hosted
                     && let Some(to) = server.handed_off()
@@ -167,7 +190,17 @@ impl EmbeddedHost {
                 anyhow::bail!("the host thread stopped while starting");
             }
         };
-        Ok((EmbeddedHost { stop, thread: Some(thread), notes, retired, lobby }, client_end))
+        Ok((EmbeddedHost { stop, overlay_wanted, overlay, thread: Some(thread), notes, retired, lobby }, client_end))
+    }
+
+    /// Asks the host thread for the navigation overlay (or to stop making it).
+    pub fn want_overlay(&self, on: bool) {
+        self.overlay_wanted.store(on, Ordering::Relaxed);
+    }
+
+    /// The newest navigation overlay, once asked for.
+    pub fn overlay(&self) -> Option<NavSnapshot> {
+        crate::tanks::overlay::peek(&self.overlay)
     }
 
     /// What the host said since the last call.
@@ -205,7 +238,7 @@ type Built = (Hosted, Option<SignalServer>, Option<(LobbyCode, String)>);
 
 /// Builds the match (map loaded, bots joined) and its server, on the host thread.
 fn build(config: &EmbeddedConfig, host_end: MemoryTransport) -> anyhow::Result<Built> {
-    let (host, init) = crate::net_cmd::new_match(&config.map, config.bots, config.seed)?;
+    let (host, init) = crate::net_cmd::new_match(&config.map, config.bots, config.skill, config.seed)?;
 
     let mut keep_alive = None;
     let mut lobby = None;

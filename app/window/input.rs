@@ -96,7 +96,7 @@ pub fn key_name(key: KeyCode) -> Option<&'static str> {
 }
 
 /// Keys the window keeps for itself (never bound to an action).
-pub const RESERVED: &[KeyCode] = &[KeyCode::Tab, KeyCode::Enter, KeyCode::Escape, KeyCode::F3];
+pub const RESERVED: &[KeyCode] = &[KeyCode::Tab, KeyCode::Enter, KeyCode::Escape, KeyCode::F3, KeyCode::F4];
 
 #[cfg(test)]
 mod tests {

@@ -24,6 +24,7 @@ use bevy::prelude::*;
 use bevy::render::view::screenshot::{Screenshot, ScreenshotCaptured};
 use bevy::window::WindowResolution;
 use bevy_egui::EguiPlugin;
+use vimp_host::tanks::bots::BotSkill;
 use vimp_netcode::lobby::{JoinTarget, LobbyCode};
 use vimp_netcode::transport::Transport;
 use vimp_netcode::transport::webrtc::WebRtcTransport;
@@ -43,6 +44,8 @@ pub struct WindowOptions {
     pub frames: Option<u32>,
     /// Where to save a PNG of the last frame.
     pub screenshot: Option<PathBuf>,
+    /// Start with the navigation overlay (F4) on.
+    pub nav_overlay: bool,
 }
 
 /// A match to start.
@@ -54,6 +57,8 @@ pub enum MatchKind {
         map: PathBuf,
         /// Bots.
         bots: u8,
+        /// How good they are.
+        skill: BotSkill,
     },
     /// An embedded host friends join by lobby code.
     Host {
@@ -61,6 +66,8 @@ pub enum MatchKind {
         map: PathBuf,
         /// Bots.
         bots: u8,
+        /// How good they are.
+        skill: BotSkill,
         /// A lobby password.
         password: Option<String>,
         /// The lobby code (a random one by default).
@@ -204,7 +211,9 @@ pub fn run(options: WindowOptions) -> anyhow::Result<i32> {
     )
     .add_plugins(ui::UiPlugin)
     .add_plugins(sound::SoundPlugin)
-    .add_plugins(crate::tanks::draw::DrawPlugin);
+    .add_plugins(crate::tanks::draw::DrawPlugin)
+    .add_plugins(crate::tanks::overlay::NavOverlayPlugin)
+    .insert_resource(crate::tanks::overlay::NavOverlayOn(options.nav_overlay));
     let exit = app.run();
     if let Some(e) = failed.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
         anyhow::bail!(e);
@@ -252,14 +261,20 @@ pub fn start_match(kind: &MatchKind, settings: &Settings) -> anyhow::Result<Matc
     let nickname = settings.nickname.trim();
     let nickname = if nickname.is_empty() { "player" } else { nickname };
     match kind {
-        MatchKind::Local { map, bots } => {
-            let config =
-                EmbeddedConfig { map: map.clone(), bots: *bots, seed: random_seed(), watch: true, online: None };
+        MatchKind::Local { map, bots, skill } => {
+            let config = EmbeddedConfig {
+                map: map.clone(),
+                bots: *bots,
+                skill: *skill,
+                seed: random_seed(),
+                watch: true,
+                online: None,
+            };
             let (host, link) = EmbeddedHost::start(config, clock)?;
             let title = format!("local match on {}", map.display());
             Ok(MatchState::new(Box::new(link), Some(host), clock, MatchState::hello(nickname, None, false), title))
         }
-        MatchKind::Host { map, bots, password, code, signal } => {
+        MatchKind::Host { map, bots, skill, password, code, signal } => {
             let signal = signal.as_deref().unwrap_or(&settings.signal_url).trim_end_matches('/');
             let embedded_signal = signal == crate::net_cmd::DEFAULT_SIGNAL;
             let code = match code {
@@ -276,6 +291,7 @@ pub fn start_match(kind: &MatchKind, settings: &Settings) -> anyhow::Result<Matc
             let config = EmbeddedConfig {
                 map: map.clone(),
                 bots: *bots,
+                skill: *skill,
                 seed: random_seed(),
                 watch: false,
                 online: Some(online),

@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 use bevy::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use vimp_host::tanks::bots::BotSkill;
+
 use crate::net_cmd::DEFAULT_SIGNAL;
 
 /// The environment variable that overrides the config directory.
@@ -36,6 +38,8 @@ pub struct Settings {
     pub bindings: Vec<(String, String)>,
     /// Bots in a local match.
     pub bots: u8,
+    /// How good the bots of a local or hosted match are.
+    pub bot_skill: BotSkill,
     /// The map of a local match or a hosted one.
     pub map: String,
 }
@@ -51,6 +55,7 @@ impl Default for Settings {
             turn_pass: String::new(),
             bindings: default_bindings(),
             bots: 7,
+            bot_skill: BotSkill::default(),
             map: "maps/default.json".into(),
         }
     }

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
+use vimp_host::tanks::bots::BotSkill;
 use vimp_netcode::input::KeyAction;
 use vimp_netcode::meta::{ListRequest, TechInform};
 
@@ -100,7 +101,11 @@ fn menu_ui(
                         request.kind = Some(MatchKind::Local {
                             map: PathBuf::from(&store.settings.map),
                             bots: store.settings.bots,
+                            skill: store.settings.bot_skill,
                         });
+                    }
+                    if skill_picker(ui, "main", &mut store.settings.bot_skill) {
+                        store.save();
                     }
                     ui.add_space(8.0);
                     if ui.add(wide("Host")).clicked() {
@@ -133,6 +138,9 @@ fn menu_ui(
                         ui.label("bots");
                         ui.add(egui::Slider::new(&mut store.settings.bots, 0..=15));
                         ui.end_row();
+                        ui.label("bot skill");
+                        skill_picker(ui, "host", &mut store.settings.bot_skill);
+                        ui.end_row();
                         ui.label("lobby password");
                         ui.text_edit_singleline(&mut state.host_password);
                         ui.end_row();
@@ -143,6 +151,7 @@ fn menu_ui(
                         request.kind = Some(MatchKind::Host {
                             map: PathBuf::from(&store.settings.map),
                             bots: store.settings.bots,
+                            skill: store.settings.bot_skill,
                             password,
                             code: None,
                             signal: None,
@@ -186,10 +195,14 @@ fn menu_ui(
                     }
                     ui.text_edit_singleline(&mut state.playtest_map);
                     ui.add(egui::Slider::new(&mut store.settings.bots, 0..=15).text("bots"));
+                    skill_picker(ui, "playtest", &mut store.settings.bot_skill);
+                    ui.label("F4 in the match shows the navigation grid, where a tank fits and each bot's route.");
                     if ui.add(wide("Playtest")).clicked() {
+                        store.save();
                         request.kind = Some(MatchKind::Local {
                             map: PathBuf::from(state.playtest_map.trim()),
                             bots: store.settings.bots,
+                            skill: store.settings.bot_skill,
                         });
                     }
                     back(ui, &mut state.page);
@@ -202,6 +215,20 @@ fn menu_ui(
         });
     });
     Ok(())
+}
+
+/// A row choosing the bots' skill; returns whether it changed.
+fn skill_picker(ui: &mut egui::Ui, id: &str, skill: &mut BotSkill) -> bool {
+    let before = *skill;
+    ui.horizontal(|ui| {
+        ui.label("bot skill");
+        egui::ComboBox::from_id_salt(("bot skill", id)).selected_text(skill.name()).show_ui(ui, |ui| {
+            for level in BotSkill::ALL {
+                ui.selectable_value(skill, level, level.name());
+            }
+        });
+    });
+    *skill != before
 }
 
 fn back(ui: &mut egui::Ui, page: &mut Page) {
@@ -274,7 +301,7 @@ fn settings_page(ui: &mut egui::Ui, state: &mut UiState, store: &mut SettingsSto
     }
 }
 
-/// Keys to input events while no text field has the keyboard; Tab, F3, Enter and Esc for the window.
+/// Keys to input events while no text field has the keyboard; Tab, F3, F4, Enter and Esc for the window.
 fn game_keys(
     keys: Res<ButtonInput<KeyCode>>,
     mouse: Res<ButtonInput<MouseButton>>,
@@ -282,6 +309,7 @@ fn game_keys(
     mut ui_state: ResMut<UiState>,
     mut active: ResMut<ActiveMatch>,
     mut contexts: EguiContexts,
+    mut overlay: ResMut<crate::tanks::overlay::NavOverlayOn>,
 ) {
     let m = active.get();
     let ui = &mut ui_state.in_match;
@@ -295,6 +323,9 @@ fn game_keys(
     ui.scoreboard = keys.pressed(KeyCode::Tab);
     if keys.just_pressed(KeyCode::F3) {
         ui.graph = !ui.graph;
+    }
+    if keys.just_pressed(KeyCode::F4) {
+        overlay.0 = !overlay.0;
     }
     if keys.just_pressed(KeyCode::Enter) {
         ui.chat_open = true;

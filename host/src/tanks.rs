@@ -55,6 +55,24 @@ pub fn init_config(seed: u64) -> InitConfig {
     config
 }
 
+/// An init config like [`init_config`] whose bots (those that join) play at `skill`.
+pub fn init_config_with_bots(seed: u64, skill: bots::BotSkill) -> InitConfig {
+    let mut config = init_config(seed);
+    config.game["bots"] = serde_json::to_value(config::BotRules { skill }).expect("the bot rules serialise");
+    config
+}
+
+/// What `vimp map check` warns about for the tanks game: respawn points from which a tank of
+/// the default model cannot reach the other team, and crates wedged across a corridor
+/// ([`crate::engine::nav::check`]). The map must be valid.
+pub fn map_warnings(
+    map: &crate::engine::map::MapConfig,
+) -> Result<Vec<crate::engine::nav::check::MapWarning>, crate::engine::map::MapError> {
+    let scale = init_config(0).engine.map_scale;
+    let built = crate::engine::map::GameMap::create(map, scale, &mut rapier2d::prelude::PhysicsWorld::default())?;
+    Ok(crate::engine::nav::check::map_warnings(&built, TanksConfig::default().models.tank.width))
+}
+
 /// What clients get on `CONFIG_DATA`: the engine's client half (time step in MILLISECONDS,
 /// the map scale, the snapshot schema, interpolation) and the game's (keys, models, weapons).
 /// The predictor ([`predict::Predictor`]) is built from it and the map.

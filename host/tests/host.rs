@@ -1,8 +1,11 @@
 //! The host as a whole: determinism, dumps that continue bit-identically, map loads, frames.
 
 use vimp_host::engine::mapstate::{MapLoadError, MapState};
+use vimp_host::engine::nav::Nav;
 use vimp_host::engine::snapshot::{EventRows, FrameReceivers};
 use vimp_host::prelude::*;
+use vimp_host::tanks::bots::{Bot, BotSkill, Mode};
+use vimp_host::tanks::figures::BotFigures;
 use vimp_host::tanks::tank::Tank;
 use vimp_host::tanks::weapons::Bomb;
 use vimp_netcode::input::{InputEvent, KeyAction};
@@ -11,6 +14,7 @@ use vimp_netcode::snapshot::{Block, unpack};
 
 const SMALL: &str = include_str!("../../maps/test-small.json");
 const DEFAULT: &str = include_str!("../../maps/default.json");
+const ROOMS: &str = include_str!("../../maps/rooms.json");
 
 fn host(seed: u64, map: &str, bots: u8) -> Host {
     let mut host = Host::new(vimp_host::tanks::init_config(seed), TanksPlugin).expect("host");
@@ -59,6 +63,10 @@ fn has_dead_tank(host: &mut Host) -> bool {
     host.world_mut().query::<&Tank>().iter(host.world()).any(|t| !t.alive)
 }
 
+fn bots(host: &mut Host) -> Vec<Bot> {
+    host.world_mut().query::<&Bot>().iter(host.world()).cloned().collect()
+}
+
 #[test]
 fn a_dump_restored_into_a_fresh_host_continues_bit_identically() {
     const TICKS: u32 = 1200;
@@ -70,6 +78,7 @@ fn a_dump_restored_into_a_fresh_host_continues_bit_identically() {
     let mut dumps: Vec<(u32, &str, Vec<u8>)> = Vec::new();
     let mut twins: Vec<(u32, &str, Host)> = Vec::new();
     let (mut saw_bomb, mut saw_blast, mut saw_dead) = (false, false, false);
+    let (mut saw_fight, mut saw_route, mut saw_unstick) = (false, false, false);
     let mut hashes_checked = 0;
     for _ in 0..TICKS {
         let tick = original.tick();
@@ -110,6 +119,15 @@ fn a_dump_restored_into_a_fresh_host_continues_bit_identically() {
         } else if !saw_dead && has_dead_tank(&mut original) {
             saw_dead = true;
             why = Some("tank waiting to respawn");
+        } else if !saw_route && bots(&mut original).iter().any(|b| b.route.len() >= 3 && b.progress.1 > 0.0) {
+            saw_route = true;
+            why = Some("a bot half way along a leg of its route");
+        } else if !saw_fight && bots(&mut original).iter().any(|b| b.mode == Mode::Fight && b.in_sight) {
+            saw_fight = true;
+            why = Some("a bot fighting an enemy in sight");
+        } else if !saw_unstick && bots(&mut original).iter().any(|b| b.unstick.seconds > 0.0) {
+            saw_unstick = true;
+            why = Some("a bot backing out of a stall");
         }
         if let Some(why) = why {
             dumps.push((tick, why, bytes.clone()));
@@ -120,7 +138,8 @@ fn a_dump_restored_into_a_fresh_host_continues_bit_identically() {
     assert!(saw_bomb, "the match had a bomb in flight");
     assert!(saw_dead, "the match had a dead tank");
     assert!(saw_blast, "the match had a blast");
-    assert!(dumps.len() >= 6, "dumped at {} points", dumps.len());
+    assert!(saw_route && saw_fight, "bots followed routes and fought");
+    assert!(dumps.len() >= 8, "dumped at {} points", dumps.len());
     assert!(hashes_checked > 2000, "compared {hashes_checked} states");
     // The state hash agrees too, and debug views are identical.
     for (_, _, twin) in &mut twins {
@@ -332,6 +351,93 @@ fn a_second_game_runs_and_dumps_on_the_same_engine() {
     }
     let pushes: Vec<u32> = b.world_mut().query::<&pucks::Puck>().iter(b.world()).map(|p| p.pushes).collect();
     assert!(pushes.contains(&300), "player 0 held push for all 300 ticks: {pushes:?}");
+}
+
+/// A match of `bots` bots on `map` run for `seconds`, watched from outside: the figures and
+/// the frags per team (deaths of the other team's tanks).
+fn bot_match(map: &str, seed: u64, bots: u8, seconds: u32, skills: &[(u8, BotSkill)]) -> (BotFigures, [u32; 2]) {
+    let mut h = host(seed, map, bots);
+    h.step();
+    for (team, skill) in skills {
+        for (tank, mut bot) in h.world_mut().query::<(&Tank, &mut Bot)>().iter_mut(h.world_mut()) {
+            if tank.team == *team {
+                bot.skill = *skill;
+            }
+        }
+    }
+    let mut figures = BotFigures::default();
+    for _ in 0..seconds * 120 {
+        h.step();
+        figures.observe(h.world_mut());
+    }
+    let mut frags = [0u32; 2];
+    for t in h.world_mut().query::<&Tank>().iter(h.world()) {
+        // A tank's deaths are frags of the other team (friendly fire is off).
+        frags[(2 - t.team) as usize] += t.deaths;
+    }
+    (figures, frags)
+}
+
+#[test]
+fn bots_find_each_other_through_narrow_doors_and_do_not_get_stuck() {
+    // Rooms joined by doors two tiles wide: every fight needs a route through two doors.
+    let (figures, frags) = bot_match(ROOMS, 3, 4, 60, &[]);
+    let contact = figures.first_contact_tick().expect("two enemies saw each other");
+    assert!(contact < 30 * 120, "first contact only at tick {contact}");
+    assert!(frags[0] + frags[1] >= 6, "a minute of 2 against 2 gives frags: {frags:?}");
+    let share = figures.stuck_seconds() / figures.bot_seconds();
+    assert!(share < 0.03, "bots were stuck {:.1} of {:.0} bot-seconds", figures.stuck_seconds(), figures.bot_seconds());
+}
+
+#[test]
+fn hard_bots_beat_easy_bots() {
+    let (_, frags) = bot_match(DEFAULT, 8, 8, 90, &[(1, BotSkill::Hard), (2, BotSkill::Easy)]);
+    assert!(frags[0] > frags[1] + 3, "team 1 (hard) against team 2 (easy): {frags:?}");
+    let (_, swapped) = bot_match(DEFAULT, 8, 8, 90, &[(1, BotSkill::Easy), (2, BotSkill::Hard)]);
+    assert!(swapped[1] > swapped[0] + 3, "team 1 (easy) against team 2 (hard): {swapped:?}");
+}
+
+#[test]
+fn the_navigation_follows_every_map_load_and_the_debug_dump_shows_it() {
+    let mut h = host(2, SMALL, 3);
+    h.step();
+    let dump = h.debug_json();
+    assert_eq!(dump["nav"]["grid"], serde_json::json!([16, 12]));
+    assert_eq!(dump["nav"]["step"], serde_json::json!(32.0));
+    let walk: Vec<String> = serde_json::from_value(dump["nav"]["walk"].clone()).expect("rows");
+    assert_eq!(walk[5], "#......##......#", "the inner wall block of the small map");
+    assert_eq!(dump["spatial"]["entries"], serde_json::json!(3), "the three living tanks");
+    assert!(dump["nav"]["softObstacles"].as_u64() == Some(4), "the four crates: {}", dump["nav"]);
+    h.load_map_json("rooms", ROOMS).expect("the rooms map loads");
+    assert_eq!(h.debug_json()["nav"]["grid"], serde_json::json!([48, 32]), "a new map, a new grid");
+    let nav = h.world().resource::<Nav>().0.as_ref().expect("a navigation");
+    assert!(nav.has_obstacle_between([112.0, 112.0], [1424.0, 112.0]), "walls between the top rooms");
+    assert!(nav.reachable([112.0, 112.0], [1424.0, 112.0], 46.0), "through the doors");
+    // A map that does not load leaves the navigation of the one that stays.
+    let _ = h.load_map_json("broken.json", "{}").expect_err("invalid");
+    assert_eq!(h.debug_json()["nav"]["grid"], serde_json::json!([48, 32]));
+}
+
+#[test]
+fn crates_moved_by_a_blast_move_their_soft_obstacles() {
+    let mut h = host(1, SMALL, 0);
+    h.step();
+    let before = h.world().resource::<Nav>().0.as_ref().expect("nav").soft_values().to_vec();
+    let map = h.world().resource::<MapState>().map.clone().expect("map");
+    let handle = map.dynamic_handle(0).expect("a crate");
+    h.world_mut()
+        .resource_mut::<vimp_host::engine::physics::Physics>()
+        .world_mut()
+        .bodies
+        .get_mut(handle)
+        .expect("body")
+        .set_linvel(rapier2d::prelude::Vector::new(0.0, 300.0), true);
+    for _ in 0..30 {
+        h.step();
+    }
+    let after = h.world().resource::<Nav>().0.as_ref().expect("nav").soft_values().to_vec();
+    assert_ne!(before, after, "the crate slid into other cells");
+    assert!(before.iter().map(|&v| u32::from(v)).sum::<u32>() > 0, "the crates cover cells");
 }
 
 #[test]

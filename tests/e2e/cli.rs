@@ -79,11 +79,13 @@ fn sim_check_dump_at_passes_on_a_deterministic_match() {
 
 #[test]
 fn map_check_accepts_the_shipped_maps_and_names_the_field_at_fault() {
-    let maps: Vec<PathBuf> = ["maps/default.json", "maps/test-small.json"].iter().map(|m| repo(m)).collect();
+    let maps: Vec<PathBuf> =
+        ["maps/default.json", "maps/test-small.json", "maps/rooms.json"].iter().map(|m| repo(m)).collect();
     let args: Vec<&str> =
         ["map", "check"].into_iter().chain(maps.iter().map(|m| m.to_str().expect("utf-8 path"))).collect();
     let out = vimp(&args);
     assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("warning"), "the shipped maps have no warnings");
 
     let dir = std::env::temp_dir().join(format!("vimp-map-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
@@ -96,6 +98,52 @@ fn map_check_accepts_the_shipped_maps_and_names_the_field_at_fault() {
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("bad.json") && err.contains("tileSize"), "stderr: {err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn map_check_warns_of_places_a_tank_cannot_reach_and_keeps_exit_code_0() {
+    let dir = std::env::temp_dir().join(format!("vimp-map-warn-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("walled.json");
+    // Column 8 walls the map in two; its only gap (row 10) holds a crate; team 2's second
+    // point is boxed in on its own.
+    let rows = [
+        "################",
+        "#.......#.o.####",
+        "#...o...#...#..#",
+        "#.1.....#...#2.#",
+        "#.......#...####",
+        "#.......#......#",
+        "#.......#......#",
+        "#.......#......#",
+        "#.1.....#....2.#",
+        "#.......#......#",
+        "#...............",
+        "################",
+    ];
+    let grid: Vec<Vec<u8>> = rows.iter().map(|r| r.chars().map(|c| u8::from(c == '#')).collect()).collect();
+    let mut grid = grid;
+    grid[10][15] = 1;
+    let map = serde_json::json!({
+        "name": "walled", "tileSize": 32, "map": grid, "physicsStatic": [1],
+        "physicsDynamic": [ { "x": 258, "y": 322, "width": 28, "height": 28 }, { "x": 354, "y": 34, "width": 28, "height": 28 } ],
+        "respawns": { "1": [[80, 112, 0], [80, 272, 0]], "2": [[432, 272, 180], [432, 112, 180]] }
+    });
+    std::fs::write(&path, map.to_string()).expect("write");
+    let out = vimp(&["map", "check", path.to_str().expect("utf-8 path")]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "warnings are not errors: {err}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "stderr: {err}");
+    assert!(
+        lines[0].ends_with(
+            "walled.json:respawns.2[1]: warning: a body 30 units wide cannot reach any respawn point of another team from here"
+        ),
+        "{err}"
+    );
+    assert!(lines[1].contains("walled.json:physicsDynamic[0]: warning: blocks a corridor"), "{err}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("ok — \"walled\""));
     std::fs::remove_dir_all(&dir).ok();
 }
 

@@ -48,7 +48,8 @@ fn rewrite(path: &Path, text: &str) {
 fn a_local_match_plays_on_the_embedded_host_and_its_map_reloads_on_save() {
     let path = scratch_map("reload");
     let settings = Settings { nickname: "Designer".into(), ..Settings::default() };
-    let mut m = start_match(&MatchKind::Local { map: path.clone(), bots: 2 }, &settings).expect("the match starts");
+    let mut m = start_match(&MatchKind::Local { map: path.clone(), bots: 2, skill: Default::default() }, &settings)
+        .expect("the match starts");
     let limit = Duration::from_secs(20);
 
     until(&mut m, limit, "welcome, map, panel and frames", |m| {

@@ -228,10 +228,12 @@ fn the_match_survives_its_host_killed_mid_round() {
         return;
     }
     let (_signal, mut host, url) = signal_and_host(&["--seconds", "120"]);
-    let join = |name: &str| {
-        Proc::spawn(&["join", "k7mp2q", "--signal", &url, "--headless", "--name", name, "--seconds", "40", "--json"])
+    // Ann leaves 8 s before Bob: when the one hosting at the end leaves first, the other takes
+    // over from it and still plays for seconds, never in its very last moment.
+    let join = |name: &str, seconds: &str| {
+        Proc::spawn(&["join", "k7mp2q", "--signal", &url, "--headless", "--name", name, "--seconds", seconds, "--json"])
     };
-    let (ann, bob) = (join("ann"), join("bob"));
+    let (ann, bob) = (join("ann", "40"), join("bob", "48"));
     let mut log = ErrLog::default();
     // Both in, linked to each other (the mesh a successor takes over with), and both
     // successors shadowing the host: then the host dies without a word.
@@ -261,8 +263,8 @@ fn the_match_survives_its_host_killed_mid_round() {
     log.0.extend(bob_rest.into_iter().map(|l| (1, l, false)));
     println!("stderr:\n{}", log.text());
     assert!(status_a.success() && status_b.success(), "both leave cleanly");
-    // (Whoever hosts at the end leaves first, and the other may take over from it then:
-    // a second host change in the last moment is the same feature working again.)
+    // (When Ann hosts at the end, she leaves first and Bob takes over from her: a second host
+    // change, the same feature working again, 8 s before Bob leaves.)
     for r in [&ra, &rb] {
         assert_eq!(r["close_code"], serde_json::Value::Null, "{r}");
         assert!(r["migrations"].as_u64().is_some_and(|n| n >= 1), "the host changed: {r}");

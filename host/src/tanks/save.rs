@@ -12,6 +12,7 @@ use crate::engine::schedule::SimRng;
 use crate::engine::state::GameHooks;
 use crate::tanks::TanksRules;
 use crate::tanks::bots::{Bot, RecentBlasts};
+use crate::tanks::config::BotRules;
 use crate::tanks::rounds::Round;
 use crate::tanks::tank::{TEAMS, Tank, free_respawn_point, respawn};
 use crate::tanks::weapons::{Bomb, NextShotId};
@@ -28,6 +29,8 @@ struct TanksDump {
     round: Round,
     next_shot_id: NextShotId,
     blasts: RecentBlasts,
+    /// The bot rules (the skill of bots that join), so that a successor's new bots are the host's.
+    bot_rules: BotRules,
 }
 
 /// The hooks the tanks plugin registers.
@@ -47,6 +50,7 @@ fn collect(world: &mut World) -> TanksDump {
         round: world.resource::<Round>().clone(),
         next_shot_id: *world.resource::<NextShotId>(),
         blasts: world.resource::<RecentBlasts>().clone(),
+        bot_rules: world.resource::<TanksRules>().0.bots.clone(),
     }
 }
 
@@ -72,6 +76,7 @@ fn load(world: &mut World, bytes: &[u8]) -> Result<(), String> {
     world.insert_resource(state.round);
     world.insert_resource(state.next_shot_id);
     world.insert_resource(state.blasts);
+    world.resource_mut::<TanksRules>().0.bots = state.bot_rules;
     Ok(())
 }
 
