@@ -80,6 +80,8 @@ pub enum HostNote {
     MapReloaded(String),
     /// The watched map was saved with errors (one per line); the old map goes on.
     MapInvalid(String),
+    /// The map being played (at the start, or just reloaded) has warnings (`field: warning: reason`).
+    MapWarnings(Vec<String>),
     /// The host stopped on an error.
     Failed(String),
 }
@@ -135,16 +137,21 @@ impl EmbeddedHost {
             // after the match went to another host: friends still join by the code.
             let _signal = keep_alive;
             let mut watch = config.watch.then(|| Watch::new(config.map.clone()));
+            if let (Some(_), Hosted::Local(server)) = (&watch, &mut hosted)
+                && let Some(note) = warnings_of(server.host_mut())
+            {
+                let _ = tx.send(note);
+            }
             let mut next_overlay = Instant::now();
             while !flag.load(Ordering::Relaxed) {
                 let now = clock.elapsed();
                 match &mut hosted {
                     Hosted::Local(server) => {
                         server.update(now);
-                        if let Some(w) = watch.as_mut()
-                            && let Some(note) = w.poll(server)
-                        {
-                            let _ = tx.send(note);
+                        if let Some(w) = watch.as_mut() {
+                            for note in w.poll(server) {
+                                let _ = tx.send(note);
+                            }
                         }
                     }
                     Hosted::Online(server) => server.update(now),
@@ -295,34 +302,41 @@ impl Watch {
     }
 
     /// Loads the map when its file changed since the last look.
-    fn poll<T: Transport>(&mut self, server: &mut Server<T>) -> Option<HostNote> {
+    fn poll<T: Transport>(&mut self, server: &mut Server<T>) -> Vec<HostNote> {
         if Instant::now() < self.next {
-            return None;
+            return Vec::new();
         }
         self.next = Instant::now() + WATCH_INTERVAL;
-        let modified = std::fs::metadata(&self.path).and_then(|m| m.modified()).ok()?;
+        let Ok(modified) = std::fs::metadata(&self.path).and_then(|m| m.modified()) else { return Vec::new() };
         if self.seen == Some(modified) {
-            return None;
+            return Vec::new();
         }
         self.seen = Some(modified);
-        Some(reload(server, &self.path))
+        reload(server, &self.path)
     }
 }
 
-/// Reads, validates and loads the map at `path`: the round restarts on it; on any error
-/// the match goes on on the map it had.
-pub fn reload<T: Transport>(server: &mut Server<T>, path: &std::path::Path) -> HostNote {
+/// Reads, validates and loads the map at `path`: the round restarts on it, and its warnings
+/// (if any) follow the note; on any error the match goes on on the map it had.
+pub fn reload<T: Transport>(server: &mut Server<T>, path: &std::path::Path) -> Vec<HostNote> {
     let label = path.display().to_string();
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
-        Err(e) => return HostNote::MapInvalid(format!("{label}: {e}")),
+        Err(e) => return vec![HostNote::MapInvalid(format!("{label}: {e}"))],
     };
     let map = match MapConfig::from_json(&label, &text) {
         Ok(m) => m,
-        Err(e) => return HostNote::MapInvalid(e.to_string()),
+        Err(e) => return vec![HostNote::MapInvalid(e.to_string())],
     };
     match server.host_mut().load_map(map) {
-        Ok(()) => HostNote::MapReloaded(label),
-        Err(e) => HostNote::MapInvalid(e.to_string()),
+        Ok(()) => [Some(HostNote::MapReloaded(label)), warnings_of(server.host_mut())].into_iter().flatten().collect(),
+        Err(e) => vec![HostNote::MapInvalid(e.to_string())],
     }
+}
+
+/// The warnings of the map `host` plays ([`vimp_host::tanks::map_warnings`]), if it has any.
+fn warnings_of(host: &mut vimp_host::Host) -> Option<HostNote> {
+    let map = host.world().resource::<vimp_host::engine::mapstate::MapState>().config.clone()?;
+    let warnings = vimp_host::tanks::map_warnings(&map).ok()?;
+    (!warnings.is_empty()).then(|| HostNote::MapWarnings(warnings.iter().map(ToString::to_string).collect()))
 }

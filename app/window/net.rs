@@ -89,6 +89,8 @@ pub struct MatchState {
     pub tech: Option<TechInform>,
     /// A map that failed to load on save, with its errors.
     pub map_error: Option<String>,
+    /// The warnings of the map being played (one per line), and when they came.
+    pub map_warnings: Option<(String, Duration)>,
     /// A short note (map reloaded…) and when it came.
     pub note: Option<(String, Duration)>,
     /// Sounds the host asked for since the last look.
@@ -167,6 +169,7 @@ impl MatchState {
             banner: None,
             tech: None,
             map_error: None,
+            map_warnings: None,
             note: None,
             sounds: Vec::new(),
             sample: Sample::default(),
@@ -256,8 +259,10 @@ impl MatchState {
                 match note {
                     HostNote::MapReloaded(label) => {
                         self.map_error = None;
+                        self.map_warnings = None;
                         self.note = Some((format!("{label} reloaded"), now));
                     }
+                    HostNote::MapWarnings(lines) => self.map_warnings = Some((lines.join("\n"), now)),
                     HostNote::MapInvalid(errors) => self.map_error = Some(errors),
                     HostNote::Failed(e) => self.map_error = Some(format!("the host stopped: {e}")),
                 }

@@ -549,6 +549,21 @@ fn match_ui(
                     w.monospace(errors);
                 });
             });
+    } else if let Some((warnings, at)) = &m.map_warnings
+        && now.saturating_sub(*at).as_secs() < 12
+    {
+        egui::Window::new("the map has warnings")
+            .anchor(egui::Align2::CENTER_BOTTOM, [0.0, -40.0])
+            .collapsible(false)
+            .show(ctx, |w| {
+                w.colored_label(
+                    egui::Color32::from_rgb(240, 215, 60),
+                    "it plays, but a tank cannot do everything here",
+                );
+                egui::ScrollArea::vertical().max_height(160.0).show(w, |w| {
+                    w.monospace(warnings);
+                });
+            });
     } else if let Some((note, at)) = &m.note
         && now.saturating_sub(*at).as_secs() < 3
     {

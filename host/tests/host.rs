@@ -1924,8 +1924,11 @@ mod migration {
         let tick = m.mesh.server.host().tick();
         // The old host's process lingers silently until its last frames are out.
         m.first_alive = false;
+        // Ann's snapshots of the old host that came in the batch with its handoff do not
+        // count as a host change of their own: one change each, to the new host.
         let resumed = m
             .run_until(Duration::from_secs(2), |m| [ann, bob, cy].iter().all(|i| m.client(*i).stats().migrations == 1));
+        assert!([ann, bob, cy].iter().all(|i| m.client(*i).stats().host_epoch == 2), "all at the new host's epoch");
         assert!(resumed, "everyone resumed: {:?}", [ann, bob, cy].map(|i| m.client(i).stats().clone()));
         let (who, _, from_tick, _) = m.takeovers[0];
         assert_eq!(who, ann);

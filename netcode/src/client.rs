@@ -736,10 +736,16 @@ impl<T: Transport> Client<T> {
             self.searching = false;
             self.host = Some((peer, session));
         }
-        if let Some((_, session)) = self.host.as_mut() {
+        if let Some((host, session)) = self.host.as_mut() {
             session.handle_timeout(now);
+            let host = *host;
             let events: Vec<ClientEvent> = std::iter::from_fn(|| session.poll_event()).collect();
             for event in events {
+                // An event of the batch lost the host (its `HANDOFF`): the rest is the old
+                // host's, and a snapshot of it must not count as the new host's first.
+                if self.host.as_ref().is_none_or(|(h, _)| *h != host) {
+                    break;
+                }
                 self.on_event(event, now);
             }
             if let Some((_, session)) = self.host.as_mut() {

@@ -94,5 +94,19 @@ fn a_local_match_plays_on_the_embedded_host_and_its_map_reloads_on_save() {
     assert_eq!(m.map_error, None);
     assert!(m.note.as_ref().is_some_and(|(n, _)| n.contains("reloaded")), "{:?}", m.note);
     until(&mut m, limit, "frames on the new map", |m| !m.sample.hot.is_empty());
+    assert_eq!(m.map_warnings, None, "the small map has no warnings");
+
+    // Walls boxing in one of team 2's respawn points: it loads and plays, with a warning.
+    let mut boxed: serde_json::Value = serde_json::from_str(&good).unwrap();
+    for (row, col) in [(2, 12), (2, 13), (2, 14), (3, 12), (3, 14), (4, 12), (4, 13), (4, 14)] {
+        boxed["map"][row][col] = serde_json::json!(2);
+    }
+    boxed["name"] = serde_json::json!("Test small boxed");
+    rewrite(&path, &boxed.to_string());
+    until(&mut m, limit, "the boxed map's warnings", |m| m.map_warnings.is_some());
+    let (warnings, _) = m.map_warnings.clone().unwrap();
+    assert!(warnings.starts_with("respawns.2[1]: warning: "), "{warnings}");
+    assert_eq!(m.map_error, None, "a warning is not an error");
+    until(&mut m, limit, "the boxed map", |m| m.map.as_ref().is_some_and(|map| map.name == "Test small boxed"));
     m.leave();
 }

@@ -173,6 +173,8 @@ pub struct Bot {
     pub aim_offset: f32,
     /// The distance to the next route point it got closest to, and the seconds since it did.
     pub progress: (f32, f32),
+    /// Seconds at full throttle without speed.
+    pub blocked: f32,
     /// Getting out of a stall.
     pub unstick: Unstick,
     /// Crates and tanks that blocked it lately.
@@ -185,14 +187,21 @@ impl Bot {
         Bot { skill, ..Bot::default() }
     }
 
+    /// A bot of `skill` joining as `player`: bots that join together look around on different
+    /// ticks (one of twelve, by player), so their thinking spreads over the steps.
+    pub fn joining(skill: BotSkill, player: PlayerId) -> Bot {
+        Bot { think_in: f32::from(player.0 % 12) / 120.0, ..Bot::new(skill) }
+    }
+
     /// Whether the bot is following a route.
     pub fn has_route(&self) -> bool {
         !self.route.is_empty()
     }
 
-    /// Forgets everything but its skill (death, respawn, a new map).
-    pub fn reset(&mut self) {
-        *self = Bot::new(self.skill);
+    /// Forgets everything but its skill (death, respawn, a new map); it looks around on its
+    /// own tick again ([`Bot::joining`]).
+    pub fn reset(&mut self, player: PlayerId) {
+        *self = Bot::joining(self.skill, player);
     }
 }
 

@@ -101,8 +101,8 @@ fn on_map_loaded(world: &mut World) -> Result<(), String> {
     }
     world.resource_mut::<Physics>().apply_removals();
     world.resource_mut::<RecentBlasts>().0.clear();
-    for mut bot in world.query::<&mut Bot>().iter_mut(world) {
-        bot.reset();
+    for (tank, mut bot) in world.query::<(&Tank, &mut Bot)>().iter_mut(world) {
+        bot.reset(tank.player);
     }
     world.resource_scope(|world, mut physics: Mut<Physics>| {
         world.resource_scope(|world, mut rng: Mut<SimRng>| {

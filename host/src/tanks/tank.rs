@@ -262,7 +262,7 @@ pub(crate) fn join_and_leave(
         respawn(&mut tank, &mut physics, at, &rules);
         let mut entity = commands.spawn(tank);
         if p.bot {
-            entity.insert(Bot::new(rules.0.bots.skill));
+            entity.insert(Bot::joining(rules.0.bots.skill, *player));
         }
     }
     for player in &events.team_requests {

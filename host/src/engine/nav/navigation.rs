@@ -259,7 +259,7 @@ pub struct NavigationSystem {
 }
 
 /// What a search reads of a cell, kept together so that a step touches one place.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 struct CellInfo {
     /// Bit `k` set when a point may move by `STEPS[k]` from the cell.
     moves: u8,
@@ -271,6 +271,8 @@ struct CellInfo {
     clearance: f32,
     /// The clearance to walls and soft obstacles, world units.
     soft_clearance: f32,
+    /// The landmarks' distances to it ([`Landmarks`]); [`UNREACHED`] past the last landmark.
+    marks: [u16; LANDMARKS],
 }
 
 /// How many landmarks the heuristic uses (fewer on maps with fewer free cells).
@@ -281,15 +283,14 @@ pub const LANDMARKS: usize = 8;
 /// distance), `|d(L, n) − d(L, goal)|` is a lower bound, and a much better one than the
 /// straight distance where walls force detours.
 ///
-/// Distances are kept as `u16` steps of `step` world units, rounded down ([`UNREACHED`] where
-/// a landmark does not reach), so the table of a large map stays in cache; the bound gives
-/// up one step to stay below the true distance.
+/// Distances are kept in each cell's [`CellInfo`], as `u16` steps of `step` world units,
+/// rounded down ([`UNREACHED`] where a landmark does not reach), so that a search step reads
+/// them with the rest of the cell; the bound gives up one step to stay below the true
+/// distance.
 #[derive(Debug, Default)]
 struct Landmarks {
     count: usize,
     step: f32,
-    /// `dist[node · count + k]`.
-    dist: Vec<u16>,
 }
 
 /// A landmark distance for a cell the landmark does not reach.
@@ -329,7 +330,14 @@ impl NavigationSystem {
                     }
                 }
                 let clearance = g.clearance_index(i);
-                CellInfo { moves, fit: g.fit(i), soft: 0, clearance, soft_clearance: clearance }
+                CellInfo {
+                    moves,
+                    fit: g.fit(i),
+                    soft: 0,
+                    clearance,
+                    soft_clearance: clearance,
+                    marks: [UNREACHED; LANDMARKS],
+                }
             })
             .collect();
         let mut links = 0;
@@ -340,7 +348,7 @@ impl NavigationSystem {
             links += out.iter().filter(|&&(m, _)| m > i).count();
         }
         nav.links = links;
-        nav.landmarks = nav.place_landmarks();
+        nav.place_landmarks();
         nav
     }
 
@@ -372,10 +380,10 @@ impl NavigationSystem {
 
     /// Picks the landmarks: each the node farthest from those picked so far (a node no
     /// landmark reaches first, so every part of the map gets one), ties to the lower index.
-    fn place_landmarks(&self) -> Landmarks {
+    fn place_landmarks(&mut self) {
         let count = LANDMARKS.min(self.free_cells.len());
         if count == 0 {
-            return Landmarks::default();
+            return;
         }
         let n = self.grid.walk().len();
         let mut nearest = vec![f32::INFINITY; n];
@@ -406,21 +414,19 @@ impl NavigationSystem {
         }
         let longest = columns.iter().flatten().filter(|d| d.is_finite()).fold(0.0f32, |a, &d| a.max(d));
         let step = (longest / f32::from(UNREACHED - 1)).max(1e-3);
-        let mut dist = vec![UNREACHED; n * count];
         for (k, column) in columns.iter().enumerate() {
-            for (i, &d) in column.iter().enumerate() {
+            for (cell, &d) in self.cells.iter_mut().zip(column) {
                 if d.is_finite() {
-                    dist[i * count + k] = ((d / step) as u32).min(u32::from(UNREACHED - 1)) as u16;
+                    cell.marks[k] = ((d / step) as u32).min(u32::from(UNREACHED - 1)) as u16;
                 }
             }
         }
-        Landmarks { count, step, dist }
+        self.landmarks = Landmarks { count, step };
     }
 
     /// The landmarks' lower bound on the cost from `n` to the node whose distances are `goal`.
-    fn landmark_bound(&self, n: u32, goal: &[u16]) -> f32 {
-        let k = self.landmarks.count;
-        let here = &self.landmarks.dist[n as usize * k..n as usize * k + k];
+    fn landmark_bound(&self, n: u32, goal: &[u16; LANDMARKS]) -> f32 {
+        let here = &self.cells[n as usize].marks;
         let mut best = 0u16;
         for (&a, &b) in here.iter().zip(goal) {
             if a != UNREACHED && b != UNREACHED {
@@ -727,12 +733,15 @@ impl NavigationSystem {
             cost += q.narrow_cost * len * (1.0 - margin / q.comfort_clearance).max(0.0);
         }
         if !q.penalties.is_empty() {
-            let (a, b) = (self.grid.center(n), self.grid.center(m));
-            let mid = [(a[0] + b[0]) / 2.0, (a[1] + b[1]) / 2.0];
+            // The midpoint of the two cells' centres, from their coordinates.
+            let ([ca, ra], [cb, rb]) = (self.coords[n], self.coords[m]);
+            let half = self.grid.cell() / 2.0;
+            let mid = [(f32::from(ca) + f32::from(cb) + 1.0) * half, (f32::from(ra) + f32::from(rb) + 1.0) * half];
             for z in q.penalties {
-                let d = distance(mid, z.center);
-                if d < z.radius {
-                    cost += z.cost_per_unit * (1.0 - d / z.radius) * len;
+                let (dx, dy) = (mid[0] - z.center[0], mid[1] - z.center[1]);
+                let d2 = dx * dx + dy * dy;
+                if d2 < z.radius * z.radius {
+                    cost += z.cost_per_unit * (1.0 - d2.sqrt() / z.radius) * len;
                 }
             }
         }
@@ -767,8 +776,7 @@ impl NavigationSystem {
         let cell = self.grid.cell();
         let weight =
             HEURISTIC_WEIGHT * if query.heuristic_weight > 1.0 { query.heuristic_weight.min(16.0) } else { 1.0 };
-        let k = self.landmarks.count;
-        let goal: Vec<u16> = self.landmarks.dist[g as usize * k..g as usize * k + k].to_vec();
+        let goal = self.cells[g as usize].marks;
         let heuristic = |n: u32| {
             let [c, r] = self.coords[n as usize];
             let (dx, dy) = ((f32::from(c) - gc as f32).abs(), (f32::from(r) - gr as f32).abs());
@@ -963,6 +971,7 @@ impl NavigationSystem {
             "grid": [g.cols(), g.rows()],
             "nodes": self.node_count(),
             "links": self.link_count(),
+            "landmarks": self.landmarks.count,
             "softObstacles": self.obstacles.iter().filter(|o| o.is_some()).count(),
             "walk": rows(g.walk(), &|v| if v == 0 { '.' } else { '#' }),
             "fit": rows(g.fit_values(), &digit),

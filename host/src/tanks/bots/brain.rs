@@ -11,20 +11,24 @@
 //!   kept while in sight unless another is much nearer. The aim error is drawn anew.
 //! - **Modes**: inside a live bomb's reach → flee out of it; an enemy in
 //!   sight → fight it (close in along a route when far, back off when too near), unless out
-//!   of ammunition or weak and outnumbered → cover (a nearby place with a wall between it and
-//!   the enemy); no enemy in sight → hunt (where the target was last seen, else the nearest
-//!   enemy); no enemy at all → roam.
+//!   of ammunition, out of tracers while the launcher reloads, or weak and outnumbered →
+//!   cover (a nearby place with a wall between it and the enemy) until it can fight again;
+//!   no enemy in sight → hunt (where the target was last seen, else the nearest enemy); no
+//!   enemy at all → roam.
 //! - **Routes**: [`NavigationSystem::find_route`] for a body [`route_width`] wide with a
 //!   comfort margin, crates as soft obstacles, bombs, blasts and crates that blocked the bot
-//!   as penalty zones; re-planned when the goal moves [`GOAL_MOVED`] or more, when the
-//!   mode's timer runs out, and after backing out of a stall.
+//!   as penalty zones; re-planned when the goal moves [`GOAL_MOVED`] or a quarter of the way
+//!   to it (whichever is more), when the
+//!   mode's timer runs out (drawn ±20 % around its length, so that bots do not all plan on
+//!   one tick), and after backing out of a stall.
 //! - **Steering**: toward the next route point (or the one after when it is near and in
 //!   straight reach), turning on the spot when it lies far to the side, creeping while
-//!   half turned, backing up to it when it is close behind, easing away from a wall or crate
+//!   half turned, backing up to it when it is close behind and there is room, easing away from a wall or crate
 //!   too near to turn by, releasing the throttle before a
 //!   sharp corner; the turn keys are let go early enough for the hull to stop on the heading.
 //! - **Stalls**: not getting closer to the next route point for [`STALL_SECONDS`] (while
-//!   driving, or while a turn on the spot does not turn) → back out turning for
+//!   driving, or while a turn on the spot does not turn), or full throttle without speed for
+//!   [`BLOCKED_SECONDS`] → back out turning for
 //!   [`UNSTICK_SECONDS`], remember a crate or a tank in the way for a while (a penalty zone
 //!   in its next routes), and re-plan.
 //! - **Aim**: the gun at the target (bombs led: the intercept of the target's velocity
@@ -66,6 +70,10 @@ pub const COVER_SECONDS: f32 = 2.5;
 pub const FLEE_SECONDS: f32 = 1.2;
 /// Seconds of driving without getting closer to the next route point that make a stall.
 pub const STALL_SECONDS: f32 = 0.4;
+/// Slower than this (units/s) at full throttle, a tank is pressed against something.
+pub const BLOCKED_SPEED: f32 = 20.0;
+/// Seconds pressed against something that make a stall.
+pub const BLOCKED_SECONDS: f32 = 0.25;
 /// How much nearer the next route point must get to count as progress, world units (a
 /// crate a tank pushes creeps along slower than that).
 pub const PROGRESS_STEP: f32 = 6.0;
@@ -153,7 +161,7 @@ fn bearing(from: [f32; 2], to: [f32; 2]) -> f32 {
 pub fn tick(bot: &mut Bot, tank: &Tank, scene: &Scene<'_>, rng: &mut SplitMix64) -> KeyBits {
     let mut bits = KeyBits::default();
     if !tank.alive {
-        bot.reset();
+        bot.reset(tank.player);
         return bits;
     }
     let dt = scene.dt;
@@ -263,23 +271,26 @@ fn decide(bot: &mut Bot, tank: &Tank, pos: [f32; 2], scene: &Scene<'_>, rng: &mu
     if let Some(t) = target.filter(|_| bot.in_sight) {
         let out_of_ammo = tank.ammo == [0, 0];
         let weak = tank.health < 0.3 * model.health && bot.enemies_in_sight >= 2;
-        if (out_of_ammo || weak)
+        // Tracers gone and the launcher reloading: nothing to shoot back with for a while.
+        let reloading = tank.ammo[0] == 0 && tank.ammo[1] > 0 && tank.reload[1] > 0.3;
+        let hide = out_of_ammo || weak || reloading;
+        if hide
             && !(bot.mode == Mode::Cover && bot.has_route())
-            && let Some(hide) = cover_point(pos, t.pos, scene.nav, width)
+            && let Some(place) = cover_point(pos, t.pos, scene.nav, width)
         {
             bot.mode = Mode::Cover;
-            bot.mode_left = COVER_SECONDS;
-            plan(bot, pos, hide, scene);
+            bot.mode_left = if reloading && !weak { tank.reload[1] + 0.2 } else { COVER_SECONDS };
+            plan(bot, pos, place, scene);
             return;
         }
-        if bot.mode == Mode::Cover && bot.mode_left > 0.0 && (out_of_ammo || weak) {
+        if bot.mode == Mode::Cover && bot.mode_left > 0.0 && hide {
             return;
         }
         bot.mode = Mode::Fight;
         if dist(pos, t.pos) > ENGAGE_FAR {
-            if needs_plan(bot, t.pos) {
+            if needs_plan(bot, pos, t.pos) {
                 plan(bot, pos, t.pos, scene);
-                bot.replan_in = FIGHT_REPLAN;
+                bot.replan_in = FIGHT_REPLAN * rng.range_f32(0.8, 1.2);
             }
         } else {
             bot.route.clear();
@@ -309,10 +320,10 @@ fn decide(bot: &mut Bot, tank: &Tank, pos: [f32; 2], scene: &Scene<'_>, rng: &mu
     match last_seen.or(nearest.map(|n| n.pos)) {
         Some(goal) => {
             bot.mode = Mode::Hunt;
-            if needs_plan(bot, goal) {
+            if needs_plan(bot, pos, goal) {
                 plan(bot, pos, goal, scene);
                 let slow = if bot.skill == super::BotSkill::Easy { 2.0 } else { 1.0 };
-                bot.replan_in = HUNT_REPLAN * slow;
+                bot.replan_in = HUNT_REPLAN * slow * rng.range_f32(0.8, 1.2);
             }
         }
         None => {
@@ -327,8 +338,11 @@ fn decide(bot: &mut Bot, tank: &Tank, pos: [f32; 2], scene: &Scene<'_>, rng: &mu
     }
 }
 
-fn needs_plan(bot: &Bot, goal: [f32; 2]) -> bool {
-    !bot.has_route() || bot.replan_in <= 0.0 || bot.goal.is_none_or(|g| dist(g, goal) > GOAL_MOVED)
+/// Whether a bot at `pos` going for `goal` plans again: no route, its time is up, or the goal
+/// moved [`GOAL_MOVED`] or a quarter of the way to it, whichever is more, since the plan.
+fn needs_plan(bot: &Bot, pos: [f32; 2], goal: [f32; 2]) -> bool {
+    let moved = GOAL_MOVED.max(0.25 * dist(pos, goal));
+    !bot.has_route() || bot.replan_in <= 0.0 || bot.goal.is_none_or(|g| dist(g, goal) > moved)
 }
 
 /// The query a bot plans with on `nav`: its routes avoid `zones`.
@@ -461,7 +475,10 @@ fn steer(bot: &mut Bot, tank: &Tank, m: &Motion, scene: &Scene<'_>, bits: &mut K
     }
     let err = wrap(bearing(pos, toward) - m.angle);
     let speed = libm::hypotf(m.vx, m.vy);
-    if err.abs() > REVERSE_ANGLE && dist(pos, toward) < REVERSE_REACH {
+    if err.abs() > REVERSE_ANGLE
+        && dist(pos, toward) < REVERSE_REACH
+        && room(scene, tank.body, pos, wrap(m.angle + std::f32::consts::PI)) > model.length
+    {
         // Close behind: back up to it rather than turn round.
         let rear = wrap(err - std::f32::consts::PI);
         turn_toward(m, rear, model, bits);
@@ -610,19 +627,24 @@ fn watch_progress(bot: &mut Bot, tank: &Tank, m: &Motion, scene: &Scene<'_>, rng
         bot.progress = (f32::INFINITY, 0.0);
         return;
     };
+    // Full throttle without speed: pressed against something.
+    let driving = bits.is_held(keys::FORWARD) || bits.is_held(keys::BACK);
+    if driving && m.throttle.abs() > 0.7 && libm::hypotf(m.vx, m.vy) < BLOCKED_SPEED {
+        bot.blocked += scene.dt;
+    } else {
+        bot.blocked = 0.0;
+    }
     let d = dist(pos, next);
     if d < bot.progress.0 - PROGRESS_STEP {
         bot.progress = (d, 0.0);
+    } else if bits.is_held(keys::FORWARD) || m.angvel.abs() <= 1.0 {
+        // Turning on the spot toward the next point is not a stall; turning that does not turn is.
+        bot.progress.1 += scene.dt;
+    }
+    if bot.progress.1 < STALL_SECONDS && bot.blocked < BLOCKED_SECONDS {
         return;
     }
-    // Turning on the spot toward the next point is not a stall; turning that does not turn is.
-    if !bits.is_held(keys::FORWARD) && m.angvel.abs() > 1.0 {
-        return;
-    }
-    bot.progress.1 += scene.dt;
-    if bot.progress.1 < STALL_SECONDS {
-        return;
-    }
+    bot.blocked = 0.0;
     let model = &scene.rules.models.tank;
     let heading = [next[0] - pos[0], next[1] - pos[1]];
     let len = libm::hypotf(heading[0], heading[1]).max(1e-3);
@@ -664,14 +686,26 @@ fn watch_progress(bot: &mut Bot, tank: &Tank, m: &Motion, scene: &Scene<'_>, rng
     bot.progress = (f32::INFINITY, 0.0);
 }
 
-/// How far a ray from the tank's centre along `heading` goes before it hits anything else
-/// (walls, crates, tanks), up to 100 units beyond the hull's half length.
+/// How far the hull could go along `heading` before it hits anything else (walls, crates,
+/// tanks): the shortest of three rays, along its centre line and both its sides, up to 100
+/// units beyond the hull's half length.
 fn room(scene: &Scene<'_>, body: RigidBodyHandle, pos: [f32; 2], heading: f32) -> f32 {
-    let half = scene.rules.models.tank.length / 2.0;
+    let model = &scene.rules.models.tank;
+    let half = model.length / 2.0;
     let max = half + 100.0;
-    let dir = Vector::new(libm::cosf(heading), libm::sinf(heading));
+    let (c, s) = (libm::cosf(heading), libm::sinf(heading));
+    let dir = Vector::new(c, s);
     let filter = QueryFilter::default().exclude_rigid_body(body);
-    scene.physics.cast_ray(Vector::new(pos[0], pos[1]), dir, max, filter).map_or(max, |h| h.toi) - half
+    // Along the centre line and both sides of the hull.
+    let side = model.width / 2.0 - 2.0;
+    [-side, 0.0, side]
+        .into_iter()
+        .map(|o| {
+            let from = Vector::new(pos[0] - s * o, pos[1] + c * o);
+            scene.physics.cast_ray(from, dir, max, filter).map_or(max, |h| h.toi)
+        })
+        .fold(max, f32::min)
+        - half
 }
 
 #[cfg(test)]
