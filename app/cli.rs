@@ -27,7 +27,7 @@ pub enum Command {
     Join(crate::net_cmd::JoinArgs),
     /// Run the signalling server that introduces the peers of a lobby (room = lobby code).
     Signal(crate::signal_cmd::SignalArgs),
-    /// Maps: validate map files.
+    /// Maps: validate map files (and warn of places a tank cannot reach).
     #[command(subcommand)]
     Map(MapCommand),
     /// Snapshot schemas: check a game's declared snapshot keys.
@@ -87,7 +87,8 @@ impl CaptureArgs {
 /// `vimp map …`
 #[derive(Debug, Subcommand)]
 pub enum MapCommand {
-    /// Validate map files; every problem is printed as `file:field: reason`.
+    /// Validate map files; every problem is printed as `file:field: reason`, and what a tank could
+    /// not do there as `file:field: warning: reason` (warnings keep the exit code 0).
     Check {
         /// Map JSON files.
         #[arg(required = true)]

@@ -85,6 +85,26 @@ pub struct Tank {
 }
 
 impl Tank {
+    /// A new tank of `player` in `team` with `body`: no score, the gun, nothing loaded yet
+    /// ([`respawn`] arms it).
+    pub fn new(player: PlayerId, team: u8, body: RigidBodyHandle) -> Tank {
+        Tank {
+            player,
+            team,
+            body,
+            gun: 0.0,
+            throttle: 0.0,
+            health: 0.0,
+            alive: true,
+            respawn_in: 0.0,
+            weapon: Weapon::Gun,
+            ammo: [0; 2],
+            reload: [0.0; 2],
+            score: 0,
+            deaths: 0,
+        }
+    }
+
     /// The tank's position.
     pub fn position(&self, physics: &Physics) -> [f32; 2] {
         physics.world().bodies.get(self.body).map_or([0.0; 2], |b| [b.translation().x, b.translation().y])
@@ -244,21 +264,7 @@ pub(crate) fn join_and_leave(
         let at = free_respawn_point(&map, team, &taken, &mut rng);
         taken.push([at[0], at[1]]);
         let body = spawn_body(&mut physics, &rules.0.models.tank, *player, at);
-        let mut tank = Tank {
-            player: *player,
-            team,
-            body,
-            gun: 0.0,
-            throttle: 0.0,
-            health: 0.0,
-            alive: true,
-            respawn_in: 0.0,
-            weapon: Weapon::Gun,
-            ammo: [0; 2],
-            reload: [0.0; 2],
-            score: 0,
-            deaths: 0,
-        };
+        let mut tank = Tank::new(*player, team, body);
         respawn(&mut tank, &mut physics, at, &rules);
         let mut entity = commands.spawn(tank);
         if p.bot {
@@ -395,21 +401,7 @@ mod tests {
     fn tank(physics: &mut Physics, player: u8, team: u8) -> Tank {
         let model = TankModel::default();
         let body = spawn_body(physics, &model, PlayerId(player), [player as f32 * 100.0, 0.0, 0.0]);
-        Tank {
-            player: PlayerId(player),
-            team,
-            body,
-            gun: 0.0,
-            throttle: 0.0,
-            health: model.health,
-            alive: true,
-            respawn_in: 0.0,
-            weapon: Weapon::Gun,
-            ammo: [1, 1],
-            reload: [0.0; 2],
-            score: 0,
-            deaths: 0,
-        }
+        Tank { health: model.health, ammo: [1, 1], ..Tank::new(PlayerId(player), team, body) }
     }
 
     fn hit(target: u8, amount: f32, from: u8) -> Damage {

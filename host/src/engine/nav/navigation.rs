@@ -425,14 +425,13 @@ impl NavigationSystem {
     }
 
     /// The landmarks' lower bound on the cost from `n` to the node whose distances are `goal`.
+    ///
+    /// A landmark reaches all of a connected part of the map or none of it, and a search
+    /// only visits the part its goal is in: so `n` and the goal are either both
+    /// [`UNREACHED`] by a landmark (their difference is 0) or both reached.
     fn landmark_bound(&self, n: u32, goal: &[u16; LANDMARKS]) -> f32 {
         let here = &self.cells[n as usize].marks;
-        let mut best = 0u16;
-        for (&a, &b) in here.iter().zip(goal) {
-            if a != UNREACHED && b != UNREACHED {
-                best = best.max(a.abs_diff(b));
-            }
-        }
+        let best = here.iter().zip(goal).fold(0u16, |best, (&a, &b)| best.max(a.abs_diff(b)));
         f32::from(best.saturating_sub(1)) * self.landmarks.step
     }
 

@@ -751,21 +751,7 @@ mod tests {
 
     #[test]
     fn weapons_by_range() {
-        let mut tank = Tank {
-            player: PlayerId(0),
-            team: 1,
-            body: RigidBodyHandle::invalid(),
-            gun: 0.0,
-            throttle: 0.0,
-            health: 100.0,
-            alive: true,
-            respawn_in: 0.0,
-            weapon: Weapon::Gun,
-            ammo: [10, 2],
-            reload: [0.0; 2],
-            score: 0,
-            deaths: 0,
-        };
+        let mut tank = Tank { health: 100.0, ammo: [10, 2], ..Tank::new(PlayerId(0), 1, RigidBodyHandle::invalid()) };
         assert_eq!(choose_weapon(&tank, 100.0), Weapon::Gun, "too near for a bomb");
         assert_eq!(choose_weapon(&tank, 300.0), Weapon::Bomb);
         assert_eq!(choose_weapon(&tank, 600.0), Weapon::Gun, "too far for a bomb");
