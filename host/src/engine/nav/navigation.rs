@@ -71,7 +71,7 @@ use std::sync::{Mutex, PoisonError};
 use serde_json::{Value, json};
 
 use crate::engine::nav::grid::{MAX_FIT, NavGrid};
-use crate::engine::nav::pathfinder::{SearchScratch, find_path_with};
+use crate::engine::nav::pathfinder::{Frontier, SearchScratch, find_path_with};
 use crate::engine::nav::raycast::{slab, walk_ray_cells};
 use crate::engine::rng::SplitMix64;
 
@@ -785,11 +785,18 @@ impl NavigationSystem {
         };
         let path = {
             let mut search = self.search.lock().unwrap_or_else(PoisonError::into_inner);
-            let successors = |n: u32, out: &mut Vec<(u32, f32)>| {
-                let start = out.len();
-                self.neighbours(n, need, out);
-                for link in &mut out[start..] {
-                    link.1 = self.link_cost(n as usize, link.0 as usize, link.1, query);
+            let cell = self.grid.cell();
+            let successors = |n: u32, frontier: &mut Frontier<'_, _>| {
+                let mut mask = self.cells[n as usize].moves;
+                while mask != 0 {
+                    let k = mask.trailing_zeros() as usize;
+                    mask &= mask - 1;
+                    let m = (n as isize + self.offsets[k]) as u32;
+                    if frontier.is_closed(m) || (need > 1 && u32::from(self.cells[m as usize].fit) < need) {
+                        continue;
+                    }
+                    let len = if k >= 4 { cell * std::f32::consts::SQRT_2 } else { cell };
+                    frontier.offer(m, self.link_cost(n as usize, m as usize, len, query));
                 }
             };
             find_path_with(self.grid.walk().len(), s, g, heuristic, successors, &mut search.scratch)?

@@ -1,7 +1,7 @@
 //! A*: a binary heap with lazy deletion; ties on `f` go to the lower node index.
 //!
 //! [`find_path_with`] knows nothing of grids: the caller gives the node count, a heuristic
-//! and a successor function that lists each neighbour with the cost of the edge to it —
+//! and a successor function that offers each neighbour with the cost of the edge to it —
 //! leaving an edge out forbids it. The open list is a min-heap of `(f, node)`: an improved
 //! node is pushed again rather than decreased, and entries of nodes already closed are
 //! skipped when popped. Equal `f` values pop the lower node index first, so a query always
@@ -42,7 +42,6 @@ pub struct SearchScratch {
     generation: u32,
     /// `(f bits << 32) | node`: one integer orders by `f`, then by node.
     heap: BinaryHeap<Reverse<u64>>,
-    successors: Vec<(u32, f32)>,
 }
 
 impl SearchScratch {
@@ -62,16 +61,63 @@ fn key(f: f32, node: u32) -> u64 {
     (u64::from(f.max(0.0).to_bits()) << 32) | u64::from(node)
 }
 
+/// What an expansion offers its neighbours to: the successor function of
+/// [`find_path_with`] calls [`Frontier::offer`] for every edge leaving the node expanded,
+/// and may skip the cost of an edge to a node [`Frontier::is_closed`] says is done with.
+pub struct Frontier<'a, H> {
+    nodes: &'a mut [NodeState],
+    heap: &'a mut BinaryHeap<Reverse<u64>>,
+    heuristic: &'a H,
+    from: u32,
+    g: f32,
+    seen: u32,
+    closed: u32,
+}
+
+impl<H: Fn(u32) -> f32> Frontier<'_, H> {
+    /// Whether the search is done with `m` (closed, or not a node): an edge to it changes nothing.
+    #[inline]
+    pub fn is_closed(&self, m: u32) -> bool {
+        self.nodes.get(m as usize).is_none_or(|s| s.mark == self.closed)
+    }
+
+    /// The edge from the node expanded to `m` costs `cost`; a cost that is negative or not
+    /// finite is no edge.
+    #[inline]
+    pub fn offer(&mut self, m: u32, cost: f32) {
+        if !(0.0..f32::INFINITY).contains(&cost) {
+            return;
+        }
+        let Some(next) = self.nodes.get_mut(m as usize) else { return };
+        if next.mark == self.closed {
+            return;
+        }
+        let candidate = self.g + cost;
+        if next.mark == self.seen {
+            if candidate >= next.g {
+                return;
+            }
+        } else {
+            next.h = (self.heuristic)(m);
+            next.mark = self.seen;
+        }
+        next.g = candidate;
+        next.parent = self.from;
+        self.heap.push(Reverse(key(candidate + next.h, m)));
+    }
+}
+
 /// The cheapest path from `start` to `goal` among `nodes` nodes (indices `0..nodes`), or
-/// `None` when the goal cannot be reached. `successors(n, out)` pushes `(neighbour, cost)`
-/// for every edge leaving `n`; `heuristic(n)` estimates the cost from `n` to the goal (an
-/// estimate above the true cost trades optimality for speed). Out-of-range nodes give `None`.
-pub fn find_path_with(
+/// `None` when the goal cannot be reached. `successors(n, frontier)` offers every edge
+/// leaving `n` with its cost ([`Frontier::offer`]); `heuristic(n)` estimates the cost from
+/// `n` to the goal (an estimate above the true cost trades optimality for speed).
+/// Out-of-range nodes give `None`.
+pub fn find_path_with<H: Fn(u32) -> f32>(
     nodes: usize,
     start: u32,
     goal: u32,
-    heuristic: impl Fn(u32) -> f32,
-    mut successors: impl FnMut(u32, &mut Vec<(u32, f32)>),
+    heuristic: H,
+    mut successors: impl FnMut(u32, &mut Frontier<'_, H>),
     scratch: &mut SearchScratch,
 ) -> Option<Path> {
     if start as usize >= nodes || goal as usize >= nodes {
@@ -84,7 +130,6 @@ pub fn find_path_with(
     scratch.nodes[start as usize] = NodeState { g: 0.0, h, parent: start, mark: seen };
     scratch.heap.push(Reverse(key(h, start)));
     let mut expanded = 0;
-    let mut out = std::mem::take(&mut scratch.successors);
     let found = loop {
         let Some(Reverse(entry)) = scratch.heap.pop() else { break false };
         let n = entry as u32;
@@ -98,31 +143,17 @@ pub fn find_path_with(
         if n == goal {
             break true;
         }
-        out.clear();
-        successors(n, &mut out);
-        for &(m, cost) in &out {
-            if m as usize >= nodes || !(0.0..f32::INFINITY).contains(&cost) {
-                continue;
-            }
-            let next = &mut scratch.nodes[m as usize];
-            if next.mark == closed {
-                continue;
-            }
-            let candidate = g + cost;
-            if next.mark == seen {
-                if candidate >= next.g {
-                    continue;
-                }
-            } else {
-                next.h = heuristic(m);
-                next.mark = seen;
-            }
-            next.g = candidate;
-            next.parent = n;
-            scratch.heap.push(Reverse(key(candidate + next.h, m)));
-        }
+        let mut frontier = Frontier {
+            nodes: &mut scratch.nodes,
+            heap: &mut scratch.heap,
+            heuristic: &heuristic,
+            from: n,
+            g,
+            seen,
+            closed,
+        };
+        successors(n, &mut frontier);
     };
-    scratch.successors = out;
     if !found {
         return None;
     }
@@ -140,16 +171,14 @@ pub fn find_path_with(
 mod tests {
     use super::*;
 
-    /// A small weighted graph as an adjacency list.
-    fn graph(edges: &[(u32, u32, f32)]) -> impl Fn(u32, &mut Vec<(u32, f32)>) + '_ {
-        move |n, out| {
-            for &(a, b, c) in edges {
-                if a == n {
-                    out.push((b, c));
-                }
-                if b == n {
-                    out.push((a, c));
-                }
+    /// Offers the edges of a small weighted graph (an edge list, both ways) leaving `n`.
+    fn offer<H: Fn(u32) -> f32>(edges: &[(u32, u32, f32)], n: u32, f: &mut Frontier<'_, H>) {
+        for &(a, b, c) in edges {
+            if a == n {
+                f.offer(b, c);
+            }
+            if b == n {
+                f.offer(a, c);
             }
         }
     }
@@ -159,12 +188,12 @@ mod tests {
         // 0→1→3 is two edges and costs 6; 0→2→3 is two edges and costs 1.
         let edges = [(0, 1, 1.0), (1, 3, 5.0), (0, 2, 0.5), (2, 3, 0.5)];
         let mut s = SearchScratch::default();
-        let p = find_path_with(4, 0, 3, |_| 0.0, graph(&edges), &mut s).unwrap();
+        let p = find_path_with(4, 0, 3, |_| 0.0, |n, f| offer(&edges, n, f), &mut s).unwrap();
         assert_eq!(p.nodes, [0, 2, 3]);
         assert_eq!(p.cost, 1.0);
         // Forbidding the edge (leaving it out) sends the path the other way.
         let edges = [(0, 1, 1.0), (1, 3, 5.0), (0, 2, 0.5)];
-        let p = find_path_with(4, 0, 3, |_| 0.0, graph(&edges), &mut s).unwrap();
+        let p = find_path_with(4, 0, 3, |_| 0.0, |n, f| offer(&edges, n, f), &mut s).unwrap();
         assert_eq!(p.nodes, [0, 1, 3]);
         assert_eq!(p.cost, 6.0);
     }
@@ -175,11 +204,11 @@ mod tests {
         let edges = [(0, 1, 1.0), (0, 2, 1.0), (1, 3, 1.0), (2, 3, 1.0)];
         let mut s = SearchScratch::default();
         for _ in 0..3 {
-            assert_eq!(find_path_with(4, 0, 3, |_| 0.0, graph(&edges), &mut s).unwrap().nodes, [0, 1, 3]);
+            assert_eq!(find_path_with(4, 0, 3, |_| 0.0, |n, f| offer(&edges, n, f), &mut s).unwrap().nodes, [0, 1, 3]);
         }
         let edges = [(0, 2, 1.0), (0, 1, 1.0), (2, 3, 1.0), (1, 3, 1.0)];
         assert_eq!(
-            find_path_with(4, 0, 3, |_| 0.0, graph(&edges), &mut s).unwrap().nodes,
+            find_path_with(4, 0, 3, |_| 0.0, |n, f| offer(&edges, n, f), &mut s).unwrap().nodes,
             [0, 1, 3],
             "edge order does not matter"
         );
@@ -189,14 +218,14 @@ mod tests {
     fn unreachable_and_out_of_range_goals() {
         let edges = [(0, 1, 1.0), (2, 3, 1.0)];
         let mut s = SearchScratch::default();
-        assert_eq!(find_path_with(4, 0, 3, |_| 0.0, graph(&edges), &mut s), None);
-        assert_eq!(find_path_with(4, 0, 9, |_| 0.0, graph(&edges), &mut s), None);
-        let p = find_path_with(4, 2, 2, |_| 0.0, graph(&edges), &mut s).unwrap();
+        assert_eq!(find_path_with(4, 0, 3, |_| 0.0, |n, f| offer(&edges, n, f), &mut s), None);
+        assert_eq!(find_path_with(4, 0, 9, |_| 0.0, |n, f| offer(&edges, n, f), &mut s), None);
+        let p = find_path_with(4, 2, 2, |_| 0.0, |n, f| offer(&edges, n, f), &mut s).unwrap();
         assert_eq!((p.nodes, p.cost), (vec![2], 0.0));
         // Bad costs are edges that do not exist.
         let edges = [(0, 1, f32::NAN), (0, 2, -1.0), (0, 3, f32::INFINITY)];
         for goal in 1..4 {
-            assert_eq!(find_path_with(4, 0, goal, |_| 0.0, graph(&edges), &mut s), None);
+            assert_eq!(find_path_with(4, 0, goal, |_| 0.0, |n, f| offer(&edges, n, f), &mut s), None);
         }
     }
 
@@ -205,7 +234,7 @@ mod tests {
         // 3 is first reached at cost 10 through 1, then improved to 3 through 2.
         let edges = [(0, 1, 1.0), (1, 3, 9.0), (0, 2, 2.0), (2, 3, 1.0), (3, 4, 1.0)];
         let mut s = SearchScratch::default();
-        let p = find_path_with(5, 0, 4, |_| 0.0, graph(&edges), &mut s).unwrap();
+        let p = find_path_with(5, 0, 4, |_| 0.0, |n, f| offer(&edges, n, f), &mut s).unwrap();
         assert_eq!((p.nodes, p.cost), (vec![0, 2, 3, 4], 4.0));
     }
 }
