@@ -92,7 +92,7 @@ pub fn capture(host: &mut Host) -> Option<NavSnapshot> {
         cell: grid.cell(),
         walk: grid.walk().to_vec(),
         fit: grid.fit_values().to_vec(),
-        soft: nav.soft_values().to_vec(),
+        soft: nav.soft_values(),
         route_fit: fit_of(route_width(&model)),
         hull_fit: fit_of(model.width),
         routes,

@@ -68,9 +68,10 @@ pub fn init_config_with_bots(seed: u64, skill: bots::BotSkill) -> InitConfig {
 pub fn map_warnings(
     map: &crate::engine::map::MapConfig,
 ) -> Result<Vec<crate::engine::nav::check::MapWarning>, crate::engine::map::MapError> {
-    let scale = init_config(0).engine.map_scale;
-    let built = crate::engine::map::GameMap::create(map, scale, &mut rapier2d::prelude::PhysicsWorld::default())?;
-    Ok(crate::engine::nav::check::map_warnings(&built, TanksConfig::default().models.tank.width))
+    let scale = crate::engine::config::EngineConfig::default().map_scale;
+    let mut world = rapier2d::prelude::PhysicsWorld::default();
+    let built = crate::engine::map::GameMap::create(map, scale, &mut world)?;
+    Ok(crate::engine::nav::check::map_warnings(&built, &world, TanksConfig::default().models.tank.width))
 }
 
 /// What clients get on `CONFIG_DATA`: the engine's client half (time step in MILLISECONDS,

@@ -422,7 +422,7 @@ fn the_navigation_follows_every_map_load_and_the_debug_dump_shows_it() {
 fn crates_moved_by_a_blast_move_their_soft_obstacles() {
     let mut h = host(1, SMALL, 0);
     h.step();
-    let before = h.world().resource::<Nav>().0.as_ref().expect("nav").soft_values().to_vec();
+    let before = h.world().resource::<Nav>().0.as_ref().expect("nav").soft_values();
     let map = h.world().resource::<MapState>().map.clone().expect("map");
     let handle = map.dynamic_handle(0).expect("a crate");
     h.world_mut()
@@ -435,7 +435,7 @@ fn crates_moved_by_a_blast_move_their_soft_obstacles() {
     for _ in 0..30 {
         h.step();
     }
-    let after = h.world().resource::<Nav>().0.as_ref().expect("nav").soft_values().to_vec();
+    let after = h.world().resource::<Nav>().0.as_ref().expect("nav").soft_values();
     assert_ne!(before, after, "the crate slid into other cells");
     assert!(before.iter().map(|&v| u32::from(v)).sum::<u32>() > 0, "the crates cover cells");
 }

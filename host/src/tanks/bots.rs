@@ -29,8 +29,7 @@ use std::str::FromStr;
 use bevy::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::engine::mapstate::MapState;
-use crate::engine::nav::{self, Nav, PenaltyZone, Spatial};
+use crate::engine::nav::{Nav, PenaltyZone, Spatial};
 use crate::engine::physics::Physics;
 use crate::engine::players::{Participants, PlayerId};
 use crate::engine::schedule::{EngineSettings, SimRng};
@@ -245,7 +244,6 @@ pub(crate) fn drive_bots(
     nav: Res<Nav>,
     spatial: Res<Spatial>,
     blasts: Res<RecentBlasts>,
-    map: Res<MapState>,
     bombs: Query<&Bomb>,
     mut bots: Query<(&Tank, &mut Bot)>,
     tanks: Query<&Tank>,
@@ -284,11 +282,6 @@ pub(crate) fn drive_bots(
         .iter()
         .map(|&(center, radius, _)| PenaltyZone { center, radius: radius + 10.0, cost_per_unit: 4.0 })
         .collect();
-    let crates: Vec<nav::Obb> = map
-        .map
-        .as_ref()
-        .map(|m| m.dynamic_handles().iter().filter_map(|&h| nav::obstacle_of(physics.world(), h)).collect())
-        .unwrap_or_default();
     let scene = brain::Scene {
         nav,
         physics: &physics,
@@ -296,7 +289,6 @@ pub(crate) fn drive_bots(
         tanks: &contacts,
         bombs: &bomb_zones,
         blasts: &blasts,
-        crates: &crates,
         rules: &rules.0,
         dt,
     };

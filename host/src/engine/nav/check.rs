@@ -13,6 +13,8 @@
 use std::collections::BTreeSet;
 use std::fmt;
 
+use rapier2d::prelude::PhysicsWorld;
+
 use crate::engine::map::GameMap;
 use crate::engine::nav::grid::NavGrid;
 use crate::engine::nav::navigation::{NavigationSystem, Obb};
@@ -36,20 +38,9 @@ impl fmt::Display for MapWarning {
     }
 }
 
-/// The box of `physicsDynamic[i]` as the map places it (world units).
-fn object_box(map: &GameMap, i: usize) -> Option<Obb> {
-    let o = map.config().physics_dynamic.get(i)?;
-    let s = map.scale();
-    let (w, h, angle) = (o.width * s, o.height * s, o.angle.to_radians());
-    let (c, sn) = (libm::cosf(angle), libm::sinf(angle));
-    // The body sits at the corner; the box's centre is half the size along the turned axes.
-    let center = [o.x * s + c * w / 2.0 - sn * h / 2.0, o.y * s + sn * w / 2.0 + c * h / 2.0];
-    Some(Obb { center, half: [w / 2.0, h / 2.0], rot: [c, sn] })
-}
-
-/// Every warning for `map` and a body `width` world units wide (see the module docs), in
-/// map order: respawns by team and point, then objects by index.
-pub fn map_warnings(map: &GameMap, width: f32) -> Vec<MapWarning> {
+/// Every warning for `map`, its bodies built in `world`, and a body `width` world units wide
+/// (see the module docs), in map order: respawns by team and point, then objects by index.
+pub fn map_warnings(map: &GameMap, world: &PhysicsWorld, width: f32) -> Vec<MapWarning> {
     let mut warnings = Vec::new();
     let open = NavigationSystem::new(super::grid_of(map));
     let respawns = map.respawns();
@@ -70,7 +61,7 @@ pub fn map_warnings(map: &GameMap, width: f32) -> Vec<MapWarning> {
         }
     }
 
-    let boxes: Vec<Option<Obb>> = (0..map.dynamic_count()).map(|i| object_box(map, i)).collect();
+    let boxes: Vec<Option<Obb>> = map.dynamic_handles().iter().map(|&h| super::obstacle_of(world, h)).collect();
     let covered: Vec<Vec<u32>> = boxes.iter().map(|b| b.map(|b| open.cells_under(&b)).unwrap_or_default()).collect();
     if covered.iter().all(Vec::is_empty) {
         return warnings;
@@ -131,60 +122,59 @@ fn key_path(key: &str) -> String {
 mod tests {
     use super::*;
     use crate::engine::map::MapConfig;
-    use rapier2d::prelude::PhysicsWorld;
 
-    fn map(rows: &[&str], crates: &str, respawns: &str) -> GameMap {
+    /// The warnings of a map from rows of `#` and `.`, its objects and respawns as JSON.
+    fn warnings(rows: &[&str], objects: &str, respawns: &str, width: f32) -> Vec<MapWarning> {
         let grid: Vec<Vec<u16>> = rows.iter().map(|r| r.chars().map(|c| u16::from(c == '#')).collect()).collect();
         let text = format!(
-            r#"{{ "name": "t", "tileSize": 10, "map": {}, "physicsStatic": [1], "physicsDynamic": [{crates}], "respawns": {{ {respawns} }} }}"#,
+            r#"{{ "name": "t", "tileSize": 10, "map": {}, "physicsStatic": [1], "physicsDynamic": [{objects}], "respawns": {{ {respawns} }} }}"#,
             serde_json::to_string(&grid).unwrap()
         );
         let cfg = MapConfig::from_json("t.json", &text).unwrap_or_else(|e| panic!("{e}"));
-        GameMap::create(&cfg, 1.0, &mut PhysicsWorld::default()).unwrap()
+        let mut world = PhysicsWorld::default();
+        let map = GameMap::create(&cfg, 1.0, &mut world).unwrap();
+        map_warnings(&map, &world, width)
     }
 
     const TWO_ROOMS: [&str; 7] =
         ["###########", "#...#.....#", "#...#.....#", "#.........#", "#...#.....#", "#...#.....#", "###########"];
 
+    fn lines(w: Vec<MapWarning>) -> Vec<String> {
+        w.iter().map(ToString::to_string).collect()
+    }
+
     #[test]
     fn a_respawn_walled_off_from_every_enemy_is_reported() {
         let sealed = ["###########", "#...#.....#", "#...#.....#", "#...#.....#", "###########"];
-        let m = map(&sealed, "", r#""1": [[15, 15, 0]], "2": [[75, 15, 0], [85, 35, 0]], "3": [[25, 25, 0]]"#);
-        let w: Vec<String> = map_warnings(&m, 8.0).iter().map(ToString::to_string).collect();
+        let respawns = r#""1": [[15, 15, 0]], "2": [[75, 15, 0], [85, 35, 0]], "3": [[25, 25, 0]]"#;
+        let w = lines(warnings(&sealed, "", respawns, 8.0));
         let why = "warning: a body 8 units wide cannot reach any respawn point of another team from here";
         assert_eq!(w, [format!("respawns.2[0]: {why}"), format!("respawns.2[1]: {why}")], "teams 1 and 3 share a room");
         // A one-cell door is fine for a body 8 wide, not for one 15 wide.
-        let m = map(&TWO_ROOMS, "", r#""1": [[15, 15, 0]], "2": [[75, 15, 0]]"#);
-        assert!(map_warnings(&m, 8.0).is_empty());
-        assert_eq!(map_warnings(&m, 15.0).len(), 2);
+        let respawns = r#""1": [[15, 15, 0]], "2": [[75, 15, 0]]"#;
+        assert!(warnings(&TWO_ROOMS, "", respawns, 8.0).is_empty());
+        assert_eq!(warnings(&TWO_ROOMS, "", respawns, 15.0).len(), 2);
     }
 
     #[test]
     fn a_crate_in_the_door_is_wedged_and_one_in_the_open_is_not() {
         let respawns = r#""1": [[15, 15, 0]], "2": [[75, 15, 0]]"#;
-        let m = map(
-            &TWO_ROOMS,
-            r#"{ "x": 41, "y": 31, "width": 8, "height": 8 }, { "x": 61, "y": 21, "width": 8, "height": 8 }"#,
-            respawns,
-        );
-        let w: Vec<String> = map_warnings(&m, 8.0).iter().map(ToString::to_string).collect();
+        let objects = r#"{ "x": 41, "y": 31, "width": 8, "height": 8 }, { "x": 61, "y": 21, "width": 8, "height": 8 }"#;
+        let w = lines(warnings(&TWO_ROOMS, objects, respawns, 8.0));
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(w[0].starts_with("physicsDynamic[0]: warning: blocks a corridor"), "{w:?}");
         assert!(w[0].contains("regions of 24 and 15 cells"), "{w:?}");
         // A crate closing off a single cell in a corner parts nothing worth naming.
-        let m = map(&TWO_ROOMS, r#"{ "x": 11, "y": 21, "width": 8, "height": 8 }"#, respawns);
-        assert!(map_warnings(&m, 8.0).is_empty());
+        let corner = r#"{ "x": 11, "y": 21, "width": 8, "height": 8 }"#;
+        assert!(warnings(&TWO_ROOMS, corner, respawns, 8.0).is_empty());
     }
 
     #[test]
     fn two_crates_wedged_together_are_both_named() {
         let wide = ["###########", "#...#.....#", "#.........#", "#.........#", "#...#.....#", "###########"];
-        let m = map(
-            &wide,
-            r#"{ "x": 41, "y": 21, "width": 8, "height": 8 }, { "x": 41, "y": 31, "width": 8, "height": 8 }"#,
-            r#""1": [[15, 15, 0]], "2": [[75, 15, 0]]"#,
-        );
-        let fields: Vec<String> = map_warnings(&m, 8.0).into_iter().map(|w| w.field).collect();
+        let objects = r#"{ "x": 41, "y": 21, "width": 8, "height": 8 }, { "x": 41, "y": 31, "width": 8, "height": 8 }"#;
+        let w = warnings(&wide, objects, r#""1": [[15, 15, 0]], "2": [[75, 15, 0]]"#, 8.0);
+        let fields: Vec<String> = w.into_iter().map(|w| w.field).collect();
         assert_eq!(fields, ["physicsDynamic[0]", "physicsDynamic[1]"]);
         assert_eq!(key_path("team one"), "[\"team one\"]");
     }

@@ -30,8 +30,8 @@
 //!    search goes deep first, and a route costs at most 0.1 % more than the cheapest. A
 //!    weight above 1 makes the search go for the goal instead of widening around every
 //!    narrow place, for routes at most that many times dearer found much sooner (on the
-//!    256×256 bench maze, 1.3 gives routes 3.4 % dearer on average and 11 % at worst, in a
-//!    third of the time). Ties on `f` go to the lower node index.
+//!    256×256 bench maze, 1.3 gives routes 2.9 % dearer on average and 8.3 % at worst, in a
+//!    fifth of the time). Ties on `f` go to the lower node index.
 //! 4. **Smoothing.** The cell path is pulled taut: from each leg's start, the farthest point
 //!    of the path reachable by a straight leg that passes the same tests as step 1 ends the
 //!    leg; where none does, the body's own width is enough for the corridor; where not even
@@ -52,7 +52,7 @@
 //!
 //! # Soft obstacles
 //!
-//! Things that move (a map's crates) are not walls: a route may go through them at a price
+//! Things that move (a map's dynamic objects) are not walls: a route may go through them at a price
 //! ([`PathQuery::soft_cost`]). [`NavigationSystem::set_obstacle`] records each one's box; the
 //! cells it overlaps carry a count. The engine updates them at the start of every tick from
 //! the bodies' poses ([`crate::engine::nav`]), so what a query sees depends only on the
@@ -61,7 +61,7 @@
 //! # Determinism
 //!
 //! Queries read only the grid, the soft counts and their arguments; cells are visited in
-//! fixed orders and all arithmetic is `f32` without transcendental functions, so the same
+//! fixed orders and all arithmetic is `f32` (transcendental functions through `libm`), so the same
 //! query on the same state gives the same route on every machine. Scratch buffers are kept
 //! behind a mutex between queries; they hold nothing a query's answer depends on.
 
@@ -242,9 +242,6 @@ struct Search {
 #[derive(Debug)]
 pub struct NavigationSystem {
     grid: NavGrid,
-    soft: Vec<u8>,
-    /// `clear` with soft obstacles counted as blocked.
-    soft_clear: Vec<u8>,
     /// What a search reads of each cell, side by side.
     cells: Vec<CellInfo>,
     obstacles: Vec<Option<Soft>>,
@@ -267,6 +264,8 @@ struct CellInfo {
     fit: u8,
     /// How many soft obstacles cover it.
     soft: u8,
+    /// The grid's `clear` with soft obstacles counted as blocked.
+    soft_clear: u8,
     /// The clearance to walls, world units ([`NavGrid::clearance_index`]).
     clearance: f32,
     /// The clearance to walls and soft obstacles, world units.
@@ -301,8 +300,6 @@ impl NavigationSystem {
     pub fn new(grid: NavGrid) -> NavigationSystem {
         let free_cells: Vec<u32> = (0..grid.walk().len()).filter(|&i| grid.is_free(i)).map(|i| i as u32).collect();
         let mut nav = NavigationSystem {
-            soft: vec![0; grid.walk().len()],
-            soft_clear: grid.clear_values().to_vec(),
             cells: Vec::new(),
             grid,
             obstacles: Vec::new(),
@@ -331,6 +328,7 @@ impl NavigationSystem {
                 }
                 let clearance = g.clearance_index(i);
                 CellInfo {
+                    soft_clear: g.clear(i),
                     moves,
                     fit: g.fit(i),
                     soft: 0,
@@ -341,11 +339,8 @@ impl NavigationSystem {
             })
             .collect();
         let mut links = 0;
-        let mut out = Vec::new();
         for &i in &nav.free_cells {
-            out.clear();
-            nav.neighbours(i, 1, &mut out);
-            links += out.iter().filter(|&&(m, _)| m > i).count();
+            nav.each_neighbour(i, 1, |m, _| links += usize::from(m > i));
         }
         nav.links = links;
         nav.place_landmarks();
@@ -357,7 +352,6 @@ impl NavigationSystem {
         let n = self.grid.walk().len();
         let mut dist = vec![f32::INFINITY; n];
         let mut heap = std::collections::BinaryHeap::new();
-        let mut out = Vec::new();
         dist[start as usize] = 0.0;
         heap.push(std::cmp::Reverse((0u32, start)));
         while let Some(std::cmp::Reverse((key, i))) = heap.pop() {
@@ -365,15 +359,13 @@ impl NavigationSystem {
             if d > dist[i as usize] {
                 continue;
             }
-            out.clear();
-            self.neighbours(i, 1, &mut out);
-            for &(m, len) in &out {
+            self.each_neighbour(i, 1, |m, len| {
                 let nd = d + len;
                 if nd < dist[m as usize] {
                     dist[m as usize] = nd;
                     heap.push(std::cmp::Reverse((nd.to_bits(), m)));
                 }
-            }
+            });
         }
         dist
     }
@@ -450,8 +442,10 @@ impl NavigationSystem {
         self.links
     }
 
-    /// The neighbours of node `n` a body needing `need` cells may move to, with the link lengths.
-    fn neighbours(&self, n: u32, need: u32, out: &mut Vec<(u32, f32)>) {
+    /// Calls `f(m, length)` for every neighbour `m` of node `n` a body needing `need` cells
+    /// may move to, in the order of `STEPS`.
+    #[inline]
+    fn each_neighbour(&self, n: u32, need: u32, mut f: impl FnMut(u32, f32)) {
         let mut mask = self.cells[n as usize].moves;
         let cell = self.grid.cell();
         while mask != 0 {
@@ -461,7 +455,7 @@ impl NavigationSystem {
             if need > 1 && u32::from(self.cells[m].fit) < need {
                 continue;
             }
-            out.push((m as u32, if k >= 4 { cell * std::f32::consts::SQRT_2 } else { cell }));
+            f(m as u32, if k >= 4 { cell * std::f32::consts::SQRT_2 } else { cell });
         }
     }
 
@@ -491,12 +485,12 @@ impl NavigationSystem {
         let lines = lines as i64;
         // The centre line first, and with it the quick answer: where every cell it crosses is
         // at least `lines + 2` cells from anything blocked, every parallel line is clear too.
-        let clear = if avoid_soft { &self.soft_clear } else { self.grid.clear_values() };
         let wide = lines + 2;
         let mut all_wide = true;
         let centre = walk_ray_cells(start, end, cell, |c, r| match self.grid.index(c, r) {
-            Some(i) if self.grid.is_free(i) && !(avoid_soft && self.soft[i] > 0) => {
-                all_wide &= i64::from(clear[i]) >= wide;
+            Some(i) if self.grid.is_free(i) && !(avoid_soft && self.cells[i].soft > 0) => {
+                let clear = if avoid_soft { self.cells[i].soft_clear } else { self.grid.clear(i) };
+                all_wide &= i64::from(clear) >= wide;
                 ControlFlow::Continue(())
             }
             _ => ControlFlow::Break(()),
@@ -515,7 +509,7 @@ impl NavigationSystem {
             let a = [start[0] + normal[0] * o, start[1] + normal[1] * o];
             let b = [end[0] + normal[0] * o, end[1] + normal[1] * o];
             walk_ray_cells(a, b, cell, |c, r| match self.grid.index(c, r) {
-                Some(i) if self.grid.is_free(i) && !(avoid_soft && self.soft[i] > 0) => ControlFlow::Continue(()),
+                Some(i) if self.grid.is_free(i) && !(avoid_soft && self.cells[i].soft > 0) => ControlFlow::Continue(()),
                 _ => ControlFlow::Break(()),
             })
             .is_continue()
@@ -541,12 +535,17 @@ impl NavigationSystem {
 
     /// How many soft obstacles cover the cell under `p` (0 outside the map).
     pub fn soft_at(&self, p: [f32; 2]) -> u8 {
-        self.grid.index_of(p).map_or(0, |i| self.soft[i])
+        self.grid.index_of(p).map_or(0, |i| self.cells[i].soft)
     }
 
     /// The soft counts, row-major.
-    pub fn soft_values(&self) -> &[u8] {
-        &self.soft
+    pub fn soft_values(&self) -> Vec<u8> {
+        self.cells.iter().map(|c| c.soft).collect()
+    }
+
+    /// The soft obstacles' boxes, by index (the ones recorded and not removed).
+    pub fn obstacles(&self) -> impl Iterator<Item = &Obb> + '_ {
+        self.obstacles.iter().flatten().map(|s| &s.shape)
     }
 
     /// The centre of the nearest free cell within `max_radius` of `p` that a body `width`
@@ -663,7 +662,6 @@ impl NavigationSystem {
         let mut labels = vec![0u32; n];
         let mut sizes = vec![0u32];
         let mut stack = Vec::new();
-        let mut out = Vec::new();
         for &start in &self.free_cells {
             if labels[start as usize] != 0 || !self.grid.fits_index(start as usize, need) {
                 continue;
@@ -674,14 +672,12 @@ impl NavigationSystem {
             stack.push(start);
             while let Some(i) = stack.pop() {
                 sizes[label as usize] += 1;
-                out.clear();
-                self.neighbours(i, need, &mut out);
-                for &(m, _) in &out {
+                self.each_neighbour(i, need, |m, _| {
                     if labels[m as usize] == 0 {
                         labels[m as usize] = label;
                         stack.push(m);
                     }
-                }
+                });
             }
         }
         search.components.push(Components { need, labels, sizes });
@@ -785,19 +781,12 @@ impl NavigationSystem {
         };
         let path = {
             let mut search = self.search.lock().unwrap_or_else(PoisonError::into_inner);
-            let cell = self.grid.cell();
             let successors = |n: u32, frontier: &mut Frontier<'_, _>| {
-                let mut mask = self.cells[n as usize].moves;
-                while mask != 0 {
-                    let k = mask.trailing_zeros() as usize;
-                    mask &= mask - 1;
-                    let m = (n as isize + self.offsets[k]) as u32;
-                    if frontier.is_closed(m) || (need > 1 && u32::from(self.cells[m as usize].fit) < need) {
-                        continue;
+                self.each_neighbour(n, need, |m, len| {
+                    if !frontier.is_closed(m) {
+                        frontier.offer(m, self.link_cost(n as usize, m as usize, len, query));
                     }
-                    let len = if k >= 4 { cell * std::f32::consts::SQRT_2 } else { cell };
-                    frontier.offer(m, self.link_cost(n as usize, m as usize, len, query));
-                }
+                });
             };
             find_path_with(self.grid.walk().len(), s, g, heuristic, successors, &mut search.scratch)?
         };
@@ -908,12 +897,12 @@ impl NavigationSystem {
         }
         if changed {
             let blocked: Vec<u8> =
-                self.grid.walk().iter().zip(&self.soft).map(|(&w, &s)| u8::from(w != 0 || s > 0)).collect();
-            self.soft_clear = super::grid::clear_grid(self.grid.cols(), self.grid.rows(), &blocked);
+                self.grid.walk().iter().zip(&self.cells).map(|(&w, c)| u8::from(w != 0 || c.soft > 0)).collect();
+            let soft_clear = super::grid::clear_grid(self.grid.cols(), self.grid.rows(), &blocked);
             let cell = self.grid.cell();
-            for ((info, &d), &soft) in self.cells.iter_mut().zip(&self.soft_clear).zip(&self.soft) {
+            for (info, d) in self.cells.iter_mut().zip(soft_clear) {
+                info.soft_clear = d;
                 info.soft_clearance = if d == 0 { 0.0 } else { (f32::from(d) - 0.5) * cell };
-                info.soft = soft;
             }
         }
         changed
@@ -930,10 +919,10 @@ impl NavigationSystem {
         let old = self.obstacles[i].take();
         let changed = old.as_ref().map_or(&[][..], |s| &s.cells[..]) != &cells[..];
         for &c in old.iter().flat_map(|s| &s.cells) {
-            self.soft[c as usize] = self.soft[c as usize].saturating_sub(1);
+            self.cells[c as usize].soft = self.cells[c as usize].soft.saturating_sub(1);
         }
         for &c in &cells {
-            self.soft[c as usize] = self.soft[c as usize].saturating_add(1);
+            self.cells[c as usize].soft = self.cells[c as usize].soft.saturating_add(1);
         }
         self.obstacles[i] = shape.map(|shape| Soft { shape, cells });
         changed
@@ -982,7 +971,7 @@ impl NavigationSystem {
             "walk": rows(g.walk(), &|v| if v == 0 { '.' } else { '#' }),
             "fit": rows(g.fit_values(), &digit),
             "clear": rows(g.clear_values(), &digit),
-            "soft": rows(&self.soft, &|v| char::from_digit(u32::from(v).min(9), 10).unwrap_or('?')),
+            "soft": rows(&self.soft_values(), &|v| char::from_digit(u32::from(v).min(9), 10).unwrap_or('?')),
         })
     }
 }
@@ -1220,7 +1209,7 @@ mod tests {
         let q = PathQuery { soft_cost: 3.0, ..PathQuery::default() };
         let route = nav.find_route(at(1, 2), at(9, 2), &q).expect("soft obstacles never block");
         let plain = nav.find_path(at(1, 2), at(9, 2)).unwrap();
-        assert_eq!(plain.legs.len(), 1, "without a soft cost the crates are not seen");
+        assert_eq!(plain.legs.len(), 1, "without a soft cost the soft obstacles are not seen");
         assert!(route.cost > plain.cost + 3.0 * 10.0 - 1e-3, "{} vs {}", route.cost, plain.cost);
         // Moving it leaves a gap along the top: the route takes it.
         nav.set_obstacle(0, Some(Obb::new([55.0, 30.0], [4.0, 9.0], 0.0)));

@@ -39,7 +39,7 @@
 use rapier2d::prelude::{QueryFilter, RigidBodyHandle, Vector};
 use vimp_netcode::input::KeyBits;
 
-use crate::engine::nav::{NavigationSystem, Obb, PathQuery, PenaltyZone, SpatialGrid};
+use crate::engine::nav::{NavigationSystem, PathQuery, PenaltyZone, SpatialGrid};
 use crate::engine::physics::Physics;
 use crate::engine::players::PlayerId;
 use crate::engine::rng::SplitMix64;
@@ -117,8 +117,6 @@ pub struct Scene<'a> {
     pub bombs: &'a [PenaltyZone],
     /// Fresh blasts' reach.
     pub blasts: &'a [PenaltyZone],
-    /// The crates' boxes.
-    pub crates: &'a [Obb],
     /// The game's rules.
     pub rules: &'a TanksConfig,
     /// Seconds per step.
@@ -651,7 +649,7 @@ fn watch_progress(bot: &mut Bot, tank: &Tank, m: &Motion, scene: &Scene<'_>, rng
     let dir = [heading[0] / len, heading[1] / len];
     let look = len.min(80.0) + model.length / 2.0;
     // A crate or a tank in the way is kept out of the next routes for a while.
-    let crate_in_way = scene.crates.iter().find(|c| c.ray(pos, dir, look).is_some()).map(|c| c.center);
+    let crate_in_way = scene.nav.obstacles().find(|c| c.ray(pos, dir, look).is_some()).map(|c| c.center);
     let tank_in_way = scene
         .tanks
         .iter()
