@@ -9,9 +9,12 @@
 //!   the default map's, sixteen times its area.
 //!
 //! On each, 64 seeded pairs of free points anywhere on the map plus the corner-to-corner
-//! one, with the query the tanks' bots use on maps this large (a body 46 wide, comfort 20,
-//! narrow cost 1.5, soft cost 6, heuristic weight 1.3), the same with weight 1 (the
-//! cheapest route), and the default query (a point, shortest route).
+//! one, with the query the tanks' bots plan with on such a map (`route_query`: the default
+//! tank's body plus a margin, comfort clearance and narrow cost, soft cost, the large maps'
+//! heuristic weight), the same with weight 1 (the cheapest route on the lattice), and the
+//! default query (a point, shortest route). Both maps are large enough for the lattice; the
+//! summary also gives the bot query on the cells alone, as the baseline, and how much
+//! longer the lattice's routes are than the cells' (weight 1, smoothed length).
 //!
 //! `cargo bench -p vimp-host --bench nav` prints criterion's timings and a summary line per map.
 
@@ -21,8 +24,10 @@ use std::time::Instant;
 use criterion::Criterion;
 use rapier2d::prelude::PhysicsWorld;
 use vimp_host::engine::map::{GameMap, MapConfig};
-use vimp_host::engine::nav::{self, NavigationSystem, PathQuery};
+use vimp_host::engine::nav::{self, NavigationSystem, PathQuery, Route};
 use vimp_host::engine::rng::SplitMix64;
+use vimp_host::tanks::bots::brain::route_query;
+use vimp_host::tanks::config::TankModel;
 
 const SIDE: usize = 256;
 const TILE: f32 = 32.0;
@@ -125,21 +130,34 @@ fn time(nav: &NavigationSystem, pairs: &[([f32; 2], [f32; 2])], q: &PathQuery<'_
     (mean, worst)
 }
 
+/// The length of a route from `start`.
+fn length(start: [f32; 2], route: &Route) -> f32 {
+    let mut at = start;
+    route
+        .points()
+        .map(|p| {
+            let d = ((p[0] - at[0]).powi(2) + (p[1] - at[1]).powi(2)).sqrt();
+            at = p;
+            d
+        })
+        .sum()
+}
+
 fn main() {
-    let bots = PathQuery {
-        min_width: 46.0,
-        comfort_clearance: 20.0,
-        narrow_cost: 1.5,
-        soft_cost: 6.0,
-        penalties: &[],
-        heuristic_weight: 1.3,
-    };
-    let cheapest = PathQuery { heuristic_weight: 1.0, ..bots };
     let plain = PathQuery::default();
     let mut c = Criterion::default().configure_from_args();
     let mut lines = Vec::new();
     for (name, grid) in [("maze", maze()), ("arena", arena())] {
         let map = load(name, grid);
+        let cells = NavigationSystem::new(nav::grid_of(&map)).with_lattice(false);
+        // The first lattice query for a body and pricing works out that body's landmarks.
+        let fresh = NavigationSystem::new(nav::grid_of(&map));
+        let bots = route_query(&TankModel::default(), &NavigationSystem::new(nav::grid_of(&map)), &[]);
+        let cheapest = PathQuery { heuristic_weight: 1.0, ..bots };
+        let far = TILE * (SIDE as f32 - 1.5);
+        let t = Instant::now();
+        black_box(fresh.find_route([TILE * 1.5, TILE * 1.5], [far, far], &bots));
+        let first_ms = t.elapsed().as_secs_f64() * 1e3;
         let builds = 10;
         let t = Instant::now();
         for _ in 0..builds {
@@ -152,7 +170,6 @@ fn main() {
             .map(|_| (nav.random_point_where(&mut rng, 40.0).unwrap(), nav.random_point_where(&mut rng, 40.0).unwrap()))
             .filter(|&(a, b)| nav.reachable(a, b, 40.0))
             .collect();
-        let far = TILE * (SIDE as f32 - 1.5);
         pairs.push(([TILE * 1.5, TILE * 1.5], [far, far]));
         c.bench_function(&format!("nav build {name} 256×256"), |bench| {
             bench.iter(|| NavigationSystem::new(nav::grid_of(&map)))
@@ -169,6 +186,14 @@ fn main() {
         let (bot_mean, bot_worst) = time(&nav, &pairs, &bots);
         let (cheap_mean, cheap_worst) = time(&nav, &pairs, &cheapest);
         let (plain_mean, plain_worst) = time(&nav, &pairs, &plain);
+        let (cells_mean, cells_worst) = time(&cells, &pairs, &bots);
+        let longer: Vec<f32> = pairs
+            .iter()
+            .filter_map(|&(a, b)| {
+                Some(length(a, &nav.find_route(a, b, &cheapest)?) / length(a, &cells.find_route(a, b, &cheapest)?))
+            })
+            .collect();
+        let longer_mean = longer.iter().sum::<f32>() / longer.len().max(1) as f32;
         let dearer: Vec<f32> = pairs
             .iter()
             .filter_map(|&(a, b)| Some(nav.find_route(a, b, &bots)?.cost / nav.find_route(a, b, &cheapest)?.cost))
@@ -176,13 +201,19 @@ fn main() {
         let dearer_mean = dearer.iter().sum::<f32>() / dearer.len().max(1) as f32;
         let dearer_max = dearer.iter().copied().fold(1.0, f32::max);
         lines.push(format!(
-            "nav {name} 256×256 ({} nodes, {} links): build {build_ms:.1} ms; find_route µs per query (mean, slowest \
-             pair): bot query {bot_mean:.1}, {bot_worst:.1}; weight 1 {cheap_mean:.1}, {cheap_worst:.1}; default \
-             {plain_mean:.1}, {plain_worst:.1}; weight 1.3 routes cost {:.1} % more on average, {:.1} % at worst",
+            "nav {name} 256×256 ({} nodes, {} links, lattice {}): build {build_ms:.1} ms, the first bot query \
+             {first_ms:.1} ms; find_route µs per query \
+             (mean, slowest pair): bot query {bot_mean:.1}, {bot_worst:.1}; weight 1 {cheap_mean:.1}, \
+             {cheap_worst:.1}; default {plain_mean:.1}, {plain_worst:.1}; bot query on the cells alone \
+             {cells_mean:.1}, {cells_worst:.1}; weight {} routes cost {:.1} % more on average, {:.1} % at worst; \
+             lattice routes {:.1} % longer than the cells' on average",
             nav.node_count(),
             nav.link_count(),
+            nav.uses_lattice(),
+            bots.heuristic_weight,
             (dearer_mean - 1.0) * 100.0,
             (dearer_max - 1.0) * 100.0,
+            (longer_mean - 1.0) * 100.0,
         ));
     }
     c.final_summary();

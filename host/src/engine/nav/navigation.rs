@@ -29,9 +29,9 @@
 //!    times `heuristic_weight` (1 by default) and `1 + 1/1024`: among equally cheap routes the
 //!    search goes deep first, and a route costs at most 0.1 % more than the cheapest. A
 //!    weight above 1 makes the search go for the goal instead of widening around every
-//!    narrow place, for routes at most that many times dearer found much sooner (on the
-//!    256×256 bench maze, 1.3 gives routes 2.9 % dearer on average and 8.3 % at worst, in a
-//!    fifth of the time). Ties on `f` go to the lower node index.
+//!    narrow place, for routes at most that many times dearer found much sooner (the nav
+//!    bench prints how much dearer, on average and at worst). Ties on `f` go to the lower
+//!    node index. On a large map the search runs on the lattice first (below).
 //! 4. **Smoothing.** The cell path is pulled taut: from each leg's start, the farthest point
 //!    of the path reachable by a straight leg that passes the same tests as step 1 ends the
 //!    leg; where none does, the body's own width is enough for the corridor; where not even
@@ -41,6 +41,21 @@
 //! [`Route::cost`] is the A\* path's cost plus the straight distances from the start to its
 //! entry node and from the end's entry node to the end.
 //!
+//! # The lattice
+//!
+//! A map with more than [`LATTICE_FROM`] free cells (128×128) is searched on a coarser graph
+//! first, as a spec's node grid two tiles apart: the lattice's nodes are the free cells with
+//! an even column and row, and a lattice link is two cell links the same way (straight or
+//! diagonal) through the cell between, allowed where both are, costing what the two cost. A
+//! quarter of the nodes and routes of half as many steps make a search several times
+//! cheaper; the routes, pulled taut the same way, come out a few per cent longer (the
+//! bench prints by how much). Start and end are tied to the nearest lattice node the body
+//! fits within [`ENTRY_RINGS`] rings of lattice nodes that it can reach by a straight
+//! corridor its own width. Where there is none, or the two lattice nodes are not linked (a
+//! passage only one odd row or column wide), the query is answered on the cells as above,
+//! so the lattice never loses a route. [`NavigationSystem::with_lattice`] turns it on or off
+//! whatever the size.
+//!
 //! # Landmarks
 //!
 //! When it is built, the system picks [`LANDMARKS`] nodes far apart (each the node farthest
@@ -49,6 +64,16 @@
 //! `|d(L, n) − d(L, goal)|` for every landmark `L` (the triangle inequality; a wider body or
 //! a priced link only adds to it), which bounds far better than the straight distance where
 //! walls force detours. Building them is a Dijkstra search per landmark.
+//!
+//! On the lattice the landmarks are the body's own: the first search of the lattice for a
+//! body size and a narrow-place pricing (`min_width`, `comfort_clearance`, `narrow_cost`)
+//! picks landmarks among the lattice nodes that body fits and keeps their costs to every
+//! lattice node for that body and pricing, walls only (soft obstacles and penalty zones
+//! only add to a cost, so the bound stays below it). Where narrow places make routes
+//! dearer than their length, that bound stays within a few per cent of the true cost, and
+//! a search expands little more than its route. The last few such sets are kept; a set
+//! costs a Dijkstra search per landmark over the lattice once (about 15 ms on a 256×256
+//! map).
 //!
 //! # Soft obstacles
 //!
@@ -71,8 +96,8 @@ use std::sync::{Mutex, PoisonError};
 use serde_json::{Value, json};
 
 use crate::engine::nav::grid::{MAX_FIT, NavGrid};
-use crate::engine::nav::pathfinder::{Frontier, SearchScratch, find_path_with};
-use crate::engine::nav::raycast::{slab, walk_ray_cells};
+use crate::engine::nav::pathfinder::{Frontier, Path, SearchScratch, find_path_with};
+use crate::engine::nav::raycast::{slab, walk_ray_cells, walk_ray_indices};
 use crate::engine::rng::SplitMix64;
 
 /// How many rings of cells around a point are searched for its entry node.
@@ -80,6 +105,9 @@ pub const ENTRY_RINGS: i64 = 4;
 
 /// The heuristic's own weight (see the module docs): ties go deep.
 const HEURISTIC_WEIGHT: f32 = 1.0 + 1.0 / 1024.0;
+
+/// Maps with more free cells than this search the lattice first (see the module docs).
+pub const LATTICE_FROM: usize = 128 * 128;
 
 /// How many random nodes [`NavigationSystem::random_point_where`] tries before it takes any.
 pub const RANDOM_TRIES: u32 = 16;
@@ -222,10 +250,20 @@ struct Soft {
     cells: Vec<u32>,
 }
 
+/// Which graph a search walks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Graph {
+    /// Every free cell.
+    Cells,
+    /// The lattice: cells with even column and row, linked two cells apart.
+    Lattice,
+}
+
 /// Connected parts of the graph for one body size.
 #[derive(Clone, Debug)]
 struct Components {
     need: u32,
+    graph: Graph,
     /// Per cell: 0 where the body does not fit, else its part's number from 1.
     labels: Vec<u32>,
     /// Cells per part (index = label).
@@ -235,7 +273,37 @@ struct Components {
 #[derive(Debug, Default)]
 struct Search {
     scratch: SearchScratch,
+    /// The lattice's, numbered by [`NavigationSystem::lattice_index`].
+    lattice_scratch: SearchScratch,
     components: Vec<Components>,
+    /// The lattice's landmark distances per body and pricing, newest last.
+    profiles: Vec<Profile>,
+}
+
+/// How many [`Profile`]s are kept (the oldest goes first).
+const PROFILES: usize = 4;
+
+/// Landmark distances on the lattice for one body (`need`) and one narrow-place pricing: the
+/// cost, without soft obstacles and penalty zones, from each of a few far-apart lattice
+/// nodes to every lattice node, stored like [`Landmarks`].
+#[derive(Debug)]
+struct Profile {
+    need: u32,
+    /// [`Pricing::narrow`], as bits.
+    narrow: Vec<[u32; 2]>,
+    /// Per lattice node ([`NavigationSystem::lattice_index`]), the landmarks' distances.
+    marks: Vec<[u16; LANDMARKS]>,
+    step: f32,
+}
+
+impl Profile {
+    /// The lower bound on the cost from `here` to the node whose distances are `goal`
+    /// (as [`NavigationSystem::landmark_bound`]).
+    #[inline]
+    fn bound(&self, here: &[u16; LANDMARKS], goal: &[u16; LANDMARKS]) -> f32 {
+        let best = here.iter().zip(goal).fold(0u16, |best, (&a, &b)| best.max(a.abs_diff(b)));
+        f32::from(best.saturating_sub(1)) * self.step
+    }
 }
 
 /// The navigation of one map (see the module docs).
@@ -252,6 +320,8 @@ pub struct NavigationSystem {
     /// Per cell, its column and row.
     coords: Vec<[u16; 2]>,
     landmarks: Landmarks,
+    /// Whether routes are searched on the lattice first.
+    lattice: bool,
     search: Mutex<Search>,
 }
 
@@ -264,14 +334,57 @@ struct CellInfo {
     fit: u8,
     /// How many soft obstacles cover it.
     soft: u8,
+    /// The grid's `clear`.
+    clear: u8,
     /// The grid's `clear` with soft obstacles counted as blocked.
     soft_clear: u8,
-    /// The clearance to walls, world units ([`NavGrid::clearance_index`]).
-    clearance: f32,
-    /// The clearance to walls and soft obstacles, world units.
-    soft_clearance: f32,
     /// The landmarks' distances to it ([`Landmarks`]); [`UNREACHED`] past the last landmark.
     marks: [u16; LANDMARKS],
+}
+
+/// A query's link prices, worked out once per query: a link's length and narrow-place cost
+/// depend only on its direction and the smaller `clear` of its two cells.
+#[derive(Clone, Debug)]
+struct Pricing {
+    /// Straight and diagonal link lengths.
+    len: [f32; 2],
+    /// Whether soft obstacles count (`soft_cost > 0`): margins are then measured to them too.
+    soft: bool,
+    /// `soft_cost ·` each length.
+    soft_cost: [f32; 2],
+    /// Per `clear` value below its length, the straight and diagonal costs with the narrow
+    /// place's extra; from there on a link costs its length.
+    narrow: Vec<[f32; 2]>,
+}
+
+impl Pricing {
+    fn new(grid: &NavGrid, q: &PathQuery<'_>) -> Pricing {
+        let cell = grid.cell();
+        let len = [cell, cell * std::f32::consts::SQRT_2];
+        let mut narrow = Vec::new();
+        if q.narrow_cost > 0.0 && q.comfort_clearance > 0.0 {
+            for clear in 0..=u8::MAX {
+                let clearance = if clear == 0 { 0.0 } else { (f32::from(clear) - 0.5) * cell };
+                let margin = (clearance - q.min_width / 2.0).max(0.0);
+                let share = (1.0 - margin / q.comfort_clearance).max(0.0);
+                if share == 0.0 {
+                    break;
+                }
+                narrow.push(len.map(|l| l + q.narrow_cost * l * share));
+            }
+        }
+        let soft = q.soft_cost > 0.0;
+        Pricing { len, soft, soft_cost: len.map(|l| q.soft_cost * l), narrow }
+    }
+
+    /// The cost of a link before penalties and soft obstacles.
+    #[inline]
+    fn base(&self, clear: u8, diagonal: bool) -> f32 {
+        match self.narrow.get(usize::from(clear)) {
+            Some(costs) => costs[usize::from(diagonal)],
+            None => self.len[usize::from(diagonal)],
+        }
+    }
 }
 
 /// How many landmarks the heuristic uses (fewer on maps with fewer free cells).
@@ -308,6 +421,7 @@ impl NavigationSystem {
             offsets: [0; 8],
             coords: Vec::new(),
             landmarks: Landmarks::default(),
+            lattice: false,
             search: Mutex::new(Search::default()),
         };
         let cols = nav.grid.cols();
@@ -326,14 +440,12 @@ impl NavigationSystem {
                         moves |= 1 << k;
                     }
                 }
-                let clearance = g.clearance_index(i);
                 CellInfo {
+                    clear: g.clear(i),
                     soft_clear: g.clear(i),
                     moves,
                     fit: g.fit(i),
                     soft: 0,
-                    clearance,
-                    soft_clearance: clearance,
                     marks: [UNREACHED; LANDMARKS],
                 }
             })
@@ -344,7 +456,20 @@ impl NavigationSystem {
         }
         nav.links = links;
         nav.place_landmarks();
+        nav.lattice = nav.free_cells.len() > LATTICE_FROM;
         nav
+    }
+
+    /// The same navigation searching the lattice first (`true`) or only the cells, whatever the
+    /// map's size.
+    pub fn with_lattice(mut self, on: bool) -> NavigationSystem {
+        self.lattice = on;
+        self
+    }
+
+    /// Whether routes are searched on the lattice first (see the module docs).
+    pub fn uses_lattice(&self) -> bool {
+        self.lattice
     }
 
     /// Shortest distances for a point from `start` to every cell (infinite where unreached).
@@ -359,8 +484,8 @@ impl NavigationSystem {
             if d > dist[i as usize] {
                 continue;
             }
-            self.each_neighbour(i, 1, |m, len| {
-                let nd = d + len;
+            self.each_neighbour(i, 1, |m, diagonal| {
+                let nd = d + self.step_length(diagonal);
                 if nd < dist[m as usize] {
                     dist[m as usize] = nd;
                     heap.push(std::cmp::Reverse((nd.to_bits(), m)));
@@ -377,41 +502,10 @@ impl NavigationSystem {
         if count == 0 {
             return;
         }
-        let n = self.grid.walk().len();
-        let mut nearest = vec![f32::INFINITY; n];
-        let mut columns: Vec<Vec<f32>> = Vec::with_capacity(count);
-        // The first landmark is the node farthest from the first free cell.
-        let seed = self.distances_from(self.free_cells[0]);
-        let pick = |nearest: &[f32]| -> u32 {
-            let mut best = (f32::NEG_INFINITY, self.free_cells[0]);
-            for &i in &self.free_cells {
-                let d = nearest[i as usize];
-                if d > best.0 {
-                    best = (d, i);
-                }
-            }
-            best.1
-        };
-        let mut next =
-            pick(&seed.iter().map(|&d| if d.is_finite() { d } else { f32::NEG_INFINITY }).collect::<Vec<_>>());
-        for _ in 0..count {
-            let column = self.distances_from(next);
-            for (m, &d) in nearest.iter_mut().zip(&column) {
-                if d < *m {
-                    *m = d;
-                }
-            }
-            columns.push(column);
-            next = pick(&nearest);
-        }
-        let longest = columns.iter().flatten().filter(|d| d.is_finite()).fold(0.0f32, |a, &d| a.max(d));
-        let step = (longest / f32::from(UNREACHED - 1)).max(1e-3);
-        for (k, column) in columns.iter().enumerate() {
-            for (cell, &d) in self.cells.iter_mut().zip(column) {
-                if d.is_finite() {
-                    cell.marks[k] = ((d / step) as u32).min(u32::from(UNREACHED - 1)) as u16;
-                }
-            }
+        let columns = farthest_landmarks(&self.free_cells, self.grid.walk().len(), |n| self.distances_from(n));
+        let (marks, step) = quantise(&columns, self.grid.walk().len());
+        for (cell, marks) in self.cells.iter_mut().zip(marks) {
+            cell.marks = marks;
         }
         self.landmarks = Landmarks { count, step };
     }
@@ -442,12 +536,11 @@ impl NavigationSystem {
         self.links
     }
 
-    /// Calls `f(m, length)` for every neighbour `m` of node `n` a body needing `need` cells
+    /// Calls `f(m, diagonal)` for every neighbour `m` of node `n` a body needing `need` cells
     /// may move to, in the order of `STEPS`.
     #[inline]
-    fn each_neighbour(&self, n: u32, need: u32, mut f: impl FnMut(u32, f32)) {
+    fn each_neighbour(&self, n: u32, need: u32, mut f: impl FnMut(u32, bool)) {
         let mut mask = self.cells[n as usize].moves;
-        let cell = self.grid.cell();
         while mask != 0 {
             let k = mask.trailing_zeros() as usize;
             mask &= mask - 1;
@@ -455,8 +548,36 @@ impl NavigationSystem {
             if need > 1 && u32::from(self.cells[m].fit) < need {
                 continue;
             }
-            f(m as u32, if k >= 4 { cell * std::f32::consts::SQRT_2 } else { cell });
+            f(m as u32, k >= 4);
         }
+    }
+
+    /// Calls `f(mid, mid's info, m, m's info, diagonal)` for every lattice neighbour `m` of
+    /// lattice node `n` (two steps the same way, through cell `mid`) a body needing `need` cells may move to, in the
+    /// order of `STEPS`.
+    #[inline]
+    fn each_lattice_neighbour(&self, n: u32, need: u32, mut f: impl FnMut(u32, &CellInfo, u32, &CellInfo, bool)) {
+        let mut mask = self.cells[n as usize].moves;
+        while mask != 0 {
+            let k = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            let mid = (n as isize + self.offsets[k]) as usize;
+            let cmid = &self.cells[mid];
+            if cmid.moves & (1 << k) == 0 {
+                continue;
+            }
+            let m = (mid as isize + self.offsets[k]) as usize;
+            let cm = &self.cells[m];
+            if need > 1 && (u32::from(cmid.fit) < need || u32::from(cm.fit) < need) {
+                continue;
+            }
+            f(mid as u32, cmid, m as u32, cm, k >= 4);
+        }
+    }
+
+    /// A link's length for a point.
+    fn step_length(&self, diagonal: bool) -> f32 {
+        if diagonal { self.grid.cell() * std::f32::consts::SQRT_2 } else { self.grid.cell() }
     }
 
     /// Whether a wall (or the map edge) stands between `a` and `b`: the segment's cells, walked
@@ -479,21 +600,38 @@ impl NavigationSystem {
         let cell = self.grid.cell();
         let half = half_width.max(0.0);
         let lines = (half / cell).ceil();
-        if !lines.is_finite() || lines > 64.0 {
+        if !lines.is_finite() || lines > 64.0 || !start.iter().chain(&end).all(|v| v.is_finite()) {
             return false;
         }
         let lines = lines as i64;
-        // The centre line first, and with it the quick answer: where every cell it crosses is
-        // at least `lines + 2` cells from anything blocked, every parallel line is clear too.
-        let wide = lines + 2;
+        let (dx, dy) = (end[0] - start[0], end[1] - start[1]);
+        let len = (dx * dx + dy * dy).sqrt();
+        let normal = if len > 1e-6 { [-dy / len, dx / len] } else { [0.0, 1.0] };
+        // The outermost lines' ends are the corridor's corners: one outside the grid is a
+        // cell outside it on that line (and the map edge counts as blocked).
+        let (cols, rows) = (self.grid.cols() as f32, self.grid.rows() as f32);
+        let inside = |p: [f32; 2]| {
+            let (c, r) = (p[0] / cell, p[1] / cell);
+            c >= 0.0 && r >= 0.0 && c < cols && r < rows
+        };
+        let offset = |p: [f32; 2], o: f32| [p[0] + normal[0] * o, p[1] + normal[1] * o];
+        let edge = if lines == 0 { 0.0 } else { half };
+        if ![start, end].iter().all(|&p| inside(offset(p, edge)) && inside(offset(p, -edge))) {
+            return false;
+        }
+        // A cell is passable when its clearance is not 0 (blocked, or under a soft obstacle).
+        let clear = |i: usize| if avoid_soft { self.cells[i].soft_clear } else { self.cells[i].clear };
+        let cols = self.grid.cols();
+        // The centre line first, and with it the quick answer: a parallel line's points are
+        // within `lines` cells (Chebyshev) of a centre line cell, so where every cell the centre
+        // line crosses has `clear > lines`, every parallel line is clear too.
         let mut all_wide = true;
-        let centre = walk_ray_cells(start, end, cell, |c, r| match self.grid.index(c, r) {
-            Some(i) if self.grid.is_free(i) && !(avoid_soft && self.cells[i].soft > 0) => {
-                let clear = if avoid_soft { self.cells[i].soft_clear } else { self.grid.clear(i) };
-                all_wide &= i64::from(clear) >= wide;
+        let centre = walk_ray_indices(start, end, cell, cols, |i| match clear(i) {
+            0 => ControlFlow::Break(()),
+            c => {
+                all_wide &= i64::from(c) > lines;
                 ControlFlow::Continue(())
             }
-            _ => ControlFlow::Break(()),
         });
         if centre.is_break() {
             return false;
@@ -501,18 +639,10 @@ impl NavigationSystem {
         if all_wide || lines == 0 {
             return true;
         }
-        let (dx, dy) = (end[0] - start[0], end[1] - start[1]);
-        let len = (dx * dx + dy * dy).sqrt();
-        let normal = if len > 1e-6 { [-dy / len, dx / len] } else { [0.0, 1.0] };
         (-lines..=lines).filter(|&i| i != 0).all(|i| {
             let o = half * i as f32 / lines as f32;
-            let a = [start[0] + normal[0] * o, start[1] + normal[1] * o];
-            let b = [end[0] + normal[0] * o, end[1] + normal[1] * o];
-            walk_ray_cells(a, b, cell, |c, r| match self.grid.index(c, r) {
-                Some(i) if self.grid.is_free(i) && !(avoid_soft && self.cells[i].soft > 0) => ControlFlow::Continue(()),
-                _ => ControlFlow::Break(()),
-            })
-            .is_continue()
+            let pass = |i: usize| if clear(i) == 0 { ControlFlow::Break(()) } else { ControlFlow::Continue(()) };
+            walk_ray_indices(offset(start, o), offset(end, o), cell, cols, pass).is_continue()
         })
     }
 
@@ -524,7 +654,10 @@ impl NavigationSystem {
 
     /// [`Self::clearance`] with soft obstacles counted as walls.
     pub fn soft_clearance(&self, p: [f32; 2]) -> f32 {
-        self.grid.index_of(p).map_or(0.0, |i| self.cells[i].soft_clearance)
+        match self.grid.index_of(p).map_or(0, |i| self.cells[i].soft_clear) {
+            0 => 0.0,
+            d => (f32::from(d) - 0.5) * self.grid.cell(),
+        }
     }
 
     /// Whether a body `width` wide fits the cell under `p`.
@@ -653,9 +786,9 @@ impl NavigationSystem {
     }
 
     /// The labels of the graph's connected parts for a body needing `need` cells, computed once.
-    fn with_components<R>(&self, need: u32, f: impl FnOnce(&Components) -> R) -> R {
+    fn with_components<R>(&self, need: u32, graph: Graph, f: impl FnOnce(&Components) -> R) -> R {
         let mut search = self.search.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(c) = search.components.iter().find(|c| c.need == need) {
+        if let Some(c) = search.components.iter().find(|c| c.need == need && c.graph == graph) {
             return f(c);
         }
         let n = self.grid.walk().len();
@@ -663,7 +796,10 @@ impl NavigationSystem {
         let mut sizes = vec![0u32];
         let mut stack = Vec::new();
         for &start in &self.free_cells {
-            if labels[start as usize] != 0 || !self.grid.fits_index(start as usize, need) {
+            if labels[start as usize] != 0
+                || !self.grid.fits_index(start as usize, need)
+                || (graph == Graph::Lattice && !self.on_lattice(start))
+            {
                 continue;
             }
             let label = sizes.len() as u32;
@@ -672,16 +808,60 @@ impl NavigationSystem {
             stack.push(start);
             while let Some(i) = stack.pop() {
                 sizes[label as usize] += 1;
-                self.each_neighbour(i, need, |m, _| {
+                let mut visit = |m: u32| {
                     if labels[m as usize] == 0 {
                         labels[m as usize] = label;
                         stack.push(m);
                     }
-                });
+                };
+                match graph {
+                    Graph::Cells => self.each_neighbour(i, need, |m, _| visit(m)),
+                    Graph::Lattice => self.each_lattice_neighbour(i, need, |_, _, m, _, _| visit(m)),
+                }
             }
         }
-        search.components.push(Components { need, labels, sizes });
+        search.components.push(Components { need, graph, labels, sizes });
         f(search.components.last().expect("just pushed"))
+    }
+
+    /// Whether cell `i` is a lattice node's (even column and row).
+    fn on_lattice(&self, i: u32) -> bool {
+        let [c, r] = self.coords[i as usize];
+        (c | r) & 1 == 0
+    }
+
+    /// The lattice node for `p` and a body needing `need` cells, `half` wide on each side: the
+    /// nearest lattice cell the body fits within [`ENTRY_RINGS`] rings of lattice cells that
+    /// the body can drive to from `p` in a straight line (`from_node`: from the node to `p`)
+    /// (ties to the lower index); `None` when there is none.
+    fn lattice_entry(&self, p: [f32; 2], need: u32, half: f32, from_node: bool) -> Option<u32> {
+        let (pc, pr) = self.grid.cell_of(p)?;
+        let reach = 2 * ENTRY_RINGS;
+        let mut candidates: Vec<(f32, usize)> = Vec::new();
+        for r in ((pr - reach).max(0) & !1..=pr + reach).step_by(2) {
+            for c in ((pc - reach).max(0) & !1..=pc + reach).step_by(2) {
+                if let Some(i) = self.grid.index(c, r)
+                    && self.grid.fits_index(i, need)
+                {
+                    let q = self.grid.center(i);
+                    candidates.push(((q[0] - p[0]) * (q[0] - p[0]) + (q[1] - p[1]) * (q[1] - p[1]), i));
+                }
+            }
+        }
+        // Nearest first, but without sorting them all: the nearest is nearly always seen.
+        while !candidates.is_empty() {
+            let (k, &(_, i)) = candidates
+                .iter()
+                .enumerate()
+                .min_by(|(_, a), (_, b)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)))
+                .expect("not empty");
+            let c = self.grid.center(i);
+            if if from_node { self.corridor(c, p, half, false) } else { self.corridor(p, c, half, false) } {
+                return Some(i as u32);
+            }
+            candidates.swap_remove(k);
+        }
+        None
     }
 
     /// Whether a body `width` wide can drive from `a` to `b` (soft obstacles pushed aside).
@@ -691,7 +871,7 @@ impl NavigationSystem {
             return false;
         }
         let (Some(s), Some(g)) = (self.entry(a, need), self.entry(b, need)) else { return false };
-        self.with_components(need, |c| c.labels[s as usize] == c.labels[g as usize])
+        self.with_components(need, Graph::Cells, |c| c.labels[s as usize] == c.labels[g as usize])
     }
 
     /// The connected parts of the free area for a body `width` wide: per cell its part's
@@ -699,7 +879,7 @@ impl NavigationSystem {
     /// (index = number; index 0 unused).
     pub fn regions(&self, width: f32) -> (Vec<u32>, Vec<u32>) {
         let need = self.grid.cells_for(width);
-        self.with_components(need, |c| (c.labels.clone(), c.sizes.clone()))
+        self.with_components(need, Graph::Cells, |c| (c.labels.clone(), c.sizes.clone()))
     }
 
     /// Whether a straight leg `a → b` with a corridor `half` wide on each side passes the tests
@@ -717,17 +897,29 @@ impl NavigationSystem {
         (body + comfort, body)
     }
 
-    /// The cost of a link of `len` between cells `n` and `m`.
-    fn link_cost(&self, n: usize, m: usize, len: f32, q: &PathQuery<'_>) -> f32 {
-        let mut cost = len;
-        let (a, b) = (&self.cells[n], &self.cells[m]);
-        if q.narrow_cost > 0.0 && q.comfort_clearance > 0.0 {
-            let clearance =
-                if q.soft_cost > 0.0 { a.soft_clearance.min(b.soft_clearance) } else { a.clearance.min(b.clearance) };
-            let margin = (clearance - q.min_width / 2.0).max(0.0);
-            cost += q.narrow_cost * len * (1.0 - margin / q.comfort_clearance).max(0.0);
-        }
+    /// The cost of the link from cell `n` to its neighbour `m` (`diagonal` or straight).
+    #[inline]
+    fn link_cost(&self, n: usize, m: usize, diagonal: bool, q: &PathQuery<'_>, pricing: &Pricing) -> f32 {
+        self.price(n, &self.cells[n], m, &self.cells[m], diagonal, q, pricing)
+    }
+
+    /// [`Self::link_cost`] with the two cells' infos at hand.
+    #[inline(always)]
+    #[expect(clippy::too_many_arguments, reason = "the two cells with their infos, as the hot loop has them")]
+    fn price(
+        &self,
+        n: usize,
+        a: &CellInfo,
+        m: usize,
+        b: &CellInfo,
+        diagonal: bool,
+        q: &PathQuery<'_>,
+        pricing: &Pricing,
+    ) -> f32 {
+        let clear = if pricing.soft { a.soft_clear.min(b.soft_clear) } else { a.clear.min(b.clear) };
+        let mut cost = pricing.base(clear, diagonal);
         if !q.penalties.is_empty() {
+            let len = pricing.len[usize::from(diagonal)];
             // The midpoint of the two cells' centres, from their coordinates.
             let ([ca, ra], [cb, rb]) = (self.coords[n], self.coords[m]);
             let half = self.grid.cell() / 2.0;
@@ -740,8 +932,8 @@ impl NavigationSystem {
                 }
             }
         }
-        if q.soft_cost > 0.0 && b.soft > 0 {
-            cost += q.soft_cost * len;
+        if pricing.soft && b.soft > 0 {
+            cost += pricing.soft_cost[usize::from(diagonal)];
         }
         cost
     }
@@ -759,36 +951,186 @@ impl NavigationSystem {
         }
         let s = self.entry(start, need)?;
         let g = self.entry(end, need)?;
-        let (cs, cg) = (self.grid.center(s as usize), self.grid.center(g as usize));
         if s == g {
-            return Some(Route { legs: vec![walk(cs), walk(end)], cost: distance(start, cs) + distance(cs, end) });
+            return Some(self.two_legs(start, s, end));
         }
-        if !self.with_components(need, |c| c.labels[s as usize] == c.labels[g as usize]) {
+        if !self.with_components(need, Graph::Cells, |c| c.labels[s as usize] == c.labels[g as usize]) {
             return None;
         }
-        let cols = self.grid.cols();
-        let (gc, gr) = (g as usize % cols, g as usize / cols);
+        let pricing = Pricing::new(&self.grid, query);
+        if self.lattice
+            && let Some(route) = self.lattice_route(start, end, need, query, &pricing)
+        {
+            return Some(route);
+        }
+        let path = self.search(Graph::Cells, s, g, need, query, &pricing)?;
+        Some(self.finish(start, end, &path, query))
+    }
+
+    /// The route through node `n`.
+    fn two_legs(&self, start: [f32; 2], n: u32, end: [f32; 2]) -> Route {
+        let c = self.grid.center(n as usize);
+        Route { legs: vec![walk(c), walk(end)], cost: distance(start, c) + distance(c, end) }
+    }
+
+    /// The route over the lattice, when start and end both see a lattice node the body fits
+    /// and those nodes are linked; `None` sends the query to the cells.
+    fn lattice_route(
+        &self,
+        start: [f32; 2],
+        end: [f32; 2],
+        need: u32,
+        query: &PathQuery<'_>,
+        pricing: &Pricing,
+    ) -> Option<Route> {
+        let half = Self::halves(query).1;
+        let s = self.lattice_entry(start, need, half, false)?;
+        let g = self.lattice_entry(end, need, half, true)?;
+        if s == g {
+            return Some(self.two_legs(start, s, end));
+        }
+        if !self.with_components(need, Graph::Lattice, |c| c.labels[s as usize] == c.labels[g as usize]) {
+            return None;
+        }
+        let path = self.search(Graph::Lattice, s, g, need, query, pricing)?;
+        Some(self.finish(start, end, &path, query))
+    }
+
+    /// A\* from node `s` to node `g` over `graph`.
+    fn search(&self, graph: Graph, s: u32, g: u32, need: u32, q: &PathQuery<'_>, pricing: &Pricing) -> Option<Path> {
+        let [gc, gr] = self.coords[g as usize].map(f32::from);
         let cell = self.grid.cell();
-        let weight =
-            HEURISTIC_WEIGHT * if query.heuristic_weight > 1.0 { query.heuristic_weight.min(16.0) } else { 1.0 };
-        let goal = self.cells[g as usize].marks;
-        let heuristic = |n: u32| {
+        let weight = HEURISTIC_WEIGHT * if q.heuristic_weight > 1.0 { q.heuristic_weight.min(16.0) } else { 1.0 };
+        let octile = |n: u32| {
             let [c, r] = self.coords[n as usize];
-            let (dx, dy) = ((f32::from(c) - gc as f32).abs(), (f32::from(r) - gr as f32).abs());
+            let (dx, dy) = ((f32::from(c) - gc).abs(), (f32::from(r) - gr).abs());
             let (lo, hi) = if dx < dy { (dx, dy) } else { (dy, dx) };
-            let octile = (hi + (std::f32::consts::SQRT_2 - 1.0) * lo) * cell;
-            octile.max(self.landmark_bound(n, &goal)) * weight
+            (hi + (std::f32::consts::SQRT_2 - 1.0) * lo) * cell
         };
-        let path = {
-            let mut search = self.search.lock().unwrap_or_else(PoisonError::into_inner);
-            let successors = |n: u32, frontier: &mut Frontier<'_, _>| {
-                self.each_neighbour(n, need, |m, len| {
-                    if !frontier.is_closed(m) {
-                        frontier.offer(m, self.link_cost(n as usize, m as usize, len, query));
+        let nodes = self.grid.walk().len();
+        let mut guard = self.search.lock().unwrap_or_else(PoisonError::into_inner);
+        match graph {
+            Graph::Cells => {
+                let goal = self.cells[g as usize].marks;
+                let heuristic = |n: u32| octile(n).max(self.landmark_bound(n, &goal)) * weight;
+                let successors = |n: u32, frontier: &mut Frontier<'_, _>| {
+                    self.each_neighbour(n, need, |m, diagonal| {
+                        if !frontier.is_closed(m) {
+                            frontier.offer(m, self.link_cost(n as usize, m as usize, diagonal, q, pricing));
+                        }
+                    });
+                };
+                find_path_with(nodes, s, g, heuristic, successors, &mut guard.scratch)
+            }
+            Graph::Lattice => {
+                let search = &mut *guard;
+                let profile = self.profile(&mut search.profiles, need, pricing);
+                let goal = profile.marks[self.lattice_index(g)];
+                // The search numbers the lattice's nodes compactly.
+                let heuristic = |l: u32| {
+                    let n = self.lattice_cell(l);
+                    octile(n).max(profile.bound(&profile.marks[l as usize], &goal)) * weight
+                };
+                let successors = |l: u32, frontier: &mut Frontier<'_, _>| {
+                    let n = self.lattice_cell(l);
+                    let cn = &self.cells[n as usize];
+                    self.each_lattice_neighbour(n, need, |mid, cmid, m, cm, diagonal| {
+                        let lm = self.lattice_index(m) as u32;
+                        if !frontier.is_closed(lm) {
+                            let (n, mid, m) = (n as usize, mid as usize, m as usize);
+                            let cost = self.price(n, cn, mid, cmid, diagonal, q, pricing)
+                                + self.price(mid, cmid, m, cm, diagonal, q, pricing);
+                            frontier.offer(lm, cost);
+                        }
+                    });
+                };
+                let (ls, lg) = (self.lattice_index(s) as u32, self.lattice_index(g) as u32);
+                let mut path =
+                    find_path_with(self.lattice_nodes(), ls, lg, heuristic, successors, &mut search.lattice_scratch)?;
+                for n in &mut path.nodes {
+                    *n = self.lattice_cell(*n);
+                }
+                Some(path)
+            }
+        }
+    }
+
+    /// Lattice nodes, counting the places of blocked cells (the lattice's numbering's size).
+    fn lattice_nodes(&self) -> usize {
+        self.grid.cols().div_ceil(2) * self.grid.rows().div_ceil(2)
+    }
+
+    /// The lattice's number of lattice cell `i` (even column and row): row-major over the
+    /// lattice.
+    #[inline]
+    fn lattice_index(&self, i: u32) -> usize {
+        let [c, r] = self.coords[i as usize];
+        usize::from(r / 2) * self.grid.cols().div_ceil(2) + usize::from(c / 2)
+    }
+
+    /// The cell of lattice number `l`.
+    #[inline]
+    fn lattice_cell(&self, l: u32) -> u32 {
+        let per_row = self.grid.cols().div_ceil(2) as u32;
+        (l / per_row) * 2 * self.grid.cols() as u32 + (l % per_row) * 2
+    }
+
+    /// The lattice's landmarks for a body needing `need` cells and `pricing`'s narrow places
+    /// (see the module docs), computed on first use and kept.
+    fn profile<'p>(&self, profiles: &'p mut Vec<Profile>, need: u32, pricing: &Pricing) -> &'p Profile {
+        let narrow: Vec<[u32; 2]> = pricing.narrow.iter().map(|c| c.map(f32::to_bits)).collect();
+        if let Some(k) = profiles.iter().position(|p| p.need == need && p.narrow == narrow) {
+            return &profiles[k];
+        }
+        if profiles.len() >= PROFILES {
+            profiles.remove(0);
+        }
+        // Walls only: soft obstacles and penalty zones only add to a route's cost.
+        let walls = Pricing { soft: false, soft_cost: [0.0; 2], ..pricing.clone() };
+        let none = PathQuery::default();
+        let distances = |start: u32| -> Vec<f32> {
+            let mut dist = vec![f32::INFINITY; self.grid.walk().len()];
+            let mut heap = std::collections::BinaryHeap::new();
+            dist[start as usize] = 0.0;
+            heap.push(std::cmp::Reverse((0u32, start)));
+            while let Some(std::cmp::Reverse((key, n))) = heap.pop() {
+                let d = f32::from_bits(key);
+                if d > dist[n as usize] {
+                    continue;
+                }
+                let cn = &self.cells[n as usize];
+                self.each_lattice_neighbour(n, need, |mid, cmid, m, cm, diagonal| {
+                    let (n, mid, m) = (n as usize, mid as usize, m as usize);
+                    let nd = d
+                        + self.price(n, cn, mid, cmid, diagonal, &none, &walls)
+                        + self.price(mid, cmid, m, cm, diagonal, &none, &walls);
+                    if nd < dist[m] {
+                        dist[m] = nd;
+                        heap.push(std::cmp::Reverse((nd.to_bits(), m as u32)));
                     }
                 });
-            };
-            find_path_with(self.grid.walk().len(), s, g, heuristic, successors, &mut search.scratch)?
+            }
+            dist
+        };
+        let nodes: Vec<u32> = self
+            .free_cells
+            .iter()
+            .copied()
+            .filter(|&i| self.on_lattice(i) && self.grid.fits_index(i as usize, need))
+            .collect();
+        let columns: Vec<Vec<f32>> = farthest_landmarks(&nodes, self.grid.walk().len(), distances)
+            .iter()
+            .map(|column| (0..self.lattice_nodes() as u32).map(|l| column[self.lattice_cell(l) as usize]).collect())
+            .collect();
+        let (marks, step) = quantise(&columns, self.lattice_nodes());
+        profiles.push(Profile { need, narrow, marks, step });
+        profiles.last().expect("just pushed")
+    }
+
+    /// The route along a path's nodes from `start` to `end`: pulled taut, priced.
+    fn finish(&self, start: [f32; 2], end: [f32; 2], path: &Path, query: &PathQuery<'_>) -> Route {
+        let (Some(&s), Some(&g)) = (path.nodes.first(), path.nodes.last()) else {
+            return Route { legs: vec![walk(end)], cost: distance(start, end) };
         };
         let mut points: Vec<[f32; 2]> = Vec::with_capacity(path.nodes.len() + 2);
         points.push(start);
@@ -796,7 +1138,9 @@ impl NavigationSystem {
         points.push(end);
         points.dedup();
         let legs = self.pull_taut(&points, query);
-        Some(Route { legs, cost: path.cost + distance(start, cs) + distance(cg, end) })
+        let cost =
+            path.cost + distance(start, self.grid.center(s as usize)) + distance(self.grid.center(g as usize), end);
+        Route { legs, cost }
     }
 
     /// [`Self::find_route`] with [`PathQuery::default`]: the shortest route of a point.
@@ -899,10 +1243,8 @@ impl NavigationSystem {
             let blocked: Vec<u8> =
                 self.grid.walk().iter().zip(&self.cells).map(|(&w, c)| u8::from(w != 0 || c.soft > 0)).collect();
             let soft_clear = super::grid::clear_grid(self.grid.cols(), self.grid.rows(), &blocked);
-            let cell = self.grid.cell();
             for (info, d) in self.cells.iter_mut().zip(soft_clear) {
                 info.soft_clear = d;
-                info.soft_clearance = if d == 0 { 0.0 } else { (f32::from(d) - 0.5) * cell };
             }
         }
         changed
@@ -967,6 +1309,7 @@ impl NavigationSystem {
             "nodes": self.node_count(),
             "links": self.link_count(),
             "landmarks": self.landmarks.count,
+            "lattice": self.lattice,
             "softObstacles": self.obstacles.iter().filter(|o| o.is_some()).count(),
             "walk": rows(g.walk(), &|v| if v == 0 { '.' } else { '#' }),
             "fit": rows(g.fit_values(), &digit),
@@ -974,6 +1317,56 @@ impl NavigationSystem {
             "soft": rows(&self.soft_values(), &|v| char::from_digit(u32::from(v).min(9), 10).unwrap_or('?')),
         })
     }
+}
+
+/// Picks up to [`LANDMARKS`] of `nodes` far apart, each the node farthest from those picked so
+/// far (a node no landmark reaches first, so every part of the graph gets one; ties to the
+/// earlier node; the first is the node farthest from `nodes[0]`), and returns each one's
+/// distances (`distances(landmark)`, over `cells` cells, infinite where unreached).
+fn farthest_landmarks(nodes: &[u32], cells: usize, distances: impl Fn(u32) -> Vec<f32>) -> Vec<Vec<f32>> {
+    let count = LANDMARKS.min(nodes.len());
+    let Some(&first) = nodes.first() else { return Vec::new() };
+    let pick = |nearest: &[f32]| -> u32 {
+        let mut best = (f32::NEG_INFINITY, first);
+        for &i in nodes {
+            let d = nearest[i as usize];
+            if d > best.0 {
+                best = (d, i);
+            }
+        }
+        best.1
+    };
+    let seed = distances(first);
+    let mut next = pick(&seed.iter().map(|&d| if d.is_finite() { d } else { f32::NEG_INFINITY }).collect::<Vec<_>>());
+    let mut nearest = vec![f32::INFINITY; cells];
+    let mut columns: Vec<Vec<f32>> = Vec::with_capacity(count);
+    for _ in 0..count {
+        let column = distances(next);
+        for (m, &d) in nearest.iter_mut().zip(&column) {
+            if d < *m {
+                *m = d;
+            }
+        }
+        columns.push(column);
+        next = pick(&nearest);
+    }
+    columns
+}
+
+/// The landmarks' distances per cell as `u16` steps (rounded down; [`UNREACHED`] where a
+/// landmark does not reach or there is no landmark), and the step.
+fn quantise(columns: &[Vec<f32>], cells: usize) -> (Vec<[u16; LANDMARKS]>, f32) {
+    let longest = columns.iter().flatten().filter(|d| d.is_finite()).fold(0.0f32, |a, &d| a.max(d));
+    let step = (longest / f32::from(UNREACHED - 1)).max(1e-3);
+    let mut marks = vec![[UNREACHED; LANDMARKS]; cells];
+    for (k, column) in columns.iter().enumerate() {
+        for (cell, &d) in marks.iter_mut().zip(column) {
+            if d.is_finite() {
+                cell[k] = ((d / step) as u32).min(u32::from(UNREACHED - 1)) as u16;
+            }
+        }
+    }
+    (marks, step)
 }
 
 fn walk(point: [f32; 2]) -> RouteLeg {
@@ -1276,6 +1669,42 @@ mod tests {
         assert_eq!(dump["clear"], json!(["0000", "0110", "0110", "0000"]));
     }
 
+    #[test]
+    fn large_maps_search_the_lattice_and_fall_back_to_the_cells() {
+        let open = |side: usize| {
+            NavigationSystem::new(NavGrid::new(side, side, 10.0, |c, r| {
+                c == 0 || r == 0 || c == side - 1 || r == side - 1
+            }))
+        };
+        // 129² free cells is over LATTICE_FROM, 128² is not.
+        assert!(open(131).uses_lattice());
+        assert!(!open(130).uses_lattice());
+        assert!(!nav(&ROOMS).uses_lattice());
+
+        // A wall down column 5 pierced only at row 3: no lattice link (even columns and rows)
+        // crosses it, so the lattice has no route and the cells find the one through the door.
+        let mut rows = vec!["###########".to_string()];
+        for r in 1..8 {
+            rows.push(if r == 3 { "#.........#".into() } else { "#....#....#".into() });
+        }
+        rows.push("###########".into());
+        let rows: Vec<&str> = rows.iter().map(String::as_str).collect();
+        let (a, b) = (at(2, 6), at(8, 6));
+        let cells = nav(&rows).find_path(a, b).expect("through the door");
+        let lattice = nav(&rows).with_lattice(true);
+        assert!(lattice.uses_lattice());
+        let route = lattice.find_path(a, b).expect("the cells answer where the lattice cannot");
+        assert_eq!(route, cells);
+
+        // Where the lattice has a route, it is sound and near the cells' one.
+        let wide = nav(&ROOMS).with_lattice(true);
+        let (a, b) = (at(2, 2), at(14, 2));
+        let route = wide.find_path(a, b).expect("a route");
+        assert!(stays_off_walls(&wide, a, &route));
+        let exact = nav(&ROOMS).find_path(a, b).expect("a route").cost;
+        assert!(route.cost >= exact * 0.999 && route.cost <= exact * 1.2, "{} vs {exact}", route.cost);
+    }
+
     mod props {
         use super::*;
         use proptest::prelude::*;
@@ -1288,13 +1717,45 @@ mod tests {
             })
         }
 
+        /// The corridor test the long way: every one of the `2·lines + 1` parallel lines walked
+        /// end to end over the grid.
+        fn corridor_by_lines(nav: &NavigationSystem, start: [f32; 2], end: [f32; 2], half: f32) -> bool {
+            let cell = nav.grid().cell();
+            let lines = (half / cell).ceil() as i64;
+            let (dx, dy) = (end[0] - start[0], end[1] - start[1]);
+            let len = (dx * dx + dy * dy).sqrt();
+            let normal = if len > 1e-6 { [-dy / len, dx / len] } else { [0.0, 1.0] };
+            (-lines..=lines).all(|i| {
+                let o = if lines == 0 { 0.0 } else { half * i as f32 / lines as f32 };
+                let a = [start[0] + normal[0] * o, start[1] + normal[1] * o];
+                let b = [end[0] + normal[0] * o, end[1] + normal[1] * o];
+                walk_ray_cells(a, b, cell, |c, r| match nav.grid().index(c, r) {
+                    Some(i) if nav.grid().is_free(i) => ControlFlow::Continue(()),
+                    _ => ControlFlow::Break(()),
+                })
+                .is_continue()
+            })
+        }
+
         proptest! {
+            /// The corridor test's shortcuts (the centre line's clearances, the corners) give
+            /// the answer of walking every parallel line.
+            #[test]
+            fn corridors_match_their_parallel_lines(rows in maze(), a in (0.0f32..160.0, 0.0f32..120.0), b in (0.0f32..160.0, 0.0f32..120.0), half in prop_oneof![Just(0.0f32), 0.0f32..30.0]) {
+                let rows: Vec<&str> = rows.iter().map(String::as_str).collect();
+                let nav = nav(&rows);
+                let (a, b) = ([a.0, a.1], [b.0, b.1]);
+                prop_assert_eq!(nav.has_clear_corridor(a, b, half), corridor_by_lines(&nav, a, b, half));
+            }
+
             /// Routes exist exactly between cells the grid connects; they never cross a wall,
             /// fit the body all the way, end at the end, and are found again identically.
             #[test]
-            fn routes_are_sound(rows in maze(), a in (0usize..16, 0usize..12), b in (0usize..16, 0usize..12), width in prop_oneof![Just(0.0f32), Just(12.0f32)]) {
+            fn routes_are_sound(rows in maze(), a in (0usize..16, 0usize..12), b in (0usize..16, 0usize..12), width in prop_oneof![Just(0.0f32), Just(12.0f32)], lattice in any::<bool>()) {
                 let rows: Vec<&str> = rows.iter().map(String::as_str).collect();
-                let nav = nav(&rows);
+                let nav = nav(&rows).with_lattice(lattice);
+                // The longest leg that may skip the corridor test: one link.
+                let link = if lattice { 20.0 * std::f32::consts::SQRT_2 + 0.01 } else { 15.0 };
                 let (cols, rs) = (rows[0].len(), rows.len());
                 let (a, b) = (at(a.0 % cols, a.1 % rs), at(b.0 % cols, b.1 % rs));
                 prop_assume!(nav.fits(a, width) && nav.fits(b, width));
@@ -1305,7 +1766,7 @@ mod tests {
                     prop_assert_eq!(route.legs.last().unwrap().point, b);
                     let mut from = a;
                     for p in route.points() {
-                        prop_assert!(nav.has_clear_corridor(from, p, width / 2.0) || distance(from, p) <= 15.0,
+                        prop_assert!(nav.has_clear_corridor(from, p, width / 2.0) || distance(from, p) <= link,
                             "leg {:?} → {:?} leaves the corridor", from, p);
                         prop_assert!(!nav.has_obstacle_between(from, p), "leg {:?} → {:?} crosses a wall", from, p);
                         from = p;
