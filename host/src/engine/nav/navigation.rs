@@ -338,8 +338,6 @@ struct CellInfo {
     clear: u8,
     /// The grid's `clear` with soft obstacles counted as blocked.
     soft_clear: u8,
-    /// The landmarks' distances to it ([`Landmarks`]); [`UNREACHED`] past the last landmark.
-    marks: [u16; LANDMARKS],
 }
 
 /// A query's link prices, worked out once per query: a link's length and narrow-place cost
@@ -395,14 +393,16 @@ pub const LANDMARKS: usize = 8;
 /// distance), `|d(L, n) − d(L, goal)|` is a lower bound, and a much better one than the
 /// straight distance where walls force detours.
 ///
-/// Distances are kept in each cell's [`CellInfo`], as `u16` steps of `step` world units,
-/// rounded down ([`UNREACHED`] where a landmark does not reach), so that a search step reads
-/// them with the rest of the cell; the bound gives up one step to stay below the true
+/// Distances are kept per cell as `u16` steps of `step` world units, rounded down
+/// ([`UNREACHED`] where a landmark does not reach or past the last landmark), eight to a cell
+/// so that a heuristic reads one place; the bound gives up one step to stay below the true
 /// distance.
 #[derive(Debug, Default)]
 struct Landmarks {
     count: usize,
     step: f32,
+    /// Per cell, the landmarks' distances to it.
+    marks: Vec<[u16; LANDMARKS]>,
 }
 
 /// A landmark distance for a cell the landmark does not reach.
@@ -440,14 +440,7 @@ impl NavigationSystem {
                         moves |= 1 << k;
                     }
                 }
-                CellInfo {
-                    clear: g.clear(i),
-                    soft_clear: g.clear(i),
-                    moves,
-                    fit: g.fit(i),
-                    soft: 0,
-                    marks: [UNREACHED; LANDMARKS],
-                }
+                CellInfo { clear: g.clear(i), soft_clear: g.clear(i), moves, fit: g.fit(i), soft: 0 }
             })
             .collect();
         let mut links = 0;
@@ -500,14 +493,12 @@ impl NavigationSystem {
     fn place_landmarks(&mut self) {
         let count = LANDMARKS.min(self.free_cells.len());
         if count == 0 {
+            self.landmarks.marks = vec![[UNREACHED; LANDMARKS]; self.grid.walk().len()];
             return;
         }
         let columns = farthest_landmarks(&self.free_cells, self.grid.walk().len(), |n| self.distances_from(n));
         let (marks, step) = quantise(&columns, self.grid.walk().len());
-        for (cell, marks) in self.cells.iter_mut().zip(marks) {
-            cell.marks = marks;
-        }
-        self.landmarks = Landmarks { count, step };
+        self.landmarks = Landmarks { count, step, marks };
     }
 
     /// The landmarks' lower bound on the cost from `n` to the node whose distances are `goal`.
@@ -516,7 +507,7 @@ impl NavigationSystem {
     /// only visits the part its goal is in: so `n` and the goal are either both
     /// [`UNREACHED`] by a landmark (their difference is 0) or both reached.
     fn landmark_bound(&self, n: u32, goal: &[u16; LANDMARKS]) -> f32 {
-        let here = &self.cells[n as usize].marks;
+        let here = &self.landmarks.marks[n as usize];
         let best = here.iter().zip(goal).fold(0u16, |best, (&a, &b)| best.max(a.abs_diff(b)));
         f32::from(best.saturating_sub(1)) * self.landmarks.step
     }
@@ -1011,7 +1002,7 @@ impl NavigationSystem {
         let mut guard = self.search.lock().unwrap_or_else(PoisonError::into_inner);
         match graph {
             Graph::Cells => {
-                let goal = self.cells[g as usize].marks;
+                let goal = self.landmarks.marks[g as usize];
                 let heuristic = |n: u32| octile(n).max(self.landmark_bound(n, &goal)) * weight;
                 let successors = |n: u32, frontier: &mut Frontier<'_, _>| {
                     self.each_neighbour(n, need, |m, diagonal| {
