@@ -235,7 +235,7 @@ pub fn host(args: &HostArgs) -> anyhow::Result<i32> {
     let (signal_url, _embedded) = match &args.signal {
         Some(url) => (url.trim_end_matches('/').to_owned(), None),
         None => {
-            let server = SignalServer::start(SignalConfig { bind: args.bind, ice: Default::default() })?;
+            let server = SignalServer::start(SignalConfig { bind: args.bind, ..Default::default() })?;
             (server.url(), Some(server))
         }
     };

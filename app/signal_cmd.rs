@@ -2,7 +2,7 @@
 
 use std::net::SocketAddr;
 
-use vimp_netcode::signal::{IceConfig, SignalConfig, SignalServer};
+use vimp_netcode::signal::{DEFAULT_TURN_TTL_SECS, IceConfig, SignalConfig, SignalServer, TurnSecret};
 
 /// What `vimp signal` was asked to do.
 #[derive(Debug, Clone, clap::Args)]
@@ -13,13 +13,29 @@ pub struct SignalArgs {
     /// The ICE servers handed to joining peers.
     #[command(flatten)]
     pub ice: crate::net_cmd::IceArgs,
+    /// The secret the `--turn` servers share (coturn: `use-auth-secret` and
+    /// `static-auth-secret=S`): every peer gets its own time-limited credential instead of a
+    /// static password.
+    #[arg(long, value_name = "S", requires = "turn", conflicts_with_all = ["turn_user", "turn_pass"])]
+    pub turn_secret: Option<String>,
+    /// How long a minted TURN credential lasts, seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_TURN_TTL_SECS, requires = "turn_secret")]
+    pub turn_ttl: u64,
 }
 
 /// Starts the server, prints where it listens and serves until the process is stopped.
 pub fn run(args: &SignalArgs) -> anyhow::Result<i32> {
-    let server =
-        SignalServer::start(SignalConfig { bind: args.bind, ice: IceConfig { ice_servers: args.ice.servers() } })?;
+    let mut ice_servers = args.ice.servers();
+    let turn_secret = args.turn_secret.as_ref().map(|secret| {
+        // The TURN URLs get minted credentials instead of the static entry.
+        ice_servers.retain(|s| s.urls != args.ice.turn);
+        TurnSecret { urls: args.ice.turn.clone(), secret: secret.clone(), ttl_secs: args.turn_ttl }
+    });
+    let server = SignalServer::start(SignalConfig { bind: args.bind, ice: IceConfig { ice_servers }, turn_secret })?;
     println!("vimp signal: listening on {} ({})", server.addr(), server.url());
+    if args.turn_secret.is_some() {
+        println!("TURN credentials are minted per peer, valid for {} s", args.turn_ttl);
+    }
     println!("rooms are lobby codes: peers join at {}/CODE; ICE servers at {}/ice", server.url(), server.url());
     server.wait()?;
     Ok(0)

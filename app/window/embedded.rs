@@ -256,7 +256,7 @@ fn build(config: &EmbeddedConfig, host_end: MemoryTransport) -> anyhow::Result<B
             let signal = match &online.signal {
                 Some(url) => url.trim_end_matches('/').to_owned(),
                 None => {
-                    let server = SignalServer::start(SignalConfig { bind: online.bind, ice: Default::default() })?;
+                    let server = SignalServer::start(SignalConfig { bind: online.bind, ..Default::default() })?;
                     let url = server.url();
                     keep_alive = Some(server);
                     url

@@ -11,6 +11,13 @@
 //! the list is empty unless the operator gives one, so no third-party server is ever
 //! contacted by default.
 //!
+//! TURN credentials need not be a static password: given the secret a TURN server shares
+//! ([`TurnSecret`]; coturn's `use-auth-secret` with `static-auth-secret`, the "TURN REST
+//! API" scheme), every `GET /ice` mints its own, valid for a limited time: the user name is
+//! `EXPIRY:PEER` (`EXPIRY` in Unix seconds, `PEER` a name for the one asking) and the
+//! password `base64(HMAC-SHA1(secret, user name))`, which the TURN server checks with the
+//! same secret and refuses once `EXPIRY` has passed.
+//!
 //! The server runs on its own thread with its own tokio runtime; [`SignalServer::start`]
 //! binds before it returns, so the bound address is known at once (bind to port 0 in
 //! tests).
@@ -57,12 +64,50 @@ pub struct SignalConfig {
     pub bind: SocketAddr,
     /// The ICE servers to hand out.
     pub ice: IceConfig,
+    /// TURN servers whose credentials are minted per request, handed out after `ice`'s.
+    pub turn_secret: Option<TurnSecret>,
 }
 
 impl Default for SignalConfig {
     fn default() -> Self {
-        SignalConfig { bind: SocketAddr::from(([0, 0, 0, 0], DEFAULT_PORT)), ice: IceConfig::default() }
+        SignalConfig {
+            bind: SocketAddr::from(([0, 0, 0, 0], DEFAULT_PORT)),
+            ice: IceConfig::default(),
+            turn_secret: None,
+        }
     }
+}
+
+/// How long minted TURN credentials last by default: a day, the TURN REST API's usual.
+pub const DEFAULT_TURN_TTL_SECS: u64 = 24 * 60 * 60;
+
+/// TURN servers sharing a secret with the signalling server (see the module docs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TurnSecret {
+    /// The servers' `turn:` / `turns:` URLs.
+    pub urls: Vec<String>,
+    /// The shared secret (coturn's `static-auth-secret`).
+    pub secret: String,
+    /// How long a credential lasts, seconds.
+    pub ttl_secs: u64,
+}
+
+impl TurnSecret {
+    /// The TURN server entry with a credential for `peer`, valid until `now_unix + ttl_secs`.
+    pub fn mint(&self, now_unix: u64, peer: &str) -> IceServer {
+        let username = format!("{}:{peer}", now_unix.saturating_add(self.ttl_secs));
+        let credential = turn_password(&self.secret, &username);
+        IceServer { urls: self.urls.clone(), username: Some(username), credential: Some(credential) }
+    }
+}
+
+/// The TURN REST API's password for `username`: `base64(HMAC-SHA1(secret, username))`.
+pub fn turn_password(secret: &str, username: &str) -> String {
+    use base64::Engine as _;
+    use hmac::Mac as _;
+    let mut mac = hmac::Hmac::<sha1::Sha1>::new_from_slice(secret.as_bytes()).expect("HMAC takes a key of any length");
+    mac.update(username.as_bytes());
+    base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
 }
 
 /// Why the signalling server did not start or stopped with an error.
@@ -131,10 +176,19 @@ impl SignalServer {
     pub fn start(config: SignalConfig) -> Result<SignalServer, SignalError> {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let ice = config.ice.clone();
+        let turn = config.turn_secret.clone();
+        let asked = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let answer = move || {
+            let mut list = ice.clone();
+            if let Some(turn) = &turn {
+                let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+                let n = asked.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                list.ice_servers.push(turn.mint(now, &format!("vimp-{n}")));
+            }
+            std::future::ready(axum::Json(list))
+        };
         let mut server = SignalingServer::full_mesh_builder(config.bind)
-            .mutate_router(move |router| {
-                router.route(ICE_PATH, get(move || std::future::ready(axum::Json(ice.clone()))))
-            })
+            .mutate_router(move |router| router.route(ICE_PATH, get(answer)))
             .with_shutdown(rx)
             .build();
         let addr = server.bind().map_err(|e| SignalError::Bind { addr: config.bind, reason: e.to_string() })?;
@@ -199,7 +253,7 @@ mod tests {
     use super::*;
 
     fn local() -> SignalConfig {
-        SignalConfig { bind: SocketAddr::from(([127, 0, 0, 1], 0)), ice: IceConfig::default() }
+        SignalConfig { bind: SocketAddr::from(([127, 0, 0, 1], 0)), ..SignalConfig::default() }
     }
 
     /// Reads from `stream` until `done` says the bytes are complete, with a deadline.
@@ -218,6 +272,40 @@ mod tests {
             }
         }
         buf
+    }
+
+    #[test]
+    fn turn_passwords_are_the_rest_apis() {
+        // Computed independently: Python's `base64.b64encode(hmac.new(b"north-wind",
+        // b"1700086400:peer-1", hashlib.sha1).digest())`.
+        assert_eq!(turn_password("north-wind", "1700086400:peer-1"), "VKlwgioltei0kn+zDgJOJyz4pxI=");
+        let turn =
+            TurnSecret { urls: vec!["turn:t.example.net:3478".into()], secret: "north-wind".into(), ttl_secs: 86_400 };
+        let minted = turn.mint(1_700_000_000, "peer-1");
+        assert_eq!(minted.username.as_deref(), Some("1700086400:peer-1"));
+        assert_eq!(minted.credential.as_deref(), Some("VKlwgioltei0kn+zDgJOJyz4pxI="));
+        assert_ne!(turn.mint(1_700_000_000, "peer-2").credential, minted.credential);
+    }
+
+    #[test]
+    fn serves_minted_turn_credentials_that_expire_later() {
+        let mut config = local();
+        config.turn_secret =
+            Some(TurnSecret { urls: vec!["turn:t.example.net:3478".into()], secret: "s3".into(), ttl_secs: 600 });
+        let server = SignalServer::start(config).expect("start");
+        let before = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_secs();
+        let first = fetch_ice(&server.url(), Duration::from_secs(5)).expect("ice");
+        let second = fetch_ice(&server.url(), Duration::from_secs(5)).expect("ice");
+        let (a, b) = (&first.ice_servers[0], &second.ice_servers[0]);
+        assert_eq!(a.urls, ["turn:t.example.net:3478"]);
+        let user = a.username.as_deref().expect("a user name");
+        let (expiry, peer) = user.split_once(':').expect("EXPIRY:PEER");
+        let expiry: u64 = expiry.parse().expect("Unix seconds");
+        assert!((before + 600..before + 660).contains(&expiry), "{expiry} vs {before}");
+        assert!(!peer.is_empty());
+        assert_eq!(a.credential.as_deref(), Some(turn_password("s3", user).as_str()));
+        assert_ne!(a.username, b.username, "each peer gets its own");
+        server.stop().expect("stop");
     }
 
     #[test]
@@ -286,7 +374,7 @@ mod tests {
     #[test]
     fn a_taken_port_is_a_clear_error() {
         let first = SignalServer::start(local()).expect("starts");
-        let err = SignalServer::start(SignalConfig { bind: first.addr(), ice: IceConfig::default() })
+        let err = SignalServer::start(SignalConfig { bind: first.addr(), ..SignalConfig::default() })
             .expect_err("the port is taken");
         assert!(err.to_string().contains(&first.addr().to_string()), "{err}");
         first.stop().expect("stops");

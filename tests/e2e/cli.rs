@@ -154,7 +154,17 @@ fn signal_prints_its_address_and_serves_the_ice_list() {
     use std::time::Duration;
 
     let mut child = Command::new(env!("CARGO_BIN_EXE_vimp"))
-        .args(["signal", "--bind", "127.0.0.1:0", "--stun", "stun:stun.example.net:3478"])
+        .args([
+            "signal",
+            "--bind",
+            "127.0.0.1:0",
+            "--stun",
+            "stun:stun.example.net:3478",
+            "--turn",
+            "turn:turn.example.net:3478",
+            "--turn-secret",
+            "north-wind",
+        ])
         .stdout(Stdio::piped())
         .spawn()
         .expect("vimp signal starts");
@@ -177,4 +187,28 @@ fn signal_prints_its_address_and_serves_the_ice_list() {
     child.wait().ok();
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     assert!(answer.contains("stun:stun.example.net:3478"), "{answer}");
+    // The TURN server comes once, with a credential minted for this request (its password is
+    // checked against the scheme in the signalling server's own tests).
+    let body = answer.split_once("\r\n\r\n").expect("a body").1;
+    let ice: serde_json::Value = serde_json::from_str(body).expect("JSON");
+    let turn: Vec<&serde_json::Value> = ice["iceServers"]
+        .as_array()
+        .expect("a list")
+        .iter()
+        .filter(|s| s["urls"][0] == "turn:turn.example.net:3478")
+        .collect();
+    assert_eq!(turn.len(), 1, "{answer}");
+    let user = turn[0]["username"].as_str().expect("a user name");
+    assert!(user.split_once(':').is_some_and(|(expiry, _)| expiry.parse::<u64>().is_ok()), "{user}");
+    assert!(turn[0]["credential"].as_str().is_some_and(|p| p.len() == 28), "{answer}");
+}
+
+#[test]
+fn signal_refuses_a_turn_secret_beside_a_static_password() {
+    let out = Command::new(env!("CARGO_BIN_EXE_vimp"))
+        .args(["signal", "--turn", "turn:t.example.net:3478", "--turn-secret", "s", "--turn-pass", "p"])
+        .output()
+        .expect("vimp runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--turn-secret"), "{}", String::from_utf8_lossy(&out.stderr));
 }

@@ -611,7 +611,7 @@ mod tests {
 
     use super::*;
     use crate::frame::{self, Chunker, Reassembler, op};
-    use crate::signal::{IceConfig, SignalConfig, SignalServer};
+    use crate::signal::{SignalConfig, SignalServer};
 
     /// Set in the re-executed test process that runs inside its own network namespace.
     const IN_NETNS: &str = "VIMP_IN_NETNS";
@@ -657,7 +657,7 @@ mod tests {
     }
 
     fn local_signal_server() -> SignalServer {
-        SignalServer::start(SignalConfig { bind: SocketAddr::from(([127, 0, 0, 1], 0)), ice: IceConfig::default() })
+        SignalServer::start(SignalConfig { bind: SocketAddr::from(([127, 0, 0, 1], 0)), ..SignalConfig::default() })
             .expect("the signalling server starts")
     }
 
