@@ -3,6 +3,7 @@
 use std::net::SocketAddr;
 
 use vimp_netcode::signal::{DEFAULT_TURN_TTL_SECS, IceConfig, SignalConfig, SignalServer, TurnSecret};
+use vimp_netcode::stun::StunServer;
 
 /// What `vimp signal` was asked to do.
 #[derive(Debug, Clone, clap::Args)]
@@ -10,6 +11,13 @@ pub struct SignalArgs {
     /// Address to listen on.
     #[arg(long, default_value = "0.0.0.0:3536")]
     pub bind: SocketAddr,
+    /// Where the STUN responder listens (UDP); peers are handed `stun:HOST:PORT`, HOST being
+    /// the host they reached this server at.
+    #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:3478", conflicts_with = "no_stun")]
+    pub stun_bind: SocketAddr,
+    /// No STUN responder (e.g. when a TURN server on this machine answers STUN on 3478).
+    #[arg(long)]
+    pub no_stun: bool,
     /// The ICE servers handed to joining peers.
     #[command(flatten)]
     pub ice: crate::net_cmd::IceArgs,
@@ -31,8 +39,14 @@ pub fn run(args: &SignalArgs) -> anyhow::Result<i32> {
         ice_servers.retain(|s| s.urls != args.ice.turn);
         TurnSecret { urls: args.ice.turn.clone(), secret: secret.clone(), ttl_secs: args.turn_ttl }
     });
-    let server = SignalServer::start(SignalConfig { bind: args.bind, ice: IceConfig { ice_servers }, turn_secret })?;
+    let stun = if args.no_stun { None } else { Some(StunServer::start(args.stun_bind)?) };
+    let stun_port = stun.as_ref().map(|s| s.addr().port());
+    let server =
+        SignalServer::start(SignalConfig { bind: args.bind, ice: IceConfig { ice_servers }, turn_secret, stun_port })?;
     println!("vimp signal: listening on {} ({})", server.addr(), server.url());
+    if let Some(stun) = &stun {
+        println!("STUN: answering binding requests on UDP {}", stun.addr());
+    }
     if args.turn_secret.is_some() {
         println!("TURN credentials are minted per peer, valid for {} s", args.turn_ttl);
     }

@@ -55,6 +55,7 @@ pub mod schema;
 pub mod session;
 pub mod signal;
 pub mod snapshot;
+pub mod stun;
 pub mod transport;
 
 pub use divergence::{DivergenceConfig, DivergenceDetector, DivergenceRecord, wrap_angle};

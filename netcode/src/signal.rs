@@ -66,6 +66,10 @@ pub struct SignalConfig {
     pub ice: IceConfig,
     /// TURN servers whose credentials are minted per request, handed out after `ice`'s.
     pub turn_secret: Option<TurnSecret>,
+    /// The UDP port of a STUN responder beside this server ([`crate::stun::StunServer`]),
+    /// handed out first as `stun:HOST:PORT`, `HOST` being the host the asking peer reached
+    /// this server at (its `Host` header).
+    pub stun_port: Option<u16>,
 }
 
 impl Default for SignalConfig {
@@ -74,6 +78,7 @@ impl Default for SignalConfig {
             bind: SocketAddr::from(([0, 0, 0, 0], DEFAULT_PORT)),
             ice: IceConfig::default(),
             turn_secret: None,
+            stun_port: None,
         }
     }
 }
@@ -163,6 +168,16 @@ pub fn fetch_ice(server: &str, timeout: std::time::Duration) -> Result<IceConfig
     serde_json::from_str(body).map_err(|e| fail(e.to_string()))
 }
 
+/// The host of an HTTP `Host` value (`HOST[:PORT]`, `[V6][:PORT]`), if it looks like one.
+fn host_of(authority: &str) -> Option<&str> {
+    let host = match authority.strip_prefix('[') {
+        Some(rest) => &authority[..rest.find(']')? + 2],
+        None => authority.split(':').next()?,
+    };
+    let ok = !host.is_empty() && host.chars().all(|c| c.is_ascii_alphanumeric() || "-.:[]".contains(c));
+    ok.then_some(host)
+}
+
 /// A running signalling server.
 #[derive(Debug)]
 pub struct SignalServer {
@@ -178,8 +193,14 @@ impl SignalServer {
         let ice = config.ice.clone();
         let turn = config.turn_secret.clone();
         let asked = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let answer = move || {
+        let stun_port = config.stun_port;
+        let answer = move |headers: axum::http::HeaderMap| {
             let mut list = ice.clone();
+            let host = headers.get(axum::http::header::HOST).and_then(|h| h.to_str().ok()).and_then(host_of);
+            if let (Some(port), Some(host)) = (stun_port, host) {
+                list.ice_servers
+                    .insert(0, IceServer { urls: vec![format!("stun:{host}:{port}")], ..IceServer::default() });
+            }
             if let Some(turn) = &turn {
                 let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
                 let n = asked.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -272,6 +293,20 @@ mod tests {
             }
         }
         buf
+    }
+
+    #[test]
+    fn the_stun_url_names_the_host_the_peer_asked() {
+        assert_eq!(host_of("203.0.113.5:3536"), Some("203.0.113.5"));
+        assert_eq!(host_of("rendezvous.example.net"), Some("rendezvous.example.net"));
+        assert_eq!(host_of("[2001:db8::1]:3536"), Some("[2001:db8::1]"));
+        assert_eq!(host_of("[2001:db8::1"), None);
+        assert_eq!(host_of(""), None);
+        assert_eq!(host_of("evil\"host:1"), None);
+        let server = SignalServer::start(SignalConfig { stun_port: Some(3478), ..local() }).expect("start");
+        let ice = fetch_ice(&server.url(), Duration::from_secs(5)).expect("ice");
+        assert_eq!(ice.ice_servers[0].urls, ["stun:127.0.0.1:3478"]);
+        server.stop().expect("stop");
     }
 
     #[test]

@@ -158,6 +158,8 @@ fn signal_prints_its_address_and_serves_the_ice_list() {
             "signal",
             "--bind",
             "127.0.0.1:0",
+            "--stun-bind",
+            "127.0.0.1:0",
             "--stun",
             "stun:stun.example.net:3478",
             "--turn",
@@ -187,6 +189,10 @@ fn signal_prints_its_address_and_serves_the_ice_list() {
     child.wait().ok();
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     assert!(answer.contains("stun:stun.example.net:3478"), "{answer}");
+    // Its own STUN responder comes first, at the host this request named.
+    let stun = rx.recv_timeout(Duration::from_secs(30)).expect("the STUN address is printed");
+    let port = stun.rsplit(':').next().expect("UDP ADDR");
+    assert!(answer.contains(&format!("stun:x:{port}")), "{answer}");
     // The TURN server comes once, with a credential minted for this request (its password is
     // checked against the scheme in the signalling server's own tests).
     let body = answer.split_once("\r\n\r\n").expect("a body").1;
@@ -206,7 +212,7 @@ fn signal_prints_its_address_and_serves_the_ice_list() {
 #[test]
 fn signal_refuses_a_turn_secret_beside_a_static_password() {
     let out = Command::new(env!("CARGO_BIN_EXE_vimp"))
-        .args(["signal", "--turn", "turn:t.example.net:3478", "--turn-secret", "s", "--turn-pass", "p"])
+        .args(["signal", "--no-stun", "--turn", "turn:t.example.net:3478", "--turn-secret", "s", "--turn-pass", "p"])
         .output()
         .expect("vimp runs");
     assert_eq!(out.status.code(), Some(2));

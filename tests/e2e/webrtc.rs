@@ -136,7 +136,7 @@ impl Drop for Proc {
 /// `vimp signal` on a free port and a headless host with 2 bots on the small map, lobby
 /// `K7M-P2Q`, with `extra` flags; returns both (killed on drop) and the signalling URL.
 fn signal_and_host(extra: &[&str]) -> (Proc, Proc, String) {
-    let signal = Proc::spawn(&["signal", "--bind", "127.0.0.1:0"]);
+    let signal = Proc::spawn(&["signal", "--bind", "127.0.0.1:0", "--stun-bind", "127.0.0.1:0"]);
     let line = signal.line_with("listening on", Duration::from_secs(30));
     let addr = line.split_whitespace().nth(4).expect("listening on ADDR").to_owned();
     let url = format!("ws://{addr}");
