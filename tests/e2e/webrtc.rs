@@ -191,6 +191,52 @@ fn two_clients_join_a_host_by_code_over_webrtc() {
     assert_ne!(ra["player_id"], rb["player_id"]);
 }
 
+/// A room member of our own making sends the host malformed SDP answers through `vimp signal`
+/// (any member of a room can): each ends that one handshake, and a real client joins after.
+#[test]
+fn malformed_answers_through_signalling_break_nothing() {
+    if !in_own_netns("webrtc::malformed_answers_through_signalling_break_nothing") {
+        return;
+    }
+    let (_signal, host, url) = signal_and_host(&["--seconds", "60"]);
+    let no_sdp = "v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\n";
+    for answer in ["garbage", "", no_sdp] {
+        // The host offers to every newcomer. Until its own socket is in the room, we are the
+        // one there first and hear of it as a new peer instead: then come again.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let (mut ws, host_id) = 'room: loop {
+            assert!(Instant::now() < deadline, "no offer from the host");
+            let (mut ws, _) = tungstenite::connect(format!("{url}/K7MP2Q")).expect("the signalling server takes us");
+            if let tungstenite::stream::MaybeTlsStream::Plain(tcp) = ws.get_mut() {
+                tcp.set_read_timeout(Some(Duration::from_secs(1))).expect("a read timeout");
+            }
+            while Instant::now() < deadline {
+                let Ok(tungstenite::Message::Text(text)) = ws.read() else { continue };
+                let event: serde_json::Value = serde_json::from_str(&text).expect("JSON events");
+                if event["Signal"]["data"]["Offer"].is_string() {
+                    break 'room (ws, event["Signal"]["sender"].clone());
+                }
+                if event.get("NewPeer").is_some() {
+                    let _ = ws.close(None);
+                    continue 'room;
+                }
+            }
+        };
+        let reply = serde_json::json!({ "Signal": { "receiver": host_id, "data": { "Answer": answer } } });
+        ws.send(tungstenite::Message::text(reply.to_string())).expect("send the answer");
+        ws.flush().expect("flush");
+        let _ = ws.close(None);
+    }
+    let ann =
+        Proc::spawn(&["join", "k7mp2q", "--signal", &url, "--headless", "--name", "ann", "--seconds", "6", "--json"]);
+    let (out, status) = ann.finish(Duration::from_secs(60));
+    let r = report(&out);
+    println!("ann: {r}");
+    assert!(status.success(), "ann leaves cleanly");
+    assert_eq!(r["joined"], true, "the host still takes players: {r}");
+    assert!(host.err_lines().iter().all(|l| !l.contains("panicked")), "the host's threads live");
+}
+
 /// The stderr lines of several processes: `(process index, line, already matched)`.
 #[derive(Default)]
 struct ErrLog(Vec<(usize, String, bool)>);
