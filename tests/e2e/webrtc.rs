@@ -191,14 +191,51 @@ fn two_clients_join_a_host_by_code_over_webrtc() {
     assert_ne!(ra["player_id"], rb["player_id"]);
 }
 
-/// A room member of our own making sends the host malformed SDP answers through `vimp signal`
-/// (any member of a room can): each ends that one handshake, and a real client joins after.
+/// Room members of our own making send the host a malformed SDP offer and malformed answers
+/// through `vimp signal` (any member of a room can): each ends that one handshake, and a real
+/// client joins after.
 #[test]
-fn malformed_answers_through_signalling_break_nothing() {
-    if !in_own_netns("webrtc::malformed_answers_through_signalling_break_nothing") {
+fn malformed_sdp_through_signalling_breaks_nothing() {
+    if !in_own_netns("webrtc::malformed_sdp_through_signalling_breaks_nothing") {
         return;
     }
-    let (_signal, host, url) = signal_and_host(&["--seconds", "60"]);
+    // First a member there before the host: the host hears of it from its offer, and
+    // accepts, until it reads the offer.
+    let signal = Proc::spawn(&["signal", "--bind", "127.0.0.1:0", "--stun-bind", "127.0.0.1:0"]);
+    let line = signal.line_with("listening on", Duration::from_secs(30));
+    let url = format!("ws://{}", line.split_whitespace().nth(4).expect("listening on ADDR"));
+    let (mut early, _) = tungstenite::connect(format!("{url}/K7MP2Q")).expect("the signalling server takes us");
+    if let tungstenite::stream::MaybeTlsStream::Plain(tcp) = early.get_mut() {
+        tcp.set_read_timeout(Some(Duration::from_secs(1))).expect("a read timeout");
+    }
+    let host = Proc::spawn(&[
+        "host",
+        "--headless",
+        "--signal",
+        &url,
+        "--code",
+        "K7M-P2Q",
+        "--bots",
+        "2",
+        "--map",
+        "maps/test-small.json",
+        "--seconds",
+        "60",
+    ]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let host_id = loop {
+        assert!(Instant::now() < deadline, "the host never came into the room");
+        let Ok(tungstenite::Message::Text(text)) = early.read() else { continue };
+        let event: serde_json::Value = serde_json::from_str(&text).expect("JSON events");
+        if let Some(id) = event.get("NewPeer") {
+            break id.clone();
+        }
+    };
+    let offer = serde_json::json!({ "Signal": { "receiver": host_id, "data": { "Offer": "garbage" } } });
+    early.send(tungstenite::Message::text(offer.to_string())).expect("send the offer");
+    early.flush().expect("flush");
+    let _ = early.close(None);
+    // Then members the host offers to, answering garbage.
     let no_sdp = "v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\n";
     for answer in ["garbage", "", no_sdp] {
         // The host offers to every newcomer. Until its own socket is in the room, we are the
