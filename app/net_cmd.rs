@@ -147,6 +147,10 @@ pub struct JoinArgs {
     /// Leave after this many seconds.
     #[arg(long, default_value_t = 10.0)]
     pub seconds: f64,
+    /// Give up when the host has not welcomed us after this many seconds (exit code 4, with
+    /// the reason).
+    #[arg(long, value_name = "SECONDS", default_value_t = 15.0)]
+    pub join_timeout: f64,
     /// A chat line to say once joined.
     #[arg(long)]
     pub say: Option<String>,
@@ -343,6 +347,7 @@ pub fn join(args: &JoinArgs) -> anyhow::Result<i32> {
     let mut score = None;
     let mut held: Option<&str> = None;
     let (mut called, mut seen_vote, mut said_passed) = (false, 0, false);
+    let mut failure: Option<(i32, String)> = None;
     loop {
         let now = start.elapsed();
         client.update(now);
@@ -383,6 +388,26 @@ pub fn join(args: &JoinArgs) -> anyhow::Result<i32> {
         }
         if client.closed().is_some() || now.as_secs_f64() >= args.seconds {
             break;
+        }
+        if client.welcome().is_none() {
+            if let Some(why) = client.transport().failure() {
+                failure = Some((UNREACHABLE, why));
+                break;
+            }
+            if now.as_secs_f64() >= args.join_timeout {
+                let code = target_code(&url);
+                let why = if client.linked_peers() == 0 {
+                    format!(
+                        "no peer of room {code} could be reached in {:.0} s: no host in the room (check the \
+                         code), or no network path to it (behind strict NATs on both sides a TURN relay is needed)",
+                        args.join_timeout
+                    )
+                } else {
+                    format!("linked to room {code}, but no host welcomed us in {:.0} s", args.join_timeout)
+                };
+                failure = Some((TIMED_OUT, why));
+                break;
+            }
         }
         if client.welcome().is_some() {
             let since_welcome = client.stats().welcomed_at.map_or(Duration::ZERO, |t| now.saturating_sub(t));
@@ -472,8 +497,12 @@ pub fn join(args: &JoinArgs) -> anyhow::Result<i32> {
     let wall = end.as_secs_f64();
     let since_first = stats.first_snapshot_at.map(|t| (end - t).as_secs_f64()).unwrap_or(0.0);
     rtts.sort_by(f64::total_cmp);
+    if let Some((_, why)) = &failure {
+        eprintln!("vimp join: {why}");
+    }
     let report = json!({
         "joined": client.welcome().is_some(),
+        "reason": failure.as_ref().map(|(_, why)| why),
         "url": url,
         "join_ms": stats.first_snapshot_at.map(|t| t.as_secs_f64() * 1000.0),
         "welcome_ms": stats.welcomed_at.map(|t| t.as_secs_f64() * 1000.0),
@@ -502,9 +531,23 @@ pub fn join(args: &JoinArgs) -> anyhow::Result<i32> {
     } else {
         println!("{}", serde_json::to_string(&report)?);
     }
-    Ok(match client.closed() {
-        Some((code, _)) if *code != close::NORMAL => 1,
+    Ok(match (client.closed(), failure) {
+        (_, Some((code, _))) => code,
+        (Some((code, _)), _) if *code != close::NORMAL => 1,
         _ if client.welcome().is_none() => 1,
         _ => 0,
     })
+}
+
+/// `vimp join`'s exit code when the signalling server cannot be reached or is lost before the
+/// welcome.
+pub const UNREACHABLE: i32 = 3;
+
+/// `vimp join`'s exit code when no host welcomed us within `--join-timeout`.
+pub const TIMED_OUT: i32 = 4;
+
+/// The room of a room URL, as players type it (`K7M-P2Q`), or the URL's last segment.
+fn target_code(url: &str) -> String {
+    let room = url.rsplit('/').next().unwrap_or(url);
+    vimp_netcode::lobby::LobbyCode::parse(room).map_or_else(|_| room.to_owned(), |c| c.grouped())
 }

@@ -62,6 +62,11 @@ pub trait Transport: Send {
     fn send(&mut self, now: Duration, peer: PeerKey, channel: Channel, bytes: Vec<u8>);
     /// Closes the link to one peer.
     fn disconnect(&mut self, peer: PeerKey);
+    /// Why the transport stopped by itself, if it did (nothing will arrive any more): the
+    /// signalling server unreachable or lost, say. `None` while it works.
+    fn failure(&self) -> Option<String> {
+        None
+    }
 }
 
 /// An in-memory transport: links to other [`MemoryTransport`]s, each through a seeded conditioner.
@@ -144,6 +149,10 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
 
     fn disconnect(&mut self, peer: PeerKey) {
         (**self).disconnect(peer)
+    }
+
+    fn failure(&self) -> Option<String> {
+        (**self).failure()
     }
 }
 

@@ -191,6 +191,34 @@ fn two_clients_join_a_host_by_code_over_webrtc() {
     assert_ne!(ra["player_id"], rb["player_id"]);
 }
 
+/// A join that cannot get in says why, with its own exit code, and does not wait out
+/// `--seconds`: no signalling server (3), or nobody to welcome it in the room (4).
+#[test]
+fn a_join_that_cannot_get_in_says_why() {
+    if !in_own_netns("webrtc::a_join_that_cannot_get_in_says_why") {
+        return;
+    }
+    let join = |signal: &str, extra: &[&str]| {
+        let mut args = vec!["join", "k7mp2q", "--signal", signal, "--headless", "--seconds", "120", "--json"];
+        args.extend(extra);
+        let (out, status) = Proc::spawn(&args).finish(Duration::from_secs(60));
+        (report(&out), status.code())
+    };
+    // Nothing listens on port 1 of loopback.
+    let (r, code) = join("ws://127.0.0.1:1", &[]);
+    println!("no rendezvous: {r}");
+    assert_eq!((r["joined"].clone(), code), (serde_json::json!(false), Some(3)));
+    assert!(r["reason"].as_str().is_some_and(|w| w.contains("cannot reach the signalling server")), "{r}");
+
+    let signal = Proc::spawn(&["signal", "--bind", "127.0.0.1:0", "--stun-bind", "127.0.0.1:0"]);
+    let line = signal.line_with("listening on", Duration::from_secs(30));
+    let url = format!("ws://{}", line.split_whitespace().nth(4).expect("listening on ADDR"));
+    let (r, code) = join(&url, &["--join-timeout", "2"]);
+    println!("empty room: {r}");
+    assert_eq!((r["joined"].clone(), code), (serde_json::json!(false), Some(4)));
+    assert!(r["reason"].as_str().is_some_and(|w| w.contains("no host in the room") && w.contains("K7M-P2Q")), "{r}");
+}
+
 /// Room members of our own making send the host a malformed SDP offer and malformed answers
 /// through `vimp signal` (any member of a room can): each ends that one handshake, and a real
 /// client joins after.

@@ -516,6 +516,11 @@ impl Transport for WebRtcTransport {
             self.pending.push(TransportEvent::Disconnected(peer));
         }
     }
+
+    /// [`WebRtcTransport::close_reason`], in words.
+    fn failure(&self) -> Option<String> {
+        self.close_reason().map(ToString::to_string)
+    }
 }
 
 impl Drop for WebRtcTransport {
