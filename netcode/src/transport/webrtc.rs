@@ -9,6 +9,26 @@
 //! [`poll`](Transport::poll) reports peers connecting and disconnecting and the messages
 //! they sent, [`send`](Transport::send) queues a message for one peer.
 //!
+//! # What another WebRTC stack needs to join
+//!
+//! A browser or any other stack is a peer like this one if it does what matchbox does:
+//!
+//! - **Signalling**: a websocket to `ws://HOST:PORT/ROOM` carrying JSON text messages. The
+//!   server sends `{"IdAssigned": ID}` first, then `{"NewPeer": ID}` for each peer that joins
+//!   later, `{"PeerLeft": ID}`, and `{"Signal": {"sender": ID, "data": SIGNAL}}`; a peer sends
+//!   `{"Signal": {"receiver": ID, "data": SIGNAL}}` (and `"KeepAlive"`). `SIGNAL` is
+//!   `{"Offer": SDP}`, `{"Answer": SDP}` or `{"IceCandidate": JSON}` (an `RTCIceCandidateInit`
+//!   as a JSON string; `"null"` ends the candidates). IDs are UUIDs as strings.
+//! - **Who offers**: the peer already in the room, on `NewPeer`; the newcomer answers.
+//! - **Data channels, pre-negotiated** (`negotiated: true`, no DCEP): id `0`, label
+//!   `matchbox_socket_0`, ordered and reliable ([`Channel::Reliable`]); id `1`, label
+//!   `matchbox_socket_1`, unordered with `maxRetransmits: 0` ([`Channel::Unreliable`]). Both
+//!   sides create both before the offer; a peer counts as connected once both are open.
+//! - **ICE servers**: `GET /ice` on the signalling server ([`signal`](crate::signal)).
+//!
+//! What a peer sends through signalling is untrusted: a malformed offer or answer ends that
+//! peer's handshake only (matchbox is used patched for this, `patches/matchbox_socket`).
+//!
 //! # Threads
 //!
 //! matchbox splits a socket in two: a [`WebRtcSocket`] that only moves messages through
