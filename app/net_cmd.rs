@@ -348,6 +348,7 @@ pub fn join(args: &JoinArgs) -> anyhow::Result<i32> {
     let mut held: Option<&str> = None;
     let (mut called, mut seen_vote, mut said_passed) = (false, 0, false);
     let mut failure: Option<(i32, String)> = None;
+    let mut host_path = None;
     loop {
         let now = start.elapsed();
         client.update(now);
@@ -468,6 +469,13 @@ pub fn join(args: &JoinArgs) -> anyhow::Result<i32> {
                 }
             }
         }
+        if let Some(host) = client.host_peer()
+            && let Some(path) = client.transport().path(host)
+            && host_path != Some(path)
+        {
+            host_path = Some(path);
+            eprintln!("the link to the host is {}", path.as_str());
+        }
         if now >= next_sample {
             next_sample = now + Duration::from_secs(1);
             if let Some(rtt) = client.rtt_ms().filter(|r| *r > 0.0) {
@@ -511,6 +519,7 @@ pub fn join(args: &JoinArgs) -> anyhow::Result<i32> {
         "bytes_in_per_s": stats.bytes_in as f64 / wall,
         "bytes_out_per_s": stats.bytes_out as f64 / wall,
         "rtt_ms_p50": rtts.get(rtts.len() / 2),
+        "host_path": host_path.map(vimp_netcode::transport::LinkPath::as_str),
         "player_id": client.welcome().map(|w| w.player_id),
         "nickname": client.welcome().map(|w| w.nickname.clone()),
         "score": score,

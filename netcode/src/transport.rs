@@ -67,6 +67,32 @@ pub trait Transport: Send {
     fn failure(&self) -> Option<String> {
         None
     }
+    /// How the link to `peer` goes, once known: [`LinkPath`].
+    fn path(&self, _peer: PeerKey) -> Option<LinkPath> {
+        None
+    }
+}
+
+/// How the link to a peer goes across the network.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkPath {
+    /// Between the two machines' own addresses (a LAN, or a machine with a public address).
+    Direct,
+    /// Through a NAT's public address, found with STUN (or learned from the peer's packets).
+    Reflexive,
+    /// Through a TURN server that relays every packet (adds its round trip).
+    Relayed,
+}
+
+impl LinkPath {
+    /// `direct`, `reflexive` or `relayed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LinkPath::Direct => "direct",
+            LinkPath::Reflexive => "reflexive",
+            LinkPath::Relayed => "relayed",
+        }
+    }
 }
 
 /// An in-memory transport: links to other [`MemoryTransport`]s, each through a seeded conditioner.
@@ -153,6 +179,10 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
 
     fn failure(&self) -> Option<String> {
         (**self).failure()
+    }
+
+    fn path(&self, peer: PeerKey) -> Option<LinkPath> {
+        (**self).path(peer)
     }
 }
 

@@ -187,6 +187,8 @@ fn two_clients_join_a_host_by_code_over_webrtc() {
         let chat = r["chat"].as_array().expect("chat");
         assert!(chat.iter().any(|l| l[0] == other), "the other's chat line arrived: {chat:?}");
         assert!(r["join_ms"].as_f64().is_some());
+        // On loopback both ends are this machine's own addresses: never a relay.
+        assert!(matches!(r["host_path"].as_str(), Some("direct" | "reflexive")), "{r}");
     }
     assert_ne!(ra["player_id"], rb["player_id"]);
 }

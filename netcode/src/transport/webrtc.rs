@@ -123,7 +123,7 @@ pub use matchbox_socket::{CandidatePair, CandidateType};
 
 use crate::frame::{Channel, MAX_MESSAGE};
 use crate::signal::IceServer;
-use crate::transport::{PeerKey, Transport, TransportEvent};
+use crate::transport::{LinkPath, PeerKey, Transport, TransportEvent};
 
 /// Most messages kept for a peer whose data channels delivered before its connection was reported.
 ///
@@ -540,6 +540,19 @@ impl Transport for WebRtcTransport {
     /// [`WebRtcTransport::close_reason`], in words.
     fn failure(&self) -> Option<String> {
         self.close_reason().map(ToString::to_string)
+    }
+
+    /// From [`WebRtcTransport::candidate_pair`]: relayed when either end is a TURN relay, else
+    /// reflexive when either end is a NAT's address, else direct.
+    fn path(&self, peer: PeerKey) -> Option<LinkPath> {
+        let pair = self.candidate_pair(peer)?;
+        Some(if pair.is_relayed() {
+            LinkPath::Relayed
+        } else if pair.local == CandidateType::Host && pair.remote == CandidateType::Host {
+            LinkPath::Direct
+        } else {
+            LinkPath::Reflexive
+        })
     }
 }
 
