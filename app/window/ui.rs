@@ -581,6 +581,10 @@ fn match_ui(
             w.label(format!("corrections {}  divergences {}", m.graph.total_corrections, m.graph.total_divergences));
             let stats = m.client.stats();
             w.label(format!("host epoch {}  host changes {}", stats.host_epoch, stats.migrations));
+            // How the link to the host goes; nothing for a host in this process.
+            if let Some(path) = m.client.host_peer().and_then(|host| m.client.transport().path(host)) {
+                w.label(format!("link to the host: {}", path.as_str()));
+            }
             if let Some(standby) = &m.standby {
                 let (checkpoints, mismatches, errors) = standby.figures();
                 let role = match (standby.is_promoted(), standby.is_shadowing()) {
