@@ -301,8 +301,7 @@ impl Profile {
     /// (as [`NavigationSystem::landmark_bound`]).
     #[inline]
     fn bound(&self, here: &[u16; LANDMARKS], goal: &[u16; LANDMARKS]) -> f32 {
-        let best = here.iter().zip(goal).fold(0u16, |best, (&a, &b)| best.max(a.abs_diff(b)));
-        f32::from(best.saturating_sub(1)) * self.step
+        landmark_bound(here, goal, self.step)
     }
 }
 
@@ -467,18 +466,23 @@ impl NavigationSystem {
 
     /// Shortest distances for a point from `start` to every cell (infinite where unreached).
     fn distances_from(&self, start: u32) -> Vec<f32> {
-        let n = self.grid.walk().len();
-        let mut dist = vec![f32::INFINITY; n];
+        self.dijkstra(start, |n, reach| self.each_neighbour(n, 1, |m, diagonal| reach(m, self.step_length(diagonal))))
+    }
+
+    /// The cheapest costs from `start` to every cell (infinite where unreached) over the links
+    /// `links(n, reach)` offers as `reach(m, cost)`.
+    fn dijkstra(&self, start: u32, links: impl Fn(u32, &mut dyn FnMut(u32, f32))) -> Vec<f32> {
+        let mut dist = vec![f32::INFINITY; self.grid.walk().len()];
         let mut heap = std::collections::BinaryHeap::new();
         dist[start as usize] = 0.0;
         heap.push(std::cmp::Reverse((0u32, start)));
-        while let Some(std::cmp::Reverse((key, i))) = heap.pop() {
+        while let Some(std::cmp::Reverse((key, n))) = heap.pop() {
             let d = f32::from_bits(key);
-            if d > dist[i as usize] {
+            if d > dist[n as usize] {
                 continue;
             }
-            self.each_neighbour(i, 1, |m, diagonal| {
-                let nd = d + self.step_length(diagonal);
+            links(n, &mut |m, cost| {
+                let nd = d + cost;
                 if nd < dist[m as usize] {
                     dist[m as usize] = nd;
                     heap.push(std::cmp::Reverse((nd.to_bits(), m)));
@@ -507,9 +511,7 @@ impl NavigationSystem {
     /// only visits the part its goal is in: so `n` and the goal are either both
     /// [`UNREACHED`] by a landmark (their difference is 0) or both reached.
     fn landmark_bound(&self, n: u32, goal: &[u16; LANDMARKS]) -> f32 {
-        let here = &self.landmarks.marks[n as usize];
-        let best = here.iter().zip(goal).fold(0u16, |best, (&a, &b)| best.max(a.abs_diff(b)));
-        f32::from(best.saturating_sub(1)) * self.landmarks.step
+        landmark_bound(&self.landmarks.marks[n as usize], goal, self.landmarks.step)
     }
 
     /// The grid.
@@ -1079,29 +1081,16 @@ impl NavigationSystem {
         // Walls only: soft obstacles and penalty zones only add to a route's cost.
         let walls = Pricing { soft: false, soft_cost: [0.0; 2], ..pricing.clone() };
         let none = PathQuery::default();
-        let distances = |start: u32| -> Vec<f32> {
-            let mut dist = vec![f32::INFINITY; self.grid.walk().len()];
-            let mut heap = std::collections::BinaryHeap::new();
-            dist[start as usize] = 0.0;
-            heap.push(std::cmp::Reverse((0u32, start)));
-            while let Some(std::cmp::Reverse((key, n))) = heap.pop() {
-                let d = f32::from_bits(key);
-                if d > dist[n as usize] {
-                    continue;
-                }
+        let distances = |start: u32| {
+            self.dijkstra(start, |n, reach| {
                 let cn = &self.cells[n as usize];
                 self.each_lattice_neighbour(n, need, |mid, cmid, m, cm, diagonal| {
                     let (n, mid, m) = (n as usize, mid as usize, m as usize);
-                    let nd = d
-                        + self.price(n, cn, mid, cmid, diagonal, &none, &walls)
+                    let cost = self.price(n, cn, mid, cmid, diagonal, &none, &walls)
                         + self.price(mid, cmid, m, cm, diagonal, &none, &walls);
-                    if nd < dist[m] {
-                        dist[m] = nd;
-                        heap.push(std::cmp::Reverse((nd.to_bits(), m as u32)));
-                    }
+                    reach(m as u32, cost);
                 });
-            }
-            dist
+            })
         };
         let nodes: Vec<u32> = self
             .free_cells
@@ -1342,6 +1331,14 @@ fn farthest_landmarks(nodes: &[u32], cells: usize, distances: impl Fn(u32) -> Ve
         next = pick(&nearest);
     }
     columns
+}
+
+/// The largest difference of two cells' landmark distances (`u16` steps of `step`), less one
+/// step for the rounding: a lower bound on the cost between them.
+#[inline]
+fn landmark_bound(here: &[u16; LANDMARKS], goal: &[u16; LANDMARKS], step: f32) -> f32 {
+    let best = here.iter().zip(goal).fold(0u16, |best, (&a, &b)| best.max(a.abs_diff(b)));
+    f32::from(best.saturating_sub(1)) * step
 }
 
 /// The landmarks' distances per cell as `u16` steps (rounded down; [`UNREACHED`] where a
@@ -1585,9 +1582,9 @@ mod tests {
         let rows = ["###########", "#.........#", "#.........#", "#.........#", "###########"];
         let mut nav = nav(&rows);
         // A box across the whole corridor at column 5.
-        let wall_of_crates = Obb::new([55.0, 25.0], [4.0, 15.0], 0.0);
-        assert!(nav.set_obstacle(0, Some(wall_of_crates)));
-        assert!(!nav.set_obstacle(0, Some(wall_of_crates)), "the same pose changes nothing");
+        let wall_of_boxes = Obb::new([55.0, 25.0], [4.0, 15.0], 0.0);
+        assert!(nav.set_obstacle(0, Some(wall_of_boxes)));
+        assert!(!nav.set_obstacle(0, Some(wall_of_boxes)), "the same pose changes nothing");
         assert_eq!(nav.soft_at(at(5, 2)), 1);
         assert_eq!(nav.soft_at(at(4, 2)), 0, "touching is not covering");
         let q = PathQuery { soft_cost: 3.0, ..PathQuery::default() };

@@ -79,36 +79,7 @@ pub fn walk_ray_indices(
     cols: usize,
     mut visit: impl FnMut(usize) -> ControlFlow<()>,
 ) -> ControlFlow<()> {
-    let (qa, qb) = ([a[0] / cell, a[1] / cell], [b[0] / cell, b[1] / cell]);
-    let (cx, cy) = (floor(qa[0]), floor(qa[1]));
-    let (ex, ey) = (floor(qb[0]), floor(qb[1]));
-    let (dx, dy) = (b[0] - a[0], b[1] - a[1]);
-    let next_edge = |start: f32, d: f32, c: i64| -> (f32, f32) {
-        if d == 0.0 {
-            return (f32::INFINITY, f32::INFINITY);
-        }
-        let edge = if d > 0.0 { (c + 1) as f32 * cell } else { c as f32 * cell };
-        ((edge - start) / d, cell / d.abs())
-    };
-    let (mut tx, step_x) = next_edge(a[0], dx, cx);
-    let (mut ty, step_y) = next_edge(a[1], dy, cy);
-    let (sx, sy) = (if dx < 0.0 { -1isize } else { 1 }, if dy < 0.0 { -(cols as isize) } else { cols as isize });
-    let mut i = cy as usize * cols + cx as usize;
-    visit(i)?;
-    let (mut left_x, mut left_y) = ((ex - cx).unsigned_abs(), (ey - cy).unsigned_abs());
-    while left_x + left_y > 0 {
-        if (tx <= ty && left_x > 0) || left_y == 0 {
-            i = i.wrapping_add_signed(sx);
-            tx += step_x;
-            left_x -= 1;
-        } else {
-            i = i.wrapping_add_signed(sy);
-            ty += step_y;
-            left_y -= 1;
-        }
-        visit(i)?;
-    }
-    ControlFlow::Continue(())
+    walk_ray_cells(a, b, cell, |c, r| visit(r as usize * cols + c as usize))
 }
 
 /// `v.floor()` as an integer, for `|v|` within [`MAX_WALK_CELLS`] (without a call to `floorf`).
