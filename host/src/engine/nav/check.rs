@@ -157,20 +157,20 @@ mod tests {
     }
 
     #[test]
-    fn a_crate_in_the_door_is_wedged_and_one_in_the_open_is_not() {
+    fn a_body_in_the_door_is_wedged_and_one_in_the_open_is_not() {
         let respawns = r#""1": [[15, 15, 0]], "2": [[75, 15, 0]]"#;
         let objects = r#"{ "x": 41, "y": 31, "width": 8, "height": 8 }, { "x": 61, "y": 21, "width": 8, "height": 8 }"#;
         let w = lines(warnings(&TWO_ROOMS, objects, respawns, 8.0));
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(w[0].starts_with("physicsDynamic[0]: warning: blocks a corridor"), "{w:?}");
         assert!(w[0].contains("regions of 24 and 15 cells"), "{w:?}");
-        // A crate closing off a single cell in a corner parts nothing worth naming.
+        // A body closing off a single cell in a corner parts nothing worth naming.
         let corner = r#"{ "x": 11, "y": 21, "width": 8, "height": 8 }"#;
         assert!(warnings(&TWO_ROOMS, corner, respawns, 8.0).is_empty());
     }
 
     #[test]
-    fn two_crates_wedged_together_are_both_named() {
+    fn two_bodies_wedged_together_are_both_named() {
         let wide = ["###########", "#...#.....#", "#.........#", "#.........#", "#...#.....#", "###########"];
         let objects = r#"{ "x": 41, "y": 21, "width": 8, "height": 8 }, { "x": 41, "y": 31, "width": 8, "height": 8 }"#;
         let w = warnings(&wide, objects, r#""1": [[15, 15, 0]], "2": [[75, 15, 0]]"#, 8.0);
