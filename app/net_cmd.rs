@@ -396,7 +396,7 @@ pub fn join(args: &JoinArgs) -> anyhow::Result<i32> {
                 break;
             }
             if now.as_secs_f64() >= args.join_timeout {
-                let code = target_code(&url);
+                let code = target.code().grouped();
                 let why = if client.linked_peers() == 0 {
                     format!(
                         "no peer of room {code} could be reached in {:.0} s: no host in the room (check the \
@@ -554,9 +554,3 @@ pub const UNREACHABLE: i32 = 3;
 
 /// `vimp join`'s exit code when no host welcomed us within `--join-timeout`.
 pub const TIMED_OUT: i32 = 4;
-
-/// The room of a room URL, as players type it (`K7M-P2Q`), or the URL's last segment.
-fn target_code(url: &str) -> String {
-    let room = url.rsplit('/').next().unwrap_or(url);
-    vimp_netcode::lobby::LobbyCode::parse(room).map_or_else(|_| room.to_owned(), |c| c.grouped())
-}
