@@ -110,12 +110,38 @@ pub enum SchemaCommand {
     },
 }
 
+/// Without a window (whose Bevy log plugin does the same), `RUST_LOG` turns on log lines on
+/// stderr, e.g. `RUST_LOG=rtc_ice=debug vimp join … --headless` for how ICE goes.
+fn headless_log() {
+    let Ok(filter) = tracing_subscriber::EnvFilter::try_from_env("RUST_LOG") else {
+        return;
+    };
+    // The WebRTC stack logs through `log`; its records become tracing events.
+    let _ = tracing_log::LogTracer::init();
+    let subscriber = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_timer(tracing_subscriber::fmt::time::uptime())
+        .finish();
+    let _ = tracing::subscriber::set_global_default(subscriber);
+}
+
 /// Runs a parsed command line; returns the process exit code.
 pub fn run(cli: Cli) -> anyhow::Result<i32> {
     use crate::window::{MatchKind, WindowOptions, run as window};
     let Some(command) = cli.command else {
         return window(WindowOptions { start: None, frames: None, screenshot: None, nav_overlay: false });
     };
+    let windowed = match &command {
+        Command::Play(_) => true,
+        Command::Host(args) => !args.headless,
+        Command::Join(args) => !args.headless,
+        _ => false,
+    };
+    if !windowed {
+        headless_log();
+    }
     match command {
         Command::Play(args) => {
             let start = Some(MatchKind::Local { map: args.map, bots: args.bots, skill: args.bot_skill });

@@ -76,16 +76,26 @@
 //!   (`WebRtcSocket::disconnect` is a to-do upstream), so
 //!   [`disconnect`](Transport::disconnect) is local: see
 //!   [`WebRtcTransport`]'s `Transport` implementation.
-//! - **Joining takes about 0.6 s.** webrtc-rs 0.21, which matchbox 0.15 builds with default
-//!   settings and no way to change them, spends it waiting on timers, not on the network
-//!   (measured on one machine, in debug builds): ICE runs its connectivity checks on a
-//!   200 ms tick, and both the first check and the nomination wait for one (~0.4 s); the
-//!   SCTP INIT that opens the data channels is queued when DTLS completes but only
-//!   transmitted at the driver's next timer (~0.2 s).
+//! - **How fast a link comes up, and why.** webrtc-rs 0.21 spends a join waiting on timers,
+//!   not on the network. Measured in the home-network lab (`scripts/lab.sh`, release builds,
+//!   from starting `vimp join` to the host's welcome), with webrtc's defaults a join through
+//!   two symmetric NATs via TURN took 4.2 s, through two port-preserving NATs 0.8 s, on one
+//!   segment 0.63 s. Where the time went, with the fixes (`patches/`):
+//!   - ICE checks run on a 200 ms tick, and the controlling side waits before it nominates a
+//!     pair that is not host-to-host: 500 ms for server-reflexive, 1 s for peer-reflexive, 2 s
+//!     for relayed pairs, counted from the start of the checks. matchbox now sets a 50 ms tick
+//!     and waits of 100 ms, 300 ms and 700 ms (`patches/matchbox_socket/PATCHED.md`).
+//!   - Over a relay every packet waited in webrtc's TURN relayer until the driver next woke
+//!     (the ICE tick, or a 1 s DTLS or SCTP retransmission), and what arrived through the relay
+//!     raised its events one wake-up late: DTLS took 0.8–1.2 s and opening the channels 1 s.
+//!     Without a relay, the SCTP INIT queued when DTLS completes waited for the next tick
+//!     (~200 ms). The patched driver sends all of it in the same pass
+//!     (`patches/webrtc/PATCHED.md`).
+//!   - Now: relayed 0.7 s, port-preserving NATs 0.12 s, one segment 0.09 s. Gathering is
+//!     not the cost: the relay candidate (two TURN round trips) is there within milliseconds.
 //! - **Loopback is never an ICE candidate.** In a network namespace with only `lo`, the host
-//!   candidates are the wildcard addresses `0.0.0.0` and `::`, which Linux delivers to
-//!   loopback: the pair that works is then peer-reflexive, and ICE waits its 1 s acceptance
-//!   time for such pairs before nominating one, so a mesh there connects in 1.2–1.5 s.
+//!   candidate is the wildcard address `0.0.0.0`, which Linux delivers to loopback: the pair
+//!   that works is then peer-reflexive, nominated after its 300 ms wait.
 //! - **mDNS needs multicast.** webrtc-rs opens a multicast DNS socket for every peer
 //!   connection; where no interface can join the group (a namespace with only `lo` and no
 //!   `ip link set lo multicast on; ip route add 224.0.0.0/4 dev lo`), that fails, matchbox

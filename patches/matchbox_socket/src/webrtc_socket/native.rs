@@ -42,7 +42,7 @@ use webrtc::{
     peer_connection::{
         PeerConnection, PeerConnectionBuilder, PeerConnectionEventHandler, RTCConfigurationBuilder,
         RTCIceCandidateInit, RTCIceCandidateType, RTCIceServer, RTCPeerConnectionIceEvent,
-        RTCPeerConnectionState, RTCSessionDescription,
+        RTCPeerConnectionState, RTCSessionDescription, SettingEngine, SettingEngineBuilder,
     },
     runtime::{Runtime, SmolRuntime},
 };
@@ -658,6 +658,7 @@ async fn create_rtc_peer_connection(
 
     let connection = PeerConnectionBuilder::new()
         .with_configuration(config)
+        .with_setting_engine(ice_timing())
         .with_runtime(runtime())
         .with_handler(Arc::new(handler))
         // One socket per local interface. A family the host doesn't have is skipped.
@@ -666,6 +667,26 @@ async fn create_rtc_peer_connection(
         .await?;
 
     Ok((ConnectionGuard(Arc::new(connection)), trickle))
+}
+
+/// ICE timing for a game's links, instead of webrtc's defaults (checks every 200 ms, and the
+/// controlling side waiting 500 ms before it nominates a server-reflexive pair, 1 s for a
+/// peer-reflexive one and 2 s for a relayed one, counted from the start of the checks).
+///
+/// Checks run every 50 ms (as many checks, so a silent pair still fails after 1.4 s). The
+/// waits before nominating a worse pair, which let a better one turn up first, are shorter:
+/// 100 ms for server-reflexive, 300 ms for peer-reflexive and 700 ms for relayed pairs. A
+/// host pair on a LAN answers in milliseconds and a hole punched through two NATs validates
+/// within a round trip or two, so they still win over a relay on every path we meet, and a
+/// relayed link comes up in under a second after the candidates.
+fn ice_timing() -> SettingEngine {
+    SettingEngineBuilder::new()
+        .with_ice_connection_attempts(Some(Duration::from_millis(50)), Some(28))
+        .with_host_acceptance_min_wait(Some(Duration::ZERO))
+        .with_srflx_acceptance_min_wait(Some(Duration::from_millis(100)))
+        .with_prflx_acceptance_min_wait(Some(Duration::from_millis(300)))
+        .with_relay_acceptance_min_wait(Some(Duration::from_millis(700)))
+        .build()
 }
 
 async fn create_data_channels(
