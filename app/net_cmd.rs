@@ -147,8 +147,9 @@ pub struct JoinArgs {
     /// Leave after this many seconds.
     #[arg(long, default_value_t = 10.0)]
     pub seconds: f64,
-    /// Give up when the host has not welcomed us after this many seconds (exit code 4, with
-    /// the reason).
+    /// Give up when the host has not welcomed us after this many seconds, saying why: exit code
+    /// 4 when there is no host in the room (or it did not welcome us), 5 when there is one but
+    /// no network path to it was found (3: the signalling server could not be reached).
     #[arg(long, value_name = "SECONDS", default_value_t = 15.0)]
     pub join_timeout: f64,
     /// A chat line to say once joined.
@@ -388,25 +389,24 @@ pub fn join(args: &JoinArgs) -> anyhow::Result<i32> {
             eprintln!("the host changed (epoch {})", client.stats().host_epoch);
         }
         if client.closed().is_some() || now.as_secs_f64() >= args.seconds {
+            if client.welcome().is_none() && client.closed().is_none() {
+                // `--seconds` ran out first: still say why we are not in.
+                let why = JoinFailure::diagnose(&signal, &url, &ice, client.linked_peers(), now.as_secs_f64());
+                eprintln!("vimp join: {}", why.reason);
+                failure = Some((why.code, why.reason));
+            }
             break;
         }
         if client.welcome().is_none() {
             if let Some(why) = client.transport().failure() {
+                eprintln!("vimp join: {why}");
                 failure = Some((UNREACHABLE, why));
                 break;
             }
             if now.as_secs_f64() >= args.join_timeout {
-                let code = target.code().grouped();
-                let why = if client.linked_peers() == 0 {
-                    format!(
-                        "no peer of room {code} could be reached in {:.0} s: no host in the room (check the \
-                         code), or no network path to it (behind strict NATs on both sides a TURN relay is needed)",
-                        args.join_timeout
-                    )
-                } else {
-                    format!("linked to room {code}, but no host welcomed us in {:.0} s", args.join_timeout)
-                };
-                failure = Some((TIMED_OUT, why));
+                let why = JoinFailure::diagnose(&signal, &url, &ice, client.linked_peers(), args.join_timeout);
+                eprintln!("vimp join: {}", why.reason);
+                failure = Some((why.code, why.reason));
                 break;
             }
         }
@@ -505,9 +505,6 @@ pub fn join(args: &JoinArgs) -> anyhow::Result<i32> {
     let wall = end.as_secs_f64();
     let since_first = stats.first_snapshot_at.map(|t| (end - t).as_secs_f64()).unwrap_or(0.0);
     rtts.sort_by(f64::total_cmp);
-    if let Some((_, why)) = &failure {
-        eprintln!("vimp join: {why}");
-    }
     let report = json!({
         "joined": client.welcome().is_some(),
         "reason": failure.as_ref().map(|(_, why)| why),
@@ -552,5 +549,60 @@ pub fn join(args: &JoinArgs) -> anyhow::Result<i32> {
 /// welcome.
 pub const UNREACHABLE: i32 = 3;
 
-/// `vimp join`'s exit code when no host welcomed us within `--join-timeout`.
+/// `vimp join`'s exit code when no host welcomed us within `--join-timeout`: no host in the
+/// room, or linked but not welcomed.
 pub const TIMED_OUT: i32 = 4;
+
+/// `vimp join`'s exit code when the room has a host but no network path to it was found
+/// within `--join-timeout` (strict NATs on both sides and no TURN relay that gets through).
+pub const NO_PATH: i32 = 5;
+
+/// Why a join got no welcome in time, and the exit code that says so.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JoinFailure {
+    /// [`TIMED_OUT`] or [`NO_PATH`].
+    pub code: i32,
+    /// What to tell the player.
+    pub reason: String,
+}
+
+impl JoinFailure {
+    /// Works out why: linked to a peer but not welcomed; or, asking the signalling server
+    /// `signal` who is in the room of `room_url` (`GET /rooms/CODE`, `vimp signal` only), no
+    /// host there, or a host with no network path to it (`ice`: were we given a TURN relay?).
+    pub fn diagnose(signal: &str, room_url: &str, ice: &[IceServer], linked: usize, waited_s: f64) -> JoinFailure {
+        let room = room_url.rsplit_once('/').map_or(room_url, |(_, room)| room);
+        let code = LobbyCode::parse(room).map_or_else(|_| room.to_owned(), |c| c.grouped());
+        let timed_out = |reason: String| JoinFailure { code: TIMED_OUT, reason };
+        if linked > 0 {
+            return timed_out(format!("linked to room {code}, but no host welcomed us in {waited_s:.0} s"));
+        }
+        match vimp_netcode::signal::fetch_room(signal, room, Duration::from_secs(2)) {
+            // We are one of them.
+            Ok(info) if info.peers <= 1 => {
+                timed_out(format!("no host in room {code}: check the code (or the host has left)"))
+            }
+            Ok(_) => {
+                let relayed =
+                    ice.iter().flat_map(|s| &s.urls).any(|u| u.starts_with("turn:") || u.starts_with("turns:"));
+                let reason = if relayed {
+                    format!(
+                        "room {code} has a host, but no network path to it was found in {waited_s:.0} s, not even \
+                         through the TURN relay (can it be reached on UDP 3478 and its relay ports?)"
+                    )
+                } else {
+                    format!(
+                        "room {code} has a host, but no network path to it was found in {waited_s:.0} s: both sides \
+                         are behind strict NATs, and a TURN relay is needed (the rendezvous hands out none: \
+                         `vimp signal --turn URL --turn-secret S`)"
+                    )
+                };
+                JoinFailure { code: NO_PATH, reason }
+            }
+            Err(_) => timed_out(format!(
+                "no peer of room {code} could be reached in {waited_s:.0} s: no host in the room (check the code), \
+                 or no network path to it (behind strict NATs on both sides a TURN relay is needed)"
+            )),
+        }
+    }
+}

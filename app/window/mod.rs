@@ -30,6 +30,7 @@ use vimp_netcode::transport::Transport;
 use vimp_netcode::transport::webrtc::WebRtcTransport;
 
 use crate::window::embedded::{EmbeddedConfig, EmbeddedHost, OnlineConfig};
+use crate::window::net::Joining;
 use crate::window::net::MatchState;
 use crate::window::settings::Settings;
 use crate::window::standby::Standby;
@@ -321,6 +322,7 @@ pub fn start_match(kind: &MatchKind, settings: &Settings) -> anyhow::Result<Matc
             let client = vimp_netcode::client::Client::with_config(transport, hello, config);
             let mut state = MatchState::with_client(client, None, clock, format!("joined {url}"));
             state.room = tokens.map(|t| (url.clone(), t));
+            state.joining = Some(Joining::new(signal, url.clone(), ice));
             // A player can be chosen to take the match over; a spectator never is.
             if !*spectate {
                 state.standby = Some(Standby::start(clock)?);

@@ -24,6 +24,7 @@ use vimp_netcode::meta::{
 use vimp_netcode::session::Hello;
 use vimp_netcode::transport::Transport;
 
+use crate::net_cmd::JoinFailure;
 use crate::successor::SuccessorEvent;
 use crate::window::embedded::{EmbeddedHost, HostNote};
 use crate::window::graph::NetGraph;
@@ -117,6 +118,60 @@ pub struct MatchState {
     pub last_divergence: Option<vimp_netcode::divergence::DivergenceRecord>,
     /// The keys held now, by action name.
     pub held: Vec<String>,
+    /// For a match joined over the network: why we are not in, once that is known.
+    pub joining: Option<Joining>,
+}
+
+/// A join that has not been welcomed yet, and what to ask to say why when none comes.
+pub struct Joining {
+    /// The signalling server.
+    pub signal: String,
+    /// The room's URL.
+    pub url: String,
+    /// The ICE servers the join uses.
+    pub ice: Vec<vimp_netcode::signal::IceServer>,
+    /// How long to wait for the welcome before saying why there is none.
+    pub timeout: Duration,
+    /// The diagnosis under way (it asks the signalling server, so not on the frame).
+    asked: Option<std::sync::mpsc::Receiver<JoinFailure>>,
+    /// Why the join failed, once known.
+    pub failure: Option<JoinFailure>,
+}
+
+impl Joining {
+    /// How long a join waits for its welcome before it says why there is none, by default.
+    pub const TIMEOUT: Duration = Duration::from_secs(15);
+
+    /// A join of the room at `url` through `signal`, with `ice`.
+    pub fn new(signal: String, url: String, ice: Vec<vimp_netcode::signal::IceServer>) -> Joining {
+        Joining { signal, url, ice, timeout: Self::TIMEOUT, asked: None, failure: None }
+    }
+
+    /// Watches a join not welcomed yet: the signalling server lost, or no welcome within
+    /// [`timeout`](Joining::timeout), becomes a [`JoinFailure`].
+    fn update(&mut self, client: &Client<Box<dyn Transport>>, now: Duration) {
+        if self.failure.is_some() || client.welcome().is_some() {
+            return;
+        }
+        if let Some(reason) = client.transport().failure() {
+            self.failure = Some(JoinFailure { code: crate::net_cmd::UNREACHABLE, reason });
+            return;
+        }
+        if now >= self.timeout && self.asked.is_none() {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let (signal, url, ice, linked) =
+                (self.signal.clone(), self.url.clone(), self.ice.clone(), client.linked_peers());
+            let waited = now.as_secs_f64();
+            std::thread::spawn(move || {
+                let _ = tx.send(JoinFailure::diagnose(&signal, &url, &ice, linked, waited));
+            });
+            self.asked = Some(rx);
+        }
+        if let Some(answer) = self.asked.as_ref().and_then(|rx| rx.try_recv().ok()) {
+            bevy::log::warn!("could not join {}: {}", self.url, answer.reason);
+            self.failure = Some(answer);
+        }
+    }
 }
 
 impl std::fmt::Debug for MatchState {
@@ -183,6 +238,7 @@ impl MatchState {
             migrations_seen: 0,
             host_banner: None,
             held: Vec::new(),
+            joining: None,
         }
     }
 
@@ -206,6 +262,9 @@ impl MatchState {
         let now = self.now();
         let before = self.client.stats().clone();
         self.client.update(now);
+        if let Some(joining) = self.joining.as_mut() {
+            joining.update(&self.client, now);
+        }
         if let Some(standby) = self.standby.as_mut() {
             standby.update(&mut self.client, now);
             for event in standby.take_events(&mut self.client) {

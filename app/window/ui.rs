@@ -131,6 +131,7 @@ fn menu_ui(
                 Page::Host => {
                     ui.heading("Host a match");
                     ui.label("Friends join with the lobby code shown once the match starts.");
+                    ui.label(reachability(&store.settings.signal_url));
                     egui::Grid::new("host").num_columns(2).show(ui, |ui| {
                         ui.label("map file");
                         ui.text_edit_singleline(&mut store.settings.map);
@@ -172,7 +173,7 @@ fn menu_ui(
                         ui.checkbox(&mut state.join_spectate, "watch only (spectate)");
                         ui.end_row();
                     });
-                    ui.label(format!("signalling server: {}", store.settings.signal_url));
+                    ui.label(format!("rendezvous: {}", store.settings.signal_url));
                     if ui.add(wide("Join")).clicked() {
                         let password = Some(state.join_password.clone()).filter(|p| !p.is_empty());
                         request.kind =
@@ -217,6 +218,19 @@ fn menu_ui(
     Ok(())
 }
 
+/// Who can join a match hosted with the rendezvous `signal`: with the default one this
+/// process runs its own signalling server, which only this network can reach.
+fn reachability(signal: &str) -> String {
+    if signal.trim_end_matches('/') == crate::net_cmd::DEFAULT_SIGNAL {
+        "LAN only: friends on this network join through this machine's own signalling server \
+         (port 3536). For friends in other homes, set a rendezvous in Settings (`vimp signal` on a \
+         public machine, beside a TURN server)."
+            .to_owned()
+    } else {
+        format!("Reachable from other homes through the rendezvous {signal}.")
+    }
+}
+
 /// A row choosing the bots' skill; returns whether it changed.
 fn skill_picker(ui: &mut egui::Ui, id: &str, skill: &mut BotSkill) -> bool {
     let before = *skill;
@@ -246,7 +260,7 @@ fn settings_page(ui: &mut egui::Ui, state: &mut UiState, store: &mut SettingsSto
         ui.label("nickname");
         changed |= ui.text_edit_singleline(&mut s.nickname).lost_focus();
         ui.end_row();
-        ui.label("signalling server");
+        ui.label("rendezvous (signalling server), for hosting and joining");
         changed |= ui.text_edit_singleline(&mut s.signal_url).lost_focus();
         ui.end_row();
         for (label, list) in [("STUN servers", &mut s.stun), ("TURN servers", &mut s.turn)] {
@@ -600,8 +614,12 @@ fn match_ui(
     }
 
     // The black screen, or the end of the session.
+    let failed = m.joining.as_ref().and_then(|j| j.failure.as_ref());
     let blackout = match (&m.tech, m.client.closed()) {
         (_, Some((code, reason))) => Some(format!("disconnected: {reason} ({code})")),
+        _ if m.client.welcome().is_none() && failed.is_some() => {
+            failed.map(|f| format!("could not join: {}", f.reason))
+        }
         (Some(TechInform::Show { code, params }), None) => Some(crate::tanks::hud::tech_text(*code, params.as_deref())),
         _ if m.client.welcome().is_none() => {
             Some(if now.as_secs() < 1 { String::new() } else { "connecting…".to_owned() })
@@ -615,7 +633,7 @@ fn match_ui(
                 p.vertical_centered(|p| {
                     p.add_space(p.available_height() / 2.0 - 40.0);
                     p.label(egui::RichText::new(text).size(28.0).color(egui::Color32::WHITE));
-                    if m.client.closed().is_some() && p.button("Back to the menu").clicked() {
+                    if (m.client.closed().is_some() || failed.is_some()) && p.button("Back to the menu").clicked() {
                         leave = true;
                     }
                 });

@@ -32,6 +32,18 @@ use serde::{Deserialize, Serialize};
 /// The path at which the ICE server list is served.
 pub const ICE_PATH: &str = "/ice";
 
+/// The path under which a room's head count is served: `GET /rooms/CODE` answers
+/// [`RoomInfo`] (`{"peers": N}`, everyone whose websocket is in room `CODE` now). A peer
+/// that cannot get in asks it to tell "no host in the room" from "no network path to it".
+pub const ROOMS_PATH: &str = "/rooms";
+
+/// What `GET /rooms/CODE` answers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoomInfo {
+    /// How many peers are in the room now, the asking one included if its websocket is open.
+    pub peers: usize,
+}
+
 /// The default port of the signalling server.
 pub const DEFAULT_PORT: u16 = 3536;
 
@@ -140,10 +152,26 @@ pub enum SignalError {
 /// Plain `ws://` only (the request is HTTP/1.1 over the same address); a `wss://` server's
 /// list comes from flags or settings instead.
 pub fn fetch_ice(server: &str, timeout: std::time::Duration) -> Result<IceConfig, SignalError> {
+    http_get(server, ICE_PATH, "the ICE list", timeout)
+}
+
+/// Asks the signalling server at `server` (`ws://HOST:PORT`) how many peers room `room` holds
+/// (`GET /rooms/ROOM`). Servers other than `vimp signal` do not answer it.
+pub fn fetch_room(server: &str, room: &str, timeout: std::time::Duration) -> Result<RoomInfo, SignalError> {
+    http_get(server, &format!("{ROOMS_PATH}/{room}"), "the room", timeout)
+}
+
+/// `GET path` on the signalling server's HTTP side, its JSON answer parsed.
+fn http_get<T: serde::de::DeserializeOwned>(
+    server: &str,
+    path: &str,
+    what: &str,
+    timeout: std::time::Duration,
+) -> Result<T, SignalError> {
     use std::io::{Read, Write};
     use std::net::{TcpStream, ToSocketAddrs};
 
-    let fail = |reason: String| SignalError::Serve(format!("fetching the ICE list from {server}: {reason}"));
+    let fail = |reason: String| SignalError::Serve(format!("fetching {what} from {server}: {reason}"));
     let authority = server
         .strip_prefix("ws://")
         .ok_or_else(|| fail("only ws:// signalling servers serve it over plain HTTP".into()))?
@@ -156,7 +184,7 @@ pub fn fetch_ice(server: &str, timeout: std::time::Duration) -> Result<IceConfig
         .ok_or_else(|| fail("the address resolves to nothing".into()))?;
     let mut stream = TcpStream::connect_timeout(&addr, timeout).map_err(|e| fail(e.to_string()))?;
     stream.set_read_timeout(Some(timeout)).map_err(|e| fail(e.to_string()))?;
-    write!(stream, "GET {ICE_PATH} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n")
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n")
         .map_err(|e| fail(e.to_string()))?;
     let mut answer = Vec::new();
     stream.take(64 * 1024).read_to_end(&mut answer).map_err(|e| fail(e.to_string()))?;
@@ -178,6 +206,52 @@ fn host_of(authority: &str) -> Option<&str> {
     ok.then_some(host)
 }
 
+/// Who is in which room, for `GET /rooms/CODE`. matchbox names the room when a websocket asks
+/// to connect, the peer when it assigns an id, and only the peer when it connects and leaves.
+#[derive(Debug, Default)]
+struct Rooms {
+    /// Rooms of websockets that asked to connect and have no id yet, by their address.
+    asking: std::collections::HashMap<SocketAddr, String>,
+    /// Each connected or connecting peer's room.
+    room_of: std::collections::HashMap<matchbox_socket::PeerId, String>,
+    /// Peers per room, connected ones only.
+    count: std::collections::HashMap<String, usize>,
+}
+
+impl Rooms {
+    /// Upgrades that never complete would otherwise pile up here.
+    const MAX_ASKING: usize = 4096;
+
+    fn asked(&mut self, origin: SocketAddr, room: String) {
+        if self.asking.len() >= Self::MAX_ASKING {
+            self.asking.clear();
+        }
+        self.asking.insert(origin, room);
+    }
+
+    fn assigned(&mut self, origin: SocketAddr, peer: matchbox_socket::PeerId) {
+        if let Some(room) = self.asking.remove(&origin) {
+            self.room_of.insert(peer, room);
+        }
+    }
+
+    fn joined(&mut self, peer: matchbox_socket::PeerId) {
+        if let Some(room) = self.room_of.get(&peer) {
+            *self.count.entry(room.clone()).or_default() += 1;
+        }
+    }
+
+    fn left(&mut self, peer: matchbox_socket::PeerId) {
+        let Some(room) = self.room_of.remove(&peer) else { return };
+        if let Some(n) = self.count.get_mut(&room) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                self.count.remove(&room);
+            }
+        }
+    }
+}
+
 /// A running signalling server.
 #[derive(Debug)]
 pub struct SignalServer {
@@ -188,6 +262,7 @@ pub struct SignalServer {
 
 impl SignalServer {
     /// Binds `config.bind` and serves on a thread of its own.
+    #[expect(clippy::result_large_err, reason = "matchbox's connection-request callback returns its HTTP response")]
     pub fn start(config: SignalConfig) -> Result<SignalServer, SignalError> {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let ice = config.ice.clone();
@@ -208,8 +283,40 @@ impl SignalServer {
             }
             std::future::ready(axum::Json(list))
         };
+        let rooms = std::sync::Arc::new(std::sync::Mutex::new(Rooms::default()));
+        let count = {
+            let rooms = rooms.clone();
+            move |axum::extract::Path(room): axum::extract::Path<String>| {
+                let peers = rooms.lock().map_or(0, |r| r.count.get(&room).copied().unwrap_or(0));
+                std::future::ready(axum::Json(RoomInfo { peers }))
+            }
+        };
+        let (asked, assigned, joined, left) = (rooms.clone(), rooms.clone(), rooms.clone(), rooms);
         let mut server = SignalingServer::full_mesh_builder(config.bind)
-            .mutate_router(move |router| router.route(ICE_PATH, get(answer)))
+            .mutate_router(move |router| {
+                router.route(ICE_PATH, get(answer)).route(&format!("{ROOMS_PATH}/{{room}}"), get(count))
+            })
+            .on_connection_request(move |meta| {
+                if let Ok(mut rooms) = asked.lock() {
+                    rooms.asked(meta.origin, meta.path.unwrap_or_else(|| "world".into()));
+                }
+                Ok(true)
+            })
+            .on_id_assignment(move |(origin, peer)| {
+                if let Ok(mut rooms) = assigned.lock() {
+                    rooms.assigned(origin, peer);
+                }
+            })
+            .on_peer_connected(move |peer| {
+                if let Ok(mut rooms) = joined.lock() {
+                    rooms.joined(peer);
+                }
+            })
+            .on_peer_disconnected(move |peer| {
+                if let Ok(mut rooms) = left.lock() {
+                    rooms.left(peer);
+                }
+            })
             .with_shutdown(rx)
             .build();
         let addr = server.bind().map_err(|e| SignalError::Bind { addr: config.bind, reason: e.to_string() })?;
@@ -389,6 +496,50 @@ mod tests {
         let msg: serde_json::Value = serde_json::from_slice(&frame[2..2 + len]).expect("json");
         assert!(msg["IdAssigned"].is_string(), "{msg}");
         drop(s);
+        server.stop().expect("stops");
+    }
+
+    /// Opens a websocket into `room` and waits for its id.
+    fn enter(server: &SignalServer, room: &str) -> TcpStream {
+        let mut s = TcpStream::connect(server.addr()).expect("connect");
+        write!(
+            s,
+            "GET /{room} HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+             Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        )
+        .expect("write");
+        read_until(&mut s, |b| String::from_utf8_lossy(b).contains("IdAssigned"));
+        s
+    }
+
+    /// Polls `GET /rooms/ROOM` until it says `want`, or fails after a deadline.
+    fn await_count(server: &SignalServer, room: &str, want: usize) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let info = fetch_room(&server.url(), room, Duration::from_secs(2)).expect("the room answers");
+            if info.peers == want {
+                return;
+            }
+            assert!(Instant::now() < deadline, "room {room}: {} peers, not {want}", info.peers);
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    #[test]
+    fn rooms_count_who_is_in_them() {
+        let server = SignalServer::start(local()).expect("starts");
+        await_count(&server, "K7MP2Q", 0);
+        let a = enter(&server, "K7MP2Q");
+        let b = enter(&server, "K7MP2Q");
+        let other = enter(&server, "ABCDEF");
+        await_count(&server, "K7MP2Q", 2);
+        await_count(&server, "ABCDEF", 1);
+        drop(a);
+        await_count(&server, "K7MP2Q", 1);
+        drop(b);
+        drop(other);
+        await_count(&server, "K7MP2Q", 0);
+        await_count(&server, "ABCDEF", 0);
         server.stop().expect("stops");
     }
 

@@ -38,21 +38,29 @@ pub(crate) fn in_own_netns(test: &str) -> bool {
 }
 
 /// A child process whose stdout and stderr lines arrive on channels, killed on drop.
-struct Proc {
-    child: Child,
+pub(crate) struct Proc {
+    pub(crate) child: Child,
     lines: Receiver<String>,
     errs: Receiver<String>,
 }
 
 impl Proc {
-    fn spawn(args: &[&str]) -> Proc {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_vimp"))
-            .args(args)
-            .current_dir(repo(""))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("vimp starts");
+    pub(crate) fn spawn(args: &[&str]) -> Proc {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_vimp"));
+        command.args(args);
+        Proc::start(command)
+    }
+
+    /// `vimp` with `args` in the network namespace `netns` (`ip netns exec`, which becomes it).
+    pub(crate) fn spawn_in(netns: &str, args: &[&str]) -> Proc {
+        let mut command = Command::new("ip");
+        command.args(["netns", "exec", netns, env!("CARGO_BIN_EXE_vimp")]).args(args);
+        Proc::start(command)
+    }
+
+    fn start(mut command: Command) -> Proc {
+        let mut child =
+            command.current_dir(repo("")).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("vimp starts");
         let stdout: ChildStdout = child.stdout.take().expect("stdout");
         let stderr = child.stderr.take().expect("stderr");
         let (tx, lines) = channel();
@@ -75,12 +83,12 @@ impl Proc {
     }
 
     /// The stderr lines so far.
-    fn err_lines(&self) -> Vec<String> {
+    pub(crate) fn err_lines(&self) -> Vec<String> {
         self.errs.try_iter().collect()
     }
 
     /// The first line containing `needle`, waiting at most `limit`.
-    fn line_with(&self, needle: &str, limit: Duration) -> String {
+    pub(crate) fn line_with(&self, needle: &str, limit: Duration) -> String {
         let deadline = Instant::now() + limit;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -93,7 +101,7 @@ impl Proc {
     }
 
     /// Like [`Proc::finish`], with the stderr lines not read yet.
-    fn finish_with_errs(mut self, limit: Duration) -> (String, std::process::ExitStatus, Vec<String>) {
+    pub(crate) fn finish_with_errs(mut self, limit: Duration) -> (String, std::process::ExitStatus, Vec<String>) {
         let errs = std::mem::replace(&mut self.errs, channel().1);
         let (out, status) = self.finish(limit);
         let rest = errs.try_iter().collect();
@@ -101,7 +109,7 @@ impl Proc {
     }
 
     /// Everything it printed until it exits (at most `limit`), and its exit status.
-    fn finish(mut self, limit: Duration) -> (String, std::process::ExitStatus) {
+    pub(crate) fn finish(mut self, limit: Duration) -> (String, std::process::ExitStatus) {
         let deadline = Instant::now() + limit;
         let mut out = String::new();
         loop {
@@ -194,7 +202,8 @@ fn two_clients_join_a_host_by_code_over_webrtc() {
 }
 
 /// A join that cannot get in says why, with its own exit code, and does not wait out
-/// `--seconds`: no signalling server (3), or nobody to welcome it in the room (4).
+/// `--seconds`: no signalling server (3), nobody to welcome it in the room (4), or someone in
+/// the room it finds no path to (5).
 #[test]
 fn a_join_that_cannot_get_in_says_why() {
     if !in_own_netns("webrtc::a_join_that_cannot_get_in_says_why") {
@@ -218,7 +227,20 @@ fn a_join_that_cannot_get_in_says_why() {
     let (r, code) = join(&url, &["--join-timeout", "2"]);
     println!("empty room: {r}");
     assert_eq!((r["joined"].clone(), code), (serde_json::json!(false), Some(4)));
-    assert!(r["reason"].as_str().is_some_and(|w| w.contains("no host in the room") && w.contains("K7M-P2Q")), "{r}");
+    assert!(r["reason"].as_str().is_some_and(|w| w.contains("no host in room K7M-P2Q")), "{r}");
+
+    // A member that never answers is in the room: the rendezvous says so, so the reason is the
+    // missing path (on a real network: strict NATs on both sides and no TURN relay).
+    let (_silent, _) = tungstenite::connect(format!("{url}/K7MP2Q")).expect("the signalling server takes us");
+    let (r, code) = join(&url, &["--join-timeout", "2"]);
+    println!("a host with no path to it: {r}");
+    assert_eq!((r["joined"].clone(), code), (serde_json::json!(false), Some(5)));
+    assert!(
+        r["reason"]
+            .as_str()
+            .is_some_and(|w| w.contains("room K7M-P2Q has a host") && w.contains("TURN relay is needed")),
+        "{r}"
+    );
 }
 
 /// Room members of our own making send the host a malformed SDP offer and malformed answers
@@ -306,12 +328,12 @@ fn malformed_sdp_through_signalling_breaks_nothing() {
 
 /// The stderr lines of several processes: `(process index, line, already matched)`.
 #[derive(Default)]
-struct ErrLog(Vec<(usize, String, bool)>);
+pub(crate) struct ErrLog(pub(crate) Vec<(usize, String, bool)>);
 
 impl ErrLog {
     /// Waits until some process printed a stderr line containing `needle` not matched
     /// before; marks it matched and returns the process's index.
-    fn wait(&mut self, procs: &[&Proc], needle: &str, limit: Duration) -> usize {
+    pub(crate) fn wait(&mut self, procs: &[&Proc], needle: &str, limit: Duration) -> usize {
         let deadline = Instant::now() + limit;
         loop {
             for (i, p) in procs.iter().enumerate() {
@@ -326,11 +348,11 @@ impl ErrLog {
         }
     }
 
-    fn count(&self, needle: &str) -> usize {
+    pub(crate) fn count(&self, needle: &str) -> usize {
         self.0.iter().filter(|(_, l, _)| l.contains(needle)).count()
     }
 
-    fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         self.0.iter().map(|(i, l, _)| format!("[{i}] {l}")).collect::<Vec<_>>().join("\n")
     }
 }
@@ -465,14 +487,59 @@ fn the_players_vote_a_headless_host_away_and_no_tick_is_lost() {
 }
 
 /// A headless client's JSON report (its whole stdout).
-fn report(out: &str) -> serde_json::Value {
+pub(crate) fn report(out: &str) -> serde_json::Value {
     serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("a JSON report ({e}):\n{out}"))
 }
 
 /// A headless host's JSON report (after the lines it prints first) and its last tick.
-fn host_report(out: &str) -> (serde_json::Value, u64) {
+pub(crate) fn host_report(out: &str) -> (serde_json::Value, u64) {
     let start = out.find('{').unwrap_or_else(|| panic!("the host's JSON report:\n{out}"));
     let report: serde_json::Value = serde_json::from_str(&out[start..]).expect("JSON");
     let ticks = report["ticks"].as_u64().expect("ticks");
     (report, ticks)
+}
+
+/// The window's join says why it cannot get in, and stops waiting: no signalling server at
+/// once, an empty room after its timeout.
+#[test]
+fn the_window_says_why_a_join_cannot_get_in() {
+    if !in_own_netns("webrtc::the_window_says_why_a_join_cannot_get_in") {
+        return;
+    }
+    use vimp::window::settings::Settings;
+    use vimp::window::{MatchKind, start_match};
+    let join = |signal: &str| MatchKind::Join {
+        target: "k7mp2q".into(),
+        password: None,
+        signal: Some(signal.to_owned()),
+        spectate: true,
+        nickname: None,
+        host_timeout_ms: None,
+    };
+    let failure = |m: &mut vimp::window::net::MatchState| {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            m.update();
+            if let Some(f) = m.joining.as_ref().and_then(|j| j.failure.clone()) {
+                return f;
+            }
+            assert!(Instant::now() < deadline, "the join never said why it is not in");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    };
+    let settings = Settings::default();
+    let mut m = start_match(&join("ws://127.0.0.1:1"), &settings).expect("the join starts");
+    let f = failure(&mut m);
+    assert_eq!(f.code, 3, "{f:?}");
+    assert!(f.reason.contains("cannot reach the signalling server"), "{f:?}");
+
+    let signal = Proc::spawn(&["signal", "--bind", "127.0.0.1:0", "--stun-bind", "127.0.0.1:0"]);
+    let line = signal.line_with("listening on", Duration::from_secs(30));
+    let url = format!("ws://{}", line.split_whitespace().nth(4).expect("listening on ADDR"));
+    let mut m = start_match(&join(&url), &settings).expect("the join starts");
+    m.joining.as_mut().expect("a join").timeout = Duration::from_secs(1);
+    let f = failure(&mut m);
+    assert_eq!(f.code, 4, "{f:?}");
+    assert!(f.reason.contains("no host in room K7M-P2Q"), "{f:?}");
+    assert!(m.client.welcome().is_none());
 }

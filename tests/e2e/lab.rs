@@ -1,0 +1,211 @@
+//! Real matches across the home-network lab (`scripts/lab.sh`): players in homes behind NAT
+//! routers with a home firewall, the rendezvous (`vimp signal` beside coturn) on a public
+//! segment, access lines through the TUN link conditioner, all in a private namespace tree.
+//!
+//! The lab needs root, iptables and coturn, so these tests are ignored by a plain
+//! `cargo test`; `.ci/run` installs what they need and runs them:
+//! `cargo build -p vimp-lab && cargo test --test e2e lab:: -- --ignored --test-threads 1`.
+//! Each test re-runs itself inside a lab of its own and starts its processes with
+//! `ip netns exec HOME`.
+
+use std::process::Command;
+use std::time::Duration;
+
+use crate::repo;
+use crate::webrtc::{ErrLog, Proc, host_report, report};
+
+/// Runs the named test of this binary again inside a lab built with `lab` (`scripts/lab.sh`
+/// options); true when this call is already inside (then the caller runs the test's body).
+fn in_lab(test: &str, lab: &[&str]) -> bool {
+    if std::env::var_os("LAB_SIGNAL").is_some() {
+        return true;
+    }
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let out = Command::new(repo("scripts/lab.sh"))
+        .arg("--vimp")
+        .arg(env!("CARGO_BIN_EXE_vimp"))
+        .args(lab)
+        .arg("--")
+        .arg(exe)
+        .args(["--exact", test, "--ignored", "--nocapture", "--test-threads", "1"])
+        .output()
+        .expect("scripts/lab.sh runs");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "the test inside its lab failed:\n{text}");
+    assert!(text.contains("1 passed"), "the test did run inside the lab:\n{text}");
+    println!("{text}");
+    false
+}
+
+/// The lab's rendezvous.
+fn signal() -> String {
+    std::env::var("LAB_SIGNAL").expect("inside the lab")
+}
+
+/// A headless host with 2 bots on the small map in `home`, lobby `K7M-P2Q`, once it is in.
+fn host_in(home: &str, extra: &[&str]) -> Proc {
+    let signal = signal();
+    let mut args = vec!["host", "--headless", "--signal", &signal, "--code", "K7M-P2Q", "--bots", "2"];
+    args.extend(["--map", "maps/test-small.json"]);
+    args.extend(extra);
+    let host = Proc::spawn_in(home, &args);
+    host.line_with("lobby code", Duration::from_secs(30));
+    host
+}
+
+/// A headless client in `home` joining `K7M-P2Q` for `seconds`, printing its JSON report.
+fn join_from(home: &str, name: &str, seconds: &str, extra: &[&str]) -> Proc {
+    let signal = signal();
+    let mut args = vec!["join", "k7mp2q", "--signal", &signal, "--headless", "--name", name, "--seconds", seconds];
+    args.push("--json");
+    args.extend(extra);
+    Proc::spawn_in(home, &args)
+}
+
+/// One friend joins the host, both at home behind a NAT, and plays; returns its report.
+fn a_friend_plays(host_home: &str, friend_home: &str) -> serde_json::Value {
+    let _host = host_in(host_home, &["--seconds", "90"]);
+    let (out, status) = join_from(friend_home, "ann", "10", &[]).finish(Duration::from_secs(60));
+    let r = report(&out);
+    println!("ann: {r}");
+    assert!(status.success(), "{r}");
+    assert_eq!(r["joined"], true, "{r}");
+    let per_s = r["snapshots_per_s"].as_f64().expect("snapshots_per_s");
+    assert!(per_s >= 25.0, "{per_s} snapshots a second: {r}");
+    r
+}
+
+#[test]
+#[ignore = "needs the home-network lab (root, iptables, coturn): .ci/run runs it"]
+fn a_friend_joins_through_two_home_nats() {
+    if !in_lab("lab::a_friend_joins_through_two_home_nats", &["--home", "a:cone", "--home", "b:cone"]) {
+        return;
+    }
+    let r = a_friend_plays("a", "b");
+    // A hole punched through both NATs, to the host router's public address.
+    assert_eq!(r["host_path"], "reflexive", "{r}");
+}
+
+#[test]
+#[ignore = "needs the home-network lab (root, iptables, coturn): .ci/run runs it"]
+fn a_friend_joins_through_two_symmetric_nats_by_turn() {
+    if !in_lab(
+        "lab::a_friend_joins_through_two_symmetric_nats_by_turn",
+        &["--home", "a:symmetric", "--home", "b:symmetric"],
+    ) {
+        return;
+    }
+    let r = a_friend_plays("a", "b");
+    // A new port for every destination on both sides: only the relay gets through.
+    assert_eq!(r["host_path"], "relayed", "{r}");
+}
+
+#[test]
+#[ignore = "needs the home-network lab (root, iptables, coturn): .ci/run runs it"]
+fn a_join_with_no_path_to_the_host_says_a_relay_is_needed() {
+    if !in_lab(
+        "lab::a_join_with_no_path_to_the_host_says_a_relay_is_needed",
+        &["--home", "a:symmetric", "--home", "b:symmetric", "--no-turn"],
+    ) {
+        return;
+    }
+    let _host = host_in("a", &["--seconds", "90"]);
+    let (out, status) = join_from("b", "ann", "60", &["--join-timeout", "5"]).finish(Duration::from_secs(40));
+    let r = report(&out);
+    println!("ann: {r}");
+    assert_eq!((r["joined"].clone(), status.code()), (serde_json::json!(false), Some(5)), "{r}");
+    let reason = r["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("room K7M-P2Q has a host") && reason.contains("TURN relay is needed"), "{r}");
+}
+
+#[test]
+#[ignore = "needs the home-network lab (root, iptables, coturn): .ci/run runs it"]
+fn a_join_over_a_slow_lossy_line_plays() {
+    // Each line holds a packet 25 ± 5 ms and loses 1 % each way: between the homes that is a
+    // round trip of about 100 ± 20 ms, and 2 % of the packets lost in each direction.
+    if !in_lab(
+        "lab::a_join_over_a_slow_lossy_line_plays",
+        &["--home", "a:cone", "--home", "b:cone", "--line", "a:25:5:1", "--line", "b:25:5:1"],
+    ) {
+        return;
+    }
+    let _host = host_in("a", &["--seconds", "90"]);
+    let (out, status) = join_from("b", "ann", "14", &[]).finish(Duration::from_secs(60));
+    let r = report(&out);
+    println!("ann: {r}");
+    assert!(status.success(), "{r}");
+    assert_eq!(r["joined"], true, "{r}");
+    let per_s = r["snapshots_per_s"].as_f64().expect("snapshots_per_s");
+    // Snapshots are unreliable: some are lost on the way, the rest keep coming.
+    assert!(per_s >= 20.0, "{per_s} snapshots a second: {r}");
+    let rtt = r["rtt_ms_p50"].as_f64().expect("an RTT was measured");
+    assert!((70.0..300.0).contains(&rtt), "the line's round trip shows: {rtt} ms: {r}");
+}
+
+#[test]
+#[ignore = "needs the home-network lab (root, iptables, coturn): .ci/run runs it"]
+fn a_host_on_an_8_mbit_uplink_feeds_four_friends() {
+    if !in_lab(
+        "lab::a_host_on_an_8_mbit_uplink_feeds_four_friends",
+        &[
+            "--home", "a:cone", "--home", "b:cone", "--home", "c:cone", "--home", "d:cone", "--home", "e:cone",
+            "--uplink", "a:8mbit",
+        ],
+    ) {
+        return;
+    }
+    let host = host_in("a", &["--seconds", "40", "--json"]);
+    let friends: Vec<Proc> = ["b", "c", "d", "e"].iter().map(|home| join_from(home, home, "16", &[])).collect();
+    for (home, friend) in ["b", "c", "d", "e"].iter().zip(friends) {
+        let (out, status) = friend.finish(Duration::from_secs(90));
+        let r = report(&out);
+        println!("{home}: {r}");
+        assert!(status.success(), "{r}");
+        assert_eq!(r["joined"], true, "{r}");
+        let per_s = r["snapshots_per_s"].as_f64().expect("snapshots_per_s");
+        assert!(per_s >= 28.0, "{home}: {per_s} snapshots a second through the capped uplink: {r}");
+    }
+    let (out, _) = host.finish(Duration::from_secs(60));
+    let (r, _) = host_report(&out);
+    println!("host: {r}");
+}
+
+#[test]
+#[ignore = "needs the home-network lab (root, iptables, coturn): .ci/run runs it"]
+fn the_match_goes_on_in_another_home_when_its_host_is_killed() {
+    if !in_lab(
+        "lab::the_match_goes_on_in_another_home_when_its_host_is_killed",
+        &["--home", "a:cone", "--home", "b:cone", "--home", "c:symmetric"],
+    ) {
+        return;
+    }
+    let mut host = host_in("a", &["--seconds", "120"]);
+    // Bob is behind a symmetric NAT: his links to the host and to Ann go through the relay.
+    let (ann, bob) = (join_from("b", "ann", "40", &[]), join_from("c", "bob", "48", &[]));
+    let mut log = ErrLog::default();
+    let mut ready = [false; 2];
+    while ready != [true, true] {
+        ready[log.wait(&[&ann, &bob], "linked to 2 peer(s)", Duration::from_secs(40))] = true;
+    }
+    let mut shadowing = [false; 2];
+    while shadowing != [true, true] {
+        shadowing[log.wait(&[&ann, &bob], "shadowing the host", Duration::from_secs(20))] = true;
+    }
+    host.child.kill().expect("SIGKILL the host");
+    let _ = host.child.wait();
+    log.wait(&[&ann, &bob], "took the match over", Duration::from_secs(10));
+    let mut changed = [false; 2];
+    while changed != [true, true] {
+        changed[log.wait(&[&ann, &bob], "the host changed", Duration::from_secs(10))] = true;
+    }
+    assert_eq!(log.count("took the match over"), 1, "one successor took over:\n{}", log.text());
+    let (out_a, status_a) = ann.finish(Duration::from_secs(60));
+    let (out_b, status_b) = bob.finish(Duration::from_secs(60));
+    let (ra, rb) = (report(&out_a), report(&out_b));
+    println!("ann: {ra}\nbob: {rb}\nstderr:\n{}", log.text());
+    assert!(status_a.success() && status_b.success(), "both leave cleanly");
+    for r in [&ra, &rb] {
+        assert!(r["migrations"].as_u64().is_some_and(|n| n >= 1), "the host changed: {r}");
+        assert!(r["snapshots_after_host_change"].as_u64().is_some_and(|n| n > 100), "the match goes on: {r}");
+    }
+}
