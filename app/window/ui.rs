@@ -597,7 +597,8 @@ fn match_ui(
             w.label(format!("host epoch {}  host changes {}", stats.host_epoch, stats.migrations));
             // How the link to the host goes; nothing for a host in this process.
             if let Some(path) = m.client.host_peer().and_then(|host| m.client.transport().path(host)) {
-                w.label(format!("link to the host: {}", path.as_str()));
+                let rtt = m.client.rtt_ms().map_or_else(String::new, |ms| format!(", round trip {ms:.0} ms"));
+                w.label(format!("link to the host: {}{rtt}", path.as_str()));
             }
             if let Some(standby) = &m.standby {
                 let (checkpoints, mismatches, errors) = standby.figures();

@@ -243,23 +243,28 @@ fn a_join_that_cannot_get_in_says_why() {
     );
 }
 
-/// Room members of our own making send the host a malformed SDP offer and malformed answers
-/// through `vimp signal` (any member of a room can): each ends that one handshake, and a real
-/// client joins after.
+/// Room members of our own making send the host a malformed SDP offer, malformed answers and
+/// malformed ICE candidates through `vimp signal` (any member of a room can): each ends or
+/// spoils that one handshake, and a real client joins after.
 #[test]
 fn malformed_sdp_through_signalling_breaks_nothing() {
     if !in_own_netns("webrtc::malformed_sdp_through_signalling_breaks_nothing") {
         return;
     }
-    // First a member there before the host: the host hears of it from its offer, and
-    // accepts, until it reads the offer.
+    // First two members there before the host: the host hears of each from its offer, and
+    // accepts. One offers garbage; the other a well-formed offer the host answers, then
+    // malformed ICE candidates.
     let signal = Proc::spawn(&["signal", "--bind", "127.0.0.1:0", "--stun-bind", "127.0.0.1:0"]);
     let line = signal.line_with("listening on", Duration::from_secs(30));
     let url = format!("ws://{}", line.split_whitespace().nth(4).expect("listening on ADDR"));
-    let (mut early, _) = tungstenite::connect(format!("{url}/K7MP2Q")).expect("the signalling server takes us");
-    if let tungstenite::stream::MaybeTlsStream::Plain(tcp) = early.get_mut() {
-        tcp.set_read_timeout(Some(Duration::from_secs(1))).expect("a read timeout");
-    }
+    let member = || {
+        let (mut ws, _) = tungstenite::connect(format!("{url}/K7MP2Q")).expect("the signalling server takes us");
+        if let tungstenite::stream::MaybeTlsStream::Plain(tcp) = ws.get_mut() {
+            tcp.set_read_timeout(Some(Duration::from_secs(1))).expect("a read timeout");
+        }
+        ws
+    };
+    let (mut early, mut candid) = (member(), member());
     let host = Proc::spawn(&[
         "host",
         "--headless",
@@ -274,19 +279,48 @@ fn malformed_sdp_through_signalling_breaks_nothing() {
         "--seconds",
         "60",
     ]);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let host_id = loop {
-        assert!(Instant::now() < deadline, "the host never came into the room");
-        let Ok(tungstenite::Message::Text(text)) = early.read() else { continue };
-        let event: serde_json::Value = serde_json::from_str(&text).expect("JSON events");
-        if let Some(id) = event.get("NewPeer") {
-            break id.clone();
+    type Ws = tungstenite::WebSocket<tungstenite::stream::MaybeTlsStream<std::net::TcpStream>>;
+    // The first event of `ws` for which `pick` says something, within 30 s.
+    let next = |ws: &mut Ws, what: &str, pick: &dyn Fn(&serde_json::Value) -> Option<serde_json::Value>| {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            assert!(Instant::now() < deadline, "no {what} in time");
+            let Ok(tungstenite::Message::Text(text)) = ws.read() else { continue };
+            let event: serde_json::Value = serde_json::from_str(&text).expect("JSON events");
+            if let Some(found) = pick(&event) {
+                return found;
+            }
         }
     };
-    let offer = serde_json::json!({ "Signal": { "receiver": host_id, "data": { "Offer": "garbage" } } });
-    early.send(tungstenite::Message::text(offer.to_string())).expect("send the offer");
-    early.flush().expect("flush");
+    let send = |ws: &mut Ws, to: &serde_json::Value, data: serde_json::Value| {
+        let signal = serde_json::json!({ "Signal": { "receiver": to, "data": data } });
+        ws.send(tungstenite::Message::text(signal.to_string())).expect("send a signal");
+        ws.flush().expect("flush");
+    };
+    let new_peer = |e: &serde_json::Value| e.get("NewPeer").cloned();
+    let host_id = next(&mut early, "host in the room", &new_peer);
+    send(&mut early, &host_id, serde_json::json!({ "Offer": "garbage" }));
     let _ = early.close(None);
+    let host_id = next(&mut candid, "host in the room", &new_peer);
+    let fingerprint = vec!["AB"; 32].join(":");
+    let offer = format!(
+        "v=0\r\no=- 1 1 IN IP4 0.0.0.0\r\ns=-\r\nt=0 0\r\na=fingerprint:sha-256 {fingerprint}\r\n\
+         a=group:BUNDLE 0\r\nm=application 9 UDP/DTLS/SCTP webrtc-datachannel\r\nc=IN IP4 0.0.0.0\r\n\
+         a=setup:actpass\r\na=mid:0\r\na=sendrecv\r\na=sctp-port:5000\r\na=max-message-size:65536\r\n\
+         a=ice-ufrag:abcdefghijklmnop\r\na=ice-pwd:abcdefghijklmnopqrstuvwxyzABCDEF\r\n"
+    );
+    send(&mut candid, &host_id, serde_json::json!({ "Offer": offer }));
+    next(&mut candid, "answer from the host", &|e| e["Signal"]["data"].get("Answer").cloned());
+    for candidate in [
+        "garbage".to_owned(),
+        serde_json::json!({ "candidate": "candidate:garbage" }).to_string(),
+        serde_json::json!({ "candidate": "candidate:1 1 udp 1 999.1.1.1 70000 typ host" }).to_string(),
+        serde_json::json!({ "candidate": "", "sdpMid": 7 }).to_string(),
+        serde_json::json!({ "candidate": "candidate:1 1 udp 2130706431 127.0.0.1 9 typ nonsense" }).to_string(),
+    ] {
+        send(&mut candid, &host_id, serde_json::json!({ "IceCandidate": candidate }));
+    }
+    let _ = candid.close(None);
     // Then members the host offers to, answering garbage.
     let no_sdp = "v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\n";
     for answer in ["garbage", "", no_sdp] {

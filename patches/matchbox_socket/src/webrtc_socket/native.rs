@@ -611,7 +611,11 @@ impl CandidateTrickle {
                         Ok(candidate_init) => {
                             debug!("ice candidate received: {}", candidate_init.candidate);
                             record_signaled_candidate(&signaled, &candidate_init.candidate);
-                            peer_connection.add_ice_candidate(candidate_init).await?;
+                            // A candidate this stack cannot use (malformed, or of a kind it
+                            // does not know) is that one candidate lost, not the rest.
+                            if let Err(err) = peer_connection.add_ice_candidate(candidate_init).await {
+                                warn!("ignoring an ice candidate that does not apply: {err}");
+                            }
                         }
                         Err(err) => {
                             if *candidate_json == *"null" {
