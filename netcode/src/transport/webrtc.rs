@@ -84,15 +84,21 @@
 //!   - ICE checks run on a 200 ms tick, and the controlling side waits before it nominates a
 //!     pair that is not host-to-host: 500 ms for server-reflexive, 1 s for peer-reflexive, 2 s
 //!     for relayed pairs, counted from the start of the checks. matchbox now sets a 50 ms tick
-//!     and waits of 100 ms, 300 ms and 700 ms (`patches/matchbox_socket/PATCHED.md`).
+//!     and waits of 100 ms, 300 ms and 1 s (`patches/matchbox_socket/PATCHED.md`).
 //!   - Over a relay every packet waited in webrtc's TURN relayer until the driver next woke
 //!     (the ICE tick, or a 1 s DTLS or SCTP retransmission), and what arrived through the relay
 //!     raised its events one wake-up late: DTLS took 0.8–1.2 s and opening the channels 1 s.
 //!     Without a relay, the SCTP INIT queued when DTLS completes waited for the next tick
 //!     (~200 ms). The patched driver sends all of it in the same pass
 //!     (`patches/webrtc/PATCHED.md`).
-//!   - Now: relayed 0.7 s, port-preserving NATs 0.12 s, one segment 0.09 s. Gathering is
-//!     not the cost: the relay candidate (two TURN round trips) is there within milliseconds.
+//!   - Now (`scripts/lab-figures.sh`, 20 joins each, p50): relayed 1.08 s, port-preserving
+//!     NATs 0.14 s, one segment 0.08 s; a hole is still punched through two NATs 400 ms
+//!     apart rather than relayed. Gathering is not the cost: the relay candidate (two TURN
+//!     round trips) is there within milliseconds.
+//!   - What is left is round trips: the signalling (`GET /ice`, the websocket, the offer and
+//!     answer), ICE's check, DTLS's three (with its HelloVerifyRequest), SCTP's two, then the
+//!     hello and welcome. With homes 400 ms apart and the rendezvous 200 ms from each, a
+//!     join takes about 5 s.
 //! - **Loopback is never an ICE candidate.** In a network namespace with only `lo`, the host
 //!   candidate is the wildcard address `0.0.0.0`, which Linux delivers to loopback: the pair
 //!   that works is then peer-reflexive, nominated after its 300 ms wait.
