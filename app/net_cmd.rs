@@ -275,10 +275,23 @@ pub fn host(args: &HostArgs) -> anyhow::Result<i32> {
     let start = Instant::now();
     let cpu0 = cpu_seconds();
     let mut peak_peers = 0;
+    // Every player's link while it was there, last seen.
+    let mut links = std::collections::BTreeMap::<PlayerId, vimp_host::engine::server::PlayerLink>::new();
+    let mut next_links = Duration::ZERO;
     loop {
         let now = start.elapsed();
         server.update(now);
         peak_peers = peak_peers.max(server.peer_count());
+        if now >= next_links {
+            next_links = now + Duration::from_secs(1);
+            for link in server.links() {
+                let known = links.get(&link.player).is_some_and(|l| l.path == link.path && l.nickname == link.nickname);
+                if let (Some(path), false) = (link.path, known) {
+                    eprintln!("the link to {} is {}", link.nickname, path.as_str());
+                }
+                links.insert(link.player, link);
+            }
+        }
         if let Some(to) = server.handed_off() {
             // The players voted for another host (@changeHost): it has the match now.
             eprintln!("the players voted for another host: handed the match to {to}");
@@ -314,6 +327,12 @@ pub fn host(args: &HostArgs) -> anyhow::Result<i32> {
             "kicked": stats.kicked,
             "cpu_seconds": cpu,
             "cpu_percent": cpu.map(|c| 100.0 * c / wall),
+            "links": links.values().map(|l| json!({
+                "player_id": l.player,
+                "nickname": l.nickname,
+                "path": l.path.map(vimp_netcode::transport::LinkPath::as_str),
+                "rtt_ms": l.rtt_ms,
+            })).collect::<Vec<_>>(),
         });
         println!("{}", serde_json::to_string_pretty(&report)?);
     }

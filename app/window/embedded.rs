@@ -19,6 +19,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
 use vimp_host::engine::map::MapConfig;
+use vimp_host::engine::server::PlayerLink;
 use vimp_host::engine::server::{Server, ServerConfig};
 use vimp_netcode::link::LinkConfig;
 use vimp_netcode::lobby::{LobbyCode, room_url};
@@ -93,6 +94,8 @@ pub struct EmbeddedHost {
     overlay_wanted: Arc<AtomicBool>,
     /// The newest overlay snapshot, while wanted.
     overlay: NavShare,
+    /// The links to the players, refreshed twice a second while hosting online.
+    links: Arc<std::sync::Mutex<Vec<PlayerLink>>>,
     thread: Option<JoinHandle<()>>,
     notes: mpsc::Receiver<HostNote>,
     retired: mpsc::Receiver<Retired>,
@@ -124,6 +127,8 @@ impl EmbeddedHost {
         let overlay_wanted = Arc::new(AtomicBool::new(false));
         let overlay = crate::tanks::overlay::share();
         let (wanted, slot) = (Arc::clone(&overlay_wanted), Arc::clone(&overlay));
+        let links = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let links_slot = Arc::clone(&links);
         let thread = std::thread::Builder::new().name("vimp-host".into()).spawn(move || {
             let (mut hosted, keep_alive, lobby) = match build(&config, host_end) {
                 Ok(built) => built,
@@ -143,6 +148,7 @@ impl EmbeddedHost {
                 let _ = tx.send(note);
             }
             let mut next_overlay = Instant::now();
+            let mut next_links = Instant::now();
             while !flag.load(Ordering::Relaxed) {
                 let now = clock.elapsed();
                 match &mut hosted {
@@ -154,7 +160,13 @@ impl EmbeddedHost {
                             }
                         }
                     }
-                    Hosted::Online(server) => server.update(now),
+                    Hosted::Online(server) => {
+                        server.update(now);
+                        if Instant::now() >= next_links {
+                            next_links = Instant::now() + Duration::from_millis(500);
+                            *links_slot.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = server.links();
+                        }
+                    }
                     Hosted::Gone => {}
                 }
                 if wanted.load(Ordering::Relaxed) && Instant::now() >= next_overlay {
@@ -197,7 +209,10 @@ impl EmbeddedHost {
                 anyhow::bail!("the host thread stopped while starting");
             }
         };
-        Ok((EmbeddedHost { stop, overlay_wanted, overlay, thread: Some(thread), notes, retired, lobby }, client_end))
+        Ok((
+            EmbeddedHost { stop, overlay_wanted, overlay, links, thread: Some(thread), notes, retired, lobby },
+            client_end,
+        ))
     }
 
     /// Asks the host thread for the navigation overlay (or to stop making it).
@@ -208,6 +223,18 @@ impl EmbeddedHost {
     /// The newest navigation overlay, once asked for.
     pub fn overlay(&self) -> Option<NavSnapshot> {
         crate::tanks::overlay::peek(&self.overlay)
+    }
+
+    /// The links to the players who joined over the network: how each goes and its round
+    /// trip (empty for a local match).
+    pub fn links(&self) -> Vec<PlayerLink> {
+        self.links
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .filter(|l| l.path.is_some())
+            .cloned()
+            .collect()
     }
 
     /// What the host said since the last call.

@@ -600,6 +600,12 @@ fn match_ui(
                 let rtt = m.client.rtt_ms().map_or_else(String::new, |ms| format!(", round trip {ms:.0} ms"));
                 w.label(format!("link to the host: {}{rtt}", path.as_str()));
             }
+            // Hosting: how each friend's link goes.
+            for link in m.host.as_ref().map(|h| h.links()).unwrap_or_default() {
+                let path = link.path.map_or("?", vimp_netcode::transport::LinkPath::as_str);
+                let rtt = link.rtt_ms.map_or_else(String::new, |ms| format!(", round trip {ms:.0} ms"));
+                w.label(format!("link to {}: {path}{rtt}", link.nickname));
+            }
             if let Some(standby) = &m.standby {
                 let (checkpoints, mismatches, errors) = standby.figures();
                 let role = match (standby.is_promoted(), standby.is_shadowing()) {

@@ -62,9 +62,10 @@ fn join_from(home: &str, name: &str, seconds: &str, extra: &[&str]) -> Proc {
     Proc::spawn_in(home, &args)
 }
 
-/// One friend joins the host, both at home behind a NAT, and plays; returns its report.
-fn a_friend_plays(host_home: &str, friend_home: &str) -> serde_json::Value {
-    let _host = host_in(host_home, &["--seconds", "90"]);
+/// One friend joins the host, both at home behind a NAT, and plays; their link goes `path`,
+/// by both their accounts. Returns the friend's report.
+fn a_friend_plays(host_home: &str, friend_home: &str, path: &str) -> serde_json::Value {
+    let host = host_in(host_home, &["--seconds", "16", "--json"]);
     let (out, status) = join_from(friend_home, "ann", "10", &[]).finish(Duration::from_secs(60));
     let r = report(&out);
     println!("ann: {r}");
@@ -72,6 +73,12 @@ fn a_friend_plays(host_home: &str, friend_home: &str) -> serde_json::Value {
     assert_eq!(r["joined"], true, "{r}");
     let per_s = r["snapshots_per_s"].as_f64().expect("snapshots_per_s");
     assert!(per_s >= 25.0, "{per_s} snapshots a second: {r}");
+    assert_eq!(r["host_path"], path, "{r}");
+    let (out, _) = host.finish(Duration::from_secs(60));
+    let (h, _) = host_report(&out);
+    println!("host: {h}");
+    let links = h["links"].as_array().expect("the host's links");
+    assert!(links.iter().any(|l| l["nickname"] == "ann" && l["path"] == path), "{h}");
     r
 }
 
@@ -81,9 +88,8 @@ fn a_friend_joins_through_two_home_nats() {
     if !in_lab("lab::a_friend_joins_through_two_home_nats", &["--home", "a:cone", "--home", "b:cone"]) {
         return;
     }
-    let r = a_friend_plays("a", "b");
     // A hole punched through both NATs, to the host router's public address.
-    assert_eq!(r["host_path"], "reflexive", "{r}");
+    a_friend_plays("a", "b", "reflexive");
 }
 
 #[test]
@@ -95,9 +101,8 @@ fn a_friend_joins_through_two_symmetric_nats_by_turn() {
     ) {
         return;
     }
-    let r = a_friend_plays("a", "b");
     // A new port for every destination on both sides: only the relay gets through.
-    assert_eq!(r["host_path"], "relayed", "{r}");
+    a_friend_plays("a", "b", "relayed");
 }
 
 #[test]

@@ -139,6 +139,19 @@ pub struct ServerStats {
     pub kicked: u64,
 }
 
+/// The link to one seated player ([`Server::links`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlayerLink {
+    /// The player.
+    pub player: PlayerId,
+    /// Its shown name.
+    pub nickname: String,
+    /// How the link goes, once known (`None` for an in-memory link).
+    pub path: Option<vimp_netcode::transport::LinkPath>,
+    /// The smoothed round trip, ms, once measured.
+    pub rtt_ms: Option<f64>,
+}
+
 /// The host on the network (see the module docs).
 pub struct Server<T: Transport> {
     host: Host,
@@ -369,6 +382,23 @@ impl<T: Transport> Server<T> {
     /// The smoothed latency of each connected player, ms.
     pub fn latencies(&self) -> &BTreeMap<PlayerId, f64> {
         &self.latency
+    }
+
+    /// The link to each seated player's peer: how it goes across the network (once known;
+    /// never for an in-memory link) and its smoothed round trip.
+    pub fn links(&self) -> Vec<PlayerLink> {
+        self.roster
+            .seats()
+            .filter_map(|seat| {
+                let peer = seat.peer?;
+                Some(PlayerLink {
+                    player: seat.player,
+                    nickname: seat.nickname.clone(),
+                    path: self.transport.path(peer),
+                    rtt_ms: self.latency.get(&seat.player).copied(),
+                })
+            })
+            .collect()
     }
 
     /// Peers with a session (connected and not closed).
