@@ -382,7 +382,8 @@ pub fn join(args: &JoinArgs) -> anyhow::Result<i32> {
             said_welcome = true;
             eprintln!("joined as player {} ({})", w.player_id, w.nickname);
         }
-        if successor.checkpoints() == 1 && !said_shadow {
+        // At least one: under load two can come in between two turns of this loop.
+        if successor.checkpoints() >= 1 && !said_shadow {
             said_shadow = true;
             eprintln!("shadowing the host (first checkpoint in)");
         }
