@@ -3,7 +3,12 @@
 //! Everything that crosses the wire between a vimp host and its clients is defined
 //! here, as plain types that take bytes (and, where time matters, `now`) and return
 //! bytes, events and values. The host (`vimp-host`) and the desktop client (`vimp`)
-//! are the only places that own sockets, threads and clocks.
+//! own the clocks.
+//!
+//! Two cargo features, on by default, add the parts that own sockets and threads:
+//! `webrtc` ([`transport::webrtc`], over matchbox) and `signal-server`
+//! ([`signal::SignalServer`] on tokio and axum, and [`stun`]). Without them
+//! (`--no-default-features`) the crate depends on none of matchbox, tokio or axum.
 //!
 //! ```text
 //!            host (vimp-host)                                client (vimp)
@@ -55,6 +60,7 @@ pub mod schema;
 pub mod session;
 pub mod signal;
 pub mod snapshot;
+#[cfg(feature = "signal-server")]
 pub mod stun;
 pub mod transport;
 

@@ -9,6 +9,7 @@
 //! Time is passed in, as everywhere in this crate: the in-memory transport uses it
 //! to deliver what its link conditioner delayed; a socket transport ignores it.
 
+#[cfg(feature = "webrtc")]
 pub mod webrtc;
 
 use std::collections::BTreeMap;
