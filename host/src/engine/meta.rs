@@ -8,19 +8,8 @@ use bevy::prelude::*;
 
 use crate::engine::players::PlayerId;
 
-/// Meta ports (opcodes) the engine knows, from the spec's port table (server → client).
-pub mod port {
-    /// Client config (JSON).
-    pub const CONFIG_DATA: u8 = 0;
-    /// Map data (JSON).
-    pub const MAP_DATA: u8 = 3;
-    /// System sound name (JSON).
-    pub const SOUND_DATA: u8 = 6;
-    /// Game message on screen: `[code, params?]` (JSON).
-    pub const GAME_INFORM_DATA: u8 = 7;
-    /// "Black screen" technical message (JSON).
-    pub const TECH_INFORM_DATA: u8 = 8;
-}
+/// The meta ports (opcodes), from the spec's port table: the wire crate's one list.
+pub use vimp_netcode::frame::op as port;
 
 /// One meta message: to everyone (`to: None`) or to one player.
 #[derive(Clone, Debug, PartialEq)]
