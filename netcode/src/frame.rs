@@ -73,6 +73,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use crate::bytes::{Reader, Truncated};
+
 /// Largest transport message, in bytes: the WebRTC layer silently drops anything bigger.
 pub const MAX_MESSAGE: usize = 65_536;
 
@@ -382,12 +384,12 @@ impl<'a> Chunk<'a> {
             Some(&op::CHUNK) => {}
             Some(&opcode) => return Err(FrameError::NotAChunk { opcode }),
         }
-        let Some((&[_, i0, i1, i2, i3, x0, x1, c0, c1], data)) = message.split_first_chunk::<CHUNK_HEADER_LEN>() else {
+        let mut r = Reader::new(&message[1..]);
+        let header = (|| Ok::<_, Truncated>((r.u32("chunk id")?, r.u16("chunk index")?, r.u16("chunk count")?)))();
+        let Ok((id, index, count)) = header else {
             return Err(FrameError::TruncatedChunk { len: message.len() });
         };
-        let id = u32::from_be_bytes([i0, i1, i2, i3]);
-        let index = u16::from_be_bytes([x0, x1]);
-        let count = u16::from_be_bytes([c0, c1]);
+        let data = r.rest();
         if count == 0 {
             return Err(FrameError::ZeroCount { id, index });
         }

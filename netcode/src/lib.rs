@@ -47,6 +47,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod bytes;
 pub mod client;
 pub mod divergence;
 pub mod frame;

@@ -150,6 +150,7 @@
 
 use thiserror::Error;
 
+use crate::bytes::{Reader, Truncated, WriteBe};
 use crate::transport::PeerKey;
 
 /// Most successors a [`Succession`] lists.
@@ -245,10 +246,10 @@ impl Succession {
     pub fn encode(&self) -> Vec<u8> {
         let peers = &self.peers[..self.peers.len().min(MAX_SUCCESSORS)];
         let mut out = Vec::with_capacity(5 + 16 * peers.len());
-        out.extend_from_slice(&self.epoch.to_be_bytes());
+        out.put_u32(self.epoch);
         out.push(peers.len() as u8);
         for p in peers {
-            out.extend_from_slice(&p.0.to_be_bytes());
+            out.put_u128(p.0);
         }
         out
     }
@@ -256,17 +257,14 @@ impl Succession {
     /// Reads a `SUCCESSION` payload.
     pub fn decode(bytes: &[u8]) -> Result<Succession, MigrationError> {
         let bad = MigrationError::BadSuccession { len: bytes.len() };
-        let Some((&[e0, e1, e2, e3, n], rest)) = bytes.split_first_chunk::<5>() else { return Err(bad) };
+        let mut r = Reader::new(bytes);
+        let (Ok(epoch), Ok(n)) = (r.u32("epoch"), r.u8("successor count")) else { return Err(bad) };
         let n = n as usize;
         if n > MAX_SUCCESSORS {
             return Err(MigrationError::TooManySuccessors { n });
         }
-        if rest.len() != 16 * n {
-            return Err(bad);
-        }
-        let peers =
-            rest.chunks_exact(16).map(|c| PeerKey(u128::from_be_bytes(c.try_into().unwrap_or_default()))).collect();
-        Ok(Succession { epoch: u32::from_be_bytes([e0, e1, e2, e3]), peers })
+        let peers = peer_keys(r.rest(), n).ok_or(bad)?;
+        Ok(Succession { epoch, peers })
     }
 }
 
@@ -284,22 +282,17 @@ pub struct Claim {
 impl Claim {
     /// The `CLAIM` payload.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = self.epoch.to_be_bytes().to_vec();
+        let mut out = Vec::with_capacity(9);
+        out.put_u32(self.epoch);
         out.push(self.rank);
-        out.extend_from_slice(&self.tick.to_be_bytes());
+        out.put_u32(self.tick);
         out
     }
 
     /// Reads a `CLAIM` payload.
     pub fn decode(bytes: &[u8]) -> Result<Claim, MigrationError> {
-        match bytes {
-            &[e0, e1, e2, e3, rank, t0, t1, t2, t3] => Ok(Claim {
-                epoch: u32::from_be_bytes([e0, e1, e2, e3]),
-                rank,
-                tick: u32::from_be_bytes([t0, t1, t2, t3]),
-            }),
-            _ => Err(MigrationError::BadControl { len: bytes.len() }),
-        }
+        whole(bytes, |r| Ok(Claim { epoch: r.u32("epoch")?, rank: r.u8("rank")?, tick: r.u32("tick")? }))
+            .ok_or(MigrationError::BadControl { len: bytes.len() })
     }
 
     /// Whether this claim beats a host at `epoch` with `rank`: a newer epoch, or the same
@@ -321,17 +314,16 @@ pub struct Handoff {
 impl Handoff {
     /// The `HANDOFF` payload.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = self.epoch.to_be_bytes().to_vec();
-        out.extend_from_slice(&self.to.0.to_be_bytes());
+        let mut out = Vec::with_capacity(20);
+        out.put_u32(self.epoch);
+        out.put_u128(self.to.0);
         out
     }
 
     /// Reads a `HANDOFF` payload.
     pub fn decode(bytes: &[u8]) -> Result<Handoff, MigrationError> {
-        let bad = MigrationError::BadControl { len: bytes.len() };
-        let Some((epoch, to)) = bytes.split_first_chunk::<4>() else { return Err(bad) };
-        let to: [u8; 16] = to.try_into().map_err(|_| bad)?;
-        Ok(Handoff { epoch: u32::from_be_bytes(*epoch), to: PeerKey(u128::from_be_bytes(to)) })
+        whole(bytes, |r| Ok(Handoff { epoch: r.u32("epoch")?, to: PeerKey(r.u128("successor")?) }))
+            .ok_or(MigrationError::BadControl { len: bytes.len() })
     }
 }
 
@@ -349,21 +341,34 @@ impl Links {
         let mut out = Vec::with_capacity(1 + 16 * peers.len());
         out.push(peers.len() as u8);
         for p in peers {
-            out.extend_from_slice(&p.0.to_be_bytes());
+            out.put_u128(p.0);
         }
         out
     }
 
     /// Reads a `LINKS` payload.
     pub fn decode(bytes: &[u8]) -> Result<Links, MigrationError> {
-        let Some((&n, rest)) = bytes.split_first() else { return Err(MigrationError::BadLinks { len: 0 }) };
-        if rest.len() != 16 * n as usize {
-            return Err(MigrationError::BadLinks { len: bytes.len() });
-        }
-        let peers =
-            rest.chunks_exact(16).map(|c| PeerKey(u128::from_be_bytes(c.try_into().unwrap_or_default()))).collect();
-        Ok(Links { peers })
+        let bad = MigrationError::BadLinks { len: bytes.len() };
+        let mut r = Reader::new(bytes);
+        let n = r.u8("link count").map_err(|_| bad.clone())?;
+        Ok(Links { peers: peer_keys(r.rest(), usize::from(n)).ok_or(bad)? })
     }
+}
+
+/// What `read` reads from `bytes`, if it reads them all and no more.
+fn whole<T>(bytes: &[u8], read: impl FnOnce(&mut Reader<'_>) -> Result<T, Truncated>) -> Option<T> {
+    let mut r = Reader::new(bytes);
+    let value = read(&mut r).ok()?;
+    r.is_empty().then_some(value)
+}
+
+/// Exactly `n` peer keys of 16 bytes, if `bytes` holds that and no more.
+fn peer_keys(bytes: &[u8], n: usize) -> Option<Vec<PeerKey>> {
+    if bytes.len() != 16 * n {
+        return None;
+    }
+    let mut r = Reader::new(bytes);
+    (0..n).map(|_| r.u128("peer key").ok().map(PeerKey)).collect()
 }
 
 /// Whether `peer`, with its last links `report` (`None`: none yet), reaches every one of
@@ -399,23 +404,16 @@ impl HostVote {
     /// The `HOST_VOTE` payload.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(24);
-        out.extend_from_slice(&self.epoch.to_be_bytes());
-        out.extend_from_slice(&self.caller.0.to_be_bytes());
-        out.extend_from_slice(&self.id.to_be_bytes());
+        out.put_u32(self.epoch);
+        out.put_u128(self.caller.0);
+        out.put_u32(self.id);
         out
     }
 
     /// Reads a `HOST_VOTE` payload.
     pub fn decode(bytes: &[u8]) -> Result<HostVote, MigrationError> {
-        let bad = MigrationError::BadControl { len: bytes.len() };
-        let Some((epoch, rest)) = bytes.split_first_chunk::<4>() else { return Err(bad) };
-        let Some((caller, id)) = rest.split_first_chunk::<16>() else { return Err(bad) };
-        let id: [u8; 4] = id.try_into().map_err(|_| bad)?;
-        Ok(HostVote {
-            epoch: u32::from_be_bytes(*epoch),
-            caller: PeerKey(u128::from_be_bytes(*caller)),
-            id: u32::from_be_bytes(id),
-        })
+        whole(bytes, |r| Ok(HostVote { epoch: r.u32("epoch")?, caller: PeerKey(r.u128("caller")?), id: r.u32("id")? }))
+            .ok_or(MigrationError::BadControl { len: bytes.len() })
     }
 }
 
@@ -431,19 +429,18 @@ pub struct HostBallot {
 impl HostBallot {
     /// The `HOST_BALLOT` payload.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = self.id.to_be_bytes().to_vec();
+        let mut out = Vec::with_capacity(5);
+        out.put_u32(self.id);
         out.push(u8::from(self.yes));
         out
     }
 
     /// Reads a `HOST_BALLOT` payload.
     pub fn decode(bytes: &[u8]) -> Result<HostBallot, MigrationError> {
-        match *bytes {
-            [i0, i1, i2, i3, yes @ (0 | 1)] => {
-                Ok(HostBallot { id: u32::from_be_bytes([i0, i1, i2, i3]), yes: yes == 1 })
-            }
-            [_, _, _, _, _] => Err(MigrationError::BadVote),
-            _ => Err(MigrationError::BadControl { len: bytes.len() }),
+        match whole(bytes, |r| Ok((r.u32("id")?, r.u8("answer")?))) {
+            Some((id, yes @ (0 | 1))) => Ok(HostBallot { id, yes: yes == 1 }),
+            Some(_) => Err(MigrationError::BadVote),
+            None => Err(MigrationError::BadControl { len: bytes.len() }),
         }
     }
 }
@@ -462,22 +459,21 @@ pub struct StepDown {
 impl StepDown {
     /// The `STEP_DOWN` payload.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = self.id.to_be_bytes().to_vec();
-        out.extend_from_slice(&self.yes.to_be_bytes());
-        out.extend_from_slice(&self.electorate.to_be_bytes());
+        let mut out = Vec::with_capacity(8);
+        out.put_u32(self.id);
+        out.put_u16(self.yes);
+        out.put_u16(self.electorate);
         out
     }
 
     /// Reads a `STEP_DOWN` payload.
     pub fn decode(bytes: &[u8]) -> Result<StepDown, MigrationError> {
-        let &[i0, i1, i2, i3, y0, y1, e0, e1] = bytes else {
-            return Err(MigrationError::BadControl { len: bytes.len() });
-        };
-        let (yes, electorate) = (u16::from_be_bytes([y0, y1]), u16::from_be_bytes([e0, e1]));
+        let (id, yes, electorate) = whole(bytes, |r| Ok((r.u32("id")?, r.u16("yes")?, r.u16("electorate")?)))
+            .ok_or(MigrationError::BadControl { len: bytes.len() })?;
         if electorate == 0 || yes > electorate {
             return Err(MigrationError::BadVote);
         }
-        Ok(StepDown { id: u32::from_be_bytes([i0, i1, i2, i3]), yes, electorate })
+        Ok(StepDown { id, yes, electorate })
     }
 }
 
@@ -519,9 +515,9 @@ pub fn checkpoint_parts(id: u32, bytes: &[u8]) -> Result<Vec<Vec<u8>>, Migration
         .enumerate()
         .map(|(i, data)| {
             let mut part = Vec::with_capacity(PART_HEADER_LEN + data.len());
-            part.extend_from_slice(&id.to_be_bytes());
-            part.extend_from_slice(&(i as u16).to_be_bytes());
-            part.extend_from_slice(&count.to_be_bytes());
+            part.put_u32(id);
+            part.put_u16(i as u16);
+            part.put_u16(count);
             part.extend_from_slice(data);
             part
         })
@@ -543,12 +539,12 @@ impl CheckpointAssembler {
     /// Takes one `CHECKPOINT` payload; returns the checkpoint's bytes when it completes one.
     /// After an error nothing is in progress and the next index 0 starts afresh.
     pub fn push(&mut self, payload: &[u8]) -> Result<Option<Vec<u8>>, MigrationError> {
-        let Some((&[i0, i1, i2, i3, x0, x1, c0, c1], data)) = payload.split_first_chunk::<PART_HEADER_LEN>() else {
+        let mut r = Reader::new(payload);
+        let Ok((id, index, count)) = (|| Ok::<_, Truncated>((r.u32("id")?, r.u16("index")?, r.u16("count")?)))() else {
             self.current = None;
             return Err(MigrationError::BadPart);
         };
-        let (id, index, count) =
-            (u32::from_be_bytes([i0, i1, i2, i3]), u16::from_be_bytes([x0, x1]), u16::from_be_bytes([c0, c1]));
+        let data = r.rest();
         if count == 0 || index >= count || (data.is_empty() && count > 1) {
             self.current = None;
             return Err(MigrationError::BadPart);

@@ -43,6 +43,7 @@
 
 use thiserror::Error;
 
+use crate::bytes::{Reader, Truncated};
 use crate::schema::{BlockKind, BlockSchema, FieldType, SNAPSHOT_FORMAT_VERSION, SnapshotSchema};
 
 /// Number of f32 in the player block: the whole reconciliation channel of the local actor.
@@ -506,7 +507,7 @@ fn pack_row(name: &str, bs: &BlockSchema, i: usize, row: &[FieldValue], out: &mu
 
 /// Reads a frame. Body f32 pass through [`round2`]; the player block arrives raw.
 pub fn unpack(schema: &SnapshotSchema, bytes: &[u8]) -> Result<Frame, DecodeError> {
-    let mut r = Reader { bytes, at: 0 };
+    let mut r = Reader::new(bytes);
     let version = r.u8("version")?;
     if version != SNAPSHOT_FORMAT_VERSION {
         return Err(DecodeError::Version { found: version });
@@ -530,7 +531,7 @@ pub fn unpack(schema: &SnapshotSchema, bytes: &[u8]) -> Result<Frame, DecodeErro
     let mut blocks = Vec::new();
     let mut seen = [false; 256];
     while !r.is_empty() {
-        let at = r.at;
+        let at = r.position();
         let key = r.u8("key id")?;
         let (_, bs) = schema.by_id(key).ok_or(DecodeError::UnknownKey { key, at })?;
         if std::mem::replace(&mut seen[key as usize], true) {
@@ -585,7 +586,7 @@ fn unpack_block(bs: &BlockSchema, r: &mut Reader<'_>) -> Result<Block, DecodeErr
 }
 
 fn unpack_nullable(bs: &BlockSchema, r: &mut Reader<'_>) -> Result<Option<Row>, DecodeError> {
-    let at = r.at;
+    let at = r.position();
     match r.u8("hasData")? {
         0 => Ok(None),
         1 => unpack_row(bs, r).map(Some),
@@ -597,7 +598,7 @@ fn unpack_row(bs: &BlockSchema, r: &mut Reader<'_>) -> Result<Row, DecodeError> 
     let written = match bs.optional_from {
         None => bs.width(),
         Some(from) => {
-            let at = r.at;
+            let at = r.position();
             match r.u8("optional-tail flag")? {
                 0 => from,
                 1 => bs.width(),
@@ -618,42 +619,9 @@ fn unpack_row(bs: &BlockSchema, r: &mut Reader<'_>) -> Result<Row, DecodeError> 
     Ok(row)
 }
 
-/// A cursor over untrusted bytes: every read is bounds-checked.
-struct Reader<'a> {
-    bytes: &'a [u8],
-    at: usize,
-}
-
-impl Reader<'_> {
-    fn is_empty(&self) -> bool {
-        self.at >= self.bytes.len()
-    }
-
-    fn remaining(&self) -> usize {
-        self.bytes.len().saturating_sub(self.at)
-    }
-
-    fn array<const N: usize>(&mut self, what: &'static str) -> Result<[u8; N], DecodeError> {
-        let end = self.at.checked_add(N).filter(|&e| e <= self.bytes.len());
-        let Some(end) = end else {
-            return Err(DecodeError::Truncated { at: self.at, what, need: N - self.remaining() });
-        };
-        let mut a = [0; N];
-        a.copy_from_slice(&self.bytes[self.at..end]);
-        self.at = end;
-        Ok(a)
-    }
-
-    fn u8(&mut self, what: &'static str) -> Result<u8, DecodeError> {
-        self.array::<1>(what).map(|a| a[0])
-    }
-
-    fn u16(&mut self, what: &'static str) -> Result<u16, DecodeError> {
-        self.array(what).map(u16::from_be_bytes)
-    }
-
-    fn u32(&mut self, what: &'static str) -> Result<u32, DecodeError> {
-        self.array(what).map(u32::from_be_bytes)
+impl From<Truncated> for DecodeError {
+    fn from(t: Truncated) -> Self {
+        DecodeError::Truncated { at: t.at, what: t.what, need: t.need }
     }
 }
 
