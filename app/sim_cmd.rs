@@ -68,7 +68,7 @@ pub fn run(args: &SimArgs) -> anyhow::Result<i32> {
     }
     host.world_mut().insert_resource(receivers.clone());
 
-    let dt = host.world().resource::<vimp_host::engine::schedule::FixedClock>().step;
+    let dt = host.world().resource::<vimp_host::engine::sim::FixedClock>().step;
     let ticks = (args.seconds / dt).round().max(0.0) as u32;
     let mut tick_us = Vec::with_capacity(ticks as usize);
     let mut twin: Option<Host> = None;

@@ -10,6 +10,8 @@
 //! - [`roster`] and [`server`]: slots, tokens and resume; the host on the network;
 //! - [`migration`]: the log, checkpoints and the successor's shadow;
 //! - [`nav`]: navigation (routes, sight, corridors, soft obstacles), rays and the spatial grid;
+//! - [`sim`]: what all of them share (the tick, the fixed clock, the match's random numbers,
+//!   the engine settings, the tick's stages);
 //! - [`rng`], [`tags`], [`meta`], [`debug`].
 
 pub mod config;
@@ -26,6 +28,7 @@ pub mod rng;
 pub mod roster;
 pub mod schedule;
 pub mod server;
+pub mod sim;
 pub mod snapshot;
 pub mod state;
 pub mod tags;

@@ -1,7 +1,7 @@
 //! vimp's authoritative match: the host simulation as a headless Bevy ECS schedule.
 //!
 //! The host runs in one player's process, on its own thread, at a fixed 120 Hz
-//! step. One tick is one run of the [`HostTick`](engine::schedule::HostTick) schedule:
+//! step. One tick is one run of the [`HostTick`](engine::sim::HostTick) schedule:
 //!
 //! ```text
 //! HostCommands ─► Inputs ─► Game ─► Physics ─► Contacts ─► Deletions ─► Snapshot ─► Send ─► frames
@@ -36,7 +36,8 @@ pub mod tanks;
 
 pub use engine::config::{EngineConfig, InitConfig};
 pub use engine::players::{HostCommand, PlayerId};
-pub use engine::schedule::{Host, HostError, HostPlugin, HostSystems, HostTick, Tick};
+pub use engine::schedule::{Host, HostError, HostPlugin};
+pub use engine::sim::{HostSystems, HostTick, Tick};
 pub use tanks::TanksPlugin;
 
 /// The types most users of the crate need.

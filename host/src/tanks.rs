@@ -27,7 +27,7 @@ use bevy::prelude::*;
 use crate::engine::config::InitConfig;
 use crate::engine::migration::GameMigration;
 use crate::engine::players::PlayerKeys;
-use crate::engine::schedule::{GameInit, HostSystems, HostTick};
+use crate::engine::sim::{GameInit, HostSystems, HostTick};
 use crate::engine::snapshot::RowsSystems;
 use config::TanksConfig;
 

@@ -950,8 +950,8 @@ mod migration {
     use vimp_host::engine::migration::{
         Checkpoint, LogBatch, LogEvent, MetaState, MigrationConfig, MigrationError, Shadow,
     };
-    use vimp_host::engine::schedule::FixedClock;
     use vimp_host::engine::server::{Server, ServerConfig, Takeover};
+    use vimp_host::engine::sim::FixedClock;
     use vimp_host::prelude::*;
     use vimp_netcode::client::Client;
     use vimp_netcode::frame::Channel;

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use crate::engine::mapstate::MapState;
 use crate::engine::nav::{Nav, NavigationSystem, Spatial};
 use crate::engine::physics::Physics;
-use crate::engine::schedule::{EngineSettings, FixedClock, SimRng, Tick};
+use crate::engine::sim::{EngineSettings, FixedClock, SimRng, Tick};
 use crate::engine::state::GameHooks;
 use crate::engine::tags;
 

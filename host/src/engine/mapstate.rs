@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::engine::config::EngineConfig;
 use crate::engine::map::{GameMap, MapConfig, MapError};
 use crate::engine::physics::Physics;
-use crate::engine::schedule::EngineSettings;
+use crate::engine::sim::EngineSettings;
 use crate::engine::state::GameHooks;
 
 /// The current map, if any, and the engine's per-body state bytes.

@@ -24,7 +24,7 @@
 //! system can ask it anything. So it is never part of a dump, and a restored host's
 //! queries answer exactly as the original's.
 //!
-//! [`HostSystems::Inputs`]: crate::engine::schedule::HostSystems::Inputs
+//! [`HostSystems::Inputs`]: crate::engine::sim::HostSystems::Inputs
 
 pub mod check;
 pub mod grid;

@@ -1,4 +1,5 @@
-//! The host's fixed-step schedule: [`HostPlugin`], its system sets, [`Tick`] and the [`Host`] driver.
+//! The host's fixed-step schedule: [`HostPlugin`], which builds the [`HostTick`] pipeline, and
+//! the [`Host`] driver (the shared types are in [`sim`](crate::engine::sim)).
 //!
 //! One tick is one run of the [`HostTick`] schedule, a chained pipeline:
 //!
@@ -13,12 +14,11 @@
 use std::time::Duration;
 
 use bevy::app::PluginsState;
-use bevy::ecs::schedule::{ExecutorKind, ScheduleLabel};
+use bevy::ecs::schedule::ExecutorKind;
 use bevy::prelude::*;
-use serde::{Deserialize, Serialize};
 use vimp_netcode::schema::SnapshotSchema;
 
-use crate::engine::config::{ConfigError, EngineConfig, InitConfig};
+use crate::engine::config::{ConfigError, InitConfig};
 use crate::engine::map::{MapConfig, MapError};
 use crate::engine::mapstate::{self, MapLoadError, MapState};
 use crate::engine::meta::{MetaMessage, MetaOutbox};
@@ -27,69 +27,9 @@ use crate::engine::migration::{GameMigration, LogEntry, LogEvent};
 use crate::engine::physics::Physics;
 use crate::engine::players::{self, HostCommand, HostCommands, Participants, PlayerKeys, TickEvents};
 use crate::engine::rng::SplitMix64;
+use crate::engine::sim::{EngineSettings, FixedClock, GameInit, HostSystems, HostTick, SimRng, Tick};
 use crate::engine::snapshot::{self, EventRows, FrameReceivers, FrameSeq, OutgoingFrames, SnapshotRows, SnapshotStats};
 use crate::engine::state::{self, GameHooks, StateError};
-
-/// The schedule of one fixed step.
-#[derive(ScheduleLabel, Clone, Debug, PartialEq, Eq, Hash)]
-pub struct HostTick;
-
-/// The chained stages of a tick, in order. All run in [`HostTick`].
-#[derive(SystemSet, Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum HostSystems {
-    /// Engine: applies queued [`HostCommand`]s, turns key states into this step's bits and
-    /// moves the navigation's soft obstacles to their bodies' poses.
-    Inputs,
-    /// Game: its rules (spawns, movement, weapons, bots, rounds) before physics.
-    Game,
-    /// Engine: one rapier step.
-    Physics,
-    /// Game: reacts to the contact pairs of the step ([`Physics::contacts`]).
-    Contacts,
-    /// Engine: removes the bodies queued for removal during the tick.
-    Deletions,
-    /// Game, on snapshot ticks only: fills [`SnapshotRows`] from the ECS.
-    Snapshot,
-    /// Engine, on snapshot ticks only: builds the map block and packs one frame per receiver.
-    Send,
-}
-
-/// Number of the tick being run (1 for the first); 0 before any.
-#[derive(Resource, Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct Tick(pub u32);
-
-/// The fixed step and the real time not yet stepped.
-#[derive(Resource, Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct FixedClock {
-    /// Seconds per tick.
-    pub step: f64,
-    /// Seconds of real time received and not yet stepped.
-    pub accumulator: f64,
-}
-
-/// The match's random numbers: every random choice of the sim goes through this.
-#[derive(Resource, Clone, Debug, PartialEq, Deref, DerefMut)]
-pub struct SimRng(pub SplitMix64);
-
-/// The validated engine config and snapshot schema.
-#[derive(Resource, Clone, Debug)]
-pub struct EngineSettings {
-    /// The engine half of the init config.
-    pub config: EngineConfig,
-    /// The game's snapshot schema.
-    pub schema: SnapshotSchema,
-}
-
-impl EngineSettings {
-    /// Seconds per tick.
-    pub fn dt(&self) -> f32 {
-        self.config.time_step
-    }
-}
-
-/// The game half of the init config, until the game takes it (once, when its plugin builds).
-#[derive(Resource, Debug, Default)]
-pub struct GameInit(pub Option<serde_json::Value>);
 
 /// The engine: resources, the [`HostTick`] schedule and its sets. A game plugin is added after it.
 pub struct HostPlugin {

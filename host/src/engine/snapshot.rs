@@ -19,7 +19,7 @@ use vimp_netcode::snapshot::{Block, FieldValue, PlayerBlock, Row, pack_body, pac
 use crate::engine::mapstate::MapState;
 use crate::engine::physics::Physics;
 use crate::engine::players::PlayerId;
-use crate::engine::schedule::{EngineSettings, Tick};
+use crate::engine::sim::{EngineSettings, Tick};
 
 /// The game's row-building systems: add them here (they run on snapshot ticks only).
 #[derive(SystemSet, Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -18,7 +18,7 @@ use crate::engine::mapstate::MapState;
 use crate::engine::physics::Physics;
 use crate::engine::players::Participants;
 use crate::engine::rng::SplitMix64;
-use crate::engine::schedule::{FixedClock, SimRng, Tick};
+use crate::engine::sim::{FixedClock, SimRng, Tick};
 use crate::engine::snapshot::{EventRows, FrameSeq};
 
 /// Format version of the state dump; bump it with any change to what is serialised.

@@ -32,7 +32,7 @@ use serde::{Deserialize, Serialize};
 use crate::engine::nav::{Nav, PenaltyZone, Spatial};
 use crate::engine::physics::Physics;
 use crate::engine::players::{Participants, PlayerId};
-use crate::engine::schedule::{EngineSettings, SimRng};
+use crate::engine::sim::{EngineSettings, SimRng};
 use crate::tanks::TanksRules;
 use crate::tanks::rounds::Round;
 use crate::tanks::tank::{Tank, sorted};

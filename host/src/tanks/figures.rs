@@ -19,7 +19,7 @@ use rapier2d::prelude::{QueryFilter, Vector};
 
 use crate::engine::physics::Physics;
 use crate::engine::players::{Participants, PlayerId};
-use crate::engine::schedule::{EngineSettings, Tick};
+use crate::engine::sim::{EngineSettings, Tick};
 use crate::tanks::bots::Bot;
 use crate::tanks::config::keys;
 use crate::tanks::rounds::Round;

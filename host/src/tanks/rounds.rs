@@ -10,7 +10,7 @@ use serde_json::json;
 
 use crate::engine::mapstate;
 use crate::engine::meta::{MetaOutbox, port};
-use crate::engine::schedule::EngineSettings;
+use crate::engine::sim::EngineSettings;
 use crate::tanks::TanksRules;
 
 /// Game code: a team won the round.

@@ -8,7 +8,7 @@ use crate::engine::dump::{self, DumpKind};
 use crate::engine::mapstate::MapState;
 use crate::engine::meta::MetaOutbox;
 use crate::engine::physics::Physics;
-use crate::engine::schedule::SimRng;
+use crate::engine::sim::SimRng;
 use crate::engine::state::GameHooks;
 use crate::tanks::TanksRules;
 use crate::tanks::bots::{Bot, RecentBlasts};

@@ -10,7 +10,7 @@ use crate::engine::mapstate::MapState;
 use crate::engine::meta::{MetaOutbox, port};
 use crate::engine::physics::Physics;
 use crate::engine::players::{Participants, PlayerId, TickEvents};
-use crate::engine::schedule::{EngineSettings, SimRng};
+use crate::engine::sim::{EngineSettings, SimRng};
 use crate::engine::snapshot::EventRows;
 use crate::engine::tags::encode_tag;
 use crate::tanks::TanksRules;

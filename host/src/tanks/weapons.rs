@@ -11,7 +11,7 @@ use crate::engine::mapstate::MapState;
 use crate::engine::meta::MetaOutbox;
 use crate::engine::physics::{Physics, RayHit};
 use crate::engine::players::{Participants, PlayerId};
-use crate::engine::schedule::{EngineSettings, SimRng};
+use crate::engine::sim::{EngineSettings, SimRng};
 use crate::engine::snapshot::EventRows;
 use crate::engine::tags::{encode_tag, is_map_object, tag_kind, tag_payload};
 use crate::tanks::TanksRules;
