@@ -20,7 +20,7 @@ pub struct SignalArgs {
     pub no_stun: bool,
     /// The ICE servers handed to joining peers.
     #[command(flatten)]
-    pub ice: crate::net_cmd::IceArgs,
+    pub ice: crate::setup::IceArgs,
     /// The secret the `--turn` servers share (coturn: `use-auth-secret` and
     /// `static-auth-secret=S`): every peer gets its own time-limited credential instead of a
     /// static password.

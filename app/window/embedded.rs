@@ -27,7 +27,7 @@ use vimp_netcode::signal::{SignalConfig, SignalServer};
 use vimp_netcode::transport::webrtc::WebRtcTransport;
 use vimp_netcode::transport::{Joined, MemoryTransport, PeerKey, Transport};
 
-use crate::net_cmd::IceArgs;
+use crate::setup::IceArgs;
 use crate::successor::{Retired, RetiredWhy};
 use crate::tanks::overlay::{NavShare, NavSnapshot};
 
@@ -195,7 +195,7 @@ impl EmbeddedHost {
             if let Hosted::Online(server) = &mut hosted
                 && server.hand_off(clock.elapsed()).is_some()
             {
-                crate::net_cmd::linger();
+                crate::setup::linger();
             }
         })?;
         let lobby = match ready.recv() {
@@ -272,7 +272,7 @@ type Built = (Hosted, Option<SignalServer>, Option<(LobbyCode, String)>);
 
 /// Builds the match (map loaded, bots joined) and its server, on the host thread.
 fn build(config: &EmbeddedConfig, host_end: MemoryTransport) -> anyhow::Result<Built> {
-    let (host, init) = crate::net_cmd::new_match(&config.map, config.bots, config.skill, config.seed)?;
+    let (host, init) = crate::setup::new_match(&config.map, config.bots, config.skill, config.seed)?;
 
     let mut keep_alive = None;
     let mut lobby = None;

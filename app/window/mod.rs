@@ -277,7 +277,7 @@ pub fn start_match(kind: &MatchKind, settings: &Settings) -> anyhow::Result<Matc
         }
         MatchKind::Host { map, bots, skill, password, code, signal } => {
             let signal = signal.as_deref().unwrap_or(&settings.signal_url).trim_end_matches('/');
-            let embedded_signal = signal == crate::net_cmd::DEFAULT_SIGNAL;
+            let embedded_signal = signal == crate::setup::DEFAULT_SIGNAL;
             let code = match code {
                 Some(c) => LobbyCode::parse(c)?,
                 None => LobbyCode::from_random(random_seed()),
@@ -318,7 +318,7 @@ pub fn start_match(kind: &MatchKind, settings: &Settings) -> anyhow::Result<Matc
             if !*spectate {
                 hello.resume_token = tokens.as_ref().and_then(|t| t.recall(&url, std::time::SystemTime::now()));
             }
-            let config = host_timeout_ms.map_or_else(Default::default, crate::net_cmd::client_config);
+            let config = host_timeout_ms.map_or_else(Default::default, crate::setup::client_config);
             let client = vimp_netcode::client::Client::with_config(transport, hello, config);
             let mut state = MatchState::with_client(client, None, clock, format!("joined {url}"));
             state.room = tokens.map(|t| (url.clone(), t));

@@ -24,7 +24,7 @@ use vimp_netcode::meta::{
 use vimp_netcode::session::Hello;
 use vimp_netcode::transport::Transport;
 
-use crate::net_cmd::JoinFailure;
+use crate::setup::JoinFailure;
 use crate::successor::SuccessorEvent;
 use crate::window::embedded::{EmbeddedHost, HostNote};
 use crate::window::graph::NetGraph;
@@ -154,7 +154,7 @@ impl Joining {
             return;
         }
         if let Some(reason) = client.transport().failure() {
-            self.failure = Some(JoinFailure { code: crate::net_cmd::UNREACHABLE, reason });
+            self.failure = Some(JoinFailure { code: crate::setup::UNREACHABLE, reason });
             return;
         }
         if now >= self.timeout && self.asked.is_none() {

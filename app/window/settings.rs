@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use vimp_host::tanks::bots::BotSkill;
 
-use crate::net_cmd::DEFAULT_SIGNAL;
+use crate::setup::DEFAULT_SIGNAL;
 
 /// The environment variable that overrides the config directory.
 pub const CONFIG_DIR_ENV: &str = "VIMP_CONFIG_DIR";
@@ -82,8 +82,8 @@ pub fn default_bindings() -> Vec<(String, String)> {
 
 impl Settings {
     /// The ICE servers these settings name.
-    pub fn ice(&self) -> crate::net_cmd::IceArgs {
-        crate::net_cmd::IceArgs {
+    pub fn ice(&self) -> crate::setup::IceArgs {
+        crate::setup::IceArgs {
             stun: self.stun.clone(),
             turn: self.turn.clone(),
             turn_user: (!self.turn_user.is_empty()).then(|| self.turn_user.clone()),

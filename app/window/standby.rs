@@ -210,6 +210,6 @@ fn run(
         shared.publish(&successor);
     }
     if successor.hand_off(clock.elapsed()) {
-        crate::net_cmd::linger();
+        crate::setup::linger();
     }
 }

@@ -221,7 +221,7 @@ fn menu_ui(
 /// Who can join a match hosted with the rendezvous `signal`: with the default one this
 /// process runs its own signalling server, which only this network can reach.
 fn reachability(signal: &str) -> String {
-    if signal.trim_end_matches('/') == crate::net_cmd::DEFAULT_SIGNAL {
+    if signal.trim_end_matches('/') == crate::setup::DEFAULT_SIGNAL {
         "LAN only: friends on this network join through this machine's own signalling server \
          (port 3536). For friends in other homes, set a rendezvous in Settings (`vimp signal` on a \
          public machine, beside a TURN server)."

@@ -27,8 +27,8 @@ struct Table {
 impl Table {
     fn new() -> Table {
         let clock = Instant::now();
-        let (host, init) = vimp::net_cmd::new_match(&repo("maps/test-small.json"), 2, Default::default(), 7)
-            .expect("the match builds");
+        let (host, init) =
+            vimp::setup::new_match(&repo("maps/test-small.json"), 2, Default::default(), 7).expect("the match builds");
         let mut host_end = MemoryTransport::new(HOST);
         let mut ann = MemoryTransport::new(ANN);
         let mut bob = MemoryTransport::new(BOB);
