@@ -5,9 +5,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use serde_json::json;
+use vimp_host::PlayerId;
 use vimp_host::engine::server::{Server, ServerConfig};
 use vimp_host::tanks::bots::BotSkill;
-use vimp_host::PlayerId;
 use vimp_netcode::client::Client;
 use vimp_netcode::input::KeyAction;
 use vimp_netcode::lobby::{JoinTarget, LobbyCode, room_url};

@@ -1,0 +1,1283 @@
+//! Host migration: the log, checkpoints and the successor's shadow.
+
+use std::time::Duration;
+
+use vimp_host::engine::config::InitConfig;
+use vimp_host::engine::map::MapConfig;
+use vimp_host::engine::migration::{
+    Checkpoint, LogBatch, LogEvent, MetaState, MigrationConfig, MigrationError, Shadow,
+};
+use vimp_host::engine::server::{Server, ServerConfig, Takeover};
+use vimp_host::engine::sim::FixedClock;
+use vimp_host::prelude::*;
+use vimp_netcode::client::Client;
+use vimp_netcode::frame::Channel;
+use vimp_netcode::input::KeyAction;
+use vimp_netcode::link::LinkConfig;
+use vimp_netcode::migration::{Claim, MigrationPayload};
+use vimp_netcode::session::Hello;
+use vimp_netcode::transport::{Joined, MemoryTransport, PeerKey, Transport};
+
+use super::{SMALL, host, script};
+
+/// Through the wire forms, as a successor gets them.
+fn wire(batch: LogBatch) -> LogBatch {
+    LogBatch::decode(&batch.encode().expect("encode")).expect("decode")
+}
+
+fn wire_checkpoint(c: Checkpoint) -> Checkpoint {
+    Checkpoint::decode(&c.encode().expect("encode")).expect("decode")
+}
+
+/// The shadow's state equals the host's: the same sim hash, and the same dump bytes once the
+/// pacing accumulator (the driver's, not the match's) is the host's.
+fn assert_same_state(host: &mut Host, shadow: &mut Shadow) {
+    assert_eq!(shadow.tick(), host.tick(), "the shadow reached the host's tick");
+    assert_eq!(shadow.host_mut().sim_hash().expect("hash"), host.sim_hash().expect("hash"));
+    let clock = *host.world().resource::<FixedClock>();
+    shadow.host_mut().world_mut().insert_resource(clock);
+    let (a, b) = (host.serialize_state().expect("dump"), shadow.host_mut().serialize_state().expect("dump"));
+    assert!(a == b, "the dumps differ ({} vs {} bytes)", a.len(), b.len());
+}
+
+/// Runs a logging host for `ticks` with a scripted human, a team change, a bot joining and a
+/// map reload; the log goes to `shadow` in batches of 7 ticks through `edit`.
+fn replay(ticks: u32, mut edit: impl FnMut(&mut LogBatch)) -> (Host, Shadow) {
+    let mut original = host(11, SMALL, 6);
+    original.start_log(30);
+    original.push(HostCommand::Join { player: PlayerId(200), name: "human".into(), team: None, bot: false });
+    original.step();
+    let checkpoint = wire_checkpoint(Checkpoint::capture(&mut original, 1, MetaState::default()).expect("checkpoint"));
+    original.take_log();
+    let mut shadow =
+        Shadow::from_checkpoint(vimp_host::tanks::init_config(11), TanksPlugin, &checkpoint).expect("shadow");
+    let map = MapConfig::from_json("small", SMALL).expect("map");
+    let mut seq = 0;
+    for _ in 0..ticks {
+        let tick = original.tick();
+        for c in script(tick, &mut seq) {
+            original.push(c);
+        }
+        match tick {
+            300 => original.push(HostCommand::SetTeam { player: PlayerId(200), team: 2 }),
+            500 => {
+                original.push(HostCommand::Join { player: PlayerId(50), name: "late".into(), team: None, bot: true })
+            }
+            700 => original.load_map(map.clone()).expect("reload"),
+            _ => {}
+        }
+        original.step();
+        if original.tick().is_multiple_of(7) {
+            let mut batch = wire(LogBatch::new(1, &original.take_log()));
+            edit(&mut batch);
+            let _ = shadow.apply(&batch);
+        }
+    }
+    let _ = shadow.apply(&wire(LogBatch::new(1, &original.take_log())));
+    (original, shadow)
+}
+
+#[test]
+fn a_shadow_replaying_the_log_matches_every_hash_and_ends_in_the_same_state() {
+    let (mut original, mut shadow) = replay(1500, |_| {});
+    assert_eq!(shadow.mismatches(), 0, "{:?}", shadow.divergences());
+    assert!(shadow.hashes_checked() >= 1500 / 30, "{} hashes checked", shadow.hashes_checked());
+    assert!(!shadow.wants_checkpoint());
+    assert_same_state(&mut original, &mut shadow);
+}
+
+#[test]
+fn a_log_missing_one_command_diverges_and_a_fresh_checkpoint_heals_it() {
+    let mut dropped = None;
+    let (mut original, mut shadow) = replay(1500, |batch| {
+        for event in &mut batch.events {
+            if let LogEvent::Step { tick, commands, .. } = event
+                && dropped.is_none()
+                && *tick > 240
+                && let Some(i) = commands.iter().position(|c| matches!(c, HostCommand::Input { .. }))
+            {
+                commands.remove(i);
+                dropped = Some(*tick);
+            }
+        }
+    });
+    let dropped = dropped.expect("an input was dropped");
+    assert!(shadow.mismatches() > 0, "the missing input was noticed");
+    let first = shadow.divergences()[0];
+    assert!(first.tick >= dropped && first.tick < dropped + 30, "noticed at {} for {dropped}", first.tick);
+    assert_ne!(first.expected, first.got);
+    assert!(shadow.wants_checkpoint());
+    // A fresh checkpoint replaces the diverged state; from there the hashes match again.
+    let checkpoint = wire_checkpoint(Checkpoint::capture(&mut original, 1, MetaState::default()).expect("checkpoint"));
+    assert!(shadow.offer(&checkpoint).expect("offer"), "taken");
+    let before = shadow.mismatches();
+    for _ in 0..120 {
+        original.step();
+    }
+    shadow.apply(&wire(LogBatch::new(1, &original.take_log()))).expect("apply");
+    assert_eq!(shadow.mismatches(), before);
+    assert_same_state(&mut original, &mut shadow);
+}
+
+#[test]
+fn logged_chat_joins_the_shadow_and_an_older_checkpoint_does_not_drop_it() {
+    let mut original = host(3, SMALL, 2);
+    original.start_log(30);
+    let meta = |chat: &[&str]| MetaState { chat: chat.iter().map(|l| l.to_string()).collect(), ..MetaState::default() };
+    let first = wire_checkpoint(Checkpoint::capture(&mut original, 1, meta(&["old"])).expect("checkpoint"));
+    let mut shadow = Shadow::from_checkpoint(vimp_host::tanks::init_config(3), TanksPlugin, &first).expect("shadow");
+    original.step();
+    original.log_chat("a");
+    // A checkpoint between the two lines (the server's recent chat has "a" by then).
+    let between = wire_checkpoint(Checkpoint::capture(&mut original, 1, meta(&["old", "a"])).expect("checkpoint"));
+    original.step();
+    original.log_chat("b");
+    assert_eq!(shadow.apply(&wire(LogBatch::new(1, &original.take_log()))).expect("apply"), 4);
+    assert_eq!(shadow.meta().chat, ["old", "a", "b"], "the logged lines join the checkpoint's");
+    // The older checkpoint arrives late: its meta part is taken, the line logged after it stays.
+    assert!(!shadow.offer(&between).expect("offer"), "the state stays");
+    assert_eq!(shadow.meta().chat, ["old", "a", "b"]);
+    assert_eq!(shadow.mismatches(), 0);
+}
+
+#[test]
+fn a_gap_in_the_log_or_another_epoch_is_refused() {
+    let mut original = host(3, SMALL, 2);
+    original.start_log(30);
+    let checkpoint = wire_checkpoint(Checkpoint::capture(&mut original, 4, MetaState::default()).expect("checkpoint"));
+    let mut shadow =
+        Shadow::from_checkpoint(vimp_host::tanks::init_config(3), TanksPlugin, &checkpoint).expect("shadow");
+    for _ in 0..10 {
+        original.step();
+    }
+    let entries = original.take_log();
+    assert!(matches!(shadow.apply(&LogBatch::new(5, &entries)), Err(MigrationError::Epoch { expected: 4, got: 5 })));
+    assert!(matches!(shadow.apply(&LogBatch::new(4, &entries[3..])), Err(MigrationError::Gap { expected: 1, got: 4 })));
+    assert!(shadow.wants_checkpoint());
+    assert_eq!(shadow.apply(&LogBatch::new(4, &entries)).expect("in order"), 10);
+    assert_eq!(shadow.apply(&LogBatch::new(4, &entries)).expect("again"), 0, "entries it holds are skipped");
+}
+
+const HOST: PeerKey = PeerKey(1000);
+const STEP: Duration = Duration::from_millis(5);
+
+fn hello(name: &str) -> Hello {
+    Hello::new(name, "test")
+}
+
+/// A client and the shadow it keeps from what it receives as a successor.
+struct Peer {
+    client: Client<MemoryTransport>,
+    shadow: Option<Shadow>,
+    errors: Vec<String>,
+    /// Checkpoints received.
+    checkpoints: u32,
+    /// Drop the inputs of the log batches until the shadow diverges (a log that lost commands).
+    drop_inputs: bool,
+    /// The match's init config, for the shadow's host.
+    config: InitConfig,
+}
+
+impl Peer {
+    fn new(client: Client<MemoryTransport>, config: InitConfig) -> Peer {
+        Peer { client, shadow: None, errors: Vec::new(), checkpoints: 0, drop_inputs: false, config }
+    }
+
+    /// Feeds what the client received to the shadow and, as `app/successor.rs` does, asks
+    /// for a checkpoint while the shadow wants one.
+    fn feed(&mut self) {
+        for payload in self.client.take_migration() {
+            let result = match payload {
+                MigrationPayload::Checkpoint(bytes) => {
+                    self.checkpoints += 1;
+                    Checkpoint::decode(&bytes).and_then(|c| match &mut self.shadow {
+                        Some(shadow) => shadow.offer(&c).map(|_| ()),
+                        None => {
+                            let config = self.config.clone();
+                            self.shadow = Some(Shadow::from_checkpoint(config, TanksPlugin, &c)?);
+                            Ok(())
+                        }
+                    })
+                }
+                MigrationPayload::Log(bytes) => match (LogBatch::decode(&bytes), &mut self.shadow) {
+                    (Ok(mut batch), Some(shadow)) => {
+                        if self.drop_inputs {
+                            drop_inputs(&mut batch);
+                        }
+                        let applied = shadow.apply(&batch).map(|_| ());
+                        self.drop_inputs &= shadow.mismatches() == 0;
+                        applied
+                    }
+                    (Ok(_), None) => Err(MigrationError::Gap { expected: 0, got: 0 }),
+                    (Err(e), _) => Err(e.into()),
+                },
+                MigrationPayload::Handoff(_) => Ok(()),
+            };
+            if let Err(e) = result {
+                self.errors.push(e.to_string());
+            }
+        }
+        if self.shadow.as_ref().is_some_and(|s| s.wants_checkpoint()) {
+            self.client.request_checkpoint();
+        }
+    }
+}
+
+/// Removes the input commands of `batch`.
+fn drop_inputs(batch: &mut LogBatch) {
+    for event in &mut batch.events {
+        if let LogEvent::Step { commands, .. } = event {
+            commands.retain(|c| !matches!(c, HostCommand::Input { .. }));
+        }
+    }
+}
+
+const SEED: u64 = 21;
+
+/// A match with the host, bots and clients over lossy links, every peer linked to every other.
+struct Mesh {
+    server: Server<MemoryTransport>,
+    peers: Vec<Peer>,
+    now: Duration,
+    config: InitConfig,
+}
+
+impl Mesh {
+    fn new() -> Mesh {
+        Mesh::with_config(vimp_host::tanks::init_config(SEED))
+    }
+
+    /// A match of `config` (a tanks init config).
+    fn with_config(config: InitConfig) -> Mesh {
+        let mut host = Host::new(config.clone(), TanksPlugin).expect("host");
+        host.load_map_json("small", SMALL).expect("map");
+        for i in 0..6 {
+            host.push(HostCommand::Join { player: PlayerId(100 + i), name: format!("bot{i}"), team: None, bot: true });
+        }
+        host.step();
+        let server_config =
+            ServerConfig { client_config: vimp_host::tanks::client_config(&config), ..ServerConfig::default() };
+        Mesh {
+            server: Server::new(host, MemoryTransport::new(HOST), server_config),
+            peers: Vec::new(),
+            now: Duration::ZERO,
+            config,
+        }
+    }
+
+    /// A client `ms` away from the host, 5 % loss on the unreliable channel, linked to every other client.
+    fn join(&mut self, name: &str, ms: u64) -> usize {
+        self.join_except(name, ms, &[])
+    }
+
+    /// A client as [`Mesh::join`] makes it, but with no link to the clients of `unlinked`.
+    fn join_except(&mut self, name: &str, ms: u64, unlinked: &[usize]) -> usize {
+        let id = self.peers.len() as u128 + 1;
+        let lossy = |seed: u128| {
+            LinkConfig::new()
+                .latency(Duration::from_millis(ms))
+                .jitter(Duration::from_millis(3))
+                .loss(0.05)
+                .seed(seed as u64)
+        };
+        let mut t = MemoryTransport::new(PeerKey(id));
+        MemoryTransport::connect(&mut t, self.server.transport_mut(), lossy(id));
+        for (i, other) in self.peers.iter_mut().enumerate().filter(|(i, _)| !unlinked.contains(i)) {
+            MemoryTransport::connect(&mut t, other.client.transport_mut(), lossy(id * 100 + i as u128));
+        }
+        self.peers.push(Peer::new(Client::new(t, hello(name)), self.config.clone()));
+        self.peers.len() - 1
+    }
+
+    /// Opens a link between clients `a < b`.
+    fn link(&mut self, a: usize, b: usize) {
+        let (left, right) = self.peers.split_at_mut(b);
+        let (ta, tb) = (left[a].client.transport_mut(), right[0].client.transport_mut());
+        MemoryTransport::connect(ta, tb, LinkConfig::new().latency(Duration::from_millis(20)).seed(7));
+    }
+
+    /// The host stops between two of its updates: what it logged so far goes out, and
+    /// the clients alone run `steps` more steps, feeding their shadows.
+    fn drain(&mut self, steps: usize) {
+        let now = self.now;
+        self.server.flush_migration(now);
+        for _ in 0..steps {
+            self.now += STEP;
+            for p in &mut self.peers {
+                p.client.update(self.now);
+                p.feed();
+            }
+        }
+    }
+    fn run(&mut self, d: Duration) {
+        let end = self.now + d;
+        while self.now < end {
+            self.now += STEP;
+            for p in &mut self.peers {
+                p.client.update(self.now);
+            }
+            self.server.update(self.now);
+            for p in &mut self.peers {
+                p.feed();
+            }
+        }
+    }
+}
+
+#[test]
+fn the_first_successor_shadows_a_lossy_match_without_a_mismatch() {
+    let mut mesh = Mesh::new();
+    let ann = mesh.join("ann", 15);
+    let bob = mesh.join("bob", 45);
+    mesh.run(Duration::from_secs(1));
+    let keys = ["forward", "left", "fire", "right", "back", "gunLeft"];
+    let mut cy = None;
+    let mut bob_player = None;
+    // 24 s of match: ann and bob drive, a bot and cy join, bob changes team, the map reloads,
+    // people chat, cy leaves.
+    for step in 0..240u32 {
+        let at = Duration::from_millis(100 * step as u64);
+        for (i, p) in mesh.peers.iter_mut().enumerate() {
+            let key = keys[(step as usize / 7 + i) % keys.len()];
+            let action = if step % 7 == 0 {
+                KeyAction::Down
+            } else if step % 7 == 5 {
+                KeyAction::Up
+            } else {
+                continue;
+            };
+            p.client.key(action, key);
+        }
+        match at.as_millis() {
+            3000 => mesh.server.host_mut().push(HostCommand::Join {
+                player: PlayerId(120),
+                name: "late bot".into(),
+                team: None,
+                bot: true,
+            }),
+            5000 => cy = Some(mesh.join("cy", 70)),
+            8000 => {
+                bob_player = mesh.peers[bob].client.welcome().map(|w| w.player_id);
+                mesh.peers[bob].client.send_meta(vimp_netcode::meta::VOTE, br#"["teams", 2]"#);
+            }
+            12000 => {
+                let map = mesh.server.host().world().resource::<vimp_host::engine::mapstate::MapState>().config.clone();
+                mesh.server.host_mut().load_map(map.expect("a map")).expect("reload");
+            }
+            14000 => mesh.peers[ann].client.say("still here"),
+            16000 => {
+                let now = mesh.now;
+                mesh.peers[cy.expect("cy")].client.leave(now);
+            }
+            19000 => mesh.server.host_mut().push(HostCommand::Leave { player: PlayerId(101) }),
+            _ => {}
+        }
+        mesh.run(Duration::from_millis(100));
+    }
+    // The host stops (between two of its updates): what it logged so far reaches the successors.
+    mesh.drain(200);
+
+    let ann_key = PeerKey(1);
+    let succession = mesh.server.succession().to_vec();
+    assert_eq!(succession.first(), Some(&ann_key), "ann is nearest: {succession:?}");
+    assert!(succession.contains(&PeerKey(2)) && !succession.contains(&PeerKey(3)), "cy left: {succession:?}");
+    for i in [ann, bob] {
+        let list = mesh.peers[i].client.succession().map(|s| s.peers.clone());
+        assert_eq!(list, Some(succession.clone()), "everyone connected has the list");
+    }
+    assert!(bob_player.is_some());
+    let tick = mesh.server.host().tick();
+    assert!(tick >= 20 * 120, "{tick} ticks of match");
+    for (name, i) in [("ann", ann), ("bob", bob)] {
+        let peer = &mut mesh.peers[i];
+        assert!(peer.errors.is_empty(), "{name}: {:?}", peer.errors);
+        assert_eq!(peer.client.stats().bad_migration_frames, 0);
+        let shadow = peer.shadow.as_mut().expect("a successor's shadow");
+        assert_eq!(shadow.mismatches(), 0, "{name}: {:?}", shadow.divergences());
+        assert!(shadow.hashes_checked() >= 20 * 4, "{name}: {} hashes checked", shadow.hashes_checked());
+        assert_eq!(shadow.rebases(), 0, "{name}: a healthy shadow never reloads");
+        assert_same_state(mesh.server.host_mut(), shadow);
+        // The meta part: every slot with its token and name.
+        let tokens = |seats: Vec<(PlayerId, String, String)>| seats;
+        let host_seats =
+            tokens(mesh.server.roster().seats().map(|s| (s.player, s.nickname.clone(), s.token.to_string())).collect());
+        let shadow_seats =
+            tokens(shadow.meta().roster.seats().map(|s| (s.player, s.nickname.clone(), s.token.to_string())).collect());
+        assert_eq!(shadow_seats, host_seats, "{name}: the roster");
+        assert!(shadow.meta().chat.iter().any(|l| l.contains("still here")), "{name}: {:?}", shadow.meta().chat);
+    }
+    assert!(mesh.peers[cy.expect("cy")].shadow.is_none(), "cy was never a successor");
+
+    let stats = mesh.server.migration_stats().clone();
+    let seconds = mesh.now.as_secs_f64() - 1.0;
+    let upload: Vec<String> =
+        stats.per_successor.iter().map(|(p, b)| format!("peer {}: {:.0} B/s", p.0, *b as f64 / seconds)).collect();
+    eprintln!(
+        "migration over {seconds:.0} s: checkpoint {} B lz4 ({} B dump), {} checkpoints ({} B), log {:.0} B/s per successor \
+         ({} batches, {} entries), successions {}, upload {}",
+        stats.last_checkpoint.0,
+        stats.last_checkpoint.1,
+        stats.checkpoints,
+        stats.checkpoint_bytes,
+        stats.log_bytes as f64 / seconds / 2.0,
+        stats.log_batches,
+        stats.log_entries,
+        stats.successions,
+        upload.join(", ")
+    );
+    let ann_upload = stats.per_successor.get(&ann_key).copied().unwrap_or_default() as f64 / seconds;
+    assert!(ann_upload < 10_000.0, "{ann_upload:.0} B/s to the first successor");
+}
+
+#[test]
+fn a_client_without_a_link_to_every_other_client_is_no_successor_until_it_has_one() {
+    let mut mesh = Mesh::new();
+    let ann = mesh.join("ann", 15);
+    let bob = mesh.join("bob", 45);
+    let cy = mesh.join_except("cy", 30, &[bob]);
+    mesh.run(Duration::from_secs(2));
+    // bob and cy have no link to each other: either would strand the other if it took
+    // over. ann reaches everyone.
+    let (ann_key, bob_key, cy_key) = (PeerKey(1), PeerKey(2), PeerKey(3));
+    assert_eq!(mesh.server.succession(), [ann_key], "only ann can reach everyone");
+    for i in [ann, bob, cy] {
+        let list = mesh.peers[i].client.succession().map(|s| s.peers.clone());
+        assert_eq!(list, Some(vec![ann_key]), "{i} has the list");
+    }
+    mesh.link(bob, cy);
+    mesh.run(Duration::from_millis(500));
+    let mut listed = mesh.server.succession().to_vec();
+    listed.sort();
+    assert_eq!(listed, [ann_key, bob_key, cy_key], "linked, bob and cy are listed");
+    // A link that drops takes its ends off the list again.
+    mesh.peers[cy].client.transport_mut().disconnect(bob_key);
+    mesh.run(Duration::from_millis(500));
+    assert_eq!(mesh.server.succession(), [ann_key], "the link dropped");
+}
+
+#[test]
+fn a_diverged_shadow_asks_for_a_checkpoint_and_heals_long_before_the_periodic_one() {
+    let mut mesh = Mesh::new();
+    for (name, ms) in [("ann", 15), ("bob", 45), ("cy", 70)] {
+        mesh.join(name, ms);
+    }
+    // Every 100 ms each client presses or releases a key.
+    let keys = ["forward", "left", "fire", "right"];
+    let mut step = 0usize;
+    let mut play = |mesh: &mut Mesh| {
+        for (i, p) in mesh.peers.iter_mut().enumerate() {
+            let action = if step.is_multiple_of(2) { KeyAction::Down } else { KeyAction::Up };
+            p.client.key(action, keys[(step / 2 + i) % keys.len()]);
+        }
+        step += 1;
+        mesh.run(Duration::from_millis(100));
+    };
+    // Until everyone's RTT is known (a ping lost on the lossy links waits 3 s for the next)
+    // and the list settled (a stream outlives its place in it by 2 s).
+    while mesh.server.latencies().len() < 3 {
+        play(&mut mesh);
+    }
+    for _ in 0..25 {
+        play(&mut mesh);
+    }
+    // Peer keys are 1, 2, 3 for clients 0, 1, 2; the first two successors have streams.
+    let order: Vec<usize> = mesh.server.succession().iter().map(|p| p.0 as usize - 1).collect();
+    assert_eq!(order.len(), 3, "{order:?}");
+    let (streamed, other) = (order[1], order[2]);
+
+    // Right after a periodic checkpoint (the next one is 2 s away), the streamed successor's
+    // log loses inputs (until its shadow notices).
+    let had = mesh.peers[streamed].checkpoints;
+    while mesh.peers[streamed].checkpoints == had {
+        mesh.run(STEP);
+    }
+    let periodic_at = mesh.now;
+    let had = mesh.peers[streamed].checkpoints;
+    mesh.peers[streamed].drop_inputs = true;
+    let mut diverged_at = None;
+    while mesh.now < periodic_at + Duration::from_secs(2) {
+        play(&mut mesh);
+        let shadow = mesh.peers[streamed].shadow.as_ref().expect("a shadow");
+        if shadow.mismatches() > 0 {
+            diverged_at.get_or_insert(mesh.now);
+        }
+        if diverged_at.is_some() && !shadow.wants_checkpoint() {
+            break;
+        }
+    }
+    let diverged_at = diverged_at.expect("the missing input was noticed");
+    let healed_at = mesh.now;
+    eprintln!(
+        "diverged {:?} after the periodic checkpoint, healed {:?} later",
+        diverged_at - periodic_at,
+        healed_at - diverged_at
+    );
+    let peer = &mesh.peers[streamed];
+    let shadow = peer.shadow.as_ref().expect("a shadow");
+    assert!(!shadow.wants_checkpoint(), "healed");
+    assert_eq!(shadow.rebases(), 1, "by one checkpoint");
+    assert_eq!(peer.checkpoints, had + 1, "the one it asked for");
+    assert!(healed_at - diverged_at <= Duration::from_millis(300), "healed {:?} after", healed_at - diverged_at);
+    assert!(healed_at - periodic_at < Duration::from_millis(1500), "long before the periodic one");
+    let stats = mesh.server.migration_stats().clone();
+    assert_eq!((stats.checkpoint_requests, stats.checkpoint_requests_ignored), (1, 0));
+    // From there the shadow follows the host again (the host stopped between two updates
+    // while the successors catch up).
+    for _ in 0..5 {
+        play(&mut mesh);
+    }
+    mesh.drain(40);
+    let shadow = mesh.peers[streamed].shadow.as_mut().expect("a shadow");
+    let mismatches = shadow.mismatches();
+    assert_same_state(mesh.server.host_mut(), shadow);
+    assert_eq!(shadow.mismatches(), mismatches, "no new mismatch");
+
+    // A peer without a stream is ignored; a streamed one gets at most one per 250 ms.
+    let other_had = mesh.peers[other].checkpoints;
+    assert!(mesh.peers[other].client.request_checkpoint(), "sent");
+    assert!(!mesh.peers[other].client.request_checkpoint(), "but not twice in 250 ms");
+    let request = |mesh: &mut Mesh, from: usize| {
+        let now = mesh.now;
+        let frame = vec![vimp_netcode::frame::op::CHECKPOINT_REQUEST];
+        mesh.peers[from].client.transport_mut().send(now, HOST, Channel::Reliable, frame);
+    };
+    request(&mut mesh, streamed);
+    request(&mut mesh, streamed);
+    mesh.run(Duration::from_millis(200));
+    let stats = mesh.server.migration_stats().clone();
+    assert_eq!((stats.checkpoint_requests, stats.checkpoint_requests_ignored), (2, 2));
+    assert_eq!(mesh.peers[streamed].checkpoints, had + 2);
+    assert_eq!(mesh.peers[other].checkpoints, other_had, "no checkpoint to a peer without a stream");
+}
+
+type Standing = (PlayerId, String, u8, i64, u32);
+
+/// The match as every process sees it, by player: (name, team, score, deaths).
+fn standings(host: &Host) -> Vec<Standing> {
+    let world = host.world();
+    let scores = world.resource::<vimp_host::engine::players::Scores>();
+    world
+        .resource::<vimp_host::engine::players::Participants>()
+        .0
+        .iter()
+        .map(|(id, p)| {
+            let s = scores.0.get(id).cloned().unwrap_or_default();
+            (*id, p.name.clone(), p.team, s.score, s.deaths)
+        })
+        .collect()
+}
+
+/// The slots with their names and tokens.
+fn seats<'a>(seats: impl Iterator<Item = &'a vimp_host::engine::roster::Seat>) -> Vec<(PlayerId, String, String)> {
+    seats.map(|s| (s.player, s.nickname.clone(), s.token.to_string())).collect()
+}
+
+type NewHost = Server<Joined<MemoryTransport, MemoryTransport>>;
+
+/// The mesh through host changes: the first host can be killed (its transport dropped, no
+/// goodbye) or frozen (silent, links open), any client frozen too, and a successor whose
+/// turn comes promotes its shadow into a new host over its mesh transport plus an
+/// in-process link to its own player (as the app's embedded host does).
+struct Migrating {
+    mesh: Mesh,
+    first_alive: bool,
+    frozen: Vec<usize>,
+    new_hosts: Vec<(usize, NewHost)>,
+    /// (peer, takeover time, the shadow's tick it continued from, the standings there)
+    takeovers: Vec<(usize, Duration, u32, Vec<Standing>)>,
+    /// The first host's standings after each of its ticks.
+    history: std::collections::BTreeMap<u32, Vec<Standing>>,
+    /// Peers that promote as soon as they notice the host lost, whoever's turn it is.
+    eager: Vec<usize>,
+    /// New hosts that stopped hosting: (peer, the better claim it lost to, the successor
+    /// it handed off to, its last tick and the standings there). Their players went back
+    /// onto the mesh.
+    retired: Vec<(usize, Option<(PeerKey, Claim)>, Option<PeerKey>, u32, Vec<Standing>)>,
+}
+
+impl Migrating {
+    fn new(mesh: Mesh) -> Migrating {
+        Migrating {
+            mesh,
+            first_alive: true,
+            frozen: Vec::new(),
+            new_hosts: Vec::new(),
+            takeovers: Vec::new(),
+            history: Default::default(),
+            eager: Vec::new(),
+            retired: Vec::new(),
+        }
+    }
+
+    /// The first host dies: its links close with nothing more sent.
+    fn kill_first_host(&mut self) {
+        self.first_alive = false;
+        drop(std::mem::replace(self.mesh.server.transport_mut(), MemoryTransport::new(HOST)));
+    }
+
+    fn step(&mut self) {
+        let mesh = &mut self.mesh;
+        mesh.now += STEP;
+        let now = mesh.now;
+        for (i, p) in mesh.peers.iter_mut().enumerate() {
+            if !self.frozen.contains(&i) {
+                p.client.update(now);
+            }
+        }
+        if self.first_alive {
+            mesh.server.update(now);
+            let tick = mesh.server.host().tick();
+            self.history.entry(tick).or_insert_with(|| standings(mesh.server.host()));
+        }
+        for (_, server) in &mut self.new_hosts {
+            server.update(now);
+        }
+        // A new host that lost to a better claim or handed off stops; its player goes
+        // back onto the mesh.
+        while let Some(k) =
+            self.new_hosts.iter().position(|(_, s)| s.superseded().is_some() || s.handed_off().is_some())
+        {
+            let (i, server) = self.new_hosts.remove(k);
+            self.retire(i, server);
+        }
+        for i in 0..self.mesh.peers.len() {
+            if self.frozen.contains(&i) {
+                continue;
+            }
+            self.mesh.peers[i].feed();
+            let client = &self.mesh.peers[i].client;
+            let due = client.takeover_due() || (self.eager.contains(&i) && client.host_lost());
+            if due && self.mesh.peers[i].shadow.is_some() {
+                self.promote(i);
+            }
+        }
+    }
+
+    /// Stops new host `i` (superseded or handed off): its mesh transport goes back to its
+    /// client, which follows the winner or the successor.
+    fn retire(&mut self, i: usize, server: NewHost) {
+        let (peers, superseded, handed_off) = (server.linked_peers(), server.superseded(), server.handed_off());
+        let (tick, standings) = (server.host().tick(), standings(server.host()));
+        let (mesh, _local) = server.into_transport().into_parts();
+        let client = &mut self.mesh.peers[i].client;
+        match (superseded, handed_off) {
+            (Some((winner, claim)), _) => drop(client.step_down(mesh, peers, winner, claim)),
+            (None, Some(to)) => drop(client.follow_handoff(mesh, peers, to)),
+            (None, None) => unreachable!("only a superseded or handed-off host retires"),
+        }
+        self.retired.push((i, superseded, handed_off, tick, standings));
+    }
+
+    fn promote(&mut self, i: usize) {
+        let now = self.mesh.now;
+        let peer = &mut self.mesh.peers[i];
+        let shadow = peer.shadow.take().expect("a shadow");
+        let tick = shadow.tick();
+        let me = peer.client.transport().local_id().expect("an id");
+        let local = PeerKey(5000 + i as u128);
+        let (mut host_end, mut player_end) = (MemoryTransport::new(me), MemoryTransport::new(local));
+        MemoryTransport::connect(&mut host_end, &mut player_end, LinkConfig::new());
+        let handover = peer.client.hand_over(player_end).expect("a welcomed client hands over");
+        let config = vimp_host::tanks::init_config(SEED);
+        let server_config = ServerConfig {
+            client_config: vimp_host::tanks::client_config(&config),
+            migration: MigrationConfig { local_peers: vec![local], ..MigrationConfig::default() },
+            ..ServerConfig::default()
+        };
+        let takeover = Takeover { now, peers: handover.peers, rank: handover.rank };
+        let server = Server::from_shadow(shadow, Joined::new(handover.transport, host_end), server_config, takeover);
+        self.takeovers.push((i, now, tick, standings(server.host())));
+        self.new_hosts.push((i, server));
+    }
+
+    fn run(&mut self, d: Duration) {
+        let end = self.mesh.now + d;
+        while self.mesh.now < end {
+            self.step();
+        }
+    }
+
+    /// Runs until `done` holds, at most `limit` of simulated time.
+    fn run_until(&mut self, limit: Duration, mut done: impl FnMut(&Migrating) -> bool) -> bool {
+        let end = self.mesh.now + limit;
+        while self.mesh.now < end {
+            self.step();
+            if done(self) {
+                return true;
+            }
+        }
+        false
+    }
+
+    fn client(&self, i: usize) -> &Client<MemoryTransport> {
+        &self.mesh.peers[i].client
+    }
+}
+
+/// ann (15 ms, the first successor), bob (45 ms, the second) and cy (70 ms, no shadow)
+/// play for `seconds` with the host's bots; bob moves to team 2 and ann chats.
+fn three_clients(seconds: u64) -> (Migrating, [usize; 3]) {
+    three_clients_with(vimp_host::tanks::init_config(SEED), seconds)
+}
+
+/// [`three_clients`] in a match of `config`.
+fn three_clients_with(config: InitConfig, seconds: u64) -> (Migrating, [usize; 3]) {
+    let mut mesh = Mesh::with_config(config);
+    let ann = mesh.join("ann", 15);
+    let bob = mesh.join("bob", 45);
+    let cy = mesh.join("cy", 70);
+    mesh.run(Duration::from_secs(1));
+    // The list goes by RTT: wait until the host has everyone's (a ping lost on the lossy
+    // links waits 3 s for the next one).
+    let deadline = mesh.now + Duration::from_secs(10);
+    while mesh.server.latencies().len() < 3 && mesh.now < deadline {
+        mesh.run(Duration::from_millis(100));
+    }
+    let mut m = Migrating::new(mesh);
+    drive(&mut m, 0, seconds * 10, |m, step| match step {
+        10 => m.mesh.peers[bob].client.send_meta(vimp_netcode::meta::VOTE, br#"["teams", 2]"#),
+        20 => m.mesh.peers[ann].client.say("still here"),
+        _ => {}
+    });
+    (m, [ann, bob, cy])
+}
+
+/// 100-ms steps of everyone pressing and releasing keys, from `from` to `to`.
+fn drive(m: &mut Migrating, from: u64, to: u64, mut also: impl FnMut(&mut Migrating, u64)) {
+    let keys = ["forward", "left", "fire", "right", "back", "gunLeft"];
+    for step in from..to {
+        for (i, p) in m.mesh.peers.iter_mut().enumerate() {
+            let key = keys[(step as usize / 7 + i) % keys.len()];
+            match step % 7 {
+                0 => p.client.key(KeyAction::Down, key),
+                5 => p.client.key(KeyAction::Up, key),
+                _ => None,
+            };
+        }
+        also(m, step);
+        m.run(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn the_first_successor_takes_over_a_crashed_host_and_nothing_is_lost() {
+    let (mut m, [ann, bob, cy]) = three_clients(6);
+    assert_eq!(m.mesh.server.succession(), [PeerKey(1), PeerKey(2), PeerKey(3)]);
+    let tokens = seats(m.mesh.server.roster().seats());
+    let welcomes: Vec<_> = [ann, bob, cy].map(|i| m.client(i).welcome().cloned().expect("welcomed")).into();
+    assert_eq!(standings(m.mesh.server.host()).iter().find(|s| s.1 == "bob").map(|s| s.2), Some(2));
+
+    // Right after a checkpoint reaches ann, cy says a line: the successors hear it in the log only.
+    let had = m.mesh.peers[ann].checkpoints;
+    assert!(m.run_until(Duration::from_secs(3), |m| m.mesh.peers[ann].checkpoints > had));
+    let had = m.mesh.peers[ann].checkpoints;
+    m.mesh.peers[cy].client.say("just before the crash");
+    let logged = |m: &Migrating| {
+        let shadow = m.mesh.peers[ann].shadow.as_ref();
+        shadow.is_some_and(|s| s.meta().chat.iter().any(|l| l.contains("just before the crash")))
+    };
+    // Killed mid-round at tick 960 or after (8 s of match), with no goodbye.
+    assert!(m.run_until(Duration::from_secs(2), |m| m.mesh.server.host().tick() >= 960 && logged(m)));
+    assert_eq!(m.mesh.peers[ann].checkpoints, had, "no checkpoint since the line");
+    let lost_tick = m.mesh.server.host().tick();
+    let lost_at = m.mesh.now;
+    m.kill_first_host();
+    // The newest match time each client saw from the old host (frames in flight included).
+    let mut last_seen = [ann, bob, cy].map(|i| m.client(i).last_frame().map(|f| f.server_time_ms));
+    let resumed = m.run_until(Duration::from_secs(3), |m| {
+        for (k, i) in [ann, bob, cy].into_iter().enumerate() {
+            if m.client(i).stats().migrations == 0 {
+                last_seen[k] = m.client(i).last_frame().map(|f| f.server_time_ms);
+            }
+        }
+        [ann, bob, cy].iter().all(|i| m.client(*i).stats().migrations == 1)
+    });
+    assert!(resumed, "everyone resumed: {:?}", [ann, bob, cy].map(|i| m.client(i).stats().clone()));
+
+    // ann took over at once, from the last tick its shadow had.
+    assert_eq!(m.takeovers.len(), 1, "one host");
+    let (who, at, from_tick, ref start) = m.takeovers[0];
+    assert_eq!(who, ann);
+    assert_eq!(at, lost_at + STEP, "the dropped link is noticed at the next update");
+    let rewind_ticks = lost_tick - from_tick;
+    // The log goes every 25 ms over a 15 ± 3 ms reliable link: at most 48 ms are in flight.
+    assert!(rewind_ticks <= 12, "{rewind_ticks} ticks rewound (≤ 100 ms)");
+    let (_, new_host) = &m.new_hosts[0];
+    assert_eq!(new_host.epoch(), 2);
+    assert_eq!(m.history.get(&from_tick), Some(start), "scores and teams as the old host had them at that tick");
+    assert_eq!(seats(new_host.roster().seats()), tokens, "every slot with its name and token");
+    let chat = new_host.meta_state().chat;
+    assert!(chat.iter().any(|l| l.contains("still here")), "recent chat carried over");
+    assert!(chat.iter().any(|l| l.contains("just before the crash")), "and the chat logged since: {chat:?}");
+
+    // Everyone is back in their own slot, with their token, at epoch 2.
+    for (i, old) in [ann, bob, cy].into_iter().zip(&welcomes) {
+        let c = m.client(i);
+        let w = c.welcome().expect("welcomed");
+        assert_eq!((w.player_id, w.token, w.epoch, w.resumed), (old.player_id, old.token, 2, true));
+        assert_eq!(c.stats().host_epoch, 2);
+        assert!(c.closed().is_none(), "{:?}", c.closed());
+    }
+    // The new host's chat history reaches everyone who resumed; nobody hears a line twice.
+    m.run(Duration::from_millis(300));
+    for i in [ann, bob, cy] {
+        let times = |text: &str| m.client(i).chat().iter().filter(|l| l[0] == text).count();
+        assert_eq!((times("still here"), times("just before the crash")), (1, 1), "{:?}", m.client(i).chat());
+    }
+    let figures: Vec<(Duration, f64)> = [ann, bob, cy]
+        .map(|i| (m.client(i).stats().resume.expect("resumed"), m.client(i).stats().rewind_ms.expect("rewind")))
+        .into();
+    eprintln!(
+        "crash at tick {lost_tick}: {rewind_ticks} ticks rewound by the new host; resume, rewind per client: {figures:?}"
+    );
+    for (resume, rewind) in &figures {
+        assert!(*resume <= Duration::from_secs(1), "resume {resume:?}");
+        assert!(*rewind <= 100.0, "rewind {rewind} ms");
+    }
+    // The rewind is the match time lost: from the newest frame a client saw back to the tick
+    // the new host continues from (the claim's), never more than the new host rewound.
+    let tick_ms = 1000.0 / 120.0;
+    for (k, (_, rewind)) in figures.iter().enumerate() {
+        let seen = last_seen[k].expect("frames from the old host");
+        let expected = (seen - from_tick as f64 * tick_ms).max(0.0);
+        assert!((rewind - expected).abs() < tick_ms, "client {k}: rewind {rewind} ms, expected {expected} ms");
+        assert!(*rewind <= rewind_ticks as f64 * tick_ms + 0.01, "client {k}: {rewind} ms for {rewind_ticks} ticks");
+    }
+
+    // The match goes on: bots play, frames reach everyone, inputs and chat work.
+    let tick = m.new_hosts[0].1.host().tick();
+    let before: Vec<u64> = [ann, bob, cy].map(|i| m.client(i).stats().snapshots).into();
+    drive(&mut m, 80, 100, |m, step| {
+        if step == 85 {
+            m.mesh.peers[bob].client.say("after");
+        }
+    });
+    let new_host = &m.new_hosts[0].1;
+    assert!(new_host.host().tick() >= tick + 200, "the new host runs");
+    for (k, i) in [ann, bob, cy].into_iter().enumerate() {
+        let c = m.client(i);
+        assert!(c.stats().snapshots > before[k] + 30, "frames flow to {i}");
+        assert!(c.chat().iter().any(|l| l.to_string().contains("after")), "{i} hears the chat");
+    }
+    let seq = m.mesh.peers[bob].client.key(KeyAction::Up, "forward").expect("a key");
+    m.run(Duration::from_millis(500));
+    let last_seq = m.mesh.peers[bob].client.last_frame().and_then(|f| f.player.as_ref()).map(|p| p.last_input_seq);
+    assert_eq!(last_seq, Some(seq), "bob's keys reach the new host");
+    let shadow = m.mesh.peers[bob].shadow.as_ref().expect("bob shadows the new host");
+    assert!(
+        shadow.meta().chat.iter().any(|l| l.contains("just before the crash")),
+        "the new host's checkpoints carry it"
+    );
+}
+
+#[test]
+fn mid_round_migration_is_on_for_tanks_unless_the_game_config_turns_it_off() {
+    use vimp_host::engine::migration::GameMigration;
+    let mid_round = |config: InitConfig| {
+        let host = Host::new(config, TanksPlugin).expect("host");
+        host.world().resource::<GameMigration>().mid_round
+    };
+    let mut config = vimp_host::tanks::init_config(1);
+    assert!(mid_round(config.clone()), "the tanks default");
+    config.game.as_object_mut().expect("an object").remove("migration");
+    assert!(mid_round(config.clone()), "the tanks default, without the key");
+    config.game["migration"] = serde_json::json!({ "midRound": false });
+    assert!(!mid_round(config), "turned off");
+    // The engine alone reads the flag, off without it (spec 002).
+    assert!(!GameMigration::from_game(&serde_json::json!({})).mid_round);
+    assert!(!GameMigration::from_game(&serde_json::json!(7)).mid_round);
+    assert!(GameMigration::from_game(&serde_json::json!({ "migration": { "midRound": true } })).mid_round);
+}
+
+#[test]
+fn with_mid_round_migration_off_a_takeover_restarts_the_round_and_keeps_the_standings() {
+    use vimp_host::engine::mapstate::MapState;
+    use vimp_host::engine::physics::Physics;
+    use vimp_host::tanks::rounds::Round;
+    use vimp_host::tanks::tank::Tank;
+
+    let mut config = vimp_host::tanks::init_config(SEED);
+    config.game["migration"] = serde_json::json!({ "midRound": false });
+    let (mut m, [ann, bob, cy]) = three_clients_with(config, 6);
+    let all = [ann, bob, cy];
+    let tokens = seats(m.mesh.server.roster().seats());
+    let welcomes = all.map(|i| m.client(i).welcome().cloned().expect("welcomed"));
+    let round = m.mesh.server.host().world().resource::<Round>().clone();
+    assert!(round.time_left() < 175.0, "the round is well under way: {round:?}");
+
+    m.kill_first_host();
+    assert!(m.run_until(Duration::from_secs(2), |m| !m.new_hosts.is_empty()), "a successor took over");
+    let (who, _, from_tick, start) = m.takeovers[0].clone();
+    assert_eq!(who, ann);
+    assert_eq!(m.history.get(&from_tick), Some(&start), "players, teams and scores as the old host had them");
+
+    // The round started again: timer full, team frags cleared, every tank whole at a spawn.
+    let host = m.new_hosts[0].1.host_mut();
+    let rules = vimp_host::tanks::config::TanksConfig::default();
+    let restarted = host.world().resource::<Round>().clone();
+    assert!(restarted.time_left() >= rules.rounds.round_seconds - 0.05, "{restarted:?}");
+    assert_eq!(restarted.team_frags, [0, 0]);
+    assert_eq!((restarted.wins, restarted.games), (round.wins, round.games), "the game's tally stays");
+    let world = host.world_mut();
+    let tanks: Vec<Tank> = world.query::<&Tank>().iter(world).cloned().collect();
+    assert_eq!(tanks.len(), start.len(), "a tank for every participant");
+    let (physics, map) = (world.resource::<Physics>(), world.resource::<MapState>());
+    let respawns = map.map.as_ref().expect("a map").respawns();
+    for t in &tanks {
+        assert!(t.alive && t.health == rules.models.tank.health, "{:?} whole", t.player);
+        let [x, y] = t.position(physics);
+        let spawns = respawns.get(&t.team.to_string()).expect("team respawns");
+        let at_spawn = spawns.iter().any(|p| (p[0] - x).abs() < 0.01 && (p[1] - y).abs() < 0.01);
+        assert!(at_spawn, "{:?} at a respawn point of team {}: ({x}, {y})", t.player, t.team);
+    }
+
+    // Everyone resumes in their own slot, with their token.
+    let resumed = m.run_until(Duration::from_secs(3), |m| all.iter().all(|i| m.client(*i).stats().migrations == 1));
+    assert!(resumed, "everyone resumed: {:?}", all.map(|i| m.client(i).stats().clone()));
+    let new_host = &m.new_hosts[0].1;
+    assert_eq!(seats(new_host.roster().seats()), tokens, "every slot with its name and token");
+    for (i, old) in all.into_iter().zip(&welcomes) {
+        let w = m.client(i).welcome().expect("welcomed");
+        assert_eq!((w.player_id, w.token, w.epoch, w.resumed), (old.player_id, old.token, 2, true));
+    }
+    let after: Vec<(PlayerId, String, u8)> = standings(new_host.host()).into_iter().map(|s| (s.0, s.1, s.2)).collect();
+    let before: Vec<(PlayerId, String, u8)> = start.iter().map(|s| (s.0, s.1.clone(), s.2)).collect();
+    assert_eq!(after, before, "the same players in the same teams");
+}
+
+#[test]
+fn a_graceful_handoff_loses_no_tick() {
+    let (mut m, [ann, bob, cy]) = three_clients(4);
+    let now = m.mesh.now;
+    let to = m.mesh.server.hand_off(now);
+    assert_eq!(to, Some(PeerKey(1)), "ann, the first successor");
+    let tick = m.mesh.server.host().tick();
+    // The old host's process lingers silently until its last frames are out.
+    m.first_alive = false;
+    // Ann's snapshots of the old host that came in the batch with its handoff do not
+    // count as a host change of their own: one change each, to the new host.
+    let resumed =
+        m.run_until(Duration::from_secs(2), |m| [ann, bob, cy].iter().all(|i| m.client(*i).stats().migrations == 1));
+    assert!([ann, bob, cy].iter().all(|i| m.client(*i).stats().host_epoch == 2), "all at the new host's epoch");
+    assert!(resumed, "everyone resumed: {:?}", [ann, bob, cy].map(|i| m.client(i).stats().clone()));
+    let (who, _, from_tick, _) = m.takeovers[0];
+    assert_eq!(who, ann);
+    assert_eq!(from_tick, tick, "the successor continues from the host's very tick");
+    let rewinds = [ann, bob, cy].map(|i| m.client(i).stats().rewind_ms);
+    eprintln!("handoff at tick {tick}: {} ticks lost; rewind per client {rewinds:?}", tick - from_tick);
+    assert!(rewinds.iter().all(|r| *r == Some(0.0)), "no client saw the match go back: {rewinds:?}");
+    assert!(m.mesh.peers[ann].errors.is_empty(), "{:?}", m.mesh.peers[ann].errors);
+    m.kill_first_host();
+    m.run(Duration::from_secs(1));
+    assert!(m.new_hosts[0].1.host().tick() >= tick + 100, "the match goes on");
+}
+
+#[test]
+fn a_host_that_stalls_and_speaks_again_before_anyone_takes_over_keeps_its_clients() {
+    let (mut m, [ann, bob, cy]) = three_clients(4);
+    let all = [ann, bob, cy];
+    // Nobody can take over (no shadow), and the host goes quiet past the timeout.
+    for p in &mut m.mesh.peers {
+        p.shadow = None;
+    }
+    m.first_alive = false;
+    let noticed = m.run_until(Duration::from_secs(2), |m| all.iter().all(|i| m.client(*i).host_lost()));
+    assert!(noticed, "the silence is noticed");
+    m.run(Duration::from_millis(300));
+    m.first_alive = true;
+    let back = m.run_until(Duration::from_secs(2), |m| {
+        all.iter().all(|i| !m.client(*i).host_lost() && m.client(*i).stats().stalls_survived == 1)
+    });
+    assert!(back, "everyone carries on with the host: {:?}", all.map(|i| m.client(i).stats().clone()));
+    let before = all.map(|i| m.client(i).stats().snapshots);
+    m.run(Duration::from_secs(1));
+    for (k, i) in all.into_iter().enumerate() {
+        let c = m.client(i);
+        assert_eq!(c.closed(), None);
+        assert_eq!(c.stats().migrations, 0, "no host change");
+        assert!(c.stats().snapshots >= before[k] + 20, "frames flow again: {:?}", c.stats());
+    }
+    assert!(m.takeovers.is_empty());
+}
+
+#[test]
+fn when_the_first_successor_is_gone_too_the_next_takes_over() {
+    let (mut m, _) = three_clients(4);
+    // Peer keys are 1, 2, 3 for clients 0, 1, 2.
+    let order: Vec<usize> = m.mesh.server.succession().iter().map(|p| p.0 as usize - 1).collect();
+    let [ann, bob, cy] = [order[0], order[1], order[2]];
+    let welcomes = [bob, cy].map(|i| m.client(i).welcome().cloned().expect("welcomed"));
+    // The host and ann fall silent together (killed over links that do not report it).
+    m.first_alive = false;
+    m.frozen.push(ann);
+    let silent_at = m.mesh.now;
+    let resumed =
+        m.run_until(Duration::from_secs(4), |m| [bob, cy].iter().all(|i| m.client(*i).stats().migrations == 1));
+    assert!(resumed, "bob and cy resumed: {:?}", [bob, cy].map(|i| m.client(i).stats().clone()));
+    assert_eq!(m.takeovers.len(), 1);
+    let (who, at, _, _) = m.takeovers[0];
+    assert_eq!(who, bob, "the second successor");
+    let waited = at - silent_at;
+    // bob notices the silence after 500 ms and gives ann another 500 ms to claim.
+    assert!(waited >= Duration::from_millis(1000), "bob waited for ann: {waited:?}");
+    assert!(waited <= Duration::from_millis(1100), "but not longer: {waited:?}");
+    assert_eq!(m.new_hosts[0].1.epoch(), 2);
+    for (i, old) in [bob, cy].into_iter().zip(&welcomes) {
+        let w = m.client(i).welcome().expect("welcomed");
+        assert_eq!((w.player_id, w.token, w.epoch, w.resumed), (old.player_id, old.token, 2, true));
+    }
+    let tick = m.new_hosts[0].1.host().tick();
+    m.run(Duration::from_secs(1));
+    assert!(m.new_hosts[0].1.host().tick() >= tick + 100, "the match goes on");
+    assert!(m.new_hosts[0].1.roster().seat(PlayerId(welcomes[0].player_id)).is_some_and(|s| s.peer.is_some()));
+}
+
+/// Puts a raw `CLAIM` from `from` on its link to `to`.
+fn claim(m: &mut Migrating, from: usize, to: usize, claim: Claim) {
+    let now = m.mesh.now;
+    let mut frame = vec![vimp_netcode::frame::op::CLAIM];
+    frame.extend_from_slice(&claim.encode());
+    let to = m.client(to).transport().local_id().expect("an id");
+    m.mesh.peers[from].client.transport_mut().send(now, to, Channel::Reliable, frame);
+}
+
+#[test]
+fn stale_and_lower_ranked_claims_are_refused() {
+    let (mut m, [ann, bob, cy]) = three_clients(3);
+    // A claim at the host's own epoch: stale.
+    claim(&mut m, ann, cy, Claim { epoch: 1, rank: 0, tick: 0 });
+    m.run(Duration::from_millis(300));
+    assert_eq!(m.client(cy).stats().claims_refused, 1);
+    assert_eq!(m.client(cy).host_peer(), Some(HOST), "cy stays with its host");
+    assert_eq!(m.client(cy).stats().migrations, 0);
+
+    // The host dies; ann takes over (epoch 2, rank 0).
+    m.kill_first_host();
+    assert!(m.run_until(Duration::from_secs(3), |m| m.client(cy).stats().migrations == 1));
+    let snapshots = m.client(cy).stats().snapshots;
+    // bob at the same epoch but ranked lower, an old-epoch claim, and cy claiming ann's own
+    // (epoch, rank) to bob: none beats ann, all refused.
+    claim(&mut m, bob, cy, Claim { epoch: 2, rank: 1, tick: 0 });
+    claim(&mut m, bob, cy, Claim { epoch: 1, rank: 0, tick: 0 });
+    claim(&mut m, cy, bob, Claim { epoch: 2, rank: 0, tick: 0 });
+    m.run(Duration::from_millis(500));
+    assert_eq!(m.client(cy).stats().claims_refused, 3);
+    assert_eq!(m.client(bob).stats().claims_refused, 1);
+    for i in [bob, cy] {
+        assert_eq!(m.client(i).host_peer(), Some(PeerKey(1)), "{i} stays with ann");
+        assert_eq!(m.client(i).stats().migrations, 1);
+    }
+    assert!(m.client(cy).stats().snapshots > snapshots + 10, "frames keep coming from ann");
+}
+
+/// Each client's (player, token): what it resumes with after a host change.
+fn slots(m: &Migrating, who: &[usize]) -> Vec<(u8, vimp_netcode::session::SessionToken)> {
+    who.iter().map(|i| m.client(*i).welcome().map(|w| (w.player_id, w.token)).expect("welcomed")).collect()
+}
+
+/// Whether every client of `who` follows `host` at `epoch`, welcomed back into its slot.
+fn all_follow(m: &Migrating, who: &[usize], host: PeerKey, epoch: u32) -> bool {
+    who.iter().all(|i| {
+        let c = m.client(*i);
+        c.host_peer() == Some(host) && c.welcome().is_some_and(|w| w.epoch == epoch && w.resumed)
+    })
+}
+
+#[test]
+fn two_claimants_at_one_epoch_resolve_to_the_better_ranked_and_the_loser_steps_down() {
+    let (mut m, [ann, bob, cy]) = three_clients(4);
+    let all = [ann, bob, cy];
+    let before = slots(&m, &all);
+    let tokens = seats(m.mesh.server.roster().seats());
+    // bob promotes the moment he notices the loss, like ann: two claims at epoch 2.
+    m.eager.push(bob);
+    m.kill_first_host();
+    let settled = m.run_until(Duration::from_secs(3), |m| {
+        !m.retired.is_empty() && all_follow(m, &all, PeerKey(1), 2) && m.client(bob).stats().snapshots > 0
+    });
+    assert!(settled, "everyone follows ann: {:?}", all.map(|i| (m.client(i).host_peer(), m.client(i).stats().clone())));
+    assert_eq!(m.takeovers.len(), 2, "both promoted");
+    assert_eq!(m.takeovers[0].1, m.takeovers[1].1, "at the same moment");
+    assert_eq!(m.retired.len(), 1);
+    let (loser, lost_to, handed_off, _, _) = m.retired[0];
+    assert_eq!(loser, bob, "the lower-ranked claimant steps down");
+    assert_eq!(lost_to.map(|(p, c)| (p, c.epoch, c.rank)), Some((PeerKey(1), 2, 0)), "to ann's claim");
+    assert_eq!(handed_off, None);
+    assert_eq!(m.client(bob).stats().step_downs, 1);
+    assert_eq!(m.new_hosts.len(), 1);
+    assert_eq!(m.new_hosts[0].0, ann);
+
+    // Every client in its own slot, with its token; scores and teams as the old host had them.
+    assert_eq!(slots(&m, &all), before, "same slots and tokens");
+    let (_, _, from_tick, ref start) = m.takeovers.iter().find(|t| t.0 == ann).cloned().expect("ann took over");
+    assert_eq!(m.history.get(&from_tick), Some(start));
+    let winner = &m.new_hosts[0].1;
+    assert_eq!(seats(winner.roster().seats()), tokens, "every slot with its name and token");
+    assert_eq!(standings(winner.host()).iter().find(|s| s.1 == "bob").map(|s| s.2), Some(2), "bob still in team 2");
+    for i in all {
+        let player = PlayerId(m.client(i).welcome().expect("welcomed").player_id);
+        assert!(winner.roster().seat(player).is_some_and(|s| s.peer.is_some()), "{i} is connected to ann");
+        assert!(m.client(i).closed().is_none(), "{:?}", m.client(i).closed());
+    }
+
+    // The match goes on, and bob's keys reach ann.
+    let tick = winner.host().tick();
+    let snapshots = all.map(|i| m.client(i).stats().snapshots);
+    drive(&mut m, 60, 70, |_, _| {});
+    assert!(m.new_hosts[0].1.host().tick() >= tick + 100, "the match goes on");
+    for (k, i) in all.into_iter().enumerate() {
+        assert!(m.client(i).stats().snapshots > snapshots[k] + 20, "frames flow to {i}");
+    }
+    let seq = m.mesh.peers[bob].client.key(KeyAction::Up, "forward").expect("a key");
+    // (A frame has bob's player block only while his tank lives: a dead one respawns first.)
+    let last_seq = |m: &Migrating| m.client(bob).last_frame().and_then(|f| f.player.as_ref()).map(|p| p.last_input_seq);
+    assert!(
+        m.run_until(Duration::from_secs(5), |m| last_seq(m) == Some(seq)),
+        "bob's keys reach ann: {:?}",
+        last_seq(&m)
+    );
+}
+
+#[test]
+fn a_change_host_vote_hands_the_match_off_and_loses_no_tick() {
+    let (mut m, [ann, bob, cy]) = three_clients(4);
+    let all = [ann, bob, cy];
+    let before = slots(&m, &all);
+    // cy calls the vote; everyone but the host sees it.
+    let id = m.mesh.peers[cy].client.call_change_host().expect("cy may call it");
+    assert!(m.mesh.peers[cy].client.call_change_host().is_none(), "one vote at a time");
+    let seen = m.run_until(Duration::from_secs(1), |m| all.iter().all(|i| m.client(*i).host_vote().is_some()));
+    assert!(seen, "every client shows the vote");
+    let view = m.client(bob).host_vote().expect("a vote");
+    assert_eq!((view.id, view.caller, view.yes, view.no, view.electorate), (id, PeerKey(3), 1, 0, 3));
+    assert_eq!((view.answer, view.passed), (None, false));
+    assert!(view.remaining <= vimp_netcode::migration::HOST_VOTE_TIME);
+    assert_eq!(m.client(cy).host_vote().and_then(|v| v.answer), Some(true), "the caller votes yes");
+    assert_eq!(m.mesh.server.migration_stats().step_down_requests, 0, "the host knows nothing of it");
+    m.run(Duration::from_millis(300));
+    assert!(m.mesh.server.handed_off().is_none(), "1 yes of 3 is no majority");
+
+    // bob says yes: 2 of 3, and the host hands off.
+    assert!(m.mesh.peers[bob].client.answer_change_host(true));
+    assert!(m.run_until(Duration::from_secs(1), |m| m.mesh.server.handed_off().is_some()), "the host steps down");
+    assert_eq!(m.mesh.server.handed_off(), Some(PeerKey(1)), "to ann, the first successor");
+    let tick = m.mesh.server.host().tick();
+    let stats = m.mesh.server.migration_stats();
+    assert_eq!((stats.step_down_requests, stats.step_downs_refused), (1, 0));
+    let resumed = m.run_until(Duration::from_secs(2), |m| {
+        all.iter().all(|i| m.client(*i).stats().migrations == 1) && all_follow(m, &all, PeerKey(1), 2)
+    });
+    assert!(resumed, "everyone follows ann: {:?}", all.map(|i| m.client(i).stats().clone()));
+    assert_eq!(m.mesh.server.host().tick(), tick, "the old host stopped");
+
+    let (who, _, from_tick, ref start) = m.takeovers[0];
+    assert_eq!(who, ann);
+    assert_eq!(from_tick, tick, "the successor continues from the host's very tick");
+    assert_eq!(m.history.get(&tick), Some(start), "scores and teams as the host had them");
+    let rewinds = all.map(|i| m.client(i).stats().rewind_ms);
+    assert!(rewinds.iter().all(|r| *r == Some(0.0)), "no client saw the match go back: {rewinds:?}");
+    assert_eq!(slots(&m, &all), before, "same slots and tokens");
+    assert!(all.iter().any(|i| m.client(*i).stats().host_votes_passed == 1), "someone counted the majority");
+    assert!(all.iter().all(|i| m.client(*i).host_vote().is_none()), "the vote is over with the host change");
+    assert!(m.mesh.peers[ann].errors.is_empty(), "{:?}", m.mesh.peers[ann].errors);
+    m.kill_first_host();
+    m.run(Duration::from_secs(1));
+    assert!(m.new_hosts[0].1.host().tick() >= tick + 100, "the match goes on");
+}
+
+/// Puts a raw frame from client `from` on its link to client `to`.
+fn raw(m: &mut Migrating, from: usize, to: usize, opcode: u8, payload: &[u8]) {
+    let now = m.mesh.now;
+    let mut frame = vec![opcode];
+    frame.extend_from_slice(payload);
+    let to = m.client(to).transport().local_id().expect("an id");
+    m.mesh.peers[from].client.transport_mut().send(now, to, Channel::Reliable, frame);
+}
+
+#[test]
+fn change_host_frames_out_of_place_are_refused_and_so_is_a_step_down_without_a_majority() {
+    use vimp_netcode::frame::op;
+    use vimp_netcode::migration::{HostVote, StepDown};
+    let (mut m, [ann, bob, cy]) = three_clients(3);
+    raw(&mut m, ann, cy, op::HOST_VOTE, b"junk");
+    raw(&mut m, ann, cy, op::HOST_VOTE, &HostVote { epoch: 9, caller: PeerKey(1), id: 1 }.encode());
+    raw(&mut m, ann, cy, op::HOST_VOTE, &HostVote { epoch: 1, caller: PeerKey(2), id: 1 }.encode());
+    raw(&mut m, ann, cy, op::HOST_BALLOT, &[0, 0, 0, 1, 7]);
+    m.run(Duration::from_millis(300));
+    assert_eq!(m.client(cy).stats().votes_refused, 4, "junk, another epoch, a forged caller, a junk ballot");
+    assert!(m.client(cy).host_vote().is_none());
+    assert!(m.client(cy).closed().is_none());
+
+    // A STEP_DOWN whose majority is not one of the host's own count: refused.
+    m.mesh.peers[bob].client.send_meta(op::STEP_DOWN, &StepDown { id: 1, yes: 1, electorate: 1 }.encode());
+    m.run(Duration::from_millis(300));
+    assert_eq!(m.mesh.server.handed_off(), None);
+    let stats = m.mesh.server.migration_stats();
+    assert_eq!((stats.step_down_requests, stats.step_downs_refused), (1, 1));
+    // One that does not decode closes its sender with 4400, and only it.
+    m.mesh.peers[bob].client.send_meta(op::STEP_DOWN, &[0, 0, 0, 1, 0, 3, 0, 2]);
+    m.run(Duration::from_millis(300));
+    assert_eq!(m.client(bob).closed().map(|c| c.0), Some(4400));
+    assert_eq!(m.mesh.server.handed_off(), None);
+    assert!(m.client(ann).closed().is_none() && m.client(cy).closed().is_none());
+}
+
+#[test]
+fn a_host_voted_away_takes_its_own_player_to_the_successor() {
+    let (mut m, [ann, bob, cy]) = three_clients(4);
+    let all = [ann, bob, cy];
+    let before = slots(&m, &all);
+    // ann takes over a crash: her player is on the in-process link to her own server.
+    m.kill_first_host();
+    assert!(m.run_until(Duration::from_secs(3), |m| all_follow(m, &all, PeerKey(1), 2)));
+    // ann's list: bob and cy (her own player never), each shadowing her.
+    let ready = m.run_until(Duration::from_secs(4), |m| {
+        [bob, cy].iter().all(|i| m.mesh.peers[*i].shadow.is_some())
+            && m.client(bob).succession().is_some_and(|s| s.epoch == 2 && s.peers.len() == 2)
+    });
+    assert!(ready, "bob and cy shadow ann: {:?}", m.new_hosts[0].1.succession());
+    let first = m.new_hosts[0].1.succession()[0];
+    let first_i = first.0 as usize - 1;
+
+    // A vote ann's own player cannot take part in: 2 of 2 say yes.
+    assert!(m.mesh.peers[ann].client.call_change_host().is_none(), "the host's own player may not call it");
+    m.mesh.peers[bob].client.call_change_host().expect("bob may call it");
+    assert!(m.run_until(Duration::from_secs(1), |m| m.client(cy).host_vote().is_some()));
+    assert_eq!(m.client(cy).host_vote().map(|v| v.electorate), Some(2));
+    assert!(m.mesh.peers[cy].client.answer_change_host(true));
+    assert!(m.run_until(Duration::from_secs(1), |m| !m.retired.is_empty()), "ann's server steps down");
+    let (who, superseded, handed_off, tick, ref at_handoff) = m.retired[0];
+    assert_eq!((who, superseded, handed_off), (ann, None, Some(first)));
+    let at_handoff = at_handoff.clone();
+
+    // Everyone, ann included, follows the first successor at epoch 3 in their own slots.
+    let resumed = m.run_until(Duration::from_secs(3), |m| {
+        all_follow(m, &all, first, 3) && all.iter().all(|i| m.client(*i).stats().migrations == 2)
+    });
+    assert!(
+        resumed,
+        "everyone follows {first}: {:?}",
+        all.map(|i| (m.client(i).host_peer(), m.client(i).stats().clone()))
+    );
+    assert_eq!(slots(&m, &all), before, "same slots and tokens");
+    assert_eq!(m.client(ann).stats().step_downs, 1);
+    let (who, _, from_tick, ref start) = m.takeovers[1];
+    assert_eq!((who, from_tick), (first_i, tick), "the successor continues from ann's very tick");
+    assert_eq!(start, &at_handoff, "scores and teams as ann's server had them");
+    assert!(start.iter().any(|s| s.1 == "ann"), "ann plays on");
+    let rewinds = all.map(|i| m.client(i).stats().rewind_ms);
+    assert!(rewinds.iter().all(|r| *r == Some(0.0)), "no client saw the match go back: {rewinds:?}");
+
+    // The match goes on with ann as a client, her keys reaching the new host.
+    let new_host = &m.new_hosts.iter().find(|(i, _)| *i == first_i).expect("the successor hosts").1;
+    let tick = new_host.host().tick();
+    let seq = m.mesh.peers[ann].client.key(KeyAction::Down, "left").expect("a key");
+    m.run(Duration::from_secs(1));
+    let new_host = &m.new_hosts.iter().find(|(i, _)| *i == first_i).expect("the successor hosts").1;
+    assert!(new_host.host().tick() >= tick + 100, "the match goes on");
+    // (Read on the host: a frame carries ann's player block only while her tank lives.)
+    let ann_player = PlayerId(m.client(ann).welcome().expect("welcomed").player_id);
+    let participants = new_host.host().world().resource::<vimp_host::engine::players::Participants>();
+    let last_seq = participants.0.get(&ann_player).map(|p| p.keys.last_input_seq());
+    assert_eq!(last_seq, Some(seq), "ann's keys reach the new host");
+}

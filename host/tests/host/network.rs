@@ -1,0 +1,465 @@
+//! Host and clients over in-memory links with latency: the session protocol end to end.
+
+use std::time::Duration;
+
+use vimp_host::engine::server::{Server, ServerConfig};
+use vimp_host::prelude::*;
+use vimp_host::tanks::tank::Tank;
+use vimp_netcode::client::Client;
+use vimp_netcode::frame::Channel;
+use vimp_netcode::input::KeyAction;
+use vimp_netcode::link::LinkConfig;
+use vimp_netcode::session::{Hello, PROTOCOL_VERSION, SessionToken, close};
+use vimp_netcode::transport::{MemoryTransport, PeerKey, Transport};
+
+const HOST: PeerKey = PeerKey(1000);
+const STEP: Duration = Duration::from_millis(5);
+
+pub(crate) struct Lan {
+    pub(crate) server: Server<MemoryTransport>,
+    pub(crate) clients: Vec<Client<MemoryTransport>>,
+    pub(crate) now: Duration,
+    next_id: u128,
+}
+
+fn hello(name: &str) -> Hello {
+    Hello::new(name, "test")
+}
+
+impl Lan {
+    pub(crate) fn new(password: Option<&str>) -> Lan {
+        Lan::with_maps(password, Vec::new())
+    }
+
+    pub(crate) fn with_maps(password: Option<&str>, maps: Vec<vimp_host::engine::map::MapConfig>) -> Lan {
+        let config = vimp_host::tanks::init_config(21);
+        let mut host = Host::new(config.clone(), TanksPlugin).expect("host");
+        host.load_map_json("small", super::SMALL).expect("map");
+        host.push(HostCommand::Join { player: PlayerId(0), name: "bot".into(), team: None, bot: true });
+        host.step();
+        let server_config = ServerConfig {
+            password: password.map(str::to_owned),
+            client_config: vimp_host::tanks::client_config(&config),
+            maps,
+            ..ServerConfig::default()
+        };
+        let server = Server::new(host, MemoryTransport::new(HOST), server_config);
+        Lan { server, clients: Vec::new(), now: Duration::ZERO, next_id: 1 }
+    }
+
+    /// A new client linked to the host (20 ms each way, a little jitter).
+    pub(crate) fn join(&mut self, hello: Hello) -> usize {
+        let mut t = MemoryTransport::new(PeerKey(self.next_id));
+        self.next_id += 1;
+        let link = LinkConfig::new()
+            .latency(Duration::from_millis(20))
+            .jitter(Duration::from_millis(2))
+            .seed(self.next_id as u64);
+        // The server's transport is inside the server: link through a fresh pair of ends.
+        MemoryTransport::connect(&mut t, server_transport(&mut self.server), link);
+        self.clients.push(Client::new(t, hello));
+        self.clients.len() - 1
+    }
+
+    /// Runs everyone for `d` of simulated time (only the clients in `live`, if given).
+    pub(crate) fn run(&mut self, d: Duration, live: Option<&[usize]>) {
+        let end = self.now + d;
+        while self.now < end {
+            self.now += STEP;
+            for (i, c) in self.clients.iter_mut().enumerate() {
+                if live.is_none_or(|l| l.contains(&i)) {
+                    c.update(self.now);
+                }
+            }
+            self.server.update(self.now);
+        }
+    }
+
+    /// Runs until `done` holds, at most `limit` of simulated time.
+    pub(crate) fn run_until(&mut self, limit: Duration, done: impl Fn(&Lan) -> bool) -> bool {
+        let end = self.now + limit;
+        while self.now < end {
+            if done(self) {
+                return true;
+            }
+            self.run(STEP, None);
+        }
+        done(self)
+    }
+
+    pub(crate) fn tank(&mut self, player: u8) -> Option<Tank> {
+        let world = self.server.host_mut().world_mut();
+        world.query::<&Tank>().iter(world).find(|t| t.player == PlayerId(player)).cloned()
+    }
+}
+
+/// The server's own transport, to link new clients to it.
+fn server_transport(server: &mut Server<MemoryTransport>) -> &mut MemoryTransport {
+    server.transport_mut()
+}
+
+#[test]
+fn clients_join_play_and_chat() {
+    let mut lan = Lan::new(None);
+    let a = lan.join(hello("ann"));
+    let b = lan.join(hello("ann"));
+    assert!(lan.run_until(Duration::from_secs(2), |l| l.clients.iter().all(|c| c.stats().snapshots > 0)));
+    let wa = lan.clients[a].welcome().cloned().expect("welcome");
+    let wb = lan.clients[b].welcome().cloned().expect("welcome");
+    assert_eq!((wa.nickname.as_str(), wb.nickname.as_str()), ("ann", "ann (2)"), "names are made unique");
+    assert_ne!(wa.player_id, wb.player_id);
+    assert_ne!(wa.player_id, 0, "the bot's slot is not given away");
+
+    // Two seconds of play: ~30 snapshots a second each; ann drives forward.
+    let before = lan.tank(wa.player_id).expect("ann's tank");
+    let x0 = lan.server.host().world().resource::<vimp_host::engine::physics::Physics>().world().bodies[before.body]
+        .translation();
+    let counts: Vec<u64> = lan.clients.iter().map(|c| c.stats().snapshots).collect();
+    lan.clients[a].key(KeyAction::Down, "forward").expect("a key of the table");
+    lan.run(Duration::from_secs(2), None);
+    for (c, n0) in lan.clients.iter().zip(counts) {
+        let got = c.stats().snapshots - n0;
+        assert!((55..=65).contains(&got), "{got} snapshots in 2 s");
+        assert_eq!(c.stats().bad_snapshots, 0);
+    }
+    let p = lan.clients[a].last_frame().and_then(|f| f.player).expect("ann's player block");
+    let moved = ((p.state[0] - x0.x).powi(2) + (p.state[1] - x0.y).powi(2)).sqrt();
+    assert_eq!(p.state[7], 1.0, "the host applied ann's forward key: full throttle");
+    assert!(moved > 20.0, "ann's tank drove {moved} units");
+    assert!(p.last_input_seq >= 1, "the host echoes the applied seq");
+
+    lan.clients[a].say("hi all");
+    lan.clients[b].say("  yo  ");
+    let user_lines = |c: &Client<MemoryTransport>| c.chat().iter().filter(|l| l.is_array()).count();
+    assert!(lan.run_until(Duration::from_secs(1), |l| l.clients.iter().all(|c| user_lines(c) == 2)));
+    // System lines of the engine's group s: whoever joined second was announced to the first.
+    let joined =
+        |c: &Client<MemoryTransport>| c.chat().iter().any(|l| l.as_str().is_some_and(|s| s.starts_with("s:1:ann")));
+    assert!(lan.clients.iter().any(joined), "{:?}", lan.clients[a].chat());
+    let team_a = lan.tank(wa.player_id).map(|t| t.team).expect("team");
+    assert!(lan.clients[b].chat().contains(&serde_json::json!(["hi all", "ann", team_a])));
+    assert!(lan.clients[a].chat().iter().any(|l| l[0] == "yo" && l[1] == "ann (2)"));
+}
+
+#[test]
+fn clients_in_a_full_mesh_find_the_host() {
+    let mut lan = Lan::new(None);
+    let a = lan.join(hello("ann"));
+    let b = lan.join(hello("bob"));
+    // The mesh links clients to each other too: each says hello to everyone, only the host answers.
+    let (left, right) = lan.clients.split_at_mut(b);
+    MemoryTransport::connect(left[a].transport_mut(), right[0].transport_mut(), LinkConfig::default());
+    assert!(lan.run_until(Duration::from_secs(2), |l| l.clients.iter().all(|c| c.stats().snapshots > 0)));
+    assert!(lan.clients.iter().all(|c| c.closed().is_none()));
+    assert_eq!(lan.server.roster().seats().count(), 2);
+}
+
+#[test]
+fn the_stat_table_reaches_clients_with_names_and_latency() {
+    let mut lan = Lan::new(None);
+    let a = lan.join(hello("ann"));
+    lan.run(Duration::from_secs(8), None);
+    let stats: Vec<serde_json::Value> = lan.clients[a]
+        .take_meta()
+        .into_iter()
+        .filter(|(port, _)| *port == vimp_netcode::meta::STAT_DATA)
+        .map(|(_, bytes)| serde_json::from_slice(&bytes).expect("json"))
+        .collect();
+    assert!(stats.len() >= 2, "a full table at join, then deltas: {stats:?}");
+    let rows: Vec<&serde_json::Value> = stats.iter().flat_map(|s| s[0].as_array().expect("bodies")).collect();
+    let ann = rows.iter().rev().find(|r| r[2][0] == "ann").expect("ann's row");
+    assert_eq!(ann[1], 0, "table 0");
+    let latency = rows.iter().rev().filter(|r| r[2][0] == "ann" || r[0] == ann[0]).find_map(|r| r[2][4].as_u64());
+    assert!(latency.is_some_and(|ms| (30..=60).contains(&ms)), "about 40 ms round trip: {latency:?}");
+    assert!(rows.iter().any(|r| r[2][0] == "bot"), "the bot has a row too");
+}
+
+#[test]
+fn the_panel_comes_whole_then_only_its_changes_and_the_keyset_says_player() {
+    let mut lan = Lan::new(None);
+    let a = lan.join(hello("ann"));
+    lan.run(Duration::from_millis(2500), None);
+    let meta = lan.clients[a].take_meta();
+    let panels: Vec<Vec<String>> = meta
+        .iter()
+        .filter(|(port, _)| *port == vimp_netcode::meta::PANEL_DATA)
+        .map(|(_, bytes)| serde_json::from_slice(bytes).expect("panel json"))
+        .collect();
+    assert!(panels.len() >= 2, "{panels:?}");
+    let first: Vec<&str> = panels[0].iter().map(|e| e.split(':').next().unwrap_or_default()).collect();
+    assert_eq!(first, ["t", "h", "w1", "w2", "wa"], "the whole panel first");
+    assert!(panels[0].contains(&"h:100".to_owned()) && panels[0].contains(&"wa:w1".to_owned()));
+    // Then only what changed: the clock each second, health when the bot hits ann.
+    assert!(panels[1..].iter().all(|p| p.len() < 3), "only changed keys: {panels:?}");
+    assert!(panels[1..].iter().any(|p| p == &["t:179".to_owned()]), "{panels:?}");
+    assert!(meta.iter().any(|(port, bytes)| *port == vimp_netcode::meta::KEYSET_DATA && bytes == b"1"));
+}
+
+#[test]
+fn a_team_vote_lists_the_teams_and_moves_the_player() {
+    let mut lan = Lan::new(None);
+    let a = lan.join(hello("ann"));
+    assert!(lan.run_until(Duration::from_secs(2), |l| l.clients[a].stats().snapshots > 0));
+    let me = lan.clients[a].welcome().map(|w| w.player_id).expect("welcome");
+    let team = lan.tank(me).map(|t| t.team).expect("tank");
+    lan.clients[a].send_meta(vimp_netcode::meta::VOTE, br#""teams""#);
+    let other = 3 - team;
+    lan.clients[a].send_meta(vimp_netcode::meta::VOTE, format!(r#"["teams", {other}]"#).as_bytes());
+    lan.run(Duration::from_millis(300), None);
+    let votes: Vec<serde_json::Value> = lan.clients[a]
+        .take_meta()
+        .into_iter()
+        .filter(|(port, _)| *port == vimp_netcode::meta::VOTE_DATA)
+        .map(|(_, b)| serde_json::from_slice(&b).expect("json"))
+        .collect();
+    assert_eq!(votes, [serde_json::json!({ "name": "teams", "values": [1, 2] })]);
+    assert_eq!(lan.tank(me).map(|t| t.team), Some(other), "the game moved ann");
+}
+
+#[test]
+fn the_map_comes_at_join_and_again_after_clear_at_a_new_round() {
+    let mut lan = Lan::new(None);
+    let a = lan.join(hello("ann"));
+    assert!(lan.run_until(Duration::from_secs(2), |l| l.clients[a].stats().snapshots > 0));
+    let maps = |meta: &[(u8, Vec<u8>)]| {
+        meta.iter()
+            .filter(|(p, _)| *p == vimp_netcode::meta::MAP_DATA)
+            .map(|(_, b)| serde_json::from_slice::<serde_json::Value>(b).expect("json")["name"].clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(maps(&lan.clients[a].take_meta()), [serde_json::json!("Test small")]);
+    // The round restarts on the map: clients clear their canvases and get the map again.
+    let map = lan.server.host().world().resource::<vimp_host::engine::mapstate::MapState>().config.clone();
+    lan.server.host_mut().load_map(map.expect("a map")).expect("reload");
+    lan.run(Duration::from_millis(300), None);
+    let meta = lan.clients[a].take_meta();
+    let clear = meta.iter().position(|(p, b)| *p == vimp_netcode::meta::CLEAR && b == b"null");
+    let again = meta.iter().position(|(p, _)| *p == vimp_netcode::meta::MAP_DATA);
+    assert!(clear.is_some() && again.is_some() && clear < again, "CLEAR, then MAP_DATA");
+}
+
+#[test]
+fn a_full_server_says_so_and_rejects_with_4503() {
+    let mut lan = Lan::new(None);
+    for i in 0..16 {
+        lan.join(hello(&format!("p{i}")));
+    }
+    // 16 slots: the bot's and 15 players'; the 16th hello to arrive is refused.
+    assert!(lan.run_until(Duration::from_secs(3), |l| {
+        l.clients.iter().all(|c| c.welcome().is_some() || c.closed().is_some())
+    }));
+    let refused: Vec<usize> = (0..16).filter(|&i| lan.clients[i].closed().is_some()).collect();
+    assert_eq!(refused.len(), 1);
+    let loser = &mut lan.clients[refused[0]];
+    assert_eq!(loser.closed().map(|c| c.0), Some(close::SERVER_FULL));
+    let informs: Vec<(u8, Vec<u8>)> = loser.take_meta();
+    assert!(informs.contains(&(vimp_netcode::meta::TECH_INFORM_DATA, b"[0]".to_vec())), "{informs:?}");
+    assert_eq!(lan.clients.iter().filter(|c| c.welcome().is_some()).count(), 15);
+}
+
+#[test]
+fn a_map_vote_passes_with_a_majority_and_loads_the_map() {
+    let arena = vimp_host::engine::map::MapConfig::from_json("default", super::DEFAULT).expect("map");
+    let mut lan = Lan::with_maps(None, vec![arena]);
+    let a = lan.join(hello("ann"));
+    let b = lan.join(hello("bob"));
+    let c = lan.join(hello("cy"));
+    assert!(lan.run_until(Duration::from_secs(2), |l| l.clients.iter().all(|c| c.stats().snapshots > 0)));
+    lan.clients[a].send_meta(vimp_netcode::meta::VOTE, br#""maps""#);
+    lan.clients[a].send_meta(vimp_netcode::meta::VOTE, br#"["maps", "Arena"]"#);
+    lan.run(Duration::from_millis(200), None);
+    let asked = |m: &[(u8, Vec<u8>)]| {
+        m.iter()
+            .filter(|(p, _)| *p == vimp_netcode::meta::VOTE_DATA)
+            .map(|(_, b)| serde_json::from_slice::<serde_json::Value>(b).expect("json"))
+            .collect::<Vec<_>>()
+    };
+    let votes_a = asked(&lan.clients[a].take_meta());
+    assert_eq!(votes_a[0], serde_json::json!({ "name": "maps", "values": ["Test small", "Arena"] }));
+    let ask = serde_json::json!({ "name": "mapChange", "params": ["Arena"], "values": ["yes", "no"] });
+    assert_eq!(votes_a[1], ask);
+    assert_eq!(asked(&lan.clients[b].take_meta()), std::slice::from_ref(&ask));
+    // One of three said yes (the proposer): not yet. cy says no; bob's yes makes two of three.
+    lan.clients[c].send_meta(vimp_netcode::meta::VOTE, br#"["mapChange", "no"]"#);
+    lan.run(Duration::from_millis(200), None);
+    let name = |l: &Lan| {
+        l.server
+            .host()
+            .world()
+            .resource::<vimp_host::engine::mapstate::MapState>()
+            .config
+            .as_ref()
+            .map(|c| c.name.clone())
+    };
+    assert_eq!(name(&lan).as_deref(), Some("Test small"));
+    lan.clients[b].send_meta(vimp_netcode::meta::VOTE, br#"["mapChange", "yes"]"#);
+    lan.run(Duration::from_millis(200), None);
+    assert_eq!(name(&lan).as_deref(), Some("Arena"));
+    assert!(lan.clients[c].chat().contains(&serde_json::json!("v:1:Arena")));
+}
+
+#[test]
+fn a_spectator_watches_a_player_and_switches_with_next_player() {
+    let mut lan = Lan::new(None);
+    let a = lan.join(hello("ann"));
+    let mut watcher = hello("eve");
+    watcher.spectator = true;
+    let s = lan.join(watcher);
+    assert!(lan.run_until(Duration::from_secs(2), |l| l.clients.iter().all(|c| c.stats().snapshots > 0)));
+    let ann = lan.clients[a].welcome().map(|w| w.player_id).expect("ann");
+    let w = lan.clients[s].welcome().cloned().expect("eve is welcomed");
+    assert!(w.spectator);
+    assert!(lan.tank(w.player_id).is_none(), "a spectator gets no tank");
+    assert!(lan.clients[s].take_meta().contains(&(vimp_netcode::meta::KEYSET_DATA, b"0".to_vec())));
+    // Eve watches the first participant, the bot: her frames carry the bot's player block.
+    let watched = |l: &Lan| l.clients[s].last_frame().and_then(|f| f.player).map(|p| (p.state[0], p.state[1]));
+    let tank_at = |l: &mut Lan, id: u8| {
+        let t = l.tank(id).expect("tank");
+        let b = l.server.host().world().resource::<vimp_host::engine::physics::Physics>().world().bodies[t.body]
+            .translation();
+        (b.x, b.y)
+    };
+    lan.run(Duration::from_millis(500), None);
+    let (wx, wy) = watched(&lan).expect("eve's frames have a player block");
+    let (bx, by) = tank_at(&mut lan, 0);
+    assert!((wx - bx).abs() < 50.0 && (wy - by).abs() < 50.0, "eve sees the bot at ({bx}, {by}): ({wx}, {wy})");
+    lan.clients[s].key(KeyAction::Down, "nextPlayer").expect("a spectator key");
+    lan.run(Duration::from_millis(500), None);
+    let (wx, wy) = watched(&lan).expect("player block");
+    let (ax, ay) = tank_at(&mut lan, ann);
+    assert!((wx - ax).abs() < 50.0 && (wy - ay).abs() < 50.0, "now eve sees ann at ({ax}, {ay}): ({wx}, {wy})");
+    assert!(lan.server.host().world().resource::<vimp_host::engine::players::Participants>().0.len() == 2);
+}
+
+#[test]
+fn a_version_mismatch_is_4410_and_a_wrong_password_4401() {
+    let mut lan = Lan::new(Some("sesame"));
+    let mut old = hello("old");
+    old.version = PROTOCOL_VERSION + 1;
+    old.password = Some("sesame".into());
+    let v = lan.join(old);
+    let p = lan.join(hello("nopass"));
+    assert!(lan.run_until(Duration::from_secs(2), |l| l.clients.iter().all(|c| c.closed().is_some())));
+    assert_eq!(lan.clients[v].closed().map(|c| c.0), Some(close::VERSION));
+    assert_eq!(lan.clients[p].closed().map(|c| c.0), Some(close::BAD_PASSWORD));
+    assert_eq!(lan.server.roster().seats().count(), 0);
+}
+
+#[test]
+fn garbage_closes_only_its_sender_with_4400() {
+    let mut lan = Lan::new(None);
+    let good = lan.join(hello("good"));
+    let bad = lan.join(hello("bad"));
+    assert!(lan.run_until(Duration::from_secs(2), |l| l.clients.iter().all(|c| c.stats().snapshots > 0)));
+    let now = lan.now;
+    lan.clients[bad].transport_mut().send(now, HOST, Channel::Reliable, vec![0x99, 0x42, 0x42]);
+    lan.run(Duration::from_millis(200), None);
+    assert_eq!(lan.clients[bad].closed().map(|c| c.0), Some(close::PROTOCOL));
+    let n0 = lan.clients[good].stats().snapshots;
+    lan.run(Duration::from_secs(1), None);
+    assert!(lan.clients[good].stats().snapshots >= n0 + 25, "the other client keeps playing");
+    assert!(lan.clients[good].closed().is_none());
+}
+
+#[test]
+fn an_oversize_frame_closes_its_sender_with_4400() {
+    let mut lan = Lan::new(None);
+    let good = lan.join(hello("good"));
+    let big = lan.join(hello("big"));
+    assert!(lan.run_until(Duration::from_secs(2), |l| l.clients.iter().all(|c| c.stats().snapshots > 0)));
+    // Five full chunks announce a 327 kB frame: past 256 KiB before it is even whole.
+    let data = vec![7u8; vimp_netcode::frame::MAX_CHUNK_DATA];
+    let now = lan.now;
+    for index in 0..5 {
+        let mut message = Vec::new();
+        vimp_netcode::frame::Chunk { id: 1, index, count: 5, data: &data }.encode(&mut message);
+        lan.clients[big].transport_mut().send(now, HOST, Channel::Reliable, message);
+    }
+    lan.run(Duration::from_millis(300), None);
+    assert_eq!(lan.clients[big].closed().map(|c| c.0), Some(close::PROTOCOL));
+    let n0 = lan.clients[good].stats().snapshots;
+    lan.run(Duration::from_secs(1), None);
+    assert!(lan.clients[good].stats().snapshots >= n0 + 25, "the other client keeps playing");
+}
+
+#[test]
+fn resume_with_the_token_keeps_the_slot_and_score_and_a_second_connection_takes_over() {
+    let mut lan = Lan::new(None);
+    let a = lan.join(hello("ann"));
+    assert!(lan.run_until(Duration::from_secs(2), |l| l.clients[a].welcome().is_some()));
+    lan.run(Duration::from_millis(100), None);
+    let w = lan.clients[a].welcome().cloned().expect("welcome");
+    {
+        let world = lan.server.host_mut().world_mut();
+        let mut q = world.query::<&mut Tank>();
+        q.iter_mut(world).find(|t| t.player == PlayerId(w.player_id)).expect("tank").score = 5;
+    }
+    // A second connection with the token while the first is alive: the first is closed with 4409.
+    let mut with_token = hello("ann again");
+    with_token.resume_token = Some(w.token);
+    let b = lan.join(with_token.clone());
+    assert!(lan.run_until(Duration::from_secs(2), |l| l.clients[b].welcome().is_some()));
+    lan.run(Duration::from_millis(200), None);
+    assert_eq!(lan.clients[a].closed().map(|c| c.0), Some(close::REPLACED));
+    let wb = lan.clients[b].welcome().cloned().expect("welcome");
+    assert_eq!((wb.player_id, wb.resumed, wb.nickname.as_str()), (w.player_id, true, "ann"));
+    // b goes away without a word (its process died); a third connection resumes the slot.
+    lan.clients[b].transport_mut().disconnect(HOST);
+    lan.run(Duration::from_secs(3), Some(&[]));
+    assert_eq!(lan.server.roster().seat(PlayerId(w.player_id)).map(|s| s.peer.is_none()), Some(true));
+    let c = lan.join(with_token);
+    assert!(lan.run_until(Duration::from_secs(2), |l| l.clients[c].stats().snapshots > 0));
+    let wc = lan.clients[c].welcome().cloned().expect("welcome");
+    assert_eq!((wc.player_id, wc.resumed), (w.player_id, true));
+    assert_eq!(lan.tank(w.player_id).map(|t| t.score), Some(5), "the score survives");
+    assert_ne!(SessionToken([0; 16]), wc.token);
+}
+
+#[test]
+fn a_player_back_with_its_token_gets_the_chat_said_while_it_was_away() {
+    let mut lan = Lan::new(None);
+    let a = lan.join(hello("ann"));
+    let b = lan.join(hello("bob"));
+    assert!(lan.run_until(Duration::from_secs(2), |l| l.clients.iter().all(|c| c.welcome().is_some())));
+    lan.clients[b].say("before");
+    lan.run(Duration::from_millis(300), None);
+    let token = lan.clients[a].welcome().map(|w| w.token).expect("welcome");
+    // ann's process dies; bob goes on talking.
+    lan.clients[a].transport_mut().disconnect(HOST);
+    lan.run(Duration::from_secs(1), Some(&[b]));
+    lan.clients[b].say("while you were away");
+    lan.run(Duration::from_millis(300), Some(&[b]));
+    let back = lan.join(Hello { resume_token: Some(token), ..hello("ann") });
+    assert!(lan.run_until(Duration::from_secs(2), |l| l.clients[back].welcome().is_some_and(|w| w.resumed)));
+    lan.run(Duration::from_millis(300), None);
+    let said = |c: &Client<MemoryTransport>| -> Vec<String> {
+        c.chat().iter().filter_map(|l| l[0].as_str().filter(|_| l[1] == "bob").map(str::to_owned)).collect()
+    };
+    assert_eq!(said(&lan.clients[back]), ["before", "while you were away"], "{:?}", lan.clients[back].chat());
+    assert_eq!(said(&lan.clients[b]), ["before", "while you were away"], "bob hears nothing twice");
+}
+
+#[test]
+fn a_client_that_stops_answering_is_kicked_with_4004() {
+    let mut lan = Lan::new(None);
+    let a = lan.join(hello("quiet"));
+    assert!(lan.run_until(Duration::from_secs(2), |l| l.clients[a].welcome().is_some()));
+    // The client's process hangs: nothing answers the pings any more.
+    lan.run(Duration::from_secs(16), Some(&[]));
+    assert_eq!(lan.server.peer_count(), 0);
+    assert_eq!(lan.server.stats().kicked, 1);
+    lan.run(Duration::from_millis(100), None);
+    assert_eq!(lan.clients[a].closed().map(|c| c.0), Some(close::MISSED_PINGS));
+}
+
+#[test]
+fn a_chat_flood_is_closed_with_4413() {
+    let mut lan = Lan::new(None);
+    let a = lan.join(hello("loud"));
+    assert!(lan.run_until(Duration::from_secs(2), |l| l.clients[a].welcome().is_some()));
+    for i in 0..40 {
+        lan.clients[a].say(&format!("spam {i}"));
+    }
+    lan.run(Duration::from_millis(300), None);
+    assert_eq!(lan.clients[a].closed().map(|c| c.0), Some(close::RATE));
+}

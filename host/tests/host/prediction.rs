@@ -1,0 +1,182 @@
+//! The client's predictor and the host, fed the same keys, agree bit for bit.
+
+use vimp_host::engine::map::MapConfig;
+use vimp_host::engine::physics::Physics;
+use vimp_host::engine::tags::{is_map_object, tag_kind};
+use vimp_host::prelude::*;
+use vimp_host::tanks::movement::Motion;
+use vimp_host::tanks::predict::{Predictor, PredictorConfig};
+use vimp_host::tanks::tank::{TANK_KIND, Tank};
+use vimp_netcode::input::{InputEvent, KeyAction};
+
+const HUMAN: PlayerId = PlayerId(0);
+
+pub(crate) fn host_motion(host: &mut Host, player: PlayerId) -> Option<Motion> {
+    let world = host.world_mut();
+    let tank = world.query::<&Tank>().iter(world).find(|t| t.player == player)?.clone();
+    Some(tank.motion(world.resource::<Physics>()))
+}
+
+/// Key changes of the parity drive: turn in place towards the left wall, drive into it
+/// and scrape down it into the corner, back off, turn, drive again, the gun turning and
+/// firing tracers all along, throttle flipping between forward and back.
+fn drive_script(tick: u32) -> &'static [(KeyAction, &'static str)] {
+    use KeyAction::{Down, Up};
+    match tick {
+        2 => &[(Down, "right"), (Down, "gunLeft")],
+        80 => &[(Up, "right"), (Down, "forward")],
+        150 => &[(Down, "fire")],
+        200 => &[(Up, "gunLeft"), (Down, "gunRight")],
+        230 => &[(Down, "fire")],
+        300 => &[(Up, "forward"), (Down, "back")],
+        330 => &[(Up, "gunRight"), (Down, "fire")],
+        420 => &[(Down, "right")],
+        460 => &[(Up, "back"), (Down, "forward"), (Up, "right"), (Down, "fire")],
+        540 => &[(Down, "left")],
+        620 => &[(Up, "left"), (Down, "gunLeft")],
+        700 => &[(Up, "forward")],
+        740 => &[(Down, "back"), (Down, "right")],
+        820 => &[(Up, "back"), (Up, "right"), (Up, "gunLeft")],
+        _ => &[],
+    }
+}
+
+#[test]
+fn prediction_parity() {
+    const TICKS: u32 = 900;
+    let init = vimp_host::tanks::init_config(3);
+    let client_config = vimp_host::tanks::client_config(&init);
+    let map = MapConfig::from_json("small", super::SMALL).expect("map");
+    let mut host = Host::new(init, TanksPlugin).expect("host");
+    host.load_map(map.clone()).expect("map loads");
+    host.push(HostCommand::Join { player: HUMAN, name: "human".into(), team: None, bot: false });
+    host.step();
+    let mut predictor = Predictor::new(&client_config, &map, HUMAN, PredictorConfig::default()).expect("predictor");
+    let start = host_motion(&mut host, HUMAN).expect("the tank joined");
+    let first = predictor.on_player_block(host.tick() as f64 * 1000.0 / 120.0, 0, start.to_state());
+    assert!(first.is_some_and(|c| c.snapped), "the first block places the tank");
+
+    let (mut seq, mut wall_contacts, mut path) = (0, 0, 0.0);
+    let mut last = start;
+    for _ in 0..TICKS {
+        let tick = host.tick() + 1;
+        for &(action, name) in drive_script(tick) {
+            seq += 1;
+            host.push(HostCommand::Input { player: HUMAN, event: InputEvent { seq, action, name: name.into() } });
+            predictor.key(seq, action, name).expect("a known key");
+        }
+        host.step();
+        predictor.step();
+        let authoritative = host_motion(&mut host, HUMAN).expect("the tank lives");
+        let predicted = predictor.motion().expect("the predictor has a tank");
+        let same = authoritative.to_state().iter().zip(predicted.to_state()).all(|(a, p)| a.to_bits() == p.to_bits());
+        assert!(same, "tick {tick}: host {authoritative:?}\n predictor {predicted:?}");
+        path += libm::hypotf(predicted.x - last.x, predicted.y - last.y);
+        last = predicted;
+        wall_contacts += host
+            .world()
+            .resource::<Physics>()
+            .contacts()
+            .iter()
+            .filter(|c| c.started)
+            .filter(|c| {
+                let (a, b) = (c.user_data1, c.user_data2);
+                (tag_kind(a) == TANK_KIND && is_map_object(b)) || (tag_kind(b) == TANK_KIND && is_map_object(a))
+            })
+            .count();
+    }
+    assert!(wall_contacts >= 2, "the drive touches walls: {wall_contacts} contacts started");
+    assert!(path > 400.0, "the tank drove {path} units");
+}
+
+/// A client over a lossy link predicts its tank; after the first seconds the host's
+/// blocks only ever nudge the prediction.
+#[test]
+fn reconciliation_over_a_lossy_link_converges() {
+    use std::time::Duration;
+    use vimp_host::engine::server::{Server, ServerConfig};
+    use vimp_netcode::client::Client;
+    use vimp_netcode::frame::op;
+    use vimp_netcode::link::LinkConfig;
+    use vimp_netcode::session::Hello;
+    use vimp_netcode::transport::{MemoryTransport, PeerKey};
+
+    let init = vimp_host::tanks::init_config(9);
+    let client_config = vimp_host::tanks::client_config(&init);
+    let mut host = Host::new(init, TanksPlugin).expect("host");
+    host.load_map_json("small", super::SMALL).expect("map");
+    let mut server_transport = MemoryTransport::new(PeerKey(1000));
+    let mut transport = MemoryTransport::new(PeerKey(1));
+    let link =
+        LinkConfig::new().latency(Duration::from_millis(40)).jitter(Duration::from_millis(8)).loss(0.05).seed(17);
+    MemoryTransport::connect(&mut transport, &mut server_transport, link);
+    let config = ServerConfig { client_config: client_config.clone(), ..ServerConfig::default() };
+    let mut server = Server::new(host, server_transport, config);
+    let hello = Hello::new("driver", "test");
+    let mut client = Client::new(transport, hello);
+
+    let step = 1.0 / 120.0f64;
+    let mut predictor: Option<(Predictor, Duration)> = None;
+    let (mut last_frame, mut held) = (0, None);
+    let mut corrections = Vec::new();
+    let keys = ["forward", "left", "forward", "right", "back", "forward", "gunLeft"];
+    for ms in 1..=12_000u64 {
+        let now = Duration::from_millis(ms);
+        client.update(now);
+        for (port, payload) in client.take_meta() {
+            if port == op::MAP_DATA && predictor.is_none() {
+                let text = std::str::from_utf8(&payload).expect("utf-8");
+                let map = MapConfig::from_json("map", text).expect("the host's map");
+                let player = PlayerId(client.welcome().expect("welcomed").player_id);
+                let p = Predictor::new(&client_config, &map, player, PredictorConfig::default()).expect("predictor");
+                predictor = Some((p, now));
+            }
+        }
+        if let Some((p, since)) = predictor.as_mut() {
+            if let Some(frame) = client.last_frame().filter(|f| f.seq > last_frame).cloned() {
+                last_frame = frame.seq;
+                let obstacles = p.obstacles_from(&frame);
+                p.set_obstacles(&obstacles);
+                if let Some(c) = p.on_frame(&frame) {
+                    corrections.push((now, c));
+                }
+            }
+            let want = keys[(ms / 500) as usize % keys.len()];
+            if held != Some(want) {
+                for (action, name) in held.map(|old| (KeyAction::Up, old)).into_iter().chain([(KeyAction::Down, want)])
+                {
+                    let seq = client.key(action, name).expect("keys are known");
+                    p.key(seq, action, name).expect("the same keys");
+                }
+                held = Some(want);
+            }
+            let due = ((now - *since).as_secs_f64() / step) as u32;
+            while p.tick() < due {
+                p.step();
+            }
+        }
+        server.update(now);
+    }
+    let (p, since) = predictor.expect("the client got the map");
+    // The host started ticking at 1 ms, the predictor at `since`: `d` is that offset in
+    // ticks plus the quickest one-way trip (32 ms, 3.8 ticks), plus up to a tick of
+    // rounding and up to 3 ticks between snapshot ticks (the blocks that acknowledge).
+    let offset = (since.as_secs_f64() - 0.001) / step;
+    let d = p.delay().expect("inputs were acknowledged") as f64;
+    assert!((3.0..=9.0).contains(&(d - offset)), "delay {d} ticks, {:.1} past the clock offset", d - offset);
+    let late: Vec<f32> = corrections
+        .iter()
+        .filter(|(t, c)| *t > Duration::from_secs(3) && !c.snapped)
+        .map(|(_, c)| c.distance)
+        .collect();
+    assert!(late.len() > 200, "{} blocks reconciled", late.len());
+    let mut sorted = late.clone();
+    sorted.sort_by(f32::total_cmp);
+    let (p50, p95, max) = (sorted[sorted.len() / 2], sorted[sorted.len() * 95 / 100], sorted[sorted.len() - 1]);
+    eprintln!(
+        "corrections after 3 s: {} blocks, p50 {p50:.3} p95 {p95:.3} max {max:.3} units; delay {:?}",
+        late.len(),
+        p.delay()
+    );
+    assert!(p50 < 0.5 && p95 < 5.0 && max < 20.0, "p50 {p50} p95 {p95} max {max}");
+}
