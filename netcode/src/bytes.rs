@@ -1,5 +1,5 @@
 //! Big-endian bytes: one bounds-checked reader for untrusted payloads, and the writes that
-//! go with it. Snapshot frames, chunk headers and the migration messages read through
+//! go with it. Snapshot frames, chunk headers, input batches and the migration messages read through
 //! [`Reader`], so that none of them indexes a slice by hand.
 //!
 //! ```

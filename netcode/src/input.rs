@@ -73,6 +73,8 @@ use std::str::FromStr;
 use indexmap::IndexMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::bytes::Reader;
+
 /// Longest command name accepted, in characters (names are ASCII, so also in bytes).
 pub const MAX_NAME_LEN: usize = 32;
 
@@ -780,21 +782,15 @@ pub fn decode_events(bytes: &[u8]) -> Result<Vec<BinaryKeyEvent>, InputError> {
     if count == 0 {
         return Ok(Vec::new());
     }
-    let Some((seq_bytes, rest)) = rest.split_first_chunk::<4>() else {
-        return Err(InputError::Truncated { expected, found: bytes.len() });
-    };
-    let mut seq = u32::from_be_bytes(*seq_bytes);
-    let Some((&first_code, rest)) = rest.split_first() else {
-        return Err(InputError::Truncated { expected, found: bytes.len() });
-    };
+    let truncated = |_| InputError::Truncated { expected, found: bytes.len() };
+    let mut r = Reader::new(rest);
+    let mut seq = r.u32("first seq").map_err(truncated)?;
+    let first_code = r.u8("first code").map_err(truncated)?;
 
     let mut events = Vec::with_capacity(usize::from(count));
     events.push(decode_code(0, seq, first_code)?);
-    for (i, pair) in rest.chunks_exact(2).enumerate() {
-        let index = i + 1;
-        let [delta, code] = *pair else {
-            return Err(InputError::Truncated { expected, found: bytes.len() });
-        };
+    for index in 1..usize::from(count) {
+        let [delta, code] = r.array::<2>("seq delta and code").map_err(truncated)?;
         if delta == 0 {
             return Err(InputError::ZeroSeqDelta { index });
         }
