@@ -7,7 +7,7 @@
 #
 # Builds the lab, runs COMMAND in the lab's own root namespace (the "internet", which can reach
 # every namespace), then tears it all down. COMMAND starts the players' processes with
-# `ip netns exec HOME …` (or `lab_exec` below). Needs root, iproute2, iptables and coturn
+# `ip netns exec HOME …`. Needs root, iproute2, iptables and coturn
 # (`apt-get install iptables coturn`).
 #
 # Options:
