@@ -135,7 +135,9 @@ fn a_join_over_a_slow_lossy_line_plays() {
         return;
     }
     let _host = host_in("a", &["--seconds", "90"]);
-    let (out, status) = join_from("b", "ann", "14", &[]).finish(Duration::from_secs(60));
+    // 20 s: a lost handshake packet costs a DTLS or SCTP retransmission (1 s, then doubling),
+    // and the host measures the round trip with a ping every 3 s after the welcome.
+    let (out, status) = join_from("b", "ann", "20", &[]).finish(Duration::from_secs(60));
     let r = report(&out);
     println!("ann: {r}");
     assert!(status.success(), "{r}");
