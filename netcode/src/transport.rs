@@ -247,6 +247,14 @@ impl<A: Transport, B: Transport> Transport for Joined<A, B> {
     fn disconnect(&mut self, peer: PeerKey) {
         if self.second_peers.contains(&peer) { self.second.disconnect(peer) } else { self.first.disconnect(peer) }
     }
+
+    fn failure(&self) -> Option<String> {
+        self.first.failure().or_else(|| self.second.failure())
+    }
+
+    fn path(&self, peer: PeerKey) -> Option<LinkPath> {
+        if self.second_peers.contains(&peer) { self.second.path(peer) } else { self.first.path(peer) }
+    }
 }
 
 #[cfg(test)]
@@ -297,6 +305,48 @@ mod tests {
         joined.disconnect(PeerKey(3));
         assert_eq!(c.poll(t), [TransportEvent::Disconnected(PeerKey(1))]);
         assert!(b.poll(t).is_empty(), "the other link stays up");
+    }
+
+    /// A memory transport that says every link of it goes `path` (and that it failed, if told).
+    struct Pathed(MemoryTransport, LinkPath, Option<&'static str>);
+
+    impl Transport for Pathed {
+        fn local_id(&self) -> Option<PeerKey> {
+            self.0.local_id()
+        }
+        fn poll(&mut self, now: Duration) -> Vec<TransportEvent> {
+            self.0.poll(now)
+        }
+        fn send(&mut self, now: Duration, peer: PeerKey, channel: Channel, bytes: Vec<u8>) {
+            self.0.send(now, peer, channel, bytes)
+        }
+        fn disconnect(&mut self, peer: PeerKey) {
+            self.0.disconnect(peer)
+        }
+        fn failure(&self) -> Option<String> {
+            self.2.map(str::to_owned)
+        }
+        fn path(&self, _peer: PeerKey) -> Option<LinkPath> {
+            Some(self.1)
+        }
+    }
+
+    #[test]
+    fn a_joined_transport_tells_each_links_path_and_a_failure_of_either() {
+        let (mut a, mut b, mut a2, mut c) = (
+            MemoryTransport::new(PeerKey(1)),
+            MemoryTransport::new(PeerKey(2)),
+            MemoryTransport::new(PeerKey(1)),
+            MemoryTransport::new(PeerKey(3)),
+        );
+        MemoryTransport::connect(&mut a, &mut b, LinkConfig::default());
+        MemoryTransport::connect(&mut a2, &mut c, LinkConfig::default());
+        let first = Pathed(a, LinkPath::Direct, None);
+        let mut joined = Joined::new(first, Pathed(a2, LinkPath::Relayed, Some("signalling lost")));
+        assert_eq!(joined.poll(Duration::ZERO).len(), 2);
+        assert_eq!(joined.path(PeerKey(2)), Some(LinkPath::Direct));
+        assert_eq!(joined.path(PeerKey(3)), Some(LinkPath::Relayed));
+        assert_eq!(joined.failure().as_deref(), Some("signalling lost"));
     }
 
     #[test]
