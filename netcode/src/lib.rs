@@ -7,8 +7,10 @@
 //!
 //! Two cargo features, on by default, add the parts that own sockets and threads:
 //! `webrtc` ([`transport::webrtc`], over matchbox) and `signal-server`
-//! ([`signal::SignalServer`] on tokio and axum, and [`stun`]). Without them
-//! (`--no-default-features`) the crate depends on none of matchbox, tokio or axum.
+//! ([`signal::SignalServer`] on tokio and axum, and [`stun`]); either brings the blocking
+//! HTTP asks of a signalling server ([`signal::fetch_ice`], [`signal::fetch_room`]). Without
+//! them (`--no-default-features`) the crate opens no socket and depends on none of
+//! matchbox, tokio or axum.
 //!
 //! ```text
 //!            host (vimp-host)                                client (vimp)

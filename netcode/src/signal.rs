@@ -95,17 +95,20 @@ pub enum SignalError {
 ///
 /// Plain `ws://` only (the request is HTTP/1.1 over the same address); a `wss://` server's
 /// list comes from flags or settings instead.
+#[cfg(any(feature = "webrtc", feature = "signal-server"))]
 pub fn fetch_ice(server: &str, timeout: std::time::Duration) -> Result<IceConfig, SignalError> {
     http_get(server, ICE_PATH, "the ICE list", timeout)
 }
 
 /// Asks the signalling server at `server` (`ws://HOST:PORT`) how many peers room `room` holds
 /// (`GET /rooms/ROOM`). Servers other than `vimp signal` do not answer it.
+#[cfg(any(feature = "webrtc", feature = "signal-server"))]
 pub fn fetch_room(server: &str, room: &str, timeout: std::time::Duration) -> Result<RoomInfo, SignalError> {
     http_get(server, &format!("{ROOMS_PATH}/{room}"), "the room", timeout)
 }
 
 /// `GET path` on the signalling server's HTTP side, its JSON answer parsed.
+#[cfg(any(feature = "webrtc", feature = "signal-server"))]
 fn http_get<T: serde::de::DeserializeOwned>(
     server: &str,
     path: &str,
