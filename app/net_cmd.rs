@@ -278,7 +278,7 @@ pub fn join(args: &JoinArgs) -> anyhow::Result<i32> {
     let mut score = None;
     let mut held: Option<&str> = None;
     let (mut called, mut seen_vote, mut said_passed) = (false, 0, false);
-    let mut failure: Option<(i32, String)> = None;
+    let mut failure: Option<JoinFailure> = None;
     let mut host_path = None;
     loop {
         let now = start.elapsed();
@@ -319,27 +319,24 @@ pub fn join(args: &JoinArgs) -> anyhow::Result<i32> {
             snapshots_at_change = client.stats().snapshots;
             eprintln!("the host changed (epoch {})", client.stats().host_epoch);
         }
-        if client.closed().is_some() || now.as_secs_f64() >= args.seconds {
-            if client.welcome().is_none() && client.closed().is_none() {
-                // `--seconds` ran out first: still say why we are not in.
-                let why = JoinFailure::diagnose(&signal, &url, &ice, client.linked_peers(), now.as_secs_f64());
+        if client.welcome().is_none() && client.closed().is_none() {
+            // Not in yet: the signalling server lost, or out of time (`--join-timeout`, or
+            // `--seconds` first), is the end, and says why.
+            let why = match client.transport().failure() {
+                Some(reason) => Some(JoinFailure { code: UNREACHABLE, reason }),
+                None if now.as_secs_f64() >= args.join_timeout.min(args.seconds) => {
+                    Some(JoinFailure::diagnose(&signal, &url, &ice, client.linked_peers(), now.as_secs_f64()))
+                }
+                None => None,
+            };
+            if let Some(why) = why {
                 eprintln!("vimp join: {}", why.reason);
-                failure = Some((why.code, why.reason));
+                failure = Some(why);
+                break;
             }
-            break;
         }
-        if client.welcome().is_none() {
-            if let Some(why) = client.transport().failure() {
-                eprintln!("vimp join: {why}");
-                failure = Some((UNREACHABLE, why));
-                break;
-            }
-            if now.as_secs_f64() >= args.join_timeout {
-                let why = JoinFailure::diagnose(&signal, &url, &ice, client.linked_peers(), args.join_timeout);
-                eprintln!("vimp join: {}", why.reason);
-                failure = Some((why.code, why.reason));
-                break;
-            }
+        if client.closed().is_some() || now.as_secs_f64() >= args.seconds {
+            break;
         }
         if client.welcome().is_some() {
             let since_welcome = client.stats().welcomed_at.map_or(Duration::ZERO, |t| now.saturating_sub(t));
@@ -438,7 +435,7 @@ pub fn join(args: &JoinArgs) -> anyhow::Result<i32> {
     rtts.sort_by(f64::total_cmp);
     let report = json!({
         "joined": client.welcome().is_some(),
-        "reason": failure.as_ref().map(|(_, why)| why),
+        "reason": failure.as_ref().map(|why| &why.reason),
         "url": url,
         "join_ms": stats.first_snapshot_at.map(|t| t.as_secs_f64() * 1000.0),
         "welcome_ms": stats.welcomed_at.map(|t| t.as_secs_f64() * 1000.0),
@@ -469,7 +466,7 @@ pub fn join(args: &JoinArgs) -> anyhow::Result<i32> {
         println!("{}", serde_json::to_string(&report)?);
     }
     Ok(match (client.closed(), failure) {
-        (_, Some((code, _))) => code,
+        (_, Some(why)) => why.code,
         (Some((code, _)), _) if *code != close::NORMAL => 1,
         _ if client.welcome().is_none() => 1,
         _ => 0,
