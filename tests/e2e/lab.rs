@@ -11,31 +11,23 @@
 use std::process::Command;
 use std::time::Duration;
 
-use crate::repo;
 use crate::webrtc::{ErrLog, Proc, host_report, report};
+use crate::{repo, rerun_through};
 
 /// Runs the named test of this binary again inside a lab built with `lab` (`scripts/lab.sh`
 /// options); true when this call is already inside (then the caller runs the test's body).
 fn in_lab(test: &str, lab: &[&str]) -> bool {
-    if std::env::var_os("LAB_SIGNAL").is_some() {
+    if std::env::var_os(IN_LAB).is_some() {
         return true;
     }
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let out = Command::new(repo("scripts/lab.sh"))
-        .arg("--vimp")
-        .arg(env!("CARGO_BIN_EXE_vimp"))
-        .args(lab)
-        .arg("--")
-        .arg(exe)
-        .args(["--exact", test, "--ignored", "--nocapture", "--test-threads", "1"])
-        .output()
-        .expect("scripts/lab.sh runs");
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "the test inside its lab failed:\n{text}");
-    assert!(text.contains("1 passed"), "the test did run inside the lab:\n{text}");
-    println!("{text}");
+    let mut script = Command::new(repo("scripts/lab.sh"));
+    script.arg("--vimp").arg(env!("CARGO_BIN_EXE_vimp")).args(lab).arg("--");
+    rerun_through(script, test, IN_LAB, "its lab");
     false
 }
+
+/// Set for the test binary run inside a lab.
+const IN_LAB: &str = "VIMP_IN_LAB";
 
 /// The lab's rendezvous.
 fn signal() -> String {

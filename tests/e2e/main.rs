@@ -14,6 +14,23 @@ pub(crate) fn vimp(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_vimp")).args(args).output().expect("the vimp binary runs")
 }
 
+/// Runs the named test of this binary again through `wrapper`, a command that ends by
+/// executing the one it is given (the test binary and its arguments), with `env` set; asserts
+/// that the test ran there and passed, and prints what it printed.
+pub(crate) fn rerun_through(mut wrapper: Command, test: &str, env: &str, place: &str) {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let out = wrapper
+        .arg(exe)
+        .args(["--exact", test, "--include-ignored", "--nocapture", "--test-threads", "1"])
+        .env(env, "1")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run the test inside {place}: {e}"));
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "the test inside {place} failed:\n{text}");
+    assert!(text.contains("1 passed"), "the test did run inside {place}:\n{text}");
+    println!("{text}");
+}
+
 /// A path in the repository.
 pub(crate) fn repo(path: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(path)

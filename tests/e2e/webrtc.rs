@@ -10,7 +10,7 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
-use crate::repo;
+use crate::{repo, rerun_through};
 
 const IN_NETNS: &str = "VIMP_IN_NETNS";
 
@@ -20,20 +20,11 @@ pub(crate) fn in_own_netns(test: &str) -> bool {
     if std::env::var_os(IN_NETNS).is_some() {
         return true;
     }
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let out = Command::new("unshare")
-        .args(["-rn", "sh", "-c"])
-        .arg(
-            "ip link set lo up && ip link set lo multicast on && ip route add 224.0.0.0/4 dev lo && exec \"$0\" \"$@\"",
-        )
-        .arg(exe)
-        .args(["--exact", test, "--nocapture", "--test-threads", "1"])
-        .env(IN_NETNS, "1")
-        .output()
-        .expect("unshare runs (util-linux)");
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "the test inside its network namespace failed:\n{text}");
-    assert!(text.contains("1 passed"), "the test did run inside the namespace:\n{text}");
+    let mut unshare = Command::new("unshare");
+    unshare.args(["-rn", "sh", "-c"]).arg(
+        "ip link set lo up && ip link set lo multicast on && ip route add 224.0.0.0/4 dev lo && exec \"$0\" \"$@\"",
+    );
+    rerun_through(unshare, test, IN_NETNS, "its network namespace");
     false
 }
 
