@@ -73,7 +73,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::bytes::{Reader, Truncated};
+use crate::bytes::Reader;
 
 /// Largest transport message, in bytes: the WebRTC layer silently drops anything bigger.
 pub const MAX_MESSAGE: usize = 65_536;
@@ -385,8 +385,7 @@ impl<'a> Chunk<'a> {
             Some(&opcode) => return Err(FrameError::NotAChunk { opcode }),
         }
         let mut r = Reader::new(&message[1..]);
-        let header = (|| Ok::<_, Truncated>((r.u32("chunk id")?, r.u16("chunk index")?, r.u16("chunk count")?)))();
-        let Ok((id, index, count)) = header else {
+        let (Ok(id), Ok(index), Ok(count)) = (r.u32("chunk id"), r.u16("chunk index"), r.u16("chunk count")) else {
             return Err(FrameError::TruncatedChunk { len: message.len() });
         };
         let data = r.rest();

@@ -540,7 +540,7 @@ impl CheckpointAssembler {
     /// After an error nothing is in progress and the next index 0 starts afresh.
     pub fn push(&mut self, payload: &[u8]) -> Result<Option<Vec<u8>>, MigrationError> {
         let mut r = Reader::new(payload);
-        let Ok((id, index, count)) = (|| Ok::<_, Truncated>((r.u32("id")?, r.u16("index")?, r.u16("count")?)))() else {
+        let (Ok(id), Ok(index), Ok(count)) = (r.u32("part id"), r.u16("part index"), r.u16("part count")) else {
             self.current = None;
             return Err(MigrationError::BadPart);
         };
