@@ -615,27 +615,28 @@ impl NavigationSystem {
         // A cell is passable when its clearance is not 0 (blocked, or under a soft obstacle).
         let clear = |i: usize| if avoid_soft { self.cells[i].soft_clear } else { self.cells[i].clear };
         let cols = self.grid.cols();
-        // The centre line first, and with it the quick answer: a parallel line's points are
-        // within `lines` cells (Chebyshev) of a centre line cell, so where every cell the centre
-        // line crosses has `clear > lines`, every parallel line is clear too.
-        let mut all_wide = true;
+        // The centre line first, and with it the quick answers: a point of a parallel line
+        // `o` away lies in a cell within `⌊|o|/cell⌋ + 1` cells (Chebyshev) of a cell the centre
+        // line crosses, so a line whose reach is below the centre line's narrowest `clear`
+        // (1 + the Chebyshev distance to the nearest blocked cell) passes only free cells.
+        let mut narrowest = u8::MAX;
         let centre = walk_ray_indices(start, end, cell, cols, |i| match clear(i) {
             0 => ControlFlow::Break(()),
             c => {
-                all_wide &= i64::from(c) > lines;
+                narrowest = narrowest.min(c);
                 ControlFlow::Continue(())
             }
         });
         if centre.is_break() {
             return false;
         }
-        if all_wide || lines == 0 {
-            return true;
-        }
-        (-lines..=lines).filter(|&i| i != 0).all(|i| {
+        let pass = |i: usize| if clear(i) == 0 { ControlFlow::Break(()) } else { ControlFlow::Continue(()) };
+        // The outer lines first: a corridor that fails mostly fails there.
+        (1..=lines).rev().flat_map(|i| [i, -i]).all(|i| {
             let o = half * i as f32 / lines as f32;
-            let pass = |i: usize| if clear(i) == 0 { ControlFlow::Break(()) } else { ControlFlow::Continue(()) };
-            walk_ray_indices(offset(start, o), offset(end, o), cell, cols, pass).is_continue()
+            let reach = (o.abs() / cell).floor() + 1.0;
+            reach < f32::from(narrowest)
+                || walk_ray_indices(offset(start, o), offset(end, o), cell, cols, pass).is_continue()
         })
     }
 
