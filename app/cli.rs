@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
-use vimp_host::tanks::bots::BotSkill;
+use vimp_host::engine::game::BotSkill;
 
 /// vimp: fast 2D physics matches hosted from a player's own machine.
 #[derive(Debug, Parser)]
@@ -147,11 +147,11 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
             let start = Some(MatchKind::Local { map: args.map, bots: args.bots, skill: args.bot_skill });
             window(WindowOptions { nav_overlay: args.nav_overlay, ..args.capture.window(start) })
         }
-        Command::Sim(args) => crate::sim_cmd::run(&args),
+        Command::Sim(args) => crate::sim_cmd::run(&args, &crate::GAME),
         Command::Signal(args) => crate::signal_cmd::run(&args),
         Command::Host(args) if args.headless => {
             anyhow::ensure!(!args.capture.is_set(), "--frames and --screenshot need the window: drop --headless");
-            crate::net_cmd::host(&args)
+            crate::net_cmd::host(&args, &crate::GAME)
         }
         Command::Host(args) => {
             let start = Some(MatchKind::Host {
@@ -166,7 +166,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Join(args) if args.headless => {
             anyhow::ensure!(!args.capture.is_set(), "--frames and --screenshot need the window: drop --headless");
-            crate::net_cmd::join(&args)
+            crate::net_cmd::join(&args, &crate::GAME)
         }
         Command::Join(args) => {
             let start = Some(MatchKind::Join {
@@ -179,7 +179,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
             });
             window(args.capture.window(start))
         }
-        Command::Map(MapCommand::Check { files }) => crate::map_cmd::check(&files),
+        Command::Map(MapCommand::Check { files }) => crate::map_cmd::check(&files, &crate::GAME),
         Command::Schema(SchemaCommand::Check { files, json }) => crate::schema_cmd::check(&files, json),
     }
 }

@@ -14,3 +14,7 @@ pub mod sim_cmd;
 pub mod successor;
 pub mod tanks;
 pub mod window;
+
+/// The game this app plays: the one place that picks it. Everything else takes a
+/// [`Game`](vimp_host::engine::game::Game) description.
+pub const GAME: vimp_host::engine::game::Game = vimp_host::tanks::GAME;

@@ -1,12 +1,13 @@
 //! `vimp map check`: validates map files and prints every problem as `file:field: reason`, and
-//! what a tank could not do there as `file:field: warning: reason` (warnings keep the exit code 0).
+//! what the game's bodies could not do there as `file:field: warning: reason` (warnings keep the exit code 0).
 
 use std::path::PathBuf;
 
+use vimp_host::engine::game::Game;
 use vimp_host::engine::map::MapConfig;
 
-/// Checks every file; returns 0 when all are valid, 1 otherwise.
-pub fn check(files: &[PathBuf]) -> anyhow::Result<i32> {
+/// Checks every file for `game`; returns 0 when all are valid, 1 otherwise.
+pub fn check(files: &[PathBuf], game: &Game) -> anyhow::Result<i32> {
     let mut failed = 0;
     for file in files {
         let label = file.display().to_string();
@@ -21,7 +22,7 @@ pub fn check(files: &[PathBuf]) -> anyhow::Result<i32> {
         match MapConfig::from_json(&label, &text) {
             Ok(map) => {
                 let (w, h) = (map.map.first().map_or(0, |r| r.len()), map.map.len());
-                let warnings = match vimp_host::tanks::map_warnings(&map) {
+                let warnings = match (game.map_warnings)(&map) {
                     Ok(w) => w,
                     Err(e) => {
                         failed += 1;

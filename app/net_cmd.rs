@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use serde_json::json;
 use vimp_host::PlayerId;
+use vimp_host::engine::game::{BotSkill, Game};
 use vimp_host::engine::server::{Server, ServerConfig};
-use vimp_host::tanks::bots::BotSkill;
 use vimp_netcode::client::Client;
 use vimp_netcode::input::KeyAction;
 use vimp_netcode::lobby::{JoinTarget, LobbyCode, room_url};
@@ -143,7 +143,7 @@ pub fn cpu_seconds() -> Option<f64> {
 }
 
 /// Hosts a match: prints the lobby code and the room URL, serves until stopped.
-pub fn host(args: &HostArgs) -> anyhow::Result<i32> {
+pub fn host(args: &HostArgs, game: &Game) -> anyhow::Result<i32> {
     let code = match &args.code {
         Some(c) => LobbyCode::parse(c)?,
         None => LobbyCode::from_random(random_u64()),
@@ -156,7 +156,7 @@ pub fn host(args: &HostArgs) -> anyhow::Result<i32> {
         }
     };
     let seed = args.seed.unwrap_or_else(random_u64);
-    let (host, config) = new_match(&args.map, args.bots, args.bot_skill, seed)?;
+    let (host, config) = new_match(game, &args.map, args.bots, args.bot_skill, seed)?;
     let mut vote_maps = Vec::new();
     for path in &args.vote_maps {
         let label = path.display().to_string();
@@ -169,7 +169,7 @@ pub fn host(args: &HostArgs) -> anyhow::Result<i32> {
         match_id: format!("{code}-{seed:016x}"),
         max_players: args.max_players,
         password: args.password.clone(),
-        client_config: vimp_host::tanks::client_config(&config),
+        client_config: (game.client_config)(&config),
         session: vimp_host::engine::server::session_config(&config.game),
         maps: vote_maps,
         ..ServerConfig::default()
@@ -251,7 +251,7 @@ pub fn host(args: &HostArgs) -> anyhow::Result<i32> {
 }
 
 /// Joins a match by code or URL; a headless client drives bot inputs and reports figures.
-pub fn join(args: &JoinArgs) -> anyhow::Result<i32> {
+pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
     let target = JoinTarget::parse(&args.target)?;
     let url = target.room_url(&args.signal);
     let hello = Hello {
@@ -264,7 +264,7 @@ pub fn join(args: &JoinArgs) -> anyhow::Result<i32> {
     let start = Instant::now();
     let transport: Box<dyn vimp_netcode::transport::Transport> = Box::new(WebRtcTransport::connect(&url, &ice)?);
     let mut client = Client::with_config(transport, hello, client_config(args.host_timeout));
-    let mut successor = Successor::new();
+    let mut successor = Successor::new(*game);
     let mut promoted = None;
     let mut said_welcome = false;
     let mut seen_migrations = 0;

@@ -1,12 +1,12 @@
 //! What the window and the headless commands share: the default rendezvous, the ICE server
-//! flags, the client's settings, a new tanks match, the wait after a handoff, and why a join
+//! flags, the client's settings, a new match, the wait after a handoff, and why a join
 //! did not get in.
 
 use std::time::Duration;
 
 use anyhow::Context;
-use vimp_host::tanks::bots::BotSkill;
-use vimp_host::{Host, HostCommand, PlayerId, TanksPlugin};
+use vimp_host::engine::game::{BotSkill, Game};
+use vimp_host::{Host, HostCommand, PlayerId};
 use vimp_netcode::client::ClientConfig;
 use vimp_netcode::lobby::LobbyCode;
 use vimp_netcode::signal::IceServer;
@@ -82,17 +82,18 @@ pub fn client_config(host_timeout_ms: u64) -> ClientConfig {
     ClientConfig { host_timeout: Duration::from_millis(host_timeout_ms.max(1)), ..ClientConfig::default() }
 }
 
-/// A tanks match on the map file `map` with `bots` bots of `skill` joined and one tick stepped; with its config.
+/// A match of `game` on the map file `map` with `bots` bots of `skill` joined and one tick stepped; with its config.
 pub fn new_match(
+    game: &Game,
     map: &std::path::Path,
     bots: u8,
     skill: BotSkill,
     seed: u64,
 ) -> anyhow::Result<(Host, vimp_host::InitConfig)> {
-    let config = vimp_host::tanks::init_config_with_bots(seed, skill);
+    let config = (game.init_config)(seed, skill);
     let label = map.display().to_string();
     let text = std::fs::read_to_string(map).with_context(|| format!("reading {label}"))?;
-    let mut host = Host::new(config.clone(), TanksPlugin)?;
+    let mut host = Host::new(config.clone(), *game)?;
     host.load_map_json(&label, &text)?;
     for i in 0..bots {
         host.push(HostCommand::Join { player: PlayerId(i), name: format!("bot{}", i + 1), team: None, bot: true });

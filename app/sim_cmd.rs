@@ -5,12 +5,9 @@ use std::time::Instant;
 
 use anyhow::Context;
 use serde_json::json;
+use vimp_host::engine::game::{BotSkill, Game};
 use vimp_host::engine::snapshot::{FrameReceivers, SnapshotStats};
-use vimp_host::tanks::bots::BotSkill;
-use vimp_host::tanks::figures::BotFigures;
-use vimp_host::tanks::rounds::Round;
-use vimp_host::tanks::tank::Tank;
-use vimp_host::{Host, HostCommand, PlayerId, TanksPlugin};
+use vimp_host::{Host, HostCommand, PlayerId};
 
 /// What `vimp sim` was asked to do.
 #[derive(Debug, Clone, clap::Args)]
@@ -39,12 +36,12 @@ pub struct SimArgs {
     pub check_dump_at: Option<u32>,
 }
 
-fn config(args: &SimArgs) -> vimp_host::InitConfig {
-    vimp_host::tanks::init_config_with_bots(args.seed, args.bot_skill)
+fn config(args: &SimArgs, game: &Game) -> vimp_host::InitConfig {
+    (game.init_config)(args.seed, args.bot_skill)
 }
 
-fn new_host(args: &SimArgs, map_label: &str, map_text: &str) -> anyhow::Result<Host> {
-    let mut host = Host::new(config(args), TanksPlugin)?;
+fn new_host(args: &SimArgs, game: &Game, map_label: &str, map_text: &str) -> anyhow::Result<Host> {
+    let mut host = Host::new(config(args, game), *game)?;
     host.load_map_json(map_label, map_text)?;
     Ok(host)
 }
@@ -57,11 +54,11 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[i]
 }
 
-/// Runs the match; returns the exit code (1 when a dump check found a divergence).
-pub fn run(args: &SimArgs) -> anyhow::Result<i32> {
+/// Runs a match of `game`; returns the exit code (1 when a dump check found a divergence).
+pub fn run(args: &SimArgs, game: &Game) -> anyhow::Result<i32> {
     let label = args.map.display().to_string();
     let text = std::fs::read_to_string(&args.map).with_context(|| format!("reading {label}"))?;
-    let mut host = new_host(args, &label, &text)?;
+    let mut host = new_host(args, game, &label, &text)?;
     let receivers: FrameReceivers = FrameReceivers((0..args.bots).map(|i| PlayerId(i as u8)).collect());
     for i in 0..args.bots {
         host.push(HostCommand::Join { player: PlayerId(i as u8), name: format!("bot{i}"), team: None, bot: true });
@@ -75,7 +72,7 @@ pub fn run(args: &SimArgs) -> anyhow::Result<i32> {
     let mut diverged: Option<u32> = None;
     let started = Instant::now();
     let mut last_progress = Instant::now();
-    let mut figures = BotFigures::default();
+    let mut figures = (game.figures)();
     for _ in 0..ticks {
         let t0 = Instant::now();
         host.step();
@@ -94,7 +91,7 @@ pub fn run(args: &SimArgs) -> anyhow::Result<i32> {
         }
         if args.check_dump_at == Some(tick) {
             let dump = host.serialize_state()?;
-            let mut restored = Host::restore(config(args), TanksPlugin, &dump)?;
+            let mut restored = Host::restore(config(args, game), *game, &dump)?;
             restored.world_mut().insert_resource(receivers.clone());
             anyhow::ensure!(restored.serialize_state()? == dump, "the restored state re-serialises differently");
             twin = Some(restored);
@@ -112,17 +109,16 @@ pub fn run(args: &SimArgs) -> anyhow::Result<i32> {
     let match_seconds = ticks as f64 * dt;
     let bytes_per_client_per_s =
         if match_seconds > 0.0 { stats.bytes as f64 / receiver_count / match_seconds } else { 0.0 };
-    let frags: u32 = host.world_mut().query::<&Tank>().iter(host.world()).map(|t| t.deaths).sum();
-    let round = host.world().resource::<Round>().clone();
+    let game_figures = figures.report(host.world_mut(), ticks as f64 * dt);
     let t0 = Instant::now();
     let dump = host.serialize_state()?;
     let dump_encode_us = t0.elapsed().as_secs_f64() * 1e6;
-    let mut fresh = Host::new(config(args), TanksPlugin)?;
+    let mut fresh = Host::new(config(args, game), *game)?;
     let t0 = Instant::now();
     fresh.load_state(&dump)?;
     let dump_decode_us = t0.elapsed().as_secs_f64() * 1e6;
     let state_hash = format!("{:016x}", vimp_host::engine::dump::fnv1a64(&dump));
-    let report = json!({
+    let mut report = json!({
         "map": label,
         "bots": args.bots,
         "bot_skill": args.bot_skill.name(),
@@ -135,20 +131,15 @@ pub fn run(args: &SimArgs) -> anyhow::Result<i32> {
         "tick_us_max": tick_us.last().copied().unwrap_or(0.0),
         "snapshot_v5_bytes_per_client_per_s": bytes_per_client_per_s,
         "snapshot_body_bytes_last": stats.last_body_bytes,
-        "frags": frags,
-        "frags_per_minute": if match_seconds > 0.0 { frags as f64 * 60.0 / match_seconds } else { 0.0 },
-        "bot_seconds": figures.bot_seconds(),
-        "bot_stuck_seconds": figures.stuck_seconds(),
-        "bot_stuck_share": if figures.bot_seconds() > 0.0 { figures.stuck_seconds() / figures.bot_seconds() } else { 0.0 },
-        "first_contact_s": figures.first_contact_tick().map(|t| t as f64 * dt),
-        "round": round.number,
-        "games_finished": round.games,
         "dump_bytes": dump.len(),
         "dump_encode_us": dump_encode_us,
         "dump_decode_us": dump_decode_us,
         "state_hash": state_hash,
         "dump_check": args.check_dump_at.map(|t| json!({ "at": t, "first_diverging_tick": diverged })),
     });
+    if let Some(fields) = report.as_object_mut() {
+        fields.extend(game_figures.clone());
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -157,13 +148,10 @@ pub fn run(args: &SimArgs) -> anyhow::Result<i32> {
             percentile(&tick_us, 0.5),
             percentile(&tick_us, 0.99)
         );
-        println!("snapshot v5: {bytes_per_client_per_s:.0} B/s per client; frags {frags}; state hash {state_hash}");
-        let contact = figures.first_contact_tick().map_or("never".to_owned(), |t| format!("at {:.2} s", t as f64 * dt));
-        println!(
-            "bots: stuck {:.1} s of {:.0} bot-seconds; enemies first in sight {contact}",
-            figures.stuck_seconds(),
-            figures.bot_seconds()
-        );
+        println!("snapshot v5: {bytes_per_client_per_s:.0} B/s per client; state hash {state_hash}");
+        for line in figures.lines(&game_figures) {
+            println!("{line}");
+        }
         println!(
             "state dump: {} bytes, encoded in {dump_encode_us:.0} µs, decoded in {dump_decode_us:.0} µs",
             dump.len()

@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use vimp_host::InitConfig;
-use vimp_host::TanksPlugin;
+use vimp_host::engine::game::Game;
 use vimp_host::engine::migration::{Checkpoint, LogBatch, MigrationConfig, MigrationError, Shadow};
 use vimp_host::engine::server::{Server, ServerConfig, Takeover};
 use vimp_netcode::client::{Client, Handover};
@@ -131,6 +131,7 @@ impl Retired {
 
 /// A client's readiness to take the match over (see the module docs).
 pub struct Successor {
+    game: Game,
     init: InitConfig,
     shadow: Option<Shadow>,
     server: Option<PromotedServer>,
@@ -148,24 +149,12 @@ impl std::fmt::Debug for Successor {
     }
 }
 
-impl Default for Successor {
-    fn default() -> Self {
-        Successor::new()
-    }
-}
-
 impl Successor {
-    /// Ready to shadow a tanks match.
-    pub fn new() -> Self {
+    /// Ready to shadow a match of `game`.
+    pub fn new(game: Game) -> Self {
         // The checkpoint carries the match's state and random generator; the config only
         // builds the fresh host it is restored into (checked against the checkpoint's hash).
-        Successor {
-            init: vimp_host::tanks::init_config(0),
-            shadow: None,
-            server: None,
-            errors: Vec::new(),
-            checkpoints: 0,
-        }
+        Successor { game, init: game.init(0), shadow: None, server: None, errors: Vec::new(), checkpoints: 0 }
     }
 
     /// Whether a shadow is kept (this client is among the first successors).
@@ -243,7 +232,7 @@ impl Successor {
         let shadow = self.shadow.take()?;
         let tick = shadow.tick();
         let config = ServerConfig {
-            client_config: vimp_host::tanks::client_config(&self.init),
+            client_config: (self.game.client_config)(&self.init),
             session: vimp_host::engine::server::session_config(&self.init.game),
             migration: MigrationConfig {
                 local_peers: vec![PeerKey(PROMOTED_PLAYER_END)],
@@ -295,7 +284,7 @@ impl Successor {
                 match &mut self.shadow {
                     Some(shadow) => shadow.offer(&checkpoint).map(|_| ()),
                     None => {
-                        self.shadow = Some(Shadow::from_checkpoint(self.init.clone(), TanksPlugin, &checkpoint)?);
+                        self.shadow = Some(Shadow::from_checkpoint(self.init.clone(), self.game, &checkpoint)?);
                         Ok(())
                     }
                 }

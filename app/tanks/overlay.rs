@@ -3,7 +3,7 @@
 //! The host thread of a match this window hosts (a local match, a playtest, hosting online)
 //! publishes a [`NavSnapshot`] ten times a second while the overlay is on: the grid with its
 //! `fit` values and the crates' cells from the host's navigation, and every living bot's
-//! route ([`capture`]). The window draws it over the map, one square per cell:
+//! route ([`capture`], as the embedded host's view). The window draws it over the map, one square per cell:
 //!
 //! | colour | the cell |
 //! |---|---|
@@ -14,8 +14,6 @@
 //!
 //! and each bot's route as a line in its team's colour from the tank through its legs. It
 //! follows hot reloads: a new map load rebuilds the squares.
-
-use std::sync::{Arc, Mutex, PoisonError};
 
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
@@ -65,9 +63,6 @@ pub struct NavSnapshot {
     /// The living bots' routes, in player order.
     pub routes: Vec<BotRoute>,
 }
-
-/// Where the host thread puts the snapshot and the window takes it.
-pub type NavShare = Arc<Mutex<Option<NavSnapshot>>>;
 
 /// The overlay of a host's match now; `None` without a map.
 pub fn capture(host: &mut Host) -> Option<NavSnapshot> {
@@ -167,12 +162,12 @@ fn draw_overlay(
         overlay.hosted = m.host.is_some();
         clear(&mut commands, &mut overlay);
         if let Some(h) = &m.host {
-            h.want_overlay(false);
+            h.want_view(false);
         }
         return;
     };
-    host.want_overlay(true);
-    let Some(snapshot) = host.overlay() else {
+    host.want_view(true);
+    let Some(snapshot) = host.view::<NavSnapshot>() else {
         overlay.hosted = true;
         return;
     };
@@ -280,12 +275,8 @@ fn legend(mut contexts: EguiContexts, on: Res<NavOverlayOn>, overlay: Res<Overla
     Ok(())
 }
 
-/// The slot a host thread and its window share.
-pub fn share() -> NavShare {
-    Arc::new(Mutex::new(None))
-}
-
-/// Takes a copy of the newest snapshot in `share`.
-pub fn peek(share: &NavShare) -> Option<NavSnapshot> {
-    share.lock().unwrap_or_else(PoisonError::into_inner).clone()
+/// [`capture`] as the embedded host's [`Capture`](crate::window::embedded::Capture): the
+/// window reads it back with `EmbeddedHost::view::<NavSnapshot>()`.
+pub fn capture_view(host: &mut Host) -> Option<Box<dyn std::any::Any + Send>> {
+    capture(host).map(|snapshot| Box::new(snapshot) as Box<dyn std::any::Any + Send>)
 }

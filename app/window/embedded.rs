@@ -10,7 +10,12 @@
 //! checkpoint, `HANDOFF`): the friends play on from the very last tick. When the players
 //! vote for another host (`@changeHost`), the match goes to it the same way and the
 //! hosting player's client follows it over the mesh ([`EmbeddedHost::take_retired`]).
+//!
+//! The match is of the [`Game`] the config names. What the window shows of the host's world
+//! beyond snapshots (the designers' navigation overlay) is the config's [`Capture`], made on
+//! this thread while the window wants it ([`EmbeddedHost::view`]).
 
+use std::any::Any;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,6 +23,7 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
+use vimp_host::engine::game::{BotSkill, Game};
 use vimp_host::engine::map::MapConfig;
 use vimp_host::engine::server::PlayerLink;
 use vimp_host::engine::server::{Server, ServerConfig};
@@ -29,34 +35,41 @@ use vimp_netcode::transport::{Joined, MemoryTransport, PeerKey, Transport};
 
 use crate::setup::IceArgs;
 use crate::successor::{Retired, RetiredWhy};
-use crate::tanks::overlay::{NavShare, NavSnapshot};
 
 /// The embedded host's end of the in-memory link.
 pub const HOST_PEER: PeerKey = PeerKey(1);
 /// The hosting player's end of the in-memory link.
 pub const LOCAL_PEER: PeerKey = PeerKey(2);
 
-/// How often the navigation overlay is captured while wanted.
-const OVERLAY_INTERVAL: Duration = Duration::from_millis(100);
+/// How often the window's view is captured while wanted.
+const VIEW_INTERVAL: Duration = Duration::from_millis(100);
 
 /// How often a watched map file is looked at.
 const WATCH_INTERVAL: Duration = Duration::from_millis(250);
 
+/// Captures, on the host thread, what the window shows of the host's world that snapshots
+/// do not carry; `None` without it (no map yet).
+pub type Capture = fn(&mut vimp_host::Host) -> Option<Box<dyn Any + Send>>;
+
 /// What the embedded host is asked to run.
 #[derive(Clone, Debug)]
 pub struct EmbeddedConfig {
+    /// The game.
+    pub game: Game,
     /// The map file.
     pub map: PathBuf,
     /// Bots in the match.
     pub bots: u8,
     /// How good they are.
-    pub skill: vimp_host::tanks::bots::BotSkill,
+    pub skill: BotSkill,
     /// The match seed.
     pub seed: u64,
     /// Reload the map when its file changes.
     pub watch: bool,
     /// Serve friends over WebRTC too.
     pub online: Option<OnlineConfig>,
+    /// What the window may want to see of the host's world ([`EmbeddedHost::view`]).
+    pub capture: Option<Capture>,
 }
 
 /// Hosting for friends.
@@ -90,10 +103,10 @@ pub enum HostNote {
 /// A running embedded host (stopped when dropped).
 pub struct EmbeddedHost {
     stop: Arc<AtomicBool>,
-    /// The window wants the navigation overlay ([`crate::tanks::overlay`]).
-    overlay_wanted: Arc<AtomicBool>,
-    /// The newest overlay snapshot, while wanted.
-    overlay: NavShare,
+    /// The window wants its view of the host's world.
+    view_wanted: Arc<AtomicBool>,
+    /// The newest capture of it, while wanted.
+    view: Arc<std::sync::Mutex<Option<Box<dyn Any + Send>>>>,
     /// The links to the players, refreshed twice a second while hosting online.
     links: Arc<std::sync::Mutex<Vec<PlayerLink>>>,
     thread: Option<JoinHandle<()>>,
@@ -124,9 +137,9 @@ impl EmbeddedHost {
         let (ready_tx, ready) = mpsc::sync_channel(1);
         let flag = Arc::clone(&stop);
         let (retired_tx, retired) = mpsc::channel();
-        let overlay_wanted = Arc::new(AtomicBool::new(false));
-        let overlay = crate::tanks::overlay::share();
-        let (wanted, slot) = (Arc::clone(&overlay_wanted), Arc::clone(&overlay));
+        let view_wanted = Arc::new(AtomicBool::new(false));
+        let view = Arc::new(std::sync::Mutex::new(None));
+        let (wanted, slot) = (Arc::clone(&view_wanted), Arc::clone(&view));
         let links = Arc::new(std::sync::Mutex::new(Vec::new()));
         let links_slot = Arc::clone(&links);
         let thread = std::thread::Builder::new().name("vimp-host".into()).spawn(move || {
@@ -143,11 +156,11 @@ impl EmbeddedHost {
             let _signal = keep_alive;
             let mut watch = config.watch.then(|| Watch::new(config.map.clone()));
             if let (Some(_), Hosted::Local(server)) = (&watch, &mut hosted)
-                && let Some(note) = warnings_of(server.host_mut())
+                && let Some(note) = warnings_of(&config.game, server.host_mut())
             {
                 let _ = tx.send(note);
             }
-            let mut next_overlay = Instant::now();
+            let mut next_view = Instant::now();
             let mut next_links = Instant::now();
             while !flag.load(Ordering::Relaxed) {
                 let now = clock.elapsed();
@@ -155,7 +168,7 @@ impl EmbeddedHost {
                     Hosted::Local(server) => {
                         server.update(now);
                         if let Some(w) = watch.as_mut() {
-                            for note in w.poll(server) {
+                            for note in w.poll(&config.game, server) {
                                 let _ = tx.send(note);
                             }
                         }
@@ -169,14 +182,17 @@ impl EmbeddedHost {
                     }
                     Hosted::Gone => {}
                 }
-                if wanted.load(Ordering::Relaxed) && Instant::now() >= next_overlay {
-                    next_overlay = Instant::now() + OVERLAY_INTERVAL;
-                    let snapshot = match &mut hosted {
-                        Hosted::Local(server) => crate::tanks::overlay::capture(server.host_mut()),
-                        Hosted::Online(server) => crate::tanks::overlay::capture(server.host_mut()),
+                if let Some(capture) = config.capture
+                    && wanted.load(Ordering::Relaxed)
+                    && Instant::now() >= next_view
+                {
+                    next_view = Instant::now() + VIEW_INTERVAL;
+                    let captured = match &mut hosted {
+                        Hosted::Local(server) => capture(server.host_mut()),
+                        Hosted::Online(server) => capture(server.host_mut()),
                         Hosted::Gone => None,
                     };
-                    *slot.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = snapshot;
+                    *slot.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = captured;
                 }
                 if let Hosted::Online(server) = &hosted
                     && let Some(to) = server.handed_off()
@@ -209,20 +225,19 @@ impl EmbeddedHost {
                 anyhow::bail!("the host thread stopped while starting");
             }
         };
-        Ok((
-            EmbeddedHost { stop, overlay_wanted, overlay, links, thread: Some(thread), notes, retired, lobby },
-            client_end,
-        ))
+        Ok((EmbeddedHost { stop, view_wanted, view, links, thread: Some(thread), notes, retired, lobby }, client_end))
     }
 
-    /// Asks the host thread for the navigation overlay (or to stop making it).
-    pub fn want_overlay(&self, on: bool) {
-        self.overlay_wanted.store(on, Ordering::Relaxed);
+    /// Asks the host thread for the window's view (its config's [`Capture`]), or to stop
+    /// making it.
+    pub fn want_view(&self, on: bool) {
+        self.view_wanted.store(on, Ordering::Relaxed);
     }
 
-    /// The newest navigation overlay, once asked for.
-    pub fn overlay(&self) -> Option<NavSnapshot> {
-        crate::tanks::overlay::peek(&self.overlay)
+    /// A copy of the newest view, once asked for, when it is a `T`.
+    pub fn view<T: Clone + 'static>(&self) -> Option<T> {
+        let slot = self.view.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        slot.as_ref().and_then(|v| v.downcast_ref::<T>()).cloned()
     }
 
     /// The links to the players who joined over the network: how each goes and its round
@@ -272,7 +287,7 @@ type Built = (Hosted, Option<SignalServer>, Option<(LobbyCode, String)>);
 
 /// Builds the match (map loaded, bots joined) and its server, on the host thread.
 fn build(config: &EmbeddedConfig, host_end: MemoryTransport) -> anyhow::Result<Built> {
-    let (host, init) = crate::setup::new_match(&config.map, config.bots, config.skill, config.seed)?;
+    let (host, init) = crate::setup::new_match(&config.game, &config.map, config.bots, config.skill, config.seed)?;
 
     let mut keep_alive = None;
     let mut lobby = None;
@@ -299,7 +314,7 @@ fn build(config: &EmbeddedConfig, host_end: MemoryTransport) -> anyhow::Result<B
     let server_config = ServerConfig {
         match_id: format!("local-{:016x}", config.seed),
         password,
-        client_config: vimp_host::tanks::client_config(&init),
+        client_config: (config.game.client_config)(&init),
         session: vimp_host::engine::server::session_config(&init.game),
         // The hosting player lives in this process: it can never take the match over.
         migration: vimp_host::engine::migration::MigrationConfig {
@@ -329,7 +344,7 @@ impl Watch {
     }
 
     /// Loads the map when its file changed since the last look.
-    fn poll<T: Transport>(&mut self, server: &mut Server<T>) -> Vec<HostNote> {
+    fn poll<T: Transport>(&mut self, game: &Game, server: &mut Server<T>) -> Vec<HostNote> {
         if Instant::now() < self.next {
             return Vec::new();
         }
@@ -339,13 +354,13 @@ impl Watch {
             return Vec::new();
         }
         self.seen = Some(modified);
-        reload(server, &self.path)
+        reload(game, server, &self.path)
     }
 }
 
 /// Reads, validates and loads the map at `path`: the round restarts on it, and its warnings
 /// (if any) follow the note; on any error the match goes on on the map it had.
-pub fn reload<T: Transport>(server: &mut Server<T>, path: &std::path::Path) -> Vec<HostNote> {
+pub fn reload<T: Transport>(game: &Game, server: &mut Server<T>, path: &std::path::Path) -> Vec<HostNote> {
     let label = path.display().to_string();
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
@@ -356,14 +371,16 @@ pub fn reload<T: Transport>(server: &mut Server<T>, path: &std::path::Path) -> V
         Err(e) => return vec![HostNote::MapInvalid(e.to_string())],
     };
     match server.host_mut().load_map(map) {
-        Ok(()) => [Some(HostNote::MapReloaded(label)), warnings_of(server.host_mut())].into_iter().flatten().collect(),
+        Ok(()) => {
+            [Some(HostNote::MapReloaded(label)), warnings_of(game, server.host_mut())].into_iter().flatten().collect()
+        }
         Err(e) => vec![HostNote::MapInvalid(e.to_string())],
     }
 }
 
-/// The warnings of the map `host` plays ([`vimp_host::tanks::map_warnings`]), if it has any.
-fn warnings_of(host: &mut vimp_host::Host) -> Option<HostNote> {
+/// The warnings of the map `host` plays ([`Game::map_warnings`]), if it has any.
+fn warnings_of(game: &Game, host: &mut vimp_host::Host) -> Option<HostNote> {
     let map = host.world().resource::<vimp_host::engine::mapstate::MapState>().config.clone()?;
-    let warnings = vimp_host::tanks::map_warnings(&map).ok()?;
+    let warnings = (game.map_warnings)(&map).ok()?;
     (!warnings.is_empty()).then(|| HostNote::MapWarnings(warnings.iter().map(ToString::to_string).collect()))
 }

@@ -264,12 +264,14 @@ pub fn start_match(kind: &MatchKind, settings: &Settings) -> anyhow::Result<Matc
     match kind {
         MatchKind::Local { map, bots, skill } => {
             let config = EmbeddedConfig {
+                game: crate::GAME,
                 map: map.clone(),
                 bots: *bots,
                 skill: *skill,
                 seed: random_seed(),
                 watch: true,
                 online: None,
+                capture: Some(crate::tanks::overlay::capture_view),
             };
             let (host, link) = EmbeddedHost::start(config, clock)?;
             let title = format!("local match on {}", map.display());
@@ -290,12 +292,14 @@ pub fn start_match(kind: &MatchKind, settings: &Settings) -> anyhow::Result<Matc
                 password: password.clone(),
             };
             let config = EmbeddedConfig {
+                game: crate::GAME,
                 map: map.clone(),
                 bots: *bots,
                 skill: *skill,
                 seed: random_seed(),
                 watch: false,
                 online: Some(online),
+                capture: Some(crate::tanks::overlay::capture_view),
             };
             let (host, link) = EmbeddedHost::start(config, clock)?;
             let title = format!("hosting on {}", map.display());
@@ -325,7 +329,7 @@ pub fn start_match(kind: &MatchKind, settings: &Settings) -> anyhow::Result<Matc
             state.joining = Some(Joining::new(signal, url.clone(), ice));
             // A player can be chosen to take the match over; a spectator never is.
             if !*spectate {
-                state.standby = Some(Standby::start(clock)?);
+                state.standby = Some(Standby::start(crate::GAME, clock)?);
             }
             Ok(state)
         }

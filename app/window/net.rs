@@ -310,7 +310,7 @@ impl MatchState {
             retired.rejoin(&mut self.client);
             self.title = "joined (the players voted for another host)".into();
             if self.standby.is_none() {
-                self.standby = Standby::start(self.clock).ok();
+                self.standby = Standby::start(crate::GAME, self.clock).ok();
             }
         }
         if let Some(host) = &self.host {

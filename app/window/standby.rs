@@ -21,6 +21,7 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use vimp_host::engine::game::Game;
 use vimp_netcode::client::{Client, Handover};
 use vimp_netcode::migration::MigrationPayload;
 use vimp_netcode::transport::{MemoryTransport, Transport};
@@ -89,7 +90,7 @@ impl std::fmt::Debug for Standby {
 
 impl Standby {
     /// Starts the thread; `clock` is the match's time base.
-    pub fn start(clock: Instant) -> std::io::Result<Standby> {
+    pub fn start(game: Game, clock: Instant) -> std::io::Result<Standby> {
         let stop = Arc::new(AtomicBool::new(false));
         let shared = Arc::new(Shared::default());
         let (commands, rx) = mpsc::channel();
@@ -97,7 +98,7 @@ impl Standby {
         let (flag, figures) = (Arc::clone(&stop), Arc::clone(&shared));
         let thread = std::thread::Builder::new()
             .name("vimp-standby".into())
-            .spawn(move || run(&flag, &figures, &rx, &tx, clock))?;
+            .spawn(move || run(game, &flag, &figures, &rx, &tx, clock))?;
         Ok(Standby { stop, shared, commands, reports, thread: Some(thread), promoting: false, announced: false })
     }
 
@@ -179,13 +180,14 @@ impl Drop for Standby {
 
 /// The thread: shadow until promoted, then host; hand off when stopped while hosting.
 fn run(
+    game: Game,
     stop: &AtomicBool,
     shared: &Shared,
     commands: &mpsc::Receiver<Command>,
     reports: &mpsc::Sender<Report>,
     clock: Instant,
 ) {
-    let mut successor = Successor::new();
+    let mut successor = Successor::new(game);
     while !stop.load(Ordering::Relaxed) {
         if successor.server().is_some() {
             successor.update_server(clock.elapsed());

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use vimp_host::engine::migration::{Checkpoint, LogBatch, Shadow};
 use vimp_host::engine::server::{Server, ServerConfig};
 use vimp_host::prelude::*;
+use vimp_host::tanks::GAME;
 use vimp_netcode::client::Client;
 use vimp_netcode::input::KeyAction;
 use vimp_netcode::link::LinkConfig;
@@ -42,8 +43,7 @@ impl Successor {
                 MigrationPayload::Checkpoint(bytes) => match (Checkpoint::decode(&bytes), &mut self.shadow) {
                     (Ok(c), Some(shadow)) => shadow.offer(&c).is_ok(),
                     (Ok(c), None) => {
-                        self.shadow =
-                            Shadow::from_checkpoint(vimp_host::tanks::init_config(SEED), TanksPlugin, &c).ok();
+                        self.shadow = Shadow::from_checkpoint(vimp_host::tanks::init_config(SEED), GAME, &c).ok();
                         self.shadow.is_some()
                     }
                     (Err(_), _) => false,
@@ -62,7 +62,7 @@ impl Successor {
 
 fn main() {
     let config = vimp_host::tanks::init_config(SEED);
-    let mut host = Host::new(config.clone(), TanksPlugin).expect("host");
+    let mut host = Host::new(config.clone(), GAME).expect("host");
     host.load_map_json("default", MAP).expect("map");
     for i in 0..14 {
         host.push(HostCommand::Join { player: PlayerId(100 + i), name: format!("bot{i}"), team: None, bot: true });
@@ -131,7 +131,7 @@ fn main() {
         sizes = (bytes.len(), checkpoint.state.len());
         let t = Instant::now();
         let back = Checkpoint::decode(&bytes).expect("decode");
-        let _shadow = Shadow::from_checkpoint(config.clone(), TanksPlugin, &back).expect("restore");
+        let _shadow = Shadow::from_checkpoint(config.clone(), GAME, &back).expect("restore");
         decode = decode.min(t.elapsed());
     }
 

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use vimp_host::engine::map::MapConfig;
 use vimp_host::engine::server::{Server, ServerConfig};
 use vimp_host::prelude::*;
+use vimp_host::tanks::GAME;
 use vimp_host::tanks::predict::{Correction, LocalShot, Predictor, PredictorConfig, suppress_own_events};
 use vimp_host::tanks::rows::key;
 use vimp_netcode::client::Client;
@@ -175,7 +176,7 @@ fn main() {
     let init = vimp_host::tanks::init_config(42);
     let client_config = vimp_host::tanks::client_config(&init);
     let schema = SnapshotSchema::from_value(client_config["engine"]["snapshot"].clone()).expect("schema");
-    let mut host = Host::new(init, TanksPlugin).expect("host");
+    let mut host = Host::new(init, GAME).expect("host");
     host.load_map_json("test-small", MAP).expect("map");
     let mut server_transport = MemoryTransport::new(PeerKey(1000));
     let mut drivers = Vec::new();

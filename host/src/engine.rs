@@ -12,11 +12,13 @@
 //! - [`nav`]: navigation (routes, sight, corridors, soft obstacles), rays and the spatial grid;
 //! - [`sim`]: what all of them share (the tick, the fixed clock, the match's random numbers,
 //!   the engine settings, the tick's stages);
+//! - [`game`]: what the engine needs of a game ([`Game`](game::Game)) and the bots' levels;
 //! - [`rng`], [`tags`], [`meta`], [`debug`].
 
 pub mod config;
 pub mod debug;
 pub mod dump;
+pub mod game;
 pub mod map;
 pub mod mapstate;
 pub mod meta;

@@ -17,14 +17,16 @@
 //! ```no_run
 //! use vimp_host::prelude::*;
 //!
-//! let mut host = Host::new(vimp_host::tanks::init_config(7), TanksPlugin)?;
+//! use vimp_host::tanks::GAME;
+//!
+//! let mut host = Host::new(GAME.init(7), GAME)?;
 //! host.load_map_json("maps/test-small.json", &std::fs::read_to_string("maps/test-small.json")?)?;
 //! host.push(HostCommand::Join { player: PlayerId(0), name: "bot".into(), team: None, bot: true });
 //! for _ in 0..120 {
 //!     host.step();
 //! }
 //! let dump = host.serialize_state()?;
-//! let mut twin = Host::restore(vimp_host::tanks::init_config(7), TanksPlugin, &dump)?;
+//! let mut twin = Host::restore(GAME.init(7), GAME, &dump)?;
 //! host.step();
 //! twin.step();
 //! assert_eq!(host.state_hash()?, twin.state_hash()?);
@@ -38,12 +40,10 @@ pub use engine::config::{EngineConfig, InitConfig};
 pub use engine::players::{HostCommand, PlayerId};
 pub use engine::schedule::{Host, HostError, HostPlugin};
 pub use engine::sim::{HostSystems, HostTick, Tick};
-pub use tanks::TanksPlugin;
 
 /// The types most users of the crate need.
 pub mod prelude {
+    pub use crate::engine::game::{BotSkill, Game};
     pub use crate::engine::map::MapConfig;
-    pub use crate::{
-        EngineConfig, Host, HostCommand, HostPlugin, HostSystems, InitConfig, PlayerId, TanksPlugin, Tick,
-    };
+    pub use crate::{EngineConfig, Host, HostCommand, HostPlugin, HostSystems, InitConfig, PlayerId, Tick};
 }

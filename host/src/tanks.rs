@@ -25,6 +25,7 @@ pub mod weapons;
 use bevy::prelude::*;
 
 use crate::engine::config::InitConfig;
+use crate::engine::game::{Game, MatchFigures};
 use crate::engine::migration::GameMigration;
 use crate::engine::players::PlayerKeys;
 use crate::engine::sim::{GameInit, HostSystems, HostTick};
@@ -34,6 +35,25 @@ use config::TanksConfig;
 /// The game's rules, from the init config's `game` half.
 #[derive(Resource, Clone, Debug, Default)]
 pub struct TanksRules(pub TanksConfig);
+
+/// The tanks game as the engine runs it: [`init_config_with_bots`], [`TanksPlugin`],
+/// [`client_config`], [`map_warnings`] and [`figures::BotFigures`].
+pub const GAME: Game = Game {
+    name: "tanks",
+    init_config: init_config_with_bots,
+    build: add_tanks,
+    client_config,
+    map_warnings,
+    figures: bot_figures,
+};
+
+fn add_tanks(app: &mut App) {
+    app.add_plugins(TanksPlugin);
+}
+
+fn bot_figures() -> Box<dyn MatchFigures> {
+    Box::new(figures::BotFigures::default())
+}
 
 /// The tanks game. Add it after [`HostPlugin`](crate::engine::schedule::HostPlugin).
 #[derive(Default)]

@@ -27,8 +27,8 @@ struct Table {
 impl Table {
     fn new() -> Table {
         let clock = Instant::now();
-        let (host, init) =
-            vimp::setup::new_match(&repo("maps/test-small.json"), 2, Default::default(), 7).expect("the match builds");
+        let (host, init) = vimp::setup::new_match(&vimp::GAME, &repo("maps/test-small.json"), 2, Default::default(), 7)
+            .expect("the match builds");
         let mut host_end = MemoryTransport::new(HOST);
         let mut ann = MemoryTransport::new(ANN);
         let mut bob = MemoryTransport::new(BOB);
@@ -47,7 +47,7 @@ impl Table {
             .map(|(name, transport)| {
                 let hello = MatchState::hello(name, None, false);
                 let mut m = MatchState::new(Box::new(transport), None, clock, hello, format!("{name}'s window"));
-                m.standby = Some(Standby::start(clock).expect("the standby thread starts"));
+                m.standby = Some(Standby::start(vimp::GAME, clock).expect("the standby thread starts"));
                 m
             })
             .collect();

@@ -23,9 +23,6 @@
 
 pub mod brain;
 
-use std::fmt;
-use std::str::FromStr;
-
 use bevy::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -38,56 +35,16 @@ use crate::tanks::rounds::Round;
 use crate::tanks::tank::{Tank, sorted};
 use crate::tanks::weapons::Bomb;
 
-/// How good a bot is.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum BotSkill {
-    /// Slow to react, wide of the mark, short-sighted.
-    Easy,
-    /// The default.
-    #[default]
-    Normal,
-    /// Quick, accurate, far-sighted.
-    Hard,
-}
+pub use crate::engine::game::BotSkill;
 
 impl BotSkill {
-    /// Every level, from the easiest.
-    pub const ALL: [BotSkill; 3] = [BotSkill::Easy, BotSkill::Normal, BotSkill::Hard];
-
-    /// Its name in configs and on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            BotSkill::Easy => "easy",
-            BotSkill::Normal => "normal",
-            BotSkill::Hard => "hard",
-        }
-    }
-
-    /// What the level means.
+    /// What the level means for a tank.
     pub fn profile(self) -> SkillProfile {
         match self {
             BotSkill::Easy => SkillProfile { reaction: 0.7, aim_error: 0.09, awareness: 450.0, think: 0.2 },
             BotSkill::Normal => SkillProfile { reaction: 0.35, aim_error: 0.04, awareness: 700.0, think: 0.1 },
             BotSkill::Hard => SkillProfile { reaction: 0.15, aim_error: 0.012, awareness: 1000.0, think: 0.05 },
         }
-    }
-}
-
-impl fmt::Display for BotSkill {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for BotSkill {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        BotSkill::ALL
-            .into_iter()
-            .find(|k| k.name().eq_ignore_ascii_case(s.trim()))
-            .ok_or_else(|| format!("unknown bot skill {s:?}: expected easy, normal or hard"))
     }
 }
 

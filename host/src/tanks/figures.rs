@@ -16,7 +16,9 @@ use std::collections::BTreeMap;
 
 use bevy::prelude::*;
 use rapier2d::prelude::{QueryFilter, Vector};
+use serde_json::{Map, Value, json};
 
+use crate::engine::game::MatchFigures;
 use crate::engine::physics::Physics;
 use crate::engine::players::{Participants, PlayerId};
 use crate::engine::sim::{EngineSettings, Tick};
@@ -98,6 +100,57 @@ impl BotFigures {
     /// The tick at which two enemies first saw each other, if they did.
     pub fn first_contact_tick(&self) -> Option<u32> {
         self.first_contact_tick
+    }
+}
+
+impl MatchFigures for BotFigures {
+    fn observe(&mut self, world: &mut World) {
+        BotFigures::observe(self, world);
+    }
+
+    /// Frags (tank deaths) and their rate, bot-time and its stalls, first contact, and the
+    /// round reached.
+    fn report(&self, world: &mut World, seconds: f64) -> Map<String, Value> {
+        let dt = f64::from(world.resource::<EngineSettings>().dt());
+        let frags: u32 = world.query::<&Tank>().iter(world).map(|t| t.deaths).sum();
+        let round = world.resource::<Round>();
+        let per_minute = if seconds > 0.0 { f64::from(frags) * 60.0 / seconds } else { 0.0 };
+        let stuck_share = if self.bot_seconds > 0.0 { self.stuck_seconds / self.bot_seconds } else { 0.0 };
+        let report = json!({
+            "frags": frags,
+            "frags_per_minute": per_minute,
+            "bot_seconds": self.bot_seconds,
+            "bot_stuck_seconds": self.stuck_seconds,
+            "bot_stuck_share": stuck_share,
+            "first_contact_s": self.first_contact_tick.map(|t| f64::from(t) * dt),
+            "round": round.number,
+            "games_finished": round.games,
+        });
+        match report {
+            Value::Object(fields) => fields,
+            _ => unreachable!("json! of an object is an object"),
+        }
+    }
+
+    fn lines(&self, report: &Map<String, Value>) -> Vec<String> {
+        let number = |key: &str| report.get(key).and_then(Value::as_f64).unwrap_or(0.0);
+        let contact = report
+            .get("first_contact_s")
+            .and_then(Value::as_f64)
+            .map_or("never".to_owned(), |s| format!("at {s:.2} s"));
+        vec![
+            format!(
+                "frags {} ({:.1} a minute); round {}",
+                number("frags"),
+                number("frags_per_minute"),
+                number("round")
+            ),
+            format!(
+                "bots: stuck {:.1} s of {:.0} bot-seconds; enemies first in sight {contact}",
+                number("bot_stuck_seconds"),
+                number("bot_seconds")
+            ),
+        ]
     }
 }
 

@@ -4,6 +4,7 @@ use vimp_host::engine::mapstate::{MapLoadError, MapState};
 use vimp_host::engine::nav::Nav;
 use vimp_host::engine::snapshot::{EventRows, FrameReceivers};
 use vimp_host::prelude::*;
+use vimp_host::tanks::GAME;
 use vimp_host::tanks::bots::{Bot, BotSkill, Mode};
 use vimp_host::tanks::figures::BotFigures;
 use vimp_host::tanks::tank::Tank;
@@ -17,7 +18,7 @@ const DEFAULT: &str = include_str!("../../../maps/default.json");
 const ROOMS: &str = include_str!("../../../maps/rooms.json");
 
 fn host(seed: u64, map: &str, bots: u8) -> Host {
-    let mut host = Host::new(vimp_host::tanks::init_config(seed), TanksPlugin).expect("host");
+    let mut host = Host::new(vimp_host::tanks::init_config(seed), GAME).expect("host");
     host.load_map_json("map", map).expect("the map loads");
     for i in 0..bots {
         host.push(HostCommand::Join { player: PlayerId(i), name: format!("bot{i}"), team: None, bot: true });
@@ -131,7 +132,7 @@ fn a_dump_restored_into_a_fresh_host_continues_bit_identically() {
         }
         if let Some(why) = why {
             dumps.push((tick, why, bytes.clone()));
-            let twin = Host::restore(vimp_host::tanks::init_config(11), TanksPlugin, &bytes).expect("restore");
+            let twin = Host::restore(vimp_host::tanks::init_config(11), GAME, &bytes).expect("restore");
             twins.push((tick, why, twin));
         }
     }
@@ -362,7 +363,7 @@ fn rounds_start_end_and_the_game_ends() {
     config.game["rounds"] = serde_json::json!({
         "roundSeconds": 1.0, "intermissionSeconds": 0.5, "roundsPerGame": 2, "fragLimit": 0, "respawnSeconds": 1.0
     });
-    let mut h = Host::new(config, TanksPlugin).expect("host");
+    let mut h = Host::new(config, GAME).expect("host");
     h.load_map_json("small", SMALL).expect("map");
     let mut informs = Vec::new();
     for _ in 0..(120 * 4) {

@@ -10,6 +10,7 @@ use vimp_host::engine::migration::{
 use vimp_host::engine::server::{Server, ServerConfig, Takeover};
 use vimp_host::engine::sim::FixedClock;
 use vimp_host::prelude::*;
+use vimp_host::tanks::GAME;
 use vimp_netcode::client::Client;
 use vimp_netcode::frame::Channel;
 use vimp_netcode::input::KeyAction;
@@ -49,8 +50,7 @@ fn replay(ticks: u32, mut edit: impl FnMut(&mut LogBatch)) -> (Host, Shadow) {
     original.step();
     let checkpoint = wire_checkpoint(Checkpoint::capture(&mut original, 1, MetaState::default()).expect("checkpoint"));
     original.take_log();
-    let mut shadow =
-        Shadow::from_checkpoint(vimp_host::tanks::init_config(11), TanksPlugin, &checkpoint).expect("shadow");
+    let mut shadow = Shadow::from_checkpoint(vimp_host::tanks::init_config(11), GAME, &checkpoint).expect("shadow");
     let map = MapConfig::from_json("small", SMALL).expect("map");
     let mut seq = 0;
     for _ in 0..ticks {
@@ -125,7 +125,7 @@ fn logged_chat_joins_the_shadow_and_an_older_checkpoint_does_not_drop_it() {
     original.start_log(30);
     let meta = |chat: &[&str]| MetaState { chat: chat.iter().map(|l| l.to_string()).collect(), ..MetaState::default() };
     let first = wire_checkpoint(Checkpoint::capture(&mut original, 1, meta(&["old"])).expect("checkpoint"));
-    let mut shadow = Shadow::from_checkpoint(vimp_host::tanks::init_config(3), TanksPlugin, &first).expect("shadow");
+    let mut shadow = Shadow::from_checkpoint(vimp_host::tanks::init_config(3), GAME, &first).expect("shadow");
     original.step();
     original.log_chat("a");
     // A checkpoint between the two lines (the server's recent chat has "a" by then).
@@ -145,8 +145,7 @@ fn a_gap_in_the_log_or_another_epoch_is_refused() {
     let mut original = host(3, SMALL, 2);
     original.start_log(30);
     let checkpoint = wire_checkpoint(Checkpoint::capture(&mut original, 4, MetaState::default()).expect("checkpoint"));
-    let mut shadow =
-        Shadow::from_checkpoint(vimp_host::tanks::init_config(3), TanksPlugin, &checkpoint).expect("shadow");
+    let mut shadow = Shadow::from_checkpoint(vimp_host::tanks::init_config(3), GAME, &checkpoint).expect("shadow");
     for _ in 0..10 {
         original.step();
     }
@@ -194,7 +193,7 @@ impl Peer {
                         Some(shadow) => shadow.offer(&c).map(|_| ()),
                         None => {
                             let config = self.config.clone();
-                            self.shadow = Some(Shadow::from_checkpoint(config, TanksPlugin, &c)?);
+                            self.shadow = Some(Shadow::from_checkpoint(config, GAME, &c)?);
                             Ok(())
                         }
                     })
@@ -249,7 +248,7 @@ impl Mesh {
 
     /// A match of `config` (a tanks init config).
     fn with_config(config: InitConfig) -> Mesh {
-        let mut host = Host::new(config.clone(), TanksPlugin).expect("host");
+        let mut host = Host::new(config.clone(), GAME).expect("host");
         host.load_map_json("small", SMALL).expect("map");
         for i in 0..6 {
             host.push(HostCommand::Join { player: PlayerId(100 + i), name: format!("bot{i}"), team: None, bot: true });
@@ -874,7 +873,7 @@ fn the_first_successor_takes_over_a_crashed_host_and_nothing_is_lost() {
 fn mid_round_migration_is_on_for_tanks_unless_the_game_config_turns_it_off() {
     use vimp_host::engine::migration::GameMigration;
     let mid_round = |config: InitConfig| {
-        let host = Host::new(config, TanksPlugin).expect("host");
+        let host = Host::new(config, GAME).expect("host");
         host.world().resource::<GameMigration>().mid_round
     };
     let mut config = vimp_host::tanks::init_config(1);

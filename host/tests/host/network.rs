@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use vimp_host::engine::server::{Server, ServerConfig};
 use vimp_host::prelude::*;
+use vimp_host::tanks::GAME;
 use vimp_host::tanks::tank::Tank;
 use vimp_netcode::client::Client;
 use vimp_netcode::frame::Channel;
@@ -33,7 +34,7 @@ impl Lan {
 
     pub(crate) fn with_maps(password: Option<&str>, maps: Vec<vimp_host::engine::map::MapConfig>) -> Lan {
         let config = vimp_host::tanks::init_config(21);
-        let mut host = Host::new(config.clone(), TanksPlugin).expect("host");
+        let mut host = Host::new(config.clone(), GAME).expect("host");
         host.load_map_json("small", super::SMALL).expect("map");
         host.push(HostCommand::Join { player: PlayerId(0), name: "bot".into(), team: None, bot: true });
         host.step();

@@ -4,6 +4,7 @@ use vimp_host::engine::map::MapConfig;
 use vimp_host::engine::physics::Physics;
 use vimp_host::engine::tags::{is_map_object, tag_kind};
 use vimp_host::prelude::*;
+use vimp_host::tanks::GAME;
 use vimp_host::tanks::movement::Motion;
 use vimp_host::tanks::predict::{Predictor, PredictorConfig};
 use vimp_host::tanks::tank::{TANK_KIND, Tank};
@@ -47,7 +48,7 @@ fn prediction_parity() {
     let init = vimp_host::tanks::init_config(3);
     let client_config = vimp_host::tanks::client_config(&init);
     let map = MapConfig::from_json("small", super::SMALL).expect("map");
-    let mut host = Host::new(init, TanksPlugin).expect("host");
+    let mut host = Host::new(init, GAME).expect("host");
     host.load_map(map.clone()).expect("map loads");
     host.push(HostCommand::Join { player: HUMAN, name: "human".into(), team: None, bot: false });
     host.step();
@@ -103,7 +104,7 @@ fn reconciliation_over_a_lossy_link_converges() {
 
     let init = vimp_host::tanks::init_config(9);
     let client_config = vimp_host::tanks::client_config(&init);
-    let mut host = Host::new(init, TanksPlugin).expect("host");
+    let mut host = Host::new(init, GAME).expect("host");
     host.load_map_json("small", super::SMALL).expect("map");
     let mut server_transport = MemoryTransport::new(PeerKey(1000));
     let mut transport = MemoryTransport::new(PeerKey(1));
