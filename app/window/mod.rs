@@ -342,7 +342,8 @@ fn tokens() -> Option<Tokens> {
 }
 
 fn update_match(mut active: ResMut<ActiveMatch>) {
-    active.get().update();
+    let m = active.get();
+    m.update(m.now());
 }
 
 /// Counts frames for `--frames`, asks for the screenshot on the last one, exits when it is saved.

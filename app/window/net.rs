@@ -257,9 +257,11 @@ impl MatchState {
         self.client.server_time_ms(self.now())
     }
 
-    /// One turn: network in, meta applied, frames buffered, a fresh sample to draw.
-    pub fn update(&mut self) {
-        let now = self.now();
+    /// One turn at `now` (time since the match began, [`Self::now`] for the wall clock's):
+    /// network in, meta applied, frames buffered, a fresh sample to draw. Everything it
+    /// decides by time — banners, the join's timeout, prediction steps, the net graph — goes
+    /// by `now`, so a test can drive it on its own clock.
+    pub fn update(&mut self, now: Duration) {
         let before = self.client.stats().clone();
         self.client.update(now);
         if let Some(joining) = self.joining.as_mut() {
@@ -377,7 +379,7 @@ impl MatchState {
                 self.last_divergence = Some(r.clone());
             }
         }
-        let server_now = self.server_now_ms();
+        let server_now = self.client.server_time_ms(now);
         if let (Some(interp), Some(server_now)) = (self.interp.as_mut(), server_now) {
             for frame in frames {
                 interp.push(frame, server_now);

@@ -15,7 +15,7 @@ use crate::repo;
 fn until(m: &mut MatchState, limit: Duration, what: &str, mut done: impl FnMut(&MatchState) -> bool) {
     let deadline = Instant::now() + limit;
     loop {
-        m.update();
+        m.update(m.now());
         if done(m) {
             return;
         }

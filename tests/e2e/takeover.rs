@@ -62,7 +62,7 @@ impl Table {
                 host.update(self.clock.elapsed());
             }
             for m in &mut self.windows {
-                m.update();
+                m.update(m.now());
             }
             if done(self) {
                 return;
