@@ -11,7 +11,6 @@ pub mod schema_cmd;
 pub mod setup;
 pub mod signal_cmd;
 pub mod sim_cmd;
-pub mod successor;
 pub mod tanks;
 pub mod window;
 

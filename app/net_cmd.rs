@@ -16,7 +16,7 @@ use vimp_netcode::signal::{SignalConfig, SignalServer};
 use vimp_netcode::transport::webrtc::WebRtcTransport;
 
 use crate::setup::{DEFAULT_SIGNAL, IceArgs, JoinFailure, UNREACHABLE, client_config, linger, new_match};
-use crate::successor::{Successor, SuccessorEvent};
+use vimp_host::engine::successor::{Successor, SuccessorEvent};
 
 /// What `vimp host` was asked to do.
 #[derive(Debug, Clone, clap::Args)]

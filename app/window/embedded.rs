@@ -34,7 +34,7 @@ use vimp_netcode::transport::webrtc::WebRtcTransport;
 use vimp_netcode::transport::{Joined, MemoryTransport, PeerKey, Transport};
 
 use crate::setup::IceArgs;
-use crate::successor::{Retired, RetiredWhy};
+use vimp_host::engine::successor::{Retired, RetiredWhy};
 
 /// The embedded host's end of the in-memory link.
 pub const HOST_PEER: PeerKey = PeerKey(1);
@@ -111,7 +111,7 @@ pub struct EmbeddedHost {
     links: Arc<std::sync::Mutex<Vec<PlayerLink>>>,
     thread: Option<JoinHandle<()>>,
     notes: mpsc::Receiver<HostNote>,
-    retired: mpsc::Receiver<Retired>,
+    retired: mpsc::Receiver<Retired<Box<dyn Transport>>>,
     /// The lobby code and room URL, when hosting online.
     pub lobby: Option<(LobbyCode, String)>,
 }
@@ -203,7 +203,7 @@ impl EmbeddedHost {
                     let peers = server.linked_peers().into_iter().filter(|p| *p != LOCAL_PEER).collect();
                     let (_local, mesh) = server.into_transport().into_parts();
                     let why = RetiredWhy::HandedOff { to };
-                    let _ = retired_tx.send(Retired { mesh: Box::new(mesh), peers, why });
+                    let _ = retired_tx.send(Retired { mesh: Box::new(mesh) as Box<dyn Transport>, peers, why });
                 }
                 std::thread::sleep(Duration::from_millis(1));
             }
@@ -259,7 +259,7 @@ impl EmbeddedHost {
 
     /// Once the players voted for another host (`@changeHost`) and the match was handed
     /// to it: the mesh, for the hosting player's client to follow it ([`Retired::rejoin`]).
-    pub fn take_retired(&self) -> Option<Retired> {
+    pub fn take_retired(&self) -> Option<Retired<Box<dyn Transport>>> {
         self.retired.try_recv().ok()
     }
 }

@@ -25,11 +25,11 @@ use vimp_netcode::session::Hello;
 use vimp_netcode::transport::Transport;
 
 use crate::setup::JoinFailure;
-use crate::successor::SuccessorEvent;
 use crate::window::embedded::{EmbeddedHost, HostNote};
 use crate::window::graph::NetGraph;
 use crate::window::standby::Standby;
 use crate::window::tokens::Tokens;
+use vimp_host::engine::successor::SuccessorEvent;
 
 /// How long a banner stays up.
 pub const BANNER_TIME: Duration = Duration::from_secs(4);

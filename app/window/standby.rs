@@ -26,7 +26,7 @@ use vimp_netcode::client::{Client, Handover};
 use vimp_netcode::migration::MigrationPayload;
 use vimp_netcode::transport::{MemoryTransport, Transport};
 
-use crate::successor::{Retired, Successor, SuccessorEvent, promoted_link};
+use vimp_host::engine::successor::{Retired, Successor, SuccessorEvent, promoted_link};
 
 /// What the window asks of the standby thread.
 enum Command {
@@ -44,7 +44,7 @@ pub type StandbyEvent = Result<SuccessorEvent, String>;
 enum Report {
     Event(StandbyEvent),
     /// This process stopped hosting; the mesh comes back for the client.
-    Retired(Retired),
+    Retired(Retired<Box<dyn Transport>>),
 }
 
 /// Figures the thread keeps for the window's net graph.
@@ -59,7 +59,7 @@ struct Shared {
 
 impl Shared {
     /// What the window reads of `successor`.
-    fn publish(&self, successor: &Successor) {
+    fn publish(&self, successor: &Successor<Box<dyn Transport>>) {
         self.shadowing.store(successor.is_shadowing(), Ordering::Relaxed);
         self.wants_checkpoint.store(successor.wants_checkpoint(), Ordering::Relaxed);
         self.checkpoints.store(successor.checkpoints(), Ordering::Relaxed);

@@ -8,7 +8,8 @@
 //! - [`snapshot`]: rows in, a packed v5 frame per receiver out;
 //! - [`state`] and [`dump`]: mid-round dumps and their container;
 //! - [`roster`] and [`server`]: slots, tokens and resume; the host on the network;
-//! - [`migration`]: the log, checkpoints and the successor's shadow;
+//! - [`migration`]: the log, checkpoints and the successor's shadow; [`successor`]: a client's
+//!   readiness to take the match over, and the promotion, step-down and handoff sequences;
 //! - [`nav`]: navigation (routes, sight, corridors, soft obstacles), rays and the spatial grid;
 //! - [`sim`]: what all of them share (the tick, the fixed clock, the match's random numbers,
 //!   the engine settings, the tick's stages);
@@ -33,4 +34,5 @@ pub mod server;
 pub mod sim;
 pub mod snapshot;
 pub mod state;
+pub mod successor;
 pub mod tags;

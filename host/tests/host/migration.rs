@@ -182,7 +182,7 @@ impl Peer {
         Peer { client, shadow: None, errors: Vec::new(), checkpoints: 0, drop_inputs: false, config }
     }
 
-    /// Feeds what the client received to the shadow and, as `app/successor.rs` does, asks
+    /// Feeds what the client received to the shadow and, as `vimp_host::engine::successor` does, asks
     /// for a checkpoint while the shadow wants one.
     fn feed(&mut self) {
         for payload in self.client.take_migration() {

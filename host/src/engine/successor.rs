@@ -11,10 +11,10 @@
 
 use std::time::Duration;
 
-use vimp_host::InitConfig;
-use vimp_host::engine::game::Game;
-use vimp_host::engine::migration::{Checkpoint, LogBatch, MigrationConfig, MigrationError, Shadow};
-use vimp_host::engine::server::{Server, ServerConfig, Takeover};
+use crate::engine::config::InitConfig;
+use crate::engine::game::Game;
+use crate::engine::migration::{Checkpoint, LogBatch, MigrationConfig, MigrationError, Shadow};
+use crate::engine::server::{Server, ServerConfig, Takeover};
 use vimp_netcode::client::{Client, Handover};
 use vimp_netcode::link::LinkConfig;
 use vimp_netcode::migration::{Claim, MigrationPayload};
@@ -25,8 +25,28 @@ const PROMOTED_HOST_END: u128 = 0xffff_0001;
 /// This process's own player's end of that link (never a successor: it lives here).
 const PROMOTED_PLAYER_END: u128 = 0xffff_0002;
 
+/// A client's transport, as a successor's client holds it: the mesh to every peer — and,
+/// once its process took the match over, the in-memory link to the new host in the same
+/// process ([`Mesh::local`]).
+pub trait Mesh: Transport + Sized {
+    /// The client's transport over the in-memory link `link`.
+    fn local(link: MemoryTransport) -> Self;
+}
+
+impl Mesh for Box<dyn Transport> {
+    fn local(link: MemoryTransport) -> Self {
+        Box::new(link)
+    }
+}
+
+impl Mesh for MemoryTransport {
+    fn local(link: MemoryTransport) -> Self {
+        link
+    }
+}
+
 /// The server a promoted successor runs.
-pub type PromotedServer = Server<Joined<Box<dyn Transport>, MemoryTransport>>;
+pub type PromotedServer<T> = Server<Joined<T, MemoryTransport>>;
 
 /// What happened in one [`Successor::update`].
 #[derive(Debug, Clone, PartialEq)]
@@ -86,16 +106,16 @@ pub fn promoted_link() -> (MemoryTransport, MemoryTransport) {
 
 /// Why a promoted successor stopped hosting, with what its own player needs to go on as
 /// a client: the mesh transport and the peers it is linked to.
-pub struct Retired {
+pub struct Retired<T> {
     /// The mesh transport (the link to this process's own player is dropped).
-    pub mesh: Box<dyn Transport>,
+    pub mesh: T,
     /// The mesh peers linked.
     pub peers: Vec<PeerKey>,
     /// Why.
     pub why: RetiredWhy,
 }
 
-impl std::fmt::Debug for Retired {
+impl<T> std::fmt::Debug for Retired<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Retired").field("peers", &self.peers).field("why", &self.why).finish_non_exhaustive()
     }
@@ -118,9 +138,9 @@ pub enum RetiredWhy {
     },
 }
 
-impl Retired {
+impl<T: Transport> Retired<T> {
     /// Puts this process's own player back on the mesh, following the host that took over.
-    pub fn rejoin(self, client: &mut Client<Box<dyn Transport>>) {
+    pub fn rejoin(self, client: &mut Client<T>) {
         let local = match self.why {
             RetiredWhy::SteppedDown { winner, claim } => client.step_down(self.mesh, self.peers, winner, claim),
             RetiredWhy::HandedOff { to } => client.follow_handoff(self.mesh, self.peers, to),
@@ -130,16 +150,16 @@ impl Retired {
 }
 
 /// A client's readiness to take the match over (see the module docs).
-pub struct Successor {
+pub struct Successor<T: Transport> {
     game: Game,
     init: InitConfig,
     shadow: Option<Shadow>,
-    server: Option<PromotedServer>,
+    server: Option<PromotedServer<T>>,
     errors: Vec<String>,
     checkpoints: u64,
 }
 
-impl std::fmt::Debug for Successor {
+impl<T: Transport> std::fmt::Debug for Successor<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Successor")
             .field("shadowing", &self.shadow.is_some())
@@ -149,7 +169,7 @@ impl std::fmt::Debug for Successor {
     }
 }
 
-impl Successor {
+impl<T: Mesh> Successor<T> {
     /// Ready to shadow a match of `game`.
     pub fn new(game: Game) -> Self {
         // The checkpoint carries the match's state and random generator; the config only
@@ -163,7 +183,7 @@ impl Successor {
     }
 
     /// The server this process runs since it took over.
-    pub fn server(&self) -> Option<&PromotedServer> {
+    pub fn server(&self) -> Option<&PromotedServer<T>> {
         self.server.as_ref()
     }
 
@@ -191,7 +211,7 @@ impl Successor {
     /// One turn: shadow what the host streamed, take over when due, run the server once
     /// taken — and when it stops hosting (a better claim, or the players' vote), put the
     /// client back on the mesh after the host that took over.
-    pub fn update(&mut self, client: &mut Client<Box<dyn Transport>>, now: Duration) -> Option<SuccessorEvent> {
+    pub fn update(&mut self, client: &mut Client<T>, now: Duration) -> Option<SuccessorEvent> {
         if self.server.is_some() {
             self.update_server(now);
             let retired = self.retire()?;
@@ -207,7 +227,7 @@ impl Successor {
             return None;
         }
         let (host_end, player_end) = promoted_link();
-        let handover = client.hand_over(Box::new(player_end))?;
+        let handover = client.hand_over(T::local(player_end))?;
         self.promote(handover, host_end, now)
     }
 
@@ -225,7 +245,7 @@ impl Successor {
     /// over to). `None` without a shadow (the transport is dropped then).
     pub fn promote(
         &mut self,
-        handover: Handover<Box<dyn Transport>>,
+        handover: Handover<T>,
         host_end: MemoryTransport,
         now: Duration,
     ) -> Option<SuccessorEvent> {
@@ -233,7 +253,7 @@ impl Successor {
         let tick = shadow.tick();
         let config = ServerConfig {
             client_config: (self.game.client_config)(&self.init),
-            session: vimp_host::engine::server::session_config(&self.init.game),
+            session: crate::engine::server::session_config(&self.init.game),
             migration: MigrationConfig {
                 local_peers: vec![PeerKey(PROMOTED_PLAYER_END)],
                 ..MigrationConfig::default()
@@ -257,7 +277,7 @@ impl Successor {
     /// When the server this process runs stops hosting — a better claim beat it, or the
     /// players voted it away and it handed the match off — takes it down and gives back
     /// the mesh; this successor is ready to shadow again.
-    pub fn retire(&mut self) -> Option<Retired> {
+    pub fn retire(&mut self) -> Option<Retired<T>> {
         let server = self.server.as_ref()?;
         let why = match (server.superseded(), server.handed_off()) {
             (Some((winner, claim)), _) => RetiredWhy::SteppedDown { winner, claim },
