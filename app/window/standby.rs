@@ -143,7 +143,7 @@ impl Standby {
         if !client.takeover_due() || !self.is_shadowing() {
             return;
         }
-        let (host_end, player_end) = promoted_link();
+        let (host_end, player_end) = promoted_link(client);
         if let Some(handover) = client.hand_over(Box::new(player_end)) {
             // The feed sent before is applied first: the channel keeps order.
             self.promoting = self.commands.send(Command::Promote(handover, host_end, now)).is_ok();

@@ -58,6 +58,9 @@ pub enum MigrationError {
     /// The shadow's host could not be made.
     #[error(transparent)]
     Host(#[from] HostError),
+    /// A checkpoint's init config does not read as one.
+    #[error("checkpoint init config: {0}")]
+    Config(String),
     /// Log entries are missing between the shadow and a batch.
     #[error("log gap: expected entry {expected}, got {got}")]
     Gap {

@@ -27,7 +27,7 @@ use crate::engine::migration::{GameMigration, LogEntry, LogEvent};
 use crate::engine::physics::Physics;
 use crate::engine::players::{self, HostCommand, HostCommands, Participants, PlayerKeys, TickEvents};
 use crate::engine::rng::SplitMix64;
-use crate::engine::sim::{EngineSettings, FixedClock, GameInit, HostSystems, HostTick, SimRng, Tick};
+use crate::engine::sim::{EngineSettings, FixedClock, GameInit, HostSystems, HostTick, MatchInit, SimRng, Tick};
 use crate::engine::snapshot::{self, EventRows, FrameReceivers, FrameSeq, OutgoingFrames, SnapshotRows, SnapshotStats};
 use crate::engine::state::{self, GameHooks, StateError};
 
@@ -54,6 +54,7 @@ impl Plugin for HostPlugin {
             .insert_resource(Physics::new(engine.time_step))
             .insert_resource(EngineSettings { config: engine, schema: self.schema.clone() })
             .insert_resource(GameInit(Some(self.config.game.clone())))
+            .insert_resource(MatchInit(self.config.clone()))
             .insert_resource(GameMigration::from_game(&self.config.game))
             .init_resource::<MapState>()
             .init_resource::<crate::engine::nav::Nav>()
@@ -230,6 +231,11 @@ impl Host {
             self.step();
         }
         steps
+    }
+
+    /// The init config this host was made with.
+    pub fn init_config(&self) -> &InitConfig {
+        &self.app.world().resource::<MatchInit>().0
     }
 
     /// The current tick.

@@ -68,6 +68,11 @@ impl EngineSettings {
     }
 }
 
+/// The init config the match was made with, whole: what a checkpoint carries so that a
+/// successor builds its host alike ([`Host::init_config`](crate::Host::init_config)).
+#[derive(Resource, Clone, Debug)]
+pub struct MatchInit(pub crate::engine::config::InitConfig);
+
 /// The game half of the init config, until the game takes it (once, when its plugin builds).
 #[derive(Resource, Debug, Default)]
 pub struct GameInit(pub Option<serde_json::Value>);

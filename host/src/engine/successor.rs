@@ -11,7 +11,6 @@
 
 use std::time::Duration;
 
-use crate::engine::config::InitConfig;
 use crate::engine::game::Game;
 use crate::engine::migration::{Checkpoint, LogBatch, MigrationConfig, MigrationError, Shadow};
 use crate::engine::server::{Server, ServerConfig, Takeover};
@@ -96,9 +95,12 @@ impl From<RetiredWhy> for SuccessorEvent {
 }
 
 /// The two ends of the link between a promoted host and this process's own player:
-/// `(host end, player end)`. The client is handed over to the player end.
-pub fn promoted_link() -> (MemoryTransport, MemoryTransport) {
-    let mut host_end = MemoryTransport::new(PeerKey(PROMOTED_HOST_END));
+/// `(host end, player end)`. The client is handed over to the player end. The host end
+/// carries `client`'s own mesh key, so the player sees its host under the key every other
+/// peer sees it by.
+pub fn promoted_link<T: Transport>(client: &Client<T>) -> (MemoryTransport, MemoryTransport) {
+    let me = client.transport().local_id().unwrap_or(PeerKey(PROMOTED_HOST_END));
+    let mut host_end = MemoryTransport::new(me);
     let mut player_end = MemoryTransport::new(PeerKey(PROMOTED_PLAYER_END));
     MemoryTransport::connect(&mut host_end, &mut player_end, LinkConfig::new());
     (host_end, player_end)
@@ -152,7 +154,6 @@ impl<T: Transport> Retired<T> {
 /// A client's readiness to take the match over (see the module docs).
 pub struct Successor<T: Transport> {
     game: Game,
-    init: InitConfig,
     shadow: Option<Shadow>,
     server: Option<PromotedServer<T>>,
     errors: Vec<String>,
@@ -172,9 +173,7 @@ impl<T: Transport> std::fmt::Debug for Successor<T> {
 impl<T: Mesh> Successor<T> {
     /// Ready to shadow a match of `game`.
     pub fn new(game: Game) -> Self {
-        // The checkpoint carries the match's state and random generator; the config only
-        // builds the fresh host it is restored into (checked against the checkpoint's hash).
-        Successor { game, init: game.init(0), shadow: None, server: None, errors: Vec::new(), checkpoints: 0 }
+        Successor { game, shadow: None, server: None, errors: Vec::new(), checkpoints: 0 }
     }
 
     /// Whether a shadow is kept (this client is among the first successors).
@@ -185,6 +184,21 @@ impl<T: Mesh> Successor<T> {
     /// The server this process runs since it took over.
     pub fn server(&self) -> Option<&PromotedServer<T>> {
         self.server.as_ref()
+    }
+
+    /// [`Self::server`], to change.
+    pub fn server_mut(&mut self) -> Option<&mut PromotedServer<T>> {
+        self.server.as_mut()
+    }
+
+    /// The shadow kept while this client is among the first successors.
+    pub fn shadow(&self) -> Option<&Shadow> {
+        self.shadow.as_ref()
+    }
+
+    /// [`Self::shadow`], to change.
+    pub fn shadow_mut(&mut self) -> Option<&mut Shadow> {
+        self.shadow.as_mut()
     }
 
     /// Hash mismatches of the shadow so far.
@@ -214,21 +228,36 @@ impl<T: Mesh> Successor<T> {
     pub fn update(&mut self, client: &mut Client<T>, now: Duration) -> Option<SuccessorEvent> {
         if self.server.is_some() {
             self.update_server(now);
-            let retired = self.retire()?;
-            let event = SuccessorEvent::from(retired.why);
-            retired.rejoin(client);
-            return Some(event);
+            return self.rejoin_if_retired(client);
         }
         self.feed_all(client.take_migration());
         if self.wants_checkpoint() {
             client.request_checkpoint();
         }
-        if !client.takeover_due() || self.shadow.is_none() {
+        if !client.takeover_due() {
             return None;
         }
-        let (host_end, player_end) = promoted_link();
+        self.take_over(client, now)
+    }
+
+    /// Takes the match over now, whether or not it is this client's turn (what
+    /// [`Self::update`] does when it is): the client is handed over to an in-memory link to
+    /// this process's new host, which runs the shadow over the client's mesh. `None` without
+    /// a shadow, or when the client has no mesh to give (not welcomed).
+    pub fn take_over(&mut self, client: &mut Client<T>, now: Duration) -> Option<SuccessorEvent> {
+        self.shadow.as_ref()?;
+        let (host_end, player_end) = promoted_link(client);
         let handover = client.hand_over(T::local(player_end))?;
         self.promote(handover, host_end, now)
+    }
+
+    /// When the server this process runs stopped hosting ([`Self::retire`]): puts the client
+    /// back on the mesh after the host that took over, and says why.
+    pub fn rejoin_if_retired(&mut self, client: &mut Client<T>) -> Option<SuccessorEvent> {
+        let retired = self.retire()?;
+        let event = SuccessorEvent::from(retired.why);
+        retired.rejoin(client);
+        Some(event)
     }
 
     /// Feeds what the host streamed to the shadow (problems go to [`Successor::errors`]).
@@ -251,9 +280,11 @@ impl<T: Mesh> Successor<T> {
     ) -> Option<SuccessorEvent> {
         let shadow = self.shadow.take()?;
         let tick = shadow.tick();
+        // The match's own config, which the first checkpoint carried.
+        let init = shadow.host().init_config().clone();
         let config = ServerConfig {
-            client_config: (self.game.client_config)(&self.init),
-            session: crate::engine::server::session_config(&self.init.game),
+            client_config: (self.game.client_config)(&init),
+            session: crate::engine::server::session_config(&init.game),
             migration: MigrationConfig {
                 local_peers: vec![PeerKey(PROMOTED_PLAYER_END)],
                 ..MigrationConfig::default()
@@ -304,7 +335,10 @@ impl<T: Mesh> Successor<T> {
                 match &mut self.shadow {
                     Some(shadow) => shadow.offer(&checkpoint).map(|_| ()),
                     None => {
-                        self.shadow = Some(Shadow::from_checkpoint(self.init.clone(), self.game, &checkpoint)?);
+                        // The shadow's host is built from the match's own init config, which
+                        // the checkpoint carries with the state and the random generator.
+                        let init = checkpoint.init_config()?;
+                        self.shadow = Some(Shadow::from_checkpoint(init, self.game, &checkpoint)?);
                         Ok(())
                     }
                 }

@@ -1,7 +1,9 @@
 //! Checkpoints: the host's state dump plus what the meta layer owns, compressed, for successors.
 //!
 //! A [`Checkpoint`] is everything a successor needs besides the log to continue the
-//! match: the host's state dump ([`Host::serialize_state`]), the host's epoch, the tick
+//! match: the init config the match was made with (so the successor's host is built alike:
+//! the same rules, not its own defaults), the host's state dump
+//! ([`Host::serialize_state`]), the host's epoch, the tick
 //! and the seq of the last [`LogEntry`](super::LogEntry) the state includes, and the
 //! [`MetaState`] the world does not hold (the roster with its session tokens, names and
 //! seats; spectators and whom they watch; recent chat lines; a vote in progress).
@@ -24,6 +26,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::engine::config::InitConfig;
 use crate::engine::dump::{self, DumpKind};
 use crate::engine::migration::MigrationError;
 use crate::engine::players::PlayerId;
@@ -34,7 +37,7 @@ use crate::engine::schedule::Host;
 pub const CHECKPOINT_KIND: DumpKind = DumpKind(*b"VMPK");
 
 /// Format version of [`Checkpoint`]; bump it with any change to its serialised shape.
-pub const CHECKPOINT_VERSION: u16 = 1;
+pub const CHECKPOINT_VERSION: u16 = 2;
 
 /// Largest uncompressed checkpoint [`Checkpoint::decode`] accepts: 16 MiB.
 pub const MAX_CHECKPOINT_BYTES: usize = 16 * 1024 * 1024;
@@ -85,6 +88,8 @@ pub struct Checkpoint {
     /// The host's [`sim_hash`](crate::engine::state::sim_hash) at that point, checked by a
     /// shadow that reaches the same seq.
     pub hash: u64,
+    /// The init config the host was made with ([`Host::init_config`]), as JSON.
+    pub config: String,
     /// The host's state dump ([`Host::serialize_state`]).
     pub state: Vec<u8>,
     /// The meta layer's part.
@@ -96,7 +101,13 @@ impl Checkpoint {
     pub fn capture(host: &mut Host, epoch: u32, meta: MetaState) -> Result<Checkpoint, MigrationError> {
         let state = host.serialize_state()?;
         let hash = host.sim_hash()?;
-        Ok(Checkpoint { epoch, tick: host.tick(), log_seq: host.log_seq(), hash, state, meta })
+        let config = serde_json::to_string(host.init_config()).map_err(|e| MigrationError::Config(e.to_string()))?;
+        Ok(Checkpoint { epoch, tick: host.tick(), log_seq: host.log_seq(), hash, config, state, meta })
+    }
+
+    /// The init config the host was made with.
+    pub fn init_config(&self) -> Result<InitConfig, MigrationError> {
+        serde_json::from_str(&self.config).map_err(|e| MigrationError::Config(e.to_string()))
     }
 
     /// The wire form: the dump container, LZ4-compressed behind its length.
@@ -160,7 +171,15 @@ mod tests {
     }
 
     fn checkpoint(state: Vec<u8>) -> Checkpoint {
-        Checkpoint { epoch: 2, tick: 1234, log_seq: 1300, hash: 0x1234_5678_9abc, state, meta: meta() }
+        Checkpoint {
+            epoch: 2,
+            tick: 1234,
+            log_seq: 1300,
+            hash: 0x1234_5678_9abc,
+            config: "{\"engine\":{}}".into(),
+            state,
+            meta: meta(),
+        }
     }
 
     /// The roster's connections are not carried; everything else is.
