@@ -3,7 +3,7 @@
 //! The host thread of a match this window hosts (a local match, a playtest, hosting online)
 //! publishes a [`NavSnapshot`] ten times a second while the overlay is on: the grid with its
 //! `fit` values and the crates' cells from the host's navigation, and every living bot's
-//! route ([`capture`], as the embedded host's view). The window draws it over the map, one square per cell:
+//! route ([`capture`], as the node thread's view). The window draws it over the map, one square per cell:
 //!
 //! | colour | the cell |
 //! |---|---|
@@ -158,10 +158,11 @@ fn draw_overlay(
     mut sprites: Query<&mut Sprite>,
 ) {
     let m = active.get();
-    let Some(host) = m.host.as_ref().filter(|_| on.0) else {
-        overlay.hosted = m.host.is_some();
+    let hosting = m.node.as_ref().filter(|n| n.is_hosting());
+    let Some(host) = hosting.filter(|_| on.0) else {
+        overlay.hosted = hosting.is_some();
         clear(&mut commands, &mut overlay);
-        if let Some(h) = &m.host {
+        if let Some(h) = &m.node {
             h.want_view(false);
         }
         return;
@@ -275,8 +276,8 @@ fn legend(mut contexts: EguiContexts, on: Res<NavOverlayOn>, overlay: Res<Overla
     Ok(())
 }
 
-/// [`capture`] as the embedded host's [`Capture`](crate::window::embedded::Capture): the
-/// window reads it back with `EmbeddedHost::view::<NavSnapshot>()`.
+/// [`capture`] as the node thread's [`Capture`](crate::window::node::Capture): the window
+/// reads it back with `NodeThread::view::<NavSnapshot>()`.
 pub fn capture_view(host: &mut Host) -> Option<Box<dyn std::any::Any + Send>> {
     capture(host).map(|snapshot| Box::new(snapshot) as Box<dyn std::any::Any + Send>)
 }

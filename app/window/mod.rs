@@ -4,15 +4,15 @@
 //! the HUD. A match is a [`net::MatchState`] in the [`ActiveMatch`] resource: the
 //! window updates it once a frame, turns keys into input events, steps the predictor
 //! and draws the interpolated world ([`crate::tanks::draw`]). When this process hosts,
-//! the host runs on its own thread ([`embedded`]) and this window is just its first client.
+//! the host runs on its own thread ([`node`]) and this window is just its first client; in a
+//! match it joined, the same thread keeps the shadow that can take the match over.
 
-pub mod embedded;
 pub mod graph;
 pub mod input;
 pub mod net;
+pub mod node;
 pub mod settings;
 pub mod sound;
-pub mod standby;
 pub mod tokens;
 mod ui;
 
@@ -29,11 +29,10 @@ use vimp_netcode::lobby::{JoinTarget, LobbyCode};
 use vimp_netcode::transport::Transport;
 use vimp_netcode::transport::webrtc::WebRtcTransport;
 
-use crate::window::embedded::{EmbeddedConfig, EmbeddedHost, OnlineConfig};
 use crate::window::net::Joining;
 use crate::window::net::MatchState;
+use crate::window::node::{HostConfig, NodeThread, OnlineConfig};
 use crate::window::settings::Settings;
-use crate::window::standby::Standby;
 use crate::window::tokens::Tokens;
 
 /// How the window runs.
@@ -263,7 +262,7 @@ pub fn start_match(kind: &MatchKind, settings: &Settings) -> anyhow::Result<Matc
     let nickname = if nickname.is_empty() { "player" } else { nickname };
     match kind {
         MatchKind::Local { map, bots, skill } => {
-            let config = EmbeddedConfig {
+            let config = HostConfig {
                 game: crate::GAME,
                 map: map.clone(),
                 bots: *bots,
@@ -273,7 +272,7 @@ pub fn start_match(kind: &MatchKind, settings: &Settings) -> anyhow::Result<Matc
                 online: None,
                 capture: Some(crate::tanks::overlay::capture_view),
             };
-            let (host, link) = EmbeddedHost::start(config, clock)?;
+            let (host, link) = NodeThread::host(config, clock)?;
             let title = format!("local match on {}", map.display());
             Ok(MatchState::new(Box::new(link), Some(host), clock, MatchState::hello(nickname, None, false), title))
         }
@@ -291,7 +290,7 @@ pub fn start_match(kind: &MatchKind, settings: &Settings) -> anyhow::Result<Matc
                 ice: settings.ice(),
                 password: password.clone(),
             };
-            let config = EmbeddedConfig {
+            let config = HostConfig {
                 game: crate::GAME,
                 map: map.clone(),
                 bots: *bots,
@@ -301,7 +300,7 @@ pub fn start_match(kind: &MatchKind, settings: &Settings) -> anyhow::Result<Matc
                 online: Some(online),
                 capture: Some(crate::tanks::overlay::capture_view),
             };
-            let (host, link) = EmbeddedHost::start(config, clock)?;
+            let (host, link) = NodeThread::host(config, clock)?;
             let title = format!("hosting on {}", map.display());
             let hello = MatchState::hello(nickname, password.clone(), false);
             let room = host.lobby.as_ref().map(|(_, url)| url.clone());
@@ -329,7 +328,7 @@ pub fn start_match(kind: &MatchKind, settings: &Settings) -> anyhow::Result<Matc
             state.joining = Some(Joining::new(signal, url.clone(), ice));
             // A player can be chosen to take the match over; a spectator never is.
             if !*spectate {
-                state.standby = Some(Standby::start(crate::GAME, clock)?);
+                state.node = Some(NodeThread::standby(crate::GAME, clock)?);
             }
             Ok(state)
         }

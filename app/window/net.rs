@@ -2,8 +2,8 @@
 //!
 //! [`MatchState`] is plain Rust with no window in it: the window calls
 //! [`MatchState::update`] once per frame and draws what it holds, and tests drive it the
-//! same way without a GPU. It owns the [`Client`] (over the in-memory link to an
-//! embedded host, or over WebRTC), the embedded host when this process hosts, the
+//! same way without a GPU. It owns the [`Client`] (over the in-memory link to this
+//! process's host, or over WebRTC), the [`NodeThread`] that hosts or shadows the match, the
 //! interpolation buffer, and the meta the host sent: panel, stat table, chat, votes,
 //! banners and the black screen.
 
@@ -25,9 +25,8 @@ use vimp_netcode::session::Hello;
 use vimp_netcode::transport::Transport;
 
 use crate::setup::JoinFailure;
-use crate::window::embedded::{EmbeddedHost, HostNote};
 use crate::window::graph::NetGraph;
-use crate::window::standby::Standby;
+use crate::window::node::{HostNote, NodeThread};
 use crate::window::tokens::Tokens;
 use vimp_host::engine::successor::SuccessorEvent;
 
@@ -53,14 +52,14 @@ pub struct ChatLine {
 
 /// A match in progress (see the module docs).
 pub struct MatchState {
-    /// The time base of this match (shared with an embedded host).
+    /// The time base of this match (shared with the node thread).
     pub clock: Instant,
     /// The network client.
     pub client: Client<Box<dyn Transport>>,
-    /// The embedded host, when this process hosts.
-    pub host: Option<EmbeddedHost>,
-    /// The shadow ready to take the match over, when this window joined as a player.
-    pub standby: Option<Standby>,
+    /// The node thread: the host when this window hosts (a match it made, or one it took
+    /// over), the shadow ready to take the match over when it joined as a player; `None`
+    /// for a spectator.
+    pub node: Option<NodeThread>,
     /// When this process took the match over: the tick it went on from and its epoch.
     pub promoted: Option<(u32, u32)>,
     /// The room (its URL) and where this player's token for it is remembered.
@@ -189,26 +188,25 @@ impl MatchState {
     /// A match over `transport`, saying `hello` to the host (with the default host timeout).
     pub fn new(
         transport: Box<dyn Transport>,
-        host: Option<EmbeddedHost>,
+        node: Option<NodeThread>,
         clock: Instant,
         hello: Hello,
         title: String,
     ) -> Self {
-        Self::with_client(Client::new(transport, hello), host, clock, title)
+        Self::with_client(Client::new(transport, hello), node, clock, title)
     }
 
     /// A match played through `client`.
     pub fn with_client(
         client: Client<Box<dyn Transport>>,
-        host: Option<EmbeddedHost>,
+        node: Option<NodeThread>,
         clock: Instant,
         title: String,
     ) -> Self {
         MatchState {
             clock,
             client,
-            host,
-            standby: None,
+            node,
             promoted: None,
             room: None,
             token_saved: None,
@@ -267,9 +265,12 @@ impl MatchState {
         if let Some(joining) = self.joining.as_mut() {
             joining.update(&self.client, now);
         }
-        if let Some(standby) = self.standby.as_mut() {
-            standby.update(&mut self.client, now);
-            for event in standby.take_events(&mut self.client) {
+        if let Some(node) = self.node.as_mut() {
+            node.update(&mut self.client, now);
+            // A host that stops hosting (a better claim, the players' vote) puts this
+            // player back on the mesh after the new host; it may take the match over again
+            // one day, like any player.
+            for event in node.take_events(&mut self.client) {
                 match event {
                     Ok(event) => {
                         bevy::log::info!("{event}");
@@ -297,7 +298,7 @@ impl MatchState {
         self.remember_token(now);
         if self.client.stats().migrations > self.migrations_seen {
             self.migrations_seen = self.client.stats().migrations;
-            let text = if self.standby.as_ref().is_some_and(Standby::is_promoted) {
+            let text = if self.node.as_ref().is_some_and(NodeThread::is_promoted) {
                 "host changed: you host the match now"
             } else {
                 "host changed"
@@ -305,18 +306,8 @@ impl MatchState {
             bevy::log::info!("{text} (epoch {})", self.client.stats().host_epoch);
             self.host_banner = Some((text.into(), now));
         }
-        if let Some(retired) = self.host.as_ref().and_then(EmbeddedHost::take_retired) {
-            // Voted away: this player follows the new host, and may take the match over
-            // again one day, like any player.
-            bevy::log::info!("the players voted for another host: following it");
-            retired.rejoin(&mut self.client);
-            self.title = "joined (the players voted for another host)".into();
-            if self.standby.is_none() {
-                self.standby = Standby::start(crate::GAME, self.clock).ok();
-            }
-        }
-        if let Some(host) = &self.host {
-            for note in host.notes() {
+        if let Some(node) = self.node.as_mut() {
+            for note in node.notes() {
                 match note {
                     HostNote::MapReloaded(label) => {
                         self.map_error = None;
@@ -325,7 +316,6 @@ impl MatchState {
                     }
                     HostNote::MapWarnings(lines) => self.map_warnings = Some((lines.join("\n"), now)),
                     HostNote::MapInvalid(errors) => self.map_error = Some(errors),
-                    HostNote::Failed(e) => self.map_error = Some(format!("the host stopped: {e}")),
                 }
             }
         }
@@ -559,7 +549,8 @@ impl MatchState {
         std::mem::take(&mut self.local_shots)
     }
 
-    /// Leaves the match (the embedded host, if any, stops when this is dropped).
+    /// Leaves the match (the node thread stops, handing off a match it hosts, when this is
+    /// dropped).
     pub fn leave(&mut self) {
         let now = self.now();
         self.client.leave(now);

@@ -10,6 +10,7 @@ use vimp_netcode::meta::{ListRequest, TechInform};
 
 use crate::window::graph::Series;
 use crate::window::input::{RESERVED, key_from_name, key_name};
+use crate::window::node::NodeThread;
 use crate::window::{ActiveMatch, MatchKind, MatchRequest, Screen, SettingsStore};
 
 /// Adds the menus, the HUD and the game keys.
@@ -384,7 +385,7 @@ fn match_ui(
     });
 
     // The lobby code when hosting, with who is here.
-    if let Some((code, url)) = m.host.as_ref().and_then(|h| h.lobby.clone()) {
+    if let Some((code, url)) = m.node.as_ref().and_then(|h| h.lobby.clone()) {
         egui::Area::new(egui::Id::new("lobby")).anchor(egui::Align2::RIGHT_TOP, [-12.0, 12.0]).show(ctx, |area| {
             egui::Frame::popup(area.style()).show(area, |area| {
                 area.label("lobby code");
@@ -601,21 +602,19 @@ fn match_ui(
                 w.label(format!("link to the host: {}{rtt}", path.as_str()));
             }
             // Hosting: how each friend's link goes.
-            for link in m.host.as_ref().map(|h| h.links()).unwrap_or_default() {
+            for link in m.node.as_ref().map(NodeThread::links).unwrap_or_default() {
                 let path = link.path.map_or("?", vimp_netcode::transport::LinkPath::as_str);
                 let rtt = link.rtt_ms.map_or_else(String::new, |ms| format!(", round trip {ms:.0} ms"));
                 w.label(format!("link to {}: {path}{rtt}", link.nickname));
             }
-            if let Some(standby) = &m.standby {
-                let (checkpoints, mismatches, errors) = standby.figures();
-                let role = match (standby.is_promoted(), standby.is_shadowing()) {
+            if let Some(node) = &m.node {
+                let (checkpoints, mismatches, errors) = node.figures();
+                let role = match (node.is_hosting() || node.is_promoted(), node.is_shadowing()) {
                     (true, _) => "hosting",
                     (false, true) => "shadowing",
                     (false, false) => "not a successor",
                 };
-                w.label(format!(
-                    "standby: {role}  checkpoints {checkpoints}  mismatches {mismatches}  errors {errors}"
-                ));
+                w.label(format!("node: {role}  checkpoints {checkpoints}  mismatches {mismatches}  errors {errors}"));
             }
         });
     }

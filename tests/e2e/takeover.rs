@@ -1,11 +1,11 @@
 //! The window's own takeover, without a window: two windows' match logic joined to a host
-//! over an in-memory full mesh; the host dies, one window's standby thread takes the
+//! over an in-memory full mesh; the host dies, one window's node thread takes the
 //! match over and the other follows it; then that window leaves and hands the match on.
 
 use std::time::{Duration, Instant};
 
 use vimp::window::net::MatchState;
-use vimp::window::standby::Standby;
+use vimp::window::node::NodeThread;
 use vimp_host::engine::migration::MigrationConfig;
 use vimp_host::engine::server::{Server, ServerConfig};
 use vimp_netcode::link::LinkConfig;
@@ -47,7 +47,7 @@ impl Table {
             .map(|(name, transport)| {
                 let hello = MatchState::hello(name, None, false);
                 let mut m = MatchState::new(Box::new(transport), None, clock, hello, format!("{name}'s window"));
-                m.standby = Some(Standby::start(vimp::GAME, clock).expect("the standby thread starts"));
+                m.node = Some(NodeThread::standby(vimp::GAME, clock).expect("the node thread starts"));
                 m
             })
             .collect();
@@ -88,7 +88,7 @@ impl Table {
 }
 
 fn shadowing(m: &MatchState) -> bool {
-    m.standby.as_ref().is_some_and(Standby::is_shadowing)
+    m.node.as_ref().is_some_and(NodeThread::is_shadowing)
 }
 
 fn score_row(m: &MatchState) -> Option<Vec<String>> {

@@ -569,3 +569,73 @@ fn the_window_says_why_a_join_cannot_get_in() {
     assert!(f.reason.contains("no host in room K7M-P2Q"), "{f:?}");
     assert!(m.client.welcome().is_none());
 }
+
+/// A window hosting friends online is a player like the others once they vote it away: its
+/// node thread hands the match to the first successor, and the window's own player follows
+/// it over the mesh, in its slot, and plays on.
+#[test]
+fn the_players_vote_a_window_host_away_and_its_player_follows() {
+    if !in_own_netns("webrtc::the_players_vote_a_window_host_away_and_its_player_follows") {
+        return;
+    }
+    use vimp::window::node::HOST_PEER;
+    use vimp::window::settings::Settings;
+    use vimp::window::{MatchKind, start_match};
+    let signal = Proc::spawn(&["signal", "--bind", "127.0.0.1:0", "--stun-bind", "127.0.0.1:0"]);
+    let line = signal.line_with("listening on", Duration::from_secs(30));
+    let url = format!("ws://{}", line.split_whitespace().nth(4).expect("listening on ADDR"));
+    let kind = MatchKind::Host {
+        map: repo("maps/test-small.json"),
+        bots: 2,
+        skill: Default::default(),
+        password: None,
+        code: Some("K7M-P2Q".into()),
+        signal: Some(url.clone()),
+    };
+    let mut m = start_match(&kind, &Settings::default()).expect("the window hosts");
+    let until = |m: &mut vimp::window::net::MatchState,
+                 limit: Duration,
+                 what: &str,
+                 done: &dyn Fn(&vimp::window::net::MatchState) -> bool| {
+        let deadline = Instant::now() + limit;
+        while !done(m) {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            m.update(m.now());
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    };
+    until(&mut m, Duration::from_secs(30), "the window's player in its own match", &|m| {
+        m.client.welcome().is_some() && m.node.as_ref().is_some_and(|n| n.is_hosting())
+    });
+    let me = m.player_id();
+    let join = |name: &str, vote: &[&str]| {
+        let mut args =
+            vec!["join", "k7mp2q", "--signal", &url, "--headless", "--name", name, "--seconds", "25", "--json"];
+        args.extend_from_slice(vote);
+        Proc::spawn(&args)
+    };
+    let ann = join("ann", &["--call-change-host", "6"]);
+    let bob = join("bob", &["--change-host-answer", "yes"]);
+    until(&mut m, Duration::from_secs(40), "the window following the host the players chose", &|m| {
+        m.client.stats().migrations >= 1
+            && m.client.host_peer().is_some_and(|p| p != HOST_PEER)
+            && m.node.as_ref().is_some_and(|n| !n.is_hosting())
+    });
+    assert!(m.title.contains("voted for another host"), "{}", m.title);
+    assert_eq!(m.player_id(), me, "the window's player kept its slot");
+    let before = m.client.stats().snapshots;
+    until(&mut m, Duration::from_secs(20), "60 snapshots from the new host", &|m| {
+        m.client.stats().snapshots > before + 60
+    });
+    assert!(m.client.closed().is_none(), "{:?}", m.client.closed());
+
+    let (out_a, status_a, errs_a) = ann.finish_with_errs(Duration::from_secs(60));
+    let (out_b, status_b, errs_b) = bob.finish_with_errs(Duration::from_secs(60));
+    let (ra, rb) = (report(&out_a), report(&out_b));
+    println!("ann: {ra}\nbob: {rb}\nann: {errs_a:?}\nbob: {errs_b:?}");
+    assert!(status_a.success() && status_b.success(), "both leave cleanly");
+    assert!(
+        [&ra, &rb].iter().any(|r| r["promoted_at_tick"].as_u64().is_some()),
+        "one of the friends took the match: {ra} {rb}"
+    );
+}

@@ -344,6 +344,12 @@ impl<T: Transport> Server<T> {
         self.peers.keys().copied().collect()
     }
 
+    /// The peers that are this process's own players ([`MigrationConfig::local_peers`]): never
+    /// successors, and not on the mesh when the server stops hosting.
+    pub fn local_peers(&self) -> &[PeerKey] {
+        &self.migration.config.local_peers
+    }
+
     /// The transport back, the server dropped (stepping down).
     pub fn into_transport(self) -> T {
         self.transport

@@ -176,6 +176,14 @@ impl<T: Mesh> Successor<T> {
         Successor { game, shadow: None, server: None, errors: Vec::new(), checkpoints: 0 }
     }
 
+    /// A successor that hosts from the start: `server` is the match this process made, over
+    /// the mesh and the in-memory link to its own player (whose key is among the server's
+    /// [`local_peers`](Server::local_peers)). It stops hosting like a promoted one — a
+    /// better claim, the players' vote ([`Self::retire`]) — and hands off the same way.
+    pub fn hosting(game: Game, server: PromotedServer<T>) -> Self {
+        Successor { server: Some(server), ..Successor::new(game) }
+    }
+
     /// Whether a shadow is kept (this client is among the first successors).
     pub fn is_shadowing(&self) -> bool {
         self.shadow.is_some()
@@ -316,7 +324,8 @@ impl<T: Mesh> Successor<T> {
             (None, None) => return None,
         };
         let server = self.server.take()?;
-        let peers = server.linked_peers().into_iter().filter(|p| p.0 != PROMOTED_PLAYER_END).collect();
+        let local = server.local_peers().to_vec();
+        let peers = server.linked_peers().into_iter().filter(|p| !local.contains(p)).collect();
         let (mesh, _player_link) = server.into_transport().into_parts();
         Some(Retired { mesh, peers, why })
     }
