@@ -209,6 +209,15 @@ pub fn host(args: &HostArgs, game: &Game) -> anyhow::Result<i32> {
             linger();
             break;
         }
+        if let Some((winner, claim)) = server.superseded() {
+            // This host went silent (a stall, a sleeping laptop) long enough for a
+            // successor to take the match over: the match is theirs now.
+            eprintln!(
+                "{winner} took the match over at epoch {} while this host was silent: stepping down",
+                claim.epoch
+            );
+            break;
+        }
         if args.seconds.is_some_and(|s| now.as_secs_f64() >= s) {
             break;
         }
@@ -217,6 +226,7 @@ pub fn host(args: &HostArgs, game: &Game) -> anyhow::Result<i32> {
     // Leaving gracefully: the first successor gets the log, a final checkpoint and the
     // handoff, and continues from this very tick.
     if server.handed_off().is_none()
+        && server.superseded().is_none()
         && let Some(to) = server.hand_off(start.elapsed())
     {
         eprintln!("handed the match to {to}");

@@ -297,15 +297,18 @@ impl<T: Transport> Client<T> {
         let token = self.welcome.as_ref()?.token;
         let epoch = self.following.0;
         let me = self.transport.local_id();
-        let (lost_at, old_host, successors) = match self.lost.take() {
-            // A host that handed off lives on, and its process joins the new host as a client.
-            Some(l) => (l.at, l.host.filter(|_| l.handoff_to.is_none()), l.successors),
-            None => (self.now, self.host_peer(), self.succession.as_ref().map(|s| s.peers.clone()).unwrap_or_default()),
+        let (lost_at, successors) = match self.lost.take() {
+            Some(l) => (l.at, l.successors),
+            None => (self.now, self.succession.as_ref().map(|s| s.peers.clone()).unwrap_or_default()),
         };
         let rank = successors.iter().position(|p| Some(*p) == me).unwrap_or(usize::from(u8::MAX)).min(255) as u8;
         let last_time_ms = self.last_frame.as_ref().map(|f| f.server_time_ms);
         let transport = std::mem::replace(&mut self.transport, local);
-        let peers = std::mem::take(&mut self.peers).into_iter().filter(|p| Some(*p) != old_host).collect();
+        // Every linked peer gets the new host's claim, the old host too: one that handed off
+        // lives on and joins the new host as a client, and one that only went silent (a
+        // stall, a sleeping laptop) hears, when it wakes, that the match has moved on, and
+        // steps down instead of hosting beside the new host.
+        let peers = std::mem::take(&mut self.peers).into_iter().collect();
         self.hello.resume_token = Some(token);
         self.host = None;
         self.candidates.clear();

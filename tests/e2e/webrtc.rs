@@ -639,3 +639,55 @@ fn the_players_vote_a_window_host_away_and_its_player_follows() {
         "one of the friends took the match: {ra} {rb}"
     );
 }
+
+/// A host frozen (SIGSTOP: a stall, a sleeping laptop) long enough for its players to take
+/// the match over hears the new host when it wakes and steps down, instead of hosting on
+/// beside it; the players play on with the new host.
+#[test]
+fn a_host_frozen_while_its_players_take_over_steps_down_when_it_wakes() {
+    if !in_own_netns("webrtc::a_host_frozen_while_its_players_take_over_steps_down_when_it_wakes") {
+        return;
+    }
+    let (_signal, host, url) = signal_and_host(&["--seconds", "90", "--json"]);
+    let join = |name: &str| {
+        Proc::spawn(&["join", "k7mp2q", "--signal", &url, "--headless", "--name", name, "--seconds", "40", "--json"])
+    };
+    let (ann, bob) = (join("ann"), join("bob"));
+    let mut log = ErrLog::default();
+    let mut ready = [false; 2];
+    while ready != [true, true] {
+        ready[log.wait(&[&ann, &bob], "linked to 2 peer(s)", Duration::from_secs(40))] = true;
+    }
+    let mut shadowing = [false; 2];
+    while shadowing != [true, true] {
+        shadowing[log.wait(&[&ann, &bob], "shadowing the host", Duration::from_secs(20))] = true;
+    }
+    let pid = host.child.id().to_string();
+    let signal = |sig: &str| {
+        let status = Command::new("kill").args([sig, &pid]).status().expect("kill runs");
+        assert!(status.success(), "kill {sig} {pid}");
+    };
+    signal("-STOP");
+    log.wait(&[&ann, &bob], "took the match over", Duration::from_secs(15));
+    let mut changed = [false; 2];
+    while changed != [true, true] {
+        changed[log.wait(&[&ann, &bob], "the host changed", Duration::from_secs(10))] = true;
+    }
+    signal("-CONT");
+    let (host_out, host_status, host_errs) = host.finish_with_errs(Duration::from_secs(60));
+    assert!(host_status.success(), "{host_out}");
+    assert!(host_errs.iter().any(|l| l.contains("stepping down")), "the woken host stepped down: {host_errs:?}");
+    let (host_json, _) = host_report(&host_out);
+    assert!(host_json["seconds"].as_f64().is_some_and(|s| s < 80.0), "long before its 90 s: {host_json}");
+
+    let (out_a, status_a, _) = ann.finish_with_errs(Duration::from_secs(60));
+    let (out_b, status_b, _) = bob.finish_with_errs(Duration::from_secs(60));
+    let (ra, rb) = (report(&out_a), report(&out_b));
+    println!("host: {host_json}\nann: {ra}\nbob: {rb}\nstderr:\n{}", log.text());
+    assert!(status_a.success() && status_b.success(), "both leave cleanly");
+    for r in [&ra, &rb] {
+        assert_eq!(r["close_code"], serde_json::Value::Null, "{r}");
+        assert_eq!(r["host_epoch"].as_u64(), Some(2), "one host change, to the successor: {r}");
+        assert!(r["snapshots_after_host_change"].as_u64().is_some_and(|n| n > 100), "the match goes on: {r}");
+    }
+}
