@@ -7,6 +7,13 @@
 //! config, acknowledges inputs from the player block, and keeps figures for the
 //! headless client's report.
 //!
+//! [`ClientCore`] is all of it without a transport, like [`crate::session`]: its driver
+//! hands it what the transport reported ([`ClientCore::handle`]), runs its timers
+//! ([`ClientCore::handle_timeout`]) and sends what it gives ([`ClientCore::poll_transmit`]).
+//! [`Client`] is that driver over a [`Transport`], and what moves a transport when the host
+//! changes ([`Client::hand_over`], [`Client::step_down`], [`Client::follow_handoff`]) is its
+//! only business: the core just changes whom it follows.
+//!
 //! Host migration: the client keeps the host's newest [`Succession`] list
 //! ([`Client::succession`]) and, when it is one of the first successors, queues the
 //! checkpoints (put back together from their parts) and log batches it receives
@@ -183,9 +190,16 @@ pub const MAX_EARLY_BALLOTS: usize = 64;
 /// How many migration payloads [`Client::take_migration`] keeps for a caller that does not take them.
 pub const MAX_QUEUED_MIGRATION: usize = 1024;
 
-/// A client (see the module docs).
-pub struct Client<T: Transport> {
-    transport: T,
+/// The client's whole state and rules, without a transport (the `quinn-proto`/`str0m`
+/// shape, like [`crate::session`]): [`ClientCore::handle`] takes what the transport
+/// reported, [`ClientCore::handle_timeout`] runs the timers, and [`ClientCore::poll_transmit`]
+/// gives what to send. [`Client`] drives one over a [`Transport`]; every method here is
+/// reachable through it.
+pub struct ClientCore {
+    /// This process's key on the transport, as its driver last saw it.
+    me: Option<PeerKey>,
+    /// What to send, in order: (peer, channel, bytes).
+    outbox: VecDeque<(PeerKey, Channel, Vec<u8>)>,
     hello: Hello,
     candidates: BTreeMap<PeerKey, ClientSession>,
     host: Option<(PeerKey, ClientSession)>,
@@ -228,16 +242,13 @@ pub struct Client<T: Transport> {
     early_ballots: BTreeMap<PeerKey, HostBallot>,
 }
 
-impl<T: Transport> Client<T> {
-    /// A client that will say `hello` to the peers of `transport`.
-    pub fn new(transport: T, hello: Hello) -> Self {
-        Self::with_config(transport, hello, ClientConfig::default())
-    }
-
-    /// A client with its host-loss settings.
-    pub fn with_config(transport: T, hello: Hello, config: ClientConfig) -> Self {
-        Client {
-            transport,
+impl ClientCore {
+    /// A client that will say `hello` to the peers its driver reports, with its host-loss
+    /// settings.
+    pub fn new(hello: Hello, config: ClientConfig) -> Self {
+        ClientCore {
+            me: None,
+            outbox: VecDeque::new(),
             hello,
             candidates: BTreeMap::new(),
             host: None,
@@ -282,7 +293,7 @@ impl<T: Transport> Client<T> {
     /// a [`ClientConfig::host_timeout`] each to claim (a handed-off successor goes at once).
     /// Whoever can (it keeps a shadow) promotes it and calls [`Client::hand_over`].
     pub fn takeover_due(&self) -> bool {
-        let (Some(lost), Some(me)) = (&self.lost, self.transport.local_id()) else { return false };
+        let (Some(lost), Some(me)) = (&self.lost, self.me) else { return false };
         let mut order: Vec<PeerKey> = lost.handoff_to.into_iter().collect();
         order.extend(lost.successors.iter().copied().filter(|p| Some(*p) != lost.handoff_to));
         let alive: Vec<PeerKey> = order.into_iter().filter(|p| *p == me || self.peers.contains(p)).collect();
@@ -293,17 +304,16 @@ impl<T: Transport> Client<T> {
     /// Gives the mesh transport to the new host this process runs and re-targets the client
     /// onto `local`, a link to that host: the client says hello there with its token and
     /// sends its recent inputs again. `None` (and nothing changes) before a welcome.
-    pub fn hand_over(&mut self, local: T) -> Option<Handover<T>> {
+    fn hand_over(&mut self) -> Option<(Vec<PeerKey>, u32, u8)> {
         let token = self.welcome.as_ref()?.token;
         let epoch = self.following.0;
-        let me = self.transport.local_id();
+        let me = self.me;
         let (lost_at, successors) = match self.lost.take() {
             Some(l) => (l.at, l.successors),
             None => (self.now, self.succession.as_ref().map(|s| s.peers.clone()).unwrap_or_default()),
         };
         let rank = successors.iter().position(|p| Some(*p) == me).unwrap_or(usize::from(u8::MAX)).min(255) as u8;
         let last_time_ms = self.last_frame.as_ref().map(|f| f.server_time_ms);
-        let transport = std::mem::replace(&mut self.transport, local);
         // Every linked peer gets the new host's claim, the old host too: one that handed off
         // lives on and joins the new host as a client, and one that only went silent (a
         // stall, a sleeping laptop) hears, when it wakes, that the match has moved on, and
@@ -317,7 +327,7 @@ impl<T: Transport> Client<T> {
         self.following = (epoch + 1, rank);
         self.resuming = Some(Resuming { lost_at, last_time_ms });
         self.resume_tick = None;
-        Some(Handover { transport, peers, epoch, rank })
+        Some((peers, epoch, rank))
     }
 
     /// This process's server lost to a better claim — `winner`'s, `claim` (the server's
@@ -327,16 +337,21 @@ impl<T: Transport> Client<T> {
     /// left out), says hello to the winner with its token and sends again the inputs the
     /// winner has not applied. Returns the in-process link, for the caller to drop. Before a
     /// welcome only the transports are swapped.
-    pub fn step_down(&mut self, mesh: T, peers: impl IntoIterator<Item = PeerKey>, winner: PeerKey, claim: Claim) -> T {
-        let local = self.rejoin_mesh(mesh, peers);
-        let Some(token) = self.welcome.as_ref().map(|w| w.token) else { return local };
+    fn step_down(
+        &mut self,
+        inner: Option<PeerKey>,
+        peers: impl IntoIterator<Item = PeerKey>,
+        winner: PeerKey,
+        claim: Claim,
+    ) {
+        self.rejoin_mesh(inner, peers);
+        let Some(token) = self.welcome.as_ref().map(|w| w.token) else { return };
         let now = self.now;
         self.lost = None;
         self.begin_resume(now);
         self.hello.resume_token = Some(token);
         self.following = (claim.epoch, claim.rank);
         self.host = Some((winner, ClientSession::new(ClientSessionConfig::new(self.hello.clone()), now)));
-        local
     }
 
     /// This process's server handed the match off to `to` (the server's `handed_off()`: a
@@ -344,8 +359,8 @@ impl<T: Transport> Client<T> {
     /// server's in-process link, goes back onto `mesh` linked to `peers` (as for
     /// [`Client::step_down`]) and, the host lost, waits for `to`'s claim like every other
     /// client (the successor greets this process's mesh peer too). Returns the in-process link.
-    pub fn follow_handoff(&mut self, mesh: T, peers: impl IntoIterator<Item = PeerKey>, to: PeerKey) -> T {
-        let local = self.rejoin_mesh(mesh, peers);
+    fn follow_handoff(&mut self, inner: Option<PeerKey>, peers: impl IntoIterator<Item = PeerKey>, to: PeerKey) {
+        self.rejoin_mesh(inner, peers);
         let now = self.now;
         let old = self.host.take().map(|(p, _)| p);
         match self.lost.as_mut() {
@@ -367,20 +382,18 @@ impl<T: Transport> Client<T> {
             }
             None => {}
         }
-        local
     }
 
-    /// Swaps the in-process link for `mesh`, linked to `peers` (see [`Client::step_down`]).
-    fn rejoin_mesh(&mut self, mesh: T, peers: impl IntoIterator<Item = PeerKey>) -> T {
-        let local = std::mem::replace(&mut self.transport, mesh);
-        let (own, inner) = (self.transport.local_id(), local.local_id());
+    /// Back on the mesh (its driver swapped the in-process link, whose key was `inner`, for
+    /// it), linked to `peers` (see [`Client::step_down`]).
+    fn rejoin_mesh(&mut self, inner: Option<PeerKey>, peers: impl IntoIterator<Item = PeerKey>) {
+        let own = self.me;
         self.peers = peers.into_iter().filter(|p| Some(*p) != own && Some(*p) != inner).collect();
         self.candidates.clear();
         self.searching = false;
         self.checkpoints = CheckpointAssembler::new();
         self.host_vote = None;
         self.stats.step_downs += 1;
-        local
     }
 
     /// A host change starts now, unless one is under way already (its first snapshot not in).
@@ -395,7 +408,7 @@ impl<T: Transport> Client<T> {
     /// a host, and that host's newest succession list names it (spectators and the hosting
     /// player never).
     pub fn may_call_change_host(&self) -> bool {
-        let me = self.transport.local_id();
+        let me = self.me;
         self.host_vote.is_none()
             && self.lost.is_none()
             && self.welcome.is_some()
@@ -411,7 +424,7 @@ impl<T: Transport> Client<T> {
         if !self.may_call_change_host() {
             return None;
         }
-        let (me, host) = (self.transport.local_id()?, self.host_peer()?);
+        let (me, host) = (self.me?, self.host_peer()?);
         let id = HostVote::id_for(me, self.votes_called.wrapping_add(1));
         let vote = HostVote { epoch: self.following.0, caller: me, id };
         let tally = host_vote::Tally::new(vote, &self.electorate()?, self.now)?;
@@ -420,20 +433,20 @@ impl<T: Transport> Client<T> {
         self.host_vote = Some(tally);
         self.send_to_voters(op::HOST_VOTE, &vote.encode(), host);
         self.settle_host_vote(self.now);
-        self.flush(self.now);
+        self.flush();
         Some(id)
     }
 
     /// The `@changeHost` vote open, for a window to show (at the time of the last update).
     pub fn host_vote(&self) -> Option<HostVoteView> {
-        self.host_vote.as_ref().map(|t| t.view(self.transport.local_id(), self.now))
+        self.host_vote.as_ref().map(|t| t.view(self.me, self.now))
     }
 
     /// Answers the open `@changeHost` vote: `HOST_BALLOT` goes to every mesh peer but the host
     /// (a second answer replaces the first). `false`, and nothing is sent, with no vote open or
     /// when this client may not vote.
     pub fn answer_change_host(&mut self, yes: bool) -> bool {
-        let (Some(me), Some(host)) = (self.transport.local_id(), self.host_peer()) else { return false };
+        let (Some(me), Some(host)) = (self.me, self.host_peer()) else { return false };
         let Some(tally) = self.host_vote.as_mut() else { return false };
         if !tally.answer(me, yes) {
             return false;
@@ -441,7 +454,7 @@ impl<T: Transport> Client<T> {
         let ballot = HostBallot { id: tally.vote.id, yes }.encode();
         self.send_to_voters(op::HOST_BALLOT, &ballot, host);
         self.settle_host_vote(self.now);
-        self.flush(self.now);
+        self.flush();
         true
     }
 
@@ -473,7 +486,7 @@ impl<T: Transport> Client<T> {
 
     /// Opens `vote`, called by `peer`, if this client takes it (see the module docs).
     fn take_host_vote(&mut self, peer: PeerKey, vote: HostVote, now: Duration) -> bool {
-        let Some(me) = self.transport.local_id() else { return false };
+        let Some(me) = self.me else { return false };
         if vote.caller != peer || vote.epoch != self.following.0 || self.lost.is_some() || self.welcome.is_none() {
             return false;
         }
@@ -524,7 +537,7 @@ impl<T: Transport> Client<T> {
         frame::encode(opcode, payload, &mut bytes);
         for peer in self.peers.iter().copied().filter(|p| *p != host).collect::<Vec<_>>() {
             self.stats.bytes_out += bytes.len() as u64;
-            self.transport.send(self.now, peer, Channel::Reliable, bytes.clone());
+            self.outbox.push_back((peer, Channel::Reliable, bytes.clone()));
         }
     }
 
@@ -625,16 +638,6 @@ impl<T: Transport> Client<T> {
         self.host.as_ref().and_then(|(_, s)| s.rtt_ms())
     }
 
-    /// The transport.
-    pub fn transport(&self) -> &T {
-        &self.transport
-    }
-
-    /// The transport, mutably (tests use it to misbehave).
-    pub fn transport_mut(&mut self) -> &mut T {
-        &mut self.transport
-    }
-
     /// Presses or releases a key by name (from the host's key table); returns its seq.
     pub fn key(&mut self, action: KeyAction, name: &str) -> Option<u32> {
         let spec = self.keys.as_ref()?.lookup(name)?;
@@ -668,16 +671,17 @@ impl<T: Transport> Client<T> {
 
     /// Leaves: a close frame goes to the host.
     pub fn leave(&mut self, now: Duration) {
+        self.now = self.now.max(now);
         if let Some((_, session)) = self.host.as_mut() {
             session.close(crate::session::close::NORMAL);
         }
-        self.flush(now);
+        self.flush();
     }
 
-    /// One turn of the client's network loop at `now`.
-    pub fn update(&mut self, now: Duration) {
+    /// What the transport reported at `now`: a link opened or dropped, or a message.
+    pub fn handle(&mut self, now: Duration, event: TransportEvent) {
         self.now = self.now.max(now);
-        for event in self.transport.poll(now) {
+        {
             match event {
                 TransportEvent::Connected(peer) => {
                     self.peers.insert(peer);
@@ -729,6 +733,14 @@ impl<T: Transport> Client<T> {
                 }
             }
         }
+    }
+
+    /// The client's timers at `now`, after the transport's events: the answering candidate
+    /// becomes the host, the host's events are acted on, a silent host is lost, a lost one
+    /// given up, the `@changeHost` vote settled; what is due goes to
+    /// [`Self::poll_transmit`]. Call it every turn of the network loop.
+    pub fn handle_timeout(&mut self, now: Duration) {
+        self.now = self.now.max(now);
         // The candidate that answered is the host.
         if self.host.is_none()
             && let Some(peer) =
@@ -769,7 +781,7 @@ impl<T: Transport> Client<T> {
             self.closed.get_or_insert((crate::session::close::HEARTBEAT, reason));
         }
         self.settle_host_vote(now);
-        self.flush(now);
+        self.flush();
     }
 
     /// A tick's match time, ms: the host config's `engine.timeStepMs` (120 Hz without one).
@@ -857,7 +869,7 @@ impl<T: Transport> Client<T> {
                     if let Some((_, session)) = self.host.as_mut() {
                         session.close(crate::session::close::NORMAL);
                     }
-                    self.flush(now);
+                    self.flush();
                     self.host = None;
                     self.searching = true;
                     return;
@@ -997,7 +1009,7 @@ impl<T: Transport> Client<T> {
         self.migration.push_back(payload);
     }
 
-    fn flush(&mut self, now: Duration) {
+    fn flush(&mut self) {
         let mut out = Vec::new();
         if let Some((peer, session)) = self.host.as_mut() {
             while let Some((ch, bytes)) = session.poll_transmit() {
@@ -1011,7 +1023,179 @@ impl<T: Transport> Client<T> {
         }
         for (peer, ch, bytes) in out {
             self.stats.bytes_out += bytes.len() as u64;
-            self.transport.send(now, peer, ch, bytes);
+            self.outbox.push_back((peer, ch, bytes));
+        }
+    }
+}
+
+impl ClientCore {
+    /// The next message to send: `(peer, channel, bytes)`, in order.
+    pub fn poll_transmit(&mut self) -> Option<(PeerKey, Channel, Vec<u8>)> {
+        self.outbox.pop_front()
+    }
+
+    /// This process's key on the transport (a WebRTC id comes once the signalling server
+    /// gave one, so a driver passes it every turn).
+    pub fn set_local_id(&mut self, me: Option<PeerKey>) {
+        self.me = me;
+    }
+}
+
+/// A [`ClientCore`] driven over a transport `T`: [`Client::update`] polls the transport,
+/// hands its events to the core, runs the core's timers and sends what the core gives.
+/// Every [`ClientCore`] method is reachable through it (it dereferences to its core); what
+/// moves a transport — taking the match over ([`Client::hand_over`]), stepping down, following
+/// a handoff — is here, and the core only changes whom it follows.
+pub struct Client<T: Transport> {
+    core: ClientCore,
+    transport: T,
+}
+
+impl<T: Transport> std::ops::Deref for Client<T> {
+    type Target = ClientCore;
+
+    fn deref(&self) -> &ClientCore {
+        &self.core
+    }
+}
+
+impl<T: Transport> std::ops::DerefMut for Client<T> {
+    fn deref_mut(&mut self) -> &mut ClientCore {
+        &mut self.core
+    }
+}
+
+impl<T: Transport> Client<T> {
+    /// A client that will say `hello` to the peers of `transport`.
+    pub fn new(transport: T, hello: Hello) -> Self {
+        Self::with_config(transport, hello, ClientConfig::default())
+    }
+
+    /// A client with its host-loss settings.
+    pub fn with_config(transport: T, hello: Hello, config: ClientConfig) -> Self {
+        let mut core = ClientCore::new(hello, config);
+        core.set_local_id(transport.local_id());
+        Client { core, transport }
+    }
+
+    /// One turn of the client's network loop at `now`: the transport's events in, the
+    /// timers run, what is due out.
+    pub fn update(&mut self, now: Duration) {
+        self.core.set_local_id(self.transport.local_id());
+        for event in self.transport.poll(now) {
+            self.core.handle(now, event);
+        }
+        self.core.handle_timeout(now);
+        self.send(now);
+    }
+
+    /// Puts what the core has to send on the transport.
+    fn send(&mut self, now: Duration) {
+        while let Some((peer, channel, bytes)) = self.core.poll_transmit() {
+            self.transport.send(now, peer, channel, bytes);
+        }
+    }
+
+    /// The transport.
+    pub fn transport(&self) -> &T {
+        &self.transport
+    }
+
+    /// The transport, mutably (tests use it to misbehave).
+    pub fn transport_mut(&mut self) -> &mut T {
+        &mut self.transport
+    }
+
+    /// The core, for a caller that drives it alike.
+    pub fn core(&self) -> &ClientCore {
+        &self.core
+    }
+
+    /// Leaves: a close frame goes to the host, on the transport at once.
+    pub fn leave(&mut self, now: Duration) {
+        self.core.leave(now);
+        self.send(now);
+    }
+
+    /// [`ClientCore::call_change_host`], its frames on the transport at once.
+    pub fn call_change_host(&mut self) -> Option<u32> {
+        let id = self.core.call_change_host();
+        self.send(self.core.now);
+        id
+    }
+
+    /// [`ClientCore::answer_change_host`], its frames on the transport at once.
+    pub fn answer_change_host(&mut self, yes: bool) -> bool {
+        let answered = self.core.answer_change_host(yes);
+        self.send(self.core.now);
+        answered
+    }
+
+    /// Gives the mesh transport to the new host this process runs and re-targets the client
+    /// onto `local`, a link to that host: the client says hello there with its token and
+    /// sends its recent inputs again. `None` (and nothing changes) before a welcome.
+    pub fn hand_over(&mut self, local: T) -> Option<Handover<T>> {
+        let (peers, epoch, rank) = self.core.hand_over()?;
+        let transport = std::mem::replace(&mut self.transport, local);
+        self.core.set_local_id(self.transport.local_id());
+        Some(Handover { transport, peers, epoch, rank })
+    }
+
+    /// This process's server lost to a better claim — `winner`'s, `claim` (the server's
+    /// `superseded()`) — and was stopped: the client, handed over to that server's in-process
+    /// link by [`Client::hand_over`], goes back onto `mesh` (the server's mesh transport, links
+    /// open), linked to `peers` (the server's peers; this client's own in-process ends are
+    /// left out), says hello to the winner with its token and sends again the inputs the
+    /// winner has not applied. Returns the in-process link, for the caller to drop. Before a
+    /// welcome only the transports are swapped.
+    pub fn step_down(&mut self, mesh: T, peers: impl IntoIterator<Item = PeerKey>, winner: PeerKey, claim: Claim) -> T {
+        let local = std::mem::replace(&mut self.transport, mesh);
+        self.core.set_local_id(self.transport.local_id());
+        self.core.step_down(local.local_id(), peers, winner, claim);
+        local
+    }
+
+    /// This process's server handed the match off to `to` (the server's `handed_off()`: a
+    /// graceful quit, or the `@changeHost` vote) and was stopped: the client, on that
+    /// server's in-process link, goes back onto `mesh` linked to `peers` (as for
+    /// [`Client::step_down`]) and, the host lost, waits for `to`'s claim like every other
+    /// client (the successor greets this process's mesh peer too). Returns the in-process link.
+    pub fn follow_handoff(&mut self, mesh: T, peers: impl IntoIterator<Item = PeerKey>, to: PeerKey) -> T {
+        let local = std::mem::replace(&mut self.transport, mesh);
+        self.core.set_local_id(self.transport.local_id());
+        self.core.follow_handoff(local.local_id(), peers, to);
+        local
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Without any transport: a peer whose link opens gets a hello, a peer whose link
+    /// dropped gets nothing more.
+    #[test]
+    fn the_core_says_hello_to_the_peers_that_link_and_nothing_to_one_that_dropped() {
+        let mut core = ClientCore::new(Hello::new("ann", "test"), ClientConfig::default());
+        core.set_local_id(Some(PeerKey(7)));
+        let now = Duration::from_millis(10);
+        core.handle(now, TransportEvent::Connected(PeerKey(1)));
+        core.handle(now, TransportEvent::Connected(PeerKey(2)));
+        core.handle_timeout(now);
+        let sent: Vec<_> = std::iter::from_fn(|| core.poll_transmit()).collect();
+        let to: BTreeSet<PeerKey> = sent.iter().map(|(p, ..)| *p).collect();
+        assert_eq!(to, BTreeSet::from([PeerKey(1), PeerKey(2)]));
+        for (_, channel, bytes) in &sent {
+            assert_eq!(*channel, Channel::Reliable);
+            assert_eq!(frame::parse(bytes).expect("a frame").opcode, op::HELLO);
+        }
+        assert!(core.welcome().is_none() && core.host_peer().is_none(), "nobody answered yet");
+        core.handle(now, TransportEvent::Disconnected(PeerKey(2)));
+        for later in 1..20 {
+            core.handle_timeout(now + Duration::from_millis(250 * later));
+            while let Some((peer, ..)) = core.poll_transmit() {
+                assert_eq!(peer, PeerKey(1), "nothing to the dropped peer");
+            }
         }
     }
 }
