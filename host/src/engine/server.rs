@@ -11,6 +11,11 @@
 //!    reliable one;
 //! 4. every session's queued messages go out on the transport.
 //!
+//! [`ServerCore`] is all of it without a transport: steps 1 are [`ServerCore::handle`], steps
+//! 2–3 [`ServerCore::handle_timeout`], and step 4 is its driver taking
+//! [`ServerCore::poll_transmit`]. [`Server`] is that driver over a [`Transport`]; a test can
+//! drive two cores against each other with nothing between them.
+//!
 //! A peer that misbehaves (garbage, oversize frames, floods) is closed with its code
 //! by its own session; nothing else in the match notices.
 //!
@@ -40,7 +45,7 @@
 
 mod succession;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
 use vimp_netcode::frame::{Channel, op};
@@ -152,10 +157,15 @@ pub struct PlayerLink {
     pub rtt_ms: Option<f64>,
 }
 
-/// The host on the network (see the module docs).
-pub struct Server<T: Transport> {
+/// The host on the network without a transport (see the module docs), like the sessions
+/// it keeps: [`ServerCore::handle`] takes what the transport reported,
+/// [`ServerCore::handle_timeout`] runs the match and the timers, [`ServerCore::poll_transmit`]
+/// gives what to send. [`Server`] drives one over a [`Transport`]; every method here is
+/// reachable through it.
+pub struct ServerCore {
     host: Host,
-    transport: T,
+    /// What to send, in order: (peer, channel, bytes).
+    outbox: VecDeque<(PeerKey, Channel, Vec<u8>)>,
     config: ServerConfig,
     roster: Roster,
     peers: BTreeMap<PeerKey, HostSession>,
@@ -212,17 +222,17 @@ pub fn fresh_token() -> SessionToken {
     SessionToken(bytes)
 }
 
-impl<T: Transport> Server<T> {
-    /// A server for `host` (map loaded, bots joined) over `transport`.
-    pub fn new(mut host: Host, transport: T, config: ServerConfig) -> Self {
+impl ServerCore {
+    /// A server for `host` (map loaded, bots joined).
+    pub fn new(mut host: Host, config: ServerConfig) -> Self {
         if config.migration.enabled {
             host.start_log(config.migration.hash_interval);
         }
         let mut roster = Roster::new(config.max_players, config.password.clone());
         roster.reserved = host.world().resource::<Participants>().0.keys().copied().collect();
-        Server {
+        ServerCore {
             host,
-            transport,
+            outbox: VecDeque::new(),
             roster,
             peers: BTreeMap::new(),
             latency: BTreeMap::new(),
@@ -253,7 +263,7 @@ impl<T: Transport> Server<T> {
     /// When the game's `migration.midRound` is off ([`GameMigration`]), the round does not
     /// carry over: the current map is loaded again, so the game respawns everyone and starts
     /// the round afresh; participants, tokens, teams and scores stay.
-    pub fn from_shadow(shadow: Shadow, transport: T, mut config: ServerConfig, takeover: Takeover) -> Self {
+    pub fn from_shadow(shadow: Shadow, mut config: ServerConfig, takeover: Takeover) -> Self {
         let now = takeover.now;
         let epoch = shadow.epoch() + 1;
         let (mut host, meta) = shadow.into_parts();
@@ -264,7 +274,7 @@ impl<T: Transport> Server<T> {
             }
         }
         config.epoch = epoch;
-        let mut server = Server::new(host, transport, config);
+        let mut server = ServerCore::new(host, config);
         let mut roster = meta.roster;
         roster.detach_all(Some(now));
         server.roster = roster;
@@ -350,11 +360,6 @@ impl<T: Transport> Server<T> {
         &self.migration.config.local_peers
     }
 
-    /// The transport back, the server dropped (stepping down).
-    pub fn into_transport(self) -> T {
-        self.transport
-    }
-
     /// The match.
     pub fn host(&self) -> &Host {
         &self.host
@@ -370,16 +375,6 @@ impl<T: Transport> Server<T> {
         &self.roster
     }
 
-    /// The transport.
-    pub fn transport(&self) -> &T {
-        &self.transport
-    }
-
-    /// The transport, mutably (to link peers in tests, or to close it).
-    pub fn transport_mut(&mut self) -> &mut T {
-        &mut self.transport
-    }
-
     /// Traffic figures.
     pub fn stats(&self) -> ServerStats {
         self.stats
@@ -390,9 +385,9 @@ impl<T: Transport> Server<T> {
         &self.latency
     }
 
-    /// The link to each seated player's peer: how it goes across the network (once known;
-    /// never for an in-memory link) and its smoothed round trip.
-    pub fn links(&self) -> Vec<PlayerLink> {
+    /// The link to each seated player's peer: how it goes across the network (`path` says,
+    /// once known) and its smoothed round trip.
+    pub fn links_by(&self, path: impl Fn(PeerKey) -> Option<vimp_netcode::transport::LinkPath>) -> Vec<PlayerLink> {
         self.roster
             .seats()
             .filter_map(|seat| {
@@ -400,7 +395,7 @@ impl<T: Transport> Server<T> {
                 Some(PlayerLink {
                     player: seat.player,
                     nickname: seat.nickname.clone(),
-                    path: self.transport.path(peer),
+                    path: path(peer),
                     rtt_ms: self.latency.get(&seat.player).copied(),
                 })
             })
@@ -412,12 +407,13 @@ impl<T: Transport> Server<T> {
         self.peers.len()
     }
 
-    /// One turn of the network loop at `now` (see the module docs). Nothing once handed off.
-    pub fn update(&mut self, now: Duration) {
+    /// What the transport reported at `now`: a link opened or dropped, or a message.
+    /// Nothing once handed off.
+    pub fn handle(&mut self, now: Duration, event: vimp_netcode::transport::TransportEvent) {
         if self.handed_off.is_some() {
             return;
         }
-        for event in self.transport.poll(now) {
+        {
             match event {
                 vimp_netcode::transport::TransportEvent::Connected(peer) => {
                     self.peers.insert(peer, HostSession::new(self.config.session.clone(), now));
@@ -430,6 +426,15 @@ impl<T: Transport> Server<T> {
                     }
                 }
             }
+        }
+    }
+
+    /// The rest of a turn of the network loop at `now`, after the transport's events: each
+    /// session's events acted on, the match stepped, the snapshots, stats and migration
+    /// streams queued for [`Self::poll_transmit`]. Nothing once handed off.
+    pub fn handle_timeout(&mut self, now: Duration) {
+        if self.handed_off.is_some() {
+            return;
         }
         let keys: Vec<PeerKey> = self.peers.keys().copied().collect();
         for peer in keys {
@@ -893,7 +898,7 @@ impl<T: Transport> Server<T> {
         for (peer, session) in &mut self.peers {
             while let Some((channel, bytes)) = session.poll_transmit() {
                 self.stats.bytes_out += bytes.len() as u64;
-                self.transport.send(now, *peer, channel, bytes);
+                self.outbox.push_back((*peer, channel, bytes));
             }
             if session.close_code().is_some() {
                 closed.push(*peer);
@@ -919,6 +924,104 @@ impl<T: Transport> Server<T> {
             }
             self.update_receivers();
         }
+    }
+}
+
+impl ServerCore {
+    /// The next message to send: `(peer, channel, bytes)`, in order.
+    pub fn poll_transmit(&mut self) -> Option<(PeerKey, Channel, Vec<u8>)> {
+        self.outbox.pop_front()
+    }
+}
+
+/// A [`ServerCore`] driven over a transport `T`: [`Server::update`] polls the transport, hands
+/// its events to the core, runs the core's turn and sends what the core gives. Every
+/// [`ServerCore`] method is reachable through it (it dereferences to its core).
+pub struct Server<T: Transport> {
+    core: ServerCore,
+    transport: T,
+}
+
+impl<T: Transport> std::ops::Deref for Server<T> {
+    type Target = ServerCore;
+
+    fn deref(&self) -> &ServerCore {
+        &self.core
+    }
+}
+
+impl<T: Transport> std::ops::DerefMut for Server<T> {
+    fn deref_mut(&mut self) -> &mut ServerCore {
+        &mut self.core
+    }
+}
+
+impl<T: Transport> Server<T> {
+    /// A server for `host` (map loaded, bots joined) over `transport`.
+    pub fn new(host: Host, transport: T, config: ServerConfig) -> Self {
+        Server { core: ServerCore::new(host, config), transport }
+    }
+
+    /// [`ServerCore::from_shadow`] over `transport` (the mesh, plus the link to this
+    /// process's own player); the `CLAIM`s go out at once.
+    pub fn from_shadow(shadow: Shadow, transport: T, config: ServerConfig, takeover: Takeover) -> Self {
+        let now = takeover.now;
+        let mut server = Server { core: ServerCore::from_shadow(shadow, config, takeover), transport };
+        server.send(now);
+        server
+    }
+
+    /// One turn of the network loop at `now` (see the module docs). Nothing once handed off.
+    pub fn update(&mut self, now: Duration) {
+        if self.core.handed_off().is_some() {
+            return;
+        }
+        for event in self.transport.poll(now) {
+            self.core.handle(now, event);
+        }
+        self.core.handle_timeout(now);
+        self.send(now);
+    }
+
+    /// Puts what the core has to send on the transport.
+    fn send(&mut self, now: Duration) {
+        while let Some((peer, channel, bytes)) = self.core.poll_transmit() {
+            self.transport.send(now, peer, channel, bytes);
+        }
+    }
+
+    /// [`ServerCore::hand_off`], all of it on the transport at once.
+    pub fn hand_off(&mut self, now: Duration) -> Option<PeerKey> {
+        let to = self.core.hand_off(now);
+        self.send(now);
+        to
+    }
+
+    /// [`ServerCore::flush_migration`], on the transport at once.
+    pub fn flush_migration(&mut self, now: Duration) {
+        self.core.flush_migration(now);
+        self.send(now);
+    }
+
+    /// The link to each seated player's peer: how it goes across the network (once known;
+    /// never for an in-memory link) and its smoothed round trip.
+    pub fn links(&self) -> Vec<PlayerLink> {
+        self.core.links_by(|peer| self.transport.path(peer))
+    }
+
+    /// The transport back, the server dropped (stepping down).
+    pub fn into_transport(self) -> T {
+        self.transport
+    }
+
+    /// The transport.
+    pub fn transport(&self) -> &T {
+        &self.transport
+    }
+
+    /// The transport, mutably (to link peers in tests, or to close it).
+    pub fn transport_mut(&mut self) -> &mut T {
+        &mut self.transport
     }
 }
 

@@ -464,3 +464,46 @@ fn a_chat_flood_is_closed_with_4413() {
     lan.run(Duration::from_millis(300), None);
     assert_eq!(lan.clients[a].closed().map(|c| c.0), Some(close::RATE));
 }
+
+/// The client and the server as cores, with no transport at all: the test hands each one's
+/// transmits to the other as messages, and the client is welcomed, configured and fed
+/// snapshots as over any link.
+#[test]
+fn a_client_core_joins_a_server_core_with_nothing_between_them() {
+    use vimp_host::engine::server::ServerCore;
+    use vimp_netcode::client::{ClientConfig, ClientCore};
+    use vimp_netcode::transport::TransportEvent;
+
+    let config = vimp_host::tanks::init_config(5);
+    let mut host = Host::new(config.clone(), GAME).expect("host");
+    host.load_map_json("small", super::SMALL).expect("map");
+    let server_config =
+        ServerConfig { client_config: vimp_host::tanks::client_config(&config), ..ServerConfig::default() };
+    let mut server = ServerCore::new(host, server_config);
+    let mut client = ClientCore::new(hello("ann"), ClientConfig::default());
+    let (host_key, ann) = (PeerKey(1), PeerKey(2));
+    client.set_local_id(Some(ann));
+    let mut now = Duration::ZERO;
+    server.handle(now, TransportEvent::Connected(ann));
+    client.handle(now, TransportEvent::Connected(host_key));
+    for _ in 0..400 {
+        now += STEP;
+        client.handle_timeout(now);
+        while let Some((to, channel, bytes)) = client.poll_transmit() {
+            assert_eq!(to, host_key, "the client speaks to its only peer");
+            server.handle(now, TransportEvent::Message { peer: ann, channel, bytes });
+        }
+        server.handle_timeout(now);
+        while let Some((to, channel, bytes)) = server.poll_transmit() {
+            assert_eq!(to, ann, "the server speaks to its only peer");
+            client.handle(now, TransportEvent::Message { peer: host_key, channel, bytes });
+        }
+        if client.stats().snapshots >= 10 {
+            break;
+        }
+    }
+    let welcome = client.welcome().expect("welcomed");
+    assert!(client.config().is_some(), "the client config came");
+    assert!(client.stats().snapshots >= 10, "{:?}", client.stats());
+    assert_eq!(server.roster().seat(PlayerId(welcome.player_id)).and_then(|s| s.peer), Some(ann));
+}

@@ -34,9 +34,9 @@ use std::time::Duration;
 use vimp_netcode::frame::{Channel, op};
 use vimp_netcode::migration::{self, Candidate, MIN_REQUEST_INTERVAL, StepDown, Succession, checkpoint_parts};
 use vimp_netcode::session::close;
-use vimp_netcode::transport::{PeerKey, Transport};
+use vimp_netcode::transport::PeerKey;
 
-use super::{MAP_CHANGE_VOTE, Server};
+use super::{MAP_CHANGE_VOTE, ServerCore};
 use crate::engine::migration::{Checkpoint, LogBatch, LogEntry, MetaState, MigrationConfig, VoteState};
 use crate::engine::players::PlayerId;
 
@@ -195,7 +195,7 @@ impl Migration {
     }
 }
 
-impl<T: Transport> Server<T> {
+impl ServerCore {
     /// The succession list, best first (every eligible peer, not only the streamed ones).
     pub fn succession(&self) -> &[PeerKey] {
         &self.migration.succession
