@@ -13,7 +13,7 @@
 //!   window and the match goes on on the old one.
 //! - **Shadowing a match this window joined** ([`NodeThread::standby`]): the window hands
 //!   the thread what the host streams ([`NodeThread::update`]), and when this client's turn
-//!   comes ([`Client::takeover_due`]) the client is handed over to an in-memory link and the
+//!   comes ([`ClientCore::takeover_due`](vimp_netcode::client::ClientCore::takeover_due)) the client is handed over to an in-memory link and the
 //!   mesh transport goes to the thread, where the shadow becomes the host
 //!   ([`Successor::promote`]). From then on the window is a client of its own process's
 //!   host; no menu, no reconnect screen, only the "host changed" banner.

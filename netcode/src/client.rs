@@ -15,19 +15,19 @@
 //! only business: the core just changes whom it follows.
 //!
 //! Host migration: the client keeps the host's newest [`Succession`] list
-//! ([`Client::succession`]) and, when it is one of the first successors, queues the
+//! ([`ClientCore::succession`]) and, when it is one of the first successors, queues the
 //! checkpoints (put back together from their parts) and log batches it receives
-//! ([`Client::take_migration`]) for the app to feed its shadow. It reports its open mesh
+//! ([`ClientCore::take_migration`]) for the app to feed its shadow. It reports its open mesh
 //! links to the host (`LINKS`, once after the welcome and whenever they change): the host
 //! lists only successors linked to every other peer. A successor whose shadow diverged or
-//! missed log entries asks for a fresh checkpoint with [`Client::request_checkpoint`].
+//! missed log entries asks for a fresh checkpoint with [`ClientCore::request_checkpoint`].
 //!
 //! # Losing the host
 //!
 //! No frame from the host on either channel for [`ClientConfig::host_timeout`] (500 ms),
 //! its link dropping, or its `HANDOFF` means the host is lost. From then on:
 //!
-//! - the successor whose turn it is ([`Client::takeover_due`]: the `k`-th successor still
+//! - the successor whose turn it is ([`ClientCore::takeover_due`]: the `k`-th successor still
 //!   linked waits `k` timeouts, a handed-off one none) promotes its shadow and gives its
 //!   transport to the new host with [`Client::hand_over`]; the client itself resumes over
 //!   the in-process link it gets in exchange;
@@ -51,7 +51,7 @@
 //!
 //! Any player of the host's succession list may call it ([`Client::call_change_host`]);
 //! it runs between the clients (`HOST_VOTE`, `HOST_BALLOT`), the host never sees it. Every
-//! client that takes it shows it ([`Client::host_vote`], a [`HostVoteView`]) and answers
+//! client that takes it shows it ([`ClientCore::host_vote`], a [`HostVoteView`]) and answers
 //! with [`Client::answer_change_host`]; whoever counts a strict majority of yes asks the
 //! host to step down (`STEP_DOWN`), and the host hands the match off. The rule and the
 //! payloads are in [`crate::migration`'s docs](crate::migration#the-changehost-vote).
@@ -181,13 +181,13 @@ struct Resuming {
     last_time_ms: Option<f64>,
 }
 
-/// How many decoded frames [`Client::take_frames`] keeps for a caller that does not take them.
+/// How many decoded frames [`ClientCore::take_frames`] keeps for a caller that does not take them.
 pub const MAX_QUEUED_FRAMES: usize = 64;
 
 /// How many ballots that came ahead of their `@changeHost` vote a client keeps (one per voter).
 pub const MAX_EARLY_BALLOTS: usize = 64;
 
-/// How many migration payloads [`Client::take_migration`] keeps for a caller that does not take them.
+/// How many migration payloads [`ClientCore::take_migration`] keeps for a caller that does not take them.
 pub const MAX_QUEUED_MIGRATION: usize = 1024;
 
 /// The client's whole state and rules, without a transport (the `quinn-proto`/`str0m`

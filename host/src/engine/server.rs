@@ -36,12 +36,12 @@
 //! with [`Server::from_shadow`] (epoch + 1, every slot waiting for its token, a `CLAIM` to
 //! every peer of the mesh); a leaving host hands the match off with [`Server::hand_off`].
 //! A server that hears a better claim than its own ([`Claim::beats`]) reports it in
-//! [`Server::superseded`]: its process steps down and joins the winner as a client.
+//! [`ServerCore::superseded`]: its process steps down and joins the winner as a client.
 //! Players may vote the host away (`@changeHost`, run between the clients): a `STEP_DOWN`
 //! from a peer of the succession list whose yes votes are a strict majority of that list
-//! makes the server hand the match off ([`Server::handed_off`]). A server that handed off
+//! makes the server hand the match off ([`ServerCore::handed_off`]). A server that handed off
 //! does nothing more; its process takes the transport back ([`Server::into_transport`],
-//! [`Server::linked_peers`]) and its own player joins the successor as a client.
+//! [`ServerCore::linked_peers`]) and its own player joins the successor as a client.
 
 mod succession;
 
@@ -309,7 +309,7 @@ impl ServerCore {
     /// Leaves gracefully: the log so far and a final checkpoint go to the successors, then a
     /// `HANDOFF` naming the first of them to every peer, all put on the transport. The
     /// successor continues from this very tick. Returns it (`None`: nobody can take over,
-    /// and nothing is sent). The server does nothing more afterwards ([`Server::handed_off`]).
+    /// and nothing is sent). The server does nothing more afterwards ([`ServerCore::handed_off`]).
     pub fn hand_off(&mut self, now: Duration) -> Option<PeerKey> {
         if let Some(to) = self.handed_off {
             return Some(to);
@@ -335,7 +335,7 @@ impl ServerCore {
     /// A peer whose claim beats this host's, with that claim, once one was heard: this
     /// process should stop updating the server, take its transport back
     /// ([`Server::into_transport`]) and join that peer as a client (the netcode
-    /// `Client::step_down`, with [`Server::linked_peers`]).
+    /// `Client::step_down`, with [`ServerCore::linked_peers`]).
     pub fn superseded(&self) -> Option<(PeerKey, Claim)> {
         self.superseded
     }
@@ -343,7 +343,7 @@ impl ServerCore {
     /// The successor this server handed the match off to ([`Server::hand_off`], called by the
     /// process or after a passed `@changeHost` vote). From then on [`Server::update`] does
     /// nothing: the process takes the transport back and its own player follows the successor
-    /// (the netcode `Client::follow_handoff`, with [`Server::linked_peers`]).
+    /// (the netcode `Client::follow_handoff`, with [`ServerCore::linked_peers`]).
     pub fn handed_off(&self) -> Option<PeerKey> {
         self.handed_off
     }

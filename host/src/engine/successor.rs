@@ -4,7 +4,7 @@
 //! Every client runs one. While this client is among the first successors the host
 //! streams to, [`Successor::update`] feeds what arrives into a [`Shadow`] (the last
 //! checkpoint plus the log replayed tick by tick, every logged hash checked). When the
-//! host is lost and this client's turn comes ([`Client::takeover_due`]), the shadow
+//! host is lost and this client's turn comes ([`ClientCore::takeover_due`](vimp_netcode::client::ClientCore::takeover_due)), the shadow
 //! becomes a [`Server`] over the mesh transport the client already holds — no new
 //! signalling — joined with an in-memory link to this process's own player, which says
 //! hello there with its token like every other client.
@@ -178,7 +178,7 @@ impl<T: Mesh> Successor<T> {
 
     /// A successor that hosts from the start: `server` is the match this process made, over
     /// the mesh and the in-memory link to its own player (whose key is among the server's
-    /// [`local_peers`](Server::local_peers)). It stops hosting like a promoted one — a
+    /// [`local_peers`](crate::engine::server::ServerCore::local_peers)). It stops hosting like a promoted one — a
     /// better claim, the players' vote ([`Self::retire`]) — and hands off the same way.
     pub fn hosting(game: Game, server: PromotedServer<T>) -> Self {
         Successor { server: Some(server), ..Successor::new(game) }
@@ -215,7 +215,7 @@ impl<T: Mesh> Successor<T> {
     }
 
     /// Whether the shadow diverged from the host (a hash mismatch, a gap in the log) and
-    /// needs a fresh checkpoint ([`Client::request_checkpoint`] asks for one).
+    /// needs a fresh checkpoint ([`ClientCore::request_checkpoint`](vimp_netcode::client::ClientCore::request_checkpoint) asks for one).
     pub fn wants_checkpoint(&self) -> bool {
         self.shadow.as_ref().is_some_and(Shadow::wants_checkpoint)
     }

@@ -1,6 +1,6 @@
 //! The server's half of host migration: the succession list and streaming to the successors.
 //!
-//! Every update, after the ticks ran, [`Server::stream_migration`]:
+//! Every update, after the ticks ran, [`ServerCore::stream_migration`]:
 //!
 //! 1. ranks the connected players by [`vimp_netcode::migration::rank`] (smoothed RTT in
 //!    buckets, then join order; spectators and [`MigrationConfig::local_peers`] never, nor a
@@ -24,7 +24,7 @@
 //! ([`LogEvent::Chat`](crate::engine::migration::LogEvent::Chat)), so a successor that takes
 //! over after a crash has the chat said since the last checkpoint.
 //!
-//! A passed `@changeHost` vote reaches the server as `STEP_DOWN` ([`Server::on_step_down`]):
+//! A passed `@changeHost` vote reaches the server as `STEP_DOWN` ([`ServerCore::on_step_down`]):
 //! from a peer of the succession list, with yes votes that are a strict majority of that
 //! list (the server's own count of its connected remote players), it hands the match off.
 
