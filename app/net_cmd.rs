@@ -8,7 +8,7 @@ use serde_json::json;
 use vimp_host::PlayerId;
 use vimp_host::engine::game::{BotSkill, Game};
 use vimp_host::engine::server::{Server, ServerConfig};
-use vimp_netcode::client::Client;
+use vimp_netcode::client::{Client, ClientChange};
 use vimp_netcode::input::KeyAction;
 use vimp_netcode::lobby::{JoinTarget, LobbyCode, room_url};
 use vimp_netcode::session::{Hello, close};
@@ -276,11 +276,7 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
     let mut client = Client::with_config(transport, hello, client_config(args.host_timeout));
     let mut successor = Successor::new(*game);
     let mut promoted = None;
-    let mut said_welcome = false;
-    let mut seen_migrations = 0;
     let mut said_shadow = false;
-    let mut was_lost = false;
-    let mut linked = 0;
     let mut snapshots_at_change = 0;
     let mut rtts = Vec::new();
     let mut said = false;
@@ -299,35 +295,16 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
                 promoted = Some((tick, epoch));
             }
         }
-        if !said_welcome && let Some(w) = client.welcome() {
-            said_welcome = true;
-            eprintln!("joined as player {} ({})", w.player_id, w.nickname);
+        while let Some(change) = client.poll_event() {
+            eprintln!("{change}");
+            if let ClientChange::HostChanged { .. } = change {
+                snapshots_at_change = client.stats().snapshots;
+            }
         }
         // At least one: under load two can come in between two turns of this loop.
         if successor.checkpoints() >= 1 && !said_shadow {
             said_shadow = true;
             eprintln!("shadowing the host (first checkpoint in)");
-        }
-        if client.linked_peers() != linked {
-            linked = client.linked_peers();
-            eprintln!("linked to {linked} peer(s)");
-        }
-        if client.host_lost() != was_lost {
-            was_lost = client.host_lost();
-            let at = now.as_secs_f64();
-            eprintln!(
-                "{}",
-                if was_lost {
-                    format!("lost the host at {at:.3} s")
-                } else {
-                    format!("following a host again at {at:.3} s")
-                }
-            );
-        }
-        if client.stats().migrations > seen_migrations {
-            seen_migrations = client.stats().migrations;
-            snapshots_at_change = client.stats().snapshots;
-            eprintln!("the host changed (epoch {})", client.stats().host_epoch);
         }
         if client.welcome().is_none() && client.closed().is_none() {
             // Not in yet: the signalling server lost, or out of time (`--join-timeout`, or

@@ -79,6 +79,63 @@ mod host_vote;
 
 pub use host_vote::HostVoteView;
 
+/// What changed for a client, for its app to say or show ([`ClientCore::poll_event`]); its
+/// `Display` is the line a headless client prints.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ClientChange {
+    /// The host welcomed this client into slot `player_id` as `nickname`.
+    Welcomed {
+        /// The slot.
+        player_id: u8,
+        /// The name the host gave it.
+        nickname: String,
+    },
+    /// The mesh links open now number `peers`.
+    Linked {
+        /// Peers linked.
+        peers: usize,
+    },
+    /// The host went silent, its link dropped or it handed off, at `at`.
+    HostLost {
+        /// When, on the client's clock.
+        at: Duration,
+    },
+    /// A host is followed again at `at`: the old one spoke again, or a new one claimed.
+    HostFound {
+        /// When, on the client's clock.
+        at: Duration,
+    },
+    /// A new host took the match over, at `epoch`.
+    HostChanged {
+        /// Its epoch.
+        epoch: u32,
+    },
+}
+
+impl std::fmt::Display for ClientChange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ClientChange::Welcomed { player_id, nickname } => write!(f, "joined as player {player_id} ({nickname})"),
+            ClientChange::Linked { peers } => write!(f, "linked to {peers} peer(s)"),
+            ClientChange::HostLost { at } => write!(f, "lost the host at {:.3} s", at.as_secs_f64()),
+            ClientChange::HostFound { at } => write!(f, "following a host again at {:.3} s", at.as_secs_f64()),
+            ClientChange::HostChanged { epoch } => write!(f, "the host changed (epoch {epoch})"),
+        }
+    }
+}
+
+/// How many [`ClientChange`]s [`ClientCore::poll_event`] keeps for a caller that does not take them.
+pub const MAX_QUEUED_CHANGES: usize = 64;
+
+/// What [`ClientCore::poll_event`] last reported: changes are found by comparing with it.
+#[derive(Clone, Copy, Debug, Default)]
+struct Reported {
+    welcomed: bool,
+    linked: usize,
+    lost: bool,
+    migrations: u32,
+}
+
 /// Figures of a client's life.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ClientStats {
@@ -240,6 +297,9 @@ pub struct ClientCore {
     votes_called: u32,
     /// Ballots that came before their vote, by voter.
     early_ballots: BTreeMap<PeerKey, HostBallot>,
+    /// Changes not taken yet, and what they were found against.
+    changes: VecDeque<ClientChange>,
+    reported: Reported,
 }
 
 impl ClientCore {
@@ -280,6 +340,8 @@ impl ClientCore {
             host_vote: None,
             votes_called: 0,
             early_ballots: BTreeMap::new(),
+            changes: VecDeque::new(),
+            reported: Reported::default(),
         }
     }
 
@@ -782,6 +844,47 @@ impl ClientCore {
         }
         self.settle_host_vote(now);
         self.flush();
+        self.note_changes();
+    }
+
+    /// Queues what changed since the last turn ([`ClientChange`]).
+    fn note_changes(&mut self) {
+        let mut changes = Vec::new();
+        if !self.reported.welcomed
+            && let Some(w) = &self.welcome
+        {
+            self.reported.welcomed = true;
+            changes.push(ClientChange::Welcomed { player_id: w.player_id, nickname: w.nickname.clone() });
+        }
+        if self.peers.len() != self.reported.linked {
+            self.reported.linked = self.peers.len();
+            changes.push(ClientChange::Linked { peers: self.peers.len() });
+        }
+        if self.lost.is_some() != self.reported.lost {
+            self.reported.lost = self.lost.is_some();
+            let at = self.now;
+            changes.push(if self.reported.lost {
+                ClientChange::HostLost { at }
+            } else {
+                ClientChange::HostFound { at }
+            });
+        }
+        if self.stats.migrations > self.reported.migrations {
+            self.reported.migrations = self.stats.migrations;
+            changes.push(ClientChange::HostChanged { epoch: self.stats.host_epoch });
+        }
+        for change in changes {
+            if self.changes.len() == MAX_QUEUED_CHANGES {
+                self.changes.pop_front();
+            }
+            self.changes.push_back(change);
+        }
+    }
+
+    /// The next change since the last call, oldest first (at most [`MAX_QUEUED_CHANGES`] are
+    /// kept): a welcome, the mesh links, the host lost and found, a new host.
+    pub fn poll_event(&mut self) -> Option<ClientChange> {
+        self.changes.pop_front()
     }
 
     /// A tick's match time, ms: the host config's `engine.timeStepMs` (120 Hz without one).
@@ -1190,6 +1293,8 @@ mod tests {
             assert_eq!(frame::parse(bytes).expect("a frame").opcode, op::HELLO);
         }
         assert!(core.welcome().is_none() && core.host_peer().is_none(), "nobody answered yet");
+        assert_eq!(core.poll_event(), Some(ClientChange::Linked { peers: 2 }));
+        assert_eq!(core.poll_event(), None, "nothing else changed");
         core.handle(now, TransportEvent::Disconnected(PeerKey(2)));
         for later in 1..20 {
             core.handle_timeout(now + Duration::from_millis(250 * later));
@@ -1197,5 +1302,7 @@ mod tests {
                 assert_eq!(peer, PeerKey(1), "nothing to the dropped peer");
             }
         }
+        assert_eq!(core.poll_event(), Some(ClientChange::Linked { peers: 1 }));
+        assert_eq!(core.poll_event(), None);
     }
 }

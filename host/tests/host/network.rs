@@ -471,7 +471,7 @@ fn a_chat_flood_is_closed_with_4413() {
 #[test]
 fn a_client_core_joins_a_server_core_with_nothing_between_them() {
     use vimp_host::engine::server::ServerCore;
-    use vimp_netcode::client::{ClientConfig, ClientCore};
+    use vimp_netcode::client::{ClientChange, ClientConfig, ClientCore};
     use vimp_netcode::transport::TransportEvent;
 
     let config = vimp_host::tanks::init_config(5);
@@ -506,4 +506,7 @@ fn a_client_core_joins_a_server_core_with_nothing_between_them() {
     assert!(client.config().is_some(), "the client config came");
     assert!(client.stats().snapshots >= 10, "{:?}", client.stats());
     assert_eq!(server.roster().seat(PlayerId(welcome.player_id)).and_then(|s| s.peer), Some(ann));
+    let (player_id, nickname) = (welcome.player_id, welcome.nickname.clone());
+    let changes: Vec<ClientChange> = std::iter::from_fn(|| client.poll_event()).collect();
+    assert_eq!(changes, [ClientChange::Linked { peers: 1 }, ClientChange::Welcomed { player_id, nickname }]);
 }
