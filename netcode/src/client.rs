@@ -9,7 +9,8 @@
 //!
 //! [`ClientCore`] is all of it without a transport, like [`crate::session`]: its driver
 //! hands it what the transport reported ([`ClientCore::handle`]), runs its timers
-//! ([`ClientCore::handle_timeout`]) and sends what it gives ([`ClientCore::poll_transmit`]).
+//! ([`ClientCore::handle_timeout`], due again at [`ClientCore::poll_timeout`]), sends what it
+//! gives ([`ClientCore::poll_transmit`]) and hears what changed ([`ClientCore::poll_event`]).
 //! [`Client`] is that driver over a [`Transport`], and what moves a transport when the host
 //! changes ([`Client::hand_over`], [`Client::step_down`], [`Client::follow_handoff`]) is its
 //! only business: the core just changes whom it follows.
@@ -1135,6 +1136,27 @@ impl ClientCore {
     /// The next message to send: `(peer, channel, bytes)`, in order.
     pub fn poll_transmit(&mut self) -> Option<(PeerKey, Channel, Vec<u8>)> {
         self.outbox.pop_front()
+    }
+
+    /// When [`Self::handle_timeout`] next needs to run, if nothing arrives before: a session's
+    /// timer, the host's silence counting as lost, the next successor's turn to take over and
+    /// the give-up time after a loss, the `@changeHost` vote's end. `None` when nothing is
+    /// pending (closed).
+    pub fn poll_timeout(&self) -> Option<Duration> {
+        if self.closed.is_some() {
+            return None;
+        }
+        let host = self.host.as_ref().map(|(_, s)| s);
+        let sessions = host.into_iter().chain(self.candidates.values()).filter_map(ClientSession::poll_timeout);
+        let silence = host.filter(|s| s.is_active()).map(|s| s.last_heard() + self.settings.host_timeout);
+        // After a loss every host timeout is some successor's turn, and then comes the end.
+        let lost = self.lost.as_ref().map(|l| {
+            let timeout = self.settings.host_timeout.max(Duration::from_millis(1));
+            let turns = (self.now.saturating_sub(l.at).as_nanos() / timeout.as_nanos()) as u32 + 1;
+            (l.at + timeout * turns).min(l.at + self.settings.give_up)
+        });
+        let vote = self.host_vote.as_ref().map(host_vote::Tally::until);
+        sessions.chain(silence).chain(lost).chain(vote).min()
     }
 
     /// This process's key on the transport (a WebRTC id comes once the signalling server

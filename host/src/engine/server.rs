@@ -12,8 +12,8 @@
 //! 4. every session's queued messages go out on the transport.
 //!
 //! [`ServerCore`] is all of it without a transport: steps 1 are [`ServerCore::handle`], steps
-//! 2–3 [`ServerCore::handle_timeout`], and step 4 is its driver taking
-//! [`ServerCore::poll_transmit`]. [`Server`] is that driver over a [`Transport`]; a test can
+//! 2–3 [`ServerCore::handle_timeout`] (due again at [`ServerCore::poll_timeout`]), and step 4
+//! is its driver taking [`ServerCore::poll_transmit`]. [`Server`] is that driver over a [`Transport`]; a test can
 //! drive two cores against each other with nothing between them.
 //!
 //! A peer that misbehaves (garbage, oversize frames, floods) is closed with its code
@@ -931,6 +931,21 @@ impl ServerCore {
     /// The next message to send: `(peer, channel, bytes)`, in order.
     pub fn poll_transmit(&mut self) -> Option<(PeerKey, Channel, Vec<u8>)> {
         self.outbox.pop_front()
+    }
+
+    /// When [`Self::handle_timeout`] next needs to run, if nothing arrives before: the match's
+    /// next tick (the stat table, the migration streams, slot expiries and votes are looked at
+    /// every turn, so at the latest then) or a session's timer. `None` once handed off;
+    /// `Duration::ZERO` (at once) before the first turn.
+    pub fn poll_timeout(&self) -> Option<Duration> {
+        if self.handed_off.is_some() {
+            return None;
+        }
+        let Some(last) = self.last else { return Some(Duration::ZERO) };
+        let clock = *self.host.world().resource::<crate::engine::sim::FixedClock>();
+        // A hair past the due time, so that the turn then finds the whole step there.
+        let tick = last + Duration::from_secs_f64((clock.step - clock.accumulator).max(0.0)) + Duration::from_micros(1);
+        self.peers.values().filter_map(HostSession::poll_timeout).chain([tick]).min()
     }
 }
 

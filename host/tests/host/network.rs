@@ -510,3 +510,66 @@ fn a_client_core_joins_a_server_core_with_nothing_between_them() {
     let changes: Vec<ClientChange> = std::iter::from_fn(|| client.poll_event()).collect();
     assert_eq!(changes, [ClientChange::Linked { peers: 1 }, ClientChange::Welcomed { player_id, nickname }]);
 }
+
+/// The two cores run only when their `poll_timeout` says (or when the other sent something):
+/// the match still ticks on time (snapshots at 30 Hz), pings keep the session alive, and
+/// nobody times anybody out.
+#[test]
+fn cores_woken_only_at_their_poll_timeout_keep_the_match_going() {
+    use vimp_host::engine::server::ServerCore;
+    use vimp_netcode::client::{ClientConfig, ClientCore};
+    use vimp_netcode::transport::TransportEvent;
+
+    let config = vimp_host::tanks::init_config(6);
+    let mut host = Host::new(config.clone(), GAME).expect("host");
+    host.load_map_json("small", super::SMALL).expect("map");
+    let server_config =
+        ServerConfig { client_config: vimp_host::tanks::client_config(&config), ..ServerConfig::default() };
+    let mut server = ServerCore::new(host, server_config);
+    let mut client = ClientCore::new(hello("ann"), ClientConfig::default());
+    let (host_key, ann) = (PeerKey(1), PeerKey(2));
+    client.set_local_id(Some(ann));
+    let mut now = Duration::ZERO;
+    server.handle(now, TransportEvent::Connected(ann));
+    client.handle(now, TransportEvent::Connected(host_key));
+    let mut turns = 0;
+    let mut welcomed_at = None;
+    while now < Duration::from_secs(12) {
+        client.handle_timeout(now);
+        server.handle_timeout(now);
+        // Messages arrive at once; each side runs again right after what it got.
+        loop {
+            let mut moved = false;
+            while let Some((_, channel, bytes)) = client.poll_transmit() {
+                server.handle(now, TransportEvent::Message { peer: ann, channel, bytes });
+                moved = true;
+            }
+            while let Some((_, channel, bytes)) = server.poll_transmit() {
+                client.handle(now, TransportEvent::Message { peer: host_key, channel, bytes });
+                moved = true;
+            }
+            if !moved {
+                break;
+            }
+            client.handle_timeout(now);
+            server.handle_timeout(now);
+        }
+        if welcomed_at.is_none() && client.welcome().is_some() {
+            welcomed_at = Some((now, client.stats().snapshots));
+        }
+        let next =
+            [client.poll_timeout(), server.poll_timeout()].into_iter().flatten().min().expect("something pending");
+        assert!(next >= now, "a timeout in the past: {next:?} at {now:?}");
+        now = next.max(now + Duration::from_micros(1));
+        turns += 1;
+    }
+    let (since, snapshots_then) = welcomed_at.expect("welcomed");
+    let seconds = (now - since).as_secs_f64();
+    let snapshots = client.stats().snapshots - snapshots_then;
+    println!("{turns} turns, {snapshots} snapshots in {seconds:.1} s");
+    assert!(snapshots as f64 >= 29.0 * seconds, "snapshots on time: {snapshots} in {seconds:.1} s");
+    assert!(!client.host_lost() && client.closed().is_none(), "{:?}", client.closed());
+    assert_eq!(server.peer_count(), 1, "the server kept its session");
+    // Far fewer turns than a 1 ms loop's 12,000: the cores sleep between ticks.
+    assert!(turns < 4000, "{turns} turns");
+}

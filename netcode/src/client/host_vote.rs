@@ -102,6 +102,11 @@ impl Tally {
         }
     }
 
+    /// When its time is up.
+    pub(super) fn until(&self) -> Duration {
+        self.until
+    }
+
     /// Whether the vote is over at `now` (its time is up).
     pub(super) fn expired(&self, now: Duration) -> bool {
         now >= self.until
