@@ -373,6 +373,13 @@ impl ErrLog {
         }
     }
 
+    /// Takes in what the processes printed on stderr so far, without waiting.
+    pub(crate) fn drain(&mut self, procs: &[&Proc]) {
+        for (i, p) in procs.iter().enumerate() {
+            self.0.extend(p.err_lines().into_iter().map(|l| (i, l, false)));
+        }
+    }
+
     pub(crate) fn count(&self, needle: &str) -> usize {
         self.0.iter().filter(|(_, l, _)| l.contains(needle)).count()
     }
@@ -649,10 +656,12 @@ fn a_host_frozen_while_its_players_take_over_steps_down_when_it_wakes() {
         return;
     }
     let (_signal, host, url) = signal_and_host(&["--seconds", "90", "--json"]);
-    let join = |name: &str| {
-        Proc::spawn(&["join", "k7mp2q", "--signal", &url, "--headless", "--name", name, "--seconds", "40", "--json"])
+    // Ann leaves 8 s before Bob (as in the killed-host test): whoever hosts at the end, the
+    // other is still there to take it, never in its very last moment.
+    let join = |name: &str, seconds: &str| {
+        Proc::spawn(&["join", "k7mp2q", "--signal", &url, "--headless", "--name", name, "--seconds", seconds, "--json"])
     };
-    let (ann, bob) = (join("ann"), join("bob"));
+    let (ann, bob) = (join("ann", "40"), join("bob", "48"));
     let mut log = ErrLog::default();
     let mut ready = [false; 2];
     while ready != [true, true] {
@@ -679,6 +688,9 @@ fn a_host_frozen_while_its_players_take_over_steps_down_when_it_wakes() {
     assert!(host_errs.iter().any(|l| l.contains("stepping down")), "the woken host stepped down: {host_errs:?}");
     let (host_json, _) = host_report(&host_out);
     assert!(host_json["seconds"].as_f64().is_some_and(|s| s < 80.0), "long before its 90 s: {host_json}");
+    // While the old host slept and after it woke, one successor hosted: no second takeover.
+    log.drain(&[&ann, &bob]);
+    assert_eq!(log.count("took the match over"), 1, "one successor took over:\n{}", log.text());
 
     let (out_a, status_a, _) = ann.finish_with_errs(Duration::from_secs(60));
     let (out_b, status_b, _) = bob.finish_with_errs(Duration::from_secs(60));
@@ -687,7 +699,7 @@ fn a_host_frozen_while_its_players_take_over_steps_down_when_it_wakes() {
     assert!(status_a.success() && status_b.success(), "both leave cleanly");
     for r in [&ra, &rb] {
         assert_eq!(r["close_code"], serde_json::Value::Null, "{r}");
-        assert_eq!(r["host_epoch"].as_u64(), Some(2), "one host change, to the successor: {r}");
+        assert!(r["host_epoch"].as_u64().is_some_and(|e| e >= 2), "{r}");
         assert!(r["snapshots_after_host_change"].as_u64().is_some_and(|n| n > 100), "the match goes on: {r}");
     }
 }
