@@ -182,21 +182,12 @@ fn the_match_goes_on_in_another_home_when_its_host_is_killed() {
     // Bob is behind a symmetric NAT: his links to the host and to Ann go through the relay.
     let (ann, bob) = (join_from("b", "ann", "40", &[]), join_from("c", "bob", "48", &[]));
     let mut log = ErrLog::default();
-    let mut ready = [false; 2];
-    while ready != [true, true] {
-        ready[log.wait(&[&ann, &bob], "linked to 2 peer(s)", Duration::from_secs(40))] = true;
-    }
-    let mut shadowing = [false; 2];
-    while shadowing != [true, true] {
-        shadowing[log.wait(&[&ann, &bob], "shadowing the host", Duration::from_secs(20))] = true;
-    }
+    log.wait_each(&[&ann, &bob], "linked to 2 peer(s)", Duration::from_secs(40));
+    log.wait_each(&[&ann, &bob], "shadowing the host", Duration::from_secs(20));
     host.child.kill().expect("SIGKILL the host");
     let _ = host.child.wait();
     log.wait(&[&ann, &bob], "took the match over", Duration::from_secs(10));
-    let mut changed = [false; 2];
-    while changed != [true, true] {
-        changed[log.wait(&[&ann, &bob], "the host changed", Duration::from_secs(10))] = true;
-    }
+    log.wait_each(&[&ann, &bob], "the host changed", Duration::from_secs(10));
     assert_eq!(log.count("took the match over"), 1, "one successor took over:\n{}", log.text());
     let (out_a, status_a) = ann.finish(Duration::from_secs(60));
     let (out_b, status_b) = bob.finish(Duration::from_secs(60));

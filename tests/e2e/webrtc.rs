@@ -373,6 +373,15 @@ impl ErrLog {
         }
     }
 
+    /// Waits until every process printed a stderr line containing `needle` (each as
+    /// [`Self::wait`] finds it).
+    pub(crate) fn wait_each(&mut self, procs: &[&Proc], needle: &str, limit: Duration) {
+        let mut seen = vec![false; procs.len()];
+        while seen.contains(&false) {
+            seen[self.wait(procs, needle, limit)] = true;
+        }
+    }
+
     /// Takes in what the processes printed on stderr so far, without waiting.
     pub(crate) fn drain(&mut self, procs: &[&Proc]) {
         for (i, p) in procs.iter().enumerate() {
@@ -404,22 +413,13 @@ fn the_match_survives_its_host_killed_mid_round() {
     let mut log = ErrLog::default();
     // Both in, linked to each other (the mesh a successor takes over with), and both
     // successors shadowing the host: then the host dies without a word.
-    let mut ready = [false; 2];
-    while ready != [true, true] {
-        ready[log.wait(&[&ann, &bob], "linked to 2 peer(s)", Duration::from_secs(40))] = true;
-    }
-    let mut shadowing = [false; 2];
-    while shadowing != [true, true] {
-        shadowing[log.wait(&[&ann, &bob], "shadowing the host", Duration::from_secs(20))] = true;
-    }
+    log.wait_each(&[&ann, &bob], "linked to 2 peer(s)", Duration::from_secs(40));
+    log.wait_each(&[&ann, &bob], "shadowing the host", Duration::from_secs(20));
     host.child.kill().expect("SIGKILL the host");
     let _ = host.child.wait();
     // One successor takes over, and the other follows it (both long before they leave).
     let successor = log.wait(&[&ann, &bob], "took the match over", Duration::from_secs(10));
-    let mut changed = [false; 2];
-    while changed != [true, true] {
-        changed[log.wait(&[&ann, &bob], "the host changed", Duration::from_secs(10))] = true;
-    }
+    log.wait_each(&[&ann, &bob], "the host changed", Duration::from_secs(10));
     assert_eq!(log.count("took the match over"), 1, "one successor took over:\n{}", log.text());
 
     let (out_a, status_a, ann_rest) = ann.finish_with_errs(Duration::from_secs(60));
@@ -663,14 +663,8 @@ fn a_host_frozen_while_its_players_take_over_steps_down_when_it_wakes() {
     };
     let (ann, bob) = (join("ann", "40"), join("bob", "48"));
     let mut log = ErrLog::default();
-    let mut ready = [false; 2];
-    while ready != [true, true] {
-        ready[log.wait(&[&ann, &bob], "linked to 2 peer(s)", Duration::from_secs(40))] = true;
-    }
-    let mut shadowing = [false; 2];
-    while shadowing != [true, true] {
-        shadowing[log.wait(&[&ann, &bob], "shadowing the host", Duration::from_secs(20))] = true;
-    }
+    log.wait_each(&[&ann, &bob], "linked to 2 peer(s)", Duration::from_secs(40));
+    log.wait_each(&[&ann, &bob], "shadowing the host", Duration::from_secs(20));
     let pid = host.child.id().to_string();
     let signal = |sig: &str| {
         let status = Command::new("kill").args([sig, &pid]).status().expect("kill runs");
@@ -678,10 +672,7 @@ fn a_host_frozen_while_its_players_take_over_steps_down_when_it_wakes() {
     };
     signal("-STOP");
     log.wait(&[&ann, &bob], "took the match over", Duration::from_secs(15));
-    let mut changed = [false; 2];
-    while changed != [true, true] {
-        changed[log.wait(&[&ann, &bob], "the host changed", Duration::from_secs(10))] = true;
-    }
+    log.wait_each(&[&ann, &bob], "the host changed", Duration::from_secs(10));
     signal("-CONT");
     let (host_out, host_status, host_errs) = host.finish_with_errs(Duration::from_secs(60));
     assert!(host_status.success(), "{host_out}");

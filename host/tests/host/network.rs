@@ -465,47 +465,74 @@ fn a_chat_flood_is_closed_with_4413() {
     assert_eq!(lan.clients[a].closed().map(|c| c.0), Some(close::RATE));
 }
 
-/// The client and the server as cores, with no transport at all: the test hands each one's
-/// transmits to the other as messages, and the client is welcomed, configured and fed
-/// snapshots as over any link.
+/// A server core and a client core with nothing between them, linked at time zero: the
+/// test hands each one's transmits to the other as messages ([`Cores::exchange`]).
+struct Cores {
+    server: vimp_host::engine::server::ServerCore,
+    client: vimp_netcode::client::ClientCore,
+}
+
+/// The server core's key, as the client core knows it.
+const CORE_HOST: PeerKey = PeerKey(1);
+/// The client core's key, as the server core knows it.
+const CORE_ANN: PeerKey = PeerKey(2);
+
+impl Cores {
+    fn new(seed: u64) -> Cores {
+        use vimp_netcode::transport::TransportEvent;
+        let config = vimp_host::tanks::init_config(seed);
+        let mut host = Host::new(config.clone(), GAME).expect("host");
+        host.load_map_json("small", super::SMALL).expect("map");
+        let server_config =
+            ServerConfig { client_config: vimp_host::tanks::client_config(&config), ..ServerConfig::default() };
+        let mut server = vimp_host::engine::server::ServerCore::new(host, server_config);
+        let mut client = vimp_netcode::client::ClientCore::new(hello("ann"), Default::default());
+        client.set_local_id(Some(CORE_ANN));
+        server.handle(Duration::ZERO, TransportEvent::Connected(CORE_ANN));
+        client.handle(Duration::ZERO, TransportEvent::Connected(CORE_HOST));
+        Cores { server, client }
+    }
+
+    /// Hands what each side has to send to the other, arriving at `now`; whether anything moved.
+    fn exchange(&mut self, now: Duration) -> bool {
+        use vimp_netcode::transport::TransportEvent;
+        let mut moved = false;
+        while let Some((to, channel, bytes)) = self.client.poll_transmit() {
+            assert_eq!(to, CORE_HOST, "the client speaks to its only peer");
+            self.server.handle(now, TransportEvent::Message { peer: CORE_ANN, channel, bytes });
+            moved = true;
+        }
+        while let Some((to, channel, bytes)) = self.server.poll_transmit() {
+            assert_eq!(to, CORE_ANN, "the server speaks to its only peer");
+            self.client.handle(now, TransportEvent::Message { peer: CORE_HOST, channel, bytes });
+            moved = true;
+        }
+        moved
+    }
+}
+
+/// The client and the server as cores, with no transport at all: the client is welcomed,
+/// configured and fed snapshots as over any link.
 #[test]
 fn a_client_core_joins_a_server_core_with_nothing_between_them() {
-    use vimp_host::engine::server::ServerCore;
-    use vimp_netcode::client::{ClientChange, ClientConfig, ClientCore};
-    use vimp_netcode::transport::TransportEvent;
+    use vimp_netcode::client::ClientChange;
 
-    let config = vimp_host::tanks::init_config(5);
-    let mut host = Host::new(config.clone(), GAME).expect("host");
-    host.load_map_json("small", super::SMALL).expect("map");
-    let server_config =
-        ServerConfig { client_config: vimp_host::tanks::client_config(&config), ..ServerConfig::default() };
-    let mut server = ServerCore::new(host, server_config);
-    let mut client = ClientCore::new(hello("ann"), ClientConfig::default());
-    let (host_key, ann) = (PeerKey(1), PeerKey(2));
-    client.set_local_id(Some(ann));
+    let mut cores = Cores::new(5);
     let mut now = Duration::ZERO;
-    server.handle(now, TransportEvent::Connected(ann));
-    client.handle(now, TransportEvent::Connected(host_key));
     for _ in 0..400 {
         now += STEP;
-        client.handle_timeout(now);
-        while let Some((to, channel, bytes)) = client.poll_transmit() {
-            assert_eq!(to, host_key, "the client speaks to its only peer");
-            server.handle(now, TransportEvent::Message { peer: ann, channel, bytes });
-        }
-        server.handle_timeout(now);
-        while let Some((to, channel, bytes)) = server.poll_transmit() {
-            assert_eq!(to, ann, "the server speaks to its only peer");
-            client.handle(now, TransportEvent::Message { peer: host_key, channel, bytes });
-        }
-        if client.stats().snapshots >= 10 {
+        cores.client.handle_timeout(now);
+        cores.server.handle_timeout(now);
+        cores.exchange(now);
+        if cores.client.stats().snapshots >= 10 {
             break;
         }
     }
+    let Cores { server, mut client } = cores;
     let welcome = client.welcome().expect("welcomed");
     assert!(client.config().is_some(), "the client config came");
     assert!(client.stats().snapshots >= 10, "{:?}", client.stats());
-    assert_eq!(server.roster().seat(PlayerId(welcome.player_id)).and_then(|s| s.peer), Some(ann));
+    assert_eq!(server.roster().seat(PlayerId(welcome.player_id)).and_then(|s| s.peer), Some(CORE_ANN));
     let (player_id, nickname) = (welcome.player_id, welcome.nickname.clone());
     let changes: Vec<ClientChange> = std::iter::from_fn(|| client.poll_event()).collect();
     assert_eq!(changes, [ClientChange::Linked { peers: 1 }, ClientChange::Welcomed { player_id, nickname }]);
@@ -516,60 +543,38 @@ fn a_client_core_joins_a_server_core_with_nothing_between_them() {
 /// nobody times anybody out.
 #[test]
 fn cores_woken_only_at_their_poll_timeout_keep_the_match_going() {
-    use vimp_host::engine::server::ServerCore;
-    use vimp_netcode::client::{ClientConfig, ClientCore};
-    use vimp_netcode::transport::TransportEvent;
-
-    let config = vimp_host::tanks::init_config(6);
-    let mut host = Host::new(config.clone(), GAME).expect("host");
-    host.load_map_json("small", super::SMALL).expect("map");
-    let server_config =
-        ServerConfig { client_config: vimp_host::tanks::client_config(&config), ..ServerConfig::default() };
-    let mut server = ServerCore::new(host, server_config);
-    let mut client = ClientCore::new(hello("ann"), ClientConfig::default());
-    let (host_key, ann) = (PeerKey(1), PeerKey(2));
-    client.set_local_id(Some(ann));
+    let mut cores = Cores::new(6);
     let mut now = Duration::ZERO;
-    server.handle(now, TransportEvent::Connected(ann));
-    client.handle(now, TransportEvent::Connected(host_key));
     let mut turns = 0;
     let mut welcomed_at = None;
     while now < Duration::from_secs(12) {
-        client.handle_timeout(now);
-        server.handle_timeout(now);
         // Messages arrive at once; each side runs again right after what it got.
         loop {
-            let mut moved = false;
-            while let Some((_, channel, bytes)) = client.poll_transmit() {
-                server.handle(now, TransportEvent::Message { peer: ann, channel, bytes });
-                moved = true;
-            }
-            while let Some((_, channel, bytes)) = server.poll_transmit() {
-                client.handle(now, TransportEvent::Message { peer: host_key, channel, bytes });
-                moved = true;
-            }
-            if !moved {
+            cores.client.handle_timeout(now);
+            cores.server.handle_timeout(now);
+            if !cores.exchange(now) {
                 break;
             }
-            client.handle_timeout(now);
-            server.handle_timeout(now);
         }
-        if welcomed_at.is_none() && client.welcome().is_some() {
-            welcomed_at = Some((now, client.stats().snapshots));
+        if welcomed_at.is_none() && cores.client.welcome().is_some() {
+            welcomed_at = Some((now, cores.client.stats().snapshots));
         }
-        let next =
-            [client.poll_timeout(), server.poll_timeout()].into_iter().flatten().min().expect("something pending");
+        let next = [cores.client.poll_timeout(), cores.server.poll_timeout()]
+            .into_iter()
+            .flatten()
+            .min()
+            .expect("something pending");
         assert!(next >= now, "a timeout in the past: {next:?} at {now:?}");
         now = next.max(now + Duration::from_micros(1));
         turns += 1;
     }
     let (since, snapshots_then) = welcomed_at.expect("welcomed");
     let seconds = (now - since).as_secs_f64();
-    let snapshots = client.stats().snapshots - snapshots_then;
+    let snapshots = cores.client.stats().snapshots - snapshots_then;
     println!("{turns} turns, {snapshots} snapshots in {seconds:.1} s");
     assert!(snapshots as f64 >= 29.0 * seconds, "snapshots on time: {snapshots} in {seconds:.1} s");
-    assert!(!client.host_lost() && client.closed().is_none(), "{:?}", client.closed());
-    assert_eq!(server.peer_count(), 1, "the server kept its session");
+    assert!(!cores.client.host_lost() && cores.client.closed().is_none(), "{:?}", cores.client.closed());
+    assert_eq!(cores.server.peer_count(), 1, "the server kept its session");
     // Far fewer turns than a 1 ms loop's 12,000: the cores sleep between ticks.
     assert!(turns < 4000, "{turns} turns");
 }
