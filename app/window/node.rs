@@ -210,24 +210,14 @@ impl NodeThread {
                 }
             };
             let _ = ready_tx.send(Ok(lobby));
-            let mut watch = config.watch.then(|| Watch::new(config.map.clone()));
+            let watch = config.watch.then(|| Watch::new(config.map.clone()));
             let mut successor = Successor::hosting(config.game, server);
             if watch.is_some()
                 && let Some(note) = successor.server_mut().and_then(|s| warnings_of(&config.game, s))
             {
                 let _ = reports.send(Report::Note(note));
             }
-            let game = config.game;
-            let capture = config.capture;
-            // A local match watches its map; the map check is the game's.
-            let watcher = move |server: &mut PromotedServer<Box<dyn Transport>>, reports: &mpsc::Sender<Report>| {
-                if let Some(w) = watch.as_mut() {
-                    for note in w.poll(&game, server) {
-                        let _ = reports.send(Report::Note(note));
-                    }
-                }
-            };
-            Some(Start { successor, keep_alive, capture, watcher: Box::new(watcher) })
+            Some(Start { game: config.game, successor, keep_alive, capture: config.capture, watch })
         };
         let mut node = NodeThread::spawn("vimp-host", clock, start)?;
         node.lobby = match ready.recv() {
@@ -242,12 +232,7 @@ impl NodeThread {
     /// among the first successors and takes the match over when its turn comes.
     pub fn standby(game: Game, clock: Instant) -> std::io::Result<NodeThread> {
         let start = move |_: &mpsc::Sender<Report>| {
-            Some(Start {
-                successor: Successor::new(game),
-                keep_alive: None,
-                capture: None,
-                watcher: Box::new(|_, _| {}),
-            })
+            Some(Start { game, successor: Successor::new(game), keep_alive: None, capture: None, watch: None })
         };
         NodeThread::spawn("vimp-standby", clock, start)
     }
@@ -386,14 +371,15 @@ impl Drop for NodeThread {
 }
 
 /// What the thread starts with: its successor (hosting or not), what must live as long as
-/// it, the view it captures and what watches a hosted map.
+/// it, the view it captures and the map file it watches (a local match's).
 struct Start {
+    game: Game,
     successor: Successor<Box<dyn Transport>>,
     /// An embedded signalling server: friends still join by the code after the match went
     /// to another host.
     keep_alive: Option<SignalServer>,
     capture: Option<Capture>,
-    watcher: Box<dyn FnMut(&mut PromotedServer<Box<dyn Transport>>, &mpsc::Sender<Report>)>,
+    watch: Option<Watch>,
 }
 
 /// The thread: host while the successor hosts, shadow otherwise; hand off when stopped
@@ -406,14 +392,16 @@ fn run(
     reports: &mpsc::Sender<Report>,
     clock: Instant,
 ) {
-    let Start { mut successor, keep_alive: _signal, capture, mut watcher } = start;
+    let Start { game, mut successor, keep_alive: _signal, capture, mut watch } = start;
     let (mut next_view, mut next_links) = (Instant::now(), Instant::now());
     shared.publish(&successor);
     while !stop.load(Ordering::Relaxed) {
         if successor.server().is_some() {
             successor.update_server(clock.elapsed());
             if let Some(server) = successor.server_mut() {
-                watcher(server, reports);
+                for note in watch.as_mut().map(|w| w.poll(&game, server)).unwrap_or_default() {
+                    let _ = reports.send(Report::Note(note));
+                }
                 if Instant::now() >= next_links {
                     next_links = Instant::now() + LINKS_INTERVAL;
                     *shared.links.lock().unwrap_or_else(PoisonError::into_inner) = server.links();

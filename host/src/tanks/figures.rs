@@ -116,20 +116,17 @@ impl MatchFigures for BotFigures {
         let round = world.resource::<Round>();
         let per_minute = if seconds > 0.0 { f64::from(frags) * 60.0 / seconds } else { 0.0 };
         let stuck_share = if self.bot_seconds > 0.0 { self.stuck_seconds / self.bot_seconds } else { 0.0 };
-        let report = json!({
-            "frags": frags,
-            "frags_per_minute": per_minute,
-            "bot_seconds": self.bot_seconds,
-            "bot_stuck_seconds": self.stuck_seconds,
-            "bot_stuck_share": stuck_share,
-            "first_contact_s": self.first_contact_tick.map(|t| f64::from(t) * dt),
-            "round": round.number,
-            "games_finished": round.games,
-        });
-        match report {
-            Value::Object(fields) => fields,
-            _ => unreachable!("json! of an object is an object"),
-        }
+        let fields = [
+            ("frags", json!(frags)),
+            ("frags_per_minute", json!(per_minute)),
+            ("bot_seconds", json!(self.bot_seconds)),
+            ("bot_stuck_seconds", json!(self.stuck_seconds)),
+            ("bot_stuck_share", json!(stuck_share)),
+            ("first_contact_s", json!(self.first_contact_tick.map(|t| f64::from(t) * dt))),
+            ("round", json!(round.number)),
+            ("games_finished", json!(round.games)),
+        ];
+        fields.into_iter().map(|(key, value)| (key.to_owned(), value)).collect()
     }
 
     fn lines(&self, report: &Map<String, Value>) -> Vec<String> {
