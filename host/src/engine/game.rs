@@ -4,7 +4,7 @@
 //! A [`Game`] says how to make a match's init config, plugs the game's systems into a host
 //! (it is the [`Plugin`] a [`Host`](crate::Host) is built with), derives what clients get on
 //! `CONFIG_DATA`, checks a map for the game's needs, and gathers the figures `vimp sim`
-//! prints. The reference game's is [`crate::tanks::GAME`]; the app picks it in one place.
+//! prints. The app picks the one it plays in one place.
 //!
 //! Bots are the engine's (a player joins as one with `HostCommand::Join { bot: true }`), and so
 //! is their level, [`BotSkill`]: what a level means is the game's.
