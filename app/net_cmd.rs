@@ -7,8 +7,9 @@ use anyhow::Context;
 use serde_json::json;
 use vimp_host::PlayerId;
 use vimp_host::engine::game::{BotSkill, Game};
-use vimp_host::engine::server::{Server, ServerConfig};
-use vimp_netcode::client::{Client, ClientChange};
+use vimp_host::engine::node::{Node, RoleChange};
+use vimp_host::engine::server::{ServerConfig, ServerCore};
+use vimp_netcode::client::{ClientChange, ClientCore};
 use vimp_netcode::input::KeyAction;
 use vimp_netcode::lobby::{JoinTarget, LobbyCode, room_url};
 use vimp_netcode::session::{Hello, close};
@@ -16,7 +17,6 @@ use vimp_netcode::signal::{SignalConfig, SignalServer};
 use vimp_netcode::transport::webrtc::WebRtcTransport;
 
 use crate::setup::{DEFAULT_SIGNAL, IceArgs, JoinFailure, UNREACHABLE, client_config, linger, new_match};
-use vimp_host::engine::successor::{Successor, SuccessorEvent};
 
 /// What `vimp host` was asked to do.
 #[derive(Debug, Clone, clap::Args)]
@@ -174,7 +174,7 @@ pub fn host(args: &HostArgs, game: &Game) -> anyhow::Result<i32> {
         maps: vote_maps,
         ..ServerConfig::default()
     };
-    let mut server = Server::new(host, transport, server_config);
+    let mut node = Node::hosting(*game, transport, ServerCore::new(host, server_config), None);
     println!("lobby code: {}", code.grouped());
     println!("friends join with: vimp join {url}");
     if args.signal.is_none() {
@@ -189,34 +189,46 @@ pub fn host(args: &HostArgs, game: &Game) -> anyhow::Result<i32> {
     // Every player's link while it was there, last seen.
     let mut links = std::collections::BTreeMap::<PlayerId, vimp_host::engine::server::PlayerLink>::new();
     let mut next_links = Duration::ZERO;
+    // What the JSON report says of the match, as of the last turn this process hosted it.
+    let (mut stats, mut ticks) = (Default::default(), 0);
+    let mut hosting = true;
     loop {
         let now = start.elapsed();
-        server.update(now);
-        peak_peers = peak_peers.max(server.peer_count());
-        if now >= next_links {
-            next_links = now + Duration::from_secs(1);
-            for link in server.links() {
-                let known = links.get(&link.player).is_some_and(|l| l.path == link.path && l.nickname == link.nickname);
-                if let (Some(path), false) = (link.path, known) {
-                    eprintln!("the link to {} is {}", link.nickname, path.as_str());
+        node.update(now);
+        if let Some(server) = node.server() {
+            peak_peers = peak_peers.max(server.peer_count());
+            (stats, ticks) = (server.stats(), server.host().tick());
+            if now >= next_links {
+                next_links = now + Duration::from_secs(1);
+                for link in node.links() {
+                    let known =
+                        links.get(&link.player).is_some_and(|l| l.path == link.path && l.nickname == link.nickname);
+                    if let (Some(path), false) = (link.path, known) {
+                        eprintln!("the link to {} is {}", link.nickname, path.as_str());
+                    }
+                    links.insert(link.player, link);
                 }
-                links.insert(link.player, link);
             }
         }
-        if let Some(to) = server.handed_off() {
-            // The players voted for another host (@changeHost): it has the match now.
-            eprintln!("the players voted for another host: handed the match to {to}");
-            linger();
-            break;
-        }
-        if let Some((winner, claim)) = server.superseded() {
-            // This host went silent (a stall, a sleeping laptop) long enough for a
-            // successor to take the match over: the match is theirs now.
-            eprintln!(
-                "{winner} took the match over at epoch {} while this host was silent: stepping down",
-                claim.epoch
-            );
-            break;
+        match node.poll_change() {
+            Some(change @ RoleChange::HandedOff { .. }) => {
+                // The players voted for another host (@changeHost): it has the match now.
+                eprintln!("{change}");
+                linger();
+                hosting = false;
+                break;
+            }
+            Some(RoleChange::SteppedDown { winner, claim }) => {
+                // This host went silent (a stall, a sleeping laptop) long enough for a
+                // successor to take the match over: the match is theirs now.
+                eprintln!(
+                    "{winner} took the match over at epoch {} while this host was silent: stepping down",
+                    claim.epoch
+                );
+                hosting = false;
+                break;
+            }
+            Some(RoleChange::Promoted { .. }) | None => {}
         }
         if args.seconds.is_some_and(|s| now.as_secs_f64() >= s) {
             break;
@@ -225,22 +237,22 @@ pub fn host(args: &HostArgs, game: &Game) -> anyhow::Result<i32> {
     }
     // Leaving gracefully: the first successor gets the log, a final checkpoint and the
     // handoff, and continues from this very tick.
-    if server.handed_off().is_none()
-        && server.superseded().is_none()
-        && let Some(to) = server.hand_off(start.elapsed())
-    {
-        eprintln!("handed the match to {to}");
+    if hosting && node.hand_off(start.elapsed()) {
+        node.update(start.elapsed());
+        if let Some(change) = node.poll_change() {
+            eprintln!("{change}");
+        }
         linger();
     }
     let wall = start.elapsed().as_secs_f64();
     let cpu = cpu_seconds().zip(cpu0).map(|(b, a)| b - a);
-    let stats = server.stats();
+    let stats: vimp_host::engine::server::ServerStats = stats;
     if args.json {
         let report = json!({
             "code": code.as_str(),
             "url": url,
             "seconds": wall,
-            "ticks": server.host().tick(),
+            "ticks": ticks,
             "peers_peak": peak_peers,
             "frames_sent": stats.frames_sent,
             "bytes_out_per_s": stats.bytes_out as f64 / wall,
@@ -273,8 +285,7 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
     let ice = args.ice.resolve(&signal)?;
     let start = Instant::now();
     let transport: Box<dyn vimp_netcode::transport::Transport> = Box::new(WebRtcTransport::connect(&url, &ice)?);
-    let mut client = Client::with_config(transport, hello, client_config(args.host_timeout));
-    let mut successor = Successor::new(*game);
+    let mut node = Node::playing(*game, transport, ClientCore::new(hello, client_config(args.host_timeout)));
     let mut promoted = None;
     let mut said_shadow = false;
     let mut snapshots_at_change = 0;
@@ -288,13 +299,16 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
     let mut host_path = None;
     loop {
         let now = start.elapsed();
-        client.update(now);
-        if let Some(event) = successor.update(&mut client, now) {
-            eprintln!("{event}");
-            if let SuccessorEvent::Promoted { tick, epoch } = event {
+        node.update(now);
+        while let Some(change) = node.poll_change() {
+            eprintln!("{change}");
+            if let RoleChange::Promoted { tick, epoch } = change {
                 promoted = Some((tick, epoch));
             }
         }
+        let (checkpoints, transport_failure) = (node.checkpoints(), node.transport().failure());
+        let host_path_now = node.client().and_then(ClientCore::host_peer).and_then(|h| node.transport().path(h));
+        let client = node.client_mut().expect("a player's node has its client");
         while let Some(change) = client.poll_event() {
             eprintln!("{change}");
             if let ClientChange::HostChanged { .. } = change {
@@ -302,14 +316,14 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
             }
         }
         // At least one: under load two can come in between two turns of this loop.
-        if successor.checkpoints() >= 1 && !said_shadow {
+        if checkpoints >= 1 && !said_shadow {
             said_shadow = true;
             eprintln!("shadowing the host (first checkpoint in)");
         }
         if client.welcome().is_none() && client.closed().is_none() {
             // Not in yet: the signalling server lost, or out of time (`--join-timeout`, or
             // `--seconds` first), is the end, and says why.
-            let why = match client.transport().failure() {
+            let why = match transport_failure {
                 Some(reason) => Some(JoinFailure { code: UNREACHABLE, reason }),
                 None if now.as_secs_f64() >= args.join_timeout.min(args.seconds) => {
                     Some(JoinFailure::diagnose(&signal, &url, &ice, client.linked_peers(), now.as_secs_f64()))
@@ -384,8 +398,7 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
                 }
             }
         }
-        if let Some(host) = client.host_peer()
-            && let Some(path) = client.transport().path(host)
+        if let Some(path) = host_path_now
             && host_path != Some(path)
         {
             host_path = Some(path);
@@ -411,11 +424,12 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
         std::thread::sleep(Duration::from_millis(1));
     }
     let end = start.elapsed();
-    if successor.hand_off(end) {
+    if node.hand_off(end) {
         eprintln!("handed the match on");
         linger();
     }
-    client.leave(end);
+    node.leave(end);
+    let client = node.client().expect("a player's node has its client");
     let stats = client.stats().clone();
     let wall = end.as_secs_f64();
     let since_first = stats.first_snapshot_at.map(|t| (end - t).as_secs_f64()).unwrap_or(0.0);
@@ -443,9 +457,9 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
         "resume_ms": stats.resume.map(|d| d.as_secs_f64() * 1000.0),
         "rewind_ms": stats.rewind_ms,
         "promoted_at_tick": promoted.map(|(tick, _)| tick),
-        "shadow_checkpoints": successor.checkpoints(),
-        "shadow_mismatches": successor.mismatches(),
-        "shadow_errors": successor.errors(),
+        "shadow_checkpoints": node.checkpoints(),
+        "shadow_mismatches": node.mismatches(),
+        "shadow_errors": node.errors(),
     });
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);

@@ -211,7 +211,7 @@ fn sync_world(
     mut sounds: ResMut<crate::window::sound::SoundQueue>,
 ) {
     let m = active.get();
-    let Some(schema) = m.client.schema() else { return };
+    let Some(schema) = m.client().schema().cloned() else { return };
     let id = |name: &str| schema.id_of(name);
     let (tanks_key, bombs_key, tracers_key, blasts_key) = (id("m1"), id("w2"), id("w1"), id("w2e"));
     let crates_key = m.map.as_ref().and_then(|map| id(&map.set_id));
@@ -222,7 +222,7 @@ fn sync_world(
         .filter(|((t, _), _)| *t == 0)
         .map(|((_, id), (_, c))| (*id, c.first().map(ToString::to_string).unwrap_or_default()))
         .collect();
-    let hull = hull_size(m.client.config());
+    let hull = hull_size(m.client().config());
     let local = m.player_id();
     let local_motion = m.local_tank();
     let now = time.elapsed_secs();
@@ -453,7 +453,7 @@ fn follow_camera(
     let target = m
         .local_tank()
         .map(|s| (s[0], s[1]))
-        .or_else(|| m.client.last_frame().and_then(|f| f.player).map(|p| (p.state[0], p.state[1])))
+        .or_else(|| m.client().last_frame().and_then(|f| f.player).map(|p| (p.state[0], p.state[1])))
         .or_else(|| {
             m.map.as_ref().map(|map| {
                 let rows = map.map.len() as f32;

@@ -158,17 +158,15 @@ fn draw_overlay(
     mut sprites: Query<&mut Sprite>,
 ) {
     let m = active.get();
-    let hosting = m.node.as_ref().filter(|n| n.is_hosting());
+    let hosting = Some(&m.node).filter(|n| n.is_hosting());
     let Some(host) = hosting.filter(|_| on.0) else {
         overlay.hosted = hosting.is_some();
         clear(&mut commands, &mut overlay);
-        if let Some(h) = &m.node {
-            h.want_view(false);
-        }
+        m.node.want_capture(false);
         return;
     };
-    host.want_view(true);
-    let Some(snapshot) = host.view::<NavSnapshot>() else {
+    host.want_capture(true);
+    let Some(snapshot) = host.capture::<NavSnapshot>() else {
         overlay.hosted = true;
         return;
     };
@@ -277,7 +275,7 @@ fn legend(mut contexts: EguiContexts, on: Res<NavOverlayOn>, overlay: Res<Overla
 }
 
 /// [`capture`] as the node thread's [`Capture`](crate::window::node::Capture): the window
-/// reads it back with `NodeThread::view::<NavSnapshot>()`.
+/// reads it back with `NodeThread::capture::<NavSnapshot>()`.
 pub fn capture_view(host: &mut Host) -> Option<Box<dyn std::any::Any + Send>> {
     capture(host).map(|snapshot| Box::new(snapshot) as Box<dyn std::any::Any + Send>)
 }

@@ -255,7 +255,7 @@ fn random_seed() -> u64 {
     u64::from_le_bytes(b) ^ std::time::SystemTime::now().elapsed().map_or(0, |d| d.as_nanos() as u64)
 }
 
-/// Builds the match: an embedded host (local or online) with the in-memory link, or a WebRTC client.
+/// Builds the match: this process's node hosting it (local or online), or joining it over WebRTC.
 pub fn start_match(kind: &MatchKind, settings: &Settings) -> anyhow::Result<MatchState> {
     let clock = Instant::now();
     let nickname = settings.nickname.trim();
@@ -272,9 +272,8 @@ pub fn start_match(kind: &MatchKind, settings: &Settings) -> anyhow::Result<Matc
                 online: None,
                 capture: Some(crate::tanks::overlay::capture_view),
             };
-            let (host, link) = NodeThread::host(config, clock)?;
-            let title = format!("local match on {}", map.display());
-            Ok(MatchState::new(Box::new(link), Some(host), clock, MatchState::hello(nickname, None, false), title))
+            let node = NodeThread::host(config, MatchState::hello(nickname, None, false), clock)?;
+            Ok(MatchState::new(node, clock, format!("local match on {}", map.display())))
         }
         MatchKind::Host { map, bots, skill, password, code, signal } => {
             let signal = signal.as_deref().unwrap_or(&settings.signal_url).trim_end_matches('/');
@@ -300,11 +299,10 @@ pub fn start_match(kind: &MatchKind, settings: &Settings) -> anyhow::Result<Matc
                 online: Some(online),
                 capture: Some(crate::tanks::overlay::capture_view),
             };
-            let (host, link) = NodeThread::host(config, clock)?;
-            let title = format!("hosting on {}", map.display());
             let hello = MatchState::hello(nickname, password.clone(), false);
-            let room = host.lobby.as_ref().map(|(_, url)| url.clone());
-            let mut state = MatchState::new(Box::new(link), Some(host), clock, hello, title);
+            let node = NodeThread::host(config, hello, clock)?;
+            let room = node.lobby.as_ref().map(|(_, url)| url.clone());
+            let mut state = MatchState::new(node, clock, format!("hosting on {}", map.display()));
             state.room = room.zip(tokens());
             Ok(state)
         }
@@ -322,14 +320,12 @@ pub fn start_match(kind: &MatchKind, settings: &Settings) -> anyhow::Result<Matc
                 hello.resume_token = tokens.as_ref().and_then(|t| t.recall(&url, std::time::SystemTime::now()));
             }
             let config = host_timeout_ms.map_or_else(Default::default, crate::setup::client_config);
-            let client = vimp_netcode::client::Client::with_config(transport, hello, config);
-            let mut state = MatchState::with_client(client, None, clock, format!("joined {url}"));
+            // A player can be chosen to take the match over; a spectator never is (the host
+            // lists no spectator), but its node is the same.
+            let node = NodeThread::join(crate::GAME, transport, hello, config, clock)?;
+            let mut state = MatchState::new(node, clock, format!("joined {url}"));
             state.room = tokens.map(|t| (url.clone(), t));
             state.joining = Some(Joining::new(signal, url.clone(), ice));
-            // A player can be chosen to take the match over; a spectator never is.
-            if !*spectate {
-                state.node = Some(NodeThread::standby(crate::GAME, clock)?);
-            }
             Ok(state)
         }
     }

@@ -2,10 +2,10 @@
 //!
 //! [`MatchState`] is plain Rust with no window in it: the window calls
 //! [`MatchState::update`] once per frame and draws what it holds, and tests drive it the
-//! same way without a GPU. It owns the [`Client`] (over the in-memory link to this
-//! process's host, or over WebRTC), the [`NodeThread`] that hosts or shadows the match, the
-//! interpolation buffer, and the meta the host sent: panel, stat table, chat, votes,
-//! banners and the black screen.
+//! same way without a GPU. It owns the [`NodeThread`] (this process's node: the player's
+//! client, and the host or the shadow of the match), the interpolation buffer, and the meta
+//! the host sent: panel, stat table, chat, votes, banners and the black screen. What the
+//! client holds is read through [`MatchState::client`].
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
@@ -14,7 +14,7 @@ use vimp_host::PlayerId;
 use vimp_host::engine::map::MapConfig;
 use vimp_host::tanks::predict::{LocalShot, Predictor, PredictorConfig, suppress_own_events};
 use vimp_host::tanks::tank::Weapon;
-use vimp_netcode::client::Client;
+use vimp_netcode::client::{ClientCore, ClientStats};
 use vimp_netcode::input::KeyAction;
 use vimp_netcode::interp::{InterpolationConfig, Interpolator, Sample};
 use vimp_netcode::meta::{
@@ -22,13 +22,13 @@ use vimp_netcode::meta::{
     VoteAnswer, VoteValues,
 };
 use vimp_netcode::session::Hello;
-use vimp_netcode::transport::Transport;
+use vimp_netcode::transport::LinkPath;
 
 use crate::setup::JoinFailure;
 use crate::window::graph::NetGraph;
-use crate::window::node::{HostNote, NodeThread};
+use crate::window::node::{ClientView, HostNote, NodeThread};
 use crate::window::tokens::Tokens;
-use vimp_host::engine::successor::SuccessorEvent;
+use vimp_host::engine::node::RoleChange;
 
 /// How long a banner stays up.
 pub const BANNER_TIME: Duration = Duration::from_secs(4);
@@ -54,12 +54,13 @@ pub struct ChatLine {
 pub struct MatchState {
     /// The time base of this match (shared with the node thread).
     pub clock: Instant,
-    /// The network client.
-    pub client: Client<Box<dyn Transport>>,
-    /// The node thread: the host when this window hosts (a match it made, or one it took
-    /// over), the shadow ready to take the match over when it joined as a player; `None`
-    /// for a spectator.
-    pub node: Option<NodeThread>,
+    /// The node thread: the player's client, and the host when this window hosts (a match it
+    /// made, or one it took over) or the shadow ready to take the match over when it joined.
+    pub node: NodeThread,
+    /// The client's figures as of the last turn (the net graph shows what came since).
+    stats_seen: ClientStats,
+    /// What the node thread published of the client, as of the last turn.
+    view: ClientView,
     /// When this process took the match over: the tick it went on from and its epoch.
     pub promoted: Option<(u32, u32)>,
     /// The room (its URL) and where this player's token for it is remembered.
@@ -80,7 +81,6 @@ pub struct MatchState {
     pub stat: StatView,
     /// Chat lines, oldest first.
     pub chat: VecDeque<ChatLine>,
-    chat_seen: usize,
     /// The vote asked, if any.
     pub vote: Option<Vote>,
     /// The newest game message and when it came.
@@ -119,6 +119,8 @@ pub struct MatchState {
     pub held: Vec<String>,
     /// For a match joined over the network: why we are not in, once that is known.
     pub joining: Option<Joining>,
+    /// Whether the node was shadowing at the last turn.
+    shadow_said: bool,
 }
 
 /// A join that has not been welcomed yet, and what to ask to say why when none comes.
@@ -148,18 +150,18 @@ impl Joining {
 
     /// Watches a join not welcomed yet: the signalling server lost, or no welcome within
     /// [`timeout`](Joining::timeout), becomes a [`JoinFailure`].
-    fn update(&mut self, client: &Client<Box<dyn Transport>>, now: Duration) {
-        if self.failure.is_some() || client.welcome().is_some() {
+    fn update(&mut self, net: &Pulled, now: Duration) {
+        if self.failure.is_some() || net.welcomed {
             return;
         }
-        if let Some(reason) = client.transport().failure() {
+        if let Some(reason) = net.failure.clone() {
             self.failure = Some(JoinFailure { code: crate::setup::UNREACHABLE, reason });
             return;
         }
         if now >= self.timeout && self.asked.is_none() {
             let (tx, rx) = std::sync::mpsc::channel();
             let (signal, url, ice, linked) =
-                (self.signal.clone(), self.url.clone(), self.ice.clone(), client.linked_peers());
+                (self.signal.clone(), self.url.clone(), self.ice.clone(), net.linked_peers);
             let waited = now.as_secs_f64();
             std::thread::spawn(move || {
                 let _ = tx.send(JoinFailure::diagnose(&signal, &url, &ice, linked, waited));
@@ -185,28 +187,13 @@ impl MatchState {
         Hello { password, spectator, ..Hello::new(nickname, env!("CARGO_PKG_VERSION")) }
     }
 
-    /// A match over `transport`, saying `hello` to the host (with the default host timeout).
-    pub fn new(
-        transport: Box<dyn Transport>,
-        node: Option<NodeThread>,
-        clock: Instant,
-        hello: Hello,
-        title: String,
-    ) -> Self {
-        Self::with_client(Client::new(transport, hello), node, clock, title)
-    }
-
-    /// A match played through `client`.
-    pub fn with_client(
-        client: Client<Box<dyn Transport>>,
-        node: Option<NodeThread>,
-        clock: Instant,
-        title: String,
-    ) -> Self {
+    /// A match played through `node`, on the time base `clock` (the node thread's).
+    pub fn new(node: NodeThread, clock: Instant, title: String) -> Self {
         MatchState {
             clock,
-            client,
             node,
+            stats_seen: ClientStats::default(),
+            view: ClientView::default(),
             promoted: None,
             room: None,
             token_saved: None,
@@ -217,7 +204,6 @@ impl MatchState {
             panel: BTreeMap::new(),
             stat: StatView::default(),
             chat: VecDeque::new(),
-            chat_seen: 0,
             vote: None,
             banner: None,
             tech: None,
@@ -237,6 +223,7 @@ impl MatchState {
             host_banner: None,
             held: Vec::new(),
             joining: None,
+            shadow_said: false,
         }
     }
 
@@ -245,14 +232,24 @@ impl MatchState {
         self.clock.elapsed()
     }
 
+    /// What the window reads of the player's client, as of the last [`Self::update`].
+    pub fn client(&self) -> &ClientView {
+        &self.view
+    }
+
+    /// How the link to the host goes, once known (never while this process hosts).
+    pub fn host_path(&self) -> Option<LinkPath> {
+        self.client().host_path()
+    }
+
     /// This player's id, once welcomed.
     pub fn player_id(&self) -> Option<u32> {
-        self.client.welcome().map(|w| w.player_id as u32)
+        self.client().welcome().map(|w| w.player_id as u32)
     }
 
     /// The host's time now, ms (estimated from pings).
     pub fn server_now_ms(&self) -> Option<f64> {
-        self.client.server_time_ms(self.now())
+        self.client().server_time_ms(self.now())
     }
 
     /// One turn at `now` (time since the match began, [`Self::now`] for the wall clock's):
@@ -260,87 +257,62 @@ impl MatchState {
     /// decides by time — banners, the join's timeout, prediction steps, the net graph — goes
     /// by `now`, so a test can drive it on its own clock.
     pub fn update(&mut self, now: Duration) {
-        let before = self.client.stats().clone();
-        self.client.update(now);
+        let net = self.pull();
         if let Some(joining) = self.joining.as_mut() {
-            joining.update(&self.client, now);
+            joining.update(&net, now);
         }
-        if let Some(node) = self.node.as_mut() {
-            node.update(&mut self.client, now);
-            // A host that stops hosting (a better claim, the players' vote) puts this
-            // player back on the mesh after the new host; it may take the match over again
-            // one day, like any player.
-            for event in node.take_events(&mut self.client) {
-                match event {
-                    Ok(event) => {
-                        bevy::log::info!("{event}");
-                        self.promoted = match event {
-                            SuccessorEvent::Promoted { tick, epoch } => Some((tick, epoch)),
-                            _ => None,
-                        };
-                        self.title = match event {
-                            SuccessorEvent::Promoted { tick, epoch } => {
-                                format!("hosting (took the match over at tick {tick}, epoch {epoch})")
-                            }
-                            SuccessorEvent::SteppedDown { .. } => {
-                                "joined (another player took the match over first)".into()
-                            }
-                            SuccessorEvent::HandedOff { .. } => "joined (the players voted for another host)".into(),
-                        };
-                    }
-                    Err(e) => {
-                        bevy::log::warn!("could not take the match over: {e}");
-                        self.map_error = Some(format!("could not take the match over: {e}"));
-                    }
-                }
-            }
-        }
-        self.remember_token(now);
-        if self.client.stats().migrations > self.migrations_seen {
-            self.migrations_seen = self.client.stats().migrations;
-            let text = if self.node.as_ref().is_some_and(NodeThread::is_promoted) {
-                "host changed: you host the match now"
-            } else {
-                "host changed"
+        // A host that stops hosting (a better claim, the players' vote) has its player follow
+        // the new host; it may take the match over again one day, like any player.
+        for change in &net.changes {
+            bevy::log::info!("{change}");
+            self.promoted = match change {
+                RoleChange::Promoted { tick, epoch } => Some((*tick, *epoch)),
+                _ => None,
             };
-            bevy::log::info!("{text} (epoch {})", self.client.stats().host_epoch);
+            self.title = match change {
+                RoleChange::Promoted { tick, epoch } => {
+                    format!("hosting (took the match over at tick {tick}, epoch {epoch})")
+                }
+                RoleChange::SteppedDown { .. } => "joined (another player took the match over first)".into(),
+                RoleChange::HandedOff { voted: true, .. } => "joined (the players voted for another host)".into(),
+                RoleChange::HandedOff { voted: false, .. } => "joined (the match was handed on)".into(),
+            };
+        }
+        if net.shadowing_began {
+            bevy::log::info!("shadowing the host (first checkpoint in)");
+        }
+        self.remember_token(now, net.welcome.as_ref());
+        let stats = &net.stats;
+        if stats.migrations > self.migrations_seen {
+            self.migrations_seen = stats.migrations;
+            let text = if self.promoted.is_some() { "host changed: you host the match now" } else { "host changed" };
+            bevy::log::info!("{text} (epoch {})", stats.host_epoch);
             self.host_banner = Some((text.into(), now));
         }
-        if let Some(node) = self.node.as_mut() {
-            for note in node.notes() {
-                match note {
-                    HostNote::MapReloaded(label) => {
-                        self.map_error = None;
-                        self.map_warnings = None;
-                        self.note = Some((format!("{label} reloaded"), now));
-                    }
-                    HostNote::MapWarnings(lines) => self.map_warnings = Some((lines.join("\n"), now)),
-                    HostNote::MapInvalid(errors) => self.map_error = Some(errors),
+        for note in net.notes {
+            match note {
+                HostNote::MapReloaded(label) => {
+                    self.map_error = None;
+                    self.map_warnings = None;
+                    self.note = Some((format!("{label} reloaded"), now));
                 }
+                HostNote::MapWarnings(lines) => self.map_warnings = Some((lines.join("\n"), now)),
+                HostNote::MapInvalid(errors) => self.map_error = Some(errors),
             }
         }
-        if self.interp.is_none()
-            && let Some(schema) = self.client.schema()
-        {
-            let config = self
-                .client
-                .config()
-                .and_then(|c| serde_json::from_value::<InterpolationConfig>(c["engine"]["interpolation"].clone()).ok())
-                .unwrap_or_default();
-            self.interp = Some(Interpolator::new(schema.clone(), config));
+        if let Some(interp) = net.interp {
+            self.interp = Some(interp);
         }
-        for (port, payload) in self.client.take_meta() {
+        for (port, payload) in net.meta {
             self.on_meta(port, &payload, now);
         }
-        let lines: Vec<serde_json::Value> = self.client.chat()[self.chat_seen..].to_vec();
-        self.chat_seen += lines.len();
-        for line in lines {
+        for line in net.chat {
             if let Ok(msg) = ChatMessage::from_json(line) {
                 self.push_chat(msg, now);
             }
         }
-        self.build_predictor(now);
-        let mut frames = self.client.take_frames();
+        self.build_predictor(now, net.welcome.as_ref());
+        let mut frames = net.frames;
         if let Some(p) = self.predictor.as_mut() {
             for frame in &mut frames {
                 let obstacles = p.obstacles_from(frame);
@@ -369,20 +341,21 @@ impl MatchState {
                 self.last_divergence = Some(r.clone());
             }
         }
-        let server_now = self.client.server_time_ms(now);
+        let server_now = self.client().server_time_ms(now);
         if let (Some(interp), Some(server_now)) = (self.interp.as_mut(), server_now) {
             for frame in frames {
                 interp.push(frame, server_now);
             }
             self.sample = interp.sample(server_now);
         }
-        let after = self.client.stats();
+        let before = std::mem::replace(&mut self.stats_seen, net.stats);
+        let after = &self.stats_seen;
         self.graph.record(
             now,
-            self.client.rtt_ms(),
-            (after.snapshots - before.snapshots) as u32,
-            after.bytes_in - before.bytes_in,
-            after.bytes_out - before.bytes_out,
+            net.rtt_ms,
+            after.snapshots.saturating_sub(before.snapshots) as u32,
+            after.bytes_in.saturating_sub(before.bytes_in),
+            after.bytes_out.saturating_sub(before.bytes_out),
         );
         if let Some((_, at)) = &self.banner
             && now.saturating_sub(*at) > BANNER_TIME
@@ -393,8 +366,8 @@ impl MatchState {
 
     /// Keeps this player's token for the room on disk while it is in use (refreshed every
     /// [`TOKEN_REFRESH`]), so that the player can come back to the slot after a crash.
-    fn remember_token(&mut self, now: Duration) {
-        let (Some((room, tokens)), Some(welcome)) = (&self.room, self.client.welcome()) else { return };
+    fn remember_token(&mut self, now: Duration, welcome: Option<&vimp_netcode::session::Welcome>) {
+        let (Some((room, tokens)), Some(welcome)) = (&self.room, welcome) else { return };
         if welcome.spectator
             || self.token_saved.is_some_and(|(t, at)| t == welcome.token && now.saturating_sub(at) < TOKEN_REFRESH)
         {
@@ -407,11 +380,12 @@ impl MatchState {
 
     /// Builds the predictor once the config, the map and the welcome are there, and
     /// again on every new map.
-    fn build_predictor(&mut self, now: Duration) {
+    fn build_predictor(&mut self, now: Duration, welcome: Option<&vimp_netcode::session::Welcome>) {
         if self.predictor_map == self.map_version {
             return;
         }
-        let (Some(config), Some(map), Some(welcome)) = (self.client.config(), &self.map, self.client.welcome()) else {
+        let config = self.client().config().cloned();
+        let (Some(config), Some(map), Some(welcome)) = (config.as_ref(), &self.map, welcome) else {
             return;
         };
         self.predictor_map = self.map_version;
@@ -486,7 +460,8 @@ impl MatchState {
             KeyAction::Up => self.held.retain(|h| h != name),
             _ => {}
         }
-        let seq = self.client.key(action, name)?;
+        let owned = name.to_owned();
+        let seq = self.with_client(move |c| c.key(action, &owned)).flatten()?;
         if let Some(p) = self.predictor.as_mut() {
             let _ = p.key(seq, action, name);
         }
@@ -502,7 +477,8 @@ impl MatchState {
     /// Says a chat line (or a command); `Err` says why it cannot be sent.
     pub fn say(&mut self, text: &str) -> Result<(), meta::MetaError> {
         let text = ChatText::parse(text)?;
-        self.client.send_meta(meta::CHAT, &ClientMeta::Chat(text).encode());
+        let payload = ClientMeta::Chat(text).encode();
+        self.with_client(move |c| c.send_meta(meta::CHAT, &payload));
         Ok(())
     }
 
@@ -510,13 +486,15 @@ impl MatchState {
     pub fn answer_vote(&mut self, value: serde_json::Value) {
         if let Some(vote) = self.vote.take() {
             let answer = ClientMeta::Vote(VoteAnswer::Pick { name: vote.name, value });
-            self.client.send_meta(meta::VOTE, &answer.encode());
+            let payload = answer.encode();
+            self.with_client(move |c| c.send_meta(meta::VOTE, &payload));
         }
     }
 
     /// Asks the host for a list to vote on (`teams` or `maps`).
     pub fn request_vote(&mut self, list: ListRequest) {
-        self.client.send_meta(meta::VOTE, &ClientMeta::Vote(VoteAnswer::Request(list)).encode());
+        let payload = ClientMeta::Vote(VoteAnswer::Request(list)).encode();
+        self.with_client(move |c| c.send_meta(meta::VOTE, &payload));
     }
 
     /// The choices of the vote asked.
@@ -552,9 +530,72 @@ impl MatchState {
     /// Leaves the match (the node thread stops, handing off a match it hosts, when this is
     /// dropped).
     pub fn leave(&mut self) {
-        let now = self.now();
-        self.client.leave(now);
+        self.node.leave();
     }
+
+    /// Calls the `@changeHost` vote (see [`ClientCore::call_change_host`]).
+    pub fn call_change_host(&mut self) -> Option<u32> {
+        self.with_client(ClientCore::call_change_host).flatten()
+    }
+
+    /// Answers the `@changeHost` vote (see [`ClientCore::answer_change_host`]).
+    pub fn answer_change_host(&mut self, yes: bool) -> bool {
+        self.with_client(move |c| c.answer_change_host(yes)).unwrap_or(false)
+    }
+
+    /// Runs `f` on the player's client, on the node thread, at once (its frames go out then).
+    fn with_client<R: Send + 'static>(&self, f: impl FnOnce(&mut ClientCore) -> R + Send + 'static) -> Option<R> {
+        self.node.with_node(move |node| node.client_mut().map(f)).flatten()
+    }
+
+    /// What the window takes from the node each turn.
+    fn pull(&mut self) -> Pulled {
+        let taken = self.node.take();
+        self.view = self.node.view().clone();
+        let view = &self.view;
+        let interp = self.interp.is_none().then(|| view.schema().cloned()).flatten().map(|schema| {
+            let config = view
+                .config()
+                .and_then(|c| serde_json::from_value::<InterpolationConfig>(c["engine"]["interpolation"].clone()).ok())
+                .unwrap_or_default();
+            Interpolator::new(schema, config)
+        });
+        let shadowing = view.shadowing();
+        let pulled = Pulled {
+            changes: taken.changes,
+            welcomed: view.welcome().is_some(),
+            welcome: view.welcome().cloned(),
+            failure: view.failure().map(str::to_owned),
+            linked_peers: view.linked_peers(),
+            stats: view.stats().clone(),
+            meta: taken.meta,
+            chat: taken.chat,
+            notes: taken.notes,
+            frames: taken.frames,
+            interp,
+            rtt_ms: view.rtt_ms(),
+            shadowing_began: shadowing && !self.shadow_said,
+        };
+        self.shadow_said = shadowing;
+        pulled
+    }
+}
+
+/// What [`MatchState::update`] took from the node.
+struct Pulled {
+    notes: Vec<HostNote>,
+    changes: Vec<RoleChange>,
+    welcomed: bool,
+    welcome: Option<vimp_netcode::session::Welcome>,
+    failure: Option<String>,
+    linked_peers: usize,
+    stats: ClientStats,
+    meta: Vec<(u8, Vec<u8>)>,
+    chat: Vec<serde_json::Value>,
+    frames: Vec<vimp_netcode::snapshot::Frame>,
+    interp: Option<Interpolator>,
+    rtt_ms: Option<f64>,
+    shadowing_began: bool,
 }
 
 /// Blends two tank states: positions and velocities linearly, angles the short way round.

@@ -1,59 +1,61 @@
-//! The window's node thread: the match's host when this window hosts it, its shadow when
-//! the window joined it — one thread, one [`Successor`], whatever the role.
+//! The window's node thread: this process's [`Node`] — the window's player's client, and
+//! the match's host when this window hosts it or its shadow when the window joined it —
+//! on a thread of its own, fed and read by the window.
 //!
 //! A Bevy `App` stays on the thread that built it, and a host must step at 120 Hz whatever
-//! the window's frame rate, so the match's host and the shadow live on a thread of their
-//! own. The window's client stays with the window; the thread runs the roles:
+//! the window's frame rate, so the node lives on a thread of its own and the window reaches
+//! it without waiting: after each turn the thread publishes what the window reads of the
+//! client ([`ClientView`]) and what came for it ([`NodeThread::take`]), and what the window
+//! does to the client (a key, a chat line, a vote) runs on the thread at once
+//! ([`NodeThread::with_node`]). One code path for every role:
 //!
 //! - **Hosting a match this window made** ([`NodeThread::host`]): a local match (the
-//!   hosting player only), or hosting for friends over WebRTC. The hosting player's client
-//!   talks to the server through an in-memory link ([`HOST_PEER`] ↔ [`LOCAL_PEER`]),
-//!   exactly like a remote client. A local match watches its map file: on save the map is
-//!   validated and loaded (the round restarts on it); a map with errors is reported to the
-//!   window and the match goes on on the old one.
-//! - **Shadowing a match this window joined** ([`NodeThread::standby`]): the window hands
-//!   the thread what the host streams ([`NodeThread::update`]), and when this client's turn
-//!   comes ([`ClientCore::takeover_due`](vimp_netcode::client::ClientCore::takeover_due)) the client is handed over to an in-memory link and the
-//!   mesh transport goes to the thread, where the shadow becomes the host
-//!   ([`Successor::promote`]). From then on the window is a client of its own process's
-//!   host; no menu, no reconnect screen, only the "host changed" banner.
+//!   hosting player only, over a transport nobody joins), or hosting for friends over
+//!   WebRTC. The hosting player is a client of its own server, reached directly under the
+//!   process's mesh key (see [`Node`]). A local match watches its map file: on save the map
+//!   is validated and loaded (the round restarts on it); a map with errors is reported to
+//!   the window and the match goes on on the old one.
+//! - **Playing a match this window joined** ([`NodeThread::join`]): the node shadows the host
+//!   while this client is among the first successors, and takes the match over when its turn
+//!   comes; from then on the window is a client of its own process's host — no menu, no
+//!   reconnect screen, only the "host changed" banner.
 //!
-//! Either way the host stops the same way ([`Successor::retire`]): another claimant's claim
-//! won the race, or the players voted for another host (`@changeHost`) and the match was
-//! handed to it. The mesh then comes back to the window's client, which follows the new host
-//! with its token ([`NodeThread::take_events`]); the thread shadows again. When the window
-//! leaves a match it hosts, the thread hands the match to the first successor (log, final
-//! checkpoint, `HANDOFF`) before it stops: the friends play on from the very last tick.
+//! Either way a host stops the same way: another claimant's claim won the race, or the
+//! players voted for another host (`@changeHost`) and the match was handed to it; the node's
+//! player then follows the new host with its token ([`Node`]'s role changes, which the window
+//! takes with [`Node::poll_change`]). When the window leaves a match it hosts, the thread hands
+//! the match to the first successor (log, final checkpoint, `HANDOFF`) before it stops: the
+//! friends play on from the very last tick.
 //!
 //! The match is of the [`Game`] it is given. What the window shows of the host's world
 //! beyond snapshots (the designers' navigation overlay) is the config's [`Capture`], made on
-//! this thread while the window wants it ([`NodeThread::view`]).
+//! this thread while the window wants it ([`NodeThread::capture`]).
 
 use std::any::Any;
+use std::collections::VecDeque;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
 use vimp_host::engine::game::{BotSkill, Game};
 use vimp_host::engine::map::MapConfig;
-use vimp_host::engine::server::{PlayerLink, Server, ServerConfig};
-use vimp_host::engine::successor::{PromotedServer, Retired, Successor, SuccessorEvent, promoted_link};
-use vimp_netcode::client::{Client, Handover};
-use vimp_netcode::link::LinkConfig;
+use vimp_host::engine::node::{Node, RoleChange};
+use vimp_host::engine::server::{PlayerLink, ServerConfig, ServerCore};
+use vimp_netcode::client::{ClientConfig, ClientCore, ClientStats, HostVoteView, MAX_QUEUED_FRAMES};
 use vimp_netcode::lobby::{LobbyCode, room_url};
-use vimp_netcode::migration::MigrationPayload;
+use vimp_netcode::schema::SnapshotSchema;
+use vimp_netcode::session::{Hello, Welcome};
 use vimp_netcode::signal::{SignalConfig, SignalServer};
+use vimp_netcode::snapshot::Frame;
 use vimp_netcode::transport::webrtc::WebRtcTransport;
-use vimp_netcode::transport::{Joined, MemoryTransport, PeerKey, Transport};
+use vimp_netcode::transport::{LinkPath, MemoryTransport, PeerKey, Transport};
 
 use crate::setup::IceArgs;
 
-/// The host's end of the in-memory link to the player of a match this window made.
-pub const HOST_PEER: PeerKey = PeerKey(1);
-/// The hosting player's end of that link.
-pub const LOCAL_PEER: PeerKey = PeerKey(2);
+/// The node this process runs, as the window holds it.
+pub type WindowNode = Node<Box<dyn Transport>>;
 
 /// How often the window's view is captured while wanted.
 const VIEW_INTERVAL: Duration = Duration::from_millis(100);
@@ -63,6 +65,9 @@ const WATCH_INTERVAL: Duration = Duration::from_millis(250);
 
 /// How often the links to the players are refreshed for the window.
 const LINKS_INTERVAL: Duration = Duration::from_millis(500);
+
+/// The longest the thread sleeps between two turns (the transport is polled, not waited on).
+const TURN: Duration = Duration::from_millis(1);
 
 /// Captures, on the node thread, what the window shows of the host's world that snapshots
 /// do not carry; `None` without it (no map yet).
@@ -85,7 +90,7 @@ pub struct HostConfig {
     pub watch: bool,
     /// Serve friends over WebRTC too.
     pub online: Option<OnlineConfig>,
-    /// What the window may want to see of the host's world ([`NodeThread::view`]).
+    /// What the window may want to see of the host's world ([`NodeThread::capture`]).
     pub capture: Option<Capture>,
 }
 
@@ -115,67 +120,155 @@ pub enum HostNote {
     MapWarnings(Vec<String>),
 }
 
-/// A change of role the thread reports, or why the shadow could not become the host (the
-/// client then waits for another one).
-pub type NodeEvent = Result<SuccessorEvent, String>;
-
-/// What the window asks of the thread.
-enum Command {
-    /// Migration payloads the host streamed, oldest first.
-    Feed(Vec<MigrationPayload>),
-    /// Take the match over now.
-    Promote(Handover<Box<dyn Transport>>, MemoryTransport, Duration),
+/// What the window reads of its player's client and of the node, as the node thread
+/// published it after its last turn.
+#[derive(Clone, Debug, Default)]
+pub struct ClientView {
+    welcome: Option<Welcome>,
+    closed: Option<(u16, String)>,
+    stats: ClientStats,
+    host_vote: Option<HostVoteView>,
+    may_call_change_host: bool,
+    schema: Option<Arc<SnapshotSchema>>,
+    config: Option<Arc<serde_json::Value>>,
+    last_frame: Option<Frame>,
+    host_peer: Option<PeerKey>,
+    host_path: Option<LinkPath>,
+    rtt_ms: Option<f64>,
+    /// The host's time minus the node's clock, ms.
+    server_offset_ms: Option<f64>,
+    linked_peers: usize,
+    failure: Option<String>,
+    hosting: bool,
+    shadowing: bool,
+    figures: (u64, u64, u64),
+    local_id: Option<PeerKey>,
 }
 
-/// What the thread sends the window.
-enum Report {
-    Event(NodeEvent),
-    /// This process stopped hosting; the mesh comes back for the client.
-    Retired(Retired<Box<dyn Transport>>),
-    Note(HostNote),
+impl ClientView {
+    /// The welcome, once in ([`ClientCore::welcome`]).
+    pub fn welcome(&self) -> Option<&Welcome> {
+        self.welcome.as_ref()
+    }
+
+    /// Why the client closed, if it did ([`ClientCore::closed`]).
+    pub fn closed(&self) -> Option<&(u16, String)> {
+        self.closed.as_ref()
+    }
+
+    /// The client's figures ([`ClientCore::stats`]).
+    pub fn stats(&self) -> &ClientStats {
+        &self.stats
+    }
+
+    /// The `@changeHost` vote open, if any ([`ClientCore::host_vote`]).
+    pub fn host_vote(&self) -> Option<&HostVoteView> {
+        self.host_vote.as_ref()
+    }
+
+    /// Whether this player may call the `@changeHost` vote now.
+    pub fn may_call_change_host(&self) -> bool {
+        self.may_call_change_host
+    }
+
+    /// The snapshot schema of the host's config.
+    pub fn schema(&self) -> Option<&SnapshotSchema> {
+        self.schema.as_deref()
+    }
+
+    /// The host's config.
+    pub fn config(&self) -> Option<&serde_json::Value> {
+        self.config.as_deref()
+    }
+
+    /// The newest snapshot frame.
+    pub fn last_frame(&self) -> Option<&Frame> {
+        self.last_frame.as_ref()
+    }
+
+    /// The host's key in the mesh (this process's own while it hosts).
+    pub fn host_peer(&self) -> Option<PeerKey> {
+        self.host_peer
+    }
+
+    /// How the link to the host goes, once known (never while this process hosts).
+    pub fn host_path(&self) -> Option<LinkPath> {
+        self.host_path
+    }
+
+    /// The round trip to the host, ms.
+    pub fn rtt_ms(&self) -> Option<f64> {
+        self.rtt_ms
+    }
+
+    /// The host's time at `now` on the node's clock, ms (estimated from pings).
+    pub fn server_time_ms(&self, now: Duration) -> Option<f64> {
+        self.server_offset_ms.map(|offset| offset + now.as_secs_f64() * 1000.0)
+    }
+
+    /// Mesh peers linked.
+    pub fn linked_peers(&self) -> usize {
+        self.linked_peers
+    }
+
+    /// Whether the node keeps a shadow of the match.
+    pub fn shadowing(&self) -> bool {
+        self.shadowing
+    }
+
+    /// Why the transport stopped by itself, if it did.
+    pub fn failure(&self) -> Option<&str> {
+        self.failure.as_deref()
+    }
 }
 
-/// What the thread keeps for the window to read at any time.
+/// What came for the window since it last looked.
+#[derive(Default)]
+struct Inbox {
+    changes: Vec<RoleChange>,
+    frames: VecDeque<Frame>,
+    meta: Vec<(u8, Vec<u8>)>,
+    chat: Vec<serde_json::Value>,
+    notes: Vec<HostNote>,
+}
+
+/// What the window takes from the node each frame ([`NodeThread::take`]).
+#[derive(Default)]
+pub struct Taken {
+    /// Changes of role, oldest first.
+    pub changes: Vec<RoleChange>,
+    /// Snapshot frames, oldest first (at most [`MAX_QUEUED_FRAMES`]).
+    pub frames: Vec<Frame>,
+    /// Meta messages `(port, payload)`, oldest first.
+    pub meta: Vec<(u8, Vec<u8>)>,
+    /// Chat lines, oldest first.
+    pub chat: Vec<serde_json::Value>,
+    /// What the host said of its map.
+    pub notes: Vec<HostNote>,
+}
+
+/// What the thread and the window share.
 #[derive(Default)]
 struct Shared {
-    hosting: AtomicBool,
-    shadowing: AtomicBool,
-    wants_checkpoint: AtomicBool,
-    checkpoints: AtomicU64,
-    mismatches: AtomicU64,
-    errors: AtomicU64,
+    view: Mutex<ClientView>,
+    inbox: Mutex<Inbox>,
     /// The window wants its view of the host's world.
-    view_wanted: AtomicBool,
+    capture_wanted: AtomicBool,
     /// The newest capture of it, while wanted.
-    view: Mutex<Option<Box<dyn Any + Send>>>,
+    capture: Mutex<Option<Box<dyn Any + Send>>>,
     /// The links to the players, while hosting.
     links: Mutex<Vec<PlayerLink>>,
 }
 
-impl Shared {
-    /// What the window reads of `successor`.
-    fn publish(&self, successor: &Successor<Box<dyn Transport>>) {
-        self.hosting.store(successor.server().is_some(), Ordering::Relaxed);
-        self.shadowing.store(successor.is_shadowing(), Ordering::Relaxed);
-        self.wants_checkpoint.store(successor.wants_checkpoint(), Ordering::Relaxed);
-        self.checkpoints.store(successor.checkpoints(), Ordering::Relaxed);
-        self.mismatches.store(successor.mismatches(), Ordering::Relaxed);
-        self.errors.store(successor.errors().len() as u64, Ordering::Relaxed);
-    }
-}
+/// Something for the thread to do to the node, at once.
+type Command = Box<dyn FnOnce(&mut WindowNode, Duration) + Send>;
 
 /// The running thread (stopped, and handing the match off if it hosts, when dropped).
 pub struct NodeThread {
     stop: Arc<AtomicBool>,
     shared: Arc<Shared>,
     commands: mpsc::Sender<Command>,
-    reports: mpsc::Receiver<Report>,
     thread: Option<JoinHandle<()>>,
-    /// Notes not taken yet.
-    notes: Vec<HostNote>,
-    /// The window's client was handed over for a takeover.
-    promoting: bool,
-    announced: bool,
     /// The lobby code and room URL, when this window hosts a match it made online.
     pub lobby: Option<(LobbyCode, String)>,
 }
@@ -185,24 +278,19 @@ impl std::fmt::Debug for NodeThread {
         f.debug_struct("NodeThread")
             .field("hosting", &self.is_hosting())
             .field("shadowing", &self.is_shadowing())
-            .field("promoting", &self.promoting)
             .field("lobby", &self.lobby)
             .finish_non_exhaustive()
     }
 }
 
 impl NodeThread {
-    /// Builds the match (map loaded, bots joined) and starts the thread hosting it; returns
-    /// it with the client's end of the in-memory link. `clock` is the time base both ends
-    /// share.
-    pub fn host(config: HostConfig, clock: Instant) -> anyhow::Result<(NodeThread, MemoryTransport)> {
-        let mut host_end = MemoryTransport::new(HOST_PEER);
-        let mut client_end = MemoryTransport::new(LOCAL_PEER);
-        MemoryTransport::connect(&mut host_end, &mut client_end, LinkConfig::default());
+    /// Builds the match (map loaded, bots joined; on the thread, where its Bevy app stays)
+    /// and starts the thread hosting it, with the window's player saying `hello` to it.
+    /// `clock` is the time base of the match.
+    pub fn host(config: HostConfig, hello: Hello, clock: Instant) -> anyhow::Result<NodeThread> {
         let (ready_tx, ready) = mpsc::sync_channel(1);
-        let start = move |reports: &mpsc::Sender<Report>| {
-            let built = build(&config, host_end);
-            let (server, keep_alive, lobby) = match built {
+        let start = move |shared: Arc<Shared>| {
+            let (node, keep_alive, lobby) = match build(&config, hello) {
                 Ok(built) => built,
                 Err(e) => {
                     let _ = ready_tx.send(Err(e));
@@ -210,146 +298,127 @@ impl NodeThread {
                 }
             };
             let _ = ready_tx.send(Ok(lobby));
-            let watch = config.watch.then(|| Watch::new(config.map.clone()));
-            let mut successor = Successor::hosting(config.game, server);
-            if watch.is_some()
-                && let Some(note) = successor.server_mut().and_then(|s| warnings_of(&config.game, s))
-            {
-                let _ = reports.send(Report::Note(note));
+            let mut turns = Turns { node, shared, capture: config.capture, watch: None, _signal: keep_alive };
+            if config.watch {
+                turns.watch = Some(Watch::new(config.map.clone()));
+                let game = config.game;
+                if let Some(note) = turns.node.server_mut().and_then(|s| warnings_of(&game, s)) {
+                    turns.shared.inbox.lock().unwrap_or_else(PoisonError::into_inner).notes.push(note);
+                }
             }
-            Some(Start { game: config.game, successor, keep_alive, capture: config.capture, watch })
+            Some(turns)
         };
-        let mut node = NodeThread::spawn("vimp-host", clock, start)?;
-        node.lobby = match ready.recv() {
+        let mut thread = NodeThread::spawn(clock, start)?;
+        thread.lobby = match ready.recv() {
             Ok(Ok(lobby)) => lobby,
             Ok(Err(e)) => return Err(e),
-            Err(_) => anyhow::bail!("the host thread stopped while starting"),
+            Err(_) => anyhow::bail!("the node thread stopped while starting"),
         };
-        Ok((node, client_end))
+        Ok(thread)
     }
 
-    /// Starts the thread for a match this window joined: it shadows while this client is
-    /// among the first successors and takes the match over when its turn comes.
-    pub fn standby(game: Game, clock: Instant) -> std::io::Result<NodeThread> {
-        let start = move |_: &mpsc::Sender<Report>| {
-            Some(Start { game, successor: Successor::new(game), keep_alive: None, capture: None, watch: None })
+    /// Starts the thread for a match this window joins over `transport`, the window's player
+    /// saying `hello` to whichever host answers: it shadows while this client is among the
+    /// first successors and takes the match over when its turn comes.
+    pub fn join(
+        game: Game,
+        transport: Box<dyn Transport>,
+        hello: Hello,
+        config: ClientConfig,
+        clock: Instant,
+    ) -> std::io::Result<NodeThread> {
+        let start = move |shared: Arc<Shared>| {
+            let node = Node::playing(game, transport, ClientCore::new(hello, config));
+            Some(Turns { node, shared, capture: None, watch: None, _signal: None })
         };
-        NodeThread::spawn("vimp-standby", clock, start)
+        NodeThread::spawn(clock, start)
     }
 
     fn spawn(
-        name: &str,
         clock: Instant,
-        start: impl FnOnce(&mpsc::Sender<Report>) -> Option<Start> + Send + 'static,
+        start: impl FnOnce(Arc<Shared>) -> Option<Turns> + Send + 'static,
     ) -> std::io::Result<NodeThread> {
         let stop = Arc::new(AtomicBool::new(false));
         let shared = Arc::new(Shared::default());
         let (commands, rx) = mpsc::channel();
-        let (tx, reports) = mpsc::channel();
-        let (flag, figures) = (Arc::clone(&stop), Arc::clone(&shared));
-        let thread = std::thread::Builder::new().name(name.into()).spawn(move || {
-            if let Some(start) = start(&tx) {
-                run(start, &flag, &figures, &rx, &tx, clock);
+        let (flag, thread_shared) = (Arc::clone(&stop), Arc::clone(&shared));
+        let thread = std::thread::Builder::new().name("vimp-node".into()).spawn(move || {
+            if let Some(turns) = start(thread_shared) {
+                turns.run(&flag, &rx, clock);
             }
         })?;
-        Ok(NodeThread {
-            stop,
-            shared,
-            commands,
-            reports,
-            thread: Some(thread),
-            notes: Vec::new(),
-            promoting: false,
-            announced: false,
-            lobby: None,
-        })
+        Ok(NodeThread { stop, shared, commands, thread: Some(thread), lobby: None })
+    }
+
+    /// Runs `f` on the node at once (on its thread) and gives what it returned; `None` when the
+    /// thread is gone. The window waits for it: at most one turn of the node.
+    pub fn with_node<R: Send + 'static>(&self, f: impl FnOnce(&mut WindowNode) -> R + Send + 'static) -> Option<R> {
+        let (tx, rx) = mpsc::sync_channel(1);
+        let command: Command = Box::new(move |node, _| {
+            let _ = tx.send(f(node));
+        });
+        self.commands.send(command).ok()?;
+        rx.recv().ok()
+    }
+
+    /// The player leaves: its close frame goes to the host at once.
+    pub fn leave(&self) {
+        let (tx, rx) = mpsc::sync_channel(1);
+        let command: Command = Box::new(move |node, now| {
+            node.leave(now);
+            let _ = tx.send(());
+        });
+        if self.commands.send(command).is_ok() {
+            let _ = rx.recv();
+        }
+    }
+
+    /// What the node thread last published of the client and the node.
+    pub fn view(&self) -> std::sync::MutexGuard<'_, ClientView> {
+        self.shared.view.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// What came since the last call.
+    pub fn take(&self) -> Taken {
+        let mut inbox = self.shared.inbox.lock().unwrap_or_else(PoisonError::into_inner);
+        Taken {
+            changes: std::mem::take(&mut inbox.changes),
+            frames: std::mem::take(&mut inbox.frames).into(),
+            meta: std::mem::take(&mut inbox.meta),
+            chat: std::mem::take(&mut inbox.chat),
+            notes: std::mem::take(&mut inbox.notes),
+        }
     }
 
     /// Whether this process hosts the match now (one it made, or one it took over).
     pub fn is_hosting(&self) -> bool {
-        self.shared.hosting.load(Ordering::Relaxed)
+        self.view().hosting
     }
 
     /// Whether a shadow is kept (this client is among the first successors).
     pub fn is_shadowing(&self) -> bool {
-        self.shared.shadowing.load(Ordering::Relaxed)
+        self.view().shadowing
     }
 
-    /// Whether this process took the match over (or is doing so).
-    pub fn is_promoted(&self) -> bool {
-        self.promoting
+    /// This process's key in the mesh, once known.
+    pub fn local_id(&self) -> Option<PeerKey> {
+        self.view().local_id
     }
 
     /// Checkpoints received, shadow hash mismatches and shadowing errors so far.
     pub fn figures(&self) -> (u64, u64, u64) {
-        (
-            self.shared.checkpoints.load(Ordering::Relaxed),
-            self.shared.mismatches.load(Ordering::Relaxed),
-            self.shared.errors.load(Ordering::Relaxed),
-        )
+        self.view().figures
     }
 
-    /// One window frame: passes on what the host streamed and, when this client's turn
-    /// to take over has come and the shadow is there, hands the client over to the new
-    /// host on the thread. Nothing while this process hosts.
-    pub fn update(&mut self, client: &mut Client<Box<dyn Transport>>, now: Duration) {
-        if self.promoting || self.is_hosting() {
-            return;
-        }
-        let payloads = client.take_migration();
-        if !payloads.is_empty() {
-            let _ = self.commands.send(Command::Feed(payloads));
-        }
-        if self.shared.wants_checkpoint.load(Ordering::Relaxed) {
-            // At most one request per 250 ms goes out, however often this asks.
-            client.request_checkpoint();
-        }
-        if !self.announced && self.is_shadowing() {
-            self.announced = true;
-            bevy::log::info!("shadowing the host (first checkpoint in)");
-        }
-        if !client.takeover_due() || !self.is_shadowing() {
-            return;
-        }
-        let (host_end, player_end) = promoted_link(client);
-        if let Some(handover) = client.hand_over(Box::new(player_end)) {
-            // The feed sent before is applied first: the channel keeps order.
-            self.promoting = self.commands.send(Command::Promote(handover, host_end, now)).is_ok();
-        }
+    /// Asks the thread for the window's view of the host's world (its config's [`Capture`]),
+    /// or to stop making it.
+    pub fn want_capture(&self, on: bool) {
+        self.shared.capture_wanted.store(on, Ordering::Relaxed);
     }
 
-    /// What happened since the last call. When this process stopped hosting, the client
-    /// is put back on the mesh, after the host that took over, before this returns.
-    pub fn take_events(&mut self, client: &mut Client<Box<dyn Transport>>) -> Vec<NodeEvent> {
-        let mut events = Vec::new();
-        for report in self.reports.try_iter() {
-            match report {
-                Report::Event(event) => events.push(event),
-                Report::Retired(retired) => {
-                    events.push(Ok(SuccessorEvent::from(retired.why)));
-                    retired.rejoin(client);
-                    self.promoting = false;
-                    self.announced = false;
-                }
-                Report::Note(note) => self.notes.push(note),
-            }
-        }
-        events
-    }
-
-    /// What the host said about its map since the last call (after [`Self::take_events`]).
-    pub fn notes(&mut self) -> Vec<HostNote> {
-        std::mem::take(&mut self.notes)
-    }
-
-    /// Asks the thread for the window's view (its config's [`Capture`]), or to stop making it.
-    pub fn want_view(&self, on: bool) {
-        self.shared.view_wanted.store(on, Ordering::Relaxed);
-    }
-
-    /// A copy of the newest view, once asked for, when it is a `T`.
-    pub fn view<T: Clone + 'static>(&self) -> Option<T> {
-        let slot = self.shared.view.lock().unwrap_or_else(PoisonError::into_inner);
+    /// A copy of the newest capture, once asked for, when it is a `T`.
+    pub fn capture<T: Clone + 'static>(&self) -> Option<T> {
+        let slot = self.shared.capture.lock().unwrap_or_else(PoisonError::into_inner);
         slot.as_ref().and_then(|v| v.downcast_ref::<T>()).cloned()
     }
 
@@ -370,90 +439,141 @@ impl Drop for NodeThread {
     }
 }
 
-/// What the thread starts with: its successor (hosting or not), what must live as long as
-/// it, the view it captures and the map file it watches (a local match's).
-struct Start {
-    game: Game,
-    successor: Successor<Box<dyn Transport>>,
-    /// An embedded signalling server: friends still join by the code after the match went
-    /// to another host.
-    keep_alive: Option<SignalServer>,
+/// The thread's node, and what must live as long as it runs.
+struct Turns {
+    node: WindowNode,
+    shared: Arc<Shared>,
     capture: Option<Capture>,
     watch: Option<Watch>,
+    /// An embedded signalling server: friends still join by the code after the match went
+    /// to another host.
+    _signal: Option<SignalServer>,
 }
 
-/// The thread: host while the successor hosts, shadow otherwise; hand off when stopped
-/// while hosting.
-fn run(
-    start: Start,
-    stop: &AtomicBool,
-    shared: &Shared,
-    commands: &mpsc::Receiver<Command>,
-    reports: &mpsc::Sender<Report>,
-    clock: Instant,
-) {
-    let Start { game, mut successor, keep_alive: _signal, capture, mut watch } = start;
-    let (mut next_view, mut next_links) = (Instant::now(), Instant::now());
-    shared.publish(&successor);
-    while !stop.load(Ordering::Relaxed) {
-        if successor.server().is_some() {
-            successor.update_server(clock.elapsed());
-            if let Some(server) = successor.server_mut() {
-                for note in watch.as_mut().map(|w| w.poll(&game, server)).unwrap_or_default() {
-                    let _ = reports.send(Report::Note(note));
+impl Turns {
+    /// A turn of the node every millisecond, or at once when the window asks something (the
+    /// transport is polled, not waited on); while hosting, the watched map, the links and the
+    /// capture besides; after each turn what the window reads. When stopped while hosting,
+    /// hands the match off.
+    fn run(mut self, stop: &AtomicBool, commands: &mpsc::Receiver<Command>, clock: Instant) {
+        let (mut next_capture, mut next_links) = (Instant::now(), Instant::now());
+        let mut chat_seen = 0;
+        while !stop.load(Ordering::Relaxed) {
+            let now = clock.elapsed();
+            self.node.update(now);
+            let game = *self.node.game();
+            let links = self.node.links();
+            match self.node.server_mut() {
+                Some(server) => {
+                    let notes = self.watch.as_mut().map(|w| w.poll(&game, server)).unwrap_or_default();
+                    self.shared.inbox.lock().unwrap_or_else(PoisonError::into_inner).notes.extend(notes);
+                    if let Some(capture) = self.capture
+                        && self.shared.capture_wanted.load(Ordering::Relaxed)
+                        && Instant::now() >= next_capture
+                    {
+                        next_capture = Instant::now() + VIEW_INTERVAL;
+                        *self.shared.capture.lock().unwrap_or_else(PoisonError::into_inner) =
+                            capture(server.host_mut());
+                    }
+                    if Instant::now() >= next_links {
+                        next_links = Instant::now() + LINKS_INTERVAL;
+                        *self.shared.links.lock().unwrap_or_else(PoisonError::into_inner) = links;
+                    }
                 }
-                if Instant::now() >= next_links {
-                    next_links = Instant::now() + LINKS_INTERVAL;
-                    *shared.links.lock().unwrap_or_else(PoisonError::into_inner) = server.links();
-                }
-                if let Some(capture) = capture
-                    && shared.view_wanted.load(Ordering::Relaxed)
-                    && Instant::now() >= next_view
-                {
-                    next_view = Instant::now() + VIEW_INTERVAL;
-                    *shared.view.lock().unwrap_or_else(PoisonError::into_inner) = capture(server.host_mut());
+                None => {
+                    self.shared.links.lock().unwrap_or_else(PoisonError::into_inner).clear();
+                    *self.shared.capture.lock().unwrap_or_else(PoisonError::into_inner) = None;
                 }
             }
-            if let Some(retired) = successor.retire() {
-                shared.links.lock().unwrap_or_else(PoisonError::into_inner).clear();
-                *shared.view.lock().unwrap_or_else(PoisonError::into_inner) = None;
-                let _ = reports.send(Report::Retired(retired));
-                shared.publish(&successor);
+            publish(&mut self.node, &self.shared, now, &mut chat_seen);
+            let due = self.node.poll_timeout().map_or(TURN, |at| at.saturating_sub(clock.elapsed()));
+            match commands.recv_timeout(due.min(TURN)) {
+                Ok(command) => {
+                    let now = clock.elapsed();
+                    command(&mut self.node, now);
+                    for command in commands.try_iter() {
+                        command(&mut self.node, now);
+                    }
+                    self.node.send_now(now);
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
             }
-            std::thread::sleep(Duration::from_millis(1));
-            continue;
         }
-        match commands.recv_timeout(Duration::from_millis(10)) {
-            Ok(Command::Feed(payloads)) => successor.feed_all(payloads),
-            Ok(Command::Promote(handover, host_end, now)) => {
-                let event = successor.promote(handover, host_end, now);
-                let _ = reports.send(Report::Event(event.ok_or("no shadow to take the match over from".into())));
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) => continue,
-            Err(mpsc::RecvTimeoutError::Disconnected) => return,
+        // Friends play on: the match goes to the first successor, not a tick lost.
+        if self.node.hand_off(clock.elapsed()) {
+            crate::setup::linger();
         }
-        // After every command: a promoted successor has no shadow any more, so the window
-        // never hands its client over to a successor that cannot take the match.
-        shared.publish(&successor);
-    }
-    // Friends play on: the match goes to the first successor, not a tick lost.
-    if successor.hand_off(clock.elapsed()) {
-        crate::setup::linger();
     }
 }
 
-type Built = (PromotedServer<Box<dyn Transport>>, Option<SignalServer>, Option<(LobbyCode, String)>);
+/// Publishes what the window reads of `node` after a turn at `now`.
+fn publish(node: &mut WindowNode, shared: &Shared, now: Duration, chat_seen: &mut usize) {
+    let changes: Vec<RoleChange> = std::iter::from_fn(|| node.poll_change()).collect();
+    let (failure, local_id) = (node.transport().failure(), node.transport().local_id());
+    let host_path = node.client().and_then(ClientCore::host_peer).and_then(|h| node.transport().path(h));
+    let (hosting, shadowing) = (node.is_hosting(), node.is_shadowing());
+    let figures = (node.checkpoints(), node.mismatches(), node.errors().len() as u64);
+    let Some(client) = node.client_mut() else { return };
+    let frames = client.take_frames();
+    let meta = client.take_meta();
+    let chat = client.chat().get(*chat_seen..).unwrap_or_default().to_vec();
+    *chat_seen += chat.len();
+    {
+        let mut view = shared.view.lock().unwrap_or_else(PoisonError::into_inner);
+        let stats = client.stats();
+        if stats.configs != view.stats.configs || view.config.is_none() != client.config().is_none() {
+            view.config = client.config().cloned().map(Arc::new);
+            view.schema = client.schema().cloned().map(Arc::new);
+        }
+        if stats.snapshots != view.stats.snapshots || view.last_frame.is_none() {
+            view.last_frame = client.last_frame().cloned();
+        }
+        if view.welcome.as_ref() != client.welcome() {
+            view.welcome = client.welcome().cloned();
+        }
+        if view.closed.as_ref() != client.closed() {
+            view.closed = client.closed().cloned();
+        }
+        view.stats = stats.clone();
+        view.host_vote = client.host_vote();
+        view.may_call_change_host = client.may_call_change_host();
+        view.host_peer = client.host_peer();
+        view.host_path = host_path;
+        view.rtt_ms = client.rtt_ms();
+        view.server_offset_ms = client.server_time_ms(now).map(|ms| ms - now.as_secs_f64() * 1000.0);
+        view.linked_peers = client.linked_peers();
+        view.failure = failure;
+        (view.hosting, view.shadowing, view.figures, view.local_id) = (hosting, shadowing, figures, local_id);
+    }
+    if changes.is_empty() && frames.is_empty() && meta.is_empty() && chat.is_empty() {
+        return;
+    }
+    let mut inbox = shared.inbox.lock().unwrap_or_else(PoisonError::into_inner);
+    inbox.changes.extend(changes);
+    inbox.frames.extend(frames);
+    while inbox.frames.len() > MAX_QUEUED_FRAMES {
+        inbox.frames.pop_front();
+    }
+    inbox.meta.extend(meta);
+    inbox.chat.extend(chat);
+}
 
-/// Builds the match (map loaded, bots joined) and its server, on the node thread: over
-/// WebRTC and the in-memory link to the hosting player when online, over the link alone
-/// (with a mesh no one is on) when local.
-fn build(config: &HostConfig, host_end: MemoryTransport) -> anyhow::Result<Built> {
+type Built = (WindowNode, Option<SignalServer>, Option<(LobbyCode, String)>);
+
+/// Builds the match (map loaded, bots joined) and the node hosting it, with the window's
+/// player: over WebRTC when online, over a transport nobody joins when local.
+fn build(config: &HostConfig, hello: Hello) -> anyhow::Result<Built> {
     let (host, init) = crate::setup::new_match(&config.game, &config.map, config.bots, config.skill, config.seed)?;
     let mut keep_alive = None;
     let mut lobby = None;
     let mut password = None;
     let mesh: Box<dyn Transport> = match &config.online {
-        None => Box::new(MemoryTransport::new(HOST_PEER)),
+        // A local match's mesh has only this process on it, under a random key like a
+        // WebRTC peer's.
+        None => {
+            Box::new(MemoryTransport::new(PeerKey(u128::from_le_bytes(vimp_host::engine::server::fresh_token().0))))
+        }
         Some(online) => {
             let signal = match &online.signal {
                 Some(url) => url.trim_end_matches('/').to_owned(),
@@ -476,14 +596,11 @@ fn build(config: &HostConfig, host_end: MemoryTransport) -> anyhow::Result<Built
         password,
         client_config: (config.game.client_config)(&init),
         session: vimp_host::engine::server::session_config(&init.game),
-        // The hosting player lives in this process: it can never take the match over.
-        migration: vimp_host::engine::migration::MigrationConfig {
-            local_peers: vec![LOCAL_PEER],
-            ..Default::default()
-        },
         ..ServerConfig::default()
     };
-    Ok((Server::new(host, Joined::new(mesh, host_end), server_config), keep_alive, lobby))
+    let player = ClientCore::new(hello, ClientConfig::default());
+    let node = Node::hosting(config.game, mesh, ServerCore::new(host, server_config), Some(player));
+    Ok((node, keep_alive, lobby))
 }
 
 /// A watched map file.
@@ -500,7 +617,7 @@ impl Watch {
     }
 
     /// Loads the map when its file changed since the last look.
-    fn poll<T: Transport>(&mut self, game: &Game, server: &mut Server<T>) -> Vec<HostNote> {
+    fn poll(&mut self, game: &Game, server: &mut ServerCore) -> Vec<HostNote> {
         if Instant::now() < self.next {
             return Vec::new();
         }
@@ -516,7 +633,7 @@ impl Watch {
 
 /// Reads, validates and loads the map at `path`: the round restarts on it, and its warnings
 /// (if any) follow the note; on any error the match goes on on the map it had.
-pub fn reload<T: Transport>(game: &Game, server: &mut Server<T>, path: &std::path::Path) -> Vec<HostNote> {
+pub fn reload(game: &Game, server: &mut ServerCore, path: &std::path::Path) -> Vec<HostNote> {
     let label = path.display().to_string();
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
@@ -533,7 +650,7 @@ pub fn reload<T: Transport>(game: &Game, server: &mut Server<T>, path: &std::pat
 }
 
 /// The warnings of the map `server` plays ([`Game::map_warnings`]), if it has any.
-fn warnings_of<T: Transport>(game: &Game, server: &mut Server<T>) -> Option<HostNote> {
+fn warnings_of(game: &Game, server: &mut ServerCore) -> Option<HostNote> {
     let map = server.host().world().resource::<vimp_host::engine::mapstate::MapState>().config.clone()?;
     let warnings = (game.map_warnings)(&map).ok()?;
     (!warnings.is_empty()).then(|| HostNote::MapWarnings(warnings.iter().map(ToString::to_string).collect()))

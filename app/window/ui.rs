@@ -10,7 +10,6 @@ use vimp_netcode::meta::{ListRequest, TechInform};
 
 use crate::window::graph::Series;
 use crate::window::input::{RESERVED, key_from_name, key_name};
-use crate::window::node::NodeThread;
 use crate::window::{ActiveMatch, MatchKind, MatchRequest, Screen, SettingsStore};
 
 /// Adds the menus, the HUD and the game keys.
@@ -385,7 +384,7 @@ fn match_ui(
     });
 
     // The lobby code when hosting, with who is here.
-    if let Some((code, url)) = m.node.as_ref().and_then(|h| h.lobby.clone()) {
+    if let Some((code, url)) = m.node.lobby.clone() {
         egui::Area::new(egui::Id::new("lobby")).anchor(egui::Align2::RIGHT_TOP, [-12.0, 12.0]).show(ctx, |area| {
             egui::Frame::popup(area.style()).show(area, |area| {
                 area.label("lobby code");
@@ -493,7 +492,8 @@ fn match_ui(
     }
 
     // The engine's `@changeHost` vote: between the players, the host does not see it.
-    if let Some(vote) = m.client.host_vote() {
+    let vote = m.client().host_vote().cloned();
+    if let Some(vote) = vote {
         let mut answer = None;
         egui::Window::new("@changeHost")
             .title_bar(false)
@@ -525,7 +525,7 @@ fn match_ui(
                 }
             });
         if let Some(yes) = answer {
-            m.client.answer_change_host(yes);
+            m.answer_change_host(yes);
         }
     }
 
@@ -594,40 +594,38 @@ fn match_ui(
                 plot(w, &m.graph.points(series), series.label(), m.graph.current(series));
             }
             w.label(format!("corrections {}  divergences {}", m.graph.total_corrections, m.graph.total_divergences));
-            let stats = m.client.stats();
+            let stats = m.client().stats().clone();
             w.label(format!("host epoch {}  host changes {}", stats.host_epoch, stats.migrations));
             // How the link to the host goes; nothing for a host in this process.
-            if let Some(path) = m.client.host_peer().and_then(|host| m.client.transport().path(host)) {
-                let rtt = m.client.rtt_ms().map_or_else(String::new, |ms| format!(", round trip {ms:.0} ms"));
+            if let Some(path) = m.host_path() {
+                let rtt = m.client().rtt_ms().map_or_else(String::new, |ms| format!(", round trip {ms:.0} ms"));
                 w.label(format!("link to the host: {}{rtt}", path.as_str()));
             }
             // Hosting: how each friend's link goes.
-            for link in m.node.as_ref().map(NodeThread::links).unwrap_or_default() {
+            for link in m.node.links() {
                 let path = link.path.map_or("?", vimp_netcode::transport::LinkPath::as_str);
                 let rtt = link.rtt_ms.map_or_else(String::new, |ms| format!(", round trip {ms:.0} ms"));
                 w.label(format!("link to {}: {path}{rtt}", link.nickname));
             }
-            if let Some(node) = &m.node {
-                let (checkpoints, mismatches, errors) = node.figures();
-                let role = match (node.is_hosting() || node.is_promoted(), node.is_shadowing()) {
-                    (true, _) => "hosting",
-                    (false, true) => "shadowing",
-                    (false, false) => "not a successor",
-                };
-                w.label(format!("node: {role}  checkpoints {checkpoints}  mismatches {mismatches}  errors {errors}"));
-            }
+            let (checkpoints, mismatches, errors) = m.node.figures();
+            let role = match (m.node.is_hosting(), m.node.is_shadowing()) {
+                (true, _) => "hosting",
+                (false, true) => "shadowing",
+                (false, false) => "not a successor",
+            };
+            w.label(format!("node: {role}  checkpoints {checkpoints}  mismatches {mismatches}  errors {errors}"));
         });
     }
 
     // The black screen, or the end of the session.
     let failed = m.joining.as_ref().and_then(|j| j.failure.as_ref());
-    let blackout = match (&m.tech, m.client.closed()) {
+    let blackout = match (&m.tech, m.client().closed()) {
         (_, Some((code, reason))) => Some(format!("disconnected: {reason} ({code})")),
-        _ if m.client.welcome().is_none() && failed.is_some() => {
+        _ if m.client().welcome().is_none() && failed.is_some() => {
             failed.map(|f| format!("could not join: {}", f.reason))
         }
         (Some(TechInform::Show { code, params }), None) => Some(crate::tanks::hud::tech_text(*code, params.as_deref())),
-        _ if m.client.welcome().is_none() => {
+        _ if m.client().welcome().is_none() => {
             Some(if now.as_secs() < 1 { String::new() } else { "connecting…".to_owned() })
         }
         _ => None,
@@ -639,7 +637,7 @@ fn match_ui(
                 p.vertical_centered(|p| {
                     p.add_space(p.available_height() / 2.0 - 40.0);
                     p.label(egui::RichText::new(text).size(28.0).color(egui::Color32::WHITE));
-                    if (m.client.closed().is_some() || failed.is_some()) && p.button("Back to the menu").clicked() {
+                    if (m.client().closed().is_some() || failed.is_some()) && p.button("Back to the menu").clicked() {
                         leave = true;
                     }
                 });
@@ -668,10 +666,10 @@ fn match_ui(
                 }
                 // Only players the host lists as successors vote: not spectators, not
                 // the hosting player.
-                if w.add_enabled(m.client.may_call_change_host(), egui::Button::new("Vote to change the host"))
+                if w.add_enabled(m.client().may_call_change_host(), egui::Button::new("Vote to change the host"))
                     .clicked()
                 {
-                    m.client.call_change_host();
+                    m.call_change_host();
                     ui.paused = false;
                 }
                 if w.button("Leave the match").clicked() {

@@ -28,14 +28,14 @@ const STEP: Duration = Duration::from_millis(5);
 const KEYS: [&str; 6] = ["forward", "left", "fire", "right", "back", "gunLeft"];
 
 /// A successor: its client, its shadow and the time spent feeding it.
-struct Successor {
+struct Shadowing {
     client: Client<MemoryTransport>,
     shadow: Option<Shadow>,
     replay: Duration,
     errors: u64,
 }
 
-impl Successor {
+impl Shadowing {
     fn feed(&mut self) {
         let start = Instant::now();
         for payload in self.client.take_migration() {
@@ -71,7 +71,7 @@ fn main() {
     let server_config =
         ServerConfig { client_config: vimp_host::tanks::client_config(&config), ..ServerConfig::default() };
     let mut server = Server::new(host, MemoryTransport::new(PeerKey(1000)), server_config);
-    let mut successors: Vec<Successor> = [20, 40]
+    let mut successors: Vec<Shadowing> = [20, 40]
         .into_iter()
         .enumerate()
         .map(|(i, ms)| {
@@ -83,7 +83,7 @@ fn main() {
                 .seed(i as u64 + 1);
             MemoryTransport::connect(&mut t, server.transport_mut(), link);
             let hello = Hello::new(format!("p{i}"), "bench");
-            Successor { client: Client::new(t, hello), shadow: None, replay: Duration::ZERO, errors: 0 }
+            Shadowing { client: Client::new(t, hello), shadow: None, replay: Duration::ZERO, errors: 0 }
         })
         .collect();
     // A full mesh: a successor must reach every other peer to be listed.

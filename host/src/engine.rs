@@ -8,8 +8,9 @@
 //! - [`snapshot`]: rows in, a packed v5 frame per receiver out;
 //! - [`state`] and [`dump`]: mid-round dumps and their container;
 //! - [`roster`] and [`server`]: slots, tokens and resume; the host on the network;
-//! - [`migration`]: the log, checkpoints and the successor's shadow; [`successor`]: a client's
-//!   readiness to take the match over, and the promotion, step-down and handoff sequences;
+//! - [`migration`]: the log, checkpoints and the successor's shadow;
+//! - [`node`]: one per process — the transport, the player's client and the role (following,
+//!   shadowing, hosting), and every change of role: promotion, step-down, handoff;
 //! - [`nav`]: navigation (routes, sight, corridors, soft obstacles), rays and the spatial grid;
 //! - [`sim`]: what all of them share (the tick, the fixed clock, the match's random numbers,
 //!   the engine settings, the tick's stages);
@@ -25,6 +26,7 @@ pub mod mapstate;
 pub mod meta;
 pub mod migration;
 pub mod nav;
+pub mod node;
 pub mod physics;
 pub mod players;
 pub mod rng;
@@ -34,5 +36,4 @@ pub mod server;
 pub mod sim;
 pub mod snapshot;
 pub mod state;
-pub mod successor;
 pub mod tags;

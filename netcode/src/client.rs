@@ -11,9 +11,9 @@
 //! hands it what the transport reported ([`ClientCore::handle`]), runs its timers
 //! ([`ClientCore::handle_timeout`], due again at [`ClientCore::poll_timeout`]), sends what it
 //! gives ([`ClientCore::poll_transmit`]) and hears what changed ([`ClientCore::poll_event`]).
-//! [`Client`] is that driver over a [`Transport`], and what moves a transport when the host
-//! changes ([`Client::hand_over`], [`Client::step_down`], [`Client::follow_handoff`]) is its
-//! only business: the core just changes whom it follows.
+//! [`Client`] is that driver over a [`Transport`]. When the host changes, the core changes
+//! whom it follows ([`ClientCore::follow_own_host`], [`ClientCore::step_down`],
+//! [`ClientCore::follow_handoff`]); no transport moves.
 //!
 //! Host migration: the client keeps the host's newest [`Succession`] list
 //! ([`ClientCore::succession`]) and, when it is one of the first successors, queues the
@@ -29,9 +29,9 @@
 //! its link dropping, or its `HANDOFF` means the host is lost. From then on:
 //!
 //! - the successor whose turn it is ([`ClientCore::takeover_due`]: the `k`-th successor still
-//!   linked waits `k` timeouts, a handed-off one none) promotes its shadow and gives its
-//!   transport to the new host with [`Client::hand_over`]; the client itself resumes over
-//!   the in-process link it gets in exchange;
+//!   linked waits `k` timeouts, a handed-off one none) promotes its shadow, and its client
+//!   follows that new host in its own process ([`ClientCore::follow_own_host`]), which it
+//!   reaches under its own mesh key;
 //! - every other client waits for a `CLAIM` ([`Claim`]) from a peer of the succession list
 //!   that beats the host it follows by `(epoch, −rank)`, opens a new session to it with its
 //!   session token and sends again every recent input the new host has not applied
@@ -41,12 +41,12 @@
 //! # Two hosts at once, and the process that hosted
 //!
 //! Two successors may claim at the same epoch (both promoted at once). The loser's
-//! server notices the better claim ([`Claim::beats`]); its process stops it, takes the
-//! mesh transport back and calls [`Client::step_down`]: the client it had handed over to
-//! its own server goes back onto the mesh and follows the winner with its token, like any
-//! client that hears a better claim. A process whose server handed the match off (a
-//! graceful quit, or the `@changeHost` vote below) does the same with
-//! [`Client::follow_handoff`]: its player waits for the successor's claim on the mesh.
+//! server notices the better claim ([`Claim::beats`]); its process stops it and calls
+//! [`ClientCore::step_down`]: the client that followed its own server goes back to the mesh
+//! peers and follows the winner with its token, like any client that hears a better claim.
+//! A process whose server handed the match off (a graceful quit, or the `@changeHost` vote
+//! below) does the same with [`ClientCore::follow_handoff`]: its player waits for the
+//! successor's claim.
 //!
 //! # The `@changeHost` vote
 //!
@@ -146,6 +146,8 @@ pub struct ClientStats {
     pub first_snapshot_at: Option<Duration>,
     /// Snapshot frames decoded.
     pub snapshots: u64,
+    /// Match configs received (`CONFIG_DATA`).
+    pub configs: u32,
     /// Frames that did not decode.
     pub bad_snapshots: u64,
     /// Bytes received.
@@ -178,7 +180,7 @@ pub struct ClientStats {
     /// Times the host went silent past the timeout and then spoke again before anyone took over.
     pub stalls_survived: u64,
     /// Times this client's process stopped hosting and the client went back onto the mesh
-    /// ([`Client::step_down`], [`Client::follow_handoff`]).
+    /// ([`ClientCore::step_down`], [`ClientCore::follow_handoff`]).
     pub step_downs: u32,
     /// `@changeHost` votes this client called or took part in.
     pub host_votes: u32,
@@ -207,12 +209,10 @@ impl Default for ClientConfig {
     }
 }
 
-/// What [`Client::hand_over`] gives the process that takes the match over.
-#[derive(Debug)]
-pub struct Handover<T> {
-    /// The mesh transport, for the new host.
-    pub transport: T,
-    /// The peers it is linked to (their links are open already: the new host greets them).
+/// What [`ClientCore::follow_own_host`] gives the process that takes the match over.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Handover {
+    /// The mesh peers linked (their links are open already: the new host greets them).
     pub peers: Vec<PeerKey>,
     /// The lost host's epoch (the new host's is one more).
     pub epoch: u32,
@@ -354,7 +354,7 @@ impl ClientCore {
     /// Whether it is this client's turn to take the match over: the host is lost, this
     /// client is in the succession list, and every successor still linked ahead of it had
     /// a [`ClientConfig::host_timeout`] each to claim (a handed-off successor goes at once).
-    /// Whoever can (it keeps a shadow) promotes it and calls [`Client::hand_over`].
+    /// Whoever can (it keeps a shadow) promotes it and calls [`ClientCore::follow_own_host`].
     pub fn takeover_due(&self) -> bool {
         let (Some(lost), Some(me)) = (&self.lost, self.me) else { return false };
         let mut order: Vec<PeerKey> = lost.handoff_to.into_iter().collect();
@@ -364,10 +364,12 @@ impl ClientCore {
         self.now >= lost.at + self.settings.host_timeout * k as u32
     }
 
-    /// Gives the mesh transport to the new host this process runs and re-targets the client
-    /// onto `local`, a link to that host: the client says hello there with its token and
-    /// sends its recent inputs again. `None` (and nothing changes) before a welcome.
-    fn hand_over(&mut self) -> Option<(Vec<PeerKey>, u32, u8)> {
+    /// This process takes the match over: the client follows the new host its own process
+    /// runs, which it reaches under its own mesh key (its driver routes what goes there to
+    /// that host, and back). It says hello there with its token and sends its recent inputs
+    /// again. Gives what the new host needs of the mesh; `None` (and nothing changes) before a
+    /// welcome.
+    pub fn follow_own_host(&mut self) -> Option<Handover> {
         let token = self.welcome.as_ref()?.token;
         let epoch = self.following.0;
         let me = self.me;
@@ -390,24 +392,16 @@ impl ClientCore {
         self.following = (epoch + 1, rank);
         self.resuming = Some(Resuming { lost_at, last_time_ms });
         self.resume_tick = None;
-        Some((peers, epoch, rank))
+        Some(Handover { peers, epoch, rank })
     }
 
-    /// This process's server lost to a better claim — `winner`'s, `claim` (the server's
-    /// `superseded()`) — and was stopped: the client, handed over to that server's in-process
-    /// link by [`Client::hand_over`], goes back onto `mesh` (the server's mesh transport, links
-    /// open), linked to `peers` (the server's peers; this client's own in-process ends are
-    /// left out), says hello to the winner with its token and sends again the inputs the
-    /// winner has not applied. Returns the in-process link, for the caller to drop. Before a
-    /// welcome only the transports are swapped.
-    fn step_down(
-        &mut self,
-        inner: Option<PeerKey>,
-        peers: impl IntoIterator<Item = PeerKey>,
-        winner: PeerKey,
-        claim: Claim,
-    ) {
-        self.rejoin_mesh(inner, peers);
+    /// This process's host lost to a better claim — `winner`'s, `claim` (the server's
+    /// `superseded()`) — and was stopped: the client, which followed it
+    /// ([`Self::follow_own_host`]), goes back to the mesh peers linked, `peers` (the server's),
+    /// says hello to the winner with its token and sends again the inputs the winner has not
+    /// applied. Before a welcome only the peers change.
+    pub fn step_down(&mut self, peers: impl IntoIterator<Item = PeerKey>, winner: PeerKey, claim: Claim) {
+        self.rejoin_mesh(peers);
         let Some(token) = self.welcome.as_ref().map(|w| w.token) else { return };
         let now = self.now;
         self.lost = None;
@@ -417,13 +411,12 @@ impl ClientCore {
         self.host = Some((winner, ClientSession::new(ClientSessionConfig::new(self.hello.clone()), now)));
     }
 
-    /// This process's server handed the match off to `to` (the server's `handed_off()`: a
-    /// graceful quit, or the `@changeHost` vote) and was stopped: the client, on that
-    /// server's in-process link, goes back onto `mesh` linked to `peers` (as for
-    /// [`Client::step_down`]) and, the host lost, waits for `to`'s claim like every other
-    /// client (the successor greets this process's mesh peer too). Returns the in-process link.
-    fn follow_handoff(&mut self, inner: Option<PeerKey>, peers: impl IntoIterator<Item = PeerKey>, to: PeerKey) {
-        self.rejoin_mesh(inner, peers);
+    /// This process's host handed the match off to `to` (the server's `handed_off()`: a
+    /// graceful quit, or the `@changeHost` vote) and was stopped: the client goes back to the
+    /// mesh peers linked, `peers` (as for [`Self::step_down`]), and, the host lost, waits for
+    /// `to`'s claim like every other client (the successor greets this process too).
+    pub fn follow_handoff(&mut self, peers: impl IntoIterator<Item = PeerKey>, to: PeerKey) {
+        self.rejoin_mesh(peers);
         let now = self.now;
         let old = self.host.take().map(|(p, _)| p);
         match self.lost.as_mut() {
@@ -447,11 +440,11 @@ impl ClientCore {
         }
     }
 
-    /// Back on the mesh (its driver swapped the in-process link, whose key was `inner`, for
-    /// it), linked to `peers` (see [`Client::step_down`]).
-    fn rejoin_mesh(&mut self, inner: Option<PeerKey>, peers: impl IntoIterator<Item = PeerKey>) {
+    /// Back among the mesh peers linked, `peers` (this process's own key left out), after
+    /// following this process's own host.
+    fn rejoin_mesh(&mut self, peers: impl IntoIterator<Item = PeerKey>) {
         let own = self.me;
-        self.peers = peers.into_iter().filter(|p| Some(*p) != own && Some(*p) != inner).collect();
+        self.peers = peers.into_iter().filter(|p| Some(*p) != own).collect();
         self.candidates.clear();
         self.searching = false;
         self.checkpoints = CheckpointAssembler::new();
@@ -1015,6 +1008,7 @@ impl ClientCore {
                     self.keys = serde_json::from_value(config["game"]["playerKeys"].clone()).ok();
                 }
                 self.config = Some(config);
+                self.stats.configs += 1;
             }
             ClientEvent::Meta { port: op::CHAT_DATA, payload } => {
                 if let Ok(line) = serde_json::from_slice(&payload) {
@@ -1168,9 +1162,9 @@ impl ClientCore {
 
 /// A [`ClientCore`] driven over a transport `T`: [`Client::update`] polls the transport,
 /// hands its events to the core, runs the core's timers and sends what the core gives.
-/// Every [`ClientCore`] method is reachable through it (it dereferences to its core); what
-/// moves a transport — taking the match over ([`Client::hand_over`]), stepping down, following
-/// a handoff — is here, and the core only changes whom it follows.
+/// Every [`ClientCore`] method is reachable through it (it dereferences to its core). A
+/// client that can take the match over is driven by its process's node instead (the host
+/// crate's `engine::node`), which holds the one transport whatever the role.
 pub struct Client<T: Transport> {
     core: ClientCore,
     transport: T,
@@ -1254,42 +1248,6 @@ impl<T: Transport> Client<T> {
         let answered = self.core.answer_change_host(yes);
         self.send(self.core.now);
         answered
-    }
-
-    /// Gives the mesh transport to the new host this process runs and re-targets the client
-    /// onto `local`, a link to that host: the client says hello there with its token and
-    /// sends its recent inputs again. `None` (and nothing changes) before a welcome.
-    pub fn hand_over(&mut self, local: T) -> Option<Handover<T>> {
-        let (peers, epoch, rank) = self.core.hand_over()?;
-        let transport = std::mem::replace(&mut self.transport, local);
-        self.core.set_local_id(self.transport.local_id());
-        Some(Handover { transport, peers, epoch, rank })
-    }
-
-    /// This process's server lost to a better claim — `winner`'s, `claim` (the server's
-    /// `superseded()`) — and was stopped: the client, handed over to that server's in-process
-    /// link by [`Client::hand_over`], goes back onto `mesh` (the server's mesh transport, links
-    /// open), linked to `peers` (the server's peers; this client's own in-process ends are
-    /// left out), says hello to the winner with its token and sends again the inputs the
-    /// winner has not applied. Returns the in-process link, for the caller to drop. Before a
-    /// welcome only the transports are swapped.
-    pub fn step_down(&mut self, mesh: T, peers: impl IntoIterator<Item = PeerKey>, winner: PeerKey, claim: Claim) -> T {
-        let local = std::mem::replace(&mut self.transport, mesh);
-        self.core.set_local_id(self.transport.local_id());
-        self.core.step_down(local.local_id(), peers, winner, claim);
-        local
-    }
-
-    /// This process's server handed the match off to `to` (the server's `handed_off()`: a
-    /// graceful quit, or the `@changeHost` vote) and was stopped: the client, on that
-    /// server's in-process link, goes back onto `mesh` linked to `peers` (as for
-    /// [`Client::step_down`]) and, the host lost, waits for `to`'s claim like every other
-    /// client (the successor greets this process's mesh peer too). Returns the in-process link.
-    pub fn follow_handoff(&mut self, mesh: T, peers: impl IntoIterator<Item = PeerKey>, to: PeerKey) -> T {
-        let local = std::mem::replace(&mut self.transport, mesh);
-        self.core.set_local_id(self.transport.local_id());
-        self.core.follow_handoff(local.local_id(), peers, to);
-        local
     }
 }
 

@@ -9,8 +9,7 @@
 //! delivery schedule, byte for byte.
 //!
 //! The ends share their state behind an `Arc<Mutex<…>>`, so an end can move to another
-//! thread: the embedded host runs on its own thread and the hosting player's client talks
-//! to it through this link, exactly like a remote client.
+//! thread: a test can run each peer of an in-memory mesh on a thread of its own.
 //!
 //! # The conditioner
 //!

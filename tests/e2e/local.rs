@@ -53,7 +53,7 @@ fn a_local_match_plays_on_the_embedded_host_and_its_map_reloads_on_save() {
     let limit = Duration::from_secs(20);
 
     until(&mut m, limit, "welcome, map, panel and frames", |m| {
-        m.client.welcome().is_some() && m.map.is_some() && m.panel.contains_key("h") && !m.sample.hot.is_empty()
+        m.client().welcome().is_some() && m.map.is_some() && m.panel.contains_key("h") && !m.sample.hot.is_empty()
     });
     assert_eq!(m.map.as_ref().unwrap().name, "Test small");
     until(&mut m, limit, "the stat table with the player and 2 bots", |m| m.stat.rows.len() == 3);
@@ -62,10 +62,10 @@ fn a_local_match_plays_on_the_embedded_host_and_its_map_reloads_on_save() {
     assert_eq!(name_of(&m).as_deref(), Some("Designer"));
 
     // Driving moves the tank on the host (the player block comes back changed).
-    let start = m.client.last_frame().and_then(|f| f.player).expect("a player block").state;
+    let start = m.client().last_frame().and_then(|f| f.player).expect("a player block").state;
     m.key(KeyAction::Down, "forward");
     until(&mut m, limit, "the tank to move", |m| {
-        m.client.last_frame().and_then(|f| f.player).is_some_and(|p| {
+        m.client().last_frame().and_then(|f| f.player).is_some_and(|p| {
             let (dx, dy) = (p.state[0] - start[0], p.state[1] - start[1]);
             (dx * dx + dy * dy).sqrt() > 20.0
         })
@@ -84,8 +84,8 @@ fn a_local_match_plays_on_the_embedded_host_and_its_map_reloads_on_save() {
     let errors = m.map_error.clone().unwrap();
     assert!(errors.contains("tileSize"), "the error names the field: {errors}");
     assert_eq!(m.map_version, version, "the old map stays");
-    let seq = m.client.last_frame().map(|f| f.seq).unwrap();
-    until(&mut m, limit, "frames on the old map", |m| m.client.last_frame().is_some_and(|f| f.seq > seq + 10));
+    let seq = m.client().last_frame().map(|f| f.seq).unwrap();
+    until(&mut m, limit, "frames on the old map", |m| m.client().last_frame().is_some_and(|f| f.seq > seq + 10));
 
     // Fixed and renamed: it loads, the round restarts on it, and the errors go away.
     rewrite(&path, &good.replace("\"Test small\"", "\"Test small v2\""));

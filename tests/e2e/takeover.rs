@@ -46,9 +46,9 @@ impl Table {
             .into_iter()
             .map(|(name, transport)| {
                 let hello = MatchState::hello(name, None, false);
-                let mut m = MatchState::new(Box::new(transport), None, clock, hello, format!("{name}'s window"));
-                m.node = Some(NodeThread::standby(vimp::GAME, clock).expect("the node thread starts"));
-                m
+                let node = NodeThread::join(vimp::GAME, Box::new(transport), hello, Default::default(), clock)
+                    .expect("the node thread starts");
+                MatchState::new(node, clock, format!("{name}'s window"))
             })
             .collect();
         Table { clock, host: Some(server), windows }
@@ -76,19 +76,19 @@ impl Table {
 impl Table {
     /// Every window gets 60 more snapshots, in its own slot (`ids`), still connected.
     fn plays_on(&mut self, limit: Duration, ids: &[u32]) {
-        let snapshots: Vec<u64> = self.windows.iter().map(|m| m.client.stats().snapshots).collect();
+        let snapshots: Vec<u64> = self.windows.iter().map(|m| m.client().stats().snapshots).collect();
         self.until(limit, "60 more snapshots in every window", |t| {
-            t.windows.iter().zip(&snapshots).all(|(m, before)| m.client.stats().snapshots > before + 60)
+            t.windows.iter().zip(&snapshots).all(|(m, before)| m.client().stats().snapshots > before + 60)
         });
         for (i, m) in self.windows.iter().enumerate() {
             assert_eq!(m.player_id(), Some(ids[i]), "window {i} kept its slot");
-            assert!(m.client.closed().is_none(), "window {i}: {:?}", m.client.closed());
+            assert!(m.client().closed().is_none(), "window {i}: {:?}", m.client().closed());
         }
     }
 }
 
 fn shadowing(m: &MatchState) -> bool {
-    m.node.as_ref().is_some_and(NodeThread::is_shadowing)
+    m.node.is_shadowing()
 }
 
 fn score_row(m: &MatchState) -> Option<Vec<String>> {
@@ -112,7 +112,7 @@ fn a_window_takes_the_match_over_on_its_own_thread_and_hands_it_on_when_it_leave
     table.host = None;
     table.until(limit, "one window hosting and both following it", |t| {
         t.windows.iter().filter(|m| m.promoted.is_some()).count() == 1
-            && t.windows.iter().all(|m| m.client.stats().host_epoch == 2 && m.client.stats().migrations == 1)
+            && t.windows.iter().all(|m| m.client().stats().host_epoch == 2 && m.client().stats().migrations == 1)
     });
     let new_host = table.windows.iter().position(|m| m.promoted.is_some()).unwrap();
     let other = 1 - new_host;
@@ -136,7 +136,7 @@ fn a_window_takes_the_match_over_on_its_own_thread_and_hands_it_on_when_it_leave
     leaving.leave();
     drop(leaving);
     table.until(limit, "the other window hosting at epoch 3", |t| {
-        t.windows[0].promoted.is_some_and(|(_, epoch)| epoch == 3) && t.windows[0].client.stats().host_epoch == 3
+        t.windows[0].promoted.is_some_and(|(_, epoch)| epoch == 3) && t.windows[0].client().stats().host_epoch == 3
     });
     table.plays_on(limit, &[ids[other]]);
 }
@@ -151,18 +151,18 @@ fn the_players_vote_the_host_away_twice_and_no_tick_is_lost() {
     let ids: Vec<u32> = table.windows.iter().map(|m| m.player_id().unwrap()).collect();
 
     // ann calls the vote (her own yes), bob says yes too: 2 of 2.
-    assert!(table.windows[0].client.may_call_change_host());
-    assert!(table.windows[0].client.call_change_host().is_some());
-    table.until(limit, "bob sees the vote", |t| t.windows[1].client.host_vote().is_some());
-    let vote = table.windows[1].client.host_vote().unwrap();
+    assert!(table.windows[0].client().may_call_change_host());
+    assert!(table.windows[0].call_change_host().is_some());
+    table.until(limit, "bob sees the vote", |t| t.windows[1].client().host_vote().is_some());
+    let vote = table.windows[1].client().host_vote().cloned().unwrap();
     assert_eq!((vote.yes, vote.electorate, vote.answer), (1, 2, None));
-    assert!(!table.windows[1].client.may_call_change_host(), "one vote at a time");
-    assert!(table.windows[1].client.answer_change_host(true));
+    assert!(!table.windows[1].client().may_call_change_host(), "one vote at a time");
+    assert!(table.windows[1].answer_change_host(true));
     table.until(limit, "the host handing the match off", |t| t.host.as_ref().is_some_and(|h| h.handed_off().is_some()));
     let last_tick = table.host.as_ref().unwrap().host().tick();
     table.until(limit, "one window hosting from the host's last tick, both following it", |t| {
         t.windows.iter().filter(|m| m.promoted.is_some()).count() == 1
-            && t.windows.iter().all(|m| m.client.stats().host_epoch == 2)
+            && t.windows.iter().all(|m| m.client().stats().host_epoch == 2)
     });
     let new_host = table.windows.iter().position(|m| m.promoted.is_some()).unwrap();
     let other = 1 - new_host;
@@ -172,18 +172,18 @@ fn the_players_vote_the_host_away_twice_and_no_tick_is_lost() {
     // Now the other one votes the window that hosts away: alone in the electorate (the
     // hosting player votes not), its yes is a majority.
     table.until(limit, "the other window listed as the new host's successor", |t| {
-        t.windows[other].client.may_call_change_host() && shadowing(&t.windows[other])
+        t.windows[other].client().may_call_change_host() && shadowing(&t.windows[other])
     });
-    assert!(!table.windows[new_host].client.may_call_change_host(), "the hosting player does not vote");
-    assert!(table.windows[other].client.call_change_host().is_some());
+    assert!(!table.windows[new_host].client().may_call_change_host(), "the hosting player does not vote");
+    assert!(table.windows[other].call_change_host().is_some());
     table.until(limit, "the other window hosting at epoch 3 and the first one following it", |t| {
         t.windows[other].promoted.is_some_and(|(_, epoch)| epoch == 3)
             && t.windows[new_host].promoted.is_none()
-            && t.windows.iter().all(|m| m.client.stats().host_epoch == 3)
+            && t.windows.iter().all(|m| m.client().stats().host_epoch == 3)
     });
     table.plays_on(limit, &ids);
     for (i, m) in table.windows.iter().enumerate() {
-        let rewind = m.client.stats().rewind_ms.unwrap_or(0.0);
+        let rewind = m.client().stats().rewind_ms.unwrap_or(0.0);
         assert_eq!(rewind, 0.0, "window {i}: no game time lost to a vote");
     }
 }

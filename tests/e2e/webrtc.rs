@@ -574,7 +574,7 @@ fn the_window_says_why_a_join_cannot_get_in() {
     let f = failure(&mut m, vimp::window::net::Joining::TIMEOUT);
     assert_eq!(f.code, 4, "{f:?}");
     assert!(f.reason.contains("no host in room K7M-P2Q"), "{f:?}");
-    assert!(m.client.welcome().is_none());
+    assert!(m.client().welcome().is_none());
 }
 
 /// A window hosting friends online is a player like the others once they vote it away: its
@@ -585,7 +585,6 @@ fn the_players_vote_a_window_host_away_and_its_player_follows() {
     if !in_own_netns("webrtc::the_players_vote_a_window_host_away_and_its_player_follows") {
         return;
     }
-    use vimp::window::node::HOST_PEER;
     use vimp::window::settings::Settings;
     use vimp::window::{MatchKind, start_match};
     let signal = Proc::spawn(&["signal", "--bind", "127.0.0.1:0", "--stun-bind", "127.0.0.1:0"]);
@@ -612,7 +611,7 @@ fn the_players_vote_a_window_host_away_and_its_player_follows() {
         }
     };
     until(&mut m, Duration::from_secs(30), "the window's player in its own match", &|m| {
-        m.client.welcome().is_some() && m.node.as_ref().is_some_and(|n| n.is_hosting())
+        m.client().welcome().is_some() && m.node.is_hosting()
     });
     let me = m.player_id();
     let join = |name: &str, vote: &[&str]| {
@@ -624,17 +623,17 @@ fn the_players_vote_a_window_host_away_and_its_player_follows() {
     let ann = join("ann", &["--call-change-host", "6"]);
     let bob = join("bob", &["--change-host-answer", "yes"]);
     until(&mut m, Duration::from_secs(40), "the window following the host the players chose", &|m| {
-        m.client.stats().migrations >= 1
-            && m.client.host_peer().is_some_and(|p| p != HOST_PEER)
-            && m.node.as_ref().is_some_and(|n| !n.is_hosting())
+        m.client().stats().migrations >= 1
+            && m.client().host_peer().is_some_and(|p| Some(p) != m.node.local_id())
+            && !m.node.is_hosting()
     });
     assert!(m.title.contains("voted for another host"), "{}", m.title);
     assert_eq!(m.player_id(), me, "the window's player kept its slot");
-    let before = m.client.stats().snapshots;
+    let before = m.client().stats().snapshots;
     until(&mut m, Duration::from_secs(20), "60 snapshots from the new host", &|m| {
-        m.client.stats().snapshots > before + 60
+        m.client().stats().snapshots > before + 60
     });
-    assert!(m.client.closed().is_none(), "{:?}", m.client.closed());
+    assert!(m.client().closed().is_none(), "{:?}", m.client().closed());
 
     let (out_a, status_a, errs_a) = ann.finish_with_errs(Duration::from_secs(60));
     let (out_b, status_b, errs_b) = bob.finish_with_errs(Duration::from_secs(60));

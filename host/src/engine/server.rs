@@ -36,12 +36,13 @@
 //! with [`Server::from_shadow`] (epoch + 1, every slot waiting for its token, a `CLAIM` to
 //! every peer of the mesh); a leaving host hands the match off with [`Server::hand_off`].
 //! A server that hears a better claim than its own ([`Claim::beats`]) reports it in
-//! [`ServerCore::superseded`]: its process steps down and joins the winner as a client.
+//! [`ServerCore::superseded`]: its node drops it and its player joins the winner as a client.
 //! Players may vote the host away (`@changeHost`, run between the clients): a `STEP_DOWN`
 //! from a peer of the succession list whose yes votes are a strict majority of that list
 //! makes the server hand the match off ([`ServerCore::handed_off`]). A server that handed off
-//! does nothing more; its process takes the transport back ([`Server::into_transport`],
-//! [`ServerCore::linked_peers`]) and its own player joins the successor as a client.
+//! does nothing more; its node drops it and its own player joins the successor as a client
+//! among the server's peers ([`ServerCore::linked_peers`]). The node (`engine::node`) makes
+//! every one of these changes.
 
 mod succession;
 
@@ -193,7 +194,7 @@ pub struct ServerCore {
 /// How long a slot restored at a takeover keeps its keys pressed while its player resumes.
 pub const TAKEOVER_RELEASE: Duration = Duration::from_secs(2);
 
-/// What [`Server::from_shadow`] needs besides the shadow and the transport.
+/// What [`ServerCore::from_shadow`] needs besides the shadow.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Takeover {
     /// The time of the takeover.
@@ -255,10 +256,9 @@ impl ServerCore {
 
     /// A successor takes the match over: `shadow` (the last checkpoint plus the log up to the
     /// last tick received) becomes the match at epoch `shadow.epoch() + 1` (whatever
-    /// `config.epoch` says), over `transport` (the mesh, plus the link to this process's own
-    /// player). Every slot waits for its token (five minutes, like any dropped slot),
+    /// `config.epoch` says). Every slot waits for its token (five minutes, like any dropped slot),
     /// spectators, recent chat and a map vote in progress carry over, and every peer of
-    /// `takeover.peers` gets a session and the `CLAIM`, sent at once.
+    /// `takeover.peers` gets a session and the `CLAIM`, queued at once.
     ///
     /// When the game's `migration.midRound` is off ([`GameMigration`]), the round does not
     /// carry over: the current map is loaded again, so the game respawns everyone and starts
@@ -333,17 +333,16 @@ impl ServerCore {
     }
 
     /// A peer whose claim beats this host's, with that claim, once one was heard: this
-    /// process should stop updating the server, take its transport back
-    /// ([`Server::into_transport`]) and join that peer as a client (the netcode
-    /// `Client::step_down`, with [`ServerCore::linked_peers`]).
+    /// process's node drops the server and its player joins that peer as a client (the
+    /// netcode `ClientCore::step_down`, with [`ServerCore::linked_peers`]).
     pub fn superseded(&self) -> Option<(PeerKey, Claim)> {
         self.superseded
     }
 
     /// The successor this server handed the match off to ([`Server::hand_off`], called by the
     /// process or after a passed `@changeHost` vote). From then on [`Server::update`] does
-    /// nothing: the process takes the transport back and its own player follows the successor
-    /// (the netcode `Client::follow_handoff`, with [`ServerCore::linked_peers`]).
+    /// nothing: the node drops it and its own player follows the successor (the netcode
+    /// `ClientCore::follow_handoff`, with [`ServerCore::linked_peers`]).
     pub fn handed_off(&self) -> Option<PeerKey> {
         self.handed_off
     }
@@ -358,6 +357,14 @@ impl ServerCore {
     /// successors, and not on the mesh when the server stops hosting.
     pub fn local_peers(&self) -> &[PeerKey] {
         &self.migration.config.local_peers
+    }
+
+    /// Counts `peer` among [`Self::local_peers`] from now on (a node's own player, once its
+    /// mesh key is known).
+    pub fn add_local_peer(&mut self, peer: PeerKey) {
+        if !self.migration.config.local_peers.contains(&peer) {
+            self.migration.config.local_peers.push(peer);
+        }
     }
 
     /// The match.
@@ -977,8 +984,7 @@ impl<T: Transport> Server<T> {
         Server { core: ServerCore::new(host, config), transport }
     }
 
-    /// [`ServerCore::from_shadow`] over `transport` (the mesh, plus the link to this
-    /// process's own player); the `CLAIM`s go out at once.
+    /// [`ServerCore::from_shadow`] over `transport`; the `CLAIM`s go out at once.
     pub fn from_shadow(shadow: Shadow, transport: T, config: ServerConfig, takeover: Takeover) -> Self {
         let now = takeover.now;
         let mut server = Server { core: ServerCore::from_shadow(shadow, config, takeover), transport };
@@ -1022,11 +1028,6 @@ impl<T: Transport> Server<T> {
     /// never for an in-memory link) and its smoothed round trip.
     pub fn links(&self) -> Vec<PlayerLink> {
         self.core.links_by(|peer| self.transport.path(peer))
-    }
-
-    /// The transport back, the server dropped (stepping down).
-    pub fn into_transport(self) -> T {
-        self.transport
     }
 
     /// The transport.

@@ -1,16 +1,19 @@
 //! Host migration: the log, checkpoints and the successor's shadow.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use vimp_host::engine::config::InitConfig;
 use vimp_host::engine::map::MapConfig;
 use vimp_host::engine::migration::{Checkpoint, LogBatch, LogEvent, MetaState, MigrationError, Shadow};
+use vimp_host::engine::node::{Node, RoleChange, progress};
+use vimp_host::engine::server::ServerCore;
 use vimp_host::engine::server::{Server, ServerConfig};
 use vimp_host::engine::sim::FixedClock;
-use vimp_host::engine::successor::{PromotedServer, Successor, SuccessorEvent};
 use vimp_host::prelude::*;
 use vimp_host::tanks::GAME;
-use vimp_netcode::client::Client;
+use vimp_netcode::client::{ClientConfig, ClientCore};
 use vimp_netcode::frame::Channel;
 use vimp_netcode::input::KeyAction;
 use vimp_netcode::link::LinkConfig;
@@ -163,62 +166,43 @@ fn hello(name: &str) -> Hello {
     Hello::new(name, "test")
 }
 
-/// A client and the successor it runs (`vimp_host::engine::successor`, the one the app
-/// runs): its shadow, kept from what the client receives, and its server once it took over.
-struct Peer {
-    client: Client<MemoryTransport>,
-    successor: Successor<MemoryTransport>,
-    /// Drop the inputs of the log batches until the shadow diverges (a log that lost commands).
-    drop_inputs: bool,
+/// A player's node (`vimp_host::engine::node`, the one the app runs): its client, its
+/// shadow kept from what the client receives, its server once it took over.
+type Peer = Node<MemoryTransport>;
+
+/// A player's node and its client.
+trait Player {
+    /// The node's client.
+    fn player(&self) -> &ClientCore;
+    /// The node's client, to change (what it queues goes out on the node's next update).
+    fn player_mut(&mut self) -> &mut ClientCore;
 }
 
-impl Peer {
-    fn new(client: Client<MemoryTransport>) -> Peer {
-        Peer { client, successor: Successor::new(GAME), drop_inputs: false }
+impl Player for Peer {
+    fn player(&self) -> &ClientCore {
+        self.client().expect("a player's node")
     }
 
-    /// Feeds what the client received to the successor, one payload at a time (a log batch
-    /// without its inputs while `drop_inputs`), and asks for a checkpoint while the shadow
-    /// wants one, as [`Successor::update`] does with the log tampered with on the way.
-    fn feed(&mut self) {
-        for payload in self.client.take_migration() {
-            let payload = match payload {
-                MigrationPayload::Log(bytes) if self.drop_inputs => match LogBatch::decode(&bytes) {
-                    Ok(mut batch) => {
-                        drop_inputs(&mut batch);
-                        MigrationPayload::Log(batch.encode().expect("a batch encodes"))
-                    }
-                    Err(_) => MigrationPayload::Log(bytes),
-                },
-                other => other,
-            };
-            let was_log = matches!(payload, MigrationPayload::Log(_));
-            self.successor.feed_all(vec![payload]);
-            if was_log {
-                self.drop_inputs &= self.successor.mismatches() == 0;
+    fn player_mut(&mut self) -> &mut ClientCore {
+        self.client_mut().expect("a player's node")
+    }
+}
+
+/// A player's node over `transport`, saying `hello`; while `drop_inputs` holds, the log
+/// batches reach its shadow without their inputs (a log that lost commands).
+fn peer(transport: MemoryTransport, hello: Hello, config: ClientConfig, drop: Arc<AtomicBool>) -> Peer {
+    let mut node = Node::playing(GAME, transport, ClientCore::new(hello, config));
+    node.tap_migration(Box::new(move |payload| match payload {
+        MigrationPayload::Log(bytes) if drop.load(Ordering::Relaxed) => match LogBatch::decode(&bytes) {
+            Ok(mut batch) => {
+                drop_inputs(&mut batch);
+                MigrationPayload::Log(batch.encode().expect("a batch encodes"))
             }
-        }
-        if self.successor.wants_checkpoint() {
-            // At most one request per 250 ms goes out, however often this asks.
-            self.client.request_checkpoint();
-        }
-    }
-
-    fn shadow(&self) -> Option<&Shadow> {
-        self.successor.shadow()
-    }
-
-    fn shadow_mut(&mut self) -> Option<&mut Shadow> {
-        self.successor.shadow_mut()
-    }
-
-    fn errors(&self) -> &[String] {
-        self.successor.errors()
-    }
-
-    fn checkpoints(&self) -> u64 {
-        self.successor.checkpoints()
-    }
+            Err(_) => MigrationPayload::Log(bytes),
+        },
+        other => other,
+    }));
+    node
 }
 
 /// Removes the input commands of `batch`.
@@ -232,10 +216,15 @@ fn drop_inputs(batch: &mut LogBatch) {
 
 const SEED: u64 = 21;
 
-/// A match with the host, bots and clients over lossy links, every peer linked to every other.
+/// A match with the host, bots and players' nodes over lossy links, every peer linked to
+/// every other.
 struct Mesh {
     server: Server<MemoryTransport>,
     peers: Vec<Peer>,
+    /// Per peer: its shadow gets the log without inputs until it diverges.
+    drop_inputs: Vec<Arc<AtomicBool>>,
+    /// The host-loss settings of the players who join.
+    client_config: ClientConfig,
     now: Duration,
 }
 
@@ -257,6 +246,8 @@ impl Mesh {
         Mesh {
             server: Server::new(host, MemoryTransport::new(HOST), server_config),
             peers: Vec::new(),
+            drop_inputs: Vec::new(),
+            client_config: ClientConfig::default(),
             now: Duration::ZERO,
         }
     }
@@ -279,42 +270,49 @@ impl Mesh {
         let mut t = MemoryTransport::new(PeerKey(id));
         MemoryTransport::connect(&mut t, self.server.transport_mut(), lossy(id));
         for (i, other) in self.peers.iter_mut().enumerate().filter(|(i, _)| !unlinked.contains(i)) {
-            MemoryTransport::connect(&mut t, other.client.transport_mut(), lossy(id * 100 + i as u128));
+            MemoryTransport::connect(&mut t, other.transport_mut(), lossy(id * 100 + i as u128));
         }
-        self.peers.push(Peer::new(Client::new(t, hello(name))));
+        let drop = Arc::new(AtomicBool::new(false));
+        self.peers.push(peer(t, hello(name), self.client_config.clone(), Arc::clone(&drop)));
+        self.drop_inputs.push(drop);
         self.peers.len() - 1
     }
 
     /// Opens a link between clients `a < b`.
     fn link(&mut self, a: usize, b: usize) {
         let (left, right) = self.peers.split_at_mut(b);
-        let (ta, tb) = (left[a].client.transport_mut(), right[0].client.transport_mut());
+        let (ta, tb) = (left[a].transport_mut(), right[0].transport_mut());
         MemoryTransport::connect(ta, tb, LinkConfig::new().latency(Duration::from_millis(20)).seed(7));
     }
 
     /// The host stops between two of its updates: what it logged so far goes out, and
-    /// the clients alone run `steps` more steps, feeding their shadows.
+    /// the players' nodes alone run `steps` more steps, feeding their shadows (and taking
+    /// the match over if the steps outlast their host timeout).
     fn drain(&mut self, steps: usize) {
         let now = self.now;
         self.server.flush_migration(now);
         for _ in 0..steps {
             self.now += STEP;
-            for p in &mut self.peers {
-                p.client.update(self.now);
-                p.feed();
-            }
+            progress(&mut self.peers, self.now);
+            self.stop_dropping();
         }
     }
+
     fn run(&mut self, d: Duration) {
         let end = self.now + d;
         while self.now < end {
             self.now += STEP;
-            for p in &mut self.peers {
-                p.client.update(self.now);
-            }
+            progress(&mut self.peers, self.now);
             self.server.update(self.now);
-            for p in &mut self.peers {
-                p.feed();
+            self.stop_dropping();
+        }
+    }
+
+    /// A shadow fed a log without inputs has diverged: its log is whole again from now on.
+    fn stop_dropping(&mut self) {
+        for (peer, drop) in self.peers.iter().zip(&self.drop_inputs) {
+            if peer.mismatches() > 0 {
+                drop.store(false, Ordering::Relaxed);
             }
         }
     }
@@ -323,6 +321,9 @@ impl Mesh {
 #[test]
 fn the_first_successor_shadows_a_lossy_match_without_a_mismatch() {
     let mut mesh = Mesh::new();
+    // The host stops at the end, and the successors only shadow it: nobody takes over.
+    mesh.client_config.give_up = Duration::from_secs(60);
+    mesh.client_config.host_timeout = Duration::from_secs(30);
     let ann = mesh.join("ann", 15);
     let bob = mesh.join("bob", 45);
     mesh.run(Duration::from_secs(1));
@@ -342,7 +343,7 @@ fn the_first_successor_shadows_a_lossy_match_without_a_mismatch() {
             } else {
                 continue;
             };
-            p.client.key(action, key);
+            p.player_mut().key(action, key);
         }
         match at.as_millis() {
             3000 => mesh.server.host_mut().push(HostCommand::Join {
@@ -353,17 +354,17 @@ fn the_first_successor_shadows_a_lossy_match_without_a_mismatch() {
             }),
             5000 => cy = Some(mesh.join("cy", 70)),
             8000 => {
-                bob_player = mesh.peers[bob].client.welcome().map(|w| w.player_id);
-                mesh.peers[bob].client.send_meta(vimp_netcode::meta::VOTE, br#"["teams", 2]"#);
+                bob_player = mesh.peers[bob].player().welcome().map(|w| w.player_id);
+                mesh.peers[bob].player_mut().send_meta(vimp_netcode::meta::VOTE, br#"["teams", 2]"#);
             }
             12000 => {
                 let map = mesh.server.host().world().resource::<vimp_host::engine::mapstate::MapState>().config.clone();
                 mesh.server.host_mut().load_map(map.expect("a map")).expect("reload");
             }
-            14000 => mesh.peers[ann].client.say("still here"),
+            14000 => mesh.peers[ann].player_mut().say("still here"),
             16000 => {
                 let now = mesh.now;
-                mesh.peers[cy.expect("cy")].client.leave(now);
+                mesh.peers[cy.expect("cy")].player_mut().leave(now);
             }
             19000 => mesh.server.host_mut().push(HostCommand::Leave { player: PlayerId(101) }),
             _ => {}
@@ -378,7 +379,7 @@ fn the_first_successor_shadows_a_lossy_match_without_a_mismatch() {
     assert_eq!(succession.first(), Some(&ann_key), "ann is nearest: {succession:?}");
     assert!(succession.contains(&PeerKey(2)) && !succession.contains(&PeerKey(3)), "cy left: {succession:?}");
     for i in [ann, bob] {
-        let list = mesh.peers[i].client.succession().map(|s| s.peers.clone());
+        let list = mesh.peers[i].player().succession().map(|s| s.peers.clone());
         assert_eq!(list, Some(succession.clone()), "everyone connected has the list");
     }
     assert!(bob_player.is_some());
@@ -387,7 +388,7 @@ fn the_first_successor_shadows_a_lossy_match_without_a_mismatch() {
     for (name, i) in [("ann", ann), ("bob", bob)] {
         let peer = &mut mesh.peers[i];
         assert!(peer.errors().is_empty(), "{name}: {:?}", peer.errors());
-        assert_eq!(peer.client.stats().bad_migration_frames, 0);
+        assert_eq!(peer.player().stats().bad_migration_frames, 0);
         let shadow = peer.shadow_mut().expect("a successor's shadow");
         assert_eq!(shadow.mismatches(), 0, "{name}: {:?}", shadow.divergences());
         assert!(shadow.hashes_checked() >= 20 * 4, "{name}: {} hashes checked", shadow.hashes_checked());
@@ -437,7 +438,7 @@ fn a_client_without_a_link_to_every_other_client_is_no_successor_until_it_has_on
     let (ann_key, bob_key, cy_key) = (PeerKey(1), PeerKey(2), PeerKey(3));
     assert_eq!(mesh.server.succession(), [ann_key], "only ann can reach everyone");
     for i in [ann, bob, cy] {
-        let list = mesh.peers[i].client.succession().map(|s| s.peers.clone());
+        let list = mesh.peers[i].player().succession().map(|s| s.peers.clone());
         assert_eq!(list, Some(vec![ann_key]), "{i} has the list");
     }
     mesh.link(bob, cy);
@@ -446,7 +447,7 @@ fn a_client_without_a_link_to_every_other_client_is_no_successor_until_it_has_on
     listed.sort();
     assert_eq!(listed, [ann_key, bob_key, cy_key], "linked, bob and cy are listed");
     // A link that drops takes its ends off the list again.
-    mesh.peers[cy].client.transport_mut().disconnect(bob_key);
+    mesh.peers[cy].transport_mut().disconnect(bob_key);
     mesh.run(Duration::from_millis(500));
     assert_eq!(mesh.server.succession(), [ann_key], "the link dropped");
 }
@@ -463,7 +464,7 @@ fn a_diverged_shadow_asks_for_a_checkpoint_and_heals_long_before_the_periodic_on
     let mut play = |mesh: &mut Mesh| {
         for (i, p) in mesh.peers.iter_mut().enumerate() {
             let action = if step.is_multiple_of(2) { KeyAction::Down } else { KeyAction::Up };
-            p.client.key(action, keys[(step / 2 + i) % keys.len()]);
+            p.player_mut().key(action, keys[(step / 2 + i) % keys.len()]);
         }
         step += 1;
         mesh.run(Duration::from_millis(100));
@@ -489,7 +490,7 @@ fn a_diverged_shadow_asks_for_a_checkpoint_and_heals_long_before_the_periodic_on
     }
     let periodic_at = mesh.now;
     let had = mesh.peers[streamed].checkpoints();
-    mesh.peers[streamed].drop_inputs = true;
+    mesh.drop_inputs[streamed].store(true, Ordering::Relaxed);
     let mut diverged_at = None;
     while mesh.now < periodic_at + Duration::from_secs(2) {
         play(&mut mesh);
@@ -530,12 +531,12 @@ fn a_diverged_shadow_asks_for_a_checkpoint_and_heals_long_before_the_periodic_on
 
     // A peer without a stream is ignored; a streamed one gets at most one per 250 ms.
     let other_had = mesh.peers[other].checkpoints();
-    assert!(mesh.peers[other].client.request_checkpoint(), "sent");
-    assert!(!mesh.peers[other].client.request_checkpoint(), "but not twice in 250 ms");
+    assert!(mesh.peers[other].player_mut().request_checkpoint(), "sent");
+    assert!(!mesh.peers[other].player_mut().request_checkpoint(), "but not twice in 250 ms");
     let request = |mesh: &mut Mesh, from: usize| {
         let now = mesh.now;
         let frame = vec![vimp_netcode::frame::op::CHECKPOINT_REQUEST];
-        mesh.peers[from].client.transport_mut().send(now, HOST, Channel::Reliable, frame);
+        mesh.peers[from].transport_mut().send(now, HOST, Channel::Reliable, frame);
     };
     request(&mut mesh, streamed);
     request(&mut mesh, streamed);
@@ -568,13 +569,12 @@ fn seats<'a>(seats: impl Iterator<Item = &'a vimp_host::engine::roster::Seat>) -
     seats.map(|s| (s.player, s.nickname.clone(), s.token.to_string())).collect()
 }
 
-type NewHost = PromotedServer<MemoryTransport>;
+type NewHost = ServerCore;
 
 /// The mesh through host changes: the first host can be killed (its transport dropped, no
-/// goodbye) or frozen (silent, links open), any client frozen too, and each client runs the
-/// app's [`Successor`]: when its turn comes it promotes its shadow into a new host over its
-/// mesh transport plus an in-process link to its own player, and steps down or hands off
-/// as the app does.
+/// goodbye) or frozen (silent, links open), any player's node frozen too. Each node is the
+/// app's: when its turn comes it promotes its shadow into a new host over its own transport,
+/// its player a client of it, and steps down or hands off as the app does.
 struct Migrating {
     mesh: Mesh,
     first_alive: bool,
@@ -589,6 +589,8 @@ struct Migrating {
     /// it handed off to, its last tick and the standings there). Their players went back
     /// onto the mesh.
     retired: Vec<(usize, Option<(PeerKey, Claim)>, Option<PeerKey>, u32, Vec<Standing>)>,
+    /// Peers hosting now: the tick and the standings after their last update.
+    hosting: std::collections::BTreeMap<usize, (u32, Vec<Standing>)>,
 }
 
 impl Migrating {
@@ -601,6 +603,7 @@ impl Migrating {
             history: Default::default(),
             eager: Vec::new(),
             retired: Vec::new(),
+            hosting: Default::default(),
         }
     }
 
@@ -612,55 +615,52 @@ impl Migrating {
 
     /// The new hosts, in peer order.
     fn new_hosts(&self) -> Vec<(usize, &NewHost)> {
-        self.mesh.peers.iter().enumerate().filter_map(|(i, p)| Some((i, p.successor.server()?))).collect()
+        self.mesh.peers.iter().enumerate().filter_map(|(i, p)| Some((i, p.server()?))).collect()
     }
 
     /// Peer `i`'s new host.
     fn new_host(&self, i: usize) -> &NewHost {
-        self.mesh.peers[i].successor.server().expect("the peer hosts")
+        self.mesh.peers[i].server().expect("the peer hosts")
     }
 
     fn step(&mut self) {
-        let mesh = &mut self.mesh;
-        mesh.now += STEP;
-        let now = mesh.now;
-        for (i, p) in mesh.peers.iter_mut().enumerate() {
-            if !self.frozen.contains(&i) {
-                p.client.update(now);
-            }
-        }
-        if self.first_alive {
-            mesh.server.update(now);
-            let tick = mesh.server.host().tick();
-            self.history.entry(tick).or_insert_with(|| standings(mesh.server.host()));
-        }
+        self.mesh.now += STEP;
+        let now = self.mesh.now;
         for i in 0..self.mesh.peers.len() {
             if self.frozen.contains(&i) {
                 continue;
             }
             let peer = &mut self.mesh.peers[i];
-            if peer.successor.server().is_some() {
-                // What `Successor::update` does for a host, with its last tick and standings
-                // noted when it stops (it lost to a better claim, or handed off): its player
-                // goes back onto the mesh.
-                peer.successor.update_server(now);
-                let server = peer.successor.server().expect("a server");
-                let (superseded, handed_off) = (server.superseded(), server.handed_off());
-                let (tick, at) = (server.host().tick(), standings(server.host()));
-                if peer.successor.rejoin_if_retired(&mut peer.client).is_some() {
-                    self.retired.push((i, superseded, handed_off, tick, at));
+            peer.update(now);
+            if self.eager.contains(&i) && peer.player().host_lost() {
+                peer.take_over(now);
+            }
+            while let Some(change) = peer.poll_change() {
+                match change {
+                    RoleChange::Promoted { tick, .. } => {
+                        let server = peer.server().expect("promoted");
+                        self.takeovers.push((i, now, tick, standings(server.host())));
+                    }
+                    // Its last tick and standings, as of its last update as a host.
+                    RoleChange::SteppedDown { winner, claim } => {
+                        let (tick, at) = self.hosting.remove(&i).unwrap_or_default();
+                        self.retired.push((i, Some((winner, claim)), None, tick, at));
+                    }
+                    RoleChange::HandedOff { to, .. } => {
+                        let (tick, at) = self.hosting.remove(&i).unwrap_or_default();
+                        self.retired.push((i, None, Some(to), tick, at));
+                    }
                 }
-                continue;
             }
-            peer.feed();
-            let mut promoted = peer.successor.update(&mut peer.client, now);
-            if promoted.is_none() && self.eager.contains(&i) && peer.client.host_lost() {
-                promoted = peer.successor.take_over(&mut peer.client, now);
+            if let Some(server) = peer.server() {
+                self.hosting.insert(i, (server.host().tick(), standings(server.host())));
             }
-            if let Some(SuccessorEvent::Promoted { tick, .. }) = promoted {
-                let server = peer.successor.server().expect("promoted");
-                self.takeovers.push((i, now, tick, standings(server.host())));
-            }
+        }
+        let mesh = &mut self.mesh;
+        if self.first_alive {
+            mesh.server.update(now);
+            let tick = mesh.server.host().tick();
+            self.history.entry(tick).or_insert_with(|| standings(mesh.server.host()));
         }
     }
 
@@ -683,8 +683,8 @@ impl Migrating {
         false
     }
 
-    fn client(&self, i: usize) -> &Client<MemoryTransport> {
-        &self.mesh.peers[i].client
+    fn client(&self, i: usize) -> &ClientCore {
+        self.mesh.peers[i].player()
     }
 }
 
@@ -709,8 +709,8 @@ fn three_clients_with(config: InitConfig, seconds: u64) -> (Migrating, [usize; 3
     }
     let mut m = Migrating::new(mesh);
     drive(&mut m, 0, seconds * 10, |m, step| match step {
-        10 => m.mesh.peers[bob].client.send_meta(vimp_netcode::meta::VOTE, br#"["teams", 2]"#),
-        20 => m.mesh.peers[ann].client.say("still here"),
+        10 => m.mesh.peers[bob].player_mut().send_meta(vimp_netcode::meta::VOTE, br#"["teams", 2]"#),
+        20 => m.mesh.peers[ann].player_mut().say("still here"),
         _ => {}
     });
     (m, [ann, bob, cy])
@@ -723,8 +723,8 @@ fn drive(m: &mut Migrating, from: u64, to: u64, mut also: impl FnMut(&mut Migrat
         for (i, p) in m.mesh.peers.iter_mut().enumerate() {
             let key = keys[(step as usize / 7 + i) % keys.len()];
             match step % 7 {
-                0 => p.client.key(KeyAction::Down, key),
-                5 => p.client.key(KeyAction::Up, key),
+                0 => p.player_mut().key(KeyAction::Down, key),
+                5 => p.player_mut().key(KeyAction::Up, key),
                 _ => None,
             };
         }
@@ -745,7 +745,7 @@ fn the_first_successor_takes_over_a_crashed_host_and_nothing_is_lost() {
     let had = m.mesh.peers[ann].checkpoints();
     assert!(m.run_until(Duration::from_secs(3), |m| m.mesh.peers[ann].checkpoints() > had));
     let had = m.mesh.peers[ann].checkpoints();
-    m.mesh.peers[cy].client.say("just before the crash");
+    m.mesh.peers[cy].player_mut().say("just before the crash");
     let logged = |m: &Migrating| {
         let shadow = m.mesh.peers[ann].shadow();
         shadow.is_some_and(|s| s.meta().chat.iter().any(|l| l.contains("just before the crash")))
@@ -823,7 +823,7 @@ fn the_first_successor_takes_over_a_crashed_host_and_nothing_is_lost() {
     let before: Vec<u64> = [ann, bob, cy].map(|i| m.client(i).stats().snapshots).into();
     drive(&mut m, 80, 100, |m, step| {
         if step == 85 {
-            m.mesh.peers[bob].client.say("after");
+            m.mesh.peers[bob].player_mut().say("after");
         }
     });
     let new_host = m.new_hosts()[0].1;
@@ -833,9 +833,9 @@ fn the_first_successor_takes_over_a_crashed_host_and_nothing_is_lost() {
         assert!(c.stats().snapshots > before[k] + 30, "frames flow to {i}");
         assert!(c.chat().iter().any(|l| l.to_string().contains("after")), "{i} hears the chat");
     }
-    let seq = m.mesh.peers[bob].client.key(KeyAction::Up, "forward").expect("a key");
+    let seq = m.mesh.peers[bob].player_mut().key(KeyAction::Up, "forward").expect("a key");
     m.run(Duration::from_millis(500));
-    let last_seq = m.mesh.peers[bob].client.last_frame().and_then(|f| f.player.as_ref()).map(|p| p.last_input_seq);
+    let last_seq = m.mesh.peers[bob].player().last_frame().and_then(|f| f.player.as_ref()).map(|p| p.last_input_seq);
     assert_eq!(last_seq, Some(seq), "bob's keys reach the new host");
     let shadow = m.mesh.peers[bob].shadow().expect("bob shadows the new host");
     assert!(
@@ -886,7 +886,7 @@ fn with_mid_round_migration_off_a_takeover_restarts_the_round_and_keeps_the_stan
     assert_eq!(m.history.get(&from_tick), Some(&start), "players, teams and scores as the old host had them");
 
     // The round started again: timer full, team frags cleared, every tank whole at a spawn.
-    let host = m.mesh.peers[who].successor.server_mut().expect("ann hosts").host_mut();
+    let host = m.mesh.peers[who].server_mut().expect("ann hosts").host_mut();
     let rules = vimp_host::tanks::config::TanksConfig::default();
     let restarted = host.world().resource::<Round>().clone();
     assert!(restarted.time_left() >= rules.rounds.round_seconds - 0.05, "{restarted:?}");
@@ -952,7 +952,7 @@ fn a_host_that_stalls_and_speaks_again_before_anyone_takes_over_keeps_its_client
     let all = [ann, bob, cy];
     // Nobody can take over (no shadow), and the host goes quiet past the timeout.
     for p in &mut m.mesh.peers {
-        p.successor = Successor::new(GAME);
+        p.forget_shadow();
     }
     m.first_alive = false;
     let noticed = m.run_until(Duration::from_secs(2), |m| all.iter().all(|i| m.client(*i).host_lost()));
@@ -1011,8 +1011,8 @@ fn claim(m: &mut Migrating, from: usize, to: usize, claim: Claim) {
     let now = m.mesh.now;
     let mut frame = vec![vimp_netcode::frame::op::CLAIM];
     frame.extend_from_slice(&claim.encode());
-    let to = m.client(to).transport().local_id().expect("an id");
-    m.mesh.peers[from].client.transport_mut().send(now, to, Channel::Reliable, frame);
+    let to = m.mesh.peers[to].transport().local_id().expect("an id");
+    m.mesh.peers[from].transport_mut().send(now, to, Channel::Reliable, frame);
 }
 
 #[test]
@@ -1102,7 +1102,7 @@ fn two_claimants_at_one_epoch_resolve_to_the_better_ranked_and_the_loser_steps_d
     for (k, i) in all.into_iter().enumerate() {
         assert!(m.client(i).stats().snapshots > snapshots[k] + 20, "frames flow to {i}");
     }
-    let seq = m.mesh.peers[bob].client.key(KeyAction::Up, "forward").expect("a key");
+    let seq = m.mesh.peers[bob].player_mut().key(KeyAction::Up, "forward").expect("a key");
     // (A frame has bob's player block only while his tank lives: a dead one respawns first.)
     let last_seq = |m: &Migrating| m.client(bob).last_frame().and_then(|f| f.player.as_ref()).map(|p| p.last_input_seq);
     assert!(
@@ -1118,8 +1118,8 @@ fn a_change_host_vote_hands_the_match_off_and_loses_no_tick() {
     let all = [ann, bob, cy];
     let before = slots(&m, &all);
     // cy calls the vote; everyone but the host sees it.
-    let id = m.mesh.peers[cy].client.call_change_host().expect("cy may call it");
-    assert!(m.mesh.peers[cy].client.call_change_host().is_none(), "one vote at a time");
+    let id = m.mesh.peers[cy].player_mut().call_change_host().expect("cy may call it");
+    assert!(m.mesh.peers[cy].player_mut().call_change_host().is_none(), "one vote at a time");
     let seen = m.run_until(Duration::from_secs(1), |m| all.iter().all(|i| m.client(*i).host_vote().is_some()));
     assert!(seen, "every client shows the vote");
     let view = m.client(bob).host_vote().expect("a vote");
@@ -1132,7 +1132,7 @@ fn a_change_host_vote_hands_the_match_off_and_loses_no_tick() {
     assert!(m.mesh.server.handed_off().is_none(), "1 yes of 3 is no majority");
 
     // bob says yes: 2 of 3, and the host hands off.
-    assert!(m.mesh.peers[bob].client.answer_change_host(true));
+    assert!(m.mesh.peers[bob].player_mut().answer_change_host(true));
     assert!(m.run_until(Duration::from_secs(1), |m| m.mesh.server.handed_off().is_some()), "the host steps down");
     assert_eq!(m.mesh.server.handed_off(), Some(PeerKey(1)), "to ann, the first successor");
     let tick = m.mesh.server.host().tick();
@@ -1164,8 +1164,8 @@ fn raw(m: &mut Migrating, from: usize, to: usize, opcode: u8, payload: &[u8]) {
     let now = m.mesh.now;
     let mut frame = vec![opcode];
     frame.extend_from_slice(payload);
-    let to = m.client(to).transport().local_id().expect("an id");
-    m.mesh.peers[from].client.transport_mut().send(now, to, Channel::Reliable, frame);
+    let to = m.mesh.peers[to].transport().local_id().expect("an id");
+    m.mesh.peers[from].transport_mut().send(now, to, Channel::Reliable, frame);
 }
 
 #[test]
@@ -1183,13 +1183,13 @@ fn change_host_frames_out_of_place_are_refused_and_so_is_a_step_down_without_a_m
     assert!(m.client(cy).closed().is_none());
 
     // A STEP_DOWN whose majority is not one of the host's own count: refused.
-    m.mesh.peers[bob].client.send_meta(op::STEP_DOWN, &StepDown { id: 1, yes: 1, electorate: 1 }.encode());
+    m.mesh.peers[bob].player_mut().send_meta(op::STEP_DOWN, &StepDown { id: 1, yes: 1, electorate: 1 }.encode());
     m.run(Duration::from_millis(300));
     assert_eq!(m.mesh.server.handed_off(), None);
     let stats = m.mesh.server.migration_stats();
     assert_eq!((stats.step_down_requests, stats.step_downs_refused), (1, 1));
     // One that does not decode closes its sender with 4400, and only it.
-    m.mesh.peers[bob].client.send_meta(op::STEP_DOWN, &[0, 0, 0, 1, 0, 3, 0, 2]);
+    m.mesh.peers[bob].player_mut().send_meta(op::STEP_DOWN, &[0, 0, 0, 1, 0, 3, 0, 2]);
     m.run(Duration::from_millis(300));
     assert_eq!(m.client(bob).closed().map(|c| c.0), Some(4400));
     assert_eq!(m.mesh.server.handed_off(), None);
@@ -1214,11 +1214,11 @@ fn a_host_voted_away_takes_its_own_player_to_the_successor() {
     let first_i = first.0 as usize - 1;
 
     // A vote ann's own player cannot take part in: 2 of 2 say yes.
-    assert!(m.mesh.peers[ann].client.call_change_host().is_none(), "the host's own player may not call it");
-    m.mesh.peers[bob].client.call_change_host().expect("bob may call it");
+    assert!(m.mesh.peers[ann].player_mut().call_change_host().is_none(), "the host's own player may not call it");
+    m.mesh.peers[bob].player_mut().call_change_host().expect("bob may call it");
     assert!(m.run_until(Duration::from_secs(1), |m| m.client(cy).host_vote().is_some()));
     assert_eq!(m.client(cy).host_vote().map(|v| v.electorate), Some(2));
-    assert!(m.mesh.peers[cy].client.answer_change_host(true));
+    assert!(m.mesh.peers[cy].player_mut().answer_change_host(true));
     assert!(m.run_until(Duration::from_secs(1), |m| !m.retired.is_empty()), "ann's server steps down");
     let (who, superseded, handed_off, tick, ref at_handoff) = m.retired[0];
     assert_eq!((who, superseded, handed_off), (ann, None, Some(first)));
@@ -1245,7 +1245,7 @@ fn a_host_voted_away_takes_its_own_player_to_the_successor() {
     // The match goes on with ann as a client, her keys reaching the new host.
     let new_host = m.new_host(first_i);
     let tick = new_host.host().tick();
-    let seq = m.mesh.peers[ann].client.key(KeyAction::Down, "left").expect("a key");
+    let seq = m.mesh.peers[ann].player_mut().key(KeyAction::Down, "left").expect("a key");
     m.run(Duration::from_secs(1));
     let new_host = m.new_host(first_i);
     assert!(new_host.host().tick() >= tick + 100, "the match goes on");

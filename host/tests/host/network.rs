@@ -578,3 +578,65 @@ fn cores_woken_only_at_their_poll_timeout_keep_the_match_going() {
     // Far fewer turns than a 1 ms loop's 12,000: the cores sleep between ticks.
     assert!(turns < 4000, "{turns} turns");
 }
+
+/// A hosting node's own player (the window's) plays through its own server with nothing
+/// between them: welcomed, fed snapshots, its keys drive its tank, the host known by the
+/// node's own mesh key — and it is never a successor, while a friend on a link is.
+#[test]
+fn a_hosting_nodes_own_player_plays_with_no_link_between_them_and_is_never_a_successor() {
+    use vimp_host::engine::node::{Node, progress};
+    use vimp_host::engine::server::ServerCore;
+    use vimp_netcode::client::{ClientConfig, ClientCore};
+    let config = vimp_host::tanks::init_config(21);
+    let mut host = Host::new(config.clone(), GAME).expect("host");
+    host.load_map_json("small", super::SMALL).expect("map");
+    host.step();
+    let server_config =
+        ServerConfig { client_config: vimp_host::tanks::client_config(&config), ..ServerConfig::default() };
+    let (me, friend) = (PeerKey(7), PeerKey(8));
+    let mut own = MemoryTransport::new(me);
+    let mut theirs = MemoryTransport::new(friend);
+    let link = LinkConfig::new().latency(Duration::from_millis(20)).seed(3);
+    MemoryTransport::connect(&mut own, &mut theirs, link);
+    let player = |name: &str| ClientCore::new(hello(name), ClientConfig::default());
+    let mut nodes = vec![
+        Node::hosting(GAME, own, ServerCore::new(host, server_config), Some(player("me"))),
+        Node::playing(GAME, theirs, player("friend")),
+    ];
+    let mut now = Duration::ZERO;
+    let mut run =
+        |nodes: &mut Vec<Node<MemoryTransport>>, d: Duration, done: &dyn Fn(&[Node<MemoryTransport>]) -> bool| {
+            let end = now + d;
+            while now < end && !done(nodes) {
+                now += STEP;
+                progress(nodes, now);
+            }
+            done(nodes)
+        };
+    let welcomed = |n: &[Node<MemoryTransport>]| {
+        n.iter().all(|n| n.client().is_some_and(|c| c.welcome().is_some() && c.stats().snapshots > 30))
+    };
+    assert!(run(&mut nodes, Duration::from_secs(5), &welcomed), "both players in, with frames");
+    let own_player = nodes[0].client().expect("a player");
+    assert_eq!(own_player.host_peer(), Some(me), "its host is its own node, under the node's key");
+    let id = PlayerId(own_player.welcome().expect("welcomed").player_id);
+    let participants =
+        nodes[0].server().expect("hosting").host().world().resource::<vimp_host::engine::players::Participants>();
+    assert!(participants.0.contains_key(&id), "the own player is a participant of the match");
+    nodes[0].client_mut().expect("a player").key(KeyAction::Down, "forward");
+    let moved_from = nodes[0].client().and_then(|c| c.last_frame()).and_then(|f| f.player).map(|p| p.state);
+    assert!(
+        run(&mut nodes, Duration::from_secs(2), &|n| {
+            let now_at = n[0].client().and_then(|c| c.last_frame()).and_then(|f| f.player).map(|p| p.state);
+            matches!((moved_from, now_at), (Some(a), Some(b)) if (a[0] - b[0]).hypot(a[1] - b[1]) > 20.0)
+        }),
+        "its keys reach its server: the tank drove off"
+    );
+    let listed = |n: &[Node<MemoryTransport>]| n[0].server().is_some_and(|s| !s.succession().is_empty());
+    assert!(run(&mut nodes, Duration::from_secs(10), &listed), "a succession list");
+    let server = nodes[0].server().expect("hosting");
+    assert_eq!(server.succession(), [friend], "the friend only");
+    assert_eq!(server.local_peers(), [me]);
+    let friend_list = nodes[1].client().and_then(|c| c.succession()).map(|s| s.peers.clone());
+    assert_eq!(friend_list, Some(vec![friend]), "the friend has the list too");
+}
