@@ -8,7 +8,7 @@ use serde_json::json;
 use vimp_host::PlayerId;
 use vimp_host::engine::game::{BotSkill, Game};
 use vimp_host::engine::node::{Node, RoleChange};
-use vimp_host::engine::server::{ServerConfig, ServerCore};
+use vimp_host::engine::server::{ServerConfig, ServerCore, ServerEvent};
 use vimp_netcode::client::{ClientChange, ClientCore};
 use vimp_netcode::input::KeyAction;
 use vimp_netcode::lobby::{JoinTarget, LobbyCode, room_url};
@@ -195,6 +195,12 @@ pub fn host(args: &HostArgs, game: &Game) -> anyhow::Result<i32> {
     loop {
         let now = start.elapsed();
         node.update(now);
+        while let Some(event) = node.server_mut().and_then(ServerCore::poll_event) {
+            // A better claim and a handoff are the node's changes of role, below.
+            if let ServerEvent::Joined { .. } | ServerEvent::Left { .. } = event {
+                eprintln!("{event}");
+            }
+        }
         if let Some(server) = node.server() {
             peak_peers = peak_peers.max(server.peer_count());
             (stats, ticks) = (server.stats(), server.host().tick());

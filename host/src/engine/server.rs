@@ -13,7 +13,8 @@
 //!
 //! [`ServerCore`] is all of it without a transport: steps 1 are [`ServerCore::handle`], steps
 //! 2–3 [`ServerCore::handle_timeout`] (due again at [`ServerCore::poll_timeout`]), and step 4
-//! is its driver taking [`ServerCore::poll_transmit`]. [`Server`] is that driver over a [`Transport`]; a test can
+//! is its driver taking [`ServerCore::poll_transmit`]; what changed (a player seated or gone,
+//! a better claim, a handoff) comes out of [`ServerCore::poll_event`]. [`Server`] is that driver over a [`Transport`]; a test can
 //! drive two cores against each other with nothing between them.
 //!
 //! A peer that misbehaves (garbage, oversize frames, floods) is closed with its code
@@ -189,7 +190,59 @@ pub struct ServerCore {
     handed_off: Option<PeerKey>,
     /// Slots restored at a takeover whose keys are let go if no token comes back by then.
     release_due: Vec<(PlayerId, Duration)>,
+    /// What changed, not taken yet ([`ServerCore::poll_event`]).
+    events: VecDeque<ServerEvent>,
 }
+
+/// Something that changed on the server ([`ServerCore::poll_event`]).
+#[derive(Clone, Debug, PartialEq)]
+pub enum ServerEvent {
+    /// A player took a seat: a new one, or one back with its token.
+    Joined {
+        /// The player.
+        player: PlayerId,
+        /// Its nickname.
+        nickname: String,
+        /// Back in its slot with its token.
+        resumed: bool,
+    },
+    /// A seated player's link dropped (the slot waits for its token).
+    Left {
+        /// The player.
+        player: PlayerId,
+        /// Its nickname.
+        nickname: String,
+    },
+    /// A claim that beats this host's came from `winner` ([`ServerCore::superseded`]).
+    Superseded {
+        /// Who claimed.
+        winner: PeerKey,
+        /// Its claim.
+        claim: Claim,
+    },
+    /// The match was handed to `to` ([`ServerCore::handed_off`]).
+    HandedOff {
+        /// The successor.
+        to: PeerKey,
+    },
+}
+
+impl std::fmt::Display for ServerEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ServerEvent::Joined { nickname, resumed: false, .. } => write!(f, "{nickname} joined"),
+            ServerEvent::Joined { nickname, resumed: true, .. } => write!(f, "{nickname} is back"),
+            ServerEvent::Left { nickname, .. } => write!(f, "{nickname} left"),
+            ServerEvent::Superseded { winner, claim } => {
+                write!(f, "{winner} took the match over at epoch {}", claim.epoch)
+            }
+            ServerEvent::HandedOff { to } => write!(f, "handed the match to {to}"),
+        }
+    }
+}
+
+/// How many [`ServerEvent`]s a server keeps for a caller that does not take them.
+pub const MAX_QUEUED_EVENTS: usize = 256;
 
 /// How long a slot restored at a takeover keeps its keys pressed while its player resumes.
 pub const TAKEOVER_RELEASE: Duration = Duration::from_secs(2);
@@ -251,6 +304,7 @@ impl ServerCore {
             superseded: None,
             handed_off: None,
             release_due: Vec::new(),
+            events: VecDeque::new(),
         }
     }
 
@@ -316,6 +370,7 @@ impl ServerCore {
         }
         let to = self.migration.first_stream()?;
         self.handed_off = Some(to);
+        self.note(ServerEvent::HandedOff { to });
         self.flush_migration(now);
         let streams = self.migration.stream_peers();
         self.send_checkpoint(&streams, now);
@@ -551,6 +606,7 @@ impl ServerCore {
                         }
                         self.migration.joined(a.player);
                         let (code, name) = (if a.resumed { 3 } else { 1 }, a.nickname.clone());
+                        self.note(ServerEvent::Joined { player: a.player, nickname: name.clone(), resumed: a.resumed });
                         self.system_chat(code, name);
                         if hello.spectator {
                             let first = self.host.world().resource::<Participants>().0.keys().next().copied();
@@ -613,6 +669,7 @@ impl ServerCore {
                     && self.superseded.is_none_or(|(_, best)| claim.beats(best.epoch, best.rank))
                 {
                     self.superseded = Some((peer, claim));
+                    self.note(ServerEvent::Superseded { winner: peer, claim });
                 }
             }
             HostEvent::StepDown(payload) => self.on_step_down(peer, &payload, now),
@@ -923,6 +980,7 @@ impl ServerCore {
         if let Some(player) = self.roster.disconnected(peer, now) {
             self.migration.meta_dirty = true;
             if let Some(name) = self.roster.seat(player).map(|s| s.nickname.clone()) {
+                self.note(ServerEvent::Left { player, nickname: name.clone() });
                 self.system_chat(2, name);
             }
             self.latency.remove(&player);
@@ -935,6 +993,19 @@ impl ServerCore {
 }
 
 impl ServerCore {
+    /// The next change since the last call, oldest first (at most [`MAX_QUEUED_EVENTS`] are
+    /// kept): a player seated or gone, a better claim heard, the match handed off.
+    pub fn poll_event(&mut self) -> Option<ServerEvent> {
+        self.events.pop_front()
+    }
+
+    fn note(&mut self, event: ServerEvent) {
+        if self.events.len() == MAX_QUEUED_EVENTS {
+            self.events.pop_front();
+        }
+        self.events.push_back(event);
+    }
+
     /// The next message to send: `(peer, channel, bytes)`, in order.
     pub fn poll_transmit(&mut self) -> Option<(PeerKey, Channel, Vec<u8>)> {
         self.outbox.pop_front()

@@ -414,6 +414,9 @@ fn resume_with_the_token_keeps_the_slot_and_score_and_a_second_connection_takes_
     assert_eq!((wc.player_id, wc.resumed), (w.player_id, true));
     assert_eq!(lan.tank(w.player_id).map(|t| t.score), Some(5), "the score survives");
     assert_ne!(SessionToken([0; 16]), wc.token);
+    // What the server said of it, in order: the replaced connection is no departure.
+    let events: Vec<String> = std::iter::from_fn(|| lan.server.poll_event()).map(|e| e.to_string()).collect();
+    assert_eq!(events, ["ann joined", "ann is back", "ann left", "ann is back"]);
 }
 
 #[test]
