@@ -17,3 +17,6 @@ pub mod window;
 /// The game this app plays: the one place that picks it. Everything else takes a
 /// [`Game`](vimp_host::engine::game::Game) description.
 pub const GAME: vimp_host::engine::game::Game = vimp_host::tanks::GAME;
+
+/// How the window predicts the player's own actor in [`GAME`].
+pub const PREDICTION: window::predict::MakePrediction = tanks::predict::make;

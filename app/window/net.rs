@@ -12,8 +12,6 @@ use std::time::{Duration, Instant};
 
 use vimp_host::PlayerId;
 use vimp_host::engine::map::MapConfig;
-use vimp_host::tanks::predict::{LocalShot, Predictor, PredictorConfig, suppress_own_events};
-use vimp_host::tanks::tank::Weapon;
 use vimp_netcode::client::{ClientCore, ClientStats};
 use vimp_netcode::input::KeyAction;
 use vimp_netcode::interp::{InterpolationConfig, Interpolator, Sample};
@@ -27,6 +25,7 @@ use vimp_netcode::transport::LinkPath;
 use crate::setup::JoinFailure;
 use crate::window::graph::NetGraph;
 use crate::window::node::{ClientView, HostNote, NodeThread};
+use crate::window::predict::{LocalPrediction, MakePrediction};
 use crate::window::tokens::Tokens;
 use vimp_host::engine::node::RoleChange;
 
@@ -99,14 +98,17 @@ pub struct MatchState {
     pub sample: Sample,
     /// The net graph's history.
     pub graph: NetGraph,
-    /// The local tank's predictor, once config, map and welcome are there (not for spectators).
-    pub predictor: Option<Predictor>,
+    /// How the game predicts the player's own actor.
+    make_prediction: MakePrediction,
+    /// The player's own actor's prediction, once config, map and welcome are there (not for
+    /// spectators).
+    pub predictor: Option<Box<dyn LocalPrediction>>,
     /// The map version the predictor was built for.
     predictor_map: u64,
     /// The match time the predictor has stepped to.
     predicted_to: Duration,
-    /// The predicted tank as drawn one step before the newest, to blend between steps.
-    previous_render: Option<vimp_host::tanks::movement::Motion>,
+    /// The predicted actor as drawn one step before the newest, to blend between steps.
+    previous_render: Option<[f32; 8]>,
     /// Tracers fired locally, not drawn yet.
     local_shots: Vec<([f32; 2], [f32; 2])>,
     /// Host changes seen so far (for the banner).
@@ -213,6 +215,7 @@ impl MatchState {
             sounds: Vec::new(),
             sample: Sample::default(),
             graph: NetGraph::default(),
+            make_prediction: crate::PREDICTION,
             predictor: None,
             predictor_map: 0,
             predicted_to: Duration::ZERO,
@@ -315,26 +318,19 @@ impl MatchState {
         let mut frames = net.frames;
         if let Some(p) = self.predictor.as_mut() {
             for frame in &mut frames {
-                let obstacles = p.obstacles_from(frame);
-                p.set_obstacles(&obstacles);
                 if let Some(c) = p.on_frame(frame)
                     && (c.distance > 1e-3 || c.snapped)
                 {
                     self.graph.correction(now, c.distance);
                 }
-                suppress_own_events(frame, p.player());
             }
             let dt = Duration::from_secs_f64(p.dt() as f64);
             while self.predicted_to + dt <= now {
-                self.previous_render = p.render_motion();
+                self.previous_render = p.render_state();
                 p.step();
                 self.predicted_to += dt;
             }
-            for shot in p.take_shots() {
-                if let LocalShot::Tracer { start, end, .. } = shot {
-                    self.local_shots.push((start, end));
-                }
-            }
+            self.local_shots.extend(p.take_tracers());
             let records = p.take_divergence();
             self.graph.divergences(now, records.len() as u32);
             if let Some(r) = records.last() {
@@ -389,21 +385,17 @@ impl MatchState {
             return;
         };
         self.predictor_map = self.map_version;
-        self.predictor = if welcome.spectator {
-            None
-        } else {
-            Predictor::new(config, map, PlayerId(welcome.player_id), PredictorConfig::default()).ok()
-        };
+        self.predictor =
+            if welcome.spectator { None } else { (self.make_prediction)(config, map, PlayerId(welcome.player_id)) };
         self.predicted_to = now;
-        self.sync_weapons();
+        self.sync_panel();
     }
 
-    /// Tells the predictor the active weapon and ammo the panel shows.
-    fn sync_weapons(&mut self) {
-        let Some(p) = self.predictor.as_mut() else { return };
-        let ammo = |k: &str| self.panel.get(k).and_then(|v| v.parse().ok()).unwrap_or(0);
-        let weapon = if self.panel.get("wa").is_some_and(|w| w == "w2") { Weapon::Bomb } else { Weapon::Gun };
-        p.sync_weapons(weapon, [ammo("w1"), ammo("w2")]);
+    /// Tells the prediction what the player's panel shows.
+    fn sync_panel(&mut self) {
+        if let Some(p) = self.predictor.as_mut() {
+            p.panel(&self.panel);
+        }
     }
 
     fn on_meta(&mut self, port: u8, payload: &[u8], now: Duration) {
@@ -428,7 +420,7 @@ impl MatchState {
                         None => self.panel.remove(&key),
                     };
                 }
-                self.sync_weapons();
+                self.sync_panel();
             }
             MetaMessage::Stat(update) => self.stat.apply(&update),
             MetaMessage::Vote(vote) => self.vote = Some(vote),
@@ -463,7 +455,7 @@ impl MatchState {
         let owned = name.to_owned();
         let seq = self.with_client(move |c| c.key(action, &owned)).flatten()?;
         if let Some(p) = self.predictor.as_mut() {
-            let _ = p.key(seq, action, name);
+            p.key(seq, action, name);
         }
         Some(seq)
     }
@@ -505,15 +497,15 @@ impl MatchState {
         }
     }
 
-    /// The local tank's predicted state, when a predictor runs.
+    /// The player's own actor's predicted state, when a prediction runs.
     ///
     /// Steps are 1/120 s and frames come whenever the display wants them, so the drawn
     /// state is blended between the last two steps by how far into the next step the
     /// frame falls (one step behind the prediction, never ahead of it).
     pub fn local_tank(&self) -> Option<[f32; 8]> {
         let p = self.predictor.as_ref()?;
-        let now = p.render_motion()?.to_state();
-        let Some(before) = self.previous_render.map(|m| m.to_state()) else { return Some(now) };
+        let now = p.render_state()?;
+        let Some(before) = self.previous_render else { return Some(now) };
         if (now[0] - before[0]).hypot(now[1] - before[1]) > 50.0 {
             return Some(now); // a respawn: no sliding across the map
         }

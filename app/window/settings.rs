@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use bevy::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use vimp_host::tanks::bots::BotSkill;
+use vimp_host::engine::game::BotSkill;
 
 use crate::setup::DEFAULT_SIGNAL;
 

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
-use vimp_host::tanks::bots::BotSkill;
+use vimp_host::engine::game::BotSkill;
 use vimp_netcode::input::KeyAction;
 use vimp_netcode::meta::{ListRequest, TechInform};
 

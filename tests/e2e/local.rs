@@ -71,6 +71,16 @@ fn a_local_match_plays_on_the_embedded_host_and_its_map_reloads_on_save() {
         })
     });
     m.key(KeyAction::Up, "forward");
+    // The window's own prediction drove the same tank, and it follows the host's.
+    until(&mut m, limit, "the predicted tank beside the host's", |m| {
+        let host = m.client().last_frame().and_then(|f| f.player).map(|p| p.state);
+        match (m.local_tank(), host) {
+            (Some(p), Some(h)) => {
+                (p[0] - start[0]).hypot(p[1] - start[1]) > 20.0 && (p[0] - h[0]).hypot(p[1] - h[1]) < 40.0
+            }
+            _ => false,
+        }
+    });
 
     // A chat line comes back from the host.
     m.say("hello from the designer").unwrap();
