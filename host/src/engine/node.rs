@@ -374,7 +374,8 @@ impl<T: Transport> Node<T> {
     }
 
     /// Takes the match over now, whether or not it is this client's turn (what
-    /// [`Self::update`] does when it is). `None` without a shadow, or before a welcome.
+    /// [`Self::update`] does when it is), and says so (the change is queued for
+    /// [`Self::poll_change`] too). `None` without a shadow, or before a welcome.
     pub fn take_over(&mut self, now: Duration) -> Option<RoleChange> {
         let before = self.changes.len();
         if !matches!(self.role, Role::Following { shadow: Some(_) }) {
