@@ -218,6 +218,8 @@ pub struct Handover {
     pub epoch: u32,
     /// This client's place in the succession list it succeeds by (its claim's rank).
     pub rank: u8,
+    /// That list: the peers that may claim the match at the same epoch (a race).
+    pub successors: Vec<PeerKey>,
 }
 
 /// The host is lost and nobody has been followed since.
@@ -392,7 +394,7 @@ impl ClientCore {
         self.following = (epoch + 1, rank);
         self.resuming = Some(Resuming { lost_at, last_time_ms });
         self.resume_tick = None;
-        Some(Handover { peers, epoch, rank })
+        Some(Handover { peers, epoch, rank, successors })
     }
 
     /// This process's host lost to a better claim — `winner`'s, `claim` (the server's

@@ -217,7 +217,8 @@ impl<T: Transport> Node<T> {
                     migration: MigrationConfig { local_peers: vec![me], ..MigrationConfig::default() },
                     ..ServerConfig::default()
                 };
-                let takeover = Takeover { now, peers: handover.peers, rank: handover.rank };
+                let takeover =
+                    Takeover { now, peers: handover.peers, rank: handover.rank, successors: handover.successors };
                 let server = ServerCore::from_shadow(*shadow, config, takeover);
                 let epoch = server.epoch();
                 (self.player_linked, self.leaving) = (false, false);

@@ -184,6 +184,8 @@ pub struct ServerCore {
     migration: succession::Migration,
     /// This host's rank in the succession it took over by (0 for the first host).
     rank: u8,
+    /// The succession list it took over by (empty for the first host): who may claim at its epoch.
+    rivals: Vec<PeerKey>,
     /// A peer whose claim beats this host's, and that claim.
     superseded: Option<(PeerKey, Claim)>,
     /// The successor this server handed the match off to.
@@ -257,6 +259,8 @@ pub struct Takeover {
     pub peers: Vec<PeerKey>,
     /// This successor's place in the succession list (the claim's rank).
     pub rank: u8,
+    /// That list: the peers that may claim the match at the same epoch (a race).
+    pub successors: Vec<PeerKey>,
 }
 
 /// How often the stat table's changes are broadcast.
@@ -301,6 +305,7 @@ impl ServerCore {
             migration: succession::Migration::new(config.migration.clone()),
             config,
             rank: 0,
+            rivals: Vec::new(),
             superseded: None,
             handed_off: None,
             release_due: Vec::new(),
@@ -348,6 +353,7 @@ impl ServerCore {
             .map(|s| (s.player, now + TAKEOVER_RELEASE))
             .collect();
         server.rank = takeover.rank;
+        server.rivals = takeover.successors;
         server.last = Some(now);
         server.update_receivers();
         let claim = Claim { epoch, rank: takeover.rank, tick: server.host.tick() }.encode();
@@ -663,15 +669,15 @@ impl ServerCore {
                     }
                 }
             },
-            HostEvent::Claim(payload) => {
-                if let Ok(claim) = Claim::decode(&payload)
-                    && claim.beats(self.config.epoch, self.rank)
-                    && self.superseded.is_none_or(|(_, best)| claim.beats(best.epoch, best.rank))
-                {
-                    self.superseded = Some((peer, claim));
-                    self.note(ServerEvent::Superseded { winner: peer, claim });
+            HostEvent::Claim(payload) => match Claim::decode(&payload) {
+                Ok(claim) if self.may_claim(peer, &claim) => {
+                    if self.superseded.is_none_or(|(_, best)| claim.beats(best.epoch, best.rank)) {
+                        self.superseded = Some((peer, claim));
+                        self.note(ServerEvent::Superseded { winner: peer, claim });
+                    }
                 }
-            }
+                _ => self.migration.stats.claims_refused += 1,
+            },
             HostEvent::StepDown(payload) => self.on_step_down(peer, &payload, now),
         }
     }

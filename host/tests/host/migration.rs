@@ -1016,6 +1016,29 @@ fn claim(m: &mut Migrating, from: usize, to: usize, claim: Claim) {
 }
 
 #[test]
+fn a_forged_claim_unseats_no_host() {
+    let (mut m, [ann, bob, cy]) = three_clients(3);
+    m.kill_first_host();
+    assert!(m.run_until(Duration::from_secs(3), |m| [bob, cy].iter().all(|&i| m.client(i).stats().migrations == 1)));
+    let cy_key = m.mesh.peers[cy].transport().local_id().expect("an id");
+    // The new host ranks its own successors once it has their links and round trips.
+    assert!(m.run_until(Duration::from_secs(10), |m| m.new_host(ann).succession().contains(&cy_key)));
+    let list = m.new_host(ann).succession().to_vec();
+    let cy_rank = list.iter().position(|p| *p == cy_key).expect("cy is listed") as u8;
+    // Epochs ahead, and cy's next epoch under a rank that is not its own: both refused.
+    claim(&mut m, cy, ann, Claim { epoch: 6, rank: 0, tick: 0 });
+    claim(&mut m, cy, ann, Claim { epoch: 3, rank: (cy_rank + 1) % 3, tick: 0 });
+    m.run(Duration::from_secs(1));
+    let host = m.new_host(ann);
+    assert_eq!(host.superseded(), None, "ann still hosts");
+    assert_eq!(host.migration_stats().claims_refused, 2);
+    assert!(m.retired.is_empty(), "nobody stepped down");
+    for i in [ann, bob, cy] {
+        assert_eq!(m.client(i).host_peer(), Some(PeerKey(1)), "{i} stays with ann");
+    }
+}
+
+#[test]
 fn stale_and_lower_ranked_claims_are_refused() {
     let (mut m, [ann, bob, cy]) = three_clients(3);
     // A claim at the host's own epoch: stale.

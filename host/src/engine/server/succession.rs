@@ -32,7 +32,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
 use vimp_netcode::frame::{Channel, op};
-use vimp_netcode::migration::{self, Candidate, MIN_REQUEST_INTERVAL, StepDown, Succession, checkpoint_parts};
+use vimp_netcode::migration::{self, Candidate, Claim, MIN_REQUEST_INTERVAL, StepDown, Succession, checkpoint_parts};
 use vimp_netcode::session::close;
 use vimp_netcode::transport::PeerKey;
 
@@ -68,6 +68,9 @@ pub struct MigrationStats {
     /// Of those, the ones refused: from outside the succession list, without a majority of
     /// it, or with nobody to hand off to.
     pub step_downs_refused: u64,
+    /// `CLAIM`s refused: garbage, not better than this host's, or from a peer the rules do
+    /// not let claim ([`ServerCore::may_claim`]).
+    pub claims_refused: u64,
 }
 
 /// One successor's stream.
@@ -102,7 +105,7 @@ pub(super) struct Migration {
     chat: VecDeque<String>,
     /// Each peer's last `LINKS` report: the mesh peers it has an open link to.
     links: BTreeMap<PeerKey, Vec<PeerKey>>,
-    stats: MigrationStats,
+    pub(super) stats: MigrationStats,
 }
 
 impl Migration {
@@ -199,6 +202,26 @@ impl ServerCore {
     /// The succession list, best first (every eligible peer, not only the streamed ones).
     pub fn succession(&self) -> &[PeerKey] {
         &self.migration.succession
+    }
+
+    /// Whether `peer`'s `claim` unseats this host. It must beat this host's own
+    /// ([`Claim::beats`]) and come from a peer allowed to make it, with its own place in the
+    /// list it claims by as its rank:
+    ///
+    /// - at this host's epoch, a rival of the same takeover (a race: both were promoted from
+    ///   the list this host took over by);
+    /// - at the next epoch, a successor this host published itself (it went silent — a
+    ///   stall, a sleeping laptop — and its successor took over).
+    ///
+    /// Any other peer of the mesh, which anyone with the lobby code is, unseats nobody.
+    pub fn may_claim(&self, peer: PeerKey, claim: &Claim) -> bool {
+        let epoch = self.config.epoch;
+        let list: &[PeerKey] = match claim.epoch {
+            e if e == epoch => &self.rivals,
+            e if e == epoch.wrapping_add(1) => &self.migration.succession,
+            _ => return false,
+        };
+        claim.beats(epoch, self.rank) && list.iter().position(|p| *p == peer) == Some(usize::from(claim.rank))
     }
 
     /// A chat line goes out (its JSON text): kept for checkpoints, and logged, so that the
