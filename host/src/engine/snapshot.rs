@@ -112,7 +112,10 @@ pub(crate) fn pack_frames(
     for (key, block) in std::mem::take(&mut events.0) {
         match blocks.iter_mut().find(|(k, _)| *k == key) {
             Some((_, existing)) => {
-                if existing.extend(block).is_err() {
+                if let Err(e) = existing.extend(block) {
+                    if stats.pack_errors == 0 {
+                        tracing::error!("event rows do not fit their block: {e:?}");
+                    }
                     stats.pack_errors += 1;
                 }
             }
@@ -126,7 +129,11 @@ pub(crate) fn pack_frames(
 
     seq.0 = seq.0.wrapping_add(1);
     let mut body = Vec::with_capacity(2048);
-    if pack_body(&settings.schema, &blocks, &mut body).is_err() {
+    if let Err(e) = pack_body(&settings.schema, &blocks, &mut body) {
+        // A game bug, and every frame would fail alike: said once, counted always.
+        if stats.pack_errors == 0 {
+            tracing::error!("no snapshot frame could be packed: {e}");
+        }
         stats.pack_errors += 1;
         return;
     }

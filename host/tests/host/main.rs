@@ -218,6 +218,47 @@ fn frames_decode_with_the_tanks_schema() {
     assert_eq!(frames[0].1[1..5], 1u32.to_be_bytes(), "the first frame has seq 1");
 }
 
+/// Every crate of a map rides in each frame's map block, whose ids and count are 8-bit: a map
+/// with as many crates as that block holds plays with all of them in every frame, and one
+/// with more is refused when it loads, saying why, instead of silencing the match.
+#[test]
+fn a_map_holds_as_many_crates_as_a_frame_carries_and_no_more() {
+    let respawns = [[80.0, 112.0], [80.0, 272.0], [432.0, 272.0], [432.0, 112.0]];
+    let crates = |n: usize| {
+        let spots = (0..31).flat_map(|r| (0..43).map(move |c| (40.0 + 10.0 * c as f64, 40.0 + 10.0 * r as f64)));
+        let free = spots.filter(|&(x, y)| {
+            let pillar = (214.0..=298.0).contains(&x) && (150.0..=234.0).contains(&y);
+            !pillar && respawns.iter().all(|p| (p[0] - x).hypot(p[1] - y) > 40.0)
+        });
+        let list: Vec<serde_json::Value> =
+            free.take(n).map(|(x, y)| serde_json::json!({ "x": x, "y": y, "width": 6, "height": 6 })).collect();
+        assert_eq!(list.len(), n, "room for {n} crates");
+        let mut map: serde_json::Value = serde_json::from_str(SMALL).expect("json");
+        map["physicsDynamic"] = serde_json::Value::Array(list);
+        map.to_string()
+    };
+    let most = vimp_host::engine::map::MAX_DYNAMIC_OBJECTS;
+    let mut h = host(3, SMALL, 2);
+    h.load_map_json("full.json", &crates(most)).expect("a full map loads");
+    h.world_mut().insert_resource(FrameReceivers([PlayerId(0)].into_iter().collect()));
+    let schema = SnapshotSchema::from_json(vimp_host::tanks::rows::SCHEMA_JSON).expect("schema");
+    let mut frames = Vec::new();
+    for _ in 0..8 {
+        h.step();
+        frames.extend(h.take_frames().frames);
+    }
+    assert!(!frames.is_empty(), "frames are packed");
+    for (_, bytes) in &frames {
+        let frame = unpack(&schema, bytes).expect("decodes");
+        match frame.block(5) {
+            Some(Block::IndexedNoNull8(rows)) => assert_eq!(rows.len(), most, "every crate in every frame"),
+            other => panic!("c1 block: {other:?}"),
+        }
+    }
+    let err = h.load_map_json("over.json", &crates(most + 1)).expect_err("one crate too many");
+    assert!(err.to_string().contains(&format!("at most {most}")), "{err}");
+}
+
 /// A second, tiny game — pucks pushed by one key — proves the engine needs nothing of tanks:
 /// its own schema, its own rows, its own dump hooks.
 mod second_game;

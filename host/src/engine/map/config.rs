@@ -18,8 +18,9 @@ pub const MAX_SET_ID_LEN: usize = 32;
 /// Most columns, and most rows, a map grid may have.
 pub const MAX_GRID_SIDE: usize = 4096;
 
-/// Most entries `physicsDynamic` may have.
-pub const MAX_DYNAMIC_OBJECTS: usize = 4096;
+/// Most entries `physicsDynamic` may have: every snapshot carries them all in the map's
+/// dynamics block, whose row count and ids are 8-bit (spec 000, `indexedNoNull8`).
+pub const MAX_DYNAMIC_OBJECTS: usize = 255;
 
 /// A flat map as written in its JSON file (camelCase keys); `maps/README.md` documents every field.
 ///

@@ -145,7 +145,7 @@ pub enum MapRule {
         rows: usize,
     },
     /// `physicsDynamic` has more than [`MAX_DYNAMIC_OBJECTS`] entries.
-    #[error("{0} objects, at most {MAX_DYNAMIC_OBJECTS} are allowed")]
+    #[error("{0} objects, at most {MAX_DYNAMIC_OBJECTS} are allowed (a snapshot's map block has 8-bit ids)")]
     TooManyObjects(usize),
     /// `game` (of the map or of an object) is present and not a JSON object.
     #[error("must be a JSON object (or left out)")]
