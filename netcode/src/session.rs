@@ -89,7 +89,8 @@ pub mod close {
     pub const REPLACED: u16 = 4409;
     /// The protocol versions differ.
     pub const VERSION: u16 = 4410;
-    /// Inputs, chat or votes beyond their rate limits.
+    /// Inputs, chat, votes or control messages (pongs, auth responses, `LINKS`, checkpoint
+    /// requests, claims) beyond their rate limits.
     pub const RATE: u16 = 4413;
     /// The host failed.
     pub const INTERNAL: u16 = 4500;
@@ -351,6 +352,9 @@ pub struct HostSessionConfig {
     pub chat_rate: (f64, f64),
     /// Votes and list requests: burst and sustained per second.
     pub vote_rate: (f64, f64),
+    /// Everything else a peer sends once in a while — pongs, auth responses, `LINKS`
+    /// reports, checkpoint requests, claims: burst and sustained per second, together.
+    pub control_rate: (f64, f64),
 }
 
 impl Default for HostSessionConfig {
@@ -364,6 +368,7 @@ impl Default for HostSessionConfig {
             input_rate: (250.0, 250.0),
             chat_rate: (5.0, 0.5),
             vote_rate: (10.0, 1.0),
+            control_rate: (20.0, 10.0),
         }
     }
 }
@@ -428,6 +433,7 @@ pub struct HostSession {
     inputs: RateLimit,
     chat: RateLimit,
     votes: RateLimit,
+    control: RateLimit,
     now: Duration,
 }
 
@@ -449,6 +455,7 @@ impl HostSession {
             inputs: rate(config.input_rate),
             chat: rate(config.chat_rate),
             votes: rate(config.vote_rate),
+            control: rate(config.control_rate),
             config,
             now,
         }
@@ -484,6 +491,17 @@ impl HostSession {
             Err(()) => return self.close(close::PROTOCOL),
         };
         let Ok(frame) = frame::parse(&whole) else { return self.close(close::PROTOCOL) };
+        let control = matches!(
+            frame.opcode,
+            op::PONG | op::client::AUTH_RESPONSE | op::LINKS | op::CHECKPOINT_REQUEST | op::CLAIM
+        );
+        if control {
+            match self.control.check(now) {
+                RateVerdict::Allow => {}
+                RateVerdict::Drop => return,
+                RateVerdict::Abuse => return self.close(close::RATE),
+            }
+        }
         match (self.state, frame.opcode) {
             (HostState::AwaitingHello { .. }, op::HELLO) => match serde_json::from_slice::<Hello>(frame.payload) {
                 Ok(hello) if hello.version != PROTOCOL_VERSION => self.reject(close::VERSION, None),
@@ -1233,6 +1251,20 @@ mod tests {
         client.send_meta(op::client::CHAT, br#""spam""#);
         progress(&mut host, &mut client, 3 * MS);
         assert_eq!(host.close_code(), Some(close::RATE));
+    }
+
+    #[test]
+    fn a_flood_of_control_messages_is_dropped_then_closed_with_4413() {
+        let (mut host, mut client) = connected();
+        while host.poll_event().is_some() {}
+        let (burst, _) = HostSessionConfig::default().control_rate;
+        for _ in 0..burst as usize * 3 {
+            client.send_meta(op::LINKS, &[1; 17]);
+        }
+        progress(&mut host, &mut client, MS);
+        let links = std::iter::from_fn(|| host.poll_event()).filter(|e| matches!(e, HostEvent::Links(_))).count();
+        assert_eq!(links, burst as usize, "the burst passes, the rest is dropped");
+        assert_eq!(host.close_code(), Some(close::RATE), "and past the drops tolerated, the peer is closed");
     }
 
     #[test]
