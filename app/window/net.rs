@@ -152,18 +152,18 @@ impl Joining {
 
     /// Watches a join not welcomed yet: the signalling server lost, or no welcome within
     /// [`timeout`](Joining::timeout), becomes a [`JoinFailure`].
-    fn update(&mut self, net: &Pulled, now: Duration) {
-        if self.failure.is_some() || net.welcomed {
+    fn update(&mut self, client: &ClientView, now: Duration) {
+        if self.failure.is_some() || client.welcome().is_some() {
             return;
         }
-        if let Some(reason) = net.failure.clone() {
-            self.failure = Some(JoinFailure { code: crate::setup::UNREACHABLE, reason });
+        if let Some(reason) = client.failure() {
+            self.failure = Some(JoinFailure { code: crate::setup::UNREACHABLE, reason: reason.to_owned() });
             return;
         }
         if now >= self.timeout && self.asked.is_none() {
             let (tx, rx) = std::sync::mpsc::channel();
             let (signal, url, ice, linked) =
-                (self.signal.clone(), self.url.clone(), self.ice.clone(), net.linked_peers);
+                (self.signal.clone(), self.url.clone(), self.ice.clone(), client.linked_peers());
             let waited = now.as_secs_f64();
             std::thread::spawn(move || {
                 let _ = tx.send(JoinFailure::diagnose(&signal, &url, &ice, linked, waited));
@@ -260,9 +260,10 @@ impl MatchState {
     /// decides by time — banners, the join's timeout, prediction steps, the net graph — goes
     /// by `now`, so a test can drive it on its own clock.
     pub fn update(&mut self, now: Duration) {
-        let net = self.pull();
+        let net = self.node.take();
+        self.view = self.node.view().clone();
         if let Some(joining) = self.joining.as_mut() {
-            joining.update(&net, now);
+            joining.update(&self.view, now);
         }
         // A host that stops hosting (a better claim, the players' vote) has its player follow
         // the new host; it may take the match over again one day, like any player.
@@ -281,11 +282,13 @@ impl MatchState {
                 RoleChange::HandedOff { voted: false, .. } => "joined (the match was handed on)".into(),
             };
         }
-        if net.shadowing_began {
+        if self.view.shadowing() && !self.shadow_said {
             bevy::log::info!("shadowing the host (first checkpoint in)");
         }
-        self.remember_token(now, net.welcome.as_ref());
-        let stats = &net.stats;
+        self.shadow_said = self.view.shadowing();
+        let welcome = self.view.welcome().cloned();
+        self.remember_token(now, welcome.as_ref());
+        let stats = self.view.stats().clone();
         if stats.migrations > self.migrations_seen {
             self.migrations_seen = stats.migrations;
             let text = if self.promoted.is_some() { "host changed: you host the match now" } else { "host changed" };
@@ -303,8 +306,15 @@ impl MatchState {
                 HostNote::MapInvalid(errors) => self.map_error = Some(errors),
             }
         }
-        if let Some(interp) = net.interp {
-            self.interp = Some(interp);
+        if self.interp.is_none()
+            && let Some(schema) = self.view.schema()
+        {
+            let config = self
+                .view
+                .config()
+                .and_then(|c| serde_json::from_value::<InterpolationConfig>(c["engine"]["interpolation"].clone()).ok())
+                .unwrap_or_default();
+            self.interp = Some(Interpolator::new(schema.clone(), config));
         }
         for (port, payload) in net.meta {
             self.on_meta(port, &payload, now);
@@ -314,7 +324,7 @@ impl MatchState {
                 self.push_chat(msg, now);
             }
         }
-        self.build_predictor(now, net.welcome.as_ref());
+        self.build_predictor(now, welcome.as_ref());
         let mut frames = net.frames;
         if let Some(p) = self.predictor.as_mut() {
             for frame in &mut frames {
@@ -344,11 +354,11 @@ impl MatchState {
             }
             self.sample = interp.sample(server_now);
         }
-        let before = std::mem::replace(&mut self.stats_seen, net.stats);
+        let before = std::mem::replace(&mut self.stats_seen, stats);
         let after = &self.stats_seen;
         self.graph.record(
             now,
-            net.rtt_ms,
+            self.view.rtt_ms(),
             after.snapshots.saturating_sub(before.snapshots) as u32,
             after.bytes_in.saturating_sub(before.bytes_in),
             after.bytes_out.saturating_sub(before.bytes_out),
@@ -539,55 +549,6 @@ impl MatchState {
     fn with_client<R: Send + 'static>(&self, f: impl FnOnce(&mut ClientCore) -> R + Send + 'static) -> Option<R> {
         self.node.with_node(move |node| node.client_mut().map(f)).flatten()
     }
-
-    /// What the window takes from the node each turn.
-    fn pull(&mut self) -> Pulled {
-        let taken = self.node.take();
-        self.view = self.node.view().clone();
-        let view = &self.view;
-        let interp = self.interp.is_none().then(|| view.schema().cloned()).flatten().map(|schema| {
-            let config = view
-                .config()
-                .and_then(|c| serde_json::from_value::<InterpolationConfig>(c["engine"]["interpolation"].clone()).ok())
-                .unwrap_or_default();
-            Interpolator::new(schema, config)
-        });
-        let shadowing = view.shadowing();
-        let pulled = Pulled {
-            changes: taken.changes,
-            welcomed: view.welcome().is_some(),
-            welcome: view.welcome().cloned(),
-            failure: view.failure().map(str::to_owned),
-            linked_peers: view.linked_peers(),
-            stats: view.stats().clone(),
-            meta: taken.meta,
-            chat: taken.chat,
-            notes: taken.notes,
-            frames: taken.frames,
-            interp,
-            rtt_ms: view.rtt_ms(),
-            shadowing_began: shadowing && !self.shadow_said,
-        };
-        self.shadow_said = shadowing;
-        pulled
-    }
-}
-
-/// What [`MatchState::update`] took from the node.
-struct Pulled {
-    notes: Vec<HostNote>,
-    changes: Vec<RoleChange>,
-    welcomed: bool,
-    welcome: Option<vimp_netcode::session::Welcome>,
-    failure: Option<String>,
-    linked_peers: usize,
-    stats: ClientStats,
-    meta: Vec<(u8, Vec<u8>)>,
-    chat: Vec<serde_json::Value>,
-    frames: Vec<vimp_netcode::snapshot::Frame>,
-    interp: Option<Interpolator>,
-    rtt_ms: Option<f64>,
-    shadowing_began: bool,
 }
 
 /// Blends two tank states: positions and velocities linearly, angles the short way round.

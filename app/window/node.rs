@@ -462,7 +462,10 @@ impl Turns {
             let now = clock.elapsed();
             self.node.update(now);
             let game = *self.node.game();
-            let links = self.node.links();
+            if self.node.is_hosting() && Instant::now() >= next_links {
+                next_links = Instant::now() + LINKS_INTERVAL;
+                *self.shared.links.lock().unwrap_or_else(PoisonError::into_inner) = self.node.links();
+            }
             match self.node.server_mut() {
                 Some(server) => {
                     let notes = self.watch.as_mut().map(|w| w.poll(&game, server)).unwrap_or_default();
@@ -474,10 +477,6 @@ impl Turns {
                         next_capture = Instant::now() + VIEW_INTERVAL;
                         *self.shared.capture.lock().unwrap_or_else(PoisonError::into_inner) =
                             capture(server.host_mut());
-                    }
-                    if Instant::now() >= next_links {
-                        next_links = Instant::now() + LINKS_INTERVAL;
-                        *self.shared.links.lock().unwrap_or_else(PoisonError::into_inner) = links;
                     }
                 }
                 None => {
