@@ -7,6 +7,7 @@ use serde_json::json;
 use crate::engine::dump::{self, DumpKind};
 use crate::engine::mapstate::MapState;
 use crate::engine::meta::MetaOutbox;
+use crate::engine::nav::Nav;
 use crate::engine::physics::Physics;
 use crate::engine::sim::SimRng;
 use crate::engine::state::GameHooks;
@@ -77,7 +78,15 @@ fn load(world: &mut World, bytes: &[u8]) -> Result<(), String> {
     world.insert_resource(state.next_shot_id);
     world.insert_resource(state.blasts);
     world.resource_mut::<TanksRules>().0.bots = state.bot_rules;
+    prepare_routes(world);
     Ok(())
+}
+
+/// Gets the navigation ready for the bots' routes ([`crate::tanks::bots::brain::prepare`]).
+fn prepare_routes(world: &World) {
+    if let Some(nav) = world.get_resource::<Nav>().and_then(|n| n.0.as_ref()) {
+        crate::tanks::bots::brain::prepare(&world.resource::<TanksRules>().0.models.tank, nav);
+    }
 }
 
 /// A new map (or the same map again for a new round): every team needs respawns; every
@@ -101,6 +110,7 @@ fn on_map_loaded(world: &mut World) -> Result<(), String> {
     }
     world.resource_mut::<Physics>().apply_removals();
     world.resource_mut::<RecentBlasts>().0.clear();
+    prepare_routes(world);
     for (tank, mut bot) in world.query::<(&Tank, &mut Bot)>().iter_mut(world) {
         bot.reset(tank.player);
     }

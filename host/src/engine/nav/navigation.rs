@@ -36,7 +36,10 @@
 //!    of the path reachable by a straight leg that passes the same tests as step 1 ends the
 //!    leg; where none does, the body's own width is enough for the corridor; where not even
 //!    that reaches past the path's next cell, the leg goes to that cell. Only such a one-cell
-//!    leg may cut into a penalty zone.
+//!    leg may cut into a penalty zone. Legs are pulled taut only from points within
+//!    [`PathQuery::smooth_within`] of the start along the path; past that, the legs are the
+//!    path's own turns (a mover that plans again before it gets there needs no more, and a
+//!    long route costs no more to smooth than a short one).
 //!
 //! [`Route::cost`] is the A\* path's cost plus the straight distances from the start to its
 //! entry node and from the end's entry node to the end.
@@ -49,12 +52,18 @@
 //! diagonal) through the cell between, allowed where both are, costing what the two cost. A
 //! quarter of the nodes and routes of half as many steps make a search several times
 //! cheaper; the routes, pulled taut the same way, come out a few per cent longer (the
-//! bench prints by how much). Start and end are tied to the nearest lattice node the body
-//! fits within [`ENTRY_RINGS`] rings of lattice nodes that it can reach by a straight
-//! corridor its own width. Where there is none, or the two lattice nodes are not linked (a
-//! passage only one odd row or column wide), the query is answered on the cells as above,
-//! so the lattice never loses a route. [`NavigationSystem::with_lattice`] turns it on or off
-//! whatever the size.
+//! bench prints by how much). Each lattice node keeps its links' metadata side by side (the
+//! smaller `fit` of the two cells a link enters, the smaller `clear` of each cell link's two
+//! cells, with and without soft obstacles, and which of its cells they cover), brought up to
+//! date wherever soft obstacles move, so an expansion reads one place.
+//!
+//! Start and end are tied to their own cell when the body fits it and it is a lattice node,
+//! else (the body fitting their cell) to the nearest lattice node one cell link away, as the
+//! cells' graph would go; else to the nearest lattice node the body fits within
+//! [`ENTRY_RINGS`] rings of lattice nodes that it can reach by a straight corridor its own
+//! width. Where there is none, or the two lattice nodes are not linked (a passage only one
+//! odd row or column wide), the query is answered on the cells as above, so the lattice never
+//! loses a route. [`NavigationSystem::with_lattice`] turns it on or off whatever the size.
 //!
 //! # Landmarks
 //!
@@ -145,6 +154,9 @@ pub struct PathQuery<'a> {
     /// How much the search weighs its estimate of the rest of the route (at least 1): 1 finds
     /// the cheapest route; above 1 it finds one at most that many times dearer, sooner.
     pub heuristic_weight: f32,
+    /// How far along the path, world units, the route is pulled taut (see the module docs);
+    /// beyond, its legs are the path's own turns. Infinite: the whole route.
+    pub smooth_within: f32,
 }
 
 impl Default for PathQuery<'_> {
@@ -157,6 +169,7 @@ impl Default for PathQuery<'_> {
             soft_cost: 0.0,
             penalties: &[],
             heuristic_weight: 1.0,
+            smooth_within: f32::INFINITY,
         }
     }
 }
@@ -321,7 +334,32 @@ pub struct NavigationSystem {
     landmarks: Landmarks,
     /// Whether routes are searched on the lattice first.
     lattice: bool,
+    /// Per lattice node ([`NavigationSystem::lattice_index`]), its links.
+    lattice_links: Vec<LatticeLinks>,
+    /// Lattice columns, as the shift of the lattice's row stride (a power of two).
+    lattice_shift: u32,
+    /// `STEPS` as lattice index offsets.
+    lattice_offsets: [isize; 8],
     search: Mutex<Search>,
+}
+
+/// What a lattice search reads of a lattice node's links, per direction of `STEPS`, kept
+/// together so that an expansion touches one place. A lattice link `n → mid → m` costs its
+/// two cell links' prices, each from the smaller `clear` of its two cells.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct LatticeLinks {
+    /// Bit `k` set when a point may move by `STEPS[k]` twice from the node.
+    moves: u8,
+    /// Bit `k` set when a soft obstacle covers the middle cell of link `k`.
+    soft_mid: u8,
+    /// Bit `k` set when a soft obstacle covers the far cell of link `k`.
+    soft_far: u8,
+    /// The smaller `fit` of the middle and the far cell.
+    fit: [u8; 8],
+    /// The smaller `clear` of (node, middle) and of (middle, far).
+    clear: [[u8; 2]; 8],
+    /// The same with soft obstacles counted as blocked.
+    soft_clear: [[u8; 2]; 8],
 }
 
 /// What a search reads of a cell, kept together so that a step touches one place.
@@ -421,6 +459,9 @@ impl NavigationSystem {
             coords: Vec::new(),
             landmarks: Landmarks::default(),
             lattice: false,
+            lattice_links: Vec::new(),
+            lattice_shift: 0,
+            lattice_offsets: [0; 8],
             search: Mutex::new(Search::default()),
         };
         let cols = nav.grid.cols();
@@ -447,6 +488,12 @@ impl NavigationSystem {
             nav.each_neighbour(i, 1, |m, _| links += usize::from(m > i));
         }
         nav.links = links;
+        nav.lattice_shift = nav.grid.cols().div_ceil(2).next_power_of_two().trailing_zeros();
+        nav.lattice_offsets = STEPS.map(|(dc, dr)| dr as isize * (1isize << nav.lattice_shift) + dc as isize);
+        nav.lattice_links = vec![LatticeLinks::default(); nav.lattice_nodes()];
+        for l in 0..nav.lattice_nodes() as u32 {
+            nav.link_lattice_node(l);
+        }
         nav.place_landmarks();
         nav.lattice = nav.free_cells.len() > LATTICE_FROM;
         nav
@@ -824,12 +871,35 @@ impl NavigationSystem {
         (c | r) & 1 == 0
     }
 
-    /// The lattice node for `p` and a body needing `need` cells, `half` wide on each side: the
-    /// nearest lattice cell the body fits within [`ENTRY_RINGS`] rings of lattice cells that
-    /// the body can drive to from `p` in a straight line (`from_node`: from the node to `p`)
-    /// (ties to the lower index); `None` when there is none.
+    /// The lattice node for `p` and a body needing `need` cells, `half` wide on each side: where
+    /// the body fits `p`'s cell, that cell if it is a lattice node, else the nearest lattice
+    /// node a cell link away; otherwise the nearest lattice cell the body fits within
+    /// [`ENTRY_RINGS`] rings of lattice cells that the body can drive to from `p` in a straight
+    /// line (`from_node`: from the node to `p`). Ties go to the lower index; `None` when there
+    /// is none.
     fn lattice_entry(&self, p: [f32; 2], need: u32, half: f32, from_node: bool) -> Option<u32> {
         let (pc, pr) = self.grid.cell_of(p)?;
+        // The body fits the point's own cell: that cell, when it is a lattice node, else the
+        // nearest lattice node one cell link away, as the cells' graph would go.
+        if let Some(i) = self.grid.index(pc, pr)
+            && self.grid.fits_index(i, need)
+        {
+            if self.on_lattice(i as u32) {
+                return Some(i as u32);
+            }
+            let mut best: Option<(f32, u32)> = None;
+            self.each_neighbour(i as u32, need, |m, _| {
+                if self.on_lattice(m) {
+                    let d = distance(p, self.grid.center(m as usize));
+                    if best.is_none_or(|(bd, bm)| d < bd || (d == bd && m < bm)) {
+                        best = Some((d, m));
+                    }
+                }
+            });
+            if let Some((_, m)) = best {
+                return Some(m);
+            }
+        }
         let reach = 2 * ENTRY_RINGS;
         let mut candidates: Vec<(f32, usize)> = Vec::new();
         for r in ((pr - reach).max(0) & !1..=pr + reach).step_by(2) {
@@ -1020,53 +1090,139 @@ impl NavigationSystem {
                 let search = &mut *guard;
                 let profile = self.profile(&mut search.profiles, need, pricing);
                 let goal = profile.marks[self.lattice_index(g)];
-                // The search numbers the lattice's nodes compactly.
+                let [glc, glr] = self.lattice_coords(self.lattice_index(g) as u32).map(|v| v as f32);
+                // The search numbers the lattice's nodes by `lattice_index`; a lattice step is two cells.
                 let heuristic = |l: u32| {
-                    let n = self.lattice_cell(l);
-                    octile(n).max(profile.bound(&profile.marks[l as usize], &goal)) * weight
+                    let [c, r] = self.lattice_coords(l);
+                    let (dx, dy) = ((c as f32 - glc).abs(), (r as f32 - glr).abs());
+                    let (lo, hi) = if dx < dy { (dx, dy) } else { (dy, dx) };
+                    let octile = (hi + (std::f32::consts::SQRT_2 - 1.0) * lo) * 2.0 * cell;
+                    octile.max(profile.bound(&profile.marks[l as usize], &goal)) * weight
                 };
                 let successors = |l: u32, frontier: &mut Frontier<'_, _>| {
-                    let n = self.lattice_cell(l);
-                    let cn = &self.cells[n as usize];
-                    self.each_lattice_neighbour(n, need, |mid, cmid, m, cm, diagonal| {
-                        let lm = self.lattice_index(m) as u32;
-                        if !frontier.is_closed(lm) {
-                            let (n, mid, m) = (n as usize, mid as usize, m as usize);
-                            let cost = self.price(n, cn, mid, cmid, diagonal, q, pricing)
-                                + self.price(mid, cmid, m, cm, diagonal, q, pricing);
-                            frontier.offer(lm, cost);
+                    let links = &self.lattice_links[l as usize];
+                    let mut mask = links.moves;
+                    while mask != 0 {
+                        let k = mask.trailing_zeros() as usize;
+                        mask &= mask - 1;
+                        if need > 1 && u32::from(links.fit[k]) < need {
+                            continue;
                         }
-                    });
+                        let m = (l as isize + self.lattice_offsets[k]) as u32;
+                        if frontier.is_closed(m) {
+                            continue;
+                        }
+                        frontier.offer(m, self.lattice_price(l, links, k, q, pricing));
+                    }
                 };
                 let (ls, lg) = (self.lattice_index(s) as u32, self.lattice_index(g) as u32);
                 let mut path =
                     find_path_with(self.lattice_nodes(), ls, lg, heuristic, successors, &mut search.lattice_scratch)?;
                 for n in &mut path.nodes {
-                    *n = self.lattice_cell(*n);
+                    *n = self.lattice_cell(*n).expect("a search reaches only lattice cells");
                 }
                 Some(path)
             }
         }
     }
 
-    /// Lattice nodes, counting the places of blocked cells (the lattice's numbering's size).
+    /// The lattice's numbering's size: its rows times a row stride of a power of two at least
+    /// its columns, counting the places of blocked cells and of the padding.
     fn lattice_nodes(&self) -> usize {
-        self.grid.cols().div_ceil(2) * self.grid.rows().div_ceil(2)
+        self.grid.rows().div_ceil(2) << self.lattice_shift
     }
 
     /// The lattice's number of lattice cell `i` (even column and row): row-major over the
-    /// lattice.
+    /// lattice, `2^lattice_shift` to a row.
     #[inline]
     fn lattice_index(&self, i: u32) -> usize {
         let [c, r] = self.coords[i as usize];
-        usize::from(r / 2) * self.grid.cols().div_ceil(2) + usize::from(c / 2)
+        usize::from(r / 2) << self.lattice_shift | usize::from(c / 2)
     }
 
-    /// The cell of lattice number `l`.
+    /// The lattice column and row of lattice number `l`.
     #[inline]
-    fn lattice_cell(&self, l: u32) -> u32 {
-        let per_row = self.grid.cols().div_ceil(2) as u32;
-        (l / per_row) * 2 * self.grid.cols() as u32 + (l % per_row) * 2
+    fn lattice_coords(&self, l: u32) -> [u32; 2] {
+        [l & ((1 << self.lattice_shift) - 1), l >> self.lattice_shift]
+    }
+
+    /// The cell of lattice number `l`, `None` for the padding past the last column.
+    #[inline]
+    fn lattice_cell(&self, l: u32) -> Option<u32> {
+        let [lc, lr] = self.lattice_coords(l);
+        let (c, r) = (2 * lc as usize, 2 * lr as usize);
+        (c < self.grid.cols() && r < self.grid.rows()).then(|| (r * self.grid.cols() + c) as u32)
+    }
+
+    /// The cost of lattice link `k` of lattice node `l` (whose links are `links`): what
+    /// [`Self::price`] gives its two cell links, added up the same way.
+    #[inline(always)]
+    fn lattice_price(&self, l: u32, links: &LatticeLinks, k: usize, q: &PathQuery<'_>, pricing: &Pricing) -> f32 {
+        let diagonal = k >= 4;
+        let d = usize::from(diagonal);
+        let clear = if pricing.soft { links.soft_clear[k] } else { links.clear[k] };
+        let mut first = pricing.base(clear[0], diagonal);
+        let mut second = pricing.base(clear[1], diagonal);
+        if !q.penalties.is_empty() {
+            let [lc, lr] = self.lattice_coords(l).map(|v| 2 * v as i64);
+            let (dc, dr) = STEPS[k];
+            let len = pricing.len[d];
+            self.add_zones(&mut first, [lc, lr], [lc + dc, lr + dr], len, q);
+            self.add_zones(&mut second, [lc + dc, lr + dr], [lc + 2 * dc, lr + 2 * dr], len, q);
+        }
+        if pricing.soft {
+            let bit = 1 << k;
+            if links.soft_mid & bit != 0 {
+                first += pricing.soft_cost[d];
+            }
+            if links.soft_far & bit != 0 {
+                second += pricing.soft_cost[d];
+            }
+        }
+        first + second
+    }
+
+    /// Adds to `cost` the penalty zones' share of the cell link `a → b` (column, row) `len`
+    /// long, as [`Self::price`] does.
+    #[inline(always)]
+    fn add_zones(&self, cost: &mut f32, a: [i64; 2], b: [i64; 2], len: f32, q: &PathQuery<'_>) {
+        let half = self.grid.cell() / 2.0;
+        let mid = [(a[0] as f32 + b[0] as f32 + 1.0) * half, (a[1] as f32 + b[1] as f32 + 1.0) * half];
+        for z in q.penalties {
+            let (dx, dy) = (mid[0] - z.center[0], mid[1] - z.center[1]);
+            let d2 = dx * dx + dy * dy;
+            if d2 < z.radius * z.radius {
+                *cost += z.cost_per_unit * (1.0 - d2.sqrt() / z.radius) * len;
+            }
+        }
+    }
+
+    /// Works out lattice node `l`'s links from its cells' infos.
+    fn link_lattice_node(&mut self, l: u32) {
+        let mut links = LatticeLinks::default();
+        if let Some(n) = self.lattice_cell(l) {
+            let cn = self.cells[n as usize];
+            if self.grid.is_free(n as usize) {
+                for k in 0..8 {
+                    if cn.moves & (1 << k) == 0 {
+                        continue;
+                    }
+                    let mid = (n as isize + self.offsets[k]) as usize;
+                    let cmid = self.cells[mid];
+                    if cmid.moves & (1 << k) == 0 {
+                        continue;
+                    }
+                    let cm = self.cells[(mid as isize + self.offsets[k]) as usize];
+                    links.moves |= 1 << k;
+                    links.soft_mid |= u8::from(cmid.soft > 0) << k;
+                    links.soft_far |= u8::from(cm.soft > 0) << k;
+                    links.fit[k] = cmid.fit.min(cm.fit);
+                    links.clear[k] = [cn.clear.min(cmid.clear), cmid.clear.min(cm.clear)];
+                    links.soft_clear[k] = [cn.soft_clear.min(cmid.soft_clear), cmid.soft_clear.min(cm.soft_clear)];
+                }
+            }
+        }
+        self.lattice_links[l as usize] = links;
     }
 
     /// The lattice's landmarks for a body needing `need` cells and `pricing`'s narrow places
@@ -1101,7 +1257,11 @@ impl NavigationSystem {
             .collect();
         let columns: Vec<Vec<f32>> = farthest_landmarks(&nodes, self.grid.walk().len(), distances)
             .iter()
-            .map(|column| (0..self.lattice_nodes() as u32).map(|l| column[self.lattice_cell(l) as usize]).collect())
+            .map(|column| {
+                (0..self.lattice_nodes() as u32)
+                    .map(|l| self.lattice_cell(l).map_or(f32::INFINITY, |n| column[n as usize]))
+                    .collect()
+            })
             .collect();
         let (marks, step) = quantise(&columns, self.lattice_nodes());
         profiles.push(Profile { need, narrow, marks, step });
@@ -1124,6 +1284,24 @@ impl NavigationSystem {
         Route { legs, cost }
     }
 
+    /// Works out now what the first [`Self::find_route`] for `query`'s body and narrow-place
+    /// pricing would: the graph's connected parts for that body and, on the lattice, its
+    /// landmarks (tens of milliseconds on a 256×256 map). A game calls it when a map loads, so
+    /// that no tick pays for it. Routes are the same either way.
+    pub fn prepare(&self, query: &PathQuery<'_>) {
+        let need = self.grid.cells_for(query.min_width);
+        if need > u32::from(MAX_FIT) {
+            return;
+        }
+        self.with_components(need, Graph::Cells, |_| ());
+        if self.lattice {
+            self.with_components(need, Graph::Lattice, |_| ());
+            let pricing = Pricing::new(&self.grid, query);
+            let mut search = self.search.lock().unwrap_or_else(PoisonError::into_inner);
+            self.profile(&mut search.profiles, need, &pricing);
+        }
+    }
+
     /// [`Self::find_route`] with [`PathQuery::default`]: the shortest route of a point.
     pub fn find_path(&self, start: [f32; 2], end: [f32; 2]) -> Option<Route> {
         self.find_route(start, end, &PathQuery::default())
@@ -1143,9 +1321,19 @@ impl NavigationSystem {
         // The points where the path turns, and the end.
         let turns: Vec<usize> = (1..last).filter(|&i| dir(i - 1) != dir(i)).chain([last]).collect();
         let (strict, loose) = Self::halves(q);
+        // Legs are pulled taut from the points `..within` (those within the horizon).
+        let mut within = points.len();
+        let mut along = 0.0;
+        for (i, w) in points.windows(2).enumerate() {
+            along += distance(w[0], w[1]);
+            if along > q.smooth_within {
+                within = i + 1;
+                break;
+            }
+        }
         let mut legs = Vec::new();
         let mut anchor = 0;
-        while anchor < last {
+        while anchor < within && anchor < last {
             let ahead = &turns[turns.partition_point(|&i| i <= anchor)..];
             let next = self
                 .farthest(points, ahead, anchor, strict, q)
@@ -1154,6 +1342,8 @@ impl NavigationSystem {
             legs.push(walk(points[next]));
             anchor = next;
         }
+        // Past the horizon, the path's own turns.
+        legs.extend(turns.iter().filter(|&&i| i > anchor).map(|&i| walk(points[i])));
         legs
     }
 
@@ -1216,39 +1406,60 @@ impl NavigationSystem {
     /// [`Self::set_obstacle`] for several obstacles at once (the margins to soft obstacles are
     /// measured again once, at the end, when any covered cell changed).
     pub fn set_obstacles(&mut self, shapes: impl IntoIterator<Item = (usize, Option<Obb>)>) -> bool {
-        let mut changed = false;
+        // The cells whose soft count or margin changed.
+        let mut dirty = Vec::new();
         for (i, shape) in shapes {
-            changed |= self.place(i, shape);
+            self.place(i, shape, &mut dirty);
         }
-        if changed {
-            let blocked: Vec<u8> =
-                self.grid.walk().iter().zip(&self.cells).map(|(&w, c)| u8::from(w != 0 || c.soft > 0)).collect();
-            let soft_clear = super::grid::clear_grid(self.grid.cols(), self.grid.rows(), &blocked);
-            for (info, d) in self.cells.iter_mut().zip(soft_clear) {
+        if dirty.is_empty() {
+            return false;
+        }
+        let blocked: Vec<u8> =
+            self.grid.walk().iter().zip(&self.cells).map(|(&w, c)| u8::from(w != 0 || c.soft > 0)).collect();
+        let soft_clear = super::grid::clear_grid(self.grid.cols(), self.grid.rows(), &blocked);
+        for (i, (info, d)) in self.cells.iter_mut().zip(soft_clear).enumerate() {
+            if info.soft_clear != d {
                 info.soft_clear = d;
+                dirty.push(i as u32);
             }
         }
-        changed
+        // A lattice node's links read the cells up to two steps away.
+        dirty.sort_unstable();
+        dirty.dedup();
+        let (lcols, lrows) = (self.grid.cols().div_ceil(2) as i64, self.grid.rows().div_ceil(2) as i64);
+        for i in dirty {
+            let [c, r] = self.coords[i as usize].map(i64::from);
+            for lr in (r - 1).div_euclid(2).max(0)..=((r + 2) / 2).min(lrows - 1) {
+                for lc in (c - 1).div_euclid(2).max(0)..=((c + 2) / 2).min(lcols - 1) {
+                    self.link_lattice_node(((lr as u32) << self.lattice_shift) | lc as u32);
+                }
+            }
+        }
+        true
     }
 
-    fn place(&mut self, i: usize, shape: Option<Obb>) -> bool {
+    /// Records obstacle `i` as `shape`; when the cells it covers change, the old and new ones
+    /// go to `dirty`.
+    fn place(&mut self, i: usize, shape: Option<Obb>, dirty: &mut Vec<u32>) {
         if self.obstacles.len() <= i {
             self.obstacles.resize(i + 1, None);
         }
         if self.obstacles[i].as_ref().map(|s| s.shape) == shape {
-            return false;
+            return;
         }
         let cells = shape.map(|s| self.cells_under(&s)).unwrap_or_default();
         let old = self.obstacles[i].take();
-        let changed = old.as_ref().map_or(&[][..], |s| &s.cells[..]) != &cells[..];
-        for &c in old.iter().flat_map(|s| &s.cells) {
+        let old_cells = old.as_ref().map_or(&[][..], |s| &s.cells[..]);
+        if old_cells != &cells[..] {
+            dirty.extend(old_cells.iter().chain(&cells));
+        }
+        for &c in old_cells {
             self.cells[c as usize].soft = self.cells[c as usize].soft.saturating_sub(1);
         }
         for &c in &cells {
             self.cells[c as usize].soft = self.cells[c as usize].soft.saturating_add(1);
         }
         self.obstacles[i] = shape.map(|shape| Soft { shape, cells });
-        changed
     }
 
     /// The cells a box overlaps (touching is not overlapping).
@@ -1692,6 +1903,103 @@ mod tests {
         assert!(stays_off_walls(&wide, a, &route));
         let exact = nav(&ROOMS).find_path(a, b).expect("a route").cost;
         assert!(route.cost >= exact * 0.999 && route.cost <= exact * 1.2, "{} vs {exact}", route.cost);
+    }
+
+    #[test]
+    fn lattice_links_follow_the_soft_obstacles_and_cost_what_their_cells_do() {
+        let poses = |step: usize| {
+            let x = 20.0 + 17.0 * step as f32;
+            [
+                (0, Some(Obb::new([x, 45.0], [9.0, 6.0], 0.3 * step as f32))),
+                (1, (step % 3 != 2).then(|| Obb::new([150.0 - x, 100.0], [12.0, 4.0], 0.0))),
+                (2, Some(Obb::new([85.0, 20.0 + 7.0 * step as f32], [5.0, 5.0], 0.0))),
+            ]
+        };
+        let mut moved = nav(&ROOMS).with_lattice(true);
+        for step in 0..7 {
+            moved.set_obstacles(poses(step));
+            let mut fresh = nav(&ROOMS).with_lattice(true);
+            fresh.set_obstacles(poses(step));
+            assert_eq!(moved.lattice_links, fresh.lattice_links, "step {step}");
+            assert!(moved.lattice_links.iter().any(|l| l.soft_mid | l.soft_far != 0));
+        }
+        let zones = [PenaltyZone { center: [70.0, 60.0], radius: 45.0, cost_per_unit: 2.0 }];
+        for q in [
+            PathQuery::default(),
+            PathQuery {
+                min_width: 12.0,
+                comfort_clearance: 10.0,
+                narrow_cost: 2.0,
+                soft_cost: 3.0,
+                penalties: &zones,
+                ..PathQuery::default()
+            },
+        ] {
+            let pricing = Pricing::new(&moved.grid, &q);
+            let mut links = 0;
+            for l in 0..moved.lattice_nodes() as u32 {
+                let ll = moved.lattice_links[l as usize];
+                let Some(n) = moved.lattice_cell(l).filter(|&n| moved.grid.is_free(n as usize)) else {
+                    assert_eq!(ll.moves, 0, "a wall or the padding has no links");
+                    continue;
+                };
+                let mut found = 0;
+                moved.each_lattice_neighbour(n, 1, |mid, _, m, _, diagonal| {
+                    found += 1;
+                    let k = (0..8).find(|&k| (n as isize + 2 * moved.offsets[k]) as u32 == m).unwrap();
+                    assert_eq!((l as isize + moved.lattice_offsets[k]) as usize, moved.lattice_index(m));
+                    let (n, mid, m) = (n as usize, mid as usize, m as usize);
+                    let cells = moved.link_cost(n, mid, diagonal, &q, &pricing)
+                        + moved.link_cost(mid, m, diagonal, &q, &pricing);
+                    assert_eq!(moved.lattice_price(l, &ll, k, &q, &pricing), cells, "link {k} of {n}");
+                    links += 1;
+                });
+                assert_eq!(found, ll.moves.count_ones(), "the links of {n}");
+            }
+            assert!(links > 100, "{links}");
+        }
+    }
+
+    #[test]
+    fn a_route_is_pulled_taut_only_within_its_horizon() {
+        let nav = nav(&ROOMS).with_lattice(true);
+        let (a, b) = (at(2, 2), at(14, 2));
+        let taut = nav.find_path(a, b).expect("a route");
+        let near = nav.find_route(a, b, &PathQuery { smooth_within: 30.0, ..PathQuery::default() }).expect("a route");
+        assert_eq!(near.cost, taut.cost, "the same path");
+        assert_eq!(near.legs.last(), taut.legs.last());
+        assert!(near.legs.len() > taut.legs.len(), "{near:?} vs {taut:?}");
+        assert!(stays_off_walls(&nav, a, &near));
+        // Past the horizon every leg ends on a lattice node of the path, one straight run of it apart.
+        let ends: Vec<[f32; 2]> = near.points().collect();
+        let beyond = ends.iter().position(|&p| distance(a, p) > 60.0).expect("legs past the horizon");
+        for pair in ends[beyond..ends.len() - 1].windows(2) {
+            let [c0, r0] = pair[0].map(|v| (v / 10.0) as i64);
+            let [c1, r1] = pair[1].map(|v| (v / 10.0) as i64);
+            assert!((c0 | r0 | c1 | r1) & 1 == 0, "lattice nodes: {pair:?}");
+            let (dc, dr) = (c1 - c0, r1 - r0);
+            assert!(dc == 0 || dr == 0 || dc.abs() == dr.abs(), "one direction: {pair:?}");
+        }
+        // A long enough horizon is the whole route.
+        let all = nav.find_route(a, b, &PathQuery { smooth_within: 1e6, ..PathQuery::default() }).unwrap();
+        assert_eq!(all, taut);
+    }
+
+    #[test]
+    fn a_point_beside_a_wall_enters_the_lattice_where_its_cell_links() {
+        // A 2-cell-wide corridor: a wide body fits its cells (fit 2) but has no straight corridor
+        // its own width from any cell centre, so only a cell link ties it to the lattice.
+        let mut rows = vec!["##########################".to_string()];
+        rows.extend((0..2).map(|_| "#........................#".to_string()));
+        rows.push("##########################".into());
+        let rows: Vec<&str> = rows.iter().map(String::as_str).collect();
+        let nav = nav(&rows).with_lattice(true);
+        let q = PathQuery { min_width: 16.0, ..PathQuery::default() };
+        let (a, b) = (at(3, 1), at(21, 2));
+        assert!(!nav.has_clear_corridor(a, a, 8.0));
+        assert!(nav.lattice_entry(a, 2, 8.0, false).is_some());
+        let route = nav.find_route(a, b, &q).expect("a route along the corridor");
+        assert!(stays_off_walls(&nav, a, &route));
     }
 
     mod props {

@@ -139,6 +139,11 @@ pub fn route_width(model: &TankModel) -> f32 {
 /// in a fraction of the time (`cargo bench -p vimp-host --bench nav`).
 pub const LARGE_MAP_WEIGHT: f32 = 1.6;
 
+/// How far along a route, world units, a bot's routes are pulled taut: more than a bot drives
+/// (at most 6 s between plans at 170 units/s) before it plans again. Past it the legs follow
+/// the navigation graph's turns.
+pub const SMOOTH_WITHIN: f32 = 1024.0;
+
 /// How near a route point must be to count as reached.
 fn reach(model: &TankModel) -> f32 {
     model.length * 0.65
@@ -353,7 +358,17 @@ pub fn route_query<'a>(model: &TankModel, nav: &NavigationSystem, zones: &'a [Pe
         soft_cost: 6.0,
         penalties: zones,
         heuristic_weight: if nav.uses_lattice() { LARGE_MAP_WEIGHT } else { 1.0 },
+        smooth_within: SMOOTH_WITHIN,
     }
+}
+
+/// Works out now what the navigation needs for the bots' two route queries (the comfortable
+/// width and the bare hull's, [`NavigationSystem::prepare`]): called when a map loads or a
+/// match is restored, so that the first bot to plan does not stall a tick.
+pub fn prepare(model: &TankModel, nav: &NavigationSystem) {
+    let query = route_query(model, nav, &[]);
+    nav.prepare(&query);
+    nav.prepare(&PathQuery { min_width: model.width, ..query });
 }
 
 /// Plans a route from `from` to `goal`: for the comfortable width first, the bare hull's if
