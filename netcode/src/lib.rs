@@ -22,6 +22,8 @@
 //!
 //! - [`schema`]: the declarative snapshot schema (keys, kinds, fields, roles) and its validation.
 //! - [`snapshot`]: the binary frame v5, byte-exact to the spec, and [`round2`].
+//! - [`delta`]: the delta frame v6: each frame against one the receiver acknowledged, rows
+//!   unchanged since skipped, changed fields as small differences in quantisation steps.
 //! - [`interp`]: the interpolation buffer (render time = server time − 100 ms).
 //! - [`input`]: key events (`seq:action:name` and a compact binary form), the key
 //!   table and [`KeyState`], the one rule both host and predictor use.
@@ -51,6 +53,7 @@
 
 pub mod bytes;
 pub mod client;
+pub mod delta;
 pub mod divergence;
 pub mod frame;
 pub mod input;

@@ -166,12 +166,41 @@ pub struct FieldSchema {
     /// The field's role in the engine's contract, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub role: Option<Role>,
+    /// How a delta frame (format 6) carries an `f32` field; none: [`Quant::DEFAULT`], the two
+    /// decimals of format 5.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quant: Option<Quant>,
+}
+
+/// The most fields a hot key with ids may have: a delta frame names a row's changed fields in
+/// a 64-bit map ([`crate::delta`]).
+pub const MAX_DELTA_FIELDS: usize = 64;
+
+/// How a delta frame carries an `f32` field: as a whole number of steps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub enum Quant {
+    /// Steps of `1 / n` units (`n` from 1 to [`Quant::MAX_PER_UNIT`]): a position in twentieths
+    /// is `{"perUnit": 20}`.
+    PerUnit(u32),
+    /// An angle in radians as one of `2^bits` steps of the circle ([`Quant::ANGLE_BITS`]),
+    /// carried wrapped into `[-π, π)`.
+    AngleBits(u8),
+}
+
+impl Quant {
+    /// What a field without a quantisation gets: hundredths, as format 5 carries every f32.
+    pub const DEFAULT: Quant = Quant::PerUnit(100);
+    /// The finest step: format 5's hundredths (a delta frame carries nothing finer).
+    pub const MAX_PER_UNIT: u32 = 100;
+    /// The allowed angle resolutions, in bits.
+    pub const ANGLE_BITS: std::ops::RangeInclusive<u8> = 4..=16;
 }
 
 impl FieldSchema {
     /// A discrete field without a role.
     pub fn new(name: impl Into<String>, ty: FieldType) -> Self {
-        FieldSchema { name: name.into(), ty, interp: Interp::Discrete, role: None }
+        FieldSchema { name: name.into(), ty, interp: Interp::Discrete, role: None, quant: None }
     }
 
     /// The same field with another interpolation mode.
@@ -183,6 +212,12 @@ impl FieldSchema {
     /// The same field with a role.
     pub fn role(mut self, role: Role) -> Self {
         self.role = Some(role);
+        self
+    }
+
+    /// The same field with a quantisation for delta frames.
+    pub fn quant(mut self, quant: Quant) -> Self {
+        self.quant = Some(quant);
         self
     }
 }
@@ -262,6 +297,21 @@ impl BlockSchema {
                     return Err(err(Some(&f.name), SchemaRule::InterpInEvent));
                 }
             }
+            if let Some(quant) = f.quant {
+                if f.ty != FieldType::F32 {
+                    return Err(err(Some(&f.name), SchemaRule::QuantOnNonFloat(f.ty)));
+                }
+                let fits = match quant {
+                    Quant::PerUnit(n) => (1..=Quant::MAX_PER_UNIT).contains(&n),
+                    Quant::AngleBits(bits) => Quant::ANGLE_BITS.contains(&bits),
+                };
+                if !fits {
+                    return Err(err(Some(&f.name), SchemaRule::QuantOutOfRange(quant)));
+                }
+            }
+        }
+        if self.class == BlockClass::Hot && self.kind.has_ids() && self.fields.len() > MAX_DELTA_FIELDS {
+            return Err(err(None, SchemaRule::TooManyFields { width: self.fields.len() }));
         }
         if let Some(from) = self.optional_from
             && from >= self.fields.len()
@@ -343,6 +393,18 @@ pub enum SchemaRule {
     /// `interp` other than discrete in an event block.
     #[error("fields of an event block cannot be interpolated")]
     InterpInEvent,
+    /// A hot key with ids has more fields than a delta frame's changed-fields map names.
+    #[error("a hot key with ids has at most {MAX_DELTA_FIELDS} fields, this one {width}")]
+    TooManyFields {
+        /// The key's fields.
+        width: usize,
+    },
+    /// `quant` on a field that is not f32.
+    #[error("only f32 fields are quantised, this one is {0}")]
+    QuantOnNonFloat(FieldType),
+    /// `quant` with a step out of its range.
+    #[error("quantisation {0:?} is out of range (perUnit 1 to 100, angleBits 4 to 16)")]
+    QuantOutOfRange(Quant),
     /// `optionalFrom` does not leave a non-empty tail inside `fields`.
     #[error("optionalFrom {optional_from} leaves no tail inside a row of {width} fields")]
     EmptyOptionalTail {
@@ -570,6 +632,31 @@ mod tests {
         assert_eq!(e.key, "w2");
         assert_eq!(e.rule, SchemaRule::DuplicateId { id: 3, other: "w1".into() });
         assert_eq!(e.to_string(), "snapshot key `w2`: id 3 is already used by key `w1`");
+    }
+
+    #[test]
+    fn quantisations_are_for_floats_and_within_their_ranges() {
+        let json = r#"{ "m1": { "id": 1, "kind": "indexed8", "class": "hot", "fields": [
+            { "name": "x", "ty": "f32", "interp": "lerp", "quant": { "perUnit": 20 } },
+            { "name": "angle", "ty": "f32", "quant": { "angleBits": 12 } } ] } }"#;
+        let schema = SnapshotSchema::from_json(json).expect("valid");
+        let fields = &schema.by_name("m1").unwrap().fields;
+        assert_eq!((fields[0].quant, fields[1].quant), (Some(Quant::PerUnit(20)), Some(Quant::AngleBits(12))));
+        let block = |f: FieldSchema| BlockSchema::new(1, BlockKind::Indexed8, BlockClass::Hot).field(f);
+        let u8q = FieldSchema::new("t", FieldType::U8).quant(Quant::PerUnit(1));
+        assert_eq!(rule_of(block(u8q)), (Some("t".into()), SchemaRule::QuantOnNonFloat(FieldType::U8)));
+        for q in [Quant::PerUnit(0), Quant::PerUnit(101), Quant::AngleBits(3), Quant::AngleBits(17)] {
+            assert_eq!(rule_of(block(f32f("x").quant(q))), (Some("x".into()), SchemaRule::QuantOutOfRange(q)));
+        }
+        for q in [Quant::PerUnit(1), Quant::PerUnit(100), Quant::AngleBits(4), Quant::AngleBits(16)] {
+            block(f32f("x").quant(q)).validate("k").expect("in range");
+        }
+        for bad in [r#"{ "perUnit": -1 }"#, r#"{ "step": 0.5 }"#, r#"{ "perUnit": 2, "angleBits": 8 }"#] {
+            let json = format!(
+                r#"{{ "t": {{ "id": 1, "kind": "list16", "class": "hot", "fields": [{{ "name": "a", "ty": "f32", "quant": {bad} }}] }} }}"#
+            );
+            assert!(matches!(SnapshotSchema::from_json(&json).expect_err(bad).rule, SchemaRule::Json(_)), "{bad}");
+        }
     }
 
     #[test]

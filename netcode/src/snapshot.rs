@@ -55,8 +55,8 @@ pub const HEADER_LEN: usize = 14;
 /// Bytes of the player block.
 pub const PLAYER_BLOCK_LEN: usize = 4 + 4 * PLAYER_STATE_LEN;
 
-const FLAG_PLAYER: u8 = 0b01;
-const FLAG_CENTERING: u8 = 0b10;
+pub(crate) const FLAG_PLAYER: u8 = 0b01;
+pub(crate) const FLAG_CENTERING: u8 = 0b10;
 
 /// Rounds to two decimals and back to f32, the way every body f32 is carried.
 ///
@@ -357,6 +357,20 @@ pub enum DecodeError {
         /// Its offset.
         at: usize,
     },
+    /// A delta frame ([`crate::delta`]) against a baseline the receiver does not hold.
+    #[error("the delta frame's baseline {seq} is not held")]
+    MissingBaseline {
+        /// The baseline's seq.
+        seq: u32,
+    },
+    /// A malformed entry of a delta-coded block.
+    #[error("delta frame: {what} at byte {at}")]
+    Delta {
+        /// Its offset.
+        at: usize,
+        /// What is wrong.
+        what: &'static str,
+    },
 }
 
 /// Packs `frame` into `out` (appended), byte-exact to the spec. Empty blocks are skipped.
@@ -542,7 +556,7 @@ pub fn unpack(schema: &SnapshotSchema, bytes: &[u8]) -> Result<Frame, DecodeErro
     Ok(Frame { seq, server_time_ms, player, blocks })
 }
 
-fn unpack_block(bs: &BlockSchema, r: &mut Reader<'_>) -> Result<Block, DecodeError> {
+pub(crate) fn unpack_block(bs: &BlockSchema, r: &mut Reader<'_>) -> Result<Block, DecodeError> {
     // Every row takes at least one byte, so a count past the end fails on the first
     // missing row; capping the reservation keeps a lying count from allocating.
     let cap = |count: usize, r: &Reader<'_>| count.min(r.remaining());

@@ -65,7 +65,10 @@ fn sim_same_seed_same_hash_other_seed_other_hash() {
     for key in ["tick_us_p50", "tick_us_p99", "snapshot_v5_bytes_per_client_per_s", "frags", "state_hash"] {
         assert!(!a[key].is_null(), "{key} is reported");
     }
-    assert!(a["snapshot_v5_bytes_per_client_per_s"].as_f64().is_some_and(|b| b > 0.0));
+    let v5 = a["snapshot_v5_bytes_per_client_per_s"].as_f64().expect("v5 bytes");
+    let v6 = a["snapshot_v6_bytes_per_client_per_s"].as_f64().expect("v6 bytes");
+    assert!(v5 > 0.0 && v6 > 0.0 && v6 < v5, "v5 {v5} B/s, v6 {v6} B/s");
+    assert_eq!(a["snapshot_v6_bytes_per_client_per_s"], b["snapshot_v6_bytes_per_client_per_s"], "deterministic");
     assert_eq!(a["state_hash"], b["state_hash"]);
     assert_ne!(a["state_hash"], c["state_hash"]);
 }
