@@ -76,10 +76,14 @@ pub fn run(args: &SimArgs, game: &Game) -> anyhow::Result<i32> {
     let mut figures = (game.figures)();
     for _ in 0..ticks {
         let t0 = Instant::now();
-        let probed = host.world().resource::<DeltaProbe>().encode_us;
+        let probe_time = |host: &Host| {
+            let p = host.world().resource::<DeltaProbe>();
+            p.world_us + p.encode_us
+        };
+        let probed = probe_time(&host);
         host.step();
         // The tick without the delta frames' figures, which a host does not work out.
-        let probe_us = host.world().resource::<DeltaProbe>().encode_us - probed;
+        let probe_us = probe_time(&host) - probed;
         tick_us.push(t0.elapsed().as_secs_f64() * 1e6 - probe_us);
         host.take_frames();
         host.take_meta();
@@ -116,7 +120,12 @@ pub fn run(args: &SimArgs, game: &Game) -> anyhow::Result<i32> {
     let bytes_per_client_per_s = per_client_per_s(stats.bytes);
     let probe = host.world().resource::<DeltaProbe>();
     let v6_bytes_per_client_per_s = per_client_per_s(probe.bytes);
-    let v6_encode_us_per_frame = probe.encode_us / stats.frames.max(1) as f64;
+    let v6_world_us_per_frame = probe.world_us / stats.frames.max(1) as f64;
+    let v6_encode_us_per_client_frame = probe.encode_us / probe.frames.max(1) as f64;
+    // The per-client work (every receiver's encode) as a share of the tick it adds to.
+    let tick_mean_us = tick_us.iter().sum::<f64>() / tick_us.len().max(1) as f64;
+    let v6_share_of_tick =
+        if ticks > 0 { (probe.world_us + probe.encode_us) / ticks as f64 / tick_mean_us.max(1e-9) } else { 0.0 };
     let game_figures = figures.report(host.world_mut(), ticks as f64 * dt);
     let t0 = Instant::now();
     let dump = host.serialize_state()?;
@@ -140,7 +149,9 @@ pub fn run(args: &SimArgs, game: &Game) -> anyhow::Result<i32> {
         "snapshot_v5_bytes_per_client_per_s": bytes_per_client_per_s,
         "snapshot_v6_bytes_per_client_per_s": v6_bytes_per_client_per_s,
         "snapshot_v6_share_of_v5": if bytes_per_client_per_s > 0.0 { v6_bytes_per_client_per_s / bytes_per_client_per_s } else { 0.0 },
-        "snapshot_v6_encode_us_per_frame": v6_encode_us_per_frame,
+        "snapshot_v6_world_us_per_frame": v6_world_us_per_frame,
+        "snapshot_v6_encode_us_per_client_frame": v6_encode_us_per_client_frame,
+        "snapshot_v6_work_share_of_tick": v6_share_of_tick,
         "snapshot_body_bytes_last": stats.last_body_bytes,
         "dump_bytes": dump.len(),
         "dump_encode_us": dump_encode_us,
@@ -161,7 +172,9 @@ pub fn run(args: &SimArgs, game: &Game) -> anyhow::Result<i32> {
         );
         println!(
             "snapshot v5: {bytes_per_client_per_s:.0} B/s per client; as v6 delta frames \
-             {v6_bytes_per_client_per_s:.0} B/s ({v6_encode_us_per_frame:.1} µs a frame to encode); state hash {state_hash}"
+             {v6_bytes_per_client_per_s:.0} B/s ({v6_world_us_per_frame:.1} µs a frame for the world, \
+             {v6_encode_us_per_client_frame:.1} µs a client's frame, {:.0} % of the tick); state hash {state_hash}",
+            v6_share_of_tick * 100.0
         );
         for line in figures.lines(&game_figures) {
             println!("{line}");

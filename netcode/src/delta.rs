@@ -58,7 +58,7 @@ use std::collections::BTreeMap;
 use std::f64::consts::{PI, TAU};
 
 use crate::bytes::{Reader, WriteBe};
-use crate::schema::{BlockClass, BlockSchema, FieldType, Quant, SnapshotSchema};
+use crate::schema::{BlockClass, BlockSchema, FieldType, MAX_DELTA_FIELDS, Quant, SnapshotSchema};
 use crate::snapshot::{
     Block, DecodeError, FLAG_CENTERING, FLAG_PLAYER, FieldValue, Frame, PLAYER_STATE_LEN, PackError, PlayerBlock, Row,
     pack_block, round2, unpack_block,
@@ -70,6 +70,9 @@ pub const DELTA_FORMAT_VERSION: u8 = 6;
 /// Bytes of a delta frame's header without a player block.
 pub const DELTA_HEADER_LEN: usize = 18;
 
+/// The most steps a value is carried as, either way (2^53).
+const STEPS_LIMIT: f64 = 9_007_199_254_740_992.0;
+
 const OP_REMOVED: u64 = 0;
 const OP_WHOLE: u64 = 1;
 const OP_CHANGED: u64 = 2;
@@ -79,15 +82,17 @@ pub fn is_delta_coded(bs: &BlockSchema) -> bool {
     bs.class == BlockClass::Hot && bs.kind.has_ids()
 }
 
-/// The whole number of steps of `quant` nearest to `v` (non-finite values give 0 or saturate;
-/// an angle's steps are taken round the circle, `0..2^bits`).
+/// The whole number of steps of `quant` nearest to `v`, halves away from zero (non-finite
+/// values give 0 or saturate; an angle's steps are taken round the circle, `0..2^bits`).
+/// Plain arithmetic, no library call: it runs for every field of every row of every frame.
 fn steps(quant: Quant, v: f32) -> i64 {
+    // Within ±2^53 steps, so that no difference of two of them overflows.
+    let nearest = |x: f64| (x.clamp(-STEPS_LIMIT, STEPS_LIMIT) + 0.5f64.copysign(x)) as i64;
     match quant {
-        Quant::PerUnit(n) => (f64::from(v) * f64::from(n)).round() as i64,
+        Quant::PerUnit(n) => nearest(f64::from(v) * f64::from(n)),
         Quant::AngleBits(bits) => {
             let full = 1i64 << bits;
-            let q = ((f64::from(v) / TAU).rem_euclid(1.0) * full as f64).round() as i64;
-            q.rem_euclid(full)
+            nearest(f64::from(v) * (full as f64 / TAU)) & (full - 1)
         }
     }
 }
@@ -337,101 +342,159 @@ fn difference(bs: &BlockSchema, i: usize, now: i64, was: i64) -> i64 {
 /// a world the receiver holds, into `out` (appended): what [`decode`] turns back into
 /// `target`'s rows. A row of the baseline that `target` does not have is written as removed.
 /// Non-delta-coded keys are written as `target` has them. On error `out` is left as it was.
+///
+/// A host encoding one world for many receivers works out its [`Steps`] once and calls
+/// [`encode_steps`] for each.
 pub fn encode(
     schema: &SnapshotSchema,
     target: &Frame,
     baseline: Option<&Frame>,
     out: &mut Vec<u8>,
 ) -> Result<(), PackError> {
-    let start = out.len();
-    let result = encode_inner(schema, target, baseline, out);
-    if result.is_err() {
-        out.truncate(start);
-    }
-    result
+    let now = Steps::of(schema, target)?;
+    let was = baseline.map(|b| Steps::of(schema, b)).transpose()?;
+    encode_steps(schema, target, &now, was.as_ref(), out)
 }
 
-fn encode_inner(
-    schema: &SnapshotSchema,
-    target: &Frame,
-    baseline: Option<&Frame>,
-    out: &mut Vec<u8>,
-) -> Result<(), PackError> {
-    put_header(target.seq, baseline.map_or(0, |b| b.seq), target.server_time_ms, target.player.as_ref(), out);
-    let mut seen = [false; 256];
-    for (id, block) in &target.blocks {
-        let (name, bs) = schema.by_id(*id).ok_or(PackError::UnknownKey(*id))?;
-        if std::mem::replace(&mut seen[*id as usize], true) {
-            return Err(PackError::DuplicateKey(name.to_owned()));
-        }
-        if block.kind() != bs.kind {
-            return Err(PackError::KindMismatch { key: name.to_owned(), want: bs.kind, got: block.kind() });
-        }
-        if block.len() > bs.kind.max_rows() {
-            return Err(PackError::TooManyRows { key: name.to_owned(), count: block.len(), max: bs.kind.max_rows() });
-        }
-        if is_delta_coded(bs) {
-            for (i, (_, row)) in block.entries().enumerate() {
-                if let Some(row) = row {
-                    check_row(name, bs, i, row)?;
+/// A world's delta-coded rows as numbers (steps for `f32`, values for integers), worked out
+/// once, checked against the schema: encoding a world for many receivers, and later against
+/// it, then only compares integers.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Steps {
+    seq: u32,
+    /// Per delta-coded key with live rows: its id, the rows' ids (rising) and their numbers,
+    /// a row's width of them per row.
+    keys: Vec<(u8, Vec<u32>, Vec<i64>)>,
+}
+
+impl Steps {
+    /// The numbers of `world`'s delta-coded rows; an error when a block does not fit the schema.
+    pub fn of(schema: &SnapshotSchema, world: &Frame) -> Result<Steps, PackError> {
+        let mut seen = [false; 256];
+        for (id, block) in &world.blocks {
+            let (name, bs) = schema.by_id(*id).ok_or(PackError::UnknownKey(*id))?;
+            if std::mem::replace(&mut seen[*id as usize], true) {
+                return Err(PackError::DuplicateKey(name.to_owned()));
+            }
+            if block.kind() != bs.kind {
+                return Err(PackError::KindMismatch { key: name.to_owned(), want: bs.kind, got: block.kind() });
+            }
+            if block.len() > bs.kind.max_rows() {
+                return Err(PackError::TooManyRows {
+                    key: name.to_owned(),
+                    count: block.len(),
+                    max: bs.kind.max_rows(),
+                });
+            }
+            if is_delta_coded(bs) {
+                for (i, (_, row)) in block.entries().enumerate() {
+                    if let Some(row) = row {
+                        check_row(name, bs, i, row)?;
+                    }
                 }
             }
         }
-    }
-    for (name, bs) in schema.keys() {
-        let Some(block) = target.block(bs.id).filter(|_| !is_delta_coded(bs)) else {
-            if is_delta_coded(bs) {
-                encode_delta_block(bs, target.block(bs.id), baseline.and_then(|b| b.block(bs.id)), out);
+        let mut keys = Vec::new();
+        for (_, bs) in schema.keys().filter(|(_, bs)| is_delta_coded(bs)) {
+            let rows = live_by_id(world.block(bs.id));
+            if rows.is_empty() {
+                continue;
             }
-            continue;
-        };
-        if !block.is_empty() {
-            pack_block(name, bs, block, out)?;
+            let mut numbers = Vec::with_capacity(rows.len() * bs.width());
+            for (_, row) in &rows {
+                for (i, f) in bs.fields.iter().enumerate() {
+                    numbers.push(number(bs, i, row.get(i).copied().unwrap_or(FieldValue::zero(f.ty))));
+                }
+            }
+            keys.push((bs.id, rows.iter().map(|(id, _)| *id).collect(), numbers));
+        }
+        Ok(Steps { seq: world.seq, keys })
+    }
+
+    /// The ids and numbers of key `id`'s rows (none when it has none).
+    fn key(&self, id: u8) -> (&[u32], &[i64]) {
+        self.keys.iter().find(|(k, _, _)| *k == id).map_or((&[], &[]), |(_, ids, n)| (ids, n))
+    }
+}
+
+/// [`encode`] with both worlds' [`Steps`] at hand: `now` must be `target`'s, `baseline` the
+/// receiver's baseline world's (its seq is the one the frame names).
+pub fn encode_steps(
+    schema: &SnapshotSchema,
+    target: &Frame,
+    now: &Steps,
+    baseline: Option<&Steps>,
+    out: &mut Vec<u8>,
+) -> Result<(), PackError> {
+    let start = out.len();
+    put_header(target.seq, baseline.map_or(0, |b| b.seq), target.server_time_ms, target.player.as_ref(), out);
+    for (name, bs) in schema.keys() {
+        if is_delta_coded(bs) {
+            let empty = Steps::default();
+            encode_delta_block(bs, now.key(bs.id), baseline.unwrap_or(&empty).key(bs.id), out);
+        } else if let Some(block) = target.block(bs.id).filter(|b| !b.is_empty())
+            && let Err(e) = pack_block(name, bs, block, out)
+        {
+            out.truncate(start);
+            return Err(e);
         }
     }
     Ok(())
 }
 
-/// Writes key `bs`'s block of `target`'s rows against `base`'s (nothing when they agree).
-fn encode_delta_block(bs: &BlockSchema, target: Option<&Block>, base: Option<&Block>, out: &mut Vec<u8>) {
-    let (now, was) = (live_by_id(target), live_by_id(base));
-    let field = |row: &Row, i: usize| number(bs, i, row.get(i).copied().unwrap_or(FieldValue::zero(bs.fields[i].ty)));
+/// Writes key `bs`'s block of the rows `now` (ids, numbers) against `was` (nothing when they
+/// agree).
+fn encode_delta_block(bs: &BlockSchema, now: (&[u32], &[i64]), was: (&[u32], &[i64]), out: &mut Vec<u8>) {
+    let width = bs.width();
     let mut entries = Vec::new();
     let mut count = 0u64;
     let mut next = 0u64;
-    merge(&now, &was, |id, now, was| {
+    // The two id lists walked together, rising: `x`, `y` the row's place in each.
+    let (mut k, mut j) = (0, 0);
+    while k < now.0.len() || j < was.0.len() {
+        let ida = now.0.get(k).map_or(u64::MAX, |&id| u64::from(id));
+        let idb = was.0.get(j).map_or(u64::MAX, |&id| u64::from(id));
+        let id = ida.min(idb) as u32;
+        let x = (ida == u64::from(id)).then_some(k);
+        let y = (idb == u64::from(id)).then_some(j);
+        k += usize::from(x.is_some());
+        j += usize::from(y.is_some());
         let mut head = |entries: &mut Vec<u8>, op: u64| {
             put_varint(entries, (u64::from(id) - next) << 2 | op);
             next = u64::from(id) + 1;
             count += 1;
         };
-        match (now, was) {
+        match (x, y) {
             (None, None) => {}
             (None, Some(_)) => {
                 if bs.kind.has_null() {
                     head(&mut entries, OP_REMOVED);
                 }
             }
-            (Some(row), None) => {
+            (Some(k), None) => {
                 head(&mut entries, OP_WHOLE);
-                for (i, f) in bs.fields.iter().enumerate() {
-                    let n = field(row, i);
+                for (f, &n) in bs.fields.iter().zip(&now.1[k * width..(k + 1) * width]) {
                     put_varint(&mut entries, if f.ty == FieldType::F32 { zigzag(n) } else { n as u64 });
                 }
             }
-            (Some(row), Some(was)) => {
-                let diff = |i: usize| difference(bs, i, field(row, i), field(was, i));
-                let mask = (0..bs.width()).filter(|&i| diff(i) != 0).fold(0u64, |m, i| m | 1 << i);
+            (Some(k), Some(j)) => {
+                let (row, base) = (&now.1[k * width..(k + 1) * width], &was.1[j * width..(j + 1) * width]);
+                let mut diffs = [0i64; MAX_DELTA_FIELDS];
+                let mut mask = 0u64;
+                for (i, d) in diffs.iter_mut().enumerate().take(width) {
+                    *d = difference(bs, i, row[i], base[i]);
+                    mask |= u64::from(*d != 0) << i;
+                }
                 if mask != 0 {
                     head(&mut entries, OP_CHANGED);
                     put_varint(&mut entries, mask);
-                    for i in (0..bs.width()).filter(|&i| mask & (1 << i) != 0) {
-                        put_varint(&mut entries, zigzag(diff(i)));
+                    for &d in diffs[..width].iter().filter(|&&d| d != 0) {
+                        put_varint(&mut entries, zigzag(d));
                     }
                 }
             }
         }
-    });
+    }
     if count > 0 {
         out.push(bs.id);
         put_varint(out, count);
@@ -756,6 +819,28 @@ mod tests {
         let mut v5 = bytes.clone();
         v5[0] = 5;
         assert_eq!(decode(&s, &v5, held), Err(DecodeError::Version { found: 5 }));
+    }
+
+    #[test]
+    fn rows_that_do_not_fit_the_schema_are_refused_and_nothing_is_written() {
+        let s = schema();
+        let mut out = vec![7u8];
+        let wrong_type = frame(1, vec![(1, Block::Indexed8(vec![(3, Some(vec![FieldValue::U8(1); 4]))]))]);
+        assert!(matches!(encode(&s, &wrong_type, None, &mut out), Err(PackError::FieldType { .. })));
+        let short = frame(1, vec![(1, Block::Indexed8(vec![(3, Some(vec![FieldValue::F32(1.0)]))]))]);
+        assert!(matches!(encode(&s, &short, None, &mut out), Err(PackError::RowWidth { .. })));
+        let unknown = frame(1, vec![(9, Block::List16(vec![]))]);
+        assert_eq!(encode(&s, &unknown, None, &mut out), Err(PackError::UnknownKey(9)));
+        let kind = frame(1, vec![(1, Block::Indexed32(vec![]))]);
+        assert!(matches!(encode(&s, &kind, None, &mut out), Err(PackError::KindMismatch { .. })));
+        let event = frame(1, vec![(3, Block::List16(vec![vec![FieldValue::U8(1)]]))]);
+        assert!(matches!(encode(&s, &event, None, &mut out), Err(PackError::FieldType { .. })));
+        assert_eq!(out, [7], "nothing written");
+        // A world's numbers, worked out once, encode as `encode` does.
+        let w = world(&s, None, &frame(1, vec![(1, Block::Indexed8(vec![(3, Some(tank(1.0, 2.0, 1)))]))]));
+        let mut once = Vec::new();
+        encode_steps(&s, &w, &Steps::of(&s, &w).unwrap(), None, &mut once).unwrap();
+        assert_eq!(once, encoded(&w, None));
     }
 
     fn row_strategy() -> impl Strategy<Value = Row> {

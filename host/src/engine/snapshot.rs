@@ -15,9 +15,7 @@ use bevy::prelude::*;
 use serde::{Deserialize, Serialize};
 use vimp_netcode::delta;
 use vimp_netcode::schema::{BlockKind, FieldType, Role};
-use vimp_netcode::snapshot::{
-    Block, FieldValue, Frame, PLAYER_BLOCK_LEN, PlayerBlock, Row, pack_body, pack_header, round2,
-};
+use vimp_netcode::snapshot::{Block, FieldValue, Frame, PlayerBlock, Row, pack_body, pack_header, round2};
 
 use crate::engine::mapstate::MapState;
 use crate::engine::physics::Physics;
@@ -88,16 +86,20 @@ pub struct SnapshotStats {
 }
 
 /// What the same frames would cost as delta frames (format 6, [`vimp_netcode::delta`]), for
-/// figures: with this resource present, every snapshot tick also encodes its world against
-/// the previous one (each receiver having acknowledged the frame before, a perfect link) and
-/// counts the bytes. Nothing is sent.
+/// figures: with this resource present, every snapshot tick also works out its world and
+/// encodes each receiver's frame against the previous world (each receiver having
+/// acknowledged the frame before, a perfect link), counting bytes and time. Nothing is sent.
 #[derive(Resource, Debug, Default)]
 pub struct DeltaProbe {
-    /// The world as of the last frame, as a receiver holds it.
-    world: Option<Frame>,
+    /// The world as of the last frame, as a receiver holds it, and its numbers.
+    world: Option<(Frame, delta::Steps)>,
     /// Bytes of all delta frames to all receivers.
     pub bytes: u64,
-    /// Time spent encoding them, µs.
+    /// Delta frames encoded (one per receiver per snapshot tick).
+    pub frames: u64,
+    /// Time spent working out the world once per snapshot tick, µs.
+    pub world_us: f64,
+    /// Time spent encoding every receiver's frame, µs.
     pub encode_us: f64,
 }
 
@@ -171,17 +173,27 @@ pub(crate) fn pack_frames(
     if let Some(mut probe) = probe {
         let t = std::time::Instant::now();
         let frame = Frame { seq: seq.0, server_time_ms, player: None, blocks };
-        let world = delta::world(&settings.schema, probe.world.as_ref(), &frame);
+        let mut world = delta::world(&settings.schema, probe.world.as_ref().map(|(w, _)| w), &frame);
+        let Ok(steps) = delta::Steps::of(&settings.schema, &world) else { return };
+        probe.world_us += t.elapsed().as_secs_f64() * 1e6;
+        // Each receiver's own frame, as a host would encode it for them.
+        let t = std::time::Instant::now();
         let mut bytes = Vec::with_capacity(body.len());
-        if delta::encode(&settings.schema, &world, probe.world.as_ref(), &mut bytes).is_ok() {
-            let body = bytes.len() - delta::DELTA_HEADER_LEN;
-            for receiver in &receivers.0 {
-                let player = if rows.players.contains_key(receiver) { PLAYER_BLOCK_LEN } else { 0 };
-                probe.bytes += (delta::DELTA_HEADER_LEN + player + body) as u64;
+        let baseline = probe.world.as_ref().map(|(_, s)| s);
+        let mut sent = (0, 0);
+        for receiver in &receivers.0 {
+            world.player = rows.players.get(receiver).copied();
+            bytes.clear();
+            if delta::encode_steps(&settings.schema, &world, &steps, baseline, &mut bytes).is_ok() {
+                sent.0 += bytes.len() as u64;
+                sent.1 += 1;
             }
         }
-        probe.world = Some(world);
+        probe.bytes += sent.0;
+        probe.frames += sent.1;
         probe.encode_us += t.elapsed().as_secs_f64() * 1e6;
+        world.player = None;
+        probe.world = Some((world, steps));
     }
 }
 
