@@ -143,9 +143,11 @@ pub mod op {
     pub const WELCOME: u8 = 33;
     /// Handshake refused, with the reason; the peer is closed afterwards.
     pub const REJECT: u8 = 34;
-    /// RTT probe (unreliable channel), answered by [`PONG`].
+    /// RTT probe (unreliable channel), answered by [`PONG`]: 16 bytes, a u32 nonce, the host's
+    /// match time in ms (f64) and the smoothed RTT in ms (f32), big-endian.
     pub const PING: u8 = 35;
-    /// Answer to a [`PING`], echoing its payload.
+    /// Answer to a [`PING`]: its u32 nonce alone, 4 bytes (any other length is a protocol
+    /// error, close 4400).
     pub const PONG: u8 = 36;
     /// Graceful close with a code and a short ASCII reason, the last frame on a link.
     pub const CLOSE: u8 = 37;

@@ -1113,6 +1113,18 @@ mod tests {
     }
 
     #[test]
+    fn a_pong_is_the_pings_nonce_alone_and_an_echo_of_the_whole_ping_is_refused() {
+        let (mut host, mut client) = connected();
+        host.handle_timeout(Duration::ZERO);
+        progress(&mut host, &mut client, MS);
+        assert_eq!(host.latency_ms(), Some(1.0), "the client's pong (the nonce) is measured");
+        // A pong of the ping's whole 16 bytes, as an echo would be, is a protocol error.
+        client.send_meta(op::PONG, &[0; 16]);
+        progress(&mut host, &mut client, 2 * MS);
+        assert_eq!(host.close_code(), Some(close::PROTOCOL));
+    }
+
+    #[test]
     fn pings_measure_latency_and_the_client_estimates_server_time() {
         let (mut host, mut client) = connected();
         host.handle_timeout(Duration::ZERO); // the first ping
