@@ -60,8 +60,8 @@ use std::f64::consts::{PI, TAU};
 use crate::bytes::{Reader, WriteBe};
 use crate::schema::{BlockClass, BlockSchema, FieldType, MAX_DELTA_FIELDS, Quant, SnapshotSchema};
 use crate::snapshot::{
-    Block, DecodeError, FLAG_CENTERING, FLAG_PLAYER, FieldValue, Frame, PLAYER_STATE_LEN, PackError, PlayerBlock, Row,
-    pack_block, round2, unpack_block,
+    Block, DecodeError, FieldValue, Frame, PackError, PlayerBlock, Row, pack_block, put_player, read_player, round2,
+    unpack_block,
 };
 
 /// The delta frame's format version.
@@ -188,12 +188,7 @@ fn merge<A: Copy, B: Copy>(a: &[(u32, A)], b: &[(u32, B)], mut f: impl FnMut(u32
 fn block_of(bs: &BlockSchema, rows: Rows) -> Block {
     let mut block = Block::empty(bs.kind);
     for (id, row) in rows {
-        match &mut block {
-            Block::Indexed8(v) => v.push((id as u8, row)),
-            Block::Indexed32(v) => v.push((id, row)),
-            Block::IndexedNoNull8(v) => v.extend(row.map(|r| (id as u8, r))),
-            Block::List16(v) => v.extend(row),
-        }
+        block.push(id, row);
     }
     block
 }
@@ -218,26 +213,14 @@ pub fn world(schema: &SnapshotSchema, baseline: Option<&Frame>, frame: &Frame) -
                     (None, Some(was)) => Some(was.clone()),
                     (Some(None), None) | (None, None) => return,
                 };
-                match &mut block {
-                    Block::Indexed8(v) => v.push((id as u8, row)),
-                    Block::Indexed32(v) => v.push((id, row)),
-                    Block::IndexedNoNull8(v) => v.extend(row.map(|r| (id as u8, r))),
-                    Block::List16(v) => v.extend(row),
-                }
+                block.push(id, row);
             });
             block
         } else {
             let Some(block) = current else { continue };
             let mut plain = Block::empty(bs.kind);
             for (id, row) in block.entries() {
-                let row = row.map(|r| plain_row(bs, r));
-                let id = id.unwrap_or_default();
-                match &mut plain {
-                    Block::Indexed8(v) => v.push((id as u8, row)),
-                    Block::Indexed32(v) => v.push((id, row)),
-                    Block::IndexedNoNull8(v) => v.extend(row.map(|r| (id as u8, r))),
-                    Block::List16(v) => v.extend(row),
-                }
+                plain.push(id.unwrap_or_default(), row.map(|r| plain_row(bs, r)));
             }
             plain
         };
@@ -287,16 +270,7 @@ fn put_header(seq: u32, baseline: u32, server_time_ms: f64, player: Option<&Play
     out.put_u32(seq);
     out.put_u32(baseline);
     out.extend_from_slice(&server_time_ms.to_be_bytes());
-    match player {
-        None => out.push(0),
-        Some(p) => {
-            out.push(FLAG_PLAYER | if p.centering { FLAG_CENTERING } else { 0 });
-            out.put_u32(p.last_input_seq);
-            for v in p.state {
-                out.extend_from_slice(&v.to_be_bytes());
-            }
-        }
-    }
+    put_player(player, out);
 }
 
 /// Checks a row against its key's fields: full or required width, each value of its type.
@@ -430,8 +404,8 @@ pub fn encode_steps(
     put_header(target.seq, baseline.map_or(0, |b| b.seq), target.server_time_ms, target.player.as_ref(), out);
     for (name, bs) in schema.keys() {
         if is_delta_coded(bs) {
-            let empty = Steps::default();
-            encode_delta_block(bs, now.key(bs.id), baseline.unwrap_or(&empty).key(bs.id), out);
+            let was = baseline.map_or((&[][..], &[][..]), |b| b.key(bs.id));
+            encode_delta_block(bs, now.key(bs.id), was, out);
         } else if let Some(block) = target.block(bs.id).filter(|b| !b.is_empty())
             && let Err(e) = pack_block(name, bs, block, out)
         {
@@ -528,20 +502,7 @@ pub fn decode<'b>(
     let seq = r.u32("frame seq")?;
     let base_seq = r.u32("baseline seq")?;
     let server_time_ms = f64::from_be_bytes(r.array("server time")?);
-    let flags = r.u8("header flags")?;
-    if flags & !(FLAG_PLAYER | FLAG_CENTERING) != 0 || flags == FLAG_CENTERING {
-        return Err(DecodeError::HeaderFlags(flags));
-    }
-    let player = if flags & FLAG_PLAYER != 0 {
-        let last_input_seq = r.u32("lastInputSeq")?;
-        let mut state = [0.0; PLAYER_STATE_LEN];
-        for v in &mut state {
-            *v = f32::from_be_bytes(r.array("player state")?);
-        }
-        Some(PlayerBlock { last_input_seq, state, centering: flags & FLAG_CENTERING != 0 })
-    } else {
-        None
-    };
+    let player = read_player(&mut r)?;
     let base = match base_seq {
         0 => None,
         seq => Some(baseline(seq).ok_or(DecodeError::MissingBaseline { seq })?),

@@ -55,8 +55,8 @@ pub const HEADER_LEN: usize = 14;
 /// Bytes of the player block.
 pub const PLAYER_BLOCK_LEN: usize = 4 + 4 * PLAYER_STATE_LEN;
 
-pub(crate) const FLAG_PLAYER: u8 = 0b01;
-pub(crate) const FLAG_CENTERING: u8 = 0b10;
+const FLAG_PLAYER: u8 = 0b01;
+const FLAG_CENTERING: u8 = 0b10;
 
 /// Rounds to two decimals and back to f32, the way every body f32 is carried.
 ///
@@ -181,6 +181,17 @@ impl Block {
             (_, other) => return Err(other),
         }
         Ok(())
+    }
+
+    /// Appends the row of entity `id` (`None`: removed). `list16` has no ids, and a null row
+    /// of `indexedNoNull8` is left out (that kind has none); ids are cut to the kind's width.
+    pub fn push(&mut self, id: u32, row: Option<Row>) {
+        match self {
+            Block::Indexed8(rows) => rows.push((id as u8, row)),
+            Block::Indexed32(rows) => rows.push((id, row)),
+            Block::List16(rows) => rows.extend(row),
+            Block::IndexedNoNull8(rows) => rows.extend(row.map(|r| (id as u8, r))),
+        }
     }
 
     /// Number of rows (nulls included).
@@ -396,6 +407,11 @@ pub fn pack_header(seq: u32, server_time_ms: f64, player: Option<&PlayerBlock>, 
     out.push(SNAPSHOT_FORMAT_VERSION);
     out.extend_from_slice(&seq.to_be_bytes());
     out.extend_from_slice(&server_time_ms.to_be_bytes());
+    put_player(player, out);
+}
+
+/// Writes a header's flag byte and the player block, if any (formats 5 and 6 alike).
+pub(crate) fn put_player(player: Option<&PlayerBlock>, out: &mut Vec<u8>) {
     match player {
         None => out.push(0),
         Some(p) => {
@@ -406,6 +422,23 @@ pub fn pack_header(seq: u32, server_time_ms: f64, player: Option<&PlayerBlock>, 
             }
         }
     }
+}
+
+/// Reads a header's flag byte and the player block it announces (formats 5 and 6 alike).
+pub(crate) fn read_player(r: &mut Reader<'_>) -> Result<Option<PlayerBlock>, DecodeError> {
+    let flags = r.u8("header flags")?;
+    if flags & !(FLAG_PLAYER | FLAG_CENTERING) != 0 || flags == FLAG_CENTERING {
+        return Err(DecodeError::HeaderFlags(flags));
+    }
+    if flags & FLAG_PLAYER == 0 {
+        return Ok(None);
+    }
+    let last_input_seq = r.u32("lastInputSeq")?;
+    let mut state = [0.0; PLAYER_STATE_LEN];
+    for v in &mut state {
+        *v = f32::from_be_bytes(r.array("player state")?);
+    }
+    Ok(Some(PlayerBlock { last_input_seq, state, centering: flags & FLAG_CENTERING != 0 }))
 }
 
 /// Writes the body (`[u8 keyId][block]` per non-empty block) into `out`; on error `out` is
@@ -528,20 +561,7 @@ pub fn unpack(schema: &SnapshotSchema, bytes: &[u8]) -> Result<Frame, DecodeErro
     }
     let seq = r.u32("frame seq")?;
     let server_time_ms = f64::from_be_bytes(r.array("server time")?);
-    let flags = r.u8("header flags")?;
-    if flags & !(FLAG_PLAYER | FLAG_CENTERING) != 0 || flags == FLAG_CENTERING {
-        return Err(DecodeError::HeaderFlags(flags));
-    }
-    let player = if flags & FLAG_PLAYER != 0 {
-        let last_input_seq = r.u32("lastInputSeq")?;
-        let mut state = [0.0; PLAYER_STATE_LEN];
-        for v in &mut state {
-            *v = f32::from_be_bytes(r.array("player state")?);
-        }
-        Some(PlayerBlock { last_input_seq, state, centering: flags & FLAG_CENTERING != 0 })
-    } else {
-        None
-    };
+    let player = read_player(&mut r)?;
     let mut blocks = Vec::new();
     let mut seen = [false; 256];
     while !r.is_empty() {

@@ -43,13 +43,7 @@ impl EventRows {
     /// Queues one row of key `key` (of shape `kind`) for the next frame. `id` is ignored by
     /// `list16`; `row: None` (removal) is only meaningful for `indexed8`/`indexed32`.
     pub fn push(&mut self, key: u8, kind: BlockKind, id: u32, row: Option<Row>) {
-        let block = self.0.entry(key).or_insert_with(|| Block::empty(kind));
-        match block {
-            Block::Indexed8(rows) => rows.push((id as u8, row)),
-            Block::Indexed32(rows) => rows.push((id, row)),
-            Block::List16(rows) => rows.extend(row),
-            Block::IndexedNoNull8(rows) => rows.extend(row.map(|r| (id as u8, r))),
-        }
+        self.0.entry(key).or_insert_with(|| Block::empty(kind)).push(id, row);
     }
 }
 

@@ -592,26 +592,20 @@ impl NavigationSystem {
         }
     }
 
-    /// Calls `f(mid, mid's info, m, m's info, diagonal)` for every lattice neighbour `m` of
-    /// lattice node `n` (two steps the same way, through cell `mid`) a body needing `need` cells may move to, in the
-    /// order of `STEPS`.
+    /// Calls `f(k, m)` for every link `k` (of `STEPS`) of lattice node `l` (by
+    /// [`Self::lattice_index`]) a body needing `need` cells fits, `m` the lattice node it
+    /// reaches, in the order of `STEPS`.
     #[inline]
-    fn each_lattice_neighbour(&self, n: u32, need: u32, mut f: impl FnMut(u32, &CellInfo, u32, &CellInfo, bool)) {
-        let mut mask = self.cells[n as usize].moves;
+    fn each_lattice_link(&self, l: u32, need: u32, mut f: impl FnMut(usize, u32)) {
+        let links = &self.lattice_links[l as usize];
+        let mut mask = links.moves;
         while mask != 0 {
             let k = mask.trailing_zeros() as usize;
             mask &= mask - 1;
-            let mid = (n as isize + self.offsets[k]) as usize;
-            let cmid = &self.cells[mid];
-            if cmid.moves & (1 << k) == 0 {
+            if need > 1 && u32::from(links.fit[k]) < need {
                 continue;
             }
-            let m = (mid as isize + self.offsets[k]) as usize;
-            let cm = &self.cells[m];
-            if need > 1 && (u32::from(cmid.fit) < need || u32::from(cm.fit) < need) {
-                continue;
-            }
-            f(mid as u32, cmid, m as u32, cm, k >= 4);
+            f(k, (l as isize + self.lattice_offsets[k]) as u32);
         }
     }
 
@@ -857,7 +851,9 @@ impl NavigationSystem {
                 };
                 match graph {
                     Graph::Cells => self.each_neighbour(i, need, |m, _| visit(m)),
-                    Graph::Lattice => self.each_lattice_neighbour(i, need, |_, _, m, _, _| visit(m)),
+                    Graph::Lattice => self.each_lattice_link(self.lattice_index(i) as u32, need, |_, m| {
+                        visit(self.lattice_cell(m).expect("a lattice link reaches a lattice cell"))
+                    }),
                 }
             }
         }
@@ -1101,19 +1097,11 @@ impl NavigationSystem {
                 };
                 let successors = |l: u32, frontier: &mut Frontier<'_, _>| {
                     let links = &self.lattice_links[l as usize];
-                    let mut mask = links.moves;
-                    while mask != 0 {
-                        let k = mask.trailing_zeros() as usize;
-                        mask &= mask - 1;
-                        if need > 1 && u32::from(links.fit[k]) < need {
-                            continue;
+                    self.each_lattice_link(l, need, |k, m| {
+                        if !frontier.is_closed(m) {
+                            frontier.offer(m, self.lattice_price(l, links, k, q, pricing));
                         }
-                        let m = (l as isize + self.lattice_offsets[k]) as u32;
-                        if frontier.is_closed(m) {
-                            continue;
-                        }
-                        frontier.offer(m, self.lattice_price(l, links, k, q, pricing));
-                    }
+                    });
                 };
                 let (ls, lg) = (self.lattice_index(s) as u32, self.lattice_index(g) as u32);
                 let mut path =
@@ -1240,12 +1228,11 @@ impl NavigationSystem {
         let none = PathQuery::default();
         let distances = |start: u32| {
             self.dijkstra(start, |n, reach| {
-                let cn = &self.cells[n as usize];
-                self.each_lattice_neighbour(n, need, |mid, cmid, m, cm, diagonal| {
-                    let (n, mid, m) = (n as usize, mid as usize, m as usize);
-                    let cost = self.price(n, cn, mid, cmid, diagonal, &none, &walls)
-                        + self.price(mid, cmid, m, cm, diagonal, &none, &walls);
-                    reach(m as u32, cost);
+                let l = self.lattice_index(n) as u32;
+                let links = &self.lattice_links[l as usize];
+                self.each_lattice_link(l, need, |k, m| {
+                    let m = self.lattice_cell(m).expect("a lattice link reaches a lattice cell");
+                    reach(m, self.lattice_price(l, links, k, &none, &walls));
                 });
             })
         };
@@ -1588,6 +1575,33 @@ pub fn segment_distance(a: [f32; 2], b: [f32; 2], p: [f32; 2]) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The lattice links of cell `n` worked out from the cells alone (two steps the same way,
+    /// through cell `mid`), the reference the lattice's records are checked against:
+    /// `f(mid, mid's info, m, m's info, diagonal)` in the order of `STEPS`.
+    fn each_lattice_neighbour(
+        nav: &NavigationSystem,
+        n: u32,
+        need: u32,
+        mut f: impl FnMut(u32, &CellInfo, u32, &CellInfo, bool),
+    ) {
+        let mut mask = nav.cells[n as usize].moves;
+        while mask != 0 {
+            let k = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            let mid = (n as isize + nav.offsets[k]) as usize;
+            let cmid = &nav.cells[mid];
+            if cmid.moves & (1 << k) == 0 {
+                continue;
+            }
+            let m = (mid as isize + nav.offsets[k]) as usize;
+            let cm = &nav.cells[m];
+            if need > 1 && (u32::from(cmid.fit) < need || u32::from(cm.fit) < need) {
+                continue;
+            }
+            f(mid as u32, cmid, m as u32, cm, k >= 4);
+        }
+    }
 
     /// A navigation from rows of `#` (wall) and `.` (free), cells of 10 world units.
     fn nav(rows: &[&str]) -> NavigationSystem {
@@ -1944,7 +1958,7 @@ mod tests {
                     continue;
                 };
                 let mut found = 0;
-                moved.each_lattice_neighbour(n, 1, |mid, _, m, _, diagonal| {
+                each_lattice_neighbour(&moved, n, 1, |mid, _, m, _, diagonal| {
                     found += 1;
                     let k = (0..8).find(|&k| (n as isize + 2 * moved.offsets[k]) as u32 == m).unwrap();
                     assert_eq!((l as isize + moved.lattice_offsets[k]) as usize, moved.lattice_index(m));
