@@ -88,6 +88,10 @@ pub struct JoinArgs {
     /// The lobby password.
     #[arg(long)]
     pub password: Option<String>,
+    /// The snapshot format to ask the host for: 6 (delta frames against the last frame this
+    /// client acknowledged) or 5 (every frame whole, as an older client gets).
+    #[arg(long, value_name = "N", default_value_t = 6, value_parser = clap::value_parser!(u8).range(5..=6))]
+    pub snapshot_format: u8,
     /// Leave after this many seconds.
     #[arg(long, default_value_t = 10.0)]
     pub seconds: f64,
@@ -261,6 +265,7 @@ pub fn host(args: &HostArgs, game: &Game) -> anyhow::Result<i32> {
             "ticks": ticks,
             "peers_peak": peak_peers,
             "frames_sent": stats.frames_sent,
+            "delta_frames_sent": stats.delta_frames_sent,
             "bytes_out_per_s": stats.bytes_out as f64 / wall,
             "bytes_in_per_s": stats.bytes_in as f64 / wall,
             "kicked": stats.kicked,
@@ -285,6 +290,7 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
     let hello = Hello {
         password: args.password.clone(),
         spectator: args.spectate,
+        snapshot_formats: if args.snapshot_format == 6 { vec![6] } else { Vec::new() },
         ..Hello::new(args.name.as_deref().unwrap_or("player"), env!("CARGO_PKG_VERSION"))
     };
     let signal = url.rsplit_once('/').map_or(url.as_str(), |(server, _)| server).to_owned();
@@ -448,6 +454,10 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
         "welcome_ms": stats.welcomed_at.map(|t| t.as_secs_f64() * 1000.0),
         "snapshots": stats.snapshots,
         "snapshots_per_s": if since_first > 0.0 { stats.snapshots as f64 / since_first } else { 0.0 },
+        "snapshot_format": client.welcome().map(|w| w.snapshot_format),
+        "delta_frames": stats.delta_frames,
+        "keyframes": stats.keyframes,
+        "missing_baselines": stats.missing_baselines,
         "bytes_in_per_s": stats.bytes_in as f64 / wall,
         "bytes_out_per_s": stats.bytes_out as f64 / wall,
         "rtt_ms_p50": rtts.get(rtts.len() / 2),

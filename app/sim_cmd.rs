@@ -6,7 +6,7 @@ use std::time::Instant;
 use anyhow::Context;
 use serde_json::json;
 use vimp_host::engine::game::{BotSkill, Game};
-use vimp_host::engine::snapshot::{DeltaProbe, FrameReceivers, SnapshotStats};
+use vimp_host::engine::snapshot::{DeltaStats, DeltaViewers, FrameReceivers, SnapshotStats};
 use vimp_host::{Host, HostCommand, PlayerId};
 
 /// What `vimp sim` was asked to do.
@@ -64,7 +64,7 @@ pub fn run(args: &SimArgs, game: &Game) -> anyhow::Result<i32> {
         host.push(HostCommand::Join { player: PlayerId(i as u8), name: format!("bot{i}"), team: None, bot: true });
     }
     host.world_mut().insert_resource(receivers.clone());
-    host.world_mut().insert_resource(DeltaProbe::default());
+    host.world_mut().insert_resource(DeltaViewers::perfect(receivers.0.iter().copied()));
 
     let dt = host.world().resource::<vimp_host::engine::sim::FixedClock>().step;
     let ticks = (args.seconds / dt).round().max(0.0) as u32;
@@ -76,15 +76,16 @@ pub fn run(args: &SimArgs, game: &Game) -> anyhow::Result<i32> {
     let mut figures = (game.figures)();
     for _ in 0..ticks {
         let t0 = Instant::now();
-        let probe_time = |host: &Host| {
-            let p = host.world().resource::<DeltaProbe>();
+        let delta_time = |host: &Host| {
+            let p = host.world().resource::<DeltaStats>();
             p.world_us + p.encode_us
         };
-        let probed = probe_time(&host);
+        let before = delta_time(&host);
         host.step();
-        // The tick without the delta frames' figures, which a host does not work out.
-        let probe_us = probe_time(&host) - probed;
-        tick_us.push(t0.elapsed().as_secs_f64() * 1e6 - probe_us);
+        // The tick without the delta frames, which a host writes only for clients that
+        // asked for them (instead of format 5).
+        let delta_us = delta_time(&host) - before;
+        tick_us.push(t0.elapsed().as_secs_f64() * 1e6 - delta_us);
         host.take_frames();
         host.take_meta();
         figures.observe(host.world_mut());
@@ -118,14 +119,14 @@ pub fn run(args: &SimArgs, game: &Game) -> anyhow::Result<i32> {
     let per_client_per_s =
         |bytes: u64| if match_seconds > 0.0 { bytes as f64 / receiver_count / match_seconds } else { 0.0 };
     let bytes_per_client_per_s = per_client_per_s(stats.bytes);
-    let probe = host.world().resource::<DeltaProbe>();
-    let v6_bytes_per_client_per_s = per_client_per_s(probe.bytes);
-    let v6_world_us_per_frame = probe.world_us / stats.frames.max(1) as f64;
-    let v6_encode_us_per_client_frame = probe.encode_us / probe.frames.max(1) as f64;
+    let v6 = host.world().resource::<DeltaStats>();
+    let v6_bytes_per_client_per_s = per_client_per_s(v6.bytes);
+    let v6_world_us_per_frame = v6.world_us / stats.frames.max(1) as f64;
+    let v6_encode_us_per_client_frame = v6.encode_us / v6.frames.max(1) as f64;
     // The per-client work (every receiver's encode) as a share of the tick it adds to.
     let tick_mean_us = tick_us.iter().sum::<f64>() / tick_us.len().max(1) as f64;
     let v6_share_of_tick =
-        if ticks > 0 { (probe.world_us + probe.encode_us) / ticks as f64 / tick_mean_us.max(1e-9) } else { 0.0 };
+        if ticks > 0 { (v6.world_us + v6.encode_us) / ticks as f64 / tick_mean_us.max(1e-9) } else { 0.0 };
     let game_figures = figures.report(host.world_mut(), ticks as f64 * dt);
     let t0 = Instant::now();
     let dump = host.serialize_state()?;

@@ -2,8 +2,9 @@
 //! same match, and the host's time for the delta frames.
 //!
 //! For each count a headless match of bots (8 and 16 on the default map, 32 and 64 on
-//! `bench-64`) runs 20 s of game time with every player a receiver; [`DeltaProbe`] encodes
-//! each receiver's delta frame against the frame before (a perfect link) next to the v5
+//! `bench-64`) runs 20 s of game time with every player a receiver; every player is
+//! also a [`DeltaViewers`] receiver over a perfect link (each delta frame written against the
+//! frame before) next to the v5
 //! frames the host sends. One line per count: v5 and v6 bytes per client per second, their
 //! ratio, host upload for all clients, the µs per client frame and per frame's world, and
 //! that work as a share of the tick.
@@ -12,7 +13,7 @@
 
 use std::time::Instant;
 
-use vimp_host::engine::snapshot::{DeltaProbe, FrameReceivers, SnapshotStats};
+use vimp_host::engine::snapshot::{DeltaStats, DeltaViewers, FrameReceivers, SnapshotStats};
 use vimp_host::prelude::*;
 use vimp_host::tanks::GAME;
 
@@ -29,7 +30,7 @@ fn main() {
             host.push(HostCommand::Join { player: PlayerId(i as u8), name: format!("bot{i}"), team: None, bot: true });
         }
         host.world_mut().insert_resource(FrameReceivers((0..tanks).map(|i| PlayerId(i as u8)).collect()));
-        host.world_mut().insert_resource(DeltaProbe::default());
+        host.world_mut().insert_resource(DeltaViewers::perfect((0..tanks).map(|i| PlayerId(i as u8))));
         let dt = host.world().resource::<vimp_host::engine::sim::FixedClock>().step;
         let ticks = (SECONDS / dt).round() as u32;
         let mut tick_s = 0.0;
@@ -41,10 +42,10 @@ fn main() {
             host.take_meta();
         }
         let stats = *host.world().resource::<SnapshotStats>();
-        let probe = host.world().resource::<DeltaProbe>();
-        let probe_s = (probe.world_us + probe.encode_us) / 1e6;
+        let delta = host.world().resource::<DeltaStats>();
+        let delta_s = (delta.world_us + delta.encode_us) / 1e6;
         let per_client = |bytes: u64| bytes as f64 / tanks as f64 / (f64::from(ticks) * dt);
-        let (v5, v6) = (per_client(stats.bytes), per_client(probe.bytes));
+        let (v5, v6) = (per_client(stats.bytes), per_client(delta.bytes));
         lines.push(format!(
             "{tanks:2} tanks ({map}): v5 {v5:7.0} B/s per client, v6 {v6:6.0} B/s ({:4.1} % of v5); host upload \
              v5 {:5.2} Mbit/s, v6 {:5.2} Mbit/s; v6 {:4.1} µs per client frame, {:4.1} µs a frame's world, \
@@ -52,9 +53,9 @@ fn main() {
             v6 / v5 * 100.0,
             v5 * tanks as f64 * 8.0 / 1e6,
             v6 * tanks as f64 * 8.0 / 1e6,
-            probe.encode_us / probe.frames.max(1) as f64,
-            probe.world_us / stats.frames.max(1) as f64,
-            probe_s / (tick_s - probe_s).max(1e-9) * 100.0,
+            delta.encode_us / delta.frames.max(1) as f64,
+            delta.world_us / stats.frames.max(1) as f64,
+            delta_s / (tick_s - delta_s).max(1e-9) * 100.0,
         ));
     }
     for line in lines {

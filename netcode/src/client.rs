@@ -64,6 +64,7 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 
+use crate::delta;
 use crate::frame::{self, Channel, op};
 use crate::input::{KeyAction, KeyTable};
 use crate::meta::{ChatHistory, ChatMessage};
@@ -73,7 +74,7 @@ use crate::migration::{
 };
 use crate::schema::SnapshotSchema;
 use crate::session::{ClientEvent, ClientSession, ClientSessionConfig, Hello, Welcome};
-use crate::snapshot::{Frame, unpack};
+use crate::snapshot::{DecodeError, Frame, unpack};
 use crate::transport::{PeerKey, Transport, TransportEvent};
 
 mod host_vote;
@@ -150,6 +151,13 @@ pub struct ClientStats {
     pub configs: u32,
     /// Frames that did not decode.
     pub bad_snapshots: u64,
+    /// Of the frames decoded, the delta frames (format 6), and of those the keyframes (no baseline).
+    pub delta_frames: u64,
+    /// Delta frames that were keyframes.
+    pub keyframes: u64,
+    /// Delta frames written against a baseline this client no longer (or never) held: skipped,
+    /// the next frame against a baseline it acknowledged fills the gap.
+    pub missing_baselines: u64,
     /// Bytes received.
     pub bytes_in: u64,
     /// Bytes sent.
@@ -244,6 +252,10 @@ struct Resuming {
 /// How many decoded frames [`ClientCore::take_frames`] keeps for a caller that does not take them.
 pub const MAX_QUEUED_FRAMES: usize = 64;
 
+/// How many decoded worlds a client keeps as baselines for format 6 frames (about a second
+/// at 30 frames a second): as many as the host keeps of what it sent.
+pub const DELTA_BASELINES: usize = 32;
+
 /// How many ballots that came ahead of their `@changeHost` vote a client keeps (one per voter).
 pub const MAX_EARLY_BALLOTS: usize = 64;
 
@@ -270,6 +282,9 @@ pub struct ClientCore {
     next_seq: u32,
     last_frame: Option<Frame>,
     frames: VecDeque<Frame>,
+    /// The worlds of the last [`DELTA_BASELINES`] delta frames decoded from the host followed,
+    /// by seq: the baselines its next frames may name.
+    baselines: VecDeque<Frame>,
     chat: Vec<serde_json::Value>,
     meta: Vec<(u8, Vec<u8>)>,
     succession: Option<Succession>,
@@ -322,6 +337,7 @@ impl ClientCore {
             next_seq: 1,
             last_frame: None,
             frames: VecDeque::new(),
+            baselines: VecDeque::new(),
             chat: Vec::new(),
             meta: Vec::new(),
             succession: None,
@@ -975,6 +991,9 @@ impl ClientCore {
                 }
                 self.stats.welcomed_at = Some(now);
                 self.links_reported = None;
+                // A new session: the host knows no baseline of this client's yet, and the old
+                // host's seqs mean nothing to it.
+                self.baselines.clear();
                 if self.resuming.is_some() {
                     self.resume_tick.get_or_insert(w.tick);
                 }
@@ -1020,8 +1039,22 @@ impl ClientCore {
             ClientEvent::Meta { port, payload } => self.meta.push((port, payload)),
             ClientEvent::Snapshot(bytes) => {
                 let Some(schema) = &self.schema else { return };
-                match unpack(schema, &bytes) {
+                let decoded = if bytes.first() == Some(&delta::DELTA_FORMAT_VERSION) {
+                    let baselines = &self.baselines;
+                    delta::decode(schema, &bytes, |seq| baselines.iter().find(|b| b.seq == seq))
+                } else {
+                    unpack(schema, &bytes)
+                };
+                match decoded {
+                    Err(DecodeError::MissingBaseline { .. }) => self.stats.missing_baselines += 1,
                     Ok(frame) => {
+                        if bytes.first() == Some(&delta::DELTA_FORMAT_VERSION) {
+                            self.stats.delta_frames += 1;
+                            if delta::baseline_of(&bytes).is_ok_and(|b| b == 0) {
+                                self.stats.keyframes += 1;
+                            }
+                            self.keep_baseline(&frame);
+                        }
                         self.stats.snapshots += 1;
                         self.stats.first_snapshot_at.get_or_insert(now);
                         if let Some(r) = self.resuming.take() {
@@ -1046,6 +1079,25 @@ impl ClientCore {
                 }
             }
             ClientEvent::Engine { opcode, payload } => self.on_migration(opcode, &payload),
+        }
+    }
+
+    /// Keeps a decoded delta frame's world as a baseline (the newest [`DELTA_BASELINES`] by
+    /// seq; a frame seen before is kept once) and has the host told.
+    fn keep_baseline(&mut self, world: &Frame) {
+        if self.baselines.iter().any(|b| b.seq == world.seq) {
+            return;
+        }
+        let at = self.baselines.partition_point(|b| b.seq < world.seq);
+        if at == 0 && self.baselines.len() == DELTA_BASELINES {
+            return;
+        }
+        self.baselines.insert(at, world.clone());
+        if self.baselines.len() > DELTA_BASELINES {
+            self.baselines.pop_front();
+        }
+        if let Some((_, session)) = self.host.as_mut() {
+            session.ack_frame(world.seq);
         }
     }
 

@@ -174,6 +174,11 @@ pub mod op {
     /// The host's recent chat, after a welcome that resumed a slot (host → client, JSON; see
     /// [`ChatHistory`](crate::meta::ChatHistory)).
     pub const CHAT_HISTORY: u8 = 50;
+    /// The newest snapshot frame a client decoded and keeps as a baseline (client → host,
+    /// unreliable, a u32 seq, 4 bytes; any other length is a protocol error, close 4400). Sent
+    /// with the client's input packets, at most once per frame; the host writes the client's
+    /// format 6 frames against it ([`crate::delta`]).
+    pub const FRAME_ACK: u8 = 51;
     /// One chunk of a frame above [`MAX_MESSAGE`](super::MAX_MESSAGE) bytes, see the [module docs](super).
     pub const CHUNK: u8 = 255;
 

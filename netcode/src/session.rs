@@ -162,9 +162,10 @@ impl<'de> Deserialize<'de> for SessionToken {
     }
 }
 
-/// The client's first frame.
+/// The client's first frame. Fields a host does not know are ignored, so that what a
+/// client can do may grow without a new protocol version.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct Hello {
     /// [`PROTOCOL_VERSION`] of the client.
     pub version: u32,
@@ -181,11 +182,15 @@ pub struct Hello {
     /// Join to watch, not to play.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub spectator: bool,
+    /// The snapshot formats the client decodes besides format 5, which every client does
+    /// (6: [delta frames](crate::delta)). The host picks the newest it writes too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub snapshot_formats: Vec<u8>,
 }
 
 impl Hello {
     /// A hello of this protocol version from `nickname` (build `build`): no password, no
-    /// token, to play.
+    /// token, to play, decoding every snapshot format this build knows.
     pub fn new(nickname: impl Into<String>, build: impl Into<String>) -> Self {
         Hello {
             version: PROTOCOL_VERSION,
@@ -194,6 +199,16 @@ impl Hello {
             password: None,
             resume_token: None,
             spectator: false,
+            snapshot_formats: vec![crate::delta::DELTA_FORMAT_VERSION],
+        }
+    }
+
+    /// The snapshot format a host that writes formats 5 and 6 sends this client.
+    pub fn snapshot_format(&self) -> u8 {
+        if self.snapshot_formats.contains(&crate::delta::DELTA_FORMAT_VERSION) {
+            crate::delta::DELTA_FORMAT_VERSION
+        } else {
+            crate::schema::SNAPSHOT_FORMAT_VERSION
         }
     }
 }
@@ -221,6 +236,17 @@ pub struct Welcome {
     /// The client watches: its keys are the spectator keys (`nextPlayer`, `prevPlayer`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub spectator: bool,
+    /// The snapshot format the host sends this client (5 when absent).
+    #[serde(default = "format_5", skip_serializing_if = "is_format_5")]
+    pub snapshot_format: u8,
+}
+
+fn format_5() -> u8 {
+    crate::schema::SNAPSHOT_FORMAT_VERSION
+}
+
+fn is_format_5(format: &u8) -> bool {
+    *format == crate::schema::SNAPSHOT_FORMAT_VERSION
 }
 
 /// The key table of spectators (keyset 0): switch the observed player.
@@ -352,6 +378,8 @@ pub struct HostSessionConfig {
     pub chat_rate: (f64, f64),
     /// Votes and list requests: burst and sustained per second.
     pub vote_rate: (f64, f64),
+    /// Frame acknowledgements (`FRAME_ACK`, one per snapshot frame): burst and sustained per second.
+    pub ack_rate: (f64, f64),
     /// Everything else a peer sends once in a while — pongs, auth responses, `LINKS`
     /// reports, checkpoint requests, claims: burst and sustained per second, together.
     pub control_rate: (f64, f64),
@@ -368,6 +396,7 @@ impl Default for HostSessionConfig {
             input_rate: (250.0, 250.0),
             chat_rate: (5.0, 0.5),
             vote_rate: (10.0, 1.0),
+            ack_rate: (120.0, 120.0),
             control_rate: (20.0, 10.0),
         }
     }
@@ -406,6 +435,9 @@ pub enum HostEvent {
     Links(Vec<u8>),
     /// The peer asks for a checkpoint (`CHECKPOINT_REQUEST`): its shadow diverged.
     CheckpointRequest,
+    /// The newest snapshot frame the client holds (`FRAME_ACK`), for its delta frames'
+    /// baseline. Any seq: the host checks it against what it sent.
+    FrameAck(u32),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -433,6 +465,7 @@ pub struct HostSession {
     inputs: RateLimit,
     chat: RateLimit,
     votes: RateLimit,
+    acks: RateLimit,
     control: RateLimit,
     now: Duration,
 }
@@ -455,6 +488,7 @@ impl HostSession {
             inputs: rate(config.input_rate),
             chat: rate(config.chat_rate),
             votes: rate(config.vote_rate),
+            acks: rate(config.ack_rate),
             control: rate(config.control_rate),
             config,
             now,
@@ -534,6 +568,14 @@ impl HostSession {
                     RateVerdict::Abuse => self.close(close::RATE),
                 }
             }
+            (HostState::Active, op::FRAME_ACK) => match <[u8; 4]>::try_from(frame.payload) {
+                Ok(seq) => match self.acks.check(now) {
+                    RateVerdict::Allow => self.events.push_back(HostEvent::FrameAck(u32::from_be_bytes(seq))),
+                    RateVerdict::Drop => {}
+                    RateVerdict::Abuse => self.close(close::RATE),
+                },
+                Err(_) => self.close(close::PROTOCOL),
+            },
             (HostState::Active, op::LINKS) => self.events.push_back(HostEvent::Links(frame.payload.to_vec())),
             (HostState::Active, op::CHECKPOINT_REQUEST) if frame.payload.is_empty() => {
                 self.events.push_back(HostEvent::CheckpointRequest)
@@ -791,6 +833,8 @@ pub struct ClientSession {
     acked: Option<u32>,
     last_input_send: Option<Duration>,
     last_input_sent_seq: Option<u32>,
+    /// The newest frame to acknowledge, and whether it went out.
+    frame_ack: Option<(u32, bool)>,
     answered: bool,
     now: Duration,
 }
@@ -815,6 +859,7 @@ impl ClientSession {
             acked: None,
             last_input_send: None,
             last_input_sent_seq: None,
+            frame_ack: None,
             answered: false,
             now,
             config,
@@ -963,11 +1008,28 @@ impl ClientSession {
         self.unacked.len()
     }
 
+    /// The client decoded snapshot frame `seq` and keeps it as a baseline: the next
+    /// [`ClientSession::flush_inputs`] acknowledges it (`FRAME_ACK`), unless a newer one came.
+    pub fn ack_frame(&mut self, seq: u32) {
+        if self.frame_ack.is_none_or(|(newest, _)| seq > newest) {
+            self.frame_ack = Some((seq, false));
+        }
+    }
+
     /// Queues an input packet repeating every unacknowledged event, when one is due: at once
     /// for an event not sent yet (but not more often than [`MIN_INPUT_INTERVAL`]), else every
-    /// [`INPUT_REPEAT_INTERVAL`] until the host acknowledges them. Call it as often as you like.
+    /// [`INPUT_REPEAT_INTERVAL`] until the host acknowledges them; and the acknowledgement of
+    /// the newest frame decoded ([`ClientSession::ack_frame`]) when it has not gone out. Call
+    /// it as often as you like.
     pub fn flush_inputs(&mut self, now: Duration) {
-        if !self.is_active() || self.unacked.is_empty() {
+        if !self.is_active() {
+            return;
+        }
+        if let Some((seq, false)) = self.frame_ack {
+            self.frame_ack = Some((seq, true));
+            push_frame(&mut self.out, &mut self.chunker, Channel::Unreliable, op::FRAME_ACK, &seq.to_be_bytes());
+        }
+        if self.unacked.is_empty() {
             return;
         }
         let newest = self.unacked.back().map(|e| e.seq);
@@ -1060,6 +1122,7 @@ mod tests {
             resumed: false,
             input_seq: 0,
             spectator: false,
+            snapshot_format: 6,
         }
     }
 
@@ -1277,6 +1340,69 @@ mod tests {
         let links = std::iter::from_fn(|| host.poll_event()).filter(|e| matches!(e, HostEvent::Links(_))).count();
         assert_eq!(links, burst as usize, "the burst passes, the rest is dropped");
         assert_eq!(host.close_code(), Some(close::RATE), "and past the drops tolerated, the peer is closed");
+    }
+
+    #[test]
+    fn frame_acks_go_out_once_per_newer_frame_and_reach_the_host() {
+        let (mut host, mut client) = connected();
+        while host.poll_event().is_some() {}
+        let acks = |host: &mut HostSession| {
+            std::iter::from_fn(|| host.poll_event())
+                .filter_map(|e| match e {
+                    HostEvent::FrameAck(seq) => Some(seq),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+        };
+        client.ack_frame(5);
+        client.ack_frame(3);
+        client.flush_inputs(MS);
+        client.flush_inputs(2 * MS);
+        progress(&mut host, &mut client, 2 * MS);
+        assert_eq!(acks(&mut host), vec![5], "the newest, once");
+        client.ack_frame(5);
+        client.flush_inputs(3 * MS);
+        progress(&mut host, &mut client, 3 * MS);
+        assert_eq!(acks(&mut host), Vec::<u32>::new(), "a frame acknowledged already goes no more");
+        client.ack_frame(6);
+        client.ack_frame(7);
+        client.flush_inputs(4 * MS);
+        let (channel, bytes) = client.poll_transmit().expect("an ack");
+        assert_eq!((channel, bytes), (Channel::Unreliable, vec![op::FRAME_ACK, 0, 0, 0, 7]));
+    }
+
+    #[test]
+    fn a_frame_ack_of_the_wrong_length_is_4400_and_a_flood_of_them_4413() {
+        let (mut host, mut client) = connected();
+        client.send_meta(op::FRAME_ACK, &[0, 0, 7]);
+        progress(&mut host, &mut client, MS);
+        assert_eq!(host.close_code(), Some(close::PROTOCOL));
+
+        let (mut host, mut client) = connected();
+        while host.poll_event().is_some() {}
+        let (burst, _) = HostSessionConfig::default().ack_rate;
+        for seq in 0..burst as u32 * 3 {
+            client.send_meta(op::FRAME_ACK, &seq.to_be_bytes());
+        }
+        progress(&mut host, &mut client, MS);
+        let acks = std::iter::from_fn(|| host.poll_event()).filter(|e| matches!(e, HostEvent::FrameAck(_))).count();
+        assert_eq!(acks, burst as usize, "the burst passes, the rest is dropped");
+        assert_eq!(host.close_code(), Some(close::RATE));
+    }
+
+    #[test]
+    fn a_hello_may_carry_fields_this_host_does_not_know_and_names_the_formats_it_decodes() {
+        let mut host = HostSession::new(HostSessionConfig::default(), Duration::ZERO);
+        let json = br#"{"version":1,"build":"next","nickname":"ann","snapshotFormats":[6,7],"voice":true}"#;
+        let mut frame = Vec::new();
+        frame::encode(op::HELLO, json, &mut frame);
+        host.handle_message(Duration::ZERO, Channel::Reliable, &frame);
+        let Some(HostEvent::Hello(hello)) = host.poll_event() else { panic!("a hello: {:?}", host.close_code()) };
+        assert_eq!((hello.nickname.as_str(), hello.snapshot_format()), ("ann", 6));
+        assert_eq!(Hello::new("a", "b").snapshot_format(), 6, "this build decodes delta frames");
+        let old = Hello { snapshot_formats: Vec::new(), ..Hello::new("a", "b") };
+        assert_eq!(old.snapshot_format(), 5, "a hello that names none gets format 5");
+        assert_eq!(Hello { snapshot_formats: vec![9], ..old }.snapshot_format(), 5);
     }
 
     #[test]

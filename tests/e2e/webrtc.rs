@@ -154,7 +154,8 @@ fn two_clients_join_a_host_by_code_over_webrtc() {
     }
     let (_signal, _host, url) = signal_and_host(&["--seconds", "60"]);
 
-    let join = |name: &str, say: &str| {
+    // ann asks for delta frames (the default), bob for whole frames, as an older client would.
+    let join = |name: &str, say: &str, format: &str| {
         Proc::spawn(&[
             "join",
             "k7mp2q",
@@ -169,11 +170,13 @@ fn two_clients_join_a_host_by_code_over_webrtc() {
             say,
             "--say-after",
             "5",
+            "--snapshot-format",
+            format,
             "--json",
         ])
     };
-    let a = join("ann", "hello from ann");
-    let b = join("bob", "hello from bob");
+    let a = join("ann", "hello from ann", "6");
+    let b = join("bob", "hello from bob", "5");
     let (out_a, status_a) = a.finish(Duration::from_secs(60));
     let (out_b, status_b) = b.finish(Duration::from_secs(60));
     let (ra, rb) = (report(&out_a), report(&out_b));
@@ -190,6 +193,11 @@ fn two_clients_join_a_host_by_code_over_webrtc() {
         assert!(matches!(r["host_path"].as_str(), Some("direct" | "reflexive")), "{r}");
     }
     assert_ne!(ra["player_id"], rb["player_id"]);
+    assert_eq!((ra["snapshot_format"].as_u64(), rb["snapshot_format"].as_u64()), (Some(6), Some(5)));
+    assert_eq!(ra["delta_frames"], ra["snapshots"], "every frame ann decoded was a delta frame");
+    assert_eq!(rb["delta_frames"], 0);
+    let bytes_in = |r: &serde_json::Value| r["bytes_in_per_s"].as_f64().expect("bytes_in_per_s");
+    assert!(bytes_in(&ra) < bytes_in(&rb), "delta frames cost ann less than whole frames cost bob");
 }
 
 /// A join that cannot get in says why, with its own exit code, and does not wait out

@@ -28,7 +28,9 @@ use crate::engine::physics::Physics;
 use crate::engine::players::{self, HostCommand, HostCommands, Participants, PlayerKeys, TickEvents};
 use crate::engine::rng::SplitMix64;
 use crate::engine::sim::{EngineSettings, FixedClock, GameInit, HostSystems, HostTick, MatchInit, SimRng, Tick};
-use crate::engine::snapshot::{self, EventRows, FrameReceivers, FrameSeq, OutgoingFrames, SnapshotRows, SnapshotStats};
+use crate::engine::snapshot::{
+    self, DeltaStats, DeltaViewers, EventRows, FrameReceivers, FrameSeq, OutgoingFrames, SnapshotRows, SnapshotStats,
+};
 use crate::engine::state::{self, GameHooks, StateError};
 
 /// The engine: resources, the [`HostTick`] schedule and its sets. A game plugin is added after it.
@@ -69,6 +71,8 @@ impl Plugin for HostPlugin {
             .init_resource::<FrameReceivers>()
             .init_resource::<OutgoingFrames>()
             .init_resource::<SnapshotStats>()
+            .init_resource::<DeltaViewers>()
+            .init_resource::<DeltaStats>()
             .init_resource::<GameHooks>()
             .init_resource::<MetaOutbox>()
             .init_resource::<players::Scores>()

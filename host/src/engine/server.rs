@@ -63,7 +63,7 @@ use crate::engine::migration::{GameMigration, MigrationConfig, Shadow};
 use crate::engine::players::{HostCommand, Panels, Participants, PlayerId, PlayerKeys, Scores};
 use crate::engine::roster::Roster;
 use crate::engine::schedule::Host;
-use crate::engine::snapshot::FrameReceivers;
+use crate::engine::snapshot::{DeltaViewer, DeltaViewers, FrameReceivers};
 pub use succession::MigrationStats;
 
 /// How the host meets its peers.
@@ -136,8 +136,10 @@ pub fn session_config(game: &serde_json::Value) -> HostSessionConfig {
 /// Figures of the server's traffic.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct ServerStats {
-    /// Snapshot frames sent, over all peers.
+    /// Snapshot frames sent, over all peers (of both formats).
     pub frames_sent: u64,
+    /// Of those, delta frames (format 6).
+    pub delta_frames_sent: u64,
     /// Bytes handed to the transport.
     pub bytes_out: u64,
     /// Bytes received from the transport.
@@ -171,6 +173,8 @@ pub struct ServerCore {
     config: ServerConfig,
     roster: Roster,
     peers: BTreeMap<PeerKey, HostSession>,
+    /// The snapshot format each accepted peer gets (its hello's choice).
+    formats: BTreeMap<PeerKey, u8>,
     latency: BTreeMap<PlayerId, f64>,
     last: Option<Duration>,
     stats: ServerStats,
@@ -293,6 +297,7 @@ impl ServerCore {
             outbox: VecDeque::new(),
             roster,
             peers: BTreeMap::new(),
+            formats: BTreeMap::new(),
             latency: BTreeMap::new(),
             last: None,
             stats: ServerStats::default(),
@@ -581,7 +586,11 @@ impl ServerCore {
                             resumed: a.resumed,
                             input_seq,
                             spectator: hello.spectator,
+                            snapshot_format: hello.snapshot_format(),
                         };
+                        self.formats.insert(peer, welcome.snapshot_format);
+                        // A new session holds no frame of the old one's: its first is a keyframe.
+                        self.host.world_mut().resource_mut::<DeltaViewers>().viewers.remove(&a.player);
                         session.accept(&welcome, &self.config.client_config);
                         if let Some(map) = &map {
                             session.send(Channel::Reliable, op::MAP_DATA, map);
@@ -679,6 +688,13 @@ impl ServerCore {
                 _ => self.migration.stats.claims_refused += 1,
             },
             HostEvent::StepDown(payload) => self.on_step_down(peer, &payload, now),
+            HostEvent::FrameAck(seq) => {
+                if let Some(player) = self.roster.player_of(peer)
+                    && let Some(viewer) = self.host.world_mut().resource_mut::<DeltaViewers>().viewers.get_mut(&player)
+                {
+                    viewer.ack(seq);
+                }
+            }
         }
     }
 
@@ -735,16 +751,29 @@ impl ServerCore {
         }
     }
 
-    /// Frames are packed for connected players and for the players spectators watch.
+    /// Frames are packed for connected players and for the players spectators watch: format 5
+    /// once per watched player, delta frames per receiving seat (each has its own baseline).
     fn update_receivers(&mut self) {
-        let mut receivers: std::collections::BTreeSet<PlayerId> = self
-            .roster
-            .seats()
-            .filter(|s| s.peer.is_some() && !self.watching.contains_key(&s.player))
-            .map(|s| s.player)
-            .collect();
-        receivers.extend(self.watching.values().flatten().copied());
+        let mut receivers = std::collections::BTreeSet::new();
+        let mut viewers = BTreeMap::new();
+        for seat in self.roster.seats() {
+            let Some(peer) = seat.peer else { continue };
+            let Some(watches) = self.watching.get(&seat.player).copied().unwrap_or(Some(seat.player)) else {
+                continue;
+            };
+            if self.formats.get(&peer) == Some(&vimp_netcode::delta::DELTA_FORMAT_VERSION) {
+                viewers.insert(seat.player, watches);
+            } else {
+                receivers.insert(watches);
+            }
+        }
         self.host.world_mut().resource_mut::<FrameReceivers>().0 = receivers;
+        let mut deltas = self.host.world_mut().resource_mut::<DeltaViewers>();
+        deltas.viewers.retain(|seat, _| viewers.contains_key(seat));
+        for (seat, watches) in viewers {
+            let viewer = deltas.viewers.entry(seat).or_insert_with(|| DeltaViewer::new(watches));
+            viewer.watches = watches;
+        }
     }
 
     /// A spectator's `nextPlayer` (`forward`) or `prevPlayer`: the next participant in id order.
@@ -920,8 +949,12 @@ impl ServerCore {
     fn send_tick_output(&mut self) {
         self.announce_map_changes();
         let frames = self.host.take_frames();
+        let delta_peer = |formats: &BTreeMap<PeerKey, u8>, peer: &PeerKey| {
+            formats.get(peer) == Some(&vimp_netcode::delta::DELTA_FORMAT_VERSION)
+        };
         for (player, bytes) in &frames.frames {
-            // The player itself (unless it is a watched bot), and everyone watching it.
+            // The player itself (unless it is a watched bot), and everyone watching it, that
+            // take format 5.
             let viewers = self
                 .roster
                 .seat(*player)
@@ -934,11 +967,19 @@ impl ServerCore {
                         .filter(|(_, w)| **w == Some(*player))
                         .filter_map(|(s, _)| self.roster.seat(*s).and_then(|s| s.peer)),
                 );
-            for peer in viewers.collect::<Vec<_>>() {
+            for peer in viewers.filter(|p| !delta_peer(&self.formats, p)).collect::<Vec<_>>() {
                 if let Some(session) = self.peers.get_mut(&peer).filter(|s| s.is_active()) {
                     session.send(Channel::Unreliable, op::SHOT_DATA, bytes);
                     self.stats.frames_sent += 1;
                 }
+            }
+        }
+        for (seat, bytes) in &frames.deltas {
+            let Some(peer) = self.roster.seat(*seat).and_then(|s| s.peer) else { continue };
+            if let Some(session) = self.peers.get_mut(&peer).filter(|s| s.is_active()) {
+                session.send(Channel::Unreliable, op::SHOT_DATA, bytes);
+                self.stats.frames_sent += 1;
+                self.stats.delta_frames_sent += 1;
             }
         }
         // The game publishes panels on snapshot ticks only (`frames.seq` is set on those).
@@ -981,6 +1022,7 @@ impl ServerCore {
 
     fn drop_peer(&mut self, peer: PeerKey, now: Duration) {
         self.peers.remove(&peer);
+        self.formats.remove(&peer);
         self.panels.remove(&peer);
         self.migration.links(peer, None);
         if let Some(player) = self.roster.disconnected(peer, now) {

@@ -7,15 +7,20 @@
 //!    player's [`PlayerBlock`]);
 //! 3. [`pack_frames`] adds the event rows the game pushed into [`EventRows`] since
 //!    the last frame, builds the map-dynamics block itself, packs the shared body
-//!    once and puts each receiver's own header in front of it.
+//!    once and puts each receiver's own header in front of it (format 5, for the players of
+//!    [`FrameReceivers`]);
+//! 4. for the receivers of [`DeltaViewers`], it works out the world a receiver holds once
+//!    and writes each one's delta frame (format 6) against the newest frame that receiver
+//!    acknowledged, with the player block of the player it watches.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
 
 use bevy::prelude::*;
 use serde::{Deserialize, Serialize};
 use vimp_netcode::delta;
 use vimp_netcode::schema::{BlockKind, FieldType, Role};
-use vimp_netcode::snapshot::{Block, FieldValue, Frame, PlayerBlock, Row, pack_body, pack_header, round2};
+use vimp_netcode::snapshot::{Block, FieldValue, Frame, PackError, PlayerBlock, Row, pack_body, pack_header, round2};
 
 use crate::engine::mapstate::MapState;
 use crate::engine::physics::Physics;
@@ -60,8 +65,10 @@ pub struct FrameReceivers(pub BTreeSet<PlayerId>);
 pub struct OutgoingFrames {
     /// The frame's seq.
     pub seq: u32,
-    /// One frame per receiver.
+    /// One format 5 frame per player of [`FrameReceivers`].
     pub frames: Vec<(PlayerId, Vec<u8>)>,
+    /// One delta frame per receiver of [`DeltaViewers`], by its seat.
+    pub deltas: Vec<(PlayerId, Vec<u8>)>,
 }
 
 /// Running totals of what was packed, for figures.
@@ -79,21 +86,107 @@ pub struct SnapshotStats {
     pub pack_errors: u64,
 }
 
-/// What the same frames would cost as delta frames (format 6, [`vimp_netcode::delta`]), for
-/// figures: with this resource present, every snapshot tick also works out its world and
-/// encodes each receiver's frame against the previous world (each receiver having
-/// acknowledged the frame before, a perfect link), counting bytes and time. Nothing is sent.
+/// How many frames the host keeps of what it sent each format 6 receiver (about a second at
+/// 30 frames a second): an acknowledgement older than that gets a keyframe.
+pub const DELTA_HISTORY: usize = 32;
+
+/// A receiver of delta frames (format 6, [`vimp_netcode::delta`]): what it was sent, what it
+/// acknowledged.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeltaViewer {
+    /// The player whose frame it gets (its own seat, or the player a spectator watches).
+    pub watches: PlayerId,
+    /// The newest frame it acknowledged that the host still has.
+    acked: Option<u32>,
+    /// The worlds it was sent, by rising seq (the last [`DELTA_HISTORY`]).
+    sent: VecDeque<(u32, Arc<delta::Steps>)>,
+    /// Every frame counts as acknowledged as soon as it is written (a perfect link: the
+    /// figures of `vimp sim` and the benches).
+    perfect_link: bool,
+}
+
+impl DeltaViewer {
+    /// A receiver that has nothing yet: its first frame is a keyframe.
+    pub fn new(watches: PlayerId) -> Self {
+        DeltaViewer { watches, acked: None, sent: VecDeque::new(), perfect_link: false }
+    }
+
+    /// A receiver over a perfect link: every frame is written against the one before.
+    pub fn perfect(watches: PlayerId) -> Self {
+        DeltaViewer { perfect_link: true, ..DeltaViewer::new(watches) }
+    }
+
+    /// The receiver holds frame `seq`: later frames may be written against it. An ack of a
+    /// frame it was not sent (or no longer kept), or older than the one it acknowledged,
+    /// changes nothing; returns whether it was taken.
+    pub fn ack(&mut self, seq: u32) -> bool {
+        let known = self.sent.iter().any(|(s, _)| *s == seq);
+        let newer = self.acked.is_none_or(|a| seq > a);
+        if known && newer {
+            self.acked = Some(seq);
+        }
+        known && newer
+    }
+
+    /// The newest frame it acknowledged, while the host still has it.
+    pub fn acked(&self) -> Option<u32> {
+        self.acked
+    }
+
+    /// The world of the acknowledged frame, if still kept.
+    fn baseline(&self) -> Option<&delta::Steps> {
+        let acked = self.acked?;
+        self.sent.iter().find(|(s, _)| *s == acked).map(|(_, steps)| &**steps)
+    }
+
+    fn sent(&mut self, seq: u32, steps: Arc<delta::Steps>) {
+        self.sent.push_back((seq, steps));
+        while self.sent.len() > DELTA_HISTORY {
+            self.sent.pop_front();
+        }
+        if self.perfect_link {
+            self.acked = Some(seq);
+        } else if self.acked.is_some_and(|a| !self.sent.iter().any(|(s, _)| *s == a)) {
+            self.acked = None;
+        }
+    }
+}
+
+/// The receivers of delta frames, by their own seat (a spectator's too), and the world as of
+/// the last frame. The session layer keeps it in step with the clients that asked for format
+/// 6 in their hello and passes their acknowledgements on ([`DeltaViewer::ack`]).
 #[derive(Resource, Debug, Default)]
-pub struct DeltaProbe {
-    /// The world as of the last frame, as a receiver holds it, and its numbers.
-    world: Option<(Frame, delta::Steps)>,
+pub struct DeltaViewers {
+    /// The receivers.
+    pub viewers: BTreeMap<PlayerId, DeltaViewer>,
+    /// The world as a receiver holds it, as of the last frame.
+    world: Option<Frame>,
+}
+
+impl DeltaViewers {
+    /// Every player of `players` a receiver of its own frames over a perfect link
+    /// ([`DeltaViewer::perfect`]): what `vimp sim` and the benches measure.
+    pub fn perfect(players: impl IntoIterator<Item = PlayerId>) -> Self {
+        let viewers = players.into_iter().map(|p| (p, DeltaViewer::perfect(p))).collect();
+        DeltaViewers { viewers, world: None }
+    }
+}
+
+/// Running totals of the delta frames written, for figures.
+#[derive(Resource, Clone, Copy, Debug, Default, PartialEq)]
+pub struct DeltaStats {
     /// Bytes of all delta frames to all receivers.
     pub bytes: u64,
-    /// Delta frames encoded (one per receiver per snapshot tick).
+    /// Delta frames written (one per receiver per snapshot tick).
     pub frames: u64,
+    /// Of those, keyframes (no baseline: a new receiver, or one whose acknowledgements
+    /// stopped coming for longer than [`DELTA_HISTORY`] frames).
+    pub keyframes: u64,
+    /// Snapshot ticks that worked out a world for them.
+    pub worlds: u64,
     /// Time spent working out the world once per snapshot tick, µs.
     pub world_us: f64,
-    /// Time spent encoding every receiver's frame, µs.
+    /// Time spent writing every receiver's frame, µs.
     pub encode_us: f64,
 }
 
@@ -120,7 +213,8 @@ pub(crate) fn pack_frames(
     receivers: Res<FrameReceivers>,
     mut out: ResMut<OutgoingFrames>,
     mut stats: ResMut<SnapshotStats>,
-    probe: Option<ResMut<DeltaProbe>>,
+    mut viewers: ResMut<DeltaViewers>,
+    mut delta_stats: ResMut<DeltaStats>,
 ) {
     let mut blocks = std::mem::take(&mut rows.blocks);
     for (key, block) in std::mem::take(&mut events.0) {
@@ -164,31 +258,55 @@ pub(crate) fn pack_frames(
     }
     stats.frames += 1;
     stats.last_body_bytes = body.len();
-    if let Some(mut probe) = probe {
-        let t = std::time::Instant::now();
+    out.deltas.clear();
+    if viewers.viewers.is_empty() {
+        // Nobody holds the world: the next receiver starts from a keyframe of the match as it
+        // is then, not from a world that missed the removals meanwhile.
+        viewers.world = None;
+    } else {
         let frame = Frame { seq: seq.0, server_time_ms, player: None, blocks };
-        let mut world = delta::world(&settings.schema, probe.world.as_ref().map(|(w, _)| w), &frame);
-        let Ok(steps) = delta::Steps::of(&settings.schema, &world) else { return };
-        probe.world_us += t.elapsed().as_secs_f64() * 1e6;
-        // Each receiver's own frame, as a host would encode it for them.
-        let t = std::time::Instant::now();
-        let mut bytes = Vec::with_capacity(body.len());
-        let baseline = probe.world.as_ref().map(|(_, s)| s);
-        let mut sent = (0, 0);
-        for receiver in &receivers.0 {
-            world.player = rows.players.get(receiver).copied();
-            bytes.clear();
-            if delta::encode_steps(&settings.schema, &world, &steps, baseline, &mut bytes).is_ok() {
-                sent.0 += bytes.len() as u64;
-                sent.1 += 1;
+        let (players, outbox) = (&rows.players, &mut out.deltas);
+        if let Err(e) = write_deltas(&settings.schema, &frame, players, &mut viewers, outbox, &mut delta_stats) {
+            if stats.pack_errors == 0 {
+                tracing::error!("no delta frame could be written: {e}");
             }
+            stats.pack_errors += 1;
         }
-        probe.bytes += sent.0;
-        probe.frames += sent.1;
-        probe.encode_us += t.elapsed().as_secs_f64() * 1e6;
-        world.player = None;
-        probe.world = Some((world, steps));
     }
+}
+
+/// Works out the world as of `frame` once, then writes each receiver's delta frame against
+/// the newest frame it acknowledged (a keyframe when there is none).
+fn write_deltas(
+    schema: &vimp_netcode::schema::SnapshotSchema,
+    frame: &Frame,
+    players: &BTreeMap<PlayerId, PlayerBlock>,
+    viewers: &mut DeltaViewers,
+    out: &mut Vec<(PlayerId, Vec<u8>)>,
+    stats: &mut DeltaStats,
+) -> Result<(), PackError> {
+    let t = std::time::Instant::now();
+    let mut world = delta::world(schema, viewers.world.as_ref(), frame);
+    let steps = Arc::new(delta::Steps::of(schema, &world)?);
+    stats.world_us += t.elapsed().as_secs_f64() * 1e6;
+    stats.worlds += 1;
+    let t = std::time::Instant::now();
+    for (&seat, viewer) in &mut viewers.viewers {
+        world.player = players.get(&viewer.watches).copied();
+        let mut bytes = Vec::with_capacity(256);
+        let baseline = viewer.baseline();
+        let keyframe = baseline.is_none();
+        delta::encode_steps(schema, &world, &steps, baseline, &mut bytes)?;
+        stats.bytes += bytes.len() as u64;
+        stats.frames += 1;
+        stats.keyframes += u64::from(keyframe);
+        viewer.sent(frame.seq, steps.clone());
+        out.push((seat, bytes));
+    }
+    stats.encode_us += t.elapsed().as_secs_f64() * 1e6;
+    world.player = None;
+    viewers.world = Some(world);
+    Ok(())
 }
 
 /// The map's dynamic bodies as the block of the map's set key, when the schema has that key.
@@ -248,6 +366,30 @@ pub fn map_dynamics_block(settings: &EngineSettings, physics: &Physics, map: &Ma
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_delta_viewer_takes_only_acks_of_frames_it_was_sent_and_gets_a_keyframe_once_they_age_out() {
+        let steps = Arc::new(delta::Steps::default());
+        let mut v = DeltaViewer::new(PlayerId(1));
+        assert!(!v.ack(1), "nothing sent yet");
+        for seq in 1..=3 {
+            v.sent(seq, steps.clone());
+        }
+        assert!(v.baseline().is_none(), "nothing acknowledged: a keyframe");
+        assert!(v.ack(2));
+        assert!(!v.ack(1), "older than the one acknowledged");
+        assert!(!v.ack(9), "never sent");
+        assert_eq!(v.acked(), Some(2));
+        assert!(v.baseline().is_some());
+        for seq in 4..4 + DELTA_HISTORY as u32 {
+            v.sent(seq, steps.clone());
+        }
+        assert_eq!(v.acked(), None, "frame 2 is no longer kept");
+        assert!(v.baseline().is_none());
+        let mut p = DeltaViewer::perfect(PlayerId(1));
+        p.sent(1, steps);
+        assert_eq!(p.acked(), Some(1), "a perfect link acknowledges every frame");
+    }
 
     #[test]
     fn event_rows_take_the_shape_of_their_kind() {

@@ -835,7 +835,10 @@ fn the_first_successor_takes_over_a_crashed_host_and_nothing_is_lost() {
     }
     let seq = m.mesh.peers[bob].player_mut().key(KeyAction::Up, "forward").expect("a key");
     m.run(Duration::from_millis(500));
-    let last_seq = m.mesh.peers[bob].player().last_frame().and_then(|f| f.player.as_ref()).map(|p| p.last_input_seq);
+    // Asked of the new host itself: a player block comes only while the tank is alive.
+    let bob_id = PlayerId(m.client(bob).welcome().expect("welcomed").player_id);
+    let participants = &m.new_hosts()[0].1.host().world().resource::<vimp_host::engine::players::Participants>().0;
+    let last_seq = participants.get(&bob_id).map(|p| p.keys.last_input_seq());
     assert_eq!(last_seq, Some(seq), "bob's keys reach the new host");
     let shadow = m.mesh.peers[bob].shadow().expect("bob shadows the new host");
     assert!(

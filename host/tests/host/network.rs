@@ -1,5 +1,6 @@
 //! Host and clients over in-memory links with latency: the session protocol end to end.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use vimp_host::engine::server::{Server, ServerConfig};
@@ -10,7 +11,9 @@ use vimp_netcode::client::Client;
 use vimp_netcode::frame::Channel;
 use vimp_netcode::input::KeyAction;
 use vimp_netcode::link::LinkConfig;
+use vimp_netcode::schema::SnapshotSchema;
 use vimp_netcode::session::{Hello, PROTOCOL_VERSION, SessionToken, close};
+use vimp_netcode::snapshot::{FieldValue, Frame};
 use vimp_netcode::transport::{MemoryTransport, PeerKey, Transport};
 
 const HOST: PeerKey = PeerKey(1000);
@@ -50,12 +53,15 @@ impl Lan {
 
     /// A new client linked to the host (20 ms each way, a little jitter).
     pub(crate) fn join(&mut self, hello: Hello) -> usize {
+        let link = LinkConfig::new().latency(Duration::from_millis(20)).jitter(Duration::from_millis(2));
+        self.join_over(hello, link)
+    }
+
+    /// A new client linked to the host over `link` (its seed set per client).
+    pub(crate) fn join_over(&mut self, hello: Hello, link: LinkConfig) -> usize {
         let mut t = MemoryTransport::new(PeerKey(self.next_id));
         self.next_id += 1;
-        let link = LinkConfig::new()
-            .latency(Duration::from_millis(20))
-            .jitter(Duration::from_millis(2))
-            .seed(self.next_id as u64);
+        let link = link.seed(self.next_id as u64);
         // The server's transport is inside the server: link through a fresh pair of ends.
         MemoryTransport::connect(&mut t, server_transport(&mut self.server), link);
         self.clients.push(Client::new(t, hello));
@@ -330,6 +336,100 @@ fn a_spectator_watches_a_player_and_switches_with_next_player() {
     let (ax, ay) = tank_at(&mut lan, ann);
     assert!((wx - ax).abs() < 50.0 && (wy - ay).abs() < 50.0, "now eve sees ann at ({ax}, {ay}): ({wx}, {wy})");
     assert!(lan.server.host().world().resource::<vimp_host::engine::players::Participants>().0.len() == 2);
+}
+
+/// The rows of a frame's hot keys by (key, id), live ones only, and its other blocks.
+fn hot_rows(
+    schema: &SnapshotSchema,
+    frame: &Frame,
+) -> (BTreeMap<(u8, u32), Vec<FieldValue>>, Vec<(u8, vimp_netcode::snapshot::Block)>) {
+    let mut hot = BTreeMap::new();
+    let mut other = Vec::new();
+    for (key, block) in &frame.blocks {
+        let Some((_, bs)) = schema.by_id(*key) else { continue };
+        if vimp_netcode::delta::is_delta_coded(bs) {
+            for (id, row) in block.entries() {
+                if let (Some(id), Some(row)) = (id, row) {
+                    hot.insert((*key, id), row.clone());
+                }
+            }
+        } else {
+            other.push((*key, block.clone()));
+        }
+    }
+    (hot, other)
+}
+
+#[test]
+fn delta_frames_over_a_lossy_link_give_the_world_format_5_gives_within_a_quantisation_step() {
+    let mut lan = Lan::new(None);
+    // 15 % loss, duplicates and reordering on both links.
+    let lossy = || {
+        LinkConfig::new()
+            .latency(Duration::from_millis(30))
+            .jitter(Duration::from_millis(12))
+            .loss(0.15)
+            .duplicate(0.05)
+            .reorder(0.1)
+    };
+    let ann = lan.join_over(hello("ann"), lossy());
+    let bob = lan.join_over(Hello { snapshot_formats: Vec::new(), ..hello("bob") }, lossy());
+    assert!(lan.run_until(Duration::from_secs(3), |l| l.clients.iter().all(|c| c.stats().snapshots > 0)));
+    assert_eq!(lan.clients[ann].welcome().map(|w| w.snapshot_format), Some(6), "ann asked for delta frames");
+    assert_eq!(lan.clients[bob].welcome().map(|w| w.snapshot_format), Some(5), "bob's hello names no format");
+    lan.clients[ann].key(KeyAction::Down, "forward").expect("a key");
+    lan.clients[bob].key(KeyAction::Down, "left").expect("a key");
+
+    // Every frame each one decodes, by seq, over 6 s of play.
+    let mut got: [BTreeMap<u32, Frame>; 2] = Default::default();
+    for _ in 0..24 {
+        lan.run(Duration::from_millis(250), None);
+        for (k, i) in [ann, bob].into_iter().enumerate() {
+            for f in lan.clients[i].take_frames() {
+                got[k].insert(f.seq, f);
+            }
+        }
+    }
+    let schema = lan.clients[ann].schema().cloned().expect("the schema");
+    let (sa, sb) = (lan.clients[ann].stats().clone(), lan.clients[bob].stats().clone());
+    assert_eq!((sa.bad_snapshots, sb.bad_snapshots), (0, 0));
+    assert_eq!(sa.delta_frames, sa.snapshots, "every frame ann decoded is a delta frame");
+    assert_eq!(sb.delta_frames, 0, "bob gets format 5 only");
+    assert!(sa.keyframes < 10, "keyframes only until acknowledgements come: {sa:?}");
+    assert!(got[0].len() > 120, "ann decoded most of 180 frames despite the loss: {}", got[0].len());
+
+    // Wherever both have a frame, ann's world is bob's rows, each value within a step.
+    let step = |key: u8, field: usize| match schema.by_id(key).and_then(|(_, bs)| bs.fields[field].quant) {
+        Some(vimp_netcode::schema::Quant::PerUnit(n)) => 1.0 / n as f32,
+        Some(vimp_netcode::schema::Quant::AngleBits(b)) => std::f32::consts::TAU / (1u32 << b) as f32,
+        None => 0.01,
+    };
+    let mut compared = 0;
+    for (seq, fb) in &got[1] {
+        let Some(fa) = got[0].get(seq) else { continue };
+        compared += 1;
+        let ((ha, oa), (hb, ob)) = (hot_rows(&schema, fa), hot_rows(&schema, fb));
+        assert_eq!(ha.keys().collect::<Vec<_>>(), hb.keys().collect::<Vec<_>>(), "frame {seq}: the same rows");
+        for ((key, id), row) in &hb {
+            for (f, (a, b)) in ha[&(*key, *id)].iter().zip(row).enumerate() {
+                match (a, b) {
+                    (FieldValue::F32(a), FieldValue::F32(b)) => {
+                        let d = vimp_netcode::divergence::wrap_angle(a - b).abs().min((a - b).abs());
+                        assert!(d <= step(*key, f) + 0.011, "frame {seq} key {key} row {id} field {f}: {a} vs {b}");
+                    }
+                    _ => assert_eq!(a, b, "frame {seq} key {key} row {id} field {f}"),
+                }
+            }
+        }
+        assert_eq!(oa, ob, "frame {seq}: events as format 5 carries them");
+        assert_eq!(fa.server_time_ms, fb.server_time_ms);
+    }
+    assert!(compared > 60, "{compared} frames both decoded");
+    // Each client's frames carry its own exact player block.
+    let ann_frame = got[0].values().rev().find(|f| f.player.is_some()).expect("ann's player block");
+    assert!(ann_frame.player.is_some_and(|p| p.last_input_seq > 0), "ann's key is acknowledged");
+    let stats = lan.server.stats();
+    assert!(stats.delta_frames_sent > 0 && stats.delta_frames_sent < stats.frames_sent, "{stats:?}");
 }
 
 #[test]
