@@ -5,7 +5,8 @@
 //! - [`players`]: participants, commands in, key bits per step;
 //! - [`physics`]: the rapier world, contacts, the deletion queue, queries;
 //! - [`map`] and [`mapstate`]: the map format, its validation, its bodies;
-//! - [`snapshot`]: rows in, a packed v5 frame per receiver out;
+//! - [`snapshot`] and [`views`]: rows in, a v5 frame per watched player and a delta frame per
+//!   receiver out, each client's of what it sees;
 //! - [`state`] and [`dump`]: mid-round dumps and their container;
 //! - [`roster`] and [`server`]: slots, tokens and resume; the host on the network;
 //! - [`migration`]: the log, checkpoints and the successor's shadow;
@@ -37,3 +38,4 @@ pub mod sim;
 pub mod snapshot;
 pub mod state;
 pub mod tags;
+pub mod views;

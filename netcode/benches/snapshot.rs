@@ -96,6 +96,7 @@ fn busy_frame() -> Frame {
             (4, Block::List16(vec![vec![f(10.0), f(20.0), f(64.0)]])),
             (5, Block::IndexedNoNull8(crates)),
         ],
+        streamed_out: Vec::new(),
     }
 }
 

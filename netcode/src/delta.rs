@@ -47,6 +47,7 @@
 //! | 0 | removed | none (only kinds with null rows) |
 //! | 1 | whole row | every field: `f32` as a zigzag varint of its steps, integers as a varint |
 //! | 2 | changed | a varint bitmap (bit `i`: field `i` changed, at least one), then per changed field the zigzag varint of its difference from the baseline's (angles: the shorter way round) |
+//! | 3 | streamed out | none: the row left the receiver's view (the entity lives on; [`Frame::streamed_out`] lists it) |
 //!
 //! Varints are LEB128 (seven bits a byte, low first, at most ten bytes). A key absent from the
 //! body is unchanged. The decoder checks everything: a baseline it does not hold, an op a key's
@@ -58,7 +59,7 @@ use std::collections::BTreeMap;
 use std::f64::consts::{PI, TAU};
 
 use crate::bytes::{Reader, WriteBe};
-use crate::schema::{BlockClass, BlockSchema, FieldType, MAX_DELTA_FIELDS, Quant, SnapshotSchema};
+use crate::schema::{BlockClass, BlockSchema, FieldType, Quant, SnapshotSchema};
 use crate::snapshot::{
     Block, DecodeError, FieldValue, Frame, PackError, PlayerBlock, Row, pack_block, put_player, read_player, round2,
     unpack_block,
@@ -76,6 +77,7 @@ const STEPS_LIMIT: f64 = 9_007_199_254_740_992.0;
 const OP_REMOVED: u64 = 0;
 const OP_WHOLE: u64 = 1;
 const OP_CHANGED: u64 = 2;
+const OP_STREAMED_OUT: u64 = 3;
 
 /// Whether a key is delta-coded (hot, with ids); others travel as format 5 writes them.
 pub fn is_delta_coded(bs: &BlockSchema) -> bool {
@@ -164,8 +166,9 @@ fn by_id(block: Option<&Block>) -> Vec<(u32, Option<&Row>)> {
     rows
 }
 
-/// [`by_id`] without the null rows: what a receiver's world holds of the block.
-fn live_by_id(block: Option<&Block>) -> Vec<(u32, &Row)> {
+/// [`by_id`] without the null rows: what a receiver's world holds of the block, by rising id
+/// (the order [`Steps`] keeps them in, and the index [`encode_view`]'s `pick` is given).
+pub fn live_by_id(block: Option<&Block>) -> Vec<(u32, &Row)> {
     by_id(block).into_iter().filter_map(|(id, row)| Some((id, row?))).collect()
 }
 
@@ -229,9 +232,16 @@ pub fn world(schema: &SnapshotSchema, baseline: Option<&Frame>, frame: &Frame) -
         }
     }
     blocks.sort_by_key(|(id, _)| *id);
-    Frame { seq: frame.seq, server_time_ms: frame.server_time_ms, player: frame.player, blocks }
+    Frame {
+        seq: frame.seq,
+        server_time_ms: frame.server_time_ms,
+        player: frame.player,
+        blocks,
+        streamed_out: Vec::new(),
+    }
 }
 
+#[inline]
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
@@ -301,6 +311,7 @@ fn number(bs: &BlockSchema, i: usize, v: FieldValue) -> i64 {
 }
 
 /// The difference `now − was` of field `i`, the shorter way round for an angle.
+#[inline]
 fn difference(bs: &BlockSchema, i: usize, now: i64, was: i64) -> i64 {
     match bs.fields[i].quant {
         Some(Quant::AngleBits(bits)) if bs.fields[i].ty == FieldType::F32 => {
@@ -400,12 +411,50 @@ pub fn encode_steps(
     baseline: Option<&Steps>,
     out: &mut Vec<u8>,
 ) -> Result<(), PackError> {
+    encode_view(schema, target, now, baseline, |_, _, _| Pick::Update, out).map(|_| ())
+}
+
+/// What one receiver gets of a row of a delta-coded key, in a frame written for it alone
+/// ([`encode_view`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pick {
+    /// The row as the world has it: whole if the receiver does not hold it (a stream-in), else
+    /// its changes (nothing when there are none).
+    Update,
+    /// The row as the receiver holds it: nothing written. A row it does not hold is not
+    /// streamed in yet.
+    Hold,
+    /// Out of the receiver's view: streamed out if it holds the row, else nothing.
+    Out,
+}
+
+/// Encodes `target` for one receiver that sees only part of it, against `baseline` (what the
+/// receiver holds; `None`: a keyframe), into `out` (appended). `world` is `target`'s
+/// [`Steps`], worked out once for every receiver; `pick(key, id, index)` says what becomes of
+/// each row of the world this receiver may get (`index`: the row's place among the key's
+/// rows in the world, [`live_by_id`]). A row of the baseline the world no longer has is
+/// written as removed (streamed out, in a key without null rows). Non-delta-coded keys are
+/// written as `target` has them (a host filters them per receiver before). Returns what the
+/// receiver holds once it decodes the frame: the baseline of its next frames. On error `out`
+/// is left as it was.
+pub fn encode_view(
+    schema: &SnapshotSchema,
+    target: &Frame,
+    world: &Steps,
+    baseline: Option<&Steps>,
+    mut pick: impl FnMut(u8, u32, usize) -> Pick,
+    out: &mut Vec<u8>,
+) -> Result<Steps, PackError> {
     let start = out.len();
     put_header(target.seq, baseline.map_or(0, |b| b.seq), target.server_time_ms, target.player.as_ref(), out);
+    let mut held = Steps { seq: target.seq, keys: Vec::new() };
     for (name, bs) in schema.keys() {
         if is_delta_coded(bs) {
             let was = baseline.map_or((&[][..], &[][..]), |b| b.key(bs.id));
-            encode_delta_block(bs, now.key(bs.id), was, out);
+            let (ids, numbers) = encode_delta_block(bs, world.key(bs.id), was, |id, k| pick(bs.id, id, k), out);
+            if !ids.is_empty() {
+                held.keys.push((bs.id, ids, numbers));
+            }
         } else if let Some(block) = target.block(bs.id).filter(|b| !b.is_empty())
             && let Err(e) = pack_block(name, bs, block, out)
         {
@@ -413,14 +462,21 @@ pub fn encode_steps(
             return Err(e);
         }
     }
-    Ok(())
+    Ok(held)
 }
 
-/// Writes key `bs`'s block of the rows `now` (ids, numbers) against `was` (nothing when they
-/// agree).
-fn encode_delta_block(bs: &BlockSchema, now: (&[u32], &[i64]), was: (&[u32], &[i64]), out: &mut Vec<u8>) {
+/// Writes key `bs`'s block of the rows `now` (ids, numbers) against `was`, as `pick` says
+/// (nothing when there is nothing to say); returns the rows the receiver then holds.
+fn encode_delta_block(
+    bs: &BlockSchema,
+    now: (&[u32], &[i64]),
+    was: (&[u32], &[i64]),
+    mut pick: impl FnMut(u32, usize) -> Pick,
+    out: &mut Vec<u8>,
+) -> (Vec<u32>, Vec<i64>) {
     let width = bs.width();
     let mut entries = Vec::new();
+    let mut held = (Vec::with_capacity(now.0.len()), Vec::with_capacity(now.1.len()));
     let mut count = 0u64;
     let mut next = 0u64;
     // The two id lists walked together, rising: `x`, `y` the row's place in each.
@@ -438,32 +494,42 @@ fn encode_delta_block(bs: &BlockSchema, now: (&[u32], &[i64]), was: (&[u32], &[i
             next = u64::from(id) + 1;
             count += 1;
         };
+        let mut hold = |row: &[i64]| {
+            held.0.push(id);
+            held.1.extend_from_slice(row);
+        };
         match (x, y) {
             (None, None) => {}
-            (None, Some(_)) => {
-                if bs.kind.has_null() {
-                    head(&mut entries, OP_REMOVED);
-                }
-            }
+            (None, Some(_)) => head(&mut entries, if bs.kind.has_null() { OP_REMOVED } else { OP_STREAMED_OUT }),
             (Some(k), None) => {
-                head(&mut entries, OP_WHOLE);
-                for (f, &n) in bs.fields.iter().zip(&now.1[k * width..(k + 1) * width]) {
-                    put_varint(&mut entries, if f.ty == FieldType::F32 { zigzag(n) } else { n as u64 });
+                if pick(id, k) == Pick::Update {
+                    head(&mut entries, OP_WHOLE);
+                    let row = &now.1[k * width..(k + 1) * width];
+                    for (f, &n) in bs.fields.iter().zip(row) {
+                        put_varint(&mut entries, if f.ty == FieldType::F32 { zigzag(n) } else { n as u64 });
+                    }
+                    hold(row);
                 }
             }
             (Some(k), Some(j)) => {
                 let (row, base) = (&now.1[k * width..(k + 1) * width], &was.1[j * width..(j + 1) * width]);
-                let mut diffs = [0i64; MAX_DELTA_FIELDS];
-                let mut mask = 0u64;
-                for (i, d) in diffs.iter_mut().enumerate().take(width) {
-                    *d = difference(bs, i, row[i], base[i]);
-                    mask |= u64::from(*d != 0) << i;
-                }
-                if mask != 0 {
-                    head(&mut entries, OP_CHANGED);
-                    put_varint(&mut entries, mask);
-                    for &d in diffs[..width].iter().filter(|&&d| d != 0) {
-                        put_varint(&mut entries, zigzag(d));
+                match pick(id, k) {
+                    Pick::Out => head(&mut entries, OP_STREAMED_OUT),
+                    Pick::Hold => hold(base),
+                    Pick::Update => {
+                        // Most rows (bodies at rest) have not changed: one comparison.
+                        if row != base {
+                            let mut mask = 0u64;
+                            for (i, (&n, &b)) in row.iter().zip(base).enumerate() {
+                                mask |= u64::from(n != b) << i;
+                            }
+                            head(&mut entries, OP_CHANGED);
+                            put_varint(&mut entries, mask);
+                            for (i, (&n, &b)) in row.iter().zip(base).enumerate().filter(|(_, (n, b))| n != b) {
+                                put_varint(&mut entries, zigzag(difference(bs, i, n, b)));
+                            }
+                        }
+                        hold(row);
                     }
                 }
             }
@@ -474,6 +540,7 @@ fn encode_delta_block(bs: &BlockSchema, now: (&[u32], &[i64]), was: (&[u32], &[i
         put_varint(out, count);
         out.extend_from_slice(&entries);
     }
+    held
 }
 
 /// The baseline seq a delta frame names (0: a keyframe), read from its header alone.
@@ -508,6 +575,7 @@ pub fn decode<'b>(
         seq => Some(baseline(seq).ok_or(DecodeError::MissingBaseline { seq })?),
     };
     let mut blocks: BTreeMap<u8, Block> = BTreeMap::new();
+    let mut streamed_out = Vec::new();
     let mut seen = [false; 256];
     while !r.is_empty() {
         let at = r.position();
@@ -517,7 +585,7 @@ pub fn decode<'b>(
             return Err(DecodeError::DuplicateKey { key, at });
         }
         let block = if is_delta_coded(bs) {
-            decode_delta_block(bs, base.and_then(|b| b.block(key)), &mut r)?
+            decode_delta_block(bs, base.and_then(|b| b.block(key)), &mut r, &mut streamed_out)?
         } else {
             unpack_block(bs, &mut r)?
         };
@@ -535,10 +603,15 @@ pub fn decode<'b>(
             }
         }
     }
-    Ok(Frame { seq, server_time_ms, player, blocks: blocks.into_iter().collect() })
+    Ok(Frame { seq, server_time_ms, player, blocks: blocks.into_iter().collect(), streamed_out })
 }
 
-fn decode_delta_block(bs: &BlockSchema, base: Option<&Block>, r: &mut Reader<'_>) -> Result<Block, DecodeError> {
+fn decode_delta_block(
+    bs: &BlockSchema,
+    base: Option<&Block>,
+    r: &mut Reader<'_>,
+    streamed_out: &mut Vec<(u8, u32)>,
+) -> Result<Block, DecodeError> {
     let bad = |at: usize, what: &'static str| DecodeError::Delta { at, what };
     let mut rows: Rows = live_rows(base).into_iter().map(|(id, row)| (id, Some(row.clone()))).collect();
     let at = r.position();
@@ -594,7 +667,13 @@ fn decode_delta_block(bs: &BlockSchema, base: Option<&Block>, r: &mut Reader<'_>
                 }
                 rows.insert(id, Some(row));
             }
-            _ => return Err(bad(at, "an unknown entry op")),
+            // OP_STREAMED_OUT, the last of the two bits' four.
+            _ => {
+                if rows.remove(&id).flatten().is_none() {
+                    return Err(bad(at, "a stream-out of a row the baseline lacks"));
+                }
+                streamed_out.push((bs.id, id));
+            }
         }
     }
     Ok(block_of(bs, rows))
@@ -656,7 +735,7 @@ mod tests {
     }
 
     fn frame(seq: u32, blocks: Vec<(u8, Block)>) -> Frame {
-        Frame { seq, server_time_ms: f64::from(seq) * 33.3, player: None, blocks }
+        Frame { seq, server_time_ms: f64::from(seq) * 33.3, player: None, blocks, streamed_out: Vec::new() }
     }
 
     fn encoded(target: &Frame, baseline: Option<&Frame>) -> Vec<u8> {
@@ -766,7 +845,7 @@ mod tests {
             (&[1u8, 1, (5 << 2) | 2, 1, 2][..], "a change to a row the baseline lacks"),
             (&[1, 1, (3 << 2) | 2, 0][..], "a bitmap naming no field"),
             (&[1, 1, (3 << 2) | 2, 0x10, 2][..], "a bitmap past the row"),
-            (&[1, 1, (3 << 2) | 3][..], "an unknown op"),
+            (&[1, 1, (5 << 2) | 3][..], "a stream-out of a row the baseline lacks"),
             (&[1, 1, (3 << 2) | 1, 2, 2, 2, 0x80, 0x02][..], "a u8 of 256"),
             (&[4, 1, (3 << 2)][..], "a removal in a key without null rows"),
             (&[1, 1, 0x81, 0x08][..], "an id past 255 (entry 256 << 2 | 1)"),
@@ -852,6 +931,50 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn a_receiver_holds_what_its_view_lets_through_and_hears_what_left_it(first in frame_strategy(), frames in prop::collection::vec(frame_strategy(), 1..6), picks in prop::collection::vec(0u8..3, 1..40)) {
+            let s = schema();
+            let mut worlds = vec![world(&s, None, &frame(1, first))];
+            for (k, blocks) in frames.into_iter().enumerate() {
+                let next = world(&s, worlds.last(), &frame(k as u32 + 2, blocks));
+                worlds.push(next);
+            }
+            // Frame by frame, the receiver decodes against what it holds; the host writes
+            // against what it said the receiver holds.
+            let (mut held, mut decoded): (Option<Steps>, Option<Frame>) = (None, None);
+            for (k, target) in worlds.iter().enumerate() {
+                let steps = Steps::of(&s, target).expect("steps");
+                let pick = |key: u8, id: u32, _: usize| match picks[(key as usize * 31 + id as usize * 7 + k) % picks.len()] {
+                    0 => Pick::Update,
+                    1 => Pick::Hold,
+                    _ => Pick::Out,
+                };
+                let mut bytes = Vec::new();
+                let now = encode_view(&s, target, &steps, held.as_ref(), pick, &mut bytes).expect("encode");
+                let base = decoded.clone();
+                let back = decode(&s, &bytes, |seq| base.as_ref().filter(|b| b.seq == seq)).expect("decode");
+                prop_assert_eq!(&Steps::of(&s, &back).expect("steps"), &now, "the receiver holds what the host thinks");
+                for key in s.keys().filter(|(_, bs)| is_delta_coded(bs)).map(|(_, bs)| bs.id) {
+                    let was: BTreeMap<u32, &Row> = live_rows(base.as_ref().and_then(|b| b.block(key)));
+                    let world_rows = live_rows(target.block(key));
+                    for (id, row) in live_rows(back.block(key)) {
+                        match pick(key, id, 0) {
+                            Pick::Update => prop_assert_eq!(Some(&row), world_rows.get(&id)),
+                            Pick::Hold => prop_assert_eq!(Some(&row), was.get(&id)),
+                            Pick::Out => prop_assert!(false, "a row out of view is held"),
+                        }
+                    }
+                    for &(k2, id) in back.streamed_out.iter().filter(|(k2, _)| *k2 == key) {
+                        prop_assert_eq!(k2, key);
+                        prop_assert!(was.contains_key(&id), "only a row held streams out");
+                        prop_assert!(pick(key, id, 0) == Pick::Out || !world_rows.contains_key(&id));
+                    }
+                }
+                held = Some(now);
+                decoded = Some(back);
+            }
+        }
+
         #[test]
         fn any_baseline_decodes_to_the_world(first in frame_strategy(), frames in prop::collection::vec(frame_strategy(), 1..6), pick in any::<prop::sample::Index>()) {
             let s = schema();

@@ -12,6 +12,9 @@
 //!   appears in the newer frame appears when render time reaches it;
 //! - an indexed key absent from a frame leaves its entities as they were (removal is
 //!   only ever the null row); a hot `list16` key absent from a frame is empty;
+//! - an entity a delta frame streams out (it left the view, [`Frame::streamed_out`]) goes
+//!   as a removed one does, at its frame, and [`Sample::streamed_out`] names it, so a game
+//!   can tell it from a death;
 //! - event blocks are delivered exactly once each, when render time reaches their
 //!   frame (late if the frame itself came late), duplicates of a frame are ignored;
 //! - frames older than `serverNow − maxFrameAge` (default 1000 ms) are dropped, on
@@ -88,6 +91,10 @@ pub struct Sample {
     pub hot: BTreeMap<u8, Entities>,
     /// Event frames that became due since the previous sample, oldest first.
     pub events: Vec<EventFrame>,
+    /// `(key id, row id)` of the entities that left the view in the frames that became due
+    /// since the previous sample (a delta frame's stream-out): gone from `hot` like a removed
+    /// one, but alive in the match — a game shows no death for them. A null row is a removal.
+    pub streamed_out: Vec<(u8, u32)>,
 }
 
 type HotState = BTreeMap<u8, Entities>;
@@ -101,6 +108,9 @@ struct Buffered {
     /// The accumulated hot state after this frame.
     state: HotState,
     events: Option<EventFrame>,
+    /// The entities this frame streamed out, and whether a sample reported them.
+    streamed_out: Vec<(u8, u32)>,
+    out_reported: bool,
 }
 
 /// The client's snapshot buffer for interpolated entities.
@@ -116,6 +126,8 @@ pub struct Interpolator {
     base_seq: Option<u32>,
     /// Event frames due or orphaned, not yet handed out.
     pending_events: Vec<EventFrame>,
+    /// Stream-outs of frames folded into `base` before a sample reported them.
+    pending_out: Vec<(u8, u32)>,
     seen: BTreeSet<u32>,
 }
 
@@ -129,6 +141,7 @@ impl Interpolator {
             base: HotState::new(),
             base_seq: None,
             pending_events: Vec::new(),
+            pending_out: Vec::new(),
             seen: BTreeSet::new(),
         }
     }
@@ -159,6 +172,7 @@ impl Interpolator {
         self.base.clear();
         self.base_seq = None;
         self.pending_events.clear();
+        self.pending_out.clear();
         self.seen.clear();
     }
 
@@ -193,8 +207,16 @@ impl Interpolator {
             self.pending_events.extend(events);
             return PushOutcome::Late;
         }
-        self.frames
-            .insert(at, Buffered { seq: frame.seq, time: frame.server_time_ms, hot, state: HotState::new(), events });
+        let buffered = Buffered {
+            seq: frame.seq,
+            time: frame.server_time_ms,
+            hot,
+            state: HotState::new(),
+            events,
+            streamed_out: frame.streamed_out,
+            out_reported: false,
+        };
+        self.frames.insert(at, buffered);
         self.rebuild_from(at);
         while self.frames.len() > MAX_FRAMES {
             self.drop_oldest();
@@ -213,12 +235,16 @@ impl Interpolator {
             self.drop_oldest();
         }
         let mut events = std::mem::take(&mut self.pending_events);
+        let mut streamed_out = std::mem::take(&mut self.pending_out);
         for f in self.frames.iter_mut().filter(|f| f.time <= rt) {
             events.extend(f.events.take());
+            if !std::mem::replace(&mut f.out_reported, true) {
+                streamed_out.extend_from_slice(&f.streamed_out);
+            }
         }
         events.sort_by_key(|e| e.seq);
         let hot = self.blend_at(rt);
-        Sample { render_time_ms: rt, hot, events }
+        Sample { render_time_ms: rt, hot, events, streamed_out }
     }
 
     /// The blended hot state at render time `rt` (no event delivery, no dropping).
@@ -262,6 +288,9 @@ impl Interpolator {
     fn drop_oldest(&mut self) {
         if let Some(mut f) = self.frames.pop_front() {
             self.pending_events.extend(f.events.take());
+            if !f.out_reported {
+                self.pending_out.append(&mut f.streamed_out);
+            }
             self.base = f.state;
             self.base_seq = Some(f.seq);
         }
@@ -270,14 +299,22 @@ impl Interpolator {
     fn rebuild_from(&mut self, at: usize) {
         for i in at..self.frames.len() {
             let prev = if i == 0 { self.base.clone() } else { self.frames[i - 1].state.clone() };
-            let state = apply_hot(&self.schema, prev, &self.frames[i].hot);
+            let state = apply_hot(&self.schema, prev, &self.frames[i].hot, &self.frames[i].streamed_out);
             self.frames[i].state = state;
         }
     }
 }
 
-/// Applies one frame's hot blocks to an accumulated state.
-fn apply_hot(schema: &SnapshotSchema, mut state: HotState, blocks: &[(u8, Block)]) -> HotState {
+/// Applies one frame's hot blocks and stream-outs to an accumulated state.
+fn apply_hot(schema: &SnapshotSchema, mut state: HotState, blocks: &[(u8, Block)], out: &[(u8, u32)]) -> HotState {
+    for (key, id) in out {
+        if let Some(ents) = state.get_mut(key) {
+            ents.remove(id);
+            if ents.is_empty() {
+                state.remove(key);
+            }
+        }
+    }
     // A hot list16 key is whole in every frame it has content in; absent means empty.
     for (id, bs) in schema.keys().map(|(_, b)| (b.id, b)) {
         if bs.class == BlockClass::Hot && bs.kind == BlockKind::List16 && !blocks.iter().any(|(k, _)| *k == id) {
@@ -365,7 +402,7 @@ mod tests {
     }
 
     fn frame(seq: u32, t: f64, blocks: Vec<(u8, Block)>) -> Frame {
-        Frame { seq, server_time_ms: t, player: None, blocks }
+        Frame { seq, server_time_ms: t, player: None, blocks, streamed_out: Vec::new() }
     }
 
     fn tank(seq: u32, t: f64, x: f32, a: f32, team: u8) -> Frame {
@@ -418,6 +455,27 @@ mod tests {
         assert_eq!(i.len(), 3);
         // rt 33: exactly the late frame's value, not the blend of 1 and 3 (which would be 3.0).
         assert_eq!(x_of(&i.sample(133.0), 7), Some(1.0));
+    }
+
+    #[test]
+    fn a_stream_out_removes_at_its_frame_and_is_reported_once_unlike_a_death() {
+        let mut i = interp();
+        let both = vec![(1, Block::Indexed8(vec![(7, Some(row(1.0, 0.0, 0))), (8, Some(row(5.0, 0.0, 0)))]))];
+        i.push(frame(1, 0.0, both), 0.0);
+        // Frame 2 (a delta frame's world): 8 left the view, 7 died.
+        let mut out = frame(2, 33.0, vec![(1, Block::Indexed8(vec![(7, None)]))]);
+        out.streamed_out = vec![(1, 8)];
+        i.push(out, 33.0);
+        let s = i.sample(120.0); // rt 20: before frame 2
+        assert_eq!((x_of(&s, 7), x_of(&s, 8)), (Some(1.0), Some(5.0)));
+        assert!(s.streamed_out.is_empty());
+        let s = i.sample(140.0); // rt 40: past frame 2
+        assert_eq!((x_of(&s, 7), x_of(&s, 8)), (None, None), "both gone at their frame");
+        assert_eq!(s.streamed_out, vec![(1, 8)], "only 8 left the view; 7 died");
+        assert!(i.sample(150.0).streamed_out.is_empty(), "reported once");
+        // Back in view with a keyframe row: it comes back.
+        i.push(frame(3, 66.0, vec![(1, Block::Indexed8(vec![(8, Some(row(9.0, 0.0, 0)))]))]), 66.0);
+        assert_eq!(x_of(&i.sample(200.0), 8), Some(9.0));
     }
 
     #[test]

@@ -44,6 +44,7 @@
 //!     server_time_ms: 33.0,
 //!     player: None,
 //!     blocks: vec![(1, Block::Indexed8(vec![(4, Some(vec![FieldValue::F32(1.5), FieldValue::U8(2)]))]))],
+//!     streamed_out: Vec::new(),
 //! };
 //! let mut bytes = Vec::new();
 //! pack(&schema, &frame, &mut bytes)?;

@@ -238,12 +238,34 @@ pub struct BlockSchema {
     /// something (not all zero); such a row starts with a flag byte.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub optional_from: Option<usize>,
+    /// The `f32` fields that place a row in the world, for per-client views: `[x, y]` (a
+    /// point) or `[x1, y1, x2, y2]` (a segment, seen from where either end is seen). Empty:
+    /// the fields named `x` and `y`, when the row has both as `f32`; a key with neither is
+    /// seen by everyone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub at: Vec<String>,
 }
 
 impl BlockSchema {
     /// A block without fields yet.
     pub fn new(id: u8, kind: BlockKind, class: BlockClass) -> Self {
-        BlockSchema { id, kind, class, fields: Vec::new(), optional_from: None }
+        BlockSchema { id, kind, class, fields: Vec::new(), optional_from: None, at: Vec::new() }
+    }
+
+    /// The same block placed in the world by the fields named in `at` (see [`BlockSchema::at`]).
+    pub fn at(mut self, at: &[&str]) -> Self {
+        self.at = at.iter().map(|s| (*s).to_owned()).collect();
+        self
+    }
+
+    /// The positions of the fields that place a row (two for a point, four for a segment),
+    /// or `None` for a key seen by everyone.
+    pub fn place(&self) -> Option<Vec<usize>> {
+        let find = |name: &str| self.fields.iter().position(|f| f.name == name && f.ty == FieldType::F32);
+        if self.at.is_empty() {
+            return Some(vec![find("x")?, find("y")?]);
+        }
+        self.at.iter().map(|name| find(name)).collect()
     }
 
     /// The same block with one more field.
@@ -307,6 +329,18 @@ impl BlockSchema {
                 };
                 if !fits {
                     return Err(err(Some(&f.name), SchemaRule::QuantOutOfRange(quant)));
+                }
+            }
+        }
+        if !self.at.is_empty() {
+            if !matches!(self.at.len(), 2 | 4) {
+                return Err(err(None, SchemaRule::AtCount(self.at.len())));
+            }
+            for name in &self.at {
+                match self.fields.iter().find(|f| &f.name == name) {
+                    None => return Err(err(Some(name), SchemaRule::AtUnknownField)),
+                    Some(f) if f.ty != FieldType::F32 => return Err(err(Some(name), SchemaRule::AtNonFloat(f.ty))),
+                    Some(_) => {}
                 }
             }
         }
@@ -405,6 +439,15 @@ pub enum SchemaRule {
     /// `quant` with a step out of its range.
     #[error("quantisation {0:?} is out of range (perUnit 1 to 100, angleBits 4 to 16)")]
     QuantOutOfRange(Quant),
+    /// `at` names neither a point (2 fields) nor a segment (4).
+    #[error("`at` names a point (2 fields) or a segment (4), not {0}")]
+    AtCount(usize),
+    /// `at` names a field the row does not have.
+    #[error("`at` names a field the row does not have")]
+    AtUnknownField,
+    /// `at` names a field that is not f32.
+    #[error("`at` names only f32 fields, this one is {0}")]
+    AtNonFloat(FieldType),
     /// `optionalFrom` does not leave a non-empty tail inside `fields`.
     #[error("optionalFrom {optional_from} leaves no tail inside a row of {width} fields")]
     EmptyOptionalTail {
@@ -632,6 +675,24 @@ mod tests {
         assert_eq!(e.key, "w2");
         assert_eq!(e.rule, SchemaRule::DuplicateId { id: 3, other: "w1".into() });
         assert_eq!(e.to_string(), "snapshot key `w2`: id 3 is already used by key `w1`");
+    }
+
+    #[test]
+    fn a_row_is_placed_by_x_and_y_or_the_fields_at_names() {
+        let json = r#"{ "w1": { "id": 2, "kind": "list16", "class": "event", "at": ["sx", "sy", "ex", "ey"],
+            "fields": [ { "name": "sx", "ty": "f32" }, { "name": "sy", "ty": "f32" },
+                        { "name": "ex", "ty": "f32" }, { "name": "ey", "ty": "f32" } ] } }"#;
+        let schema = SnapshotSchema::from_json(json).expect("valid");
+        assert_eq!(schema.by_name("w1").unwrap().place(), Some(vec![0, 1, 2, 3]));
+        let block = || BlockSchema::new(1, BlockKind::Indexed8, BlockClass::Hot);
+        let xy = block().field(FieldSchema::new("hp", FieldType::U8)).field(f32f("y")).field(f32f("x"));
+        assert_eq!(xy.place(), Some(vec![2, 1]), "x and y by name");
+        assert_eq!(block().field(f32f("x")).place(), None, "no y: seen by everyone");
+        let at = |names: &[&str]| block().field(f32f("a")).field(FieldSchema::new("t", FieldType::U8)).at(names);
+        assert_eq!(rule_of(at(&["a"])), (None, SchemaRule::AtCount(1)));
+        assert_eq!(rule_of(at(&["a", "b"])), (Some("b".into()), SchemaRule::AtUnknownField));
+        assert_eq!(rule_of(at(&["a", "t"])), (Some("t".into()), SchemaRule::AtNonFloat(FieldType::U8)));
+        at(&["a", "a"]).validate("k").expect("a point on the diagonal is a point");
     }
 
     #[test]

@@ -242,6 +242,10 @@ pub struct Frame {
     pub player: Option<PlayerBlock>,
     /// `(key id, block)` for each key with content, in wire order.
     pub blocks: Vec<(u8, Block)>,
+    /// `(key id, row id)` of the rows that left the receiver's view with this frame (a delta
+    /// frame's stream-out, [`crate::delta`]): still in the match, no longer sent to it. Not a
+    /// removal: the entity did not die. Always empty in format 5.
+    pub streamed_out: Vec<(u8, u32)>,
 }
 
 impl Frame {
@@ -573,7 +577,7 @@ pub fn unpack(schema: &SnapshotSchema, bytes: &[u8]) -> Result<Frame, DecodeErro
         }
         blocks.push((key, unpack_block(bs, &mut r)?));
     }
-    Ok(Frame { seq, server_time_ms, player, blocks })
+    Ok(Frame { seq, server_time_ms, player, blocks, streamed_out: Vec::new() })
 }
 
 pub(crate) fn unpack_block(bs: &BlockSchema, r: &mut Reader<'_>) -> Result<Block, DecodeError> {
@@ -699,7 +703,7 @@ mod tests {
     }
 
     fn frame(blocks: Vec<(u8, Block)>) -> Frame {
-        Frame { seq: 7, server_time_ms: 0.5, player: None, blocks }
+        Frame { seq: 7, server_time_ms: 0.5, player: None, blocks, streamed_out: Vec::new() }
     }
 
     /// The header of [`frame`] as bytes: version 5, seq 7, time 0.5 ms (f64 0x3FE0…), flags 0.
@@ -727,6 +731,7 @@ mod tests {
             server_time_ms: 1000.0, // 0x408F400000000000
             player: Some(PlayerBlock { last_input_seq: 258, state, centering: true }),
             blocks: vec![],
+            streamed_out: Vec::new(),
         };
         let mut want = vec![5, 1, 2, 3, 4, 0x40, 0x8F, 0x40, 0, 0, 0, 0, 0, 0b11, 0, 0, 1, 2];
         want.extend_from_slice(&[0x3F, 0x80, 0, 0]);
@@ -746,6 +751,7 @@ mod tests {
             server_time_ms: 8.333,
             player: Some(PlayerBlock { last_input_seq: 9, state, centering: false }),
             blocks: vec![(3, Block::List16(vec![vec![FieldValue::F32(1.23456)]]))],
+            streamed_out: Vec::new(),
         };
         let back = unpack(&schema(), &packed(&fr)).expect("unpack");
         assert_eq!(back.player.map(|p| p.state[3]), Some(1.23456));
@@ -987,7 +993,7 @@ mod tests {
         #[test]
         fn random_rows_round_trip_after_round2((schema, block) in schema_and_block(), seq: u32, t in 0.0f64..1e9) {
             let id = schema.keys().next().map(|(_, b)| b.id).expect("one key");
-            let fr = Frame { seq, server_time_ms: t, player: None, blocks: vec![(id, block.clone())] };
+            let fr = Frame { seq, server_time_ms: t, player: None, blocks: vec![(id, block.clone())], streamed_out: Vec::new() };
             let mut out = Vec::new();
             pack(&schema, &fr, &mut out).expect("pack");
             let back = unpack(&schema, &out).expect("unpack");

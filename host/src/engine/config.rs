@@ -2,7 +2,7 @@
 //!
 //! The spec's "Init JSON" is one object `{ engine, game }`. The engine owns
 //! `engine` (time step in SECONDS, map scale, map set id, fall time, snapshot
-//! schema, seed); `game` is opaque to it and handed to the game once, at start, but for
+//! schema, seed, streaming distance and the most streamed rows per client); `game` is opaque to it and handed to the game once, at start, but for
 //! the few keys of the spec's `gameConfig` the engine acts on: `migration.midRound`
 //! ([`GameMigration`](crate::engine::migration::GameMigration)) and the RTT overrides the
 //! server reads ([`session_config`](crate::engine::server::session_config)).
@@ -12,6 +12,12 @@ use vimp_netcode::schema::{SnapshotConfig, SnapshotSchema};
 
 /// The fixed step the engine is built for: 120 Hz.
 pub const DEFAULT_TIME_STEP: f32 = 1.0 / 120.0;
+
+/// [`EngineConfig::streaming_distance`] by default.
+pub const DEFAULT_STREAMING_DISTANCE: f32 = 900.0;
+
+/// [`EngineConfig::max_streamed_entities`] by default.
+pub const DEFAULT_MAX_STREAMED_ENTITIES: u32 = 128;
 
 /// The engine half of the init config (camelCase JSON).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -31,6 +37,14 @@ pub struct EngineConfig {
     pub snapshot: SnapshotConfig,
     /// The seed of the match's random numbers; `null` means 0.
     pub seed: Option<u64>,
+    /// How far a client sees, in the units of the rows' positions (world units): a delta
+    /// frame carries the rows within this distance of the player it watches (and the events
+    /// that happen there), found on a grid of cells this wide, the watcher's cell and the 8
+    /// around it. The default, 900, is half the diagonal of a 1280×720 view (734) plus what a
+    /// tank drives in a second, so that nothing appears on screen before it streamed in.
+    pub streaming_distance: f32,
+    /// At most this many rows of placed keys in one client's view, the nearest first.
+    pub max_streamed_entities: u32,
 }
 
 impl Default for EngineConfig {
@@ -43,6 +57,8 @@ impl Default for EngineConfig {
             network_send_rate: 4,
             snapshot: SnapshotConfig::default(),
             seed: None,
+            streaming_distance: DEFAULT_STREAMING_DISTANCE,
+            max_streamed_entities: DEFAULT_MAX_STREAMED_ENTITIES,
         }
     }
 }
@@ -103,6 +119,12 @@ impl InitConfig {
         }
         if e.map_set_id.is_empty() {
             return Err(bad("mapSetId", "must not be empty"));
+        }
+        if !(e.streaming_distance.is_finite() && e.streaming_distance > 0.0) {
+            return Err(bad("streamingDistance", "must be finite and > 0"));
+        }
+        if e.max_streamed_entities == 0 {
+            return Err(bad("maxStreamedEntities", "must be at least 1"));
         }
         Ok(SnapshotSchema::new(e.snapshot.keys.clone())?)
     }

@@ -26,6 +26,7 @@ use crate::engine::mapstate::MapState;
 use crate::engine::physics::Physics;
 use crate::engine::players::PlayerId;
 use crate::engine::sim::{EngineSettings, Tick};
+use crate::engine::views::{self, Observer};
 
 /// The game's row-building systems: add them here (they run on snapshot ticks only).
 #[derive(SystemSet, Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -38,6 +39,11 @@ pub struct SnapshotRows {
     pub blocks: Vec<(u8, Block)>,
     /// The player block of each playing participant.
     pub players: BTreeMap<PlayerId, PlayerBlock>,
+    /// Where each player sees the match from, for its delta frames' view (a player with
+    /// none sees everything).
+    pub observers: BTreeMap<PlayerId, Observer>,
+    /// The dimension of rows not in dimension 0, by `(key, id)`.
+    pub dimensions: BTreeMap<(u8, u32), u32>,
 }
 
 /// Event rows the game pushed since the last frame; sent with the next one, once.
@@ -134,9 +140,9 @@ impl DeltaViewer {
     }
 
     /// The world of the acknowledged frame, if still kept.
-    fn baseline(&self) -> Option<&delta::Steps> {
+    fn baseline(&self) -> Option<&Arc<delta::Steps>> {
         let acked = self.acked?;
-        self.sent.iter().find(|(s, _)| *s == acked).map(|(_, steps)| &**steps)
+        self.sent.iter().find(|(s, _)| *s == acked).map(|(_, steps)| steps)
     }
 
     fn sent(&mut self, seq: u32, steps: Arc<delta::Steps>) {
@@ -199,6 +205,8 @@ pub fn snapshot_tick(tick: Res<Tick>, settings: Res<EngineSettings>) -> bool {
 pub(crate) fn clear_rows(mut rows: ResMut<SnapshotRows>) {
     rows.blocks.clear();
     rows.players.clear();
+    rows.observers.clear();
+    rows.dimensions.clear();
 }
 
 /// Builds the map-dynamics rows, merges events, packs the body once and a frame per receiver.
@@ -264,9 +272,10 @@ pub(crate) fn pack_frames(
         // is then, not from a world that missed the removals meanwhile.
         viewers.world = None;
     } else {
-        let frame = Frame { seq: seq.0, server_time_ms, player: None, blocks };
-        let (players, outbox) = (&rows.players, &mut out.deltas);
-        if let Err(e) = write_deltas(&settings.schema, &frame, players, &mut viewers, outbox, &mut delta_stats) {
+        let frame = Frame { seq: seq.0, server_time_ms, player: None, blocks, streamed_out: Vec::new() };
+        let reach = Reach { distance: settings.config.streaming_distance, max: settings.config.max_streamed_entities };
+        let outbox = &mut out.deltas;
+        if let Err(e) = write_deltas(&settings.schema, &frame, &rows, reach, &mut viewers, outbox, &mut delta_stats) {
             if stats.pack_errors == 0 {
                 tracing::error!("no delta frame could be written: {e}");
             }
@@ -275,32 +284,66 @@ pub(crate) fn pack_frames(
     }
 }
 
-/// Works out the world as of `frame` once, then writes each receiver's delta frame against
-/// the newest frame it acknowledged (a keyframe when there is none).
+/// How far a client sees and how many rows at most.
+#[derive(Clone, Copy, Debug)]
+struct Reach {
+    distance: f32,
+    max: u32,
+}
+
+/// Works out the world as of `frame` once, then writes each receiver's delta frame of what
+/// it sees ([`crate::engine::views`]) against the newest frame it acknowledged (a keyframe
+/// when there is none).
 fn write_deltas(
     schema: &vimp_netcode::schema::SnapshotSchema,
     frame: &Frame,
-    players: &BTreeMap<PlayerId, PlayerBlock>,
+    rows: &SnapshotRows,
+    reach: Reach,
     viewers: &mut DeltaViewers,
     out: &mut Vec<(PlayerId, Vec<u8>)>,
     stats: &mut DeltaStats,
 ) -> Result<(), PackError> {
     let t = std::time::Instant::now();
     let mut world = delta::world(schema, viewers.world.as_ref(), frame);
-    let steps = Arc::new(delta::Steps::of(schema, &world)?);
+    let steps = delta::Steps::of(schema, &world)?;
+    let watched = |p: &PlayerId| rows.observers.contains_key(p);
+    let grid = viewers
+        .viewers
+        .values()
+        .any(|v| watched(&v.watches))
+        .then(|| views::Grid::of(schema, &world, &rows.dimensions, reach.distance));
     stats.world_us += t.elapsed().as_secs_f64() * 1e6;
     stats.worlds += 1;
     let t = std::time::Instant::now();
+    // What each watched player sees, worked out once for all who watch it.
+    let mut seen: BTreeMap<PlayerId, (Option<views::View>, Vec<(u8, Block)>)> = BTreeMap::new();
     for (&seat, viewer) in &mut viewers.viewers {
-        world.player = players.get(&viewer.watches).copied();
+        let (view, events) = seen.entry(viewer.watches).or_insert_with(|| {
+            let observer = rows.observers.get(&viewer.watches);
+            let view = observer.zip(grid.as_ref()).map(|(o, g)| g.view(o, reach.distance, reach.max as usize));
+            (view, views::events_in_view(schema, &world.blocks, observer, reach.distance))
+        });
+        let target = Frame {
+            seq: world.seq,
+            server_time_ms: world.server_time_ms,
+            player: rows.players.get(&viewer.watches).copied(),
+            blocks: std::mem::take(events),
+            streamed_out: Vec::new(),
+        };
+        let pick = |key: u8, _: u32, index: usize| match (view.as_ref(), grid.as_ref()) {
+            (Some(view), Some(grid)) if !grid.sees(view, key, index) => delta::Pick::Out,
+            _ => delta::Pick::Update,
+        };
         let mut bytes = Vec::with_capacity(256);
         let baseline = viewer.baseline();
         let keyframe = baseline.is_none();
-        delta::encode_steps(schema, &world, &steps, baseline, &mut bytes)?;
+        let held = delta::encode_view(schema, &target, &steps, baseline.map(|b| &**b), pick, &mut bytes);
+        *events = target.blocks;
+        let held = held?;
         stats.bytes += bytes.len() as u64;
         stats.frames += 1;
         stats.keyframes += u64::from(keyframe);
-        viewer.sent(frame.seq, steps.clone());
+        viewer.sent(frame.seq, Arc::new(held));
         out.push((seat, bytes));
     }
     stats.encode_us += t.elapsed().as_secs_f64() * 1e6;

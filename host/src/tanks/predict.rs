@@ -847,6 +847,7 @@ mod tests {
                 (key::TRACERS, Block::List16(vec![tracer(3), tracer(5), tracer(3)])),
                 (key::BOMBS, Block::Indexed32(vec![(7, Some(bomb(3))), (8, Some(bomb(5))), (7, None)])),
             ],
+            streamed_out: Vec::new(),
         };
         let bombs = frame.blocks[2].1.clone();
         assert_eq!(suppress_own_events(&mut frame, PlayerId(3)), 2);

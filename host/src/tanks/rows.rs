@@ -6,6 +6,7 @@ use vimp_netcode::snapshot::{Block, FieldValue, PlayerBlock, round2};
 use crate::engine::physics::Physics;
 use crate::engine::players::{Panels, Participants, Score, Scores};
 use crate::engine::snapshot::SnapshotRows;
+use crate::engine::views::Observer;
 use crate::tanks::TanksRules;
 use crate::tanks::rounds::Round;
 use crate::tanks::tank::{Tank, sorted};
@@ -71,11 +72,13 @@ pub(crate) fn build_rows(
     let model = &rules.0.models.tank;
     let mut tank_rows = Vec::new();
     for tank in sorted(tanks.iter()) {
+        // A player sees the match from its tank, and from where it fell while it waits.
+        let m = tank.motion(&physics);
+        rows.observers.insert(tank.player, Observer { x: m.x, y: m.y, dimension: 0 });
         if !tank.alive {
             tank_rows.push((tank.player.0, None));
             continue;
         }
-        let m = tank.motion(&physics);
         let condition = (100.0 * tank.health / model.health).clamp(0.0, 100.0).round() as u8;
         tank_rows.push((
             tank.player.0,

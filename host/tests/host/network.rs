@@ -13,7 +13,7 @@ use vimp_netcode::input::KeyAction;
 use vimp_netcode::link::LinkConfig;
 use vimp_netcode::schema::SnapshotSchema;
 use vimp_netcode::session::{Hello, PROTOCOL_VERSION, SessionToken, close};
-use vimp_netcode::snapshot::{FieldValue, Frame};
+use vimp_netcode::snapshot::{Block, FieldValue, Frame};
 use vimp_netcode::transport::{MemoryTransport, PeerKey, Transport};
 
 const HOST: PeerKey = PeerKey(1000);
@@ -36,10 +36,24 @@ impl Lan {
     }
 
     pub(crate) fn with_maps(password: Option<&str>, maps: Vec<vimp_host::engine::map::MapConfig>) -> Lan {
-        let config = vimp_host::tanks::init_config(21);
+        Lan::with_setup(password, maps, super::SMALL, 1, |_| {})
+    }
+
+    /// A host on `map` with `bots` bots and its init config changed by `setup`.
+    pub(crate) fn with_setup(
+        password: Option<&str>,
+        maps: Vec<vimp_host::engine::map::MapConfig>,
+        map: &str,
+        bots: u8,
+        setup: impl FnOnce(&mut InitConfig),
+    ) -> Lan {
+        let mut config = vimp_host::tanks::init_config(21);
+        setup(&mut config);
         let mut host = Host::new(config.clone(), GAME).expect("host");
-        host.load_map_json("small", super::SMALL).expect("map");
-        host.push(HostCommand::Join { player: PlayerId(0), name: "bot".into(), team: None, bot: true });
+        host.load_map_json("map", map).expect("map");
+        for i in 0..bots {
+            host.push(HostCommand::Join { player: PlayerId(i), name: format!("bot{i}"), team: None, bot: true });
+        }
         host.step();
         let server_config = ServerConfig {
             password: password.map(str::to_owned),
@@ -178,7 +192,7 @@ fn the_stat_table_reaches_clients_with_names_and_latency() {
     assert_eq!(ann[1], 0, "table 0");
     let latency = rows.iter().rev().filter(|r| r[2][0] == "ann" || r[0] == ann[0]).find_map(|r| r[2][4].as_u64());
     assert!(latency.is_some_and(|ms| (30..=60).contains(&ms)), "about 40 ms round trip: {latency:?}");
-    assert!(rows.iter().any(|r| r[2][0] == "bot"), "the bot has a row too");
+    assert!(rows.iter().any(|r| r[2][0] == "bot0"), "the bot has a row too");
 }
 
 #[test]
@@ -430,6 +444,73 @@ fn delta_frames_over_a_lossy_link_give_the_world_format_5_gives_within_a_quantis
     assert!(ann_frame.player.is_some_and(|p| p.last_input_seq > 0), "ann's key is acknowledged");
     let stats = lan.server.stats();
     assert!(stats.delta_frames_sent > 0 && stats.delta_frames_sent < stats.frames_sent, "{stats:?}");
+}
+
+#[test]
+fn a_client_gets_no_row_and_no_event_from_outside_its_view() {
+    const DISTANCE: f32 = 300.0;
+    let mut lan = Lan::with_setup(None, Vec::new(), super::DEFAULT, 6, |c| c.engine.streaming_distance = DISTANCE);
+    let ann = lan.join(hello("ann"));
+    let bob = lan.join(Hello { snapshot_formats: Vec::new(), ..hello("bob") });
+    assert!(lan.run_until(Duration::from_secs(3), |l| l.clients.iter().all(|c| c.stats().snapshots > 0)));
+    lan.clients[ann].key(KeyAction::Down, "forward").expect("a key");
+    let me = lan.clients[ann].welcome().map(|w| u32::from(w.player_id)).expect("ann");
+    let schema = lan.clients[ann].schema().cloned().expect("schema");
+    let place = |key: u8| schema.by_id(key).and_then(|(_, bs)| bs.place());
+    let xy = |row: &[FieldValue], i: usize| row[i].as_f32();
+    let (mut checked, mut streamed_out, mut v5_rows, mut v6_rows) = (0, 0, 0, 0);
+    let (mut events_ann, mut events_bob) = (0, 0);
+    for _ in 0..40 {
+        // Ann's own shots happen where she is: she sees them.
+        lan.clients[ann].key(KeyAction::Down, "fire").expect("a key");
+        lan.run(Duration::from_millis(250), None);
+        let frames = lan.clients[ann].take_frames();
+        for f in &frames {
+            streamed_out += f.streamed_out.len();
+            // Ann sees from her tank: its row in her own frame.
+            let Some(Block::Indexed8(tanks)) = f.block(1) else { continue };
+            let Some(Some(own)) = tanks.iter().find(|(id, _)| u32::from(*id) == me).map(|(_, r)| r.as_ref()) else {
+                continue;
+            };
+            let (ox, oy) = (own[0].as_f32(), own[1].as_f32());
+            let near = |x: f32, y: f32| (x - ox).powi(2) + (y - oy).powi(2) <= (DISTANCE + 1.0).powi(2);
+            checked += 1;
+            for (key, block) in &f.blocks {
+                let Some(place) = place(*key) else { continue };
+                for (id, row) in block.entries() {
+                    let Some(row) = row else { continue };
+                    let seen = place.chunks(2).any(|p| near(xy(row, p[0]), xy(row, p[1])));
+                    assert!(
+                        seen,
+                        "frame {}: key {key} row {id:?} at ({}, {}) is out of ann's view from ({ox}, {oy})",
+                        f.seq,
+                        xy(row, place[0]),
+                        xy(row, place[1])
+                    );
+                    if schema.by_id(*key).is_some_and(|(_, bs)| bs.class == vimp_netcode::schema::BlockClass::Event) {
+                        events_ann += 1;
+                    } else {
+                        v6_rows += 1;
+                    }
+                }
+            }
+        }
+        for f in lan.clients[bob].take_frames() {
+            for (key, block) in &f.blocks {
+                let live = block.entries().filter(|(_, r)| r.is_some()).count();
+                match schema.by_id(*key).map(|(_, bs)| bs) {
+                    Some(bs) if vimp_netcode::delta::is_delta_coded(bs) => v5_rows += live,
+                    Some(bs) if bs.class == vimp_netcode::schema::BlockClass::Event => events_bob += live,
+                    _ => {}
+                }
+            }
+        }
+    }
+    assert!(checked > 200, "{checked} frames checked");
+    assert!(streamed_out > 0, "rows left ann's view as she drove");
+    assert!(v6_rows * 2 < v5_rows, "ann holds far fewer rows ({v6_rows}) than the whole match bob gets ({v5_rows})");
+    eprintln!("{checked} frames: rows {v6_rows} (ann) / {v5_rows} (bob), events {events_ann} / {events_bob}");
+    assert!(events_ann > 0 && events_ann < events_bob, "ann gets the events near her only");
 }
 
 #[test]
