@@ -6,7 +6,7 @@ use std::time::Instant;
 use anyhow::Context;
 use serde_json::json;
 use vimp_host::engine::game::{BotSkill, Game};
-use vimp_host::engine::snapshot::{DeltaStats, DeltaViewers, FrameReceivers, SnapshotStats};
+use vimp_host::engine::snapshot::{DeltaStats, DeltaViewers, FrameReceivers, SnapshotBudget, SnapshotStats};
 use vimp_host::{Host, HostCommand, PlayerId};
 
 /// What `vimp sim` was asked to do.
@@ -30,6 +30,10 @@ pub struct SimArgs {
     /// Print the figures as one JSON object.
     #[arg(long)]
     pub json: bool,
+    /// The byte budget of each client's delta frames, per second (0: none); the game
+    /// config's `snapshotBudget` (3,000) when not given.
+    #[arg(long, value_name = "BYTES")]
+    pub snapshot_budget: Option<u32>,
     /// Dump the match after this tick, restore it into a fresh host, run both to the end and
     /// fail naming the first tick whose state differs.
     #[arg(long, value_name = "TICK")]
@@ -65,6 +69,10 @@ pub fn run(args: &SimArgs, game: &Game) -> anyhow::Result<i32> {
     }
     host.world_mut().insert_resource(receivers.clone());
     host.world_mut().insert_resource(DeltaViewers::perfect(receivers.0.iter().copied()));
+    if let Some(budget) = args.snapshot_budget {
+        host.world_mut().insert_resource(SnapshotBudget(budget));
+    }
+    let budget = host.world().resource::<SnapshotBudget>().0;
 
     let dt = host.world().resource::<vimp_host::engine::sim::FixedClock>().step;
     let ticks = (args.seconds / dt).round().max(0.0) as u32;
@@ -119,7 +127,7 @@ pub fn run(args: &SimArgs, game: &Game) -> anyhow::Result<i32> {
     let per_client_per_s =
         |bytes: u64| if match_seconds > 0.0 { bytes as f64 / receiver_count / match_seconds } else { 0.0 };
     let bytes_per_client_per_s = per_client_per_s(stats.bytes);
-    let v6 = host.world().resource::<DeltaStats>();
+    let v6 = *host.world().resource::<DeltaStats>();
     let v6_bytes_per_client_per_s = per_client_per_s(v6.bytes);
     let v6_world_us_per_frame = v6.world_us / stats.frames.max(1) as f64;
     let v6_encode_us_per_client_frame = v6.encode_us / v6.frames.max(1) as f64;
@@ -148,7 +156,9 @@ pub fn run(args: &SimArgs, game: &Game) -> anyhow::Result<i32> {
         "tick_us_p99": percentile(&tick_us, 0.99),
         "tick_us_max": tick_us.last().copied().unwrap_or(0.0),
         "snapshot_v5_bytes_per_client_per_s": bytes_per_client_per_s,
+        "snapshot_v6_budget_bytes_per_s": budget,
         "snapshot_v6_bytes_per_client_per_s": v6_bytes_per_client_per_s,
+        "snapshot_v6_fixed_bytes_per_client_per_s": per_client_per_s(v6.fixed_bytes),
         "snapshot_v6_share_of_v5": if bytes_per_client_per_s > 0.0 { v6_bytes_per_client_per_s / bytes_per_client_per_s } else { 0.0 },
         "snapshot_v6_world_us_per_frame": v6_world_us_per_frame,
         "snapshot_v6_encode_us_per_client_frame": v6_encode_us_per_client_frame,
@@ -173,7 +183,7 @@ pub fn run(args: &SimArgs, game: &Game) -> anyhow::Result<i32> {
         );
         println!(
             "snapshot v5: {bytes_per_client_per_s:.0} B/s per client; as v6 delta frames \
-             {v6_bytes_per_client_per_s:.0} B/s ({v6_world_us_per_frame:.1} µs a frame for the world, \
+             {v6_bytes_per_client_per_s:.0} B/s (budget {budget} B/s; {v6_world_us_per_frame:.1} µs a frame for the world, \
              {v6_encode_us_per_client_frame:.1} µs a client's frame, {:.0} % of the tick); state hash {state_hash}",
             v6_share_of_tick * 100.0
         );

@@ -339,43 +339,36 @@ fn sync_world(
         }
     }
 
-    // Events: bombs come and go, tracers and blasts are effects.
+    // Bombs in flight: hot rows, drawn where the buffer blends them, gone with their row.
+    let bombs = bombs_key.and_then(|k| m.sample.hot.get(&k)).unwrap_or(&empty);
+    let gone: Vec<u32> = drawn.bombs.keys().filter(|id| !bombs.contains_key(id)).copied().collect();
+    for id in gone {
+        if let Some(e) = drawn.bombs.remove(&id) {
+            commands.entity(e).despawn();
+        }
+    }
+    for (bid, row) in bombs {
+        let size = f(row, 3).max(6.0);
+        let e = *drawn.bombs.entry(*bid).or_insert_with(|| {
+            commands
+                .spawn((
+                    Sprite { image: sprites.bomb.clone(), custom_size: Some(Vec2::splat(size * 2.0)), ..default() },
+                    Transform::default(),
+                    MatchDrawing,
+                ))
+                .id()
+        });
+        if let Ok(mut t) = transforms.get_mut(e) {
+            t.translation = world(f(row, 0), f(row, 1), z::BOMB);
+            t.rotation = turn(f(row, 2));
+        }
+    }
+
+    // Events: tracers and blasts are effects.
     for frame in &m.sample.events {
         for (key, block) in &frame.blocks {
             let key = Some(*key);
-            if key == bombs_key
-                && let Block::Indexed32(rows) = block
-            {
-                for (bid, row) in rows {
-                    match row {
-                        None => {
-                            if let Some(e) = drawn.bombs.remove(bid) {
-                                commands.entity(e).despawn();
-                            }
-                        }
-                        Some(row) => {
-                            let size = f(row, 3).max(6.0);
-                            let e = *drawn.bombs.entry(*bid).or_insert_with(|| {
-                                commands
-                                    .spawn((
-                                        Sprite {
-                                            image: sprites.bomb.clone(),
-                                            custom_size: Some(Vec2::splat(size * 2.0)),
-                                            ..default()
-                                        },
-                                        Transform::default(),
-                                        MatchDrawing,
-                                    ))
-                                    .id()
-                            });
-                            if let Ok(mut t) = transforms.get_mut(e) {
-                                t.translation = world(f(row, 0), f(row, 1), z::BOMB);
-                                t.rotation = turn(f(row, 2));
-                            }
-                        }
-                    }
-                }
-            } else if key == tracers_key
+            if key == tracers_key
                 && let Block::List16(rows) = block
             {
                 for row in rows {

@@ -1,19 +1,19 @@
 //! Snapshot bytes at 8, 16, 32 and 64 tanks: format 5 against delta frames (format 6) in the
-//! same match, and the host's time for the delta frames.
+//! same match, under the game's byte budget and without one, and the host's time for the
+//! delta frames.
 //!
 //! For each count a headless match of bots (8 and 16 on the default map, 32 and 64 on
-//! `bench-64`) runs 20 s of game time with every player a receiver; every player is
-//! also a [`DeltaViewers`] receiver over a perfect link (each delta frame written against the
-//! frame before) next to the v5
-//! frames the host sends. One line per count: v5 and v6 bytes per client per second, their
-//! ratio, host upload for all clients, the µs per client frame and per frame's world, and
-//! that work as a share of the tick.
+//! `bench-64`) runs 20 s of game time with every player a receiver of v5 frames and also a
+//! [`DeltaViewers`] receiver of its own view over a perfect link (each delta frame written
+//! against the frame before), twice: under the game's budget and without one. One line per
+//! run: v5 and v6 bytes per client per second, their ratio, host upload for all clients,
+//! the µs per client frame and per frame's world, and that work as a share of the tick.
 //!
 //! Run: `cargo bench -p vimp-host --bench snapshots`
 
 use std::time::Instant;
 
-use vimp_host::engine::snapshot::{DeltaStats, DeltaViewers, FrameReceivers, SnapshotStats};
+use vimp_host::engine::snapshot::{DeltaStats, DeltaViewers, FrameReceivers, SnapshotBudget, SnapshotStats};
 use vimp_host::prelude::*;
 use vimp_host::tanks::GAME;
 
@@ -24,39 +24,48 @@ fn main() {
         [("default", include_str!("../../maps/default.json")), ("bench-64", include_str!("../../maps/bench-64.json"))];
     let mut lines = Vec::new();
     for (tanks, (map, text)) in [(8usize, maps[0]), (16, maps[0]), (32, maps[1]), (64, maps[1])] {
-        let mut host = Host::new((GAME.init_config)(1, Default::default()), GAME).expect("the host starts");
-        host.load_map_json(map, text).expect("the map loads");
-        for i in 0..tanks {
-            host.push(HostCommand::Join { player: PlayerId(i as u8), name: format!("bot{i}"), team: None, bot: true });
+        // The same match twice (it is deterministic): under the game's budget, and without one.
+        for budget in [None, Some(0)] {
+            let mut host = Host::new((GAME.init_config)(1, Default::default()), GAME).expect("the host starts");
+            host.load_map_json(map, text).expect("the map loads");
+            for i in 0..tanks {
+                let name = format!("bot{i}");
+                host.push(HostCommand::Join { player: PlayerId(i as u8), name, team: None, bot: true });
+            }
+            host.world_mut().insert_resource(FrameReceivers((0..tanks).map(|i| PlayerId(i as u8)).collect()));
+            host.world_mut().insert_resource(DeltaViewers::perfect((0..tanks).map(|i| PlayerId(i as u8))));
+            if let Some(b) = budget {
+                host.world_mut().insert_resource(SnapshotBudget(b));
+            }
+            let budget = host.world().resource::<SnapshotBudget>().0;
+            let dt = host.world().resource::<vimp_host::engine::sim::FixedClock>().step;
+            let ticks = (SECONDS / dt).round() as u32;
+            let mut tick_s = 0.0;
+            for _ in 0..ticks {
+                let t = Instant::now();
+                host.step();
+                tick_s += t.elapsed().as_secs_f64();
+                host.take_frames();
+                host.take_meta();
+            }
+            let stats = *host.world().resource::<SnapshotStats>();
+            let delta = host.world().resource::<DeltaStats>();
+            let delta_s = (delta.world_us + delta.encode_us) / 1e6;
+            let per_client = |bytes: u64| bytes as f64 / tanks as f64 / (f64::from(ticks) * dt);
+            let (v5, v6) = (per_client(stats.bytes), per_client(delta.bytes));
+            let budget = if budget == 0 { "no budget".to_owned() } else { format!("budget {budget} B/s") };
+            lines.push(format!(
+                "{tanks:2} tanks ({map}), {budget:>15}: v5 {v5:7.0} B/s per client, v6 {v6:6.0} B/s ({:4.1} % of \
+                 v5); host upload v5 {:5.2} Mbit/s, v6 {:5.2} Mbit/s; v6 {:4.1} µs per client frame, {:4.1} µs a \
+                 frame's world, {:4.1} % of the tick",
+                v6 / v5 * 100.0,
+                v5 * tanks as f64 * 8.0 / 1e6,
+                v6 * tanks as f64 * 8.0 / 1e6,
+                delta.encode_us / delta.frames.max(1) as f64,
+                delta.world_us / stats.frames.max(1) as f64,
+                delta_s / (tick_s - delta_s).max(1e-9) * 100.0,
+            ));
         }
-        host.world_mut().insert_resource(FrameReceivers((0..tanks).map(|i| PlayerId(i as u8)).collect()));
-        host.world_mut().insert_resource(DeltaViewers::perfect((0..tanks).map(|i| PlayerId(i as u8))));
-        let dt = host.world().resource::<vimp_host::engine::sim::FixedClock>().step;
-        let ticks = (SECONDS / dt).round() as u32;
-        let mut tick_s = 0.0;
-        for _ in 0..ticks {
-            let t = Instant::now();
-            host.step();
-            tick_s += t.elapsed().as_secs_f64();
-            host.take_frames();
-            host.take_meta();
-        }
-        let stats = *host.world().resource::<SnapshotStats>();
-        let delta = host.world().resource::<DeltaStats>();
-        let delta_s = (delta.world_us + delta.encode_us) / 1e6;
-        let per_client = |bytes: u64| bytes as f64 / tanks as f64 / (f64::from(ticks) * dt);
-        let (v5, v6) = (per_client(stats.bytes), per_client(delta.bytes));
-        lines.push(format!(
-            "{tanks:2} tanks ({map}): v5 {v5:7.0} B/s per client, v6 {v6:6.0} B/s ({:4.1} % of v5); host upload \
-             v5 {:5.2} Mbit/s, v6 {:5.2} Mbit/s; v6 {:4.1} µs per client frame, {:4.1} µs a frame's world, \
-             {:4.1} % of the tick",
-            v6 / v5 * 100.0,
-            v5 * tanks as f64 * 8.0 / 1e6,
-            v6 * tanks as f64 * 8.0 / 1e6,
-            delta.encode_us / delta.frames.max(1) as f64,
-            delta.world_us / stats.frames.max(1) as f64,
-            delta_s / (tick_s - delta_s).max(1e-9) * 100.0,
-        ));
     }
     for line in lines {
         println!("{line}");

@@ -414,6 +414,71 @@ pub fn encode_steps(
     encode_view(schema, target, now, baseline, |_, _, _| Pick::Update, out).map(|_| ())
 }
 
+/// A row of a world that differs from what a receiver holds ([`changes`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Change {
+    /// The key.
+    pub key: u8,
+    /// The row's id.
+    pub id: u32,
+    /// The row's place among the key's rows in the world ([`live_by_id`]).
+    pub index: usize,
+    /// Whether the receiver holds the row (a change) or not (it would stream in whole).
+    pub held: bool,
+    /// The largest difference of a field, in steps (or values), from what the receiver
+    /// holds; `u64::MAX` for a row it does not hold.
+    pub magnitude: u64,
+    /// The bytes its entry takes, but for the id's gap (one byte, mostly).
+    pub bytes: usize,
+}
+
+fn varint_len(v: u64) -> usize {
+    (64 - v.max(1).leading_zeros() as usize).div_ceil(7)
+}
+
+/// The rows of `world`'s delta-coded keys that differ from `baseline` (what a receiver
+/// holds), rows it does not hold included, by key and id: what a host choosing what to send
+/// under a byte budget weighs. Unchanged rows and removals are not listed.
+pub fn changes(schema: &SnapshotSchema, world: &Steps, baseline: Option<&Steps>) -> Vec<Change> {
+    let mut out = Vec::new();
+    for (_, bs) in schema.keys().filter(|(_, bs)| is_delta_coded(bs)) {
+        let width = bs.width();
+        let (now, was) = (world.key(bs.id), baseline.map_or((&[][..], &[][..]), |b| b.key(bs.id)));
+        let mut j = 0;
+        for (k, &id) in now.0.iter().enumerate() {
+            while j < was.0.len() && was.0[j] < id {
+                j += 1;
+            }
+            let row = &now.1[k * width..(k + 1) * width];
+            let change = if was.0.get(j) == Some(&id) {
+                let base = &was.1[j * width..(j + 1) * width];
+                if row == base {
+                    continue;
+                }
+                let mut mask = 0u64;
+                let (mut magnitude, mut bytes) = (0u64, 0);
+                for (i, (&n, &b)) in row.iter().zip(base).enumerate().filter(|(_, (n, b))| n != b) {
+                    let d = difference(bs, i, n, b);
+                    mask |= 1 << i;
+                    magnitude = magnitude.max(d.unsigned_abs());
+                    bytes += varint_len(zigzag(d));
+                }
+                Change { key: bs.id, id, index: k, held: true, magnitude, bytes: bytes + varint_len(mask) }
+            } else {
+                let bytes = bs
+                    .fields
+                    .iter()
+                    .zip(row)
+                    .map(|(f, &n)| varint_len(if f.ty == FieldType::F32 { zigzag(n) } else { n as u64 }))
+                    .sum();
+                Change { key: bs.id, id, index: k, held: false, magnitude: u64::MAX, bytes }
+            };
+            out.push(change);
+        }
+    }
+    out
+}
+
 /// What one receiver gets of a row of a delta-coded key, in a frame written for it alone
 /// ([`encode_view`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -828,6 +893,39 @@ mod tests {
         assert_eq!(bytes[DELTA_HEADER_LEN..], v5[crate::snapshot::HEADER_LEN..], "the same block bytes");
         let back = decode(&s, &bytes, |_| None).unwrap();
         assert_eq!(back.blocks, unpack(&s, &v5).unwrap().blocks);
+    }
+
+    #[test]
+    fn changes_list_what_differs_and_what_its_entry_costs() {
+        let s = schema();
+        let f1 = frame(1, vec![(1, Block::Indexed8(vec![(3, Some(tank(1.0, 0.0, 1))), (9, Some(tank(5.0, 0.0, 1)))]))]);
+        let w1 = world(&s, None, &f1);
+        let f2 = frame(
+            2,
+            vec![(
+                1,
+                Block::Indexed8(vec![
+                    (3, Some(tank(2.0, 0.0, 1))),
+                    (9, Some(tank(5.0, 0.0, 1))),
+                    (12, Some(tank(0.0, 0.0, 2))),
+                ]),
+            )],
+        );
+        let w2 = world(&s, Some(&w1), &f2);
+        let (n1, n2) = (Steps::of(&s, &w1).unwrap(), Steps::of(&s, &w2).unwrap());
+        let c = changes(&s, &n2, Some(&n1));
+        assert_eq!(c.iter().map(|c| (c.id, c.index, c.held)).collect::<Vec<_>>(), vec![(3, 0, true), (12, 2, false)]);
+        assert_eq!(c[0].magnitude, 20, "x moved one unit: 20 steps of 1/20");
+        // Each change's bytes are its entry's, less the one-byte head: the frame tells.
+        for (i, change) in c.iter().enumerate() {
+            let only = |key: u8, id: u32, _: usize| {
+                if key == change.key && id == change.id { Pick::Update } else { Pick::Hold }
+            };
+            let mut out = Vec::new();
+            encode_view(&s, &w2, &n2, Some(&n1), only, &mut out).unwrap();
+            assert_eq!(out.len(), DELTA_HEADER_LEN + 1 + 1 + 1 + change.bytes, "change {i}: key, count, head, entry");
+        }
+        assert_eq!(changes(&s, &n2, None).len(), 3, "against nothing every row is new");
     }
 
     #[test]

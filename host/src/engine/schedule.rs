@@ -58,6 +58,7 @@ impl Plugin for HostPlugin {
             .insert_resource(GameInit(Some(self.config.game.clone())))
             .insert_resource(MatchInit(self.config.clone()))
             .insert_resource(GameMigration::from_game(&self.config.game))
+            .insert_resource(snapshot::SnapshotBudget::from_game(&self.config.game))
             .init_resource::<MapState>()
             .init_resource::<crate::engine::nav::Nav>()
             .init_resource::<crate::engine::nav::Spatial>()

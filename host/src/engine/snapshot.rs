@@ -109,12 +109,20 @@ pub struct DeltaViewer {
     /// Every frame counts as acknowledged as soon as it is written (a perfect link: the
     /// figures of `vimp sim` and the benches).
     perfect_link: bool,
+    /// Its byte budget and what its rows waited for.
+    budget: views::Budget,
 }
 
 impl DeltaViewer {
     /// A receiver that has nothing yet: its first frame is a keyframe.
     pub fn new(watches: PlayerId) -> Self {
-        DeltaViewer { watches, acked: None, sent: VecDeque::new(), perfect_link: false }
+        DeltaViewer {
+            watches,
+            acked: None,
+            sent: VecDeque::new(),
+            perfect_link: false,
+            budget: views::Budget::default(),
+        }
     }
 
     /// A receiver over a perfect link: every frame is written against the one before.
@@ -178,6 +186,22 @@ impl DeltaViewers {
     }
 }
 
+/// The byte budget of each client's delta frames, per second (the game config's
+/// `snapshotBudget`, 3,000 by default as Quake 3 shipped; 0: none). See [`views::Budget`].
+#[derive(Resource, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SnapshotBudget(pub u32);
+
+impl SnapshotBudget {
+    /// The budget a game config asks for.
+    pub fn from_game(game: &serde_json::Value) -> SnapshotBudget {
+        let asked = game["snapshotBudget"].as_u64().map(|b| b.min(u64::from(u32::MAX)) as u32);
+        SnapshotBudget(asked.unwrap_or(DEFAULT_SNAPSHOT_BUDGET))
+    }
+}
+
+/// [`SnapshotBudget`] by default, bytes per second per client.
+pub const DEFAULT_SNAPSHOT_BUDGET: u32 = 3_000;
+
 /// Running totals of the delta frames written, for figures.
 #[derive(Resource, Clone, Copy, Debug, Default, PartialEq)]
 pub struct DeltaStats {
@@ -185,6 +209,9 @@ pub struct DeltaStats {
     pub bytes: u64,
     /// Delta frames written (one per receiver per snapshot tick).
     pub frames: u64,
+    /// Of `bytes`, what every frame takes whatever rows it carries: headers, player blocks
+    /// and events (counted under a budget only).
+    pub fixed_bytes: u64,
     /// Of those, keyframes (no baseline: a new receiver, or one whose acknowledgements
     /// stopped coming for longer than [`DELTA_HISTORY`] frames).
     pub keyframes: u64,
@@ -223,6 +250,7 @@ pub(crate) fn pack_frames(
     mut stats: ResMut<SnapshotStats>,
     mut viewers: ResMut<DeltaViewers>,
     mut delta_stats: ResMut<DeltaStats>,
+    budget: Res<SnapshotBudget>,
 ) {
     let mut blocks = std::mem::take(&mut rows.blocks);
     for (key, block) in std::mem::take(&mut events.0) {
@@ -273,7 +301,12 @@ pub(crate) fn pack_frames(
         viewers.world = None;
     } else {
         let frame = Frame { seq: seq.0, server_time_ms, player: None, blocks, streamed_out: Vec::new() };
-        let reach = Reach { distance: settings.config.streaming_distance, max: settings.config.max_streamed_entities };
+        let frames_per_second = 1.0 / (f64::from(settings.dt()) * f64::from(settings.config.network_send_rate));
+        let reach = Reach {
+            distance: settings.config.streaming_distance,
+            max: settings.config.max_streamed_entities,
+            per_frame: f64::from(budget.0) / frames_per_second,
+        };
         let outbox = &mut out.deltas;
         if let Err(e) = write_deltas(&settings.schema, &frame, &rows, reach, &mut viewers, outbox, &mut delta_stats) {
             if stats.pack_errors == 0 {
@@ -284,11 +317,12 @@ pub(crate) fn pack_frames(
     }
 }
 
-/// How far a client sees and how many rows at most.
+/// How far a client sees, how many rows at most, and its bytes a frame (0: no budget).
 #[derive(Clone, Copy, Debug)]
 struct Reach {
     distance: f32,
     max: u32,
+    per_frame: f64,
 }
 
 /// Works out the world as of `frame` once, then writes each receiver's delta frame of what
@@ -330,19 +364,52 @@ fn write_deltas(
             blocks: std::mem::take(events),
             streamed_out: Vec::new(),
         };
-        let pick = |key: u8, _: u32, index: usize| match (view.as_ref(), grid.as_ref()) {
-            (Some(view), Some(grid)) if !grid.sees(view, key, index) => delta::Pick::Out,
-            _ => delta::Pick::Update,
+        let sees = |key: u8, index: usize| match (view.as_ref(), grid.as_ref()) {
+            (Some(view), Some(grid)) => grid.sees(view, key, index),
+            _ => true,
+        };
+        let baseline = viewer.baseline().cloned();
+        // Under a budget, the changed rows in view that wait for a later frame.
+        let mut waiting: Vec<(u8, usize)> = Vec::new();
+        if reach.per_frame > 0.0 {
+            let observer = rows.observers.get(&viewer.watches);
+            let changes: Vec<delta::Change> = delta::changes(schema, &steps, baseline.as_deref())
+                .into_iter()
+                .filter(|c| sees(c.key, c.index))
+                .collect();
+            let fixed = fixed_bytes(schema, &target);
+            stats.fixed_bytes += fixed as u64;
+            let weigh = |c: &delta::Change| {
+                let placed = grid.as_ref().and_then(|g| g.place_of(c.key, c.index));
+                match (observer, placed) {
+                    (Some(o), Some((x, y))) if o.own != Some((c.key, c.id)) => {
+                        Some(views::weight(c.magnitude, ((x - o.x).powi(2) + (y - o.y).powi(2)).sqrt()))
+                    }
+                    (None, Some(_)) => Some(views::weight(c.magnitude, 0.0)),
+                    _ => None,
+                }
+            };
+            let base_seq = viewer.acked.filter(|_| baseline.is_some()).unwrap_or(0);
+            let send = viewer.budget.choose(&changes, frame.seq, base_seq, reach.per_frame, fixed, weigh);
+            waiting = changes.iter().zip(send).filter(|(_, s)| !s).map(|(c, _)| (c.key, c.index)).collect();
+        }
+        let pick = |key: u8, _: u32, index: usize| {
+            if !sees(key, index) {
+                delta::Pick::Out
+            } else if waiting.binary_search(&(key, index)).is_ok() {
+                delta::Pick::Hold
+            } else {
+                delta::Pick::Update
+            }
         };
         let mut bytes = Vec::with_capacity(256);
-        let baseline = viewer.baseline();
-        let keyframe = baseline.is_none();
-        let held = delta::encode_view(schema, &target, &steps, baseline.map(|b| &**b), pick, &mut bytes);
+        let held = delta::encode_view(schema, &target, &steps, baseline.as_deref(), pick, &mut bytes);
         *events = target.blocks;
         let held = held?;
+        viewer.budget.spent(bytes.len(), reach.per_frame);
         stats.bytes += bytes.len() as u64;
         stats.frames += 1;
-        stats.keyframes += u64::from(keyframe);
+        stats.keyframes += u64::from(baseline.is_none());
         viewer.sent(frame.seq, Arc::new(held));
         out.push((seat, bytes));
     }
@@ -350,6 +417,19 @@ fn write_deltas(
     world.player = None;
     viewers.world = Some(world);
     Ok(())
+}
+
+/// What a delta frame of `target` takes whatever rows it carries: the header, the player
+/// block and the blocks of keys that are not delta-coded (events).
+fn fixed_bytes(schema: &vimp_netcode::schema::SnapshotSchema, target: &Frame) -> usize {
+    let mut scratch = Vec::new();
+    for (key, block) in &target.blocks {
+        if let Some((name, bs)) = schema.by_id(*key).filter(|(_, bs)| !delta::is_delta_coded(bs)) {
+            let _ = vimp_netcode::snapshot::pack_block(name, bs, block, &mut scratch);
+        }
+    }
+    let player = target.player.map_or(0, |_| vimp_netcode::snapshot::PLAYER_BLOCK_LEN);
+    delta::DELTA_HEADER_LEN + player + scratch.len()
 }
 
 /// The map's dynamic bodies as the block of the map's set key, when the schema has that key.

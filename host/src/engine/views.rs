@@ -28,6 +28,9 @@ pub struct Observer {
     /// The observer's dimension: it sees only rows of the same one (a game may use them for
     /// instances; tanks: all in 0).
     pub dimension: u32,
+    /// The row of the player's own entity, `(key, id)`: sent in every frame whatever the
+    /// budget.
+    pub own: Option<(u8, u32)>,
 }
 
 /// One row of a placed key, in the order of the world's rows ([`delta::live_by_id`]).
@@ -120,6 +123,13 @@ impl Grid {
         View(seen)
     }
 
+    /// The place of row `index` of `key`, when it has one.
+    pub fn place_of(&self, key: u8, index: usize) -> Option<(f32, f32)> {
+        let (start, len) = self.keys.get(key as usize).copied().flatten()?;
+        let p = self.rows.get(start + index).filter(|p| index < len && p.placed)?;
+        Some((p.x, p.y))
+    }
+
     /// Whether a view streams row `index` (its place among the world's rows of `key`); rows
     /// of keys that are not placed, always.
     pub fn sees(&self, view: &View, key: u8, index: usize) -> bool {
@@ -127,6 +137,91 @@ impl Grid {
             Some((start, len)) if index < len => view.0.get(start + index).copied().unwrap_or(true),
             _ => true,
         }
+    }
+}
+
+/// A receiver's byte budget and what its rows waited for (see [`Budget::choose`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Budget {
+    /// Bytes it may spend now: a frame's share comes in every frame, what was sent goes out.
+    credit: f64,
+    /// The priority each changed row not sent yet has gathered, by `(key, id)`.
+    waiting: BTreeMap<(u8, u32), f64>,
+    /// The frame each row was last sent in, until the receiver acknowledges a later one.
+    sent_at: BTreeMap<(u8, u32), u32>,
+}
+
+/// How many frames' worth of budget a receiver may owe ([`Budget::spent`]).
+pub const DEBT_FRAMES: f64 = 30.0;
+
+/// How much a changed row weighs in one frame: more the nearer it is to the observer and
+/// the more it moved (`magnitude` steps), most for a row the receiver does not hold yet.
+pub fn weight(magnitude: u64, distance: f32) -> f64 {
+    let moved = (1.0 + magnitude.min(1 << 20) as f64).log2();
+    (1.0 + moved) / (1.0 + f64::from(distance.max(0.0)) / 100.0)
+}
+
+impl Budget {
+    /// Chooses which of `changes` (the rows in view that differ from what the receiver holds
+    /// in frame `baseline`, 0 for none) go in frame `seq`; returns a flag per change.
+    ///
+    /// - A row sent in a frame after the baseline goes again: the receiver decodes against
+    ///   the baseline, and without it would fall back to the older value.
+    /// - So does every change `weigh` gives no weight (`None`: the player's own row, rows
+    ///   of keys without a place).
+    /// - The others go by the priority they gathered, highest first, while they fit in the
+    ///   credit left after `fixed` bytes (header, player block, events) and those above;
+    ///   each one left out gathers its weight and waits, so a far crate goes less often and
+    ///   never forever. The credit grows by `per_frame` a frame, up to two frames' worth.
+    pub fn choose(
+        &mut self,
+        changes: &[vimp_netcode::delta::Change],
+        seq: u32,
+        baseline: u32,
+        per_frame: f64,
+        fixed: usize,
+        weigh: impl Fn(&vimp_netcode::delta::Change) -> Option<f64>,
+    ) -> Vec<bool> {
+        self.sent_at.retain(|_, at| *at > baseline);
+        self.credit = (self.credit + per_frame).min(2.0 * per_frame);
+        let mut send = vec![false; changes.len()];
+        let mut left = self.credit - fixed as f64;
+        let mut queue = Vec::new();
+        for (i, c) in changes.iter().enumerate() {
+            let row = (c.key, c.id);
+            match weigh(c) {
+                Some(w) if !self.sent_at.contains_key(&row) => {
+                    queue.push((self.waiting.get(&row).copied().unwrap_or(0.0) + w, i));
+                }
+                _ => {
+                    send[i] = true;
+                    left -= (c.bytes + 1) as f64;
+                }
+            }
+        }
+        queue.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        let mut waiting = BTreeMap::new();
+        for (priority, i) in queue {
+            let c = &changes[i];
+            if (c.bytes + 1) as f64 <= left {
+                send[i] = true;
+                left -= (c.bytes + 1) as f64;
+            } else {
+                waiting.insert((c.key, c.id), priority);
+            }
+        }
+        self.waiting = waiting;
+        for (c, _) in changes.iter().zip(&send).filter(|(_, s)| **s) {
+            self.sent_at.insert((c.key, c.id), seq);
+        }
+        send
+    }
+
+    /// `bytes` went out in the frame: taken from the credit. A debt (what went out beyond
+    /// the budget: the rows that must go, events) is paid back by later frames, up to a
+    /// second's worth of it, so that the average keeps to the budget.
+    pub fn spent(&mut self, bytes: usize, per_frame: f64) {
+        self.credit = (self.credit - bytes as f64).max(-DEBT_FRAMES * per_frame);
     }
 }
 
@@ -219,7 +314,7 @@ mod tests {
         let grid = Grid::of(&s, &world, &dims, 100.0);
         // Tank ids by their index among the world's rows (6 is null: not a row).
         let seen = |view: &View| (0..6).filter(|&i| grid.sees(view, 1, i)).collect::<Vec<_>>();
-        let me = Observer { x: 0.0, y: 0.0, dimension: 0 };
+        let me = Observer { x: 0.0, y: 0.0, dimension: 0, own: None };
         assert_eq!(seen(&grid.view(&me, 100.0, 10)), vec![0, 1, 2], "within 100, not tank 5 (dimension 7)");
         assert_eq!(seen(&grid.view(&me, 100.0, 2)), vec![0, 1], "the nearest two");
         assert_eq!(seen(&grid.view(&Observer { dimension: 7, ..me }, 100.0, 10)), vec![5]);
@@ -227,6 +322,44 @@ mod tests {
         assert_eq!(seen(&grid.view(&Observer { x: 150.0, ..me }, 100.0, 10)), vec![1, 3]);
         let view = grid.view(&me, 100.0, 10);
         assert!(grid.sees(&view, 2, 0), "flags have no place: everyone sees them");
+    }
+
+    #[test]
+    fn a_budget_sends_the_must_go_rows_then_the_longest_waiting_and_starves_none() {
+        use vimp_netcode::delta::Change;
+        let change =
+            |id: u32, bytes: usize| Change { key: 1, id, index: id as usize, held: true, magnitude: 10, bytes };
+        // Own row 0, a near row 1 and a far row 2, 9 bytes each (10 with the head).
+        let changes = [change(0, 9), change(1, 9), change(2, 9)];
+        let weigh = |c: &Change| match c.id {
+            0 => None,
+            1 => Some(weight(10, 50.0)),
+            _ => Some(weight(10, 800.0)),
+        };
+        let mut b = Budget::default();
+        // 40 bytes a frame, 20 fixed: room for the own row and one more.
+        let mut sent = [0; 3];
+        for seq in 1..=30 {
+            let send = b.choose(&changes, seq, seq - 1, 40.0, 20, weigh);
+            assert!(send[0], "the own row goes in every frame");
+            for (n, s) in sent.iter_mut().zip(&send) {
+                *n += usize::from(*s);
+            }
+            b.spent(20 + send.iter().filter(|s| **s).count() * 10, 40.0);
+        }
+        assert_eq!(sent[0], 30);
+        assert!(sent[1] > sent[2], "the near row goes more often: {sent:?}");
+        assert!(sent[2] >= 1, "the far one waits, but not forever: {sent:?}");
+        assert_eq!(sent[1] + sent[2], 30, "the budget's room is used: {sent:?}");
+
+        // A row sent after the receiver's baseline goes again until it is acknowledged.
+        let mut b = Budget::default();
+        let send = b.choose(&changes, 10, 9, 1000.0, 0, |_| Some(1.0));
+        assert_eq!(send, vec![true, true, true]);
+        let send = b.choose(&changes, 11, 9, 0.0, 1000, |_| Some(1.0));
+        assert_eq!(send, vec![true, true, true], "no room, but the receiver may hold frame 10 of them");
+        let send = b.choose(&changes, 12, 11, 0.0, 1000, |_| Some(1.0));
+        assert_eq!(send, vec![false, false, false], "frame 11 acknowledged: they may wait");
     }
 
     #[test]

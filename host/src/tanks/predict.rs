@@ -684,9 +684,8 @@ pub fn event_author(row: &Row) -> Option<u8> {
 /// Drops from `frame` the tracer rows (`w1`) whose author is `local`: the local player's
 /// tracers were drawn from prediction when fired. Returns how many rows were dropped.
 ///
-/// Bomb rows (`w2`) are kept: a bomb lives on after its launch, so the host's row
-/// *replaces* the locally launched one (the spec's other way of suppressing a
-/// duplicate) — the app drops its local bomb when the first row of its own arrives.
+/// Bomb rows (`w2`) are not events: a bomb is a hot row that lives on after its launch,
+/// drawn from the host's rows alone.
 pub fn suppress_own_events(frame: &mut Frame, local: PlayerId) -> usize {
     let own = |row: &Row| event_author(row) == Some(local.0);
     let mut dropped = 0;

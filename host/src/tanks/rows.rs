@@ -21,7 +21,7 @@ pub mod key {
     pub const TANKS: u8 = 1;
     /// `w1`: tracers (list16, event).
     pub const TRACERS: u8 = 2;
-    /// `w2`: bombs in flight (indexed32, event; null on removal).
+    /// `w2`: bombs in flight (indexed32, hot, delta-coded; null on removal).
     pub const BOMBS: u8 = 3;
     /// `w2e`: blasts (list16, event).
     pub const BLASTS: u8 = 4;
@@ -74,7 +74,8 @@ pub(crate) fn build_rows(
     for tank in sorted(tanks.iter()) {
         // A player sees the match from its tank, and from where it fell while it waits.
         let m = tank.motion(&physics);
-        rows.observers.insert(tank.player, Observer { x: m.x, y: m.y, dimension: 0 });
+        let own = Some((key::TANKS, u32::from(tank.player.0)));
+        rows.observers.insert(tank.player, Observer { x: m.x, y: m.y, dimension: 0, own });
         if !tank.alive {
             tank_rows.push((tank.player.0, None));
             continue;

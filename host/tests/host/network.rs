@@ -376,7 +376,8 @@ fn hot_rows(
 
 #[test]
 fn delta_frames_over_a_lossy_link_give_the_world_format_5_gives_within_a_quantisation_step() {
-    let mut lan = Lan::new(None);
+    // No byte budget: every change goes in every frame, as in format 5.
+    let mut lan = Lan::with_setup(None, Vec::new(), super::SMALL, 1, |c| c.game["snapshotBudget"] = 0.into());
     // 15 % loss, duplicates and reordering on both links.
     let lossy = || {
         LinkConfig::new()
@@ -444,6 +445,75 @@ fn delta_frames_over_a_lossy_link_give_the_world_format_5_gives_within_a_quantis
     assert!(ann_frame.player.is_some_and(|p| p.last_input_seq > 0), "ann's key is acknowledged");
     let stats = lan.server.stats();
     assert!(stats.delta_frames_sent > 0 && stats.delta_frames_sent < stats.frames_sent, "{stats:?}");
+}
+
+#[test]
+fn under_the_byte_budget_rows_lag_but_never_go_back_and_the_own_tank_is_always_current() {
+    // A busy match: 10 bots on the default map, everyone in view, over a lossy link.
+    let mut lan = Lan::with_setup(None, Vec::new(), super::DEFAULT, 10, |_| {});
+    let lossy = || LinkConfig::new().latency(Duration::from_millis(40)).jitter(Duration::from_millis(10)).loss(0.05);
+    let ann = lan.join_over(hello("ann"), lossy());
+    let bob = lan.join_over(Hello { snapshot_formats: Vec::new(), ..hello("bob") }, lossy());
+    assert!(lan.run_until(Duration::from_secs(3), |l| l.clients.iter().all(|c| c.stats().snapshots > 0)));
+    lan.clients[ann].key(KeyAction::Down, "forward").expect("a key");
+    lan.clients[ann].key(KeyAction::Down, "left").expect("a key");
+    let me = lan.clients[ann].welcome().map(|w| u32::from(w.player_id)).expect("ann");
+    let schema = lan.clients[ann].schema().cloned().expect("schema");
+    let mut got: [BTreeMap<u32, Frame>; 2] = Default::default();
+    let bytes0 = *lan.server.host().world().resource::<vimp_host::engine::snapshot::DeltaStats>();
+    let t0 = lan.now;
+    for _ in 0..24 {
+        lan.run(Duration::from_millis(250), None);
+        for (k, i) in [ann, bob].into_iter().enumerate() {
+            got[k].extend(lan.clients[i].take_frames().into_iter().map(|f| (f.seq, f)));
+        }
+    }
+    let delta = *lan.server.host().world().resource::<vimp_host::engine::snapshot::DeltaStats>();
+    let seconds = (lan.now - t0).as_secs_f64();
+    let ann_bytes_per_s = (delta.bytes - bytes0.bytes) as f64 / seconds;
+    // Within the coarsest step of the schema (velocities, a tenth) and format 5's rounding.
+    let step: f32 = 0.16;
+    let close = |a: &[FieldValue], b: &[FieldValue]| {
+        a.iter().zip(b).all(|(a, b)| match (a, b) {
+            (FieldValue::F32(a), FieldValue::F32(b)) => {
+                vimp_netcode::divergence::wrap_angle(a - b).abs().min((a - b).abs()) <= step
+            }
+            _ => a == b,
+        })
+    };
+    // Bob's frames are the truth: each row ann holds at frame n is bob's at some frame m ≤ n,
+    // and m never goes back from one of ann's frames to the next.
+    let mut since: BTreeMap<(u8, u32), u32> = BTreeMap::new();
+    let (mut lagging, mut checked) = (0, 0);
+    for (seq, fa) in &got[0] {
+        let (ha, _) = hot_rows(&schema, fa);
+        for ((key, id), row) in &ha {
+            let from = since.get(&(*key, *id)).copied().unwrap_or(0);
+            // The newest of bob's frames up to this one with ann's value.
+            let truth = got[1]
+                .range(..=*seq)
+                .rev()
+                .find(|(_, fb)| hot_rows(&schema, fb).0.get(&(*key, *id)).is_some_and(|b| close(row, b)));
+            let Some((&m, _)) = truth else {
+                // Bob lost the frames with this value: nothing to compare with.
+                continue;
+            };
+            assert!(m >= from, "frame {seq}: key {key} row {id} went back to frame {m}'s value after frame {from}'s");
+            checked += 1;
+            if m < *seq && got[1].contains_key(seq) {
+                lagging += 1;
+            }
+            if *key == 1 && *id == me && got[1].contains_key(seq) {
+                let now = hot_rows(&schema, &got[1][seq]).0;
+                assert!(close(row, &now[&(1, me)]), "frame {seq}: ann's own tank is current");
+            }
+            since.insert((*key, *id), m);
+        }
+    }
+    eprintln!("ann: {ann_bytes_per_s:.0} B/s of delta frames; {checked} rows checked, {lagging} lagging");
+    assert!(checked > 1000, "{checked}");
+    assert!(lagging > 0, "the budget held some rows back");
+    assert!(ann_bytes_per_s < 3000.0 * 1.1, "ann's frames keep to the budget: {ann_bytes_per_s:.0} B/s");
 }
 
 #[test]
