@@ -310,16 +310,46 @@ fn number(bs: &BlockSchema, i: usize, v: FieldValue) -> i64 {
     }
 }
 
-/// The difference `now − was` of field `i`, the shorter way round for an angle.
-#[inline]
-fn difference(bs: &BlockSchema, i: usize, now: i64, was: i64) -> i64 {
-    match bs.fields[i].quant {
-        Some(Quant::AngleBits(bits)) if bs.fields[i].ty == FieldType::F32 => {
-            let full = 1i64 << bits;
-            let d = (now - was).rem_euclid(full);
-            if d >= full / 2 { d - full } else { d }
+/// What the encoder's inner loops need of a key's fields, looked up once per key.
+#[derive(Clone, Copy)]
+struct Fields {
+    /// Bit `i`: field `i` is an `f32` (its steps travel zigzagged).
+    floats: u64,
+    /// Per field: the full circle of an angle's steps, 0 for any other field.
+    circles: [i64; crate::schema::MAX_DELTA_FIELDS],
+}
+
+impl Fields {
+    fn of(bs: &BlockSchema) -> Fields {
+        let mut fields = Fields { floats: 0, circles: [0; crate::schema::MAX_DELTA_FIELDS] };
+        for (i, f) in bs.fields.iter().enumerate().take(crate::schema::MAX_DELTA_FIELDS) {
+            if f.ty == FieldType::F32 {
+                fields.floats |= 1 << i;
+                if let Some(Quant::AngleBits(bits)) = f.quant {
+                    fields.circles[i] = 1 << bits;
+                }
+            }
         }
-        _ => now.wrapping_sub(was),
+        fields
+    }
+
+    /// The difference `now − was` of field `i`, the shorter way round for an angle.
+    #[inline]
+    fn difference(&self, i: usize, now: i64, was: i64) -> i64 {
+        match self.circles[i] {
+            0 => now.wrapping_sub(was),
+            full => {
+                // Both on the circle, `0..full`, a power of two.
+                let d = (now - was) & (full - 1);
+                if d >= full / 2 { d - full } else { d }
+            }
+        }
+    }
+
+    /// Field `i`'s number as it travels in a whole row.
+    #[inline]
+    fn travelling(&self, i: usize, n: i64) -> u64 {
+        if self.floats & (1 << i) != 0 { zigzag(n) } else { n as u64 }
     }
 }
 
@@ -437,15 +467,25 @@ fn varint_len(v: u64) -> usize {
 }
 
 /// The rows of `world`'s delta-coded keys that differ from `baseline` (what a receiver
-/// holds), rows it does not hold included, by key and id: what a host choosing what to send
-/// under a byte budget weighs. Unchanged rows and removals are not listed.
-pub fn changes(schema: &SnapshotSchema, world: &Steps, baseline: Option<&Steps>) -> Vec<Change> {
-    let mut out = Vec::new();
+/// holds), rows it does not hold included, by key and id, of the rows `visible(key, index)`
+/// lets through: what a host choosing what to send under a byte budget weighs. Unchanged
+/// rows and removals are not listed.
+pub fn changes(
+    schema: &SnapshotSchema,
+    world: &Steps,
+    baseline: Option<&Steps>,
+    mut visible: impl FnMut(u8, usize) -> bool,
+) -> Vec<Change> {
+    let mut out = Vec::with_capacity(64);
     for (_, bs) in schema.keys().filter(|(_, bs)| is_delta_coded(bs)) {
         let width = bs.width();
+        let fields = Fields::of(bs);
         let (now, was) = (world.key(bs.id), baseline.map_or((&[][..], &[][..]), |b| b.key(bs.id)));
         let mut j = 0;
         for (k, &id) in now.0.iter().enumerate() {
+            if !visible(bs.id, k) {
+                continue;
+            }
             while j < was.0.len() && was.0[j] < id {
                 j += 1;
             }
@@ -458,19 +498,14 @@ pub fn changes(schema: &SnapshotSchema, world: &Steps, baseline: Option<&Steps>)
                 let mut mask = 0u64;
                 let (mut magnitude, mut bytes) = (0u64, 0);
                 for (i, (&n, &b)) in row.iter().zip(base).enumerate().filter(|(_, (n, b))| n != b) {
-                    let d = difference(bs, i, n, b);
+                    let d = fields.difference(i, n, b);
                     mask |= 1 << i;
                     magnitude = magnitude.max(d.unsigned_abs());
                     bytes += varint_len(zigzag(d));
                 }
                 Change { key: bs.id, id, index: k, held: true, magnitude, bytes: bytes + varint_len(mask) }
             } else {
-                let bytes = bs
-                    .fields
-                    .iter()
-                    .zip(row)
-                    .map(|(f, &n)| varint_len(if f.ty == FieldType::F32 { zigzag(n) } else { n as u64 }))
-                    .sum();
+                let bytes = row.iter().enumerate().map(|(i, &n)| varint_len(fields.travelling(i, n))).sum();
                 Change { key: bs.id, id, index: k, held: false, magnitude: u64::MAX, bytes }
             };
             out.push(change);
@@ -540,6 +575,7 @@ fn encode_delta_block(
     out: &mut Vec<u8>,
 ) -> (Vec<u32>, Vec<i64>) {
     let width = bs.width();
+    let fields = Fields::of(bs);
     let mut entries = Vec::new();
     let mut held = (Vec::with_capacity(now.0.len()), Vec::with_capacity(now.1.len()));
     let mut count = 0u64;
@@ -570,8 +606,8 @@ fn encode_delta_block(
                 if pick(id, k) == Pick::Update {
                     head(&mut entries, OP_WHOLE);
                     let row = &now.1[k * width..(k + 1) * width];
-                    for (f, &n) in bs.fields.iter().zip(row) {
-                        put_varint(&mut entries, if f.ty == FieldType::F32 { zigzag(n) } else { n as u64 });
+                    for (i, &n) in row.iter().enumerate() {
+                        put_varint(&mut entries, fields.travelling(i, n));
                     }
                     hold(row);
                 }
@@ -591,7 +627,7 @@ fn encode_delta_block(
                             head(&mut entries, OP_CHANGED);
                             put_varint(&mut entries, mask);
                             for (i, (&n, &b)) in row.iter().zip(base).enumerate().filter(|(_, (n, b))| n != b) {
-                                put_varint(&mut entries, zigzag(difference(bs, i, n, b)));
+                                put_varint(&mut entries, zigzag(fields.difference(i, n, b)));
                             }
                         }
                         hold(row);
@@ -913,7 +949,7 @@ mod tests {
         );
         let w2 = world(&s, Some(&w1), &f2);
         let (n1, n2) = (Steps::of(&s, &w1).unwrap(), Steps::of(&s, &w2).unwrap());
-        let c = changes(&s, &n2, Some(&n1));
+        let c = changes(&s, &n2, Some(&n1), |_, _| true);
         assert_eq!(c.iter().map(|c| (c.id, c.index, c.held)).collect::<Vec<_>>(), vec![(3, 0, true), (12, 2, false)]);
         assert_eq!(c[0].magnitude, 20, "x moved one unit: 20 steps of 1/20");
         // Each change's bytes are its entry's, less the one-byte head: the frame tells.
@@ -925,7 +961,8 @@ mod tests {
             encode_view(&s, &w2, &n2, Some(&n1), only, &mut out).unwrap();
             assert_eq!(out.len(), DELTA_HEADER_LEN + 1 + 1 + 1 + change.bytes, "change {i}: key, count, head, entry");
         }
-        assert_eq!(changes(&s, &n2, None).len(), 3, "against nothing every row is new");
+        assert_eq!(changes(&s, &n2, None, |_, _| true).len(), 3, "against nothing every row is new");
+        assert_eq!(changes(&s, &n2, None, |_, k| k != 1).len(), 2, "only the rows let through");
     }
 
     #[test]

@@ -373,10 +373,7 @@ fn write_deltas(
         let mut waiting: Vec<(u8, usize)> = Vec::new();
         if reach.per_frame > 0.0 {
             let observer = rows.observers.get(&viewer.watches);
-            let changes: Vec<delta::Change> = delta::changes(schema, &steps, baseline.as_deref())
-                .into_iter()
-                .filter(|c| sees(c.key, c.index))
-                .collect();
+            let changes = delta::changes(schema, &steps, baseline.as_deref(), sees);
             let fixed = fixed_bytes(schema, &target);
             stats.fixed_bytes += fixed as u64;
             let weigh = |c: &delta::Change| {

@@ -182,7 +182,10 @@ impl Budget {
         fixed: usize,
         weigh: impl Fn(&vimp_netcode::delta::Change) -> Option<f64>,
     ) -> Vec<bool> {
-        self.sent_at.retain(|_, at| *at > baseline);
+        // Sent in or before the baseline, or before any baseline a receiver may name (the
+        // host keeps no older one): no longer in question.
+        let history = crate::engine::snapshot::DELTA_HISTORY as u32;
+        self.sent_at.retain(|_, at| *at > baseline && seq.wrapping_sub(*at) <= history);
         self.credit = (self.credit + per_frame).min(2.0 * per_frame);
         let mut send = vec![false; changes.len()];
         let mut left = self.credit - fixed as f64;

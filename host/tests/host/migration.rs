@@ -758,6 +758,7 @@ fn the_first_successor_takes_over_a_crashed_host_and_nothing_is_lost() {
     m.kill_first_host();
     // The newest match time each client saw from the old host (frames in flight included).
     let mut last_seen = [ann, bob, cy].map(|i| m.client(i).last_frame().map(|f| f.server_time_ms));
+    let keyframes_before = [ann, bob, cy].map(|i| m.client(i).stats().keyframes);
     let resumed = m.run_until(Duration::from_secs(3), |m| {
         for (k, i) in [ann, bob, cy].into_iter().enumerate() {
             if m.client(i).stats().migrations == 0 {
@@ -785,8 +786,10 @@ fn the_first_successor_takes_over_a_crashed_host_and_nothing_is_lost() {
     assert!(chat.iter().any(|l| l.contains("just before the crash")), "and the chat logged since: {chat:?}");
 
     // Everyone is back in their own slot, with their token, at epoch 2.
-    for (i, old) in [ann, bob, cy].into_iter().zip(&welcomes) {
+    for (k, (i, old)) in [ann, bob, cy].into_iter().zip(&welcomes).enumerate() {
         let c = m.client(i);
+        // The new host knew no baseline of theirs: its first delta frame to each was a keyframe.
+        assert!(c.stats().keyframes > keyframes_before[k] && c.stats().bad_snapshots == 0, "{:?}", c.stats());
         let w = c.welcome().expect("welcomed");
         assert_eq!((w.player_id, w.token, w.epoch, w.resumed), (old.player_id, old.token, 2, true));
         assert_eq!(c.stats().host_epoch, 2);
