@@ -389,6 +389,7 @@ fn write_deltas(
             let base_seq = viewer.acked.filter(|_| baseline.is_some()).unwrap_or(0);
             let send = viewer.budget.choose(&changes, frame.seq, base_seq, reach.per_frame, fixed, weigh);
             waiting = changes.iter().zip(send).filter(|(_, s)| !s).map(|(c, _)| (c.key, c.index)).collect();
+            waiting.sort_unstable();
         }
         let pick = |key: u8, _: u32, index: usize| {
             if !sees(key, index) {

@@ -145,10 +145,11 @@ impl Grid {
 pub struct Budget {
     /// Bytes it may spend now: a frame's share comes in every frame, what was sent goes out.
     credit: f64,
-    /// The priority each changed row not sent yet has gathered, by `(key, id)`.
-    waiting: BTreeMap<(u8, u32), f64>,
-    /// The frame each row was last sent in, until the receiver acknowledges a later one.
-    sent_at: BTreeMap<(u8, u32), u32>,
+    /// The priority each changed row not sent yet has gathered, by `(key, id)`, sorted.
+    waiting: Vec<((u8, u32), f64)>,
+    /// The frame each row was last sent in, until the receiver acknowledges a later one,
+    /// by `(key, id)`, sorted.
+    sent_at: Vec<((u8, u32), u32)>,
 }
 
 /// How many frames' worth of budget a receiver may owe ([`Budget::spent`]).
@@ -185,38 +186,53 @@ impl Budget {
         // Sent in or before the baseline, or before any baseline a receiver may name (the
         // host keeps no older one): no longer in question.
         let history = crate::engine::snapshot::DELTA_HISTORY as u32;
-        self.sent_at.retain(|_, at| *at > baseline && seq.wrapping_sub(*at) <= history);
+        self.sent_at.retain(|(_, at)| *at > baseline && seq.wrapping_sub(*at) <= history);
         self.credit = (self.credit + per_frame).min(2.0 * per_frame);
+        let find = |list: &[((u8, u32), f64)], row| list.binary_search_by_key(&row, |e| e.0).ok().map(|j| list[j].1);
         let mut send = vec![false; changes.len()];
         let mut left = self.credit - fixed as f64;
-        let mut queue = Vec::new();
+        let mut queue = Vec::with_capacity(changes.len());
         for (i, c) in changes.iter().enumerate() {
             let row = (c.key, c.id);
+            let sticky = self.sent_at.binary_search_by_key(&row, |e| e.0).is_ok();
             match weigh(c) {
-                Some(w) if !self.sent_at.contains_key(&row) => {
-                    queue.push((self.waiting.get(&row).copied().unwrap_or(0.0) + w, i));
-                }
+                Some(w) if !sticky => queue.push((find(&self.waiting, row).unwrap_or(0.0) + w, i)),
                 _ => {
                     send[i] = true;
                     left -= (c.bytes + 1) as f64;
                 }
             }
         }
-        queue.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-        let mut waiting = BTreeMap::new();
+        queue.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        self.waiting.clear();
         for (priority, i) in queue {
             let c = &changes[i];
             if (c.bytes + 1) as f64 <= left {
                 send[i] = true;
                 left -= (c.bytes + 1) as f64;
             } else {
-                waiting.insert((c.key, c.id), priority);
+                self.waiting.push(((c.key, c.id), priority));
             }
         }
-        self.waiting = waiting;
-        for (c, _) in changes.iter().zip(&send).filter(|(_, s)| **s) {
-            self.sent_at.insert((c.key, c.id), seq);
+        self.waiting.sort_unstable_by_key(|e| e.0);
+        // The rows sent now, over what the list had of them.
+        let mut now: Vec<((u8, u32), u32)> =
+            changes.iter().zip(&send).filter(|(_, s)| **s).map(|(c, _)| ((c.key, c.id), seq)).collect();
+        now.sort_unstable_by_key(|e| e.0);
+        // Both sorted: merged in one pass, the new frame winning.
+        let old = std::mem::take(&mut self.sent_at);
+        let (mut a, mut b) = (old.into_iter().peekable(), now.into_iter().peekable());
+        while let (Some(x), Some(y)) = (a.peek(), b.peek()) {
+            match x.0.cmp(&y.0) {
+                std::cmp::Ordering::Less => self.sent_at.extend(a.next()),
+                std::cmp::Ordering::Equal => {
+                    a.next();
+                    self.sent_at.extend(b.next());
+                }
+                std::cmp::Ordering::Greater => self.sent_at.extend(b.next()),
+            }
         }
+        self.sent_at.extend(a.chain(b));
         send
     }
 
