@@ -174,6 +174,8 @@ impl Budget {
     ///   credit left after `fixed` bytes (header, player block, events) and those above;
     ///   each one left out gathers its weight and waits, so a far crate goes less often and
     ///   never forever. The credit grows by `per_frame` a frame, up to two frames' worth.
+    ///   (When what must go alone overruns the budget for long, the others wait until the
+    ///   debt is paid back: a budget too small for the match.)
     pub fn choose(
         &mut self,
         changes: &[vimp_netcode::delta::Change],
