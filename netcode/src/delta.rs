@@ -250,6 +250,7 @@ fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
+#[inline]
 fn zigzag(v: i64) -> u64 {
     ((v << 1) ^ (v >> 63)) as u64
 }
@@ -462,6 +463,7 @@ pub struct Change {
     pub bytes: usize,
 }
 
+#[inline]
 fn varint_len(v: u64) -> usize {
     (64 - v.max(1).leading_zeros() as usize).div_ceil(7)
 }
@@ -576,7 +578,12 @@ fn encode_delta_block(
 ) -> (Vec<u32>, Vec<i64>) {
     let width = bs.width();
     let fields = Fields::of(bs);
-    let mut entries = Vec::new();
+    // The entries go straight into `out`, after the key id and a one-byte count (the count
+    // is known at the end; one of 128 or more takes more bytes, made room for then).
+    let start = out.len();
+    out.push(bs.id);
+    out.push(0);
+    let entries = &mut *out;
     let mut held = (Vec::with_capacity(now.0.len()), Vec::with_capacity(now.1.len()));
     let mut count = 0u64;
     let mut next = 0u64;
@@ -601,13 +608,13 @@ fn encode_delta_block(
         };
         match (x, y) {
             (None, None) => {}
-            (None, Some(_)) => head(&mut entries, if bs.kind.has_null() { OP_REMOVED } else { OP_STREAMED_OUT }),
+            (None, Some(_)) => head(entries, if bs.kind.has_null() { OP_REMOVED } else { OP_STREAMED_OUT }),
             (Some(k), None) => {
                 if pick(id, k) == Pick::Update {
-                    head(&mut entries, OP_WHOLE);
+                    head(entries, OP_WHOLE);
                     let row = &now.1[k * width..(k + 1) * width];
                     for (i, &n) in row.iter().enumerate() {
-                        put_varint(&mut entries, fields.travelling(i, n));
+                        put_varint(entries, fields.travelling(i, n));
                     }
                     hold(row);
                 }
@@ -615,7 +622,7 @@ fn encode_delta_block(
             (Some(k), Some(j)) => {
                 let (row, base) = (&now.1[k * width..(k + 1) * width], &was.1[j * width..(j + 1) * width]);
                 match pick(id, k) {
-                    Pick::Out => head(&mut entries, OP_STREAMED_OUT),
+                    Pick::Out => head(entries, OP_STREAMED_OUT),
                     Pick::Hold => hold(base),
                     Pick::Update => {
                         // Most rows (bodies at rest) have not changed: one comparison.
@@ -624,10 +631,10 @@ fn encode_delta_block(
                             for (i, (&n, &b)) in row.iter().zip(base).enumerate() {
                                 mask |= u64::from(n != b) << i;
                             }
-                            head(&mut entries, OP_CHANGED);
-                            put_varint(&mut entries, mask);
+                            head(entries, OP_CHANGED);
+                            put_varint(entries, mask);
                             for (i, (&n, &b)) in row.iter().zip(base).enumerate().filter(|(_, (n, b))| n != b) {
-                                put_varint(&mut entries, zigzag(fields.difference(i, n, b)));
+                                put_varint(entries, zigzag(fields.difference(i, n, b)));
                             }
                         }
                         hold(row);
@@ -636,10 +643,14 @@ fn encode_delta_block(
             }
         }
     }
-    if count > 0 {
-        out.push(bs.id);
-        put_varint(out, count);
-        out.extend_from_slice(&entries);
+    if count == 0 {
+        out.truncate(start);
+    } else if count < 0x80 {
+        out[start + 1] = count as u8;
+    } else {
+        let mut varint = Vec::with_capacity(3);
+        put_varint(&mut varint, count);
+        out.splice(start + 1..start + 2, varint);
     }
     held
 }
@@ -963,6 +974,16 @@ mod tests {
         }
         assert_eq!(changes(&s, &n2, None, |_, _| true).len(), 3, "against nothing every row is new");
         assert_eq!(changes(&s, &n2, None, |_, k| k != 1).len(), 2, "only the rows let through");
+    }
+
+    #[test]
+    fn a_key_of_more_than_127_entries_counts_them_in_a_longer_varint() {
+        let s = schema();
+        let rows = (0..300u32).map(|i| (i * 3, Some(vec![FieldValue::U16(i as u16), FieldValue::U32(i)]))).collect();
+        let w = world(&s, None, &frame(1, vec![(2, Block::Indexed32(rows))]));
+        let bytes = encoded(&w, None);
+        assert_eq!(&bytes[DELTA_HEADER_LEN..DELTA_HEADER_LEN + 3], &[2, 0xac, 0x02], "key 2, 300 entries");
+        assert_eq!(decode(&s, &bytes, |_| None), Ok(w));
     }
 
     #[test]
