@@ -129,7 +129,7 @@ pub fn run(args: &SimArgs, game: &Game) -> anyhow::Result<i32> {
     let bytes_per_client_per_s = per_client_per_s(stats.bytes);
     let v6 = *host.world().resource::<DeltaStats>();
     let v6_bytes_per_client_per_s = per_client_per_s(v6.bytes);
-    let v6_world_us_per_frame = v6.world_us / stats.frames.max(1) as f64;
+    let v6_world_us_per_frame = v6.world_us / v6.worlds.max(1) as f64;
     let v6_encode_us_per_client_frame = v6.encode_us / v6.frames.max(1) as f64;
     // The per-client work (every receiver's encode) as a share of the tick it adds to.
     let tick_mean_us = tick_us.iter().sum::<f64>() / tick_us.len().max(1) as f64;

@@ -62,7 +62,7 @@ fn main() {
                 v5 * tanks as f64 * 8.0 / 1e6,
                 v6 * tanks as f64 * 8.0 / 1e6,
                 delta.encode_us / delta.frames.max(1) as f64,
-                delta.world_us / stats.frames.max(1) as f64,
+                delta.world_us / delta.worlds.max(1) as f64,
                 delta_s / (tick_s - delta_s).max(1e-9) * 100.0,
             ));
         }

@@ -151,9 +151,9 @@ pub struct ClientStats {
     pub configs: u32,
     /// Frames that did not decode.
     pub bad_snapshots: u64,
-    /// Of the frames decoded, the delta frames (format 6), and of those the keyframes (no baseline).
+    /// Of the frames decoded, the delta frames (format 6).
     pub delta_frames: u64,
-    /// Delta frames that were keyframes.
+    /// Of those, the keyframes (written against no baseline).
     pub keyframes: u64,
     /// Delta frames written against a baseline this client no longer (or never) held: skipped,
     /// the next frame against a baseline it acknowledged fills the gap.
@@ -1039,7 +1039,8 @@ impl ClientCore {
             ClientEvent::Meta { port, payload } => self.meta.push((port, payload)),
             ClientEvent::Snapshot(bytes) => {
                 let Some(schema) = &self.schema else { return };
-                let decoded = if bytes.first() == Some(&delta::DELTA_FORMAT_VERSION) {
+                let is_delta = bytes.first() == Some(&delta::DELTA_FORMAT_VERSION);
+                let decoded = if is_delta {
                     let baselines = &self.baselines;
                     delta::decode(schema, &bytes, |seq| baselines.iter().find(|b| b.seq == seq))
                 } else {
@@ -1048,7 +1049,7 @@ impl ClientCore {
                 match decoded {
                     Err(DecodeError::MissingBaseline { .. }) => self.stats.missing_baselines += 1,
                     Ok(frame) => {
-                        if bytes.first() == Some(&delta::DELTA_FORMAT_VERSION) {
+                        if is_delta {
                             self.stats.delta_frames += 1;
                             if delta::baseline_of(&bytes).is_ok_and(|b| b == 0) {
                                 self.stats.keyframes += 1;

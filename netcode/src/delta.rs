@@ -6,7 +6,7 @@
 //!
 //! - a row equal to the baseline's (after quantisation) is not written at all;
 //! - a changed row carries a bitmap of its changed fields and each one's difference from the
-//!   baseline, in whole quantisation steps, as a variable-length integer (a tank that moved a
+//!   baseline, in whole quantisation steps, as a variable-length integer (an entity that moved a
 //!   few units is a few bytes);
 //! - a row the baseline does not have is written whole; a removal is one byte.
 //!
@@ -360,7 +360,7 @@ impl Fields {
 /// Non-delta-coded keys are written as `target` has them. On error `out` is left as it was.
 ///
 /// A host encoding one world for many receivers works out its [`Steps`] once and calls
-/// [`encode_steps`] for each.
+/// [`encode_view`] for each.
 pub fn encode(
     schema: &SnapshotSchema,
     target: &Frame,
@@ -369,7 +369,7 @@ pub fn encode(
 ) -> Result<(), PackError> {
     let now = Steps::of(schema, target)?;
     let was = baseline.map(|b| Steps::of(schema, b)).transpose()?;
-    encode_steps(schema, target, &now, was.as_ref(), out)
+    encode_view(schema, target, &now, was.as_ref(), |_, _, _| Pick::Update, out).map(|_| ())
 }
 
 /// A world's delta-coded rows as numbers (steps for `f32`, values for integers), worked out
@@ -427,22 +427,15 @@ impl Steps {
         Ok(Steps { seq: world.seq, keys })
     }
 
+    /// The seq of the frame these are the numbers of.
+    pub fn seq(&self) -> u32 {
+        self.seq
+    }
+
     /// The ids and numbers of key `id`'s rows (none when it has none).
     fn key(&self, id: u8) -> (&[u32], &[i64]) {
         self.keys.iter().find(|(k, _, _)| *k == id).map_or((&[], &[]), |(_, ids, n)| (ids, n))
     }
-}
-
-/// [`encode`] with both worlds' [`Steps`] at hand: `now` must be `target`'s, `baseline` the
-/// receiver's baseline world's (its seq is the one the frame names).
-pub fn encode_steps(
-    schema: &SnapshotSchema,
-    target: &Frame,
-    now: &Steps,
-    baseline: Option<&Steps>,
-    out: &mut Vec<u8>,
-) -> Result<(), PackError> {
-    encode_view(schema, target, now, baseline, |_, _, _| Pick::Update, out).map(|_| ())
 }
 
 /// A row of a world that differs from what a receiver holds ([`changes`]).
@@ -811,7 +804,7 @@ mod tests {
     use crate::schema::{BlockKind, FieldSchema, Interp};
     use crate::snapshot::{pack, unpack};
 
-    /// Tanks-like keys: a hot indexed8 with quantised position and angle, a hot indexed32 of
+    /// Keys like a game's: a hot indexed8 with quantised position and angle, a hot indexed32 of
     /// integers, an event list16, and hot slots with an optional tail.
     fn schema() -> SnapshotSchema {
         let f = FieldSchema::new;
@@ -842,7 +835,7 @@ mod tests {
         .expect("valid test schema")
     }
 
-    fn tank(x: f32, angle: f32, team: u8) -> Row {
+    fn unit(x: f32, angle: f32, team: u8) -> Row {
         vec![FieldValue::F32(x), FieldValue::F32(angle), FieldValue::F32(0.25), FieldValue::U8(team)]
     }
 
@@ -871,14 +864,14 @@ mod tests {
         let s = schema();
         let f1 = frame(
             1,
-            vec![(1, Block::Indexed8(vec![(3, Some(tank(100.02, 1.0, 1))), (9, Some(tank(-50.0, -3.0, 2)))]))],
+            vec![(1, Block::Indexed8(vec![(3, Some(unit(100.02, 1.0, 1))), (9, Some(unit(-50.0, -3.0, 2)))]))],
         );
         let w1 = world(&s, None, &f1);
         let key = encoded(&w1, None);
         assert_eq!(baseline_of(&key), Ok(0));
         assert_eq!(decode(&s, &key, |_| None), Ok(w1.clone()));
         // Quantised as the schema says: x in twentieths, angle in 4096ths of a turn.
-        let Some(Block::Indexed8(rows)) = w1.block(1) else { panic!("the tanks") };
+        let Some(Block::Indexed8(rows)) = w1.block(1) else { panic!("the units") };
         assert_eq!(rows[0].1.as_ref().unwrap()[0], FieldValue::F32(100.0));
         let FieldValue::F32(a) = rows[0].1.as_ref().unwrap()[1] else { panic!() };
         assert!((a - 1.0).abs() < std::f32::consts::TAU / 4096.0 && a != 1.0);
@@ -891,9 +884,9 @@ mod tests {
         assert_eq!(baseline_of(&quiet), Ok(1));
         assert_eq!(decode(&s, &quiet, |seq| (seq == 1).then_some(&w1)), Ok(w2.clone()));
 
-        // One tank moves a little: its entry is a few bytes, far below format 5's frame.
+        // One unit moves a little: its entry is a few bytes, far below format 5's frame.
         let f3 =
-            frame(3, vec![(1, Block::Indexed8(vec![(3, Some(tank(101.0, 1.0, 1))), (9, Some(tank(-50.0, -3.0, 2)))]))]);
+            frame(3, vec![(1, Block::Indexed8(vec![(3, Some(unit(101.0, 1.0, 1))), (9, Some(unit(-50.0, -3.0, 2)))]))]);
         assert_eq!(live(&world(&s, Some(&w2), &f3)).len(), 1);
         let w3 = world(&s, Some(&w2), &f3);
         let moved = encoded(&w3, Some(&w2));
@@ -913,15 +906,15 @@ mod tests {
     fn removals_reach_a_receiver_whatever_baseline_it_holds() {
         let s = schema();
         let both = |seq, x| {
-            frame(seq, vec![(1, Block::Indexed8(vec![(3, Some(tank(x, 0.0, 1))), (9, Some(tank(5.0, 0.0, 2)))]))])
+            frame(seq, vec![(1, Block::Indexed8(vec![(3, Some(unit(x, 0.0, 1))), (9, Some(unit(5.0, 0.0, 2)))]))])
         };
         let w1 = world(&s, None, &both(1, 1.0));
-        // Frame 2 removes tank 9 (its one null row); frame 3 no longer names it.
-        let f2 = frame(2, vec![(1, Block::Indexed8(vec![(3, Some(tank(2.0, 0.0, 1))), (9, None)]))]);
+        // Frame 2 removes unit 9 (its one null row); frame 3 no longer names it.
+        let f2 = frame(2, vec![(1, Block::Indexed8(vec![(3, Some(unit(2.0, 0.0, 1))), (9, None)]))]);
         let w2 = world(&s, Some(&w1), &f2);
-        let f3 = frame(3, vec![(1, Block::Indexed8(vec![(3, Some(tank(3.0, 0.0, 1)))]))]);
+        let f3 = frame(3, vec![(1, Block::Indexed8(vec![(3, Some(unit(3.0, 0.0, 1)))]))]);
         let w3 = world(&s, Some(&w2), &f3);
-        assert_eq!(live(&w3), vec![(1, vec![(Some(3), tank(3.0, 0.0, 1))])]);
+        assert_eq!(live(&w3), vec![(1, vec![(Some(3), unit(3.0, 0.0, 1))])]);
         // A receiver that lost frame 2 and holds frame 1 still learns that 9 is gone.
         let late = decode(&s, &encoded(&w3, Some(&w1)), |seq| (seq == 1).then_some(&w1)).unwrap();
         assert_eq!(live(&late), live(&w3));
@@ -945,16 +938,16 @@ mod tests {
     #[test]
     fn changes_list_what_differs_and_what_its_entry_costs() {
         let s = schema();
-        let f1 = frame(1, vec![(1, Block::Indexed8(vec![(3, Some(tank(1.0, 0.0, 1))), (9, Some(tank(5.0, 0.0, 1)))]))]);
+        let f1 = frame(1, vec![(1, Block::Indexed8(vec![(3, Some(unit(1.0, 0.0, 1))), (9, Some(unit(5.0, 0.0, 1)))]))]);
         let w1 = world(&s, None, &f1);
         let f2 = frame(
             2,
             vec![(
                 1,
                 Block::Indexed8(vec![
-                    (3, Some(tank(2.0, 0.0, 1))),
-                    (9, Some(tank(5.0, 0.0, 1))),
-                    (12, Some(tank(0.0, 0.0, 2))),
+                    (3, Some(unit(2.0, 0.0, 1))),
+                    (9, Some(unit(5.0, 0.0, 1))),
+                    (12, Some(unit(0.0, 0.0, 2))),
                 ]),
             )],
         );
@@ -989,9 +982,9 @@ mod tests {
     #[test]
     fn a_baseline_not_held_and_malformed_entries_are_errors() {
         let s = schema();
-        let f1 = frame(1, vec![(1, Block::Indexed8(vec![(3, Some(tank(1.0, 0.0, 1)))]))]);
+        let f1 = frame(1, vec![(1, Block::Indexed8(vec![(3, Some(unit(1.0, 0.0, 1)))]))]);
         let w1 = world(&s, None, &f1);
-        let f2 = frame(2, vec![(1, Block::Indexed8(vec![(3, Some(tank(2.0, 0.0, 1)))]))]);
+        let f2 = frame(2, vec![(1, Block::Indexed8(vec![(3, Some(unit(2.0, 0.0, 1)))]))]);
         let bytes = encoded(&world(&s, Some(&w1), &f2), Some(&w1));
         assert_eq!(decode(&s, &bytes, |_| None), Err(DecodeError::MissingBaseline { seq: 1 }));
         let header = bytes[..DELTA_HEADER_LEN].to_vec();
@@ -1033,9 +1026,9 @@ mod tests {
         assert!(matches!(encode(&s, &event, None, &mut out), Err(PackError::FieldType { .. })));
         assert_eq!(out, [7], "nothing written");
         // A world's numbers, worked out once, encode as `encode` does.
-        let w = world(&s, None, &frame(1, vec![(1, Block::Indexed8(vec![(3, Some(tank(1.0, 2.0, 1)))]))]));
+        let w = world(&s, None, &frame(1, vec![(1, Block::Indexed8(vec![(3, Some(unit(1.0, 2.0, 1)))]))]));
         let mut once = Vec::new();
-        encode_steps(&s, &w, &Steps::of(&s, &w).unwrap(), None, &mut once).unwrap();
+        encode_view(&s, &w, &Steps::of(&s, &w).unwrap(), None, |_, _, _| Pick::Update, &mut once).unwrap();
         assert_eq!(once, encoded(&w, None));
     }
 
@@ -1054,9 +1047,9 @@ mod tests {
             prop::collection::vec((0u8..5, -900.0f32..900.0, prop::option::of(-3.0f32..3.0)), 0..6),
             prop::collection::vec(-100.0f32..100.0, 0..3),
         )
-            .prop_map(|(tanks, stats, slots, events)| {
+            .prop_map(|(units, stats, slots, events)| {
                 let mut blocks = vec![
-                    (1, Block::Indexed8(tanks)),
+                    (1, Block::Indexed8(units)),
                     (
                         2,
                         Block::Indexed32(
@@ -1176,7 +1169,7 @@ mod tests {
         #[test]
         fn garbage_never_panics(body in prop::collection::vec(any::<u8>(), 0..200), seq in 0u32..3) {
             let s = schema();
-            let w1 = world(&s, None, &frame(1, vec![(1, Block::Indexed8(vec![(3, Some(tank(1.0, 0.5, 1)))])), (2, Block::Indexed32(vec![(1, Some(vec![FieldValue::U16(9), FieldValue::U32(9)]))]))]));
+            let w1 = world(&s, None, &frame(1, vec![(1, Block::Indexed8(vec![(3, Some(unit(1.0, 0.5, 1)))])), (2, Block::Indexed32(vec![(1, Some(vec![FieldValue::U16(9), FieldValue::U32(9)]))]))]));
             let mut bytes = vec![DELTA_FORMAT_VERSION];
             bytes.extend_from_slice(&2u32.to_be_bytes());
             bytes.extend_from_slice(&seq.to_be_bytes());

@@ -40,8 +40,8 @@ pub struct EngineConfig {
     /// How far a client sees, in the units of the rows' positions (world units): a delta
     /// frame carries the rows within this distance of the player it watches (and the events
     /// that happen there), found on a grid of cells this wide, the watcher's cell and the 8
-    /// around it. The default, 900, is half the diagonal of a 1280×720 view (734) plus what a
-    /// tank drives in a second, so that nothing appears on screen before it streamed in.
+    /// around it. The default, 900, is half the diagonal of a 1280×720 view (734) plus a
+    /// margin, so that a row streams in before it comes on screen.
     pub streaming_distance: f32,
     /// At most this many rows of placed keys in one client's view, the nearest first.
     pub max_streamed_entities: u32,

@@ -173,8 +173,9 @@ pub struct ServerCore {
     config: ServerConfig,
     roster: Roster,
     peers: BTreeMap<PeerKey, HostSession>,
-    /// The snapshot format each accepted peer gets (its hello's choice).
-    formats: BTreeMap<PeerKey, u8>,
+    /// The accepted peers that get delta frames (format 6, their hello's choice); the others
+    /// get format 5.
+    delta_peers: std::collections::BTreeSet<PeerKey>,
     latency: BTreeMap<PlayerId, f64>,
     last: Option<Duration>,
     stats: ServerStats,
@@ -297,7 +298,7 @@ impl ServerCore {
             outbox: VecDeque::new(),
             roster,
             peers: BTreeMap::new(),
-            formats: BTreeMap::new(),
+            delta_peers: std::collections::BTreeSet::new(),
             latency: BTreeMap::new(),
             last: None,
             stats: ServerStats::default(),
@@ -588,7 +589,9 @@ impl ServerCore {
                             spectator: hello.spectator,
                             snapshot_format: hello.snapshot_format(),
                         };
-                        self.formats.insert(peer, welcome.snapshot_format);
+                        if welcome.snapshot_format == vimp_netcode::delta::DELTA_FORMAT_VERSION {
+                            self.delta_peers.insert(peer);
+                        }
                         // A new session holds no frame of the old one's: its first is a keyframe.
                         self.host.world_mut().resource_mut::<DeltaViewers>().viewers.remove(&a.player);
                         session.accept(&welcome, &self.config.client_config);
@@ -761,7 +764,7 @@ impl ServerCore {
             let Some(watches) = self.watching.get(&seat.player).copied().unwrap_or(Some(seat.player)) else {
                 continue;
             };
-            if self.formats.get(&peer) == Some(&vimp_netcode::delta::DELTA_FORMAT_VERSION) {
+            if self.delta_peers.contains(&peer) {
                 viewers.insert(seat.player, watches);
             } else {
                 receivers.insert(watches);
@@ -949,9 +952,6 @@ impl ServerCore {
     fn send_tick_output(&mut self) {
         self.announce_map_changes();
         let frames = self.host.take_frames();
-        let delta_peer = |formats: &BTreeMap<PeerKey, u8>, peer: &PeerKey| {
-            formats.get(peer) == Some(&vimp_netcode::delta::DELTA_FORMAT_VERSION)
-        };
         for (player, bytes) in &frames.frames {
             // The player itself (unless it is a watched bot), and everyone watching it, that
             // take format 5.
@@ -967,7 +967,7 @@ impl ServerCore {
                         .filter(|(_, w)| **w == Some(*player))
                         .filter_map(|(s, _)| self.roster.seat(*s).and_then(|s| s.peer)),
                 );
-            for peer in viewers.filter(|p| !delta_peer(&self.formats, p)).collect::<Vec<_>>() {
+            for peer in viewers.filter(|p| !self.delta_peers.contains(p)).collect::<Vec<_>>() {
                 if let Some(session) = self.peers.get_mut(&peer).filter(|s| s.is_active()) {
                     session.send(Channel::Unreliable, op::SHOT_DATA, bytes);
                     self.stats.frames_sent += 1;
@@ -1022,7 +1022,7 @@ impl ServerCore {
 
     fn drop_peer(&mut self, peer: PeerKey, now: Duration) {
         self.peers.remove(&peer);
-        self.formats.remove(&peer);
+        self.delta_peers.remove(&peer);
         self.panels.remove(&peer);
         self.migration.links(peer, None);
         if let Some(player) = self.roster.disconnected(peer, now) {

@@ -209,12 +209,12 @@ pub struct DeltaStats {
     pub bytes: u64,
     /// Delta frames written (one per receiver per snapshot tick).
     pub frames: u64,
-    /// Of `bytes`, what every frame takes whatever rows it carries: headers, player blocks
-    /// and events (counted under a budget only).
-    pub fixed_bytes: u64,
     /// Of those, keyframes (no baseline: a new receiver, or one whose acknowledgements
     /// stopped coming for longer than [`DELTA_HISTORY`] frames).
     pub keyframes: u64,
+    /// Of `bytes`, what every frame takes whatever rows it carries: headers, player blocks
+    /// and events (counted under a budget only).
+    pub fixed_bytes: u64,
     /// Snapshot ticks that worked out a world for them.
     pub worlds: u64,
     /// Time spent working out the world once per snapshot tick, µs.
@@ -272,28 +272,32 @@ pub(crate) fn pack_frames(
     blocks.sort_by_key(|(k, _)| *k);
 
     seq.0 = seq.0.wrapping_add(1);
-    let mut body = Vec::with_capacity(2048);
-    if let Err(e) = pack_body(&settings.schema, &blocks, &mut body) {
-        // A game bug, and every frame would fail alike: said once, counted always.
-        if stats.pack_errors == 0 {
-            tracing::error!("no snapshot frame could be packed: {e}");
-        }
-        stats.pack_errors += 1;
-        return;
-    }
     let server_time_ms = tick.0 as f64 * settings.dt() as f64 * 1000.0;
     out.seq = seq.0;
     out.frames.clear();
-    for &receiver in &receivers.0 {
-        let mut frame = Vec::with_capacity(body.len() + 64);
-        pack_header(seq.0, server_time_ms, rows.players.get(&receiver), &mut frame);
-        frame.extend_from_slice(&body);
-        stats.bytes += frame.len() as u64;
-        stats.receiver_frames += 1;
-        out.frames.push((receiver, frame));
+    // Format 5 for the players it goes to; and when nobody takes either format, so that rows
+    // that do not fit the schema are found all the same.
+    if !receivers.0.is_empty() || viewers.viewers.is_empty() {
+        let mut body = Vec::with_capacity(2048);
+        if let Err(e) = pack_body(&settings.schema, &blocks, &mut body) {
+            // A game bug, and every frame would fail alike: said once, counted always.
+            if stats.pack_errors == 0 {
+                tracing::error!("no snapshot frame could be packed: {e}");
+            }
+            stats.pack_errors += 1;
+            return;
+        }
+        for &receiver in &receivers.0 {
+            let mut frame = Vec::with_capacity(body.len() + 64);
+            pack_header(seq.0, server_time_ms, rows.players.get(&receiver), &mut frame);
+            frame.extend_from_slice(&body);
+            stats.bytes += frame.len() as u64;
+            stats.receiver_frames += 1;
+            out.frames.push((receiver, frame));
+        }
+        stats.frames += 1;
+        stats.last_body_bytes = body.len();
     }
-    stats.frames += 1;
-    stats.last_body_bytes = body.len();
     out.deltas.clear();
     if viewers.viewers.is_empty() {
         // Nobody holds the world: the next receiver starts from a keyframe of the match as it
@@ -350,21 +354,24 @@ fn write_deltas(
     stats.worlds += 1;
     let t = std::time::Instant::now();
     // What each watched player sees, worked out once for all who watch it.
-    let mut seen: BTreeMap<PlayerId, (Option<views::View>, Vec<(u8, Block)>)> = BTreeMap::new();
+    let mut sights: BTreeMap<PlayerId, Sight> = BTreeMap::new();
     for (&seat, viewer) in &mut viewers.viewers {
-        let (view, events) = seen.entry(viewer.watches).or_insert_with(|| {
+        let sight = sights.entry(viewer.watches).or_insert_with(|| {
             let observer = rows.observers.get(&viewer.watches);
             let view = observer.zip(grid.as_ref()).map(|(o, g)| g.view(o, reach.distance, reach.max as usize));
-            (view, views::events_in_view(schema, &world.blocks, observer, reach.distance))
+            let events = views::events_in_view(schema, &world.blocks, observer, reach.distance);
+            let events_bytes = events_bytes(schema, &events);
+            Sight { observer, view, events, events_bytes }
         });
+        let player = rows.players.get(&viewer.watches).copied();
         let target = Frame {
             seq: world.seq,
             server_time_ms: world.server_time_ms,
-            player: rows.players.get(&viewer.watches).copied(),
-            blocks: std::mem::take(events),
+            player,
+            blocks: std::mem::take(&mut sight.events),
             streamed_out: Vec::new(),
         };
-        let sees = |key: u8, index: usize| match (view.as_ref(), grid.as_ref()) {
+        let sees = |key: u8, index: usize| match (sight.view.as_ref(), grid.as_ref()) {
             (Some(view), Some(grid)) => grid.sees(view, key, index),
             _ => true,
         };
@@ -372,13 +379,13 @@ fn write_deltas(
         // Under a budget, the changed rows in view that wait for a later frame.
         let mut waiting: Vec<(u8, usize)> = Vec::new();
         if reach.per_frame > 0.0 {
-            let observer = rows.observers.get(&viewer.watches);
             let changes = delta::changes(schema, &steps, baseline.as_deref(), sees);
-            let fixed = fixed_bytes(schema, &target);
+            let player_bytes = player.map_or(0, |_| vimp_netcode::snapshot::PLAYER_BLOCK_LEN);
+            let fixed = delta::DELTA_HEADER_LEN + player_bytes + sight.events_bytes;
             stats.fixed_bytes += fixed as u64;
             let weigh = |c: &delta::Change| {
                 let placed = grid.as_ref().and_then(|g| g.place_of(c.key, c.index));
-                match (observer, placed) {
+                match (sight.observer, placed) {
                     (Some(o), Some((x, y))) if o.own != Some((c.key, c.id)) => {
                         Some(views::weight(c.magnitude, ((x - o.x).powi(2) + (y - o.y).powi(2)).sqrt()))
                     }
@@ -386,7 +393,7 @@ fn write_deltas(
                     _ => None,
                 }
             };
-            let base_seq = viewer.acked.filter(|_| baseline.is_some()).unwrap_or(0);
+            let base_seq = baseline.as_ref().map_or(0, |b| b.seq());
             let send = viewer.budget.choose(&changes, frame.seq, base_seq, reach.per_frame, fixed, weigh);
             waiting = changes.iter().zip(send).filter(|(_, s)| !s).map(|(c, _)| (c.key, c.index)).collect();
             waiting.sort_unstable();
@@ -402,7 +409,7 @@ fn write_deltas(
         };
         let mut bytes = Vec::with_capacity(256);
         let held = delta::encode_view(schema, &target, &steps, baseline.as_deref(), pick, &mut bytes);
-        *events = target.blocks;
+        sight.events = target.blocks;
         let held = held?;
         viewer.budget.spent(bytes.len(), reach.per_frame);
         stats.bytes += bytes.len() as u64;
@@ -417,17 +424,24 @@ fn write_deltas(
     Ok(())
 }
 
-/// What a delta frame of `target` takes whatever rows it carries: the header, the player
-/// block and the blocks of keys that are not delta-coded (events).
-fn fixed_bytes(schema: &vimp_netcode::schema::SnapshotSchema, target: &Frame) -> usize {
+/// What one watched player sees of a frame: its place, the rows in view, the events in
+/// range, and those events' bytes (every frame of a receiver that watches it carries them).
+struct Sight<'a> {
+    observer: Option<&'a Observer>,
+    view: Option<views::View>,
+    events: Vec<(u8, Block)>,
+    events_bytes: usize,
+}
+
+/// The bytes the blocks of keys that are not delta-coded (events) take in a delta frame.
+fn events_bytes(schema: &vimp_netcode::schema::SnapshotSchema, blocks: &[(u8, Block)]) -> usize {
     let mut scratch = Vec::new();
-    for (key, block) in &target.blocks {
+    for (key, block) in blocks {
         if let Some((name, bs)) = schema.by_id(*key).filter(|(_, bs)| !delta::is_delta_coded(bs)) {
             let _ = vimp_netcode::snapshot::pack_block(name, bs, block, &mut scratch);
         }
     }
-    let player = target.player.map_or(0, |_| vimp_netcode::snapshot::PLAYER_BLOCK_LEN);
-    delta::DELTA_HEADER_LEN + player + scratch.len()
+    scratch.len()
 }
 
 /// The map's dynamic bodies as the block of the map's set key, when the schema has that key.

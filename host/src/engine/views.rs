@@ -10,7 +10,8 @@
 //! observer with no place (a player not spawned yet), see everything.
 //!
 //! Event rows go only to observers in range of where they happen ([`events_in_view`]): a
-//! point within the distance, or a segment (a shot) with either end within it.
+//! point within the distance, or a segment (a trace from one point to another) with either
+//! end within it.
 
 use std::collections::BTreeMap;
 
@@ -26,7 +27,7 @@ pub struct Observer {
     /// The place, in the rows' units.
     pub y: f32,
     /// The observer's dimension: it sees only rows of the same one (a game may use them for
-    /// instances; tanks: all in 0).
+    /// instances).
     pub dimension: u32,
     /// The row of the player's own entity, `(key, id)`: sent in every frame whatever the
     /// budget.
@@ -172,7 +173,7 @@ impl Budget {
     ///   of keys without a place).
     /// - The others go by the priority they gathered, highest first, while they fit in the
     ///   credit left after `fixed` bytes (header, player block, events) and those above;
-    ///   each one left out gathers its weight and waits, so a far crate goes less often and
+    ///   each one left out gathers its weight and waits, so a far row goes less often and
     ///   never forever. The credit grows by `per_frame` a frame, up to two frames' worth.
     ///   (When what must go alone overruns the budget for long, the others wait until the
     ///   debt is paid back: a budget too small for the match.)
@@ -293,10 +294,10 @@ mod tests {
     fn schema() -> SnapshotSchema {
         let f = |name| FieldSchema::new(name, FieldType::F32);
         SnapshotSchema::new([
-            ("tanks".to_owned(), BlockSchema::new(1, BlockKind::Indexed8, BlockClass::Hot).field(f("x")).field(f("y"))),
+            ("units".to_owned(), BlockSchema::new(1, BlockKind::Indexed8, BlockClass::Hot).field(f("x")).field(f("y"))),
             ("flags".to_owned(), BlockSchema::new(2, BlockKind::Indexed8, BlockClass::Hot).field(f("hp"))),
             (
-                "shots".to_owned(),
+                "traces".to_owned(),
                 BlockSchema::new(3, BlockKind::List16, BlockClass::Event)
                     .field(f("sx"))
                     .field(f("sy"))
@@ -315,7 +316,7 @@ mod tests {
     #[test]
     fn an_observer_streams_the_rows_near_it_in_its_dimension_nearest_first() {
         let s = schema();
-        let tanks = Block::Indexed8(vec![
+        let units = Block::Indexed8(vec![
             (0, xy(0.0, 0.0)),
             (1, xy(80.0, 0.0)),
             (2, xy(0.0, 99.0)),
@@ -328,18 +329,18 @@ mod tests {
             seq: 1,
             server_time_ms: 0.0,
             player: None,
-            blocks: vec![(1, tanks), (2, Block::Indexed8(vec![(9, Some(vec![FieldValue::F32(1.0)]))]))],
+            blocks: vec![(1, units), (2, Block::Indexed8(vec![(9, Some(vec![FieldValue::F32(1.0)]))]))],
             streamed_out: Vec::new(),
         };
         let dims = BTreeMap::from([((1, 5), 7)]);
         let grid = Grid::of(&s, &world, &dims, 100.0);
-        // Tank ids by their index among the world's rows (6 is null: not a row).
+        // Row ids by their index among the world's rows (6 is null: not a row).
         let seen = |view: &View| (0..6).filter(|&i| grid.sees(view, 1, i)).collect::<Vec<_>>();
         let me = Observer { x: 0.0, y: 0.0, dimension: 0, own: None };
-        assert_eq!(seen(&grid.view(&me, 100.0, 10)), vec![0, 1, 2], "within 100, not tank 5 (dimension 7)");
+        assert_eq!(seen(&grid.view(&me, 100.0, 10)), vec![0, 1, 2], "within 100, not row 5 (dimension 7)");
         assert_eq!(seen(&grid.view(&me, 100.0, 2)), vec![0, 1], "the nearest two");
         assert_eq!(seen(&grid.view(&Observer { dimension: 7, ..me }, 100.0, 10)), vec![5]);
-        // Across a cell border: from (150, 0), in cell (1, 0), tank 1 at 80 in cell (0, 0).
+        // Across a cell border: from (150, 0), in cell (1, 0), row 1 at 80 in cell (0, 0).
         assert_eq!(seen(&grid.view(&Observer { x: 150.0, ..me }, 100.0, 10)), vec![1, 3]);
         let view = grid.view(&me, 100.0, 10);
         assert!(grid.sees(&view, 2, 0), "flags have no place: everyone sees them");
@@ -386,15 +387,15 @@ mod tests {
     #[test]
     fn events_reach_observers_in_range_of_either_end() {
         let s = schema();
-        let shot = |sx: f32, ex: f32| {
+        let trace = |sx: f32, ex: f32| {
             vec![FieldValue::F32(sx), FieldValue::F32(0.0), FieldValue::F32(ex), FieldValue::F32(0.0)]
         };
-        let blocks = vec![(3, Block::List16(vec![shot(0.0, 10.0), shot(500.0, 20.0), shot(500.0, 600.0)]))];
+        let blocks = vec![(3, Block::List16(vec![trace(0.0, 10.0), trace(500.0, 20.0), trace(500.0, 600.0)]))];
         let me = Observer::default();
         assert_eq!(
             events_in_view(&s, &blocks, Some(&me), 100.0),
-            vec![(3, Block::List16(vec![shot(0.0, 10.0), shot(500.0, 20.0)]))],
-            "a shot from afar that lands near is seen"
+            vec![(3, Block::List16(vec![trace(0.0, 10.0), trace(500.0, 20.0)]))],
+            "a trace from afar that ends near is seen"
         );
         assert_eq!(events_in_view(&s, &blocks, None, 100.0), blocks, "no place: everything");
     }
