@@ -18,6 +18,11 @@
 //! Only hot keys with ids (`indexed8`, `indexed32`, `indexedNoNull8`) are delta-coded. Event
 //! keys and hot `list16` keys are written exactly as format 5 writes them, in the same body.
 //!
+//! [`encode`] writes one frame against one baseline. A host writing every frame for many
+//! receivers, each against what it holds, keeps its recent worlds in [`Worlds`] instead: each
+//! row gets a version, a receiver's state is a version per row ([`Held`]), and an entry is
+//! worked out once for all receivers that hold the same version of the row.
+//!
 //! # Quantisation
 //!
 //! Every `f32` field of a delta-coded key travels as a whole number of steps of its schema's
@@ -61,9 +66,12 @@ use std::f64::consts::{PI, TAU};
 use crate::bytes::{Reader, WriteBe};
 use crate::schema::{BlockClass, BlockSchema, FieldType, Quant, SnapshotSchema};
 use crate::snapshot::{
-    Block, DecodeError, FieldValue, Frame, PackError, PlayerBlock, Row, pack_block, put_player, read_player, round2,
-    unpack_block,
+    Block, DecodeError, FieldValue, Frame, PackError, PlayerBlock, Row, put_player, read_player, round2, unpack_block,
 };
+
+mod worlds;
+
+pub use worlds::{Change, Held, Pick, Steps, Version, Worlds};
 
 /// The delta frame's format version.
 pub const DELTA_FORMAT_VERSION: u8 = 6;
@@ -139,6 +147,16 @@ fn plain_row(bs: &BlockSchema, row: &[FieldValue]) -> Row {
         .collect()
 }
 
+/// A block of a key that is not delta-coded as a delta frame carries it: its rows as format 5's
+/// unpacker returns them (full width, every `f32` through [`round2`]).
+pub fn plain_block(bs: &BlockSchema, block: &Block) -> Block {
+    let mut plain = Block::empty(bs.kind);
+    for (id, row) in block.entries() {
+        plain.push(id.unwrap_or_default(), row.map(|r| plain_row(bs, r)));
+    }
+    plain
+}
+
 /// A key's rows by id: `None` for a null (removed) row.
 type Rows = BTreeMap<u32, Option<Row>>;
 
@@ -166,8 +184,8 @@ fn by_id(block: Option<&Block>) -> Vec<(u32, Option<&Row>)> {
     rows
 }
 
-/// [`by_id`] without the null rows: what a receiver's world holds of the block, by rising id
-/// (the order [`Steps`] keeps them in, and the index [`encode_view`]'s `pick` is given).
+/// A block's live rows (its null rows left out) by rising id, the last of each id: what a
+/// receiver's world holds of the block, in the order [`Steps`] keeps them.
 pub fn live_by_id(block: Option<&Block>) -> Vec<(u32, &Row)> {
     by_id(block).into_iter().filter_map(|(id, row)| Some((id, row?))).collect()
 }
@@ -221,11 +239,7 @@ pub fn world(schema: &SnapshotSchema, baseline: Option<&Frame>, frame: &Frame) -
             block
         } else {
             let Some(block) = current else { continue };
-            let mut plain = Block::empty(bs.kind);
-            for (id, row) in block.entries() {
-                plain.push(id.unwrap_or_default(), row.map(|r| plain_row(bs, r)));
-            }
-            plain
+            plain_block(bs, block)
         };
         if !block.is_empty() {
             blocks.push((bs.id, block));
@@ -312,7 +326,7 @@ fn number(bs: &BlockSchema, i: usize, v: FieldValue) -> i64 {
 }
 
 /// What the encoder's inner loops need of a key's fields, looked up once per key.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 struct Fields {
     /// Bit `i`: field `i` is an `f32` (its steps travel zigzagged).
     floats: u64,
@@ -359,293 +373,47 @@ impl Fields {
 /// `target`'s rows. A row of the baseline that `target` does not have is written as removed.
 /// Non-delta-coded keys are written as `target` has them. On error `out` is left as it was.
 ///
-/// A host encoding one world for many receivers works out its [`Steps`] once and calls
-/// [`encode_view`] for each.
+/// A host encoding one world for many receivers keeps its [`Worlds`] and writes each
+/// receiver's frame against what that receiver holds ([`Worlds::encode`]).
 pub fn encode(
     schema: &SnapshotSchema,
     target: &Frame,
     baseline: Option<&Frame>,
     out: &mut Vec<u8>,
 ) -> Result<(), PackError> {
-    let now = Steps::of(schema, target)?;
-    let was = baseline.map(|b| Steps::of(schema, b)).transpose()?;
-    encode_view(schema, target, &now, was.as_ref(), |_, _, _| Pick::Update, out).map(|_| ())
+    let mut worlds = Worlds::new(2);
+    let held = match baseline {
+        Some(b) => Some(Held::all(worlds.push_world(schema, b)?)),
+        None => None,
+    };
+    worlds.push_world(schema, target)?;
+    worlds.encode(schema, target, held.as_ref(), |_, _, _| Pick::Update, out, &mut Held::default())
 }
 
-/// A world's delta-coded rows as numbers (steps for `f32`, values for integers), worked out
-/// once, checked against the schema: encoding a world for many receivers, and later against
-/// it, then only compares integers.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Steps {
-    seq: u32,
-    /// Per delta-coded key with live rows: its id, the rows' ids (rising) and their numbers,
-    /// a row's width of them per row.
-    keys: Vec<(u8, Vec<u32>, Vec<i64>)>,
-}
-
-impl Steps {
-    /// The numbers of `world`'s delta-coded rows; an error when a block does not fit the schema.
-    pub fn of(schema: &SnapshotSchema, world: &Frame) -> Result<Steps, PackError> {
-        let mut seen = [false; 256];
-        for (id, block) in &world.blocks {
-            let (name, bs) = schema.by_id(*id).ok_or(PackError::UnknownKey(*id))?;
-            if std::mem::replace(&mut seen[*id as usize], true) {
-                return Err(PackError::DuplicateKey(name.to_owned()));
-            }
-            if block.kind() != bs.kind {
-                return Err(PackError::KindMismatch { key: name.to_owned(), want: bs.kind, got: block.kind() });
-            }
-            if block.len() > bs.kind.max_rows() {
-                return Err(PackError::TooManyRows {
-                    key: name.to_owned(),
-                    count: block.len(),
-                    max: bs.kind.max_rows(),
-                });
-            }
-            if is_delta_coded(bs) {
-                for (i, (_, row)) in block.entries().enumerate() {
-                    if let Some(row) = row {
-                        check_row(name, bs, i, row)?;
-                    }
-                }
-            }
+/// Checks a frame's blocks against the schema: known keys, each once, of their kind and row
+/// count, and the rows of delta-coded keys of their fields' width and types.
+fn check_frame(schema: &SnapshotSchema, frame: &Frame) -> Result<(), PackError> {
+    let mut seen = [false; 256];
+    for (id, block) in &frame.blocks {
+        let (name, bs) = schema.by_id(*id).ok_or(PackError::UnknownKey(*id))?;
+        if std::mem::replace(&mut seen[*id as usize], true) {
+            return Err(PackError::DuplicateKey(name.to_owned()));
         }
-        let mut keys = Vec::new();
-        for (_, bs) in schema.keys().filter(|(_, bs)| is_delta_coded(bs)) {
-            let rows = live_by_id(world.block(bs.id));
-            if rows.is_empty() {
-                continue;
-            }
-            let mut numbers = Vec::with_capacity(rows.len() * bs.width());
-            for (_, row) in &rows {
-                for (i, f) in bs.fields.iter().enumerate() {
-                    numbers.push(number(bs, i, row.get(i).copied().unwrap_or(FieldValue::zero(f.ty))));
-                }
-            }
-            keys.push((bs.id, rows.iter().map(|(id, _)| *id).collect(), numbers));
+        if block.kind() != bs.kind {
+            return Err(PackError::KindMismatch { key: name.to_owned(), want: bs.kind, got: block.kind() });
         }
-        Ok(Steps { seq: world.seq, keys })
-    }
-
-    /// The seq of the frame these are the numbers of.
-    pub fn seq(&self) -> u32 {
-        self.seq
-    }
-
-    /// The ids and numbers of key `id`'s rows (none when it has none).
-    fn key(&self, id: u8) -> (&[u32], &[i64]) {
-        self.keys.iter().find(|(k, _, _)| *k == id).map_or((&[], &[]), |(_, ids, n)| (ids, n))
-    }
-}
-
-/// A row of a world that differs from what a receiver holds ([`changes`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Change {
-    /// The key.
-    pub key: u8,
-    /// The row's id.
-    pub id: u32,
-    /// The row's place among the key's rows in the world ([`live_by_id`]).
-    pub index: usize,
-    /// Whether the receiver holds the row (a change) or not (it would stream in whole).
-    pub held: bool,
-    /// The largest difference of a field, in steps (or values), from what the receiver
-    /// holds; `u64::MAX` for a row it does not hold.
-    pub magnitude: u64,
-    /// The bytes its entry takes, but for the id's gap (one byte, mostly).
-    pub bytes: usize,
-}
-
-#[inline]
-fn varint_len(v: u64) -> usize {
-    (64 - v.max(1).leading_zeros() as usize).div_ceil(7)
-}
-
-/// The rows of `world`'s delta-coded keys that differ from `baseline` (what a receiver
-/// holds), rows it does not hold included, by key and id, of the rows `visible(key, index)`
-/// lets through: what a host choosing what to send under a byte budget weighs. Unchanged
-/// rows and removals are not listed.
-pub fn changes(
-    schema: &SnapshotSchema,
-    world: &Steps,
-    baseline: Option<&Steps>,
-    mut visible: impl FnMut(u8, usize) -> bool,
-) -> Vec<Change> {
-    let mut out = Vec::with_capacity(64);
-    for (_, bs) in schema.keys().filter(|(_, bs)| is_delta_coded(bs)) {
-        let width = bs.width();
-        let fields = Fields::of(bs);
-        let (now, was) = (world.key(bs.id), baseline.map_or((&[][..], &[][..]), |b| b.key(bs.id)));
-        let mut j = 0;
-        for (k, &id) in now.0.iter().enumerate() {
-            if !visible(bs.id, k) {
-                continue;
-            }
-            while j < was.0.len() && was.0[j] < id {
-                j += 1;
-            }
-            let row = &now.1[k * width..(k + 1) * width];
-            let change = if was.0.get(j) == Some(&id) {
-                let base = &was.1[j * width..(j + 1) * width];
-                if row == base {
-                    continue;
-                }
-                let mut mask = 0u64;
-                let (mut magnitude, mut bytes) = (0u64, 0);
-                for (i, (&n, &b)) in row.iter().zip(base).enumerate().filter(|(_, (n, b))| n != b) {
-                    let d = fields.difference(i, n, b);
-                    mask |= 1 << i;
-                    magnitude = magnitude.max(d.unsigned_abs());
-                    bytes += varint_len(zigzag(d));
-                }
-                Change { key: bs.id, id, index: k, held: true, magnitude, bytes: bytes + varint_len(mask) }
-            } else {
-                let bytes = row.iter().enumerate().map(|(i, &n)| varint_len(fields.travelling(i, n))).sum();
-                Change { key: bs.id, id, index: k, held: false, magnitude: u64::MAX, bytes }
-            };
-            out.push(change);
+        if block.len() > bs.kind.max_rows() {
+            return Err(PackError::TooManyRows { key: name.to_owned(), count: block.len(), max: bs.kind.max_rows() });
         }
-    }
-    out
-}
-
-/// What one receiver gets of a row of a delta-coded key, in a frame written for it alone
-/// ([`encode_view`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Pick {
-    /// The row as the world has it: whole if the receiver does not hold it (a stream-in), else
-    /// its changes (nothing when there are none).
-    Update,
-    /// The row as the receiver holds it: nothing written. A row it does not hold is not
-    /// streamed in yet.
-    Hold,
-    /// Out of the receiver's view: streamed out if it holds the row, else nothing.
-    Out,
-}
-
-/// Encodes `target` for one receiver that sees only part of it, against `baseline` (what the
-/// receiver holds; `None`: a keyframe), into `out` (appended). `world` is `target`'s
-/// [`Steps`], worked out once for every receiver; `pick(key, id, index)` says what becomes of
-/// each row of the world this receiver may get (`index`: the row's place among the key's
-/// rows in the world, [`live_by_id`]). A row of the baseline the world no longer has is
-/// written as removed (streamed out, in a key without null rows). Non-delta-coded keys are
-/// written as `target` has them (a host filters them per receiver before). Returns what the
-/// receiver holds once it decodes the frame: the baseline of its next frames. On error `out`
-/// is left as it was.
-pub fn encode_view(
-    schema: &SnapshotSchema,
-    target: &Frame,
-    world: &Steps,
-    baseline: Option<&Steps>,
-    mut pick: impl FnMut(u8, u32, usize) -> Pick,
-    out: &mut Vec<u8>,
-) -> Result<Steps, PackError> {
-    let start = out.len();
-    put_header(target.seq, baseline.map_or(0, |b| b.seq), target.server_time_ms, target.player.as_ref(), out);
-    let mut held = Steps { seq: target.seq, keys: Vec::new() };
-    for (name, bs) in schema.keys() {
         if is_delta_coded(bs) {
-            let was = baseline.map_or((&[][..], &[][..]), |b| b.key(bs.id));
-            let (ids, numbers) = encode_delta_block(bs, world.key(bs.id), was, |id, k| pick(bs.id, id, k), out);
-            if !ids.is_empty() {
-                held.keys.push((bs.id, ids, numbers));
-            }
-        } else if let Some(block) = target.block(bs.id).filter(|b| !b.is_empty())
-            && let Err(e) = pack_block(name, bs, block, out)
-        {
-            out.truncate(start);
-            return Err(e);
-        }
-    }
-    Ok(held)
-}
-
-/// Writes key `bs`'s block of the rows `now` (ids, numbers) against `was`, as `pick` says
-/// (nothing when there is nothing to say); returns the rows the receiver then holds.
-fn encode_delta_block(
-    bs: &BlockSchema,
-    now: (&[u32], &[i64]),
-    was: (&[u32], &[i64]),
-    mut pick: impl FnMut(u32, usize) -> Pick,
-    out: &mut Vec<u8>,
-) -> (Vec<u32>, Vec<i64>) {
-    let width = bs.width();
-    let fields = Fields::of(bs);
-    // The entries go straight into `out`, after the key id and a one-byte count (the count
-    // is known at the end; one of 128 or more takes more bytes, made room for then).
-    let start = out.len();
-    out.push(bs.id);
-    out.push(0);
-    let entries = &mut *out;
-    let mut held = (Vec::with_capacity(now.0.len()), Vec::with_capacity(now.1.len()));
-    let mut count = 0u64;
-    let mut next = 0u64;
-    // The two id lists walked together, rising: `x`, `y` the row's place in each.
-    let (mut k, mut j) = (0, 0);
-    while k < now.0.len() || j < was.0.len() {
-        let ida = now.0.get(k).map_or(u64::MAX, |&id| u64::from(id));
-        let idb = was.0.get(j).map_or(u64::MAX, |&id| u64::from(id));
-        let id = ida.min(idb) as u32;
-        let x = (ida == u64::from(id)).then_some(k);
-        let y = (idb == u64::from(id)).then_some(j);
-        k += usize::from(x.is_some());
-        j += usize::from(y.is_some());
-        let mut head = |entries: &mut Vec<u8>, op: u64| {
-            put_varint(entries, (u64::from(id) - next) << 2 | op);
-            next = u64::from(id) + 1;
-            count += 1;
-        };
-        let mut hold = |row: &[i64]| {
-            held.0.push(id);
-            held.1.extend_from_slice(row);
-        };
-        match (x, y) {
-            (None, None) => {}
-            (None, Some(_)) => head(entries, if bs.kind.has_null() { OP_REMOVED } else { OP_STREAMED_OUT }),
-            (Some(k), None) => {
-                if pick(id, k) == Pick::Update {
-                    head(entries, OP_WHOLE);
-                    let row = &now.1[k * width..(k + 1) * width];
-                    for (i, &n) in row.iter().enumerate() {
-                        put_varint(entries, fields.travelling(i, n));
-                    }
-                    hold(row);
-                }
-            }
-            (Some(k), Some(j)) => {
-                let (row, base) = (&now.1[k * width..(k + 1) * width], &was.1[j * width..(j + 1) * width]);
-                match pick(id, k) {
-                    Pick::Out => head(entries, OP_STREAMED_OUT),
-                    Pick::Hold => hold(base),
-                    Pick::Update => {
-                        // Most rows (bodies at rest) have not changed: one comparison.
-                        if row != base {
-                            let mut mask = 0u64;
-                            for (i, (&n, &b)) in row.iter().zip(base).enumerate() {
-                                mask |= u64::from(n != b) << i;
-                            }
-                            head(entries, OP_CHANGED);
-                            put_varint(entries, mask);
-                            for (i, (&n, &b)) in row.iter().zip(base).enumerate().filter(|(_, (n, b))| n != b) {
-                                put_varint(entries, zigzag(fields.difference(i, n, b)));
-                            }
-                        }
-                        hold(row);
-                    }
+            for (i, (_, row)) in block.entries().enumerate() {
+                if let Some(row) = row {
+                    check_row(name, bs, i, row)?;
                 }
             }
         }
     }
-    if count == 0 {
-        out.truncate(start);
-    } else if count < 0x80 {
-        out[start + 1] = count as u8;
-    } else {
-        let mut varint = Vec::with_capacity(3);
-        put_varint(&mut varint, count);
-        out.splice(start + 1..start + 2, varint);
-    }
-    held
+    Ok(())
 }
 
 /// The baseline seq a delta frame names (0: a keyframe), read from its header alone.
@@ -952,9 +720,12 @@ mod tests {
             )],
         );
         let w2 = world(&s, Some(&w1), &f2);
-        let (n1, n2) = (Steps::of(&s, &w1).unwrap(), Steps::of(&s, &w2).unwrap());
-        let c = changes(&s, &n2, Some(&n1), |_, _| true);
-        assert_eq!(c.iter().map(|c| (c.id, c.index, c.held)).collect::<Vec<_>>(), vec![(3, 0, true), (12, 2, false)]);
+        let mut worlds = Worlds::new(4);
+        let n1 = Held::all(worlds.push(&s, &f1).unwrap());
+        worlds.push(&s, &f2).unwrap();
+        let mut c = Vec::new();
+        worlds.changes(Some(&n1), |_| true, &mut c);
+        assert_eq!(c.iter().map(|c| (c.id, c.row, c.held)).collect::<Vec<_>>(), vec![(3, 0, true), (12, 2, false)]);
         assert_eq!(c[0].magnitude, 20, "x moved one unit: 20 steps of 1/20");
         // Each change's bytes are its entry's, less the one-byte head: the frame tells.
         for (i, change) in c.iter().enumerate() {
@@ -962,11 +733,14 @@ mod tests {
                 if key == change.key && id == change.id { Pick::Update } else { Pick::Hold }
             };
             let mut out = Vec::new();
-            encode_view(&s, &w2, &n2, Some(&n1), only, &mut out).unwrap();
+            worlds.encode(&s, &w2, Some(&n1), only, &mut out, &mut Held::default()).unwrap();
             assert_eq!(out.len(), DELTA_HEADER_LEN + 1 + 1 + 1 + change.bytes, "change {i}: key, count, head, entry");
         }
-        assert_eq!(changes(&s, &n2, None, |_, _| true).len(), 3, "against nothing every row is new");
-        assert_eq!(changes(&s, &n2, None, |_, k| k != 1).len(), 2, "only the rows let through");
+        let mut all = Vec::new();
+        worlds.changes(None, |_| true, &mut all);
+        assert_eq!(all.len(), 3, "against nothing every row is new");
+        worlds.changes(None, |row| row != 1, &mut all);
+        assert_eq!(all.len(), 2, "only the rows let through");
     }
 
     #[test]
@@ -1027,8 +801,9 @@ mod tests {
         assert_eq!(out, [7], "nothing written");
         // A world's numbers, worked out once, encode as `encode` does.
         let w = world(&s, None, &frame(1, vec![(1, Block::Indexed8(vec![(3, Some(unit(1.0, 2.0, 1)))]))]));
-        let mut once = Vec::new();
-        encode_view(&s, &w, &Steps::of(&s, &w).unwrap(), None, |_, _, _| Pick::Update, &mut once).unwrap();
+        let (mut worlds, mut once) = (Worlds::new(1), Vec::new());
+        worlds.push(&s, &w).unwrap();
+        worlds.encode(&s, &w, None, |_, _, _| Pick::Update, &mut once, &mut Held::default()).unwrap();
         assert_eq!(once, encoded(&w, None));
     }
 
@@ -1081,46 +856,77 @@ mod tests {
 
     proptest! {
         #[test]
-        fn a_receiver_holds_what_its_view_lets_through_and_hears_what_left_it(first in frame_strategy(), frames in prop::collection::vec(frame_strategy(), 1..6), picks in prop::collection::vec(0u8..3, 1..40)) {
+        fn a_receiver_holds_what_its_view_lets_through_whatever_it_acknowledged(
+            first in frame_strategy(),
+            frames in prop::collection::vec(frame_strategy(), 1..8),
+            picks in prop::collection::vec(0u8..4, 1..40),
+            acks in prop::collection::vec(any::<prop::sample::Index>(), 8),
+            keep in 1usize..5,
+        ) {
             let s = schema();
-            let mut worlds = vec![world(&s, None, &frame(1, first))];
+            let mut frames = frames;
+            frames.insert(0, first);
+            // The host keeps `keep` worlds; the receiver acknowledges any frame it decoded (or
+            // none), as loss and reordering would have it; the host writes against that one. A
+            // pick of 3 writes a row again as an earlier frame had it.
+            let (mut host, mut shadow) = (Worlds::new(keep), Worlds::new(64));
+            let mut sent: Vec<(Held, Frame)> = Vec::new();
+            let mut last_world: Option<Frame> = None;
+            // Per frame: each row's version, and the world.
+            let mut history: Vec<(BTreeMap<(u8, u32), Version>, Frame)> = Vec::new();
             for (k, blocks) in frames.into_iter().enumerate() {
-                let next = world(&s, worlds.last(), &frame(k as u32 + 2, blocks));
-                worlds.push(next);
-            }
-            // Frame by frame, the receiver decodes against what it holds; the host writes
-            // against what it said the receiver holds.
-            let (mut held, mut decoded): (Option<Steps>, Option<Frame>) = (None, None);
-            for (k, target) in worlds.iter().enumerate() {
-                let steps = Steps::of(&s, target).expect("steps");
+                let f = frame(k as u32 + 1, blocks);
+                let target = world(&s, last_world.as_ref(), &f);
+                host.push(&s, &f).expect("push");
+                let mut all = Vec::new();
+                host.changes(None, |_| true, &mut all);
+                history.push((all.iter().map(|c| ((c.key, c.id), c.version)).collect(), target.clone()));
+                let base = acks[k].index(sent.len() + 1).checked_sub(1).map(|i| &sent[i]);
+                let earlier = k.saturating_sub(1 + k % 2);
                 let pick = |key: u8, id: u32, _: usize| match picks[(key as usize * 31 + id as usize * 7 + k) % picks.len()] {
                     0 => Pick::Update,
                     1 => Pick::Hold,
-                    _ => Pick::Out,
+                    2 => Pick::Out,
+                    _ => history[earlier].0.get(&(key, id)).map_or(Pick::Update, |&v| Pick::Resend(v)),
                 };
-                let mut bytes = Vec::new();
-                let now = encode_view(&s, target, &steps, held.as_ref(), pick, &mut bytes).expect("encode");
-                let base = decoded.clone();
-                let back = decode(&s, &bytes, |seq| base.as_ref().filter(|b| b.seq == seq)).expect("decode");
-                prop_assert_eq!(&Steps::of(&s, &back).expect("steps"), &now, "the receiver holds what the host thinks");
+                let (mut bytes, mut now) = (Vec::new(), Held::default());
+                host.encode(&s, &target, base.map(|(h, _)| h), pick, &mut bytes, &mut now).expect("encode");
+                let was_frame = base.map(|(_, f)| f);
+                let back = decode(&s, &bytes, |seq| was_frame.filter(|b| b.seq == seq)).expect("decode");
+                // The same worlds kept for longer (the same versions), to read what the host's
+                // versions stand for.
+                shadow.push(&s, &f).expect("push");
+                let believed = shadow.held_world(&s, &now).expect("every version the receiver holds is a row's");
+                let mut rows = live(&back);
+                rows.retain(|(key, _)| s.by_id(*key).is_some_and(|(_, bs)| is_delta_coded(bs)));
+                prop_assert_eq!(live(&believed), rows, "the receiver holds what the host thinks");
                 for key in s.keys().filter(|(_, bs)| is_delta_coded(bs)).map(|(_, bs)| bs.id) {
-                    let was: BTreeMap<u32, &Row> = live_rows(base.as_ref().and_then(|b| b.block(key)));
+                    let was: BTreeMap<u32, &Row> = live_rows(was_frame.and_then(|b| b.block(key)));
                     let world_rows = live_rows(target.block(key));
-                    for (id, row) in live_rows(back.block(key)) {
+                    let then_rows = live_rows(history[earlier].1.block(key));
+                    let got = live_rows(back.block(key));
+                    for (&id, row) in &world_rows {
                         match pick(key, id, 0) {
-                            Pick::Update => prop_assert_eq!(Some(&row), world_rows.get(&id)),
-                            Pick::Hold => prop_assert_eq!(Some(&row), was.get(&id)),
-                            Pick::Out => prop_assert!(false, "a row out of view is held"),
+                            Pick::Update => prop_assert_eq!(got.get(&id), Some(row), "an update is the world's row"),
+                            Pick::Hold => prop_assert_eq!(got.get(&id), was.get(&id), "a held row is what it had"),
+                            Pick::Out => prop_assert!(!got.contains_key(&id), "a row out of view is held"),
+                            // As it was then while that world is kept, else as it is.
+                            Pick::Resend(_) if k - earlier < keep => {
+                                prop_assert_eq!(got.get(&id), then_rows.get(&id), "a row written again is as it was")
+                            }
+                            // (It may be kept all the same: the row had it for longer.)
+                            Pick::Resend(_) => prop_assert!(got.get(&id) == then_rows.get(&id) || got.get(&id) == Some(row)),
                         }
                     }
+                    prop_assert!(got.keys().all(|id| world_rows.contains_key(id)), "a row the world lacks is held");
                     for &(k2, id) in back.streamed_out.iter().filter(|(k2, _)| *k2 == key) {
                         prop_assert_eq!(k2, key);
                         prop_assert!(was.contains_key(&id), "only a row held streams out");
                         prop_assert!(pick(key, id, 0) == Pick::Out || !world_rows.contains_key(&id));
                     }
                 }
-                held = Some(now);
-                decoded = Some(back);
+                sent.push((now, back));
+                last_world = Some(target);
             }
         }
 

@@ -9,12 +9,12 @@
 //!    the last frame, builds the map-dynamics block itself, packs the shared body
 //!    once and puts each receiver's own header in front of it (format 5, for the players of
 //!    [`FrameReceivers`]);
-//! 4. for the receivers of [`DeltaViewers`], it works out the world a receiver holds once
-//!    and writes each one's delta frame (format 6) against the newest frame that receiver
-//!    acknowledged, with the player block of the player it watches.
+//! 4. for the receivers of [`DeltaViewers`], it pushes the world once into their
+//!    [`delta::Worlds`] and writes each one's delta frame (format 6) of what it sees, under its
+//!    byte budget, against the newest frame that receiver acknowledged, with the player block of
+//!    the player it watches.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::sync::Arc;
 
 use bevy::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -98,14 +98,15 @@ pub const DELTA_HISTORY: usize = 32;
 
 /// A receiver of delta frames (format 6, [`vimp_netcode::delta`]): what it was sent, what it
 /// acknowledged.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct DeltaViewer {
     /// The player whose frame it gets (its own seat, or the player a spectator watches).
     pub watches: PlayerId,
     /// The newest frame it acknowledged that the host still has.
     acked: Option<u32>,
-    /// The worlds it was sent, by rising seq (the last [`DELTA_HISTORY`]).
-    sent: VecDeque<(u32, Arc<delta::Steps>)>,
+    /// What it holds once it decodes each frame it was sent, by rising seq (the last
+    /// [`DELTA_HISTORY`]).
+    sent: VecDeque<delta::Held>,
     /// Every frame counts as acknowledged as soon as it is written (a perfect link: the
     /// figures of `vimp sim` and the benches).
     perfect_link: bool,
@@ -134,7 +135,7 @@ impl DeltaViewer {
     /// frame it was not sent (or no longer kept), or older than the one it acknowledged,
     /// changes nothing; returns whether it was taken.
     pub fn ack(&mut self, seq: u32) -> bool {
-        let known = self.sent.iter().any(|(s, _)| *s == seq);
+        let known = self.sent.iter().any(|h| h.seq() == seq);
         let newer = self.acked.is_none_or(|a| seq > a);
         if known && newer {
             self.acked = Some(seq);
@@ -147,34 +148,58 @@ impl DeltaViewer {
         self.acked
     }
 
-    /// The world of the acknowledged frame, if still kept.
-    fn baseline(&self) -> Option<&Arc<delta::Steps>> {
-        let acked = self.acked?;
-        self.sent.iter().find(|(s, _)| *s == acked).map(|(_, steps)| steps)
-    }
-
-    fn sent(&mut self, seq: u32, steps: Arc<delta::Steps>) {
-        self.sent.push_back((seq, steps));
-        while self.sent.len() > DELTA_HISTORY {
-            self.sent.pop_front();
-        }
+    /// It was sent a frame, and holds `held` once it decodes it; returns what aged out of
+    /// the history, for its buffers to be used again.
+    fn sent(&mut self, held: delta::Held) -> Option<delta::Held> {
+        let seq = held.seq();
+        self.sent.push_back(held);
+        let old = (self.sent.len() > DELTA_HISTORY).then(|| self.sent.pop_front()).flatten();
         if self.perfect_link {
             self.acked = Some(seq);
-        } else if self.acked.is_some_and(|a| !self.sent.iter().any(|(s, _)| *s == a)) {
+        } else if self.acked.is_some_and(|a| !self.sent.iter().any(|h| h.seq() == a)) {
             self.acked = None;
         }
+        old
     }
 }
 
-/// The receivers of delta frames, by their own seat (a spectator's too), and the world as of
-/// the last frame. The session layer keeps it in step with the clients that asked for format
-/// 6 in their hello and passes their acknowledgements on ([`DeltaViewer::ack`]).
-#[derive(Resource, Debug, Default)]
+/// What a receiver holds of frame `acked`, of those it was `sent`.
+fn held_at(sent: &VecDeque<delta::Held>, acked: Option<u32>) -> Option<&delta::Held> {
+    let acked = acked?;
+    sent.iter().find(|h| h.seq() == acked)
+}
+
+/// The receivers of delta frames, by their own seat (a spectator's too), and the last worlds
+/// their frames were written from. The session layer keeps it in step with the clients that
+/// asked for format 6 in their hello and passes their acknowledgements on
+/// ([`DeltaViewer::ack`]).
+#[derive(Resource, Debug)]
 pub struct DeltaViewers {
     /// The receivers.
     pub viewers: BTreeMap<PlayerId, DeltaViewer>,
-    /// The world as a receiver holds it, as of the last frame.
-    world: Option<Frame>,
+    /// The worlds of the last frames (one more than a receiver's history, so that a row held
+    /// since its oldest frame is still written as a change).
+    worlds: delta::Worlds,
+    /// Buffers used again from frame to frame.
+    scratch: Scratch,
+}
+
+#[derive(Debug, Default)]
+struct Scratch {
+    held: Vec<delta::Held>,
+    changes: Vec<delta::Change>,
+    choices: Vec<views::Choice>,
+    picks: Vec<delta::Pick>,
+}
+
+impl Default for DeltaViewers {
+    fn default() -> Self {
+        DeltaViewers {
+            viewers: BTreeMap::new(),
+            worlds: delta::Worlds::new(DELTA_HISTORY + 1),
+            scratch: Scratch::default(),
+        }
+    }
 }
 
 impl DeltaViewers {
@@ -182,7 +207,7 @@ impl DeltaViewers {
     /// ([`DeltaViewer::perfect`]): what `vimp sim` and the benches measure.
     pub fn perfect(players: impl IntoIterator<Item = PlayerId>) -> Self {
         let viewers = players.into_iter().map(|p| (p, DeltaViewer::perfect(p))).collect();
-        DeltaViewers { viewers, world: None }
+        DeltaViewers { viewers, ..DeltaViewers::default() }
     }
 }
 
@@ -302,7 +327,7 @@ pub(crate) fn pack_frames(
     if viewers.viewers.is_empty() {
         // Nobody holds the world: the next receiver starts from a keyframe of the match as it
         // is then, not from a world that missed the removals meanwhile.
-        viewers.world = None;
+        viewers.worlds.clear();
     } else {
         let frame = Frame { seq: seq.0, server_time_ms, player: None, blocks, streamed_out: Vec::new() };
         let frames_per_second = 1.0 / (f64::from(settings.dt()) * f64::from(settings.config.network_send_rate));
@@ -342,49 +367,61 @@ fn write_deltas(
     stats: &mut DeltaStats,
 ) -> Result<(), PackError> {
     let t = std::time::Instant::now();
-    let mut world = delta::world(schema, viewers.world.as_ref(), frame);
-    let steps = delta::Steps::of(schema, &world)?;
+    let DeltaViewers { viewers, worlds, scratch } = viewers;
+    let world = worlds.push(schema, frame)?;
     let watched = |p: &PlayerId| rows.observers.contains_key(p);
     let grid = viewers
-        .viewers
         .values()
         .any(|v| watched(&v.watches))
-        .then(|| views::Grid::of(schema, &world, &rows.dimensions, reach.distance));
+        .then(|| views::Grid::of(schema, world, &rows.dimensions, reach.distance));
+    // The events, as a delta frame carries them (every receiver gets those in its range).
+    let events: Vec<(u8, Block)> = frame
+        .blocks
+        .iter()
+        .filter_map(|(key, block)| {
+            let (_, bs) = schema.by_id(*key).filter(|(_, bs)| !delta::is_delta_coded(bs))?;
+            Some((*key, delta::plain_block(bs, block)))
+        })
+        .collect();
+    let rows_in_world = world.rows();
     stats.world_us += t.elapsed().as_secs_f64() * 1e6;
     stats.worlds += 1;
     let t = std::time::Instant::now();
     // What each watched player sees, worked out once for all who watch it.
     let mut sights: BTreeMap<PlayerId, Sight> = BTreeMap::new();
-    for (&seat, viewer) in &mut viewers.viewers {
+    for (&seat, viewer) in viewers.iter_mut() {
         let sight = sights.entry(viewer.watches).or_insert_with(|| {
             let observer = rows.observers.get(&viewer.watches);
             let view = observer.zip(grid.as_ref()).map(|(o, g)| g.view(o, reach.distance, reach.max as usize));
-            let events = views::events_in_view(schema, &world.blocks, observer, reach.distance);
+            let events = views::events_in_view(schema, &events, observer, reach.distance);
             let events_bytes = events_bytes(schema, &events);
             Sight { observer, view, events, events_bytes }
         });
         let player = rows.players.get(&viewer.watches).copied();
         let target = Frame {
-            seq: world.seq,
-            server_time_ms: world.server_time_ms,
+            seq: frame.seq,
+            server_time_ms: frame.server_time_ms,
             player,
             blocks: std::mem::take(&mut sight.events),
             streamed_out: Vec::new(),
         };
-        let sees = |key: u8, index: usize| match (sight.view.as_ref(), grid.as_ref()) {
-            (Some(view), Some(grid)) => grid.sees(view, key, index),
-            _ => true,
-        };
-        let baseline = viewer.baseline().cloned();
-        // Under a budget, the changed rows in view that wait for a later frame.
-        let mut waiting: Vec<(u8, usize)> = Vec::new();
+        // No view (no place, or nothing placed): every row.
+        let view = sight.view.as_ref().map_or(&[][..], |v| v.rows());
+        let sees = |row: usize| view.get(row).copied().unwrap_or(true);
+        let baseline = held_at(&viewer.sent, viewer.acked);
+        // What becomes of each row: out of view, or as the budget chose (as it is now when there is
+        // none).
+        let picks = &mut scratch.picks;
+        picks.clear();
+        picks.extend((0..rows_in_world).map(|r| if sees(r) { delta::Pick::Update } else { delta::Pick::Out }));
         if reach.per_frame > 0.0 {
-            let changes = delta::changes(schema, &steps, baseline.as_deref(), sees);
+            let changes = &mut scratch.changes;
+            worlds.changes(baseline, sees, changes);
             let player_bytes = player.map_or(0, |_| vimp_netcode::snapshot::PLAYER_BLOCK_LEN);
             let fixed = delta::DELTA_HEADER_LEN + player_bytes + sight.events_bytes;
             stats.fixed_bytes += fixed as u64;
             let weigh = |c: &delta::Change| {
-                let placed = grid.as_ref().and_then(|g| g.place_of(c.key, c.index));
+                let placed = grid.as_ref().and_then(|g| g.place_of(c.row));
                 match (sight.observer, placed) {
                     (Some(o), Some((x, y))) if o.own != Some((c.key, c.id)) => {
                         Some(views::weight(c.magnitude, ((x - o.x).powi(2) + (y - o.y).powi(2)).sqrt()))
@@ -393,34 +430,32 @@ fn write_deltas(
                     _ => None,
                 }
             };
-            let base_seq = baseline.as_ref().map_or(0, |b| b.seq());
-            let send = viewer.budget.choose(&changes, frame.seq, base_seq, reach.per_frame, fixed, weigh);
-            waiting = changes.iter().zip(send).filter(|(_, s)| !s).map(|(c, _)| (c.key, c.index)).collect();
-            waiting.sort_unstable();
-        }
-        let pick = |key: u8, _: u32, index: usize| {
-            if !sees(key, index) {
-                delta::Pick::Out
-            } else if waiting.binary_search(&(key, index)).is_ok() {
-                delta::Pick::Hold
-            } else {
-                delta::Pick::Update
+            let base_seq = baseline.map_or(0, |b| b.seq());
+            let choices = &mut scratch.choices;
+            viewer.budget.choose(changes, frame.seq, base_seq, reach.per_frame, fixed, weigh, choices);
+            for (c, choice) in changes.iter().zip(choices.iter()) {
+                picks[c.row] = match *choice {
+                    views::Choice::Send => delta::Pick::Update,
+                    views::Choice::Resend(version) => delta::Pick::Resend(version),
+                    views::Choice::Wait => delta::Pick::Hold,
+                };
             }
-        };
+        }
+        let picks = &picks[..];
+        let pick = |_: u8, _: u32, row: usize| picks[row];
         let mut bytes = Vec::with_capacity(256);
-        let held = delta::encode_view(schema, &target, &steps, baseline.as_deref(), pick, &mut bytes);
+        let mut held = scratch.held.pop().unwrap_or_default();
+        let written = worlds.encode(schema, &target, baseline, pick, &mut bytes, &mut held);
         sight.events = target.blocks;
-        let held = held?;
+        written?;
         viewer.budget.spent(bytes.len(), reach.per_frame);
         stats.bytes += bytes.len() as u64;
         stats.frames += 1;
         stats.keyframes += u64::from(baseline.is_none());
-        viewer.sent(frame.seq, Arc::new(held));
+        scratch.held.extend(viewer.sent(held));
         out.push((seat, bytes));
     }
     stats.encode_us += t.elapsed().as_secs_f64() * 1e6;
-    world.player = None;
-    viewers.world = Some(world);
     Ok(())
 }
 
@@ -504,25 +539,30 @@ mod tests {
 
     #[test]
     fn a_delta_viewer_takes_only_acks_of_frames_it_was_sent_and_gets_a_keyframe_once_they_age_out() {
-        let steps = Arc::new(delta::Steps::default());
+        let schema = vimp_netcode::schema::SnapshotSchema::new(std::iter::empty::<(String, _)>()).expect("empty");
+        let mut worlds = delta::Worlds::new(2);
+        let mut held = |seq: u32| {
+            let frame = Frame { seq, server_time_ms: 0.0, player: None, blocks: Vec::new(), streamed_out: Vec::new() };
+            delta::Held::all(worlds.push(&schema, &frame).expect("an empty frame"))
+        };
         let mut v = DeltaViewer::new(PlayerId(1));
         assert!(!v.ack(1), "nothing sent yet");
         for seq in 1..=3 {
-            v.sent(seq, steps.clone());
+            assert_eq!(v.sent(held(seq)), None);
         }
-        assert!(v.baseline().is_none(), "nothing acknowledged: a keyframe");
+        assert!(held_at(&v.sent, v.acked).is_none(), "nothing acknowledged: a keyframe");
         assert!(v.ack(2));
         assert!(!v.ack(1), "older than the one acknowledged");
         assert!(!v.ack(9), "never sent");
         assert_eq!(v.acked(), Some(2));
-        assert!(v.baseline().is_some());
-        for seq in 4..4 + DELTA_HISTORY as u32 {
-            v.sent(seq, steps.clone());
-        }
+        assert_eq!(held_at(&v.sent, v.acked).map(|h| h.seq()), Some(2));
+        let aged: Vec<u32> =
+            (4..4 + DELTA_HISTORY as u32).filter_map(|seq| v.sent(held(seq))).map(|h| h.seq()).collect();
+        assert_eq!(aged, vec![1, 2, 3], "what ages out comes back, oldest first");
         assert_eq!(v.acked(), None, "frame 2 is no longer kept");
-        assert!(v.baseline().is_none());
+        assert!(held_at(&v.sent, v.acked).is_none());
         let mut p = DeltaViewer::perfect(PlayerId(1));
-        p.sent(1, steps);
+        p.sent(held(1));
         assert_eq!(p.acked(), Some(1), "a perfect link acknowledges every frame");
     }
 

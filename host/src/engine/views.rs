@@ -16,8 +16,8 @@
 use std::collections::BTreeMap;
 
 use vimp_netcode::delta::{self, is_delta_coded};
-use vimp_netcode::schema::SnapshotSchema;
-use vimp_netcode::snapshot::{Block, FieldValue, Frame, Row};
+use vimp_netcode::schema::{BlockSchema, SnapshotSchema};
+use vimp_netcode::snapshot::{Block, FieldValue, Row};
 
 /// Where a client sees the match from.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -34,28 +34,30 @@ pub struct Observer {
     pub own: Option<(u8, u32)>,
 }
 
-/// One row of a placed key, in the order of the world's rows ([`delta::live_by_id`]).
+/// One row of the world ([`delta::Steps::row`]).
 #[derive(Clone, Copy, Debug)]
 struct Placed {
     x: f32,
     y: f32,
     dimension: u32,
-    /// A row whose place is not a finite point is seen by everyone.
+    /// A row of a key with no place, or whose place is not a finite point, is seen by everyone.
     placed: bool,
 }
 
-/// The rows of one world's placed keys, bucketed by cell.
+/// The rows of one world, those of placed keys bucketed by cell.
 #[derive(Debug, Default)]
 pub struct Grid {
     cell: f32,
+    /// One per row of the world, in its order.
     rows: Vec<Placed>,
-    /// `(cell, row)`, sorted.
-    cells: Vec<((i32, i32), u32)>,
-    /// Per key id: where its rows start in `rows`, and how many (`None`: not placed).
-    keys: Vec<Option<(usize, usize)>>,
+    /// `(cell, row)` of the placed rows, sorted when first needed.
+    cells: std::cell::OnceCell<Vec<((i32, i32), u32)>>,
+    unsorted: Vec<((i32, i32), u32)>,
+    /// The lowest and the highest cell any row is in.
+    span: Option<((i32, i32), (i32, i32))>,
 }
 
-/// What one observer streams of a world: a flag per row of the [`Grid`].
+/// What one observer streams of a world: a flag per row ([`delta::Steps::row`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct View(Vec<bool>);
 
@@ -67,27 +69,49 @@ fn f32_at(row: &Row, i: usize) -> Option<f32> {
 }
 
 impl Grid {
-    /// The live rows of `world`'s delta-coded, placed keys on cells `cell` wide; a row's
+    /// The rows of `world` on cells `cell` wide, each where the receiver decodes it; a row's
     /// dimension is `dimensions[(key, id)]`, 0 when it has none.
-    pub fn of(schema: &SnapshotSchema, world: &Frame, dimensions: &BTreeMap<(u8, u32), u32>, cell: f32) -> Grid {
-        let mut grid = Grid { cell, keys: vec![None; 256], ..Grid::default() };
-        for (_, bs) in schema.keys() {
-            let Some(place) = bs.place().filter(|_| is_delta_coded(bs)) else { continue };
-            let rows = delta::live_by_id(world.block(bs.id));
-            grid.keys[bs.id as usize] = Some((grid.rows.len(), rows.len()));
-            for (id, row) in rows {
-                let dimension = dimensions.get(&(bs.id, id)).copied().unwrap_or(0);
-                let (x, y) = (f32_at(row, place[0]), f32_at(row, place[1]));
-                let placed = x.is_some() && y.is_some();
-                let (x, y) = (x.unwrap_or_default(), y.unwrap_or_default());
+    pub fn of(schema: &SnapshotSchema, world: &delta::Steps, dimensions: &BTreeMap<(u8, u32), u32>, cell: f32) -> Grid {
+        let mut grid = Grid {
+            cell,
+            rows: Vec::with_capacity(world.rows()),
+            cells: std::cell::OnceCell::new(),
+            unsorted: Vec::with_capacity(world.rows()),
+            span: None,
+        };
+        let mut keys: Vec<&BlockSchema> = schema.keys().map(|(_, bs)| bs).filter(|bs| is_delta_coded(bs)).collect();
+        keys.sort_by_key(|bs| bs.id);
+        for bs in keys {
+            let dimension = |id: u32| {
+                if dimensions.is_empty() { 0 } else { dimensions.get(&(bs.id, id)).copied().unwrap_or(0) }
+            };
+            let Some(place) = bs.place() else {
+                let unplaced = |&id: &u32| Placed { x: 0.0, y: 0.0, dimension: dimension(id), placed: false };
+                grid.rows.extend(world.ids(bs.id).iter().map(unplaced));
+                continue;
+            };
+            for (id, x, y) in world.points(bs, place[0], place[1]) {
+                let placed = x.is_finite() && y.is_finite();
                 if placed {
-                    grid.cells.push((grid.cell_of(x, y), grid.rows.len() as u32));
+                    let (cx, cy) = grid.cell_of(x, y);
+                    let ((x0, y0), (x1, y1)) = grid.span.unwrap_or(((cx, cy), (cx, cy)));
+                    grid.span = Some(((x0.min(cx), y0.min(cy)), (x1.max(cx), y1.max(cy))));
+                    grid.unsorted.push(((cx, cy), grid.rows.len() as u32));
                 }
-                grid.rows.push(Placed { x, y, dimension, placed });
+                grid.rows.push(Placed { x, y, dimension: dimension(id), placed });
             }
         }
-        grid.cells.sort_unstable();
+        debug_assert_eq!(grid.rows.len(), world.rows());
         grid
+    }
+
+    /// `(cell, row)` of the placed rows, sorted.
+    fn cells(&self) -> &[((i32, i32), u32)] {
+        self.cells.get_or_init(|| {
+            let mut cells = self.unsorted.clone();
+            cells.sort_unstable();
+            cells
+        })
     }
 
     fn cell_of(&self, x: f32, y: f32) -> (i32, i32) {
@@ -98,19 +122,36 @@ impl Grid {
     /// in its dimension, the nearest `max` (ties by the world's order); rows with no place
     /// besides.
     pub fn view(&self, observer: &Observer, distance: f32, max: usize) -> View {
-        let mut seen: Vec<bool> = self.rows.iter().map(|p| !p.placed).collect();
         let (cx, cy) = self.cell_of(observer.x, observer.y);
-        let mut near: Vec<(f32, u32)> = Vec::new();
+        // With no more placed rows than the most it may stream, every one near enough goes: no
+        // need to rank them.
+        let placed = self.unsorted.len();
+        let rank = placed > max;
+        let near_enough = |p: &Placed| {
+            let d2 = (p.x - observer.x) * (p.x - observer.x) + (p.y - observer.y) * (p.y - observer.y);
+            p.dimension == observer.dimension && d2 <= distance * distance
+        };
+        let around = |lo: i32, hi: i32, c: i32| lo >= c.saturating_sub(1) && hi <= c.saturating_add(1);
+        if !rank && self.span.is_none_or(|((x0, y0), (x1, y1))| around(x0, x1, cx) && around(y0, y1, cy)) {
+            // Every row is in the 3×3 cells around the observer (a small map): no cell to look up.
+            return View(self.rows.iter().map(|p| !p.placed || near_enough(p)).collect());
+        }
+        let mut seen: Vec<bool> = self.rows.iter().map(|p| !p.placed).collect();
+        let mut near: Vec<(f32, u32)> = Vec::with_capacity(if rank { placed } else { 0 });
+        let cells = self.cells();
         for dx in -1..=1 {
             // A column of three cells is one run of the sorted list.
             let x = cx.saturating_add(dx);
-            let from = self.cells.partition_point(|(c, _)| *c < (x, cy.saturating_sub(1)));
-            let to = self.cells.partition_point(|(c, _)| *c <= (x, cy.saturating_add(1)));
-            for &(_, i) in &self.cells[from..to] {
-                let p = self.rows[i as usize];
-                let d2 = (p.x - observer.x) * (p.x - observer.x) + (p.y - observer.y) * (p.y - observer.y);
-                if p.dimension == observer.dimension && d2 <= distance * distance {
-                    near.push((d2, i));
+            let from = cells.partition_point(|(c, _)| *c < (x, cy.saturating_sub(1)));
+            let to = cells.partition_point(|(c, _)| *c <= (x, cy.saturating_add(1)));
+            for &(_, i) in &cells[from..to] {
+                let p = &self.rows[i as usize];
+                if near_enough(p) {
+                    if rank {
+                        near.push(((p.x - observer.x).powi(2) + (p.y - observer.y).powi(2), i));
+                    } else {
+                        seen[i as usize] = true;
+                    }
                 }
             }
         }
@@ -124,33 +165,52 @@ impl Grid {
         View(seen)
     }
 
-    /// The place of row `index` of `key`, when it has one.
-    pub fn place_of(&self, key: u8, index: usize) -> Option<(f32, f32)> {
-        let (start, len) = self.keys.get(key as usize).copied().flatten()?;
-        let p = self.rows.get(start + index).filter(|p| index < len && p.placed)?;
-        Some((p.x, p.y))
+    /// The place of row `row` of the world, when it has one.
+    pub fn place_of(&self, row: usize) -> Option<(f32, f32)> {
+        self.rows.get(row).filter(|p| p.placed).map(|p| (p.x, p.y))
     }
 
-    /// Whether a view streams row `index` (its place among the world's rows of `key`); rows
-    /// of keys that are not placed, always.
-    pub fn sees(&self, view: &View, key: u8, index: usize) -> bool {
-        match self.keys.get(key as usize).copied().flatten() {
-            Some((start, len)) if index < len => view.0.get(start + index).copied().unwrap_or(true),
-            _ => true,
-        }
+    /// Whether a view streams row `row` of the world.
+    pub fn sees(&self, view: &View, row: usize) -> bool {
+        view.0.get(row).copied().unwrap_or(true)
+    }
+}
+
+impl View {
+    /// Per row of the world: whether the view streams it.
+    pub fn rows(&self) -> &[bool] {
+        &self.0
     }
 }
 
 /// A receiver's byte budget and what its rows waited for (see [`Budget::choose`]).
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default)]
 pub struct Budget {
     /// Bytes it may spend now: a frame's share comes in every frame, what was sent goes out.
     credit: f64,
     /// The priority each changed row not sent yet has gathered, by `(key, id)`, sorted.
     waiting: Vec<((u8, u32), f64)>,
-    /// The frame each row was last sent in, until the receiver acknowledges a later one,
-    /// by `(key, id)`, sorted.
-    sent_at: Vec<((u8, u32), u32)>,
+    /// The frame each row was sent in and the version it was sent at, until the receiver
+    /// acknowledges that frame or a later one, by `(key, id)`, sorted.
+    sent_at: Vec<((u8, u32), (u32, delta::Version))>,
+    /// Scratch: the changes that wait their turn, by priority; the priority of each one left
+    /// waiting; what `sent_at` was.
+    queue: Vec<u128>,
+    priority: Vec<Option<f64>>,
+    old: Vec<((u8, u32), (u32, delta::Version))>,
+}
+
+/// What a [`Budget`] makes of a changed row in a frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Choice {
+    /// It goes as the world has it now.
+    Send,
+    /// It goes again as it went in a frame since the receiver's baseline, which would otherwise
+    /// fall back to the baseline's value; a newer value would keep it owed until that frame is
+    /// acknowledged too, and a row that moves every frame would never wait its turn again.
+    Resend(delta::Version),
+    /// It waits: the receiver keeps what it has.
+    Wait,
 }
 
 /// How many frames' worth of budget a receiver may owe ([`Budget::spent`]).
@@ -159,84 +219,114 @@ pub const DEBT_FRAMES: f64 = 30.0;
 /// How much a changed row weighs in one frame: more the nearer it is to the observer and
 /// the more it moved (`magnitude` steps), most for a row the receiver does not hold yet.
 pub fn weight(magnitude: u64, distance: f32) -> f64 {
-    let moved = (1.0 + magnitude.min(1 << 20) as f64).log2();
-    (1.0 + moved) / (1.0 + f64::from(distance.max(0.0)) / 100.0)
+    (1.0 + log2_1p(magnitude.min(1 << 20))) / (1.0 + f64::from(distance.max(0.0)) / 100.0)
+}
+
+/// `log2(1 + m)`, near enough for a weight (exact at powers of two, straight between them)
+/// and without a library call: it runs for every changed row of every receiver.
+fn log2_1p(m: u64) -> f64 {
+    let n = m + 1;
+    let e = n.ilog2();
+    f64::from(e) + (n - (1 << e)) as f64 / (1u64 << e) as f64
+}
+
+/// Walks `list` (sorted by row) along with rows asked for in rising order: the entry of `row`.
+fn seek<T: Copy>(list: &[((u8, u32), T)], at: &mut usize, row: (u8, u32)) -> Option<T> {
+    while *at < list.len() && list[*at].0 < row {
+        *at += 1;
+    }
+    list.get(*at).filter(|e| e.0 == row).map(|e| e.1)
 }
 
 impl Budget {
-    /// Chooses which of `changes` (the rows in view that differ from what the receiver holds
-    /// in frame `baseline`, 0 for none) go in frame `seq`; returns a flag per change.
+    /// Chooses what becomes of each of `changes` (the rows in view that differ from what the
+    /// receiver holds in frame `baseline`, 0 for none, by rising key and id as
+    /// [`delta::Worlds::changes`] lists them) in frame `seq`: a [`Choice`] per change into
+    /// `choices`.
     ///
-    /// - A row sent in a frame after the baseline goes again: the receiver decodes against
-    ///   the baseline, and without it would fall back to the older value.
-    /// - So does every change `weigh` gives no weight (`None`: the player's own row, rows
-    ///   of keys without a place).
+    /// - Every change `weigh` gives no weight (`None`: the player's own row, rows of keys
+    ///   without a place) goes as it is now.
+    /// - A row sent in a frame after the baseline goes again as it went then
+    ///   ([`Choice::Resend`]): the receiver decodes against the baseline, and without it would
+    ///   fall back to the older value.
     /// - The others go by the priority they gathered, highest first, while they fit in the
     ///   credit left after `fixed` bytes (header, player block, events) and those above;
     ///   each one left out gathers its weight and waits, so a far row goes less often and
     ///   never forever. The credit grows by `per_frame` a frame, up to two frames' worth.
     ///   (When what must go alone overruns the budget for long, the others wait until the
     ///   debt is paid back: a budget too small for the match.)
+    #[expect(clippy::too_many_arguments, reason = "one decision, its inputs spelled out")]
     pub fn choose(
         &mut self,
-        changes: &[vimp_netcode::delta::Change],
+        changes: &[delta::Change],
         seq: u32,
         baseline: u32,
         per_frame: f64,
         fixed: usize,
-        weigh: impl Fn(&vimp_netcode::delta::Change) -> Option<f64>,
-    ) -> Vec<bool> {
+        weigh: impl Fn(&delta::Change) -> Option<f64>,
+        choices: &mut Vec<Choice>,
+    ) {
+        debug_assert!(changes.is_sorted_by_key(|c| (c.key, c.id)), "changes by rising key and id");
         // Sent in or before the baseline, or before any baseline a receiver may name (the
         // host keeps no older one): no longer in question.
         let history = crate::engine::snapshot::DELTA_HISTORY as u32;
-        self.sent_at.retain(|(_, at)| *at > baseline && seq.wrapping_sub(*at) <= history);
+        self.sent_at.retain(|(_, (at, _))| *at > baseline && seq.wrapping_sub(*at) <= history);
         self.credit = (self.credit + per_frame).min(2.0 * per_frame);
-        let find = |list: &[((u8, u32), f64)], row| list.binary_search_by_key(&row, |e| e.0).ok().map(|j| list[j].1);
-        let mut send = vec![false; changes.len()];
+        choices.clear();
+        choices.resize(changes.len(), Choice::Wait);
         let mut left = self.credit - fixed as f64;
-        let mut queue = Vec::with_capacity(changes.len());
+        self.queue.clear();
+        let (mut in_sent, mut in_waiting) = (0, 0);
         for (i, c) in changes.iter().enumerate() {
             let row = (c.key, c.id);
-            let sticky = self.sent_at.binary_search_by_key(&row, |e| e.0).is_ok();
-            match weigh(c) {
-                Some(w) if !sticky => queue.push((find(&self.waiting, row).unwrap_or(0.0) + w, i)),
-                _ => {
-                    send[i] = true;
-                    left -= (c.bytes + 1) as f64;
+            let owed = seek(&self.sent_at, &mut in_sent, row);
+            let waited = seek(&self.waiting, &mut in_waiting, row).unwrap_or(0.0);
+            let choice = match (weigh(c), owed) {
+                (None, _) => Choice::Send,
+                (Some(_), Some((_, version))) => Choice::Resend(version),
+                (Some(w), None) => {
+                    debug_assert!(w >= 0.0, "a weight is positive");
+                    // Highest priority first (a positive float's bits sort as it does), then in
+                    // the changes' order: one number to sort by.
+                    let priority = waited + w;
+                    self.queue.push((u128::from(!priority.to_bits()) << 64) | i as u128);
+                    continue;
                 }
-            }
+            };
+            choices[i] = choice;
+            left -= (c.bytes + 1) as f64;
         }
-        queue.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-        self.waiting.clear();
-        for (priority, i) in queue {
+        self.queue.sort_unstable();
+        // What waits keeps its priority, in the changes' order (that of the list).
+        self.priority.clear();
+        self.priority.resize(changes.len(), None);
+        for &key in &self.queue {
+            let (priority, i) = (f64::from_bits(!((key >> 64) as u64)), key as u64 as usize);
             let c = &changes[i];
             if (c.bytes + 1) as f64 <= left {
-                send[i] = true;
+                choices[i] = Choice::Send;
                 left -= (c.bytes + 1) as f64;
             } else {
-                self.waiting.push(((c.key, c.id), priority));
+                self.priority[i] = Some(priority);
             }
         }
-        self.waiting.sort_unstable_by_key(|e| e.0);
-        // The rows sent now, over what the list had of them.
-        let mut now: Vec<((u8, u32), u32)> =
-            changes.iter().zip(&send).filter(|(_, s)| **s).map(|(c, _)| ((c.key, c.id), seq)).collect();
-        now.sort_unstable_by_key(|e| e.0);
-        // Both sorted: merged in one pass, the new frame winning.
-        let old = std::mem::take(&mut self.sent_at);
-        let (mut a, mut b) = (old.into_iter().peekable(), now.into_iter().peekable());
-        while let (Some(x), Some(y)) = (a.peek(), b.peek()) {
-            match x.0.cmp(&y.0) {
-                std::cmp::Ordering::Less => self.sent_at.extend(a.next()),
-                std::cmp::Ordering::Equal => {
-                    a.next();
-                    self.sent_at.extend(b.next());
-                }
-                std::cmp::Ordering::Greater => self.sent_at.extend(b.next()),
+        self.waiting.clear();
+        let waits = changes.iter().zip(&self.priority).filter_map(|(c, p)| Some(((c.key, c.id), (*p)?)));
+        self.waiting.extend(waits);
+        // The rows sent now as they are over what the list had of them: both sorted, merged in
+        // one pass, the new frame winning (a row sent again keeps its frame and version).
+        std::mem::swap(&mut self.old, &mut self.sent_at);
+        self.sent_at.clear();
+        let mut old = self.old.iter().copied().peekable();
+        for c in changes.iter().zip(choices.iter()).filter(|(_, s)| **s == Choice::Send).map(|(c, _)| c) {
+            let row = (c.key, c.id);
+            while let Some(e) = old.next_if(|e| e.0 < row) {
+                self.sent_at.push(e);
             }
+            old.next_if(|e| e.0 == row);
+            self.sent_at.push((row, (seq, c.version)));
         }
-        self.sent_at.extend(a.chain(b));
-        send
+        self.sent_at.extend(old);
     }
 
     /// `bytes` went out in the frame: taken from the credit. A debt (what went out beyond
@@ -288,6 +378,7 @@ pub fn events_in_view(
 #[cfg(test)]
 mod tests {
     use vimp_netcode::schema::{BlockClass, BlockKind, BlockSchema, FieldSchema, FieldType};
+    use vimp_netcode::snapshot::Frame;
 
     use super::*;
 
@@ -325,17 +416,19 @@ mod tests {
             (5, xy(50.0, 50.0)),
             (6, None),
         ]);
-        let world = Frame {
+        let frame = Frame {
             seq: 1,
             server_time_ms: 0.0,
             player: None,
             blocks: vec![(1, units), (2, Block::Indexed8(vec![(9, Some(vec![FieldValue::F32(1.0)]))]))],
             streamed_out: Vec::new(),
         };
+        let mut worlds = delta::Worlds::new(1);
+        let world = worlds.push(&s, &frame).expect("the frame fits");
         let dims = BTreeMap::from([((1, 5), 7)]);
-        let grid = Grid::of(&s, &world, &dims, 100.0);
-        // Row ids by their index among the world's rows (6 is null: not a row).
-        let seen = |view: &View| (0..6).filter(|&i| grid.sees(view, 1, i)).collect::<Vec<_>>();
+        let grid = Grid::of(&s, world, &dims, 100.0);
+        // Row ids by their place among the world's rows (6 is null: not a row).
+        let seen = |view: &View| (0..6).filter(|&i| grid.sees(view, world.row(1, i).unwrap())).collect::<Vec<_>>();
         let me = Observer { x: 0.0, y: 0.0, dimension: 0, own: None };
         assert_eq!(seen(&grid.view(&me, 100.0, 10)), vec![0, 1, 2], "within 100, not row 5 (dimension 7)");
         assert_eq!(seen(&grid.view(&me, 100.0, 2)), vec![0, 1], "the nearest two");
@@ -343,45 +436,97 @@ mod tests {
         // Across a cell border: from (150, 0), in cell (1, 0), row 1 at 80 in cell (0, 0).
         assert_eq!(seen(&grid.view(&Observer { x: 150.0, ..me }, 100.0, 10)), vec![1, 3]);
         let view = grid.view(&me, 100.0, 10);
-        assert!(grid.sees(&view, 2, 0), "flags have no place: everyone sees them");
+        assert!(grid.sees(&view, world.row(2, 0).unwrap()), "flags have no place: everyone sees them");
+        assert_eq!(grid.place_of(world.row(1, 3).unwrap()), Some((101.0, 0.0)));
+        assert_eq!(grid.place_of(world.row(2, 0).unwrap()), None);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_view_is_every_row_within_the_distance_in_the_observer_s_dimension(
+            units in proptest::collection::vec((-400.0f32..400.0, -400.0f32..400.0, 0u32..2), 1..40),
+            (ox, oy) in (-400.0f32..400.0, -400.0f32..400.0),
+            distance in 50.0f32..900.0,
+        ) {
+            let s = schema();
+            let rows = units.iter().enumerate().map(|(i, &(x, y, _))| (i as u8, xy(x, y))).collect();
+            let frame = Frame { seq: 1, server_time_ms: 0.0, player: None, blocks: vec![(1, Block::Indexed8(rows))], streamed_out: Vec::new() };
+            let mut worlds = delta::Worlds::new(1);
+            let world = worlds.push(&s, &frame).expect("the frame fits");
+            let dims = units.iter().enumerate().map(|(i, u)| ((1, i as u32), u.2)).collect();
+            // Cells as wide as the distance, as a host makes them: a small map is one 3×3.
+            let grid = Grid::of(&s, world, &dims, distance);
+            let me = Observer { x: ox, y: oy, dimension: 0, own: None };
+            let view = grid.view(&me, distance, usize::MAX);
+            for (i, &(_, _, dimension)) in units.iter().enumerate() {
+                let (x, y) = grid.place_of(world.row(1, i).unwrap()).unwrap();
+                let near = (x - ox) * (x - ox) + (y - oy) * (y - oy) <= distance * distance;
+                proptest::prop_assert_eq!(grid.sees(&view, world.row(1, i).unwrap()), near && dimension == 0, "row {}", i);
+            }
+        }
     }
 
     #[test]
     fn a_budget_sends_the_must_go_rows_then_the_longest_waiting_and_starves_none() {
-        use vimp_netcode::delta::Change;
-        let change =
-            |id: u32, bytes: usize| Change { key: 1, id, index: id as usize, held: true, magnitude: 10, bytes };
+        use vimp_netcode::delta::{Change, Version};
+        let change = |id: u32, bytes: usize, v: u32| Change {
+            key: 1,
+            id,
+            row: id as usize,
+            version: Version(v),
+            held: true,
+            magnitude: 10,
+            bytes,
+        };
         // Own row 0, a near row 1 and a far row 2, 9 bytes each (10 with the head).
-        let changes = [change(0, 9), change(1, 9), change(2, 9)];
+        let changes = [change(0, 9, 1), change(1, 9, 1), change(2, 9, 1)];
         let weigh = |c: &Change| match c.id {
             0 => None,
             1 => Some(weight(10, 50.0)),
             _ => Some(weight(10, 800.0)),
         };
         let mut b = Budget::default();
+        let mut choices = Vec::new();
+        let sent = |choices: &[Choice]| choices.iter().map(|c| *c == Choice::Send).collect::<Vec<_>>();
         // 40 bytes a frame, 20 fixed: room for the own row and one more.
-        let mut sent = [0; 3];
+        let mut count = [0; 3];
         for seq in 1..=30 {
-            let send = b.choose(&changes, seq, seq - 1, 40.0, 20, weigh);
-            assert!(send[0], "the own row goes in every frame");
-            for (n, s) in sent.iter_mut().zip(&send) {
-                *n += usize::from(*s);
+            b.choose(&changes, seq, seq - 1, 40.0, 20, weigh, &mut choices);
+            assert_eq!(choices[0], Choice::Send, "the own row goes in every frame");
+            for (n, s) in count.iter_mut().zip(sent(&choices)) {
+                *n += usize::from(s);
             }
-            b.spent(20 + send.iter().filter(|s| **s).count() * 10, 40.0);
+            b.spent(20 + sent(&choices).iter().filter(|s| **s).count() * 10, 40.0);
         }
-        assert_eq!(sent[0], 30);
-        assert!(sent[1] > sent[2], "the near row goes more often: {sent:?}");
-        assert!(sent[2] >= 1, "the far one waits, but not forever: {sent:?}");
-        assert_eq!(sent[1] + sent[2], 30, "the budget's room is used: {sent:?}");
+        assert_eq!(count[0], 30);
+        assert!(count[1] > count[2], "the near row goes more often: {count:?}");
+        assert!(count[2] >= 1, "the far one waits, but not forever: {count:?}");
+        assert_eq!(count[1] + count[2], 30, "the budget's room is used: {count:?}");
 
-        // A row sent after the receiver's baseline goes again until it is acknowledged.
+        // A row sent after the receiver's baseline goes again, as it went, until acknowledged.
         let mut b = Budget::default();
-        let send = b.choose(&changes, 10, 9, 1000.0, 0, |_| Some(1.0));
-        assert_eq!(send, vec![true, true, true]);
-        let send = b.choose(&changes, 11, 9, 0.0, 1000, |_| Some(1.0));
-        assert_eq!(send, vec![true, true, true], "no room, but the receiver may hold frame 10 of them");
-        let send = b.choose(&changes, 12, 11, 0.0, 1000, |_| Some(1.0));
-        assert_eq!(send, vec![false, false, false], "frame 11 acknowledged: they may wait");
+        let some = |_: &Change| Some(1.0);
+        b.choose(&changes, 10, 9, 1000.0, 0, some, &mut choices);
+        assert_eq!(choices, vec![Choice::Send; 3]);
+        // The rows move on (version 2); frame 10 is not acknowledged yet.
+        let moved = [change(0, 9, 2), change(1, 9, 2), change(2, 9, 2)];
+        b.choose(&moved, 11, 9, 0.0, 1000, some, &mut choices);
+        assert_eq!(choices, vec![Choice::Resend(Version(1)); 3], "no room, but the receiver may hold frame 10 of them");
+        b.choose(&moved[1..], 12, 11, 0.0, 1000, some, &mut choices);
+        assert_eq!(choices, vec![Choice::Wait; 2], "frame 10 acknowledged (in 11): they may wait");
+        b.choose(&moved, 13, 11, 1000.0, 0, some, &mut choices);
+        assert_eq!(choices, vec![Choice::Send; 3], "room again");
+        let again = [change(0, 9, 3), change(1, 9, 3)];
+        b.choose(&again, 14, 11, 0.0, 1000, some, &mut choices);
+        assert_eq!(choices, vec![Choice::Resend(Version(2)); 2], "as frame 13 had them, not newer");
+        b.choose(&again, 15, 12, 0.0, 1000, some, &mut choices);
+        assert_eq!(
+            choices,
+            vec![Choice::Resend(Version(2)); 2],
+            "still owed: resending did not make them owed for longer"
+        );
+        b.choose(&again, 16, 13, 0.0, 1000, some, &mut choices);
+        assert_eq!(choices, vec![Choice::Wait; 2], "frame 13 acknowledged");
     }
 
     #[test]
