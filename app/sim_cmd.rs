@@ -77,6 +77,8 @@ pub fn run(args: &SimArgs, game: &Game) -> anyhow::Result<i32> {
     let dt = host.world().resource::<vimp_host::engine::sim::FixedClock>().step;
     let ticks = (args.seconds / dt).round().max(0.0) as u32;
     let mut tick_us = Vec::with_capacity(ticks as usize);
+    // Every tick's whole time, µs.
+    let mut elapsed_us = 0.0;
     let mut twin: Option<Host> = None;
     let mut diverged: Option<u32> = None;
     let started = Instant::now();
@@ -93,7 +95,9 @@ pub fn run(args: &SimArgs, game: &Game) -> anyhow::Result<i32> {
         // The tick without the delta frames, which a host writes only for clients that
         // asked for them (instead of format 5).
         let delta_us = delta_time(&host) - before;
-        tick_us.push(t0.elapsed().as_secs_f64() * 1e6 - delta_us);
+        let elapsed = t0.elapsed().as_secs_f64() * 1e6;
+        elapsed_us += elapsed;
+        tick_us.push(elapsed - delta_us);
         host.take_frames();
         host.take_meta();
         figures.observe(host.world_mut());
@@ -131,10 +135,11 @@ pub fn run(args: &SimArgs, game: &Game) -> anyhow::Result<i32> {
     let v6_bytes_per_client_per_s = per_client_per_s(v6.bytes);
     let v6_world_us_per_frame = v6.world_us / v6.worlds.max(1) as f64;
     let v6_encode_us_per_client_frame = v6.encode_us / v6.frames.max(1) as f64;
-    // The per-client work (every receiver's encode) as a share of the tick it adds to.
-    let tick_mean_us = tick_us.iter().sum::<f64>() / tick_us.len().max(1) as f64;
-    let v6_share_of_tick =
-        if ticks > 0 { (v6.world_us + v6.encode_us) / ticks as f64 / tick_mean_us.max(1e-9) } else { 0.0 };
+    // The delta frames' share of the host's time when every client takes them: of its ticks,
+    // which write them and pack no format 5 frame. The per-client part alone besides.
+    let all_v6_us = (elapsed_us - stats.pack_us).max(1e-9);
+    let v6_share_of_tick = (v6.world_us + v6.encode_us) / all_v6_us;
+    let v6_client_share_of_tick = v6.encode_us / all_v6_us;
     let game_figures = figures.report(host.world_mut(), ticks as f64 * dt);
     let t0 = Instant::now();
     let dump = host.serialize_state()?;
@@ -163,6 +168,7 @@ pub fn run(args: &SimArgs, game: &Game) -> anyhow::Result<i32> {
         "snapshot_v6_world_us_per_frame": v6_world_us_per_frame,
         "snapshot_v6_encode_us_per_client_frame": v6_encode_us_per_client_frame,
         "snapshot_v6_work_share_of_tick": v6_share_of_tick,
+        "snapshot_v6_client_work_share_of_tick": v6_client_share_of_tick,
         "snapshot_body_bytes_last": stats.last_body_bytes,
         "dump_bytes": dump.len(),
         "dump_encode_us": dump_encode_us,
@@ -184,8 +190,10 @@ pub fn run(args: &SimArgs, game: &Game) -> anyhow::Result<i32> {
         println!(
             "snapshot v5: {bytes_per_client_per_s:.0} B/s per client; as v6 delta frames \
              {v6_bytes_per_client_per_s:.0} B/s (budget {budget} B/s; {v6_world_us_per_frame:.1} µs a frame for the world, \
-             {v6_encode_us_per_client_frame:.1} µs a client's frame, {:.0} % of the tick); state hash {state_hash}",
-            v6_share_of_tick * 100.0
+             {v6_encode_us_per_client_frame:.1} µs a client's frame, {:.0} % of the tick, {:.0} % for the clients' \
+             frames alone); state hash {state_hash}",
+            v6_share_of_tick * 100.0,
+            v6_client_share_of_tick * 100.0
         );
         for line in figures.lines(&game_figures) {
             println!("{line}");

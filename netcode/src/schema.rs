@@ -268,6 +268,21 @@ impl BlockSchema {
         self.at.iter().map(|name| find(name)).collect()
     }
 
+    /// The positions of the fields of the first point that places a row ([`BlockSchema::place`]),
+    /// or `None` for a key seen by everyone.
+    pub fn point(&self) -> Option<(usize, usize)> {
+        let find = |name: &str| self.fields.iter().position(|f| f.name == name && f.ty == FieldType::F32);
+        match self.at.as_slice() {
+            [] => Some((find("x")?, find("y")?)),
+            // A place names whole points; one that does not is no place (as `place` says).
+            at if at.len() % 2 == 0 => {
+                let all = at.iter().all(|name| find(name).is_some());
+                all.then(|| Some((find(&at[0])?, find(&at[1])?))).flatten()
+            }
+            _ => None,
+        }
+    }
+
     /// The same block with one more field.
     pub fn field(mut self, field: FieldSchema) -> Self {
         self.fields.push(field);
@@ -688,6 +703,9 @@ mod tests {
         let xy = block().field(FieldSchema::new("hp", FieldType::U8)).field(f32f("y")).field(f32f("x"));
         assert_eq!(xy.place(), Some(vec![2, 1]), "x and y by name");
         assert_eq!(block().field(f32f("x")).place(), None, "no y: seen by everyone");
+        assert_eq!(schema.by_name("w1").unwrap().point(), Some((0, 1)), "a segment's first point");
+        assert_eq!(xy.point(), Some((2, 1)));
+        assert_eq!(block().field(f32f("x")).point(), None);
         let at = |names: &[&str]| block().field(f32f("a")).field(FieldSchema::new("t", FieldType::U8)).at(names);
         assert_eq!(rule_of(at(&["a"])), (None, SchemaRule::AtCount(1)));
         assert_eq!(rule_of(at(&["a", "b"])), (Some("b".into()), SchemaRule::AtUnknownField));

@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 
 use vimp_netcode::delta::{self, is_delta_coded};
-use vimp_netcode::schema::{BlockSchema, SnapshotSchema};
+use vimp_netcode::schema::SnapshotSchema;
 use vimp_netcode::snapshot::{Block, FieldValue, Row};
 
 /// Where a client sees the match from.
@@ -79,18 +79,17 @@ impl Grid {
             unsorted: Vec::with_capacity(world.rows()),
             span: None,
         };
-        let mut keys: Vec<&BlockSchema> = schema.keys().map(|(_, bs)| bs).filter(|bs| is_delta_coded(bs)).collect();
-        keys.sort_by_key(|bs| bs.id);
-        for bs in keys {
+        for key in world.keys() {
+            let Some((_, bs)) = schema.by_id(key) else { continue };
             let dimension = |id: u32| {
                 if dimensions.is_empty() { 0 } else { dimensions.get(&(bs.id, id)).copied().unwrap_or(0) }
             };
-            let Some(place) = bs.place() else {
+            let Some((x, y)) = bs.point() else {
                 let unplaced = |&id: &u32| Placed { x: 0.0, y: 0.0, dimension: dimension(id), placed: false };
                 grid.rows.extend(world.ids(bs.id).iter().map(unplaced));
                 continue;
             };
-            for (id, x, y) in world.points(bs, place[0], place[1]) {
+            for (id, x, y) in world.points(bs, x, y) {
                 let placed = x.is_finite() && y.is_finite();
                 if placed {
                     let (cx, cy) = grid.cell_of(x, y);
@@ -213,13 +212,16 @@ pub enum Choice {
     Wait,
 }
 
+/// How many changes [`Budget::choose`] sorts before it knows whether the rest can still fit.
+const FIRST_FEW: usize = 8;
+
 /// How many frames' worth of budget a receiver may owe ([`Budget::spent`]).
 pub const DEBT_FRAMES: f64 = 30.0;
 
 /// How much a changed row weighs in one frame: more the nearer it is to the observer and
 /// the more it moved (`magnitude` steps), most for a row the receiver does not hold yet.
 pub fn weight(magnitude: u64, distance: f32) -> f64 {
-    (1.0 + log2_1p(magnitude.min(1 << 20))) / (1.0 + f64::from(distance.max(0.0)) / 100.0)
+    (1.0 + log2_1p(magnitude.min(1 << 20))) * 100.0 / (100.0 + f64::from(distance.max(0.0)))
 }
 
 /// `log2(1 + m)`, near enough for a weight (exact at powers of two, straight between them)
@@ -227,7 +229,8 @@ pub fn weight(magnitude: u64, distance: f32) -> f64 {
 fn log2_1p(m: u64) -> f64 {
     let n = m + 1;
     let e = n.ilog2();
-    f64::from(e) + (n - (1 << e)) as f64 / (1u64 << e) as f64
+    // 2^-e, exactly: a multiplication, not a division.
+    f64::from(e) + (n - (1 << e)) as f64 * f64::from_bits(u64::from(1023 - e) << 52)
 }
 
 /// Walks `list` (sorted by row) along with rows asked for in rising order: the entry of `row`.
@@ -296,12 +299,34 @@ impl Budget {
             choices[i] = choice;
             left -= (c.bytes + 1) as f64;
         }
-        self.queue.sort_unstable();
         // What waits keeps its priority, in the changes' order (that of the list).
         self.priority.clear();
         self.priority.resize(changes.len(), None);
-        for &key in &self.queue {
-            let (priority, i) = (f64::from_bits(!((key >> 64) as u64)), key as u64 as usize);
+        // A frame has room for a few rows: the first few by priority, sorted, and the rest only
+        // while something may still fit.
+        let first = FIRST_FEW.min(self.queue.len());
+        if first < self.queue.len() {
+            self.queue.select_nth_unstable(first);
+        }
+        self.queue[..first].sort_unstable();
+        let mut sorted = first;
+        let unpack = |key: u128| (f64::from_bits(!((key >> 64) as u64)), key as u64 as usize);
+        for at in 0..self.queue.len() {
+            if at == sorted {
+                sorted = self.queue.len();
+                let fits = |key: &u128| (changes[unpack(*key).1].bytes + 1) as f64 <= left;
+                if self.queue[at..].iter().any(fits) {
+                    self.queue[at..].sort_unstable();
+                } else {
+                    // None of the rest fits: they all wait, in whatever order.
+                    for &key in &self.queue[at..] {
+                        let (priority, i) = unpack(key);
+                        self.priority[i] = Some(priority);
+                    }
+                    break;
+                }
+            }
+            let (priority, i) = unpack(self.queue[at]);
             let c = &changes[i];
             if (c.bytes + 1) as f64 <= left {
                 choices[i] = Choice::Send;

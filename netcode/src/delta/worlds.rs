@@ -111,6 +111,12 @@ impl Steps {
         self.rows
     }
 
+    /// The delta-coded keys of the world, by rising id ([`Steps::row`] counts their rows in this
+    /// order).
+    pub fn keys(&self) -> impl Iterator<Item = u8> + '_ {
+        self.keys.iter().map(|k| k.key)
+    }
+
     /// The ids of key `key`'s rows, rising (none when it has none).
     pub fn ids(&self, key: u8) -> &[u32] {
         self.key_rows(key).map_or(&[], |k| &k.ids)
@@ -377,8 +383,6 @@ impl Worlds {
         delta_keys.sort_by_key(|bs| bs.id);
         keys.truncate(delta_keys.len());
         let prev = self.kept.back();
-        // `(key, row, its place in the last world)` of the rows that changed or came.
-        let mut fresh: Vec<(usize, usize, Option<usize>)> = Vec::new();
         for (n, bs) in delta_keys.into_iter().enumerate() {
             if keys.len() == n {
                 keys.push(KeyRows {
@@ -407,6 +411,11 @@ impl Worlds {
             let quants: Vec<Option<Quant>> =
                 bs.fields.iter().map(|f| (f.ty == FieldType::F32).then(|| f.quant.unwrap_or(Quant::DEFAULT))).collect();
             let now = by_id(frame.block(bs.id));
+            let (count, width) = (now.len() + was_ids.len(), rows.width);
+            rows.ids.reserve(count);
+            rows.versions.reserve(count);
+            rows.last.reserve(count);
+            rows.numbers.reserve(count * width);
             let mut j = 0;
             // The rows of the last world before id `until` (all of them: `None`), which the frame
             // does not name: carried over, or gone with a whole world.
@@ -436,33 +445,29 @@ impl Worlds {
                     });
                 }
                 let same = there.zip(was).filter(|&(j, w)| w.row(j) == &rows.numbers[from..]);
-                if same.is_none() {
-                    // Its entry against what it was (or whole) is worked out below, while the
-                    // numbers are at hand: most receivers hold just that.
-                    fresh.push((n, rows.ids.len(), there.filter(|_| was.is_some())));
-                }
+                // What its last change's entry takes (or its whole row's): a receiver that holds an
+                // older version is weighed by it.
+                let last = match same {
+                    Some((j, w)) => w.last[j],
+                    None => measure(rows, &rows.numbers[from..], there.zip(was).map(|(j, w)| w.row(j))),
+                };
                 rows.ids.push(id);
                 rows.versions.push(same.map_or(generation, |(j, w)| w.versions[j]));
-                rows.last.push(same.map_or((0, 0), |(j, w)| w.last[j]));
+                rows.last.push(last);
             }
             carry_to(rows, None, &mut j);
             next.rows += rows.ids.len();
         }
         next.keys = keys;
-        next.row_ids = next.keys.iter().flat_map(|k| k.ids.iter().map(|&id| (k.key, id))).collect();
+        // Mostly the same rows as the last world: the same list, shared.
+        let row_ids = next.keys.iter().flat_map(|k| k.ids.iter().map(|&id| (k.key, id)));
+        next.row_ids = match prev {
+            Some(p) if p.row_ids.len() == next.rows && row_ids.clone().eq(p.row_ids.iter().copied()) => {
+                p.row_ids.clone()
+            }
+            _ => row_ids.collect(),
+        };
         self.diffs.reset(next.rows, self.keep + 2);
-        for (n, k, j) in fresh {
-            let rows = &next.keys[n];
-            let was = j.zip(prev).and_then(|(j, p)| Some((j, p.key_rows(rows.key)?)));
-            let base = was.map(|(j, w)| w.row(j));
-            let d = compute(rows, k, base, &mut self.diffs.bytes);
-            let version = was.map_or(WHOLE, |(j, w)| w.versions[j]);
-            let d = Diff { version, ..d };
-            let at = slot(&next, &self.diffs, n, k, version);
-            self.diffs.slots[at] = (self.diffs.stamp, self.diffs.entries.len() as u32);
-            self.diffs.entries.push(d);
-            next.keys[n].last[k] = (d.len, d.magnitude);
-        }
         self.kept.push_back(next);
         while self.kept.len() > self.keep {
             self.spare = self.kept.pop_front();
@@ -486,7 +491,7 @@ impl Worlds {
             older.is_some_and(|o| width(o).is_some_and(|w| Some(w) != width(newest)))
         };
         let reshaped_any = older.is_some_and(|o| o.keys.iter().any(|k| reshaped(k.key)));
-        if reshaped_any || *held.ids != *newest.row_ids {
+        if reshaped_any || !(Arc::ptr_eq(&held.ids, &newest.row_ids) || *held.ids == *newest.row_ids) {
             remap.to.resize(newest.rows, WHOLE);
             let (now, was) = (&newest.row_ids[..], &held.ids[..]);
             let mut j = 0;
@@ -635,11 +640,17 @@ impl Worlds {
             }
             let r = first + k;
             let version = held.map_or(WHOLE, |(h, m)| m.version(h, r));
-            let has = version != WHOLE;
             let mut pick = pick(bs.id, id, r);
-            if pick == Pick::Resend(Version(now)) {
-                pick = Pick::Update;
+            match pick {
+                // Most rows: as they were, and as the receiver holds them.
+                Pick::Update if version == now => {
+                    into.versions[r] = now;
+                    continue;
+                }
+                Pick::Resend(Version(v)) if v == now => pick = Pick::Update,
+                _ => {}
             }
+            let has = version != WHOLE;
             if let Pick::Resend(Version(v)) = pick {
                 // What it was at `v`, against what the receiver holds.
                 let n = n.expect("a row of the world");
@@ -758,6 +769,7 @@ fn by_generation(kept: &VecDeque<Steps>, generation: u32) -> Option<&Steps> {
 /// Row `k` of key `n` of the newest world against `version` (what a receiver holds of it;
 /// [`WHOLE`]: nothing), worked out once per frame and version.
 /// The slot of row `k` of key `n` of the newest world against `version` in `diffs`.
+#[inline]
 fn slot(world: &Steps, diffs: &Diffs, n: usize, k: usize, version: u32) -> usize {
     // Versions older than the worlds kept share a slot: an entry there is for the one it says.
     let age = match version {
@@ -768,6 +780,7 @@ fn slot(world: &Steps, diffs: &Diffs, n: usize, k: usize, version: u32) -> usize
 }
 
 /// Row `k` of key `n` of the newest world against `version`, if worked out already this frame.
+#[inline]
 fn cached(kept: &VecDeque<Steps>, diffs: &Diffs, n: usize, k: usize, version: u32) -> Option<Diff> {
     let (stamp, at) = diffs.slots[slot(kept.back()?, diffs, n, k, version)];
     (stamp == diffs.stamp).then(|| diffs.entries[at as usize]).filter(|d| d.version == version)
@@ -806,6 +819,25 @@ fn resend(kept: &VecDeque<Steps>, n: usize, k: usize, then: u32, held: u32, out:
 /// `out`: its entry but for the head (the diff's version is the caller's to set).
 fn compute(rows: &KeyRows, k: usize, base: Option<&[i64]>, out: &mut Vec<u8>) -> Diff {
     write_entry(rows, rows.row(k), base, out)
+}
+
+/// The bytes and the magnitude of `row`'s entry against `base` ([`write_entry`] without
+/// writing it).
+fn measure(rows: &KeyRows, row: &[i64], base: Option<&[i64]>) -> (u32, u64) {
+    let len = |v: u64| (64 - v.max(1).leading_zeros()).div_ceil(7);
+    match base {
+        Some(base) => {
+            let (mut mask, mut bytes, mut magnitude) = (0u64, 0, 0u64);
+            for (i, (&a, &b)) in row.iter().zip(base).enumerate().filter(|(_, (a, b))| a != b) {
+                let d = rows.fields.difference(i, a, b);
+                mask |= 1 << i;
+                magnitude = magnitude.max(d.unsigned_abs());
+                bytes += len(zigzag(d));
+            }
+            (bytes + len(mask), magnitude)
+        }
+        None => (row.iter().enumerate().map(|(i, &v)| len(rows.fields.travelling(i, v))).sum(), u64::MAX),
+    }
 }
 
 /// Writes `row` (numbers of a row of `rows`' key) against `base` into `out`: its entry but for the
