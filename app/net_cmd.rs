@@ -97,7 +97,8 @@ pub struct JoinArgs {
     pub seconds: f64,
     /// Give up when the host has not welcomed us after this many seconds, saying why: exit code
     /// 4 when there is no host in the room (or it did not welcome us), 5 when there is one but
-    /// no network path to it was found (3: the signalling server could not be reached).
+    /// no network path to it was found (3: the signalling server could not be reached; 6: the
+    /// host refused us, and said why).
     #[arg(long, value_name = "SECONDS", default_value_t = 15.0)]
     pub join_timeout: f64,
     /// A chat line to say once joined.
@@ -347,6 +348,12 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
                 failure = Some(why);
                 break;
             }
+        }
+        if let (None, Some((code, reason))) = (client.welcome(), client.closed()) {
+            let why = JoinFailure::refused(*code, reason);
+            eprintln!("vimp join: {}", why.reason);
+            failure = Some(why);
+            break;
         }
         if client.closed().is_some() || now.as_secs_f64() >= args.seconds {
             break;

@@ -114,16 +114,26 @@ pub const TIMED_OUT: i32 = 4;
 /// within `--join-timeout` (strict NATs on both sides and no TURN relay that gets through).
 pub const NO_PATH: i32 = 5;
 
+/// `vimp join`'s exit code when the host refused us (a `REJECT`, or a close before any
+/// welcome): a wrong password, a full server, another protocol version; the host's reason is
+/// said.
+pub const REFUSED: i32 = 6;
+
 /// Why a join got no welcome in time, and the exit code that says so.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JoinFailure {
-    /// [`TIMED_OUT`] or [`NO_PATH`].
+    /// [`UNREACHABLE`], [`TIMED_OUT`], [`NO_PATH`] or [`REFUSED`].
     pub code: i32,
     /// What to tell the player.
     pub reason: String,
 }
 
 impl JoinFailure {
+    /// The host refused us with close `code` and its `reason`.
+    pub fn refused(code: u16, reason: &str) -> JoinFailure {
+        JoinFailure { code: REFUSED, reason: format!("the host refused us: {reason} ({code})") }
+    }
+
     /// Works out why: linked to a peer but not welcomed; or, asking the signalling server
     /// `signal` who is in the room of `room_url` (`GET /rooms/CODE`, `vimp signal` only), no
     /// host there, or a host with no network path to it (`ice`: were we given a TURN relay?).

@@ -21,9 +21,10 @@
 //! whenever they change. A candidate *reaches everyone* ([`reaches_all`]) when its last
 //! report names every other connected remote peer of the host: players and spectators past
 //! their handshake, but neither the host itself nor the peers in the host's own process
-//! (its local player). A candidate that has not reported yet reaches everyone only when
-//! there is no other remote peer; one that does not is left out of the list until a report
-//! says it does.
+//! (its local player). A candidate that has not reported yet is left out of the list, even
+//! alone (a client that never reports is one that cannot take over), and so is one whose
+//! report misses a peer, until a report says it reaches everyone. So is a client whose hello
+//! did not say it can host (`canHost`, [`crate::session::Hello::can_host`]).
 //!
 //! # `SUCCESSION` payload (big-endian)
 //!
@@ -371,15 +372,11 @@ fn peer_keys(bytes: &[u8], n: usize) -> Option<Vec<PeerKey>> {
     (0..n).map(|_| r.u128("peer key").ok().map(PeerKey)).collect()
 }
 
-/// Whether `peer`, with its last links `report` (`None`: none yet), reaches every one of
-/// `remote`, the host's other connected remote peers (see [Ranking](self#ranking); `peer`
-/// itself may be among them).
+/// Whether `peer`, with its last links `report` (`None`: none yet, which reaches nobody),
+/// reaches every one of `remote`, the host's other connected remote peers (see
+/// [Ranking](self#ranking); `peer` itself may be among them).
 pub fn reaches_all(peer: PeerKey, report: Option<&[PeerKey]>, remote: &[PeerKey]) -> bool {
-    let mut others = remote.iter().filter(|p| **p != peer);
-    match report {
-        Some(linked) => others.all(|p| linked.contains(p)),
-        None => others.next().is_none(),
-    }
+    report.is_some_and(|linked| remote.iter().filter(|p| **p != peer).all(|p| linked.contains(p)))
 }
 
 /// A call for the `@changeHost` vote (`HOST_VOTE`, see the module docs).
@@ -486,7 +483,8 @@ pub struct Candidate {
     pub rtt_ms: Option<f64>,
     /// Its place in join order (lower joined earlier).
     pub joined: u64,
-    /// Whether it may succeed at all (connected, a player, not in the host's process).
+    /// Whether it may succeed at all (connected, a player that can host, not in the host's
+    /// process).
     pub eligible: bool,
     /// Whether it has a link to every other remote peer ([`reaches_all`]).
     pub reaches_all: bool,
@@ -620,7 +618,8 @@ mod tests {
         assert!(reaches_all(k(1), Some(&[k(9), k(2), k(3)]), &remote), "itself and extra peers do not matter");
         assert!(!reaches_all(k(1), Some(&[k(9), k(2)]), &remote), "no link to 3");
         assert!(!reaches_all(k(1), None, &remote), "no report yet");
-        assert!(reaches_all(k(1), None, &[k(1)]), "alone, no report is needed");
+        assert!(!reaches_all(k(1), None, &[k(1)]), "alone, a client that never reports is no successor");
+        assert!(reaches_all(k(1), Some(&[]), &[k(1)]), "alone, an empty report reaches everyone");
         assert!(reaches_all(k(1), Some(&[]), &[]));
     }
 

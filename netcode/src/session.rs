@@ -186,11 +186,15 @@ pub struct Hello {
     /// (6: [delta frames](crate::delta)). The host picks the newest it writes too.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub snapshot_formats: Vec<u8>,
+    /// The client can take the match over (it keeps a shadow of it from checkpoints and the
+    /// log, and hosts it when its turn comes): only such a client is ever a successor.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub can_host: bool,
 }
 
 impl Hello {
     /// A hello of this protocol version from `nickname` (build `build`): no password, no
-    /// token, to play, decoding every snapshot format this build knows.
+    /// token, to play, decoding every snapshot format this build knows, able to host.
     pub fn new(nickname: impl Into<String>, build: impl Into<String>) -> Self {
         Hello {
             version: PROTOCOL_VERSION,
@@ -200,6 +204,7 @@ impl Hello {
             resume_token: None,
             spectator: false,
             snapshot_formats: vec![crate::delta::DELTA_FORMAT_VERSION],
+            can_host: true,
         }
     }
 
@@ -538,12 +543,16 @@ impl HostSession {
         }
         match (self.state, frame.opcode) {
             (HostState::AwaitingHello { .. }, op::HELLO) => match serde_json::from_slice::<Hello>(frame.payload) {
-                Ok(hello) if hello.version != PROTOCOL_VERSION => self.reject(close::VERSION, None),
+                Ok(hello) if hello.version != PROTOCOL_VERSION => {
+                    let why = format!("protocol version {}, this host speaks {PROTOCOL_VERSION}", hello.version);
+                    self.reject(close::VERSION, Some(&why))
+                }
                 Ok(hello) => {
                     self.state = HostState::Deciding;
                     self.events.push_back(HostEvent::Hello(hello));
                 }
-                Err(_) => self.close(close::PROTOCOL),
+                // Said back, so that the client can say why it is not in.
+                Err(e) => self.reject(close::PROTOCOL, Some(&bounded(format!("the hello does not read: {e}")))),
             },
             (HostState::Active, op::PONG) => self.on_pong(frame.payload),
             (HostState::Active, op::client::KEYS_DATA) => match input::decode_events(frame.payload) {
@@ -713,6 +722,21 @@ impl HostSession {
         self.events.pop_front()
     }
 }
+
+/// At most [`MAX_REASON`] bytes of `text`, cut at a character.
+fn bounded(mut text: String) -> String {
+    if text.len() > MAX_REASON {
+        let mut at = MAX_REASON;
+        while !text.is_char_boundary(at) {
+            at -= 1;
+        }
+        text.truncate(at);
+    }
+    text
+}
+
+/// The longest reason a host writes into a `REJECT`, in bytes.
+pub const MAX_REASON: usize = 200;
 
 /// A `CLOSE` frame's payload: `[u16 code][reason]`.
 fn close_payload(code: u16) -> Vec<u8> {
@@ -924,6 +948,15 @@ impl ClientSession {
             // A "black screen" message may come with a refusal (server full).
             (ClientState::Hello, op::TECH_INFORM_DATA) => {
                 self.events.push_back(ClientEvent::Meta { port: op::TECH_INFORM_DATA, payload: frame.payload.to_vec() })
+            }
+            // A host that refuses without a `REJECT` (an older one, or one that is stopping):
+            // refused all the same, with the close's code and reason.
+            (ClientState::Hello, op::CLOSE) => {
+                let code = close_code_of(frame.payload);
+                let reason = String::from_utf8_lossy(frame.payload.get(2..).unwrap_or_default()).into_owned();
+                self.answered = true;
+                self.state = ClientState::Closed(code);
+                self.events.push_back(ClientEvent::Closed { code, reason, by_peer: true });
             }
             // Before an answer, the peer may not be a host at all (a fellow client in the mesh
             // saying its own hello): anything else is ignored.
@@ -1161,8 +1194,55 @@ mod tests {
         progress(&mut host, &mut client, Duration::ZERO);
         assert_eq!(host.close_code(), Some(close::VERSION));
         let ev = events(&mut client);
-        assert_eq!(ev[0], ClientEvent::Rejected(Reject { code: 4410, reason: "unsupported protocol version".into() }));
+        let why = format!("protocol version {}, this host speaks {PROTOCOL_VERSION}", PROTOCOL_VERSION + 1);
+        assert_eq!(ev[0], ClientEvent::Rejected(Reject { code: 4410, reason: why }));
         assert_eq!(client.close_code(), Some(4410));
+    }
+
+    #[test]
+    fn a_hello_that_does_not_read_gets_a_reject_that_says_why() {
+        let mut host = HostSession::new(HostSessionConfig::default(), Duration::ZERO);
+        let mut hello = serde_json::to_value(Hello::new("bob", "test")).unwrap();
+        hello["nickname"] = serde_json::json!(7);
+        let mut frame = vec![op::HELLO];
+        frame.extend(serde_json::to_vec(&hello).unwrap());
+        host.handle_message(MS, Channel::Reliable, &frame);
+        assert_eq!(host.close_code(), Some(close::PROTOCOL));
+        let mut client = ClientSession::new(ClientSessionConfig::new(Hello::new("bob", "test")), Duration::ZERO);
+        while let Some((ch, bytes)) = host.poll_transmit() {
+            client.handle_message(MS, ch, &bytes);
+        }
+        let Some(ClientEvent::Rejected(reject)) =
+            events(&mut client).into_iter().find(|e| matches!(e, ClientEvent::Rejected(_)))
+        else {
+            panic!("a reject")
+        };
+        assert_eq!(reject.code, close::PROTOCOL);
+        assert!(reject.reason.starts_with("the hello does not read: invalid type"), "{}", reject.reason);
+        assert!(reject.reason.len() <= MAX_REASON);
+        // An unknown field is not a reason: capabilities may grow.
+        let mut host = HostSession::new(HostSessionConfig::default(), Duration::ZERO);
+        let mut hello = serde_json::to_value(Hello::new("bob", "test")).unwrap();
+        hello["someDayACapability"] = serde_json::json!({ "a": 1 });
+        let mut frame = vec![op::HELLO];
+        frame.extend(serde_json::to_vec(&hello).unwrap());
+        host.handle_message(MS, Channel::Reliable, &frame);
+        assert!(matches!(host.poll_event(), Some(HostEvent::Hello(_))), "{:?}", host.close_code());
+    }
+
+    #[test]
+    fn a_close_before_the_welcome_is_a_refusal() {
+        // A host that closes without a reject (an older one, or one stopping) is an answer: the
+        // client is refused with the close's code and reason instead of waiting for ever.
+        let mut client = ClientSession::new(ClientSessionConfig::new(hello("bob")), Duration::ZERO);
+        let mut frame = vec![op::CLOSE];
+        frame.extend_from_slice(&close::SERVER_FULL.to_be_bytes());
+        frame.extend_from_slice(b"server full");
+        client.handle_message(MS, Channel::Reliable, &frame);
+        assert!(client.answered());
+        assert_eq!(client.close_code(), Some(close::SERVER_FULL));
+        let closed = ClientEvent::Closed { code: close::SERVER_FULL, reason: "server full".into(), by_peer: true };
+        assert_eq!(events(&mut client), vec![closed]);
     }
 
     #[test]

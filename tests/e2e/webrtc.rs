@@ -240,6 +240,29 @@ fn a_join_that_cannot_get_in_says_why() {
             .is_some_and(|w| w.contains("room K7M-P2Q has a host") && w.contains("TURN relay is needed")),
         "{r}"
     );
+    drop(_silent);
+
+    // A host that refuses (a wrong password): the join says the host's reason at once.
+    let host = Proc::spawn(&[
+        "host",
+        "--headless",
+        "--signal",
+        &url,
+        "--code",
+        "K7M-P2Q",
+        "--password",
+        "secret",
+        "--map",
+        "maps/test-small.json",
+        "--seconds",
+        "60",
+    ]);
+    host.line_with("lobby code", Duration::from_secs(30));
+    let (r, code) = join(&url, &["--password", "guess"]);
+    println!("refused: {r}");
+    assert_eq!((r["joined"].clone(), code), (serde_json::json!(false), Some(6)));
+    assert_eq!(r["close_code"], serde_json::json!(4401), "{r}");
+    assert!(r["reason"].as_str().is_some_and(|w| w.contains("the host refused us: wrong lobby password")), "{r}");
 }
 
 /// Room members of our own making send the host a malformed SDP offer, malformed answers and

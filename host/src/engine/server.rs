@@ -176,6 +176,8 @@ pub struct ServerCore {
     /// The accepted peers that get delta frames (format 6, their hello's choice); the others
     /// get format 5.
     delta_peers: std::collections::BTreeSet<PeerKey>,
+    /// The peers whose hello said they can take the match over: only they are successors.
+    hosting_peers: std::collections::BTreeSet<PeerKey>,
     latency: BTreeMap<PlayerId, f64>,
     last: Option<Duration>,
     stats: ServerStats,
@@ -299,6 +301,7 @@ impl ServerCore {
             roster,
             peers: BTreeMap::new(),
             delta_peers: std::collections::BTreeSet::new(),
+            hosting_peers: std::collections::BTreeSet::new(),
             latency: BTreeMap::new(),
             last: None,
             stats: ServerStats::default(),
@@ -591,6 +594,11 @@ impl ServerCore {
                         };
                         if welcome.snapshot_format == vimp_netcode::delta::DELTA_FORMAT_VERSION {
                             self.delta_peers.insert(peer);
+                        }
+                        if hello.can_host {
+                            self.hosting_peers.insert(peer);
+                        } else {
+                            self.hosting_peers.remove(&peer);
                         }
                         // A new session holds no frame of the old one's: its first is a keyframe.
                         self.host.world_mut().resource_mut::<DeltaViewers>().viewers.remove(&a.player);
@@ -1023,6 +1031,7 @@ impl ServerCore {
     fn drop_peer(&mut self, peer: PeerKey, now: Duration) {
         self.peers.remove(&peer);
         self.delta_peers.remove(&peer);
+        self.hosting_peers.remove(&peer);
         self.panels.remove(&peer);
         self.migration.links(peer, None);
         if let Some(player) = self.roster.disconnected(peer, now) {

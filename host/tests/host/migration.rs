@@ -257,8 +257,18 @@ impl Mesh {
         self.join_except(name, ms, &[])
     }
 
+    /// A client as [`Mesh::join`] makes it, saying `hello`.
+    fn join_with(&mut self, ms: u64, hello: Hello) -> usize {
+        self.join_saying(hello, ms, &[])
+    }
+
     /// A client as [`Mesh::join`] makes it, but with no link to the clients of `unlinked`.
     fn join_except(&mut self, name: &str, ms: u64, unlinked: &[usize]) -> usize {
+        self.join_saying(hello(name), ms, unlinked)
+    }
+
+    /// A client saying `hello`, `ms` away from the host, linked to every client but `unlinked`.
+    fn join_saying(&mut self, hello: Hello, ms: u64, unlinked: &[usize]) -> usize {
         let id = self.peers.len() as u128 + 1;
         let lossy = |seed: u128| {
             LinkConfig::new()
@@ -273,7 +283,7 @@ impl Mesh {
             MemoryTransport::connect(&mut t, other.transport_mut(), lossy(id * 100 + i as u128));
         }
         let drop = Arc::new(AtomicBool::new(false));
-        self.peers.push(peer(t, hello(name), self.client_config.clone(), Arc::clone(&drop)));
+        self.peers.push(peer(t, hello, self.client_config.clone(), Arc::clone(&drop)));
         self.drop_inputs.push(drop);
         self.peers.len() - 1
     }
@@ -424,6 +434,23 @@ fn the_first_successor_shadows_a_lossy_match_without_a_mismatch() {
     );
     let ann_upload = stats.per_successor.get(&ann_key).copied().unwrap_or_default() as f64 / seconds;
     assert!(ann_upload < 10_000.0, "{ann_upload:.0} B/s to the first successor");
+}
+
+#[test]
+fn a_client_that_cannot_host_is_no_successor_even_alone() {
+    // A client whose hello does not say it can host (an older or a foreign one): never listed,
+    // so nobody streams it the match and no host hands the match to it.
+    let mut mesh = Mesh::new();
+    let foreign = mesh.join_with(15, Hello { can_host: false, ..hello("old") });
+    mesh.run(Duration::from_secs(2));
+    assert!(mesh.peers[foreign].player().welcome().is_some(), "it plays");
+    assert!(mesh.server.succession().is_empty(), "{:?}", mesh.server.succession());
+    assert_eq!(mesh.server.migration_stats().checkpoints, 0, "nothing streamed to it");
+    // One that can, beside it, is the only successor.
+    let ann = mesh.join("ann", 30);
+    mesh.run(Duration::from_secs(2));
+    let ann_key = mesh.peers[ann].transport().local_id().expect("an id");
+    assert_eq!(mesh.server.succession(), [ann_key]);
 }
 
 #[test]

@@ -4,7 +4,8 @@
 //!
 //! 1. ranks the connected players by [`vimp_netcode::migration::rank`] (smoothed RTT in
 //!    buckets, then join order; spectators and [`MigrationConfig::local_peers`] never, nor a
-//!    player whose last `LINKS` report misses another connected remote peer) and publishes
+//!    player whose hello did not say it can host, nor one that has not reported its links or
+//!    whose last `LINKS` report misses another connected remote peer) and publishes
 //!    the list to every peer when it changed or someone new came in (`SUCCESSION`);
 //! 2. keeps a stream for each of the first [`MigrationConfig::successors`]; a stream
 //!    outlives its peer's place among them by [`MigrationConfig::checkpoint_interval`] while
@@ -351,7 +352,10 @@ impl ServerCore {
             .iter()
             .filter_map(|(peer, session)| {
                 let player = self.roster.player_of(*peer)?;
-                let eligible = session.is_active() && !self.watching.contains_key(&player) && !local.contains(peer);
+                let eligible = session.is_active()
+                    && self.hosting_peers.contains(peer)
+                    && !self.watching.contains_key(&player)
+                    && !local.contains(peer);
                 Some(Candidate {
                     peer: *peer,
                     rtt_ms: self.latency.get(&player).copied(),
