@@ -6,6 +6,12 @@
 //! the token, which gets the slot back with its team and score. A second connection
 //! with the token of a slot that is still connected takes the slot over; the first is
 //! closed with 4409.
+//!
+//! The roster keeps no token and no password, only their [`Verifier`]s: keyed hashes
+//! (BLAKE3, keyed by a random salt of the match's) that check what a hello presents and give
+//! nothing away. The roster travels in checkpoints to the successors, who must resume
+//! everyone after a takeover; a successor that reads its checkpoint learns no token, so it can
+//! take nobody's slot.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -16,13 +22,35 @@ use vimp_netcode::transport::PeerKey;
 
 use crate::engine::players::PlayerId;
 
+/// A keyed hash of a secret (a session token, the lobby password): what the roster keeps to
+/// check one presented.
+#[derive(Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Verifier([u8; 32]);
+
+impl std::fmt::Debug for Verifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Verifier({:02x}{:02x}{:02x}{:02x}…)", self.0[0], self.0[1], self.0[2], self.0[3])
+    }
+}
+
+impl Verifier {
+    /// The verifier of `secret` (of kind `what`) under `salt`.
+    fn of(salt: &[u8; 32], what: &str, secret: &[u8]) -> Verifier {
+        let mut hasher = blake3::Hasher::new_keyed(salt);
+        hasher.update(what.as_bytes());
+        hasher.update(&[0]);
+        hasher.update(secret);
+        Verifier(*hasher.finalize().as_bytes())
+    }
+}
+
 /// One slot.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Seat {
     /// The slot.
     pub player: PlayerId,
-    /// The token that takes it back.
-    pub token: SessionToken,
+    /// What checks the token that takes it back.
+    pub token: Verifier,
     /// The shown name (trimmed, unique).
     pub nickname: String,
     /// The peer holding it now, if connected.
@@ -31,6 +59,15 @@ pub struct Seat {
     /// When its peer left (for the resume window), if it did.
     #[serde(skip)]
     pub left_at: Option<Duration>,
+}
+
+/// A random salt for a roster's verifiers, from the operating system.
+pub fn fresh_salt() -> [u8; 32] {
+    let mut salt = [0u8; 32];
+    for chunk in salt.chunks_mut(16) {
+        chunk.copy_from_slice(&crate::engine::server::fresh_token().0);
+    }
+    salt
 }
 
 /// The answer to an admitted hello.
@@ -56,22 +93,29 @@ pub struct Roster {
     pub max_players: usize,
     /// How long a dropped slot waits for its token.
     pub resume_window: Duration,
-    /// The lobby password, if any.
-    pub password: Option<String>,
+    /// The key of the verifiers (random, the match's own; not secret).
+    salt: [u8; 32],
+    /// What checks the lobby password, if the lobby has one.
+    password: Option<Verifier>,
     /// Slots the host keeps for itself (bots), never given to peers.
     pub reserved: Vec<PlayerId>,
 }
 
 impl Roster {
-    /// An empty roster.
-    pub fn new(max_players: usize, password: Option<String>) -> Self {
+    /// An empty roster, its verifiers keyed by `salt` (draw it at random: [`fresh_salt`]).
+    pub fn new(max_players: usize, password: Option<&str>, salt: [u8; 32]) -> Self {
         Roster {
             seats: BTreeMap::new(),
             max_players,
             resume_window: Duration::from_secs(300),
-            password,
+            password: password.map(|p| Verifier::of(&salt, "password", p.as_bytes())),
+            salt,
             reserved: Vec::new(),
         }
+    }
+
+    fn verify_token(&self, token: SessionToken) -> Verifier {
+        Verifier::of(&self.salt, "token", &token.0)
     }
 
     /// The slots, by player id.
@@ -98,13 +142,17 @@ impl Roster {
         now: Duration,
         fresh_token: impl FnOnce() -> SessionToken,
     ) -> Result<Admission, u16> {
-        if self.password.as_deref().is_some_and(|p| hello.password.as_deref() != Some(p)) {
-            return Err(close::BAD_PASSWORD);
+        if let Some(password) = self.password {
+            let given = hello.password.as_deref().map(|p| Verifier::of(&self.salt, "password", p.as_bytes()));
+            if given != Some(password) {
+                return Err(close::BAD_PASSWORD);
+            }
         }
         let Some(wanted) = clean_nickname(&hello.nickname) else { return Err(close::PROTOCOL) };
         self.expire(now);
         if let Some(token) = hello.resume_token
-            && let Some(seat) = self.seats.values_mut().find(|s| s.token == token)
+            && let verifier = self.verify_token(token)
+            && let Some(seat) = self.seats.values_mut().find(|s| s.token == verifier)
         {
             let replaced = seat.peer.replace(peer).filter(|old| *old != peer);
             seat.left_at = None;
@@ -126,7 +174,9 @@ impl Roster {
         };
         let nickname = unique_nickname(&wanted, |n| self.seats.values().any(|s| s.nickname == n));
         let token = fresh_token();
-        self.seats.insert(player, Seat { player, token, nickname: nickname.clone(), peer: Some(peer), left_at: None });
+        let verifier = self.verify_token(token);
+        let seat = Seat { player, token: verifier, nickname: nickname.clone(), peer: Some(peer), left_at: None };
+        self.seats.insert(player, seat);
         Ok(Admission { player, nickname, token, resumed: false, replaced: None })
     }
 
@@ -176,7 +226,7 @@ mod tests {
 
     #[test]
     fn admits_with_unique_names_and_tokens_and_fills_up() {
-        let mut r = Roster::new(2, None);
+        let mut r = Roster::new(2, None, [3; 32]);
         let a = r.admit(PeerKey(1), &hello(" ann ", None), T0, || SessionToken([1; 16])).expect("ann");
         assert_eq!((a.player, a.nickname.as_str(), a.resumed), (PlayerId(0), "ann", false));
         let b = r.admit(PeerKey(2), &hello("ann", None), T0, || SessionToken([2; 16])).expect("second ann");
@@ -187,7 +237,7 @@ mod tests {
 
     #[test]
     fn a_password_is_checked() {
-        let mut r = Roster::new(4, Some("sesame".into()));
+        let mut r = Roster::new(4, Some("sesame"), [3; 32]);
         assert_eq!(r.admit(PeerKey(1), &hello("a", None), T0, || SessionToken([1; 16])), Err(close::BAD_PASSWORD));
         let mut h = hello("a", None);
         h.password = Some("sesame".into());
@@ -196,7 +246,7 @@ mod tests {
 
     #[test]
     fn resume_within_the_window_takeover_and_expiry() {
-        let mut r = Roster::new(4, None);
+        let mut r = Roster::new(4, None, [3; 32]);
         let token = SessionToken([9; 16]);
         let a = r.admit(PeerKey(1), &hello("ann", None), T0, || token).expect("ann");
         // A second connection with the token while the first is alive takes the slot over.
@@ -213,5 +263,35 @@ mod tests {
         assert_eq!(r.expire(Duration::from_secs(700)), [a.player]);
         let d = r.admit(PeerKey(4), &hello("ann", Some(token)), Duration::from_secs(701), || SessionToken([5; 16]));
         assert_eq!(d.map(|d| (d.resumed, d.token)), Ok((false, SessionToken([5; 16]))));
+    }
+
+    #[test]
+    fn the_roster_keeps_verifiers_that_give_no_token_or_password_away() {
+        let (ann, bob) = (SessionToken([0xa1; 16]), SessionToken([0xb0; 16]));
+        let mut r = Roster::new(4, Some("sesame"), [7; 32]);
+        let with = |name: &str, token| Hello { password: Some("sesame".into()), ..hello(name, token) };
+        r.admit(PeerKey(1), &with("ann", None), T0, || ann).expect("ann");
+        r.admit(PeerKey(2), &with("bob", None), T0, || bob).expect("bob");
+        // What a successor reads in a checkpoint: no token, no password, in any form.
+        let written = bincode::serde::encode_to_vec(&r, bincode::config::standard()).expect("a roster encodes");
+        let (ann_hex, bob_hex) = (ann.to_string(), bob.to_string());
+        for secret in [&ann.0[..], &bob.0[..], ann_hex.as_bytes(), bob_hex.as_bytes(), b"sesame"] {
+            assert!(!written.windows(secret.len()).any(|w| w == secret), "{secret:?} is in the roster's bytes");
+        }
+        // Restored (the successor's roster), it still takes each token back into its own slot,
+        // and no other.
+        let (mut back, _): (Roster, usize) =
+            bincode::serde::decode_from_slice(&written, bincode::config::standard()).expect("decodes");
+        back.detach_all(Some(T0));
+        let a = back.admit(PeerKey(5), &with("x", Some(ann)), T0, || SessionToken([0; 16])).expect("ann back");
+        assert_eq!((a.player, a.resumed, a.token, a.nickname.as_str()), (PlayerId(0), true, ann, "ann"));
+        let guess = back.admit(PeerKey(6), &with("eve", Some(SessionToken([0xb1; 16]))), T0, || SessionToken([1; 16]));
+        assert_eq!(guess.map(|g| (g.player, g.resumed)), Ok((PlayerId(2), false)), "a wrong token is a newcomer");
+        assert_eq!(
+            back.admit(PeerKey(7), &hello("mal", Some(bob)), T0, || SessionToken([2; 16])),
+            Err(close::BAD_PASSWORD)
+        );
+        // The same token under another match's salt is another verifier.
+        assert_ne!(Verifier::of(&[7; 32], "token", &ann.0), Verifier::of(&[8; 32], "token", &ann.0));
     }
 }

@@ -293,7 +293,8 @@ impl ServerCore {
         if config.migration.enabled {
             host.start_log(config.migration.hash_interval);
         }
-        let mut roster = Roster::new(config.max_players, config.password.clone());
+        let mut roster =
+            Roster::new(config.max_players, config.password.as_deref(), crate::engine::roster::fresh_salt());
         roster.reserved = host.world().resource::<Participants>().0.keys().copied().collect();
         ServerCore {
             host,

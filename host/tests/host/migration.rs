@@ -18,7 +18,7 @@ use vimp_netcode::frame::Channel;
 use vimp_netcode::input::KeyAction;
 use vimp_netcode::link::LinkConfig;
 use vimp_netcode::migration::{Claim, MigrationPayload};
-use vimp_netcode::session::Hello;
+use vimp_netcode::session::{Hello, SessionToken};
 use vimp_netcode::transport::{MemoryTransport, PeerKey, Transport};
 
 use super::{SMALL, host, script};
@@ -393,6 +393,9 @@ fn the_first_successor_shadows_a_lossy_match_without_a_mismatch() {
         assert_eq!(list, Some(succession.clone()), "everyone connected has the list");
     }
     assert!(bob_player.is_some());
+    let tokens: Vec<SessionToken> =
+        [ann, bob].iter().filter_map(|i| mesh.peers[*i].player().welcome().map(|w| w.token)).collect();
+    assert_eq!(tokens.len(), 2);
     let tick = mesh.server.host().tick();
     assert!(tick >= 20 * 120, "{tick} ticks of match");
     for (name, i) in [("ann", ann), ("bob", bob)] {
@@ -404,13 +407,20 @@ fn the_first_successor_shadows_a_lossy_match_without_a_mismatch() {
         assert!(shadow.hashes_checked() >= 20 * 4, "{name}: {} hashes checked", shadow.hashes_checked());
         assert_eq!(shadow.rebases(), 0, "{name}: a healthy shadow never reloads");
         assert_same_state(mesh.server.host_mut(), shadow);
-        // The meta part: every slot with its token and name.
-        let tokens = |seats: Vec<(PlayerId, String, String)>| seats;
-        let host_seats =
-            tokens(mesh.server.roster().seats().map(|s| (s.player, s.nickname.clone(), s.token.to_string())).collect());
-        let shadow_seats =
-            tokens(shadow.meta().roster.seats().map(|s| (s.player, s.nickname.clone(), s.token.to_string())).collect());
+        // The meta part: every slot with its token's verifier and its name.
+        let host_seats = seats(mesh.server.roster().seats());
+        let shadow_seats = seats(shadow.meta().roster.seats());
         assert_eq!(shadow_seats, host_seats, "{name}: the roster");
+        // ... which gives no client's token away: a successor resumes everyone, and can take
+        // nobody's slot.
+        let roster =
+            bincode::serde::encode_to_vec(&shadow.meta().roster, bincode::config::standard()).expect("encodes");
+        for token in &tokens {
+            let hex = token.to_string();
+            for form in [&token.0[..], hex.as_bytes()] {
+                assert!(!roster.windows(form.len()).any(|w| w == form), "{name}: a token in the roster it holds");
+            }
+        }
         assert!(shadow.meta().chat.iter().any(|l| l.contains("still here")), "{name}: {:?}", shadow.meta().chat);
     }
     assert!(mesh.peers[cy.expect("cy")].shadow().is_none(), "cy was never a successor");
@@ -591,9 +601,11 @@ fn standings(host: &Host) -> Vec<Standing> {
         .collect()
 }
 
-/// The slots with their names and tokens.
-fn seats<'a>(seats: impl Iterator<Item = &'a vimp_host::engine::roster::Seat>) -> Vec<(PlayerId, String, String)> {
-    seats.map(|s| (s.player, s.nickname.clone(), s.token.to_string())).collect()
+/// The slots with their names and their tokens' verifiers.
+fn seats<'a>(
+    seats: impl Iterator<Item = &'a vimp_host::engine::roster::Seat>,
+) -> Vec<(PlayerId, String, vimp_host::engine::roster::Verifier)> {
+    seats.map(|s| (s.player, s.nickname.clone(), s.token)).collect()
 }
 
 type NewHost = ServerCore;

@@ -72,7 +72,7 @@ pub struct MetaState {
 
 impl Default for MetaState {
     fn default() -> Self {
-        MetaState { roster: Roster::new(0, None), watching: Vec::new(), chat: Vec::new(), vote: None }
+        MetaState { roster: Roster::new(0, None, [0; 32]), watching: Vec::new(), chat: Vec::new(), vote: None }
     }
 }
 
@@ -151,7 +151,7 @@ mod tests {
     use super::*;
 
     fn meta() -> MetaState {
-        let mut roster = Roster::new(8, Some("pw".into()));
+        let mut roster = Roster::new(8, Some("pw"), [5; 32]);
         let hello = |name: &str| Hello { password: Some("pw".into()), ..Hello::new(name, "t") };
         roster.admit(PeerKey(1), &hello("ann"), Duration::ZERO, || SessionToken([7; 16])).expect("ann");
         roster.admit(PeerKey(2), &hello("bob"), Duration::ZERO, || SessionToken([9; 16])).expect("bob");
@@ -189,14 +189,18 @@ mod tests {
     }
 
     #[test]
-    fn round_trips_with_tokens_names_and_the_vote() {
+    fn round_trips_with_token_verifiers_names_and_the_vote() {
         let c = checkpoint((0..5000u32).map(|i| (i % 7) as u8).collect());
         let bytes = c.encode().expect("encode");
         assert!(bytes.len() < 2000, "repetitive state compresses: {} bytes", bytes.len());
-        let back = Checkpoint::decode(&bytes).expect("decode");
+        let mut back = Checkpoint::decode(&bytes).expect("decode");
         assert_eq!(back, comparable(c));
-        let tokens: Vec<SessionToken> = back.meta.roster.seats().map(|s| s.token).collect();
-        assert_eq!(tokens, [SessionToken([7; 16]), SessionToken([9; 16])]);
+        // The verifiers take the tokens back into their slots.
+        let resume = |token| Hello { resume_token: Some(token), password: Some("pw".into()), ..Hello::new("x", "t") };
+        for (token, player) in [(SessionToken([7; 16]), PlayerId(0)), (SessionToken([9; 16]), PlayerId(1))] {
+            let a = back.meta.roster.admit(PeerKey(9), &resume(token), Duration::ZERO, || SessionToken([0; 16]));
+            assert_eq!(a.map(|a| (a.player, a.resumed)), Ok((player, true)));
+        }
     }
 
     #[test]
