@@ -789,7 +789,9 @@ pub struct ClientSessionConfig {
     pub hello: Hello,
     /// No message from the host for this long closes the session locally with 4408.
     pub host_silence: Duration,
-    /// At most this many unacknowledged key events are repeated in one packet.
+    /// Unacknowledged key events are repeated in every input packet until the host
+    /// acknowledges them; beyond this many (a stall), they are collapsed to each key's last
+    /// press and last release, so that no key's state is lost.
     pub max_repeated_inputs: usize,
 }
 
@@ -854,6 +856,8 @@ pub struct ClientSession {
     /// (host clock ms at the ping, local time of receipt, host's RTT estimate ms)
     clock: Option<(f64, Duration, f64)>,
     unacked: VecDeque<BinaryKeyEvent>,
+    /// How often `unacked` was collapsed.
+    collapsed: u64,
     acked: Option<u32>,
     last_input_send: Option<Duration>,
     last_input_sent_seq: Option<u32>,
@@ -880,6 +884,7 @@ impl ClientSession {
             last_heard: now,
             clock: None,
             unacked: VecDeque::new(),
+            collapsed: 0,
             acked: None,
             last_input_send: None,
             last_input_sent_seq: None,
@@ -1023,9 +1028,30 @@ impl ClientSession {
             return;
         }
         self.unacked.push_back(BinaryKeyEvent { seq, action, bit });
-        while self.unacked.len() > self.config.max_repeated_inputs {
-            self.unacked.pop_front();
+        if self.unacked.len() > self.config.max_repeated_inputs {
+            self.collapse_inputs();
         }
+    }
+
+    /// Too many events wait for the host (a stall): only each key's last press and last release
+    /// stay, in order. Applied from any state the host may be in, they leave every held key as
+    /// the player holds it and fire every one-shot key pressed since; nothing is dropped that
+    /// would leave a key down on the host.
+    fn collapse_inputs(&mut self) {
+        let mut last = [[false; 2]; 256];
+        let mut keep = vec![false; self.unacked.len()];
+        for (i, e) in self.unacked.iter().enumerate().rev() {
+            let slot = &mut last[usize::from(e.bit)][usize::from(e.action == KeyAction::Up)];
+            keep[i] = !std::mem::replace(slot, true);
+        }
+        let mut keep = keep.into_iter();
+        self.unacked.retain(|_| keep.next().unwrap_or(true));
+        self.collapsed += 1;
+    }
+
+    /// How many times the events waiting for the host were collapsed ([`Self::push_input`]).
+    pub fn inputs_collapsed(&self) -> u64 {
+        self.collapsed
     }
 
     /// The host has applied every event up to `last_input_seq` (from the player block).
@@ -1588,6 +1614,68 @@ mod tests {
         assert!(client_end.stats().lost > 0, "the link did lose packets");
         assert_eq!(client.unacked_inputs(), 0);
         assert!(host.is_active(), "nobody was kicked: {:?}", host.close_code());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_stalled_input_queue_collapses_and_loses_no_key(
+            // Mostly one key, so that the others' last events lie far back.
+            events in proptest::collection::vec((proptest::prop_oneof![9 => proptest::strategy::Just(7u8), 1 => 0u8..7], proptest::bool::ANY, 1u32..4), 1..500),
+            acked_at in proptest::collection::vec(proptest::bool::weighted(0.004), 500),
+        ) {
+            use crate::input::{KeyKind, KeySpec, KeyState};
+            // Bits 0..4 held keys, 4..8 one-shots; the host sometimes acknowledges what it had.
+            let spec = |bit: u8| KeySpec { bit, kind: if bit < 4 { KeyKind::Held } else { KeyKind::OneShot } };
+            let (mut host, mut truth) = (KeyState::default(), KeyState::default());
+            let mut client = ClientSession::new(ClientSessionConfig::new(hello("a")), Duration::ZERO);
+            let mut seq = 0;
+            let mut fired = 0u64;
+            for (k, &(bit, down, gap)) in events.iter().enumerate() {
+                seq += gap;
+                let action = if down { KeyAction::Down } else { KeyAction::Up };
+                client.push_input(seq, action, bit);
+                truth.apply_bit(seq, action, spec(bit));
+                fired |= truth.step().fired;
+                if acked_at[k] {
+                    // What the host got of the queue so far, then acknowledged.
+                    for e in client.unacked.clone() {
+                        host.apply_bit(e.seq, e.action, spec(e.bit));
+                    }
+                    client.ack_inputs(host.last_input_seq());
+                }
+                proptest::prop_assert!(client.unacked_inputs() <= client.config.max_repeated_inputs.max(16));
+            }
+            // The host gets what is left: every held key ends as the player holds it, and every
+            // one-shot pressed at some point fires at some point.
+            let mut host_fired = 0u64;
+            for e in client.unacked.clone() {
+                host.apply_bit(e.seq, e.action, spec(e.bit));
+                host_fired |= host.step().fired;
+            }
+            proptest::prop_assert_eq!(host.held(), truth.held(), "held keys ({} collapses)", client.inputs_collapsed());
+            let pressed_unacked = fired & !0x0f;
+            proptest::prop_assert_eq!(host_fired & pressed_unacked, host_fired, "nothing fires that was not pressed");
+        }
+    }
+
+    #[test]
+    fn a_stall_collapses_the_queue_to_each_keys_last_press_and_release() {
+        let mut client = ClientSession::new(ClientSessionConfig::new(hello("a")), Duration::ZERO);
+        // 200 events on three keys, never acknowledged: key 2 is released last, at seq 3.
+        client.push_input(1, KeyAction::Down, 2);
+        client.push_input(2, KeyAction::Down, 5);
+        client.push_input(3, KeyAction::Up, 2);
+        for seq in 4..=200 {
+            client.push_input(seq, if seq % 2 == 0 { KeyAction::Down } else { KeyAction::Up }, 7);
+        }
+        assert!(client.inputs_collapsed() > 0);
+        let left: Vec<(u32, KeyAction, u8)> = client.unacked.iter().map(|e| (e.seq, e.action, e.bit)).collect();
+        assert!(left.len() <= client.config.max_repeated_inputs, "{}", left.len());
+        for kept in [(2, KeyAction::Down, 5), (3, KeyAction::Up, 2), (199, KeyAction::Up, 7), (200, KeyAction::Down, 7)]
+        {
+            assert!(left.contains(&kept), "{kept:?} kept: {left:?}");
+        }
+        assert!(left.is_sorted_by_key(|e| e.0), "in order");
     }
 
     #[test]
