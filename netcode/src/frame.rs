@@ -110,7 +110,10 @@ pub mod op {
     pub const AUTH_RESULT: u8 = 2;
     /// The map, JSON.
     pub const MAP_DATA: u8 = 3;
-    /// The first game frame, once, bypassing the interpolation buffer: `[gameSnapshot, 0, serverTime, 0]`, JSON.
+    /// The spec's first game frame, once, bypassing the interpolation buffer:
+    /// `[gameSnapshot, 0, serverTime, 0]`, JSON. Reserved: a vimp host never sends it, since a
+    /// client's first snapshot (a format 5 frame, or a delta keyframe) is the whole world and
+    /// the interpolation buffer shows it at once; the codec still reads it.
     pub const FIRST_SHOT_DATA: u8 = 4;
     /// A binary snapshot frame (v5), every snapshot tick.
     pub const SHOT_DATA: u8 = 5;
@@ -186,7 +189,8 @@ pub mod op {
     pub mod client {
         /// Authorization form data plus the lobby identity token, JSON.
         pub const AUTH_RESPONSE: u8 = 1;
-        /// Key input: `"seq:action:name"` events or their binary batch form.
+        /// Key input: a binary batch of events (what vimp clients send), or one event in the
+        /// spec's text form `"seq:action:name"`; a host takes both ([`crate::input`]).
         pub const KEYS_DATA: u8 = 5;
         /// A chat message or chat command, JSON.
         pub const CHAT: u8 = 6;

@@ -47,8 +47,11 @@
 //!
 //! # Binary batch form
 //!
-//! On the unreliable channel a packet carries a batch of events (it repeats the ones
-//! not yet acknowledged). Names are replaced by their bits ([`KeyTable::resolve`],
+//! On the unreliable channel a packet (`KEYS_DATA`) carries a batch of events (it repeats
+//! the ones not yet acknowledged): what vimp clients send. A host takes a `KEYS_DATA` of one
+//! event in the text form too, as the spec writes it; the two cannot be mistaken for each
+//! other (a batch whose first byte is an ASCII digit is at least 100 bytes long, a text
+//! event at most 48). Names are replaced by their bits ([`KeyTable::resolve`],
 //! [`KeyTable::to_event`]) and the batch is laid out as follows, multi-byte integers
 //! big-endian:
 //!

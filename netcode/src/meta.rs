@@ -14,7 +14,7 @@
 //! | 1  | [`AUTH_DATA`]        | [`AuthData`]    | `{"elems":…,"params":[{"name":"nick","value":…,"options":…}],"texts":…}`, `texts` optional |
 //! | 2  | [`AUTH_RESULT`]      | [`AuthResult`]  | `null` (accepted) or `{"field":"error text",…}` |
 //! | 3  | [`MAP_DATA`]         | [`MetaMessage::Map`] | any object `{…}` (the map) |
-//! | 4  | [`FIRST_SHOT_DATA`]  | [`FirstShot`]   | `[gameSnapshot,0,serverTime,0]` |
+//! | 4  | [`FIRST_SHOT_DATA`]  | [`FirstShot`]   | `[gameSnapshot,0,serverTime,0]` (reserved: a vimp host never sends it, the first snapshot frame is the whole world) |
 //! | 6  | [`SOUND_DATA`]       | [`Sound`]       | `"roundStart"` |
 //! | 7  | [`GAME_INFORM_DATA`] | [`GameInform`]  | `[code]` or `[code,[param,…]]` |
 //! | 8  | [`TECH_INFORM_DATA`] | [`TechInform`]  | `null` (hide the black screen), `[code]` or `[code,[param,…]]` |

@@ -414,6 +414,9 @@ pub enum HostEvent {
     Hello(Hello),
     /// Key events (possibly repeats of ones already applied: the key state ignores old seqs).
     Input(Vec<BinaryKeyEvent>),
+    /// A key event in the spec's text form (`KEYS_DATA` as `"seq:action:name"`), name
+    /// unresolved: the host checks it against its key table.
+    TextInput(input::InputEvent),
     /// A meta message from the client (auth response, chat, vote) on its port, not yet decoded.
     Meta {
         /// The client→server port.
@@ -555,14 +558,23 @@ impl HostSession {
                 Err(e) => self.reject(close::PROTOCOL, Some(&bounded(format!("the hello does not read: {e}")))),
             },
             (HostState::Active, op::PONG) => self.on_pong(frame.payload),
-            (HostState::Active, op::client::KEYS_DATA) => match input::decode_events(frame.payload) {
-                Ok(events) => match self.inputs.check(now) {
-                    RateVerdict::Allow => self.events.push_back(HostEvent::Input(events)),
+            // A binary batch, or one event in the spec's text form `seq:action:name` (a batch is
+            // at least 100 bytes when its first byte is an ASCII digit, a text event at most 48:
+            // neither reads as the other).
+            (HostState::Active, op::client::KEYS_DATA) => {
+                let event = match input::decode_events(frame.payload) {
+                    Ok(events) => HostEvent::Input(events),
+                    Err(_) => match std::str::from_utf8(frame.payload).map(input::InputEvent::parse) {
+                        Ok(Ok(event)) => HostEvent::TextInput(event),
+                        _ => return self.close(close::PROTOCOL),
+                    },
+                };
+                match self.inputs.check(now) {
+                    RateVerdict::Allow => self.events.push_back(event),
                     RateVerdict::Drop => {}
                     RateVerdict::Abuse => self.close(close::RATE),
-                },
-                Err(_) => self.close(close::PROTOCOL),
-            },
+                }
+            }
             (HostState::Active, port @ (op::client::AUTH_RESPONSE | op::client::CHAT | op::client::VOTE)) => {
                 let verdict = match port {
                     op::client::CHAT => self.chat.check(now),
@@ -1363,6 +1375,24 @@ mod tests {
         let (mut host, _) = connected();
         host.handle_message(MS, Channel::Reliable, &vec![op::client::CHAT; frame::MAX_MESSAGE + 1]);
         assert_eq!(host.close_code(), Some(close::PROTOCOL), "a message past the transport limit");
+    }
+
+    #[test]
+    fn keys_data_takes_a_binary_batch_or_one_event_in_the_text_form() {
+        let (mut host, _) = connected();
+        let _ = std::iter::from_fn(|| host.poll_event()).count();
+        host.handle_message(MS, Channel::Unreliable, b"\x0512:down:forward");
+        let text = input::InputEvent::new(12, KeyAction::Down, "forward").expect("an event");
+        assert_eq!(host.poll_event(), Some(HostEvent::TextInput(text)));
+        let mut batch = vec![op::client::KEYS_DATA];
+        input::encode_events(&[(13, KeyAction::Up, 0)], &mut batch).expect("a batch");
+        host.handle_message(MS, Channel::Unreliable, &batch);
+        assert!(matches!(host.poll_event(), Some(HostEvent::Input(e)) if e.len() == 1));
+        for bad in [&b"12:down"[..], b"12:sideways:forward", b"x:down:forward", b"\xff\xfe", b"12:down:forward "] {
+            let (mut host, _) = connected();
+            host.handle_message(MS, Channel::Unreliable, &[&[op::client::KEYS_DATA][..], bad].concat());
+            assert_eq!(host.close_code(), Some(close::PROTOCOL), "{bad:?}");
+        }
     }
 
     #[test]

@@ -668,6 +668,23 @@ impl ServerCore {
                     self.host.push(input);
                 }
             }
+            HostEvent::TextInput(event) => {
+                let Some(player) = self.roster.player_of(peer) else { return };
+                if self.watching.contains_key(&player) {
+                    // A spectator's keys: the next or the previous player to watch.
+                    let keys = vimp_netcode::session::spectator_keys();
+                    if event.action == vimp_netcode::input::KeyAction::Down
+                        && let Ok(key) = keys.resolve(&event)
+                    {
+                        self.switch_watched(player, key.bit == 0);
+                    }
+                    return;
+                }
+                // A name the game's keys do not have is dropped, as a bit outside them is.
+                if self.host.world().resource::<PlayerKeys>().0.resolve(&event).is_ok() {
+                    self.host.push(HostCommand::Input { player, event });
+                }
+            }
             HostEvent::Meta { port: op::client::CHAT, payload } => self.on_chat(peer, &payload),
             HostEvent::Meta { port: op::client::VOTE, payload } => self.on_vote(peer, &payload),
             HostEvent::Meta { .. } => {}

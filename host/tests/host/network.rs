@@ -8,7 +8,7 @@ use vimp_host::prelude::*;
 use vimp_host::tanks::GAME;
 use vimp_host::tanks::tank::Tank;
 use vimp_netcode::client::Client;
-use vimp_netcode::frame::Channel;
+use vimp_netcode::frame::{Channel, op};
 use vimp_netcode::input::KeyAction;
 use vimp_netcode::link::LinkConfig;
 use vimp_netcode::schema::SnapshotSchema;
@@ -603,6 +603,37 @@ fn a_version_mismatch_is_4410_and_a_wrong_password_4401() {
     assert_eq!(lan.clients[v].closed().map(|c| c.0), Some(close::VERSION));
     assert_eq!(lan.clients[p].closed().map(|c| c.0), Some(close::BAD_PASSWORD));
     assert_eq!(lan.server.roster().seats().count(), 0);
+}
+
+#[test]
+fn a_key_event_in_the_spec_s_text_form_is_applied_like_a_binary_one() {
+    let mut lan = Lan::new(None);
+    let ann = lan.join(hello("ann"));
+    let bob = lan.join(hello("bob"));
+    assert!(lan.run_until(Duration::from_secs(2), |l| l.clients.iter().all(|c| c.stats().snapshots > 0)));
+    let player = vimp_host::PlayerId(lan.clients[ann].welcome().expect("welcomed").player_id);
+    let keys = |lan: &Lan| {
+        let participants = lan.server.host().world().resource::<vimp_host::engine::players::Participants>();
+        let p = &participants.0[&player];
+        (p.keys.last_input_seq(), p.keys.held())
+    };
+    let send = |lan: &mut Lan, client: usize, text: &str| {
+        let now = lan.now;
+        let frame = [&[op::client::KEYS_DATA][..], text.as_bytes()].concat();
+        lan.clients[client].transport_mut().send(now, HOST, Channel::Unreliable, frame);
+    };
+    send(&mut lan, ann, "5:down:forward");
+    assert!(lan.run_until(Duration::from_secs(1), |l| keys(l).0 == 5), "{:?}", keys(&lan));
+    assert_eq!(keys(&lan).1, 1 << 0, "forward is held");
+    // A name the game has no key for is dropped (its seq not consumed); garbage closes with 4400.
+    send(&mut lan, ann, "6:down:jump");
+    send(&mut lan, ann, "7:up:forward");
+    assert!(lan.run_until(Duration::from_secs(1), |l| keys(l).0 == 7));
+    assert_eq!(keys(&lan).1, 0, "forward let go");
+    send(&mut lan, bob, "8:sideways:forward");
+    lan.run(Duration::from_millis(200), None);
+    assert_eq!(lan.clients[bob].closed().map(|c| c.0), Some(close::PROTOCOL));
+    assert!(lan.clients[ann].closed().is_none());
 }
 
 #[test]

@@ -1,4 +1,8 @@
 //! The one-off first frame (port 4), which skips the interpolation buffer.
+//!
+//! A vimp host never sends it: a client's first snapshot frame (format 5, or a delta
+//! keyframe) is the whole world, and the interpolation buffer shows it at once. The port
+//! stays reserved, and this codec reads it from a host that does.
 
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
