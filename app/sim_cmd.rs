@@ -170,6 +170,7 @@ pub fn run(args: &SimArgs, game: &Game) -> anyhow::Result<i32> {
         "snapshot_v6_work_share_of_tick": v6_share_of_tick,
         "snapshot_v6_client_work_share_of_tick": v6_client_share_of_tick,
         "snapshot_body_bytes_last": stats.last_body_bytes,
+        "snapshot_pack_errors": stats.pack_errors,
         "dump_bytes": dump.len(),
         "dump_encode_us": dump_encode_us,
         "dump_decode_us": dump_decode_us,

@@ -143,6 +143,8 @@ pub struct ClientView {
     shadowing: bool,
     figures: (u64, u64, u64),
     local_id: Option<PeerKey>,
+    /// While hosting: snapshot ticks whose frames could not be packed.
+    pack_errors: u64,
 }
 
 impl ClientView {
@@ -410,6 +412,11 @@ impl NodeThread {
         self.view().figures
     }
 
+    /// While hosting: snapshot ticks whose frames could not be packed (a game bug, logged).
+    pub fn pack_errors(&self) -> u64 {
+        self.view().pack_errors
+    }
+
     /// Asks the thread for the window's view of the host's world (its config's [`Capture`]),
     /// or to stop making it.
     pub fn want_capture(&self, on: bool) {
@@ -513,6 +520,7 @@ fn publish(node: &mut WindowNode, shared: &Shared, now: Duration, chat_seen: &mu
     let host_path = node.client().and_then(ClientCore::host_peer).and_then(|h| node.transport().path(h));
     let (hosting, shadowing) = (node.is_hosting(), node.is_shadowing());
     let figures = (node.checkpoints(), node.mismatches(), node.errors().len() as u64);
+    let pack_errors = node.server().map_or(0, |s| s.stats().pack_errors);
     let Some(client) = node.client_mut() else { return };
     let frames = client.take_frames();
     let meta = client.take_meta();
@@ -544,6 +552,7 @@ fn publish(node: &mut WindowNode, shared: &Shared, now: Duration, chat_seen: &mu
         view.linked_peers = client.linked_peers();
         view.failure = failure;
         (view.hosting, view.shadowing, view.figures, view.local_id) = (hosting, shadowing, figures, local_id);
+        view.pack_errors = pack_errors;
     }
     if changes.is_empty() && frames.is_empty() && meta.is_empty() && chat.is_empty() {
         return;

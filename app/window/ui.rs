@@ -614,6 +614,12 @@ fn match_ui(
                 (false, false) => "not a successor",
             };
             w.label(format!("node: {role}  checkpoints {checkpoints}  mismatches {mismatches}  errors {errors}"));
+            // A game whose rows do not fit its schema sends no frame: say so, never skip it silently.
+            let pack_errors = m.node.pack_errors();
+            if pack_errors > 0 {
+                let text = format!("{pack_errors} frames could not be packed (the log says why)");
+                w.label(egui::RichText::new(text).color(egui::Color32::LIGHT_RED));
+            }
         });
     }
 

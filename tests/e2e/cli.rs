@@ -69,6 +69,7 @@ fn sim_same_seed_same_hash_other_seed_other_hash() {
     let v6 = a["snapshot_v6_bytes_per_client_per_s"].as_f64().expect("v6 bytes");
     assert!(v5 > 0.0 && v6 > 0.0 && v6 < v5, "v5 {v5} B/s, v6 {v6} B/s");
     assert_eq!(a["snapshot_v6_bytes_per_client_per_s"], b["snapshot_v6_bytes_per_client_per_s"], "deterministic");
+    assert_eq!(a["snapshot_pack_errors"], 0, "every frame packed");
     assert_eq!(a["state_hash"], b["state_hash"]);
     assert_ne!(a["state_hash"], c["state_hash"]);
 }

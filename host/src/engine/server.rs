@@ -146,6 +146,9 @@ pub struct ServerStats {
     pub bytes_in: u64,
     /// Sessions closed by the host, by misbehaviour or timeouts.
     pub kicked: u64,
+    /// Snapshot ticks whose frames could not be packed (a game bug: rows that do not fit the
+    /// schema; the first is logged with its reason).
+    pub pack_errors: u64,
 }
 
 /// The link to one seated player ([`Server::links`]).
@@ -455,7 +458,8 @@ impl ServerCore {
 
     /// Traffic figures.
     pub fn stats(&self) -> ServerStats {
-        self.stats
+        let pack_errors = self.host.world().resource::<crate::engine::snapshot::SnapshotStats>().pack_errors;
+        ServerStats { pack_errors, ..self.stats }
     }
 
     /// The smoothed latency of each connected player, ms.

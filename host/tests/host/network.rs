@@ -637,6 +637,31 @@ fn a_key_event_in_the_spec_s_text_form_is_applied_like_a_binary_one() {
 }
 
 #[test]
+fn a_frame_that_cannot_be_packed_is_counted_and_the_next_ones_go() {
+    use vimp_host::engine::snapshot::EventRows;
+    use vimp_netcode::schema::BlockKind;
+    let mut lan = Lan::new(None);
+    let ann = lan.join(hello("ann"));
+    let bob = lan.join(Hello { snapshot_formats: Vec::new(), ..hello("bob") });
+    assert!(lan.run_until(Duration::from_secs(2), |l| l.clients.iter().all(|c| c.stats().snapshots > 0)));
+    assert_eq!(lan.server.stats().pack_errors, 0);
+    // The game pushes an event row that does not fit its schema (a game bug): a blast of one
+    // byte where the schema has three floats.
+    let settings = lan.server.host().world().resource::<vimp_host::engine::sim::EngineSettings>();
+    let blasts = settings.schema.id_of("w2e").expect("the blasts' key");
+    let bad = Some(vec![FieldValue::U8(1)]);
+    lan.server.host_mut().world_mut().resource_mut::<EventRows>().push(blasts, BlockKind::List16, 0, bad);
+    lan.run(Duration::from_millis(100), None);
+    assert!(lan.server.stats().pack_errors >= 1, "counted: {:?}", lan.server.stats());
+    // The match goes on for both formats: the next frames pack.
+    let before = [ann, bob].map(|i| lan.clients[i].stats().snapshots);
+    lan.run(Duration::from_millis(500), None);
+    for (i, n) in [ann, bob].into_iter().zip(before) {
+        assert!(lan.clients[i].stats().snapshots > n + 5, "{i}: {n} → {}", lan.clients[i].stats().snapshots);
+    }
+}
+
+#[test]
 fn garbage_closes_only_its_sender_with_4400() {
     let mut lan = Lan::new(None);
     let good = lan.join(hello("good"));
