@@ -509,6 +509,13 @@ impl Turns {
         // Friends play on: the match goes to the first successor, not a tick lost.
         if self.node.hand_off(clock.elapsed()) {
             crate::setup::linger();
+        } else if !self.node.is_hosting() && self.node.client().is_some_and(|c| c.closed().is_none()) {
+            // The window closed: the player leaves (its slot freed, its tank gone at once), it
+            // does not drop.
+            let now = clock.elapsed();
+            self.node.leave(now);
+            self.node.send_now(now);
+            crate::setup::linger();
         }
     }
 }

@@ -180,6 +180,13 @@ impl Roster {
         Ok(Admission { player, nickname, token, resumed: false, replaced: None })
     }
 
+    /// `peer` left for good: its slot is freed (its token is worthless from now on). Returns
+    /// the slot it held.
+    pub fn leave(&mut self, peer: PeerKey) -> Option<Seat> {
+        let player = self.player_of(peer)?;
+        self.seats.remove(&player)
+    }
+
     /// `peer` is gone: its slot starts waiting for a resume. Returns the slot.
     pub fn disconnected(&mut self, peer: PeerKey, now: Duration) -> Option<PlayerId> {
         let seat = self.seats.values_mut().find(|s| s.peer == Some(peer))?;

@@ -202,6 +202,9 @@ pub struct ServerCore {
     handed_off: Option<PeerKey>,
     /// Slots restored at a takeover whose keys are let go if no token comes back by then.
     release_due: Vec<(PlayerId, Duration)>,
+    /// Peers that closed their session themselves with a normal close: they left (the slot is
+    /// freed at once), they did not drop (the slot waits).
+    leaving: std::collections::BTreeSet<PeerKey>,
     /// What changed, not taken yet ([`ServerCore::poll_event`]).
     events: VecDeque<ServerEvent>,
 }
@@ -322,6 +325,7 @@ impl ServerCore {
             superseded: None,
             handed_off: None,
             release_due: Vec::new(),
+            leaving: std::collections::BTreeSet::new(),
             events: VecDeque::new(),
         }
     }
@@ -697,9 +701,11 @@ impl ServerCore {
                     self.latency.insert(player, ms);
                 }
             }
-            HostEvent::Closed { by_peer, .. } => {
+            HostEvent::Closed { by_peer, code } => {
                 if !by_peer {
                     self.stats.kicked += 1;
+                } else if code == close::NORMAL {
+                    self.leaving.insert(peer);
                 }
             }
             HostEvent::CheckpointRequest => self.migration.checkpoint_requested(peer, now),
@@ -1050,12 +1056,31 @@ impl ServerCore {
         }
     }
 
+    /// `peer` is gone. One that left (it closed with a normal close: the window's Leave, a
+    /// quit) gives its slot up at once, its tank with it; one that dropped (its link went, it
+    /// timed out, it was kicked) keeps its slot for [`Roster::resume_window`].
     fn drop_peer(&mut self, peer: PeerKey, now: Duration) {
         self.peers.remove(&peer);
         self.delta_peers.remove(&peer);
         self.hosting_peers.remove(&peer);
         self.panels.remove(&peer);
         self.migration.links(peer, None);
+        if self.leaving.remove(&peer)
+            && let Some(seat) = self.roster.leave(peer)
+        {
+            let player = seat.player;
+            self.migration.meta_dirty = true;
+            self.note(ServerEvent::Left { player, nickname: seat.nickname.clone() });
+            self.system_chat(2, seat.nickname);
+            self.latency.remove(&player);
+            self.watching.remove(&player);
+            self.migration.freed(player);
+            self.host.push(HostCommand::Leave { player });
+            // Everyone's table drops the player now, not at the next round of it.
+            self.next_stat = now;
+            self.update_receivers();
+            return;
+        }
         if let Some(player) = self.roster.disconnected(peer, now) {
             self.migration.meta_dirty = true;
             if let Some(name) = self.roster.seat(player).map(|s| s.nickname.clone()) {

@@ -24,6 +24,8 @@ pub(crate) struct Lan {
     pub(crate) clients: Vec<Client<MemoryTransport>>,
     pub(crate) now: Duration,
     next_id: u128,
+    /// What each client's stat table shows so far ([`Lan::stat_names`]).
+    stat_views: BTreeMap<usize, vimp_netcode::meta::StatView>,
 }
 
 fn hello(name: &str) -> Hello {
@@ -62,7 +64,7 @@ impl Lan {
             ..ServerConfig::default()
         };
         let server = Server::new(host, MemoryTransport::new(HOST), server_config);
-        Lan { server, clients: Vec::new(), now: Duration::ZERO, next_id: 1 }
+        Lan { server, clients: Vec::new(), now: Duration::ZERO, next_id: 1, stat_views: BTreeMap::new() }
     }
 
     /// A new client linked to the host (20 ms each way, a little jitter).
@@ -106,6 +108,30 @@ impl Lan {
             self.run(STEP, None);
         }
         done(self)
+    }
+
+    /// The names in the first column of the stat table client `i` shows, from every table
+    /// update it got so far (its meta taken).
+    pub(crate) fn stat_names(&mut self, i: usize) -> Vec<String> {
+        use vimp_netcode::meta::{MetaMessage, STAT_DATA, StatValue};
+        let mut view = self.stat_views.remove(&i).unwrap_or_default();
+        for (port, bytes) in self.clients[i].take_meta() {
+            if port == STAT_DATA
+                && let Ok(MetaMessage::Stat(update)) = MetaMessage::decode(port, &bytes)
+            {
+                view.apply(&update);
+            }
+        }
+        let names = view
+            .rows
+            .values()
+            .filter_map(|(_, cells)| match cells.first() {
+                Some(StatValue::Text(name)) => Some(name.clone()),
+                _ => None,
+            })
+            .collect();
+        self.stat_views.insert(i, view);
+        names
     }
 
     pub(crate) fn tank(&mut self, player: u8) -> Option<Tank> {
@@ -732,6 +758,37 @@ fn resume_with_the_token_keeps_the_slot_and_score_and_a_second_connection_takes_
     // What the server said of it, in order: the replaced connection is no departure.
     let events: Vec<String> = std::iter::from_fn(|| lan.server.poll_event()).map(|e| e.to_string()).collect();
     assert_eq!(events, ["ann joined", "ann is back", "ann left", "ann is back"]);
+}
+
+#[test]
+fn a_player_who_leaves_gives_the_slot_up_at_once_and_one_who_drops_keeps_it() {
+    let mut lan = Lan::new(None);
+    let ann = lan.join(hello("ann"));
+    let bob = lan.join(hello("bob"));
+    let cy = lan.join(hello("cy"));
+    assert!(lan.run_until(Duration::from_secs(2), |l| l.clients.iter().all(|c| c.stats().snapshots > 0)));
+    let id = |lan: &Lan, i: usize| lan.clients[i].welcome().map(|w| w.player_id).expect("welcomed");
+    let (ann_id, bob_id) = (id(&lan, ann), id(&lan, bob));
+    let ann_token = lan.clients[ann].welcome().map(|w| w.token).expect("welcomed");
+    // ann leaves (the window's Leave, a quit: a normal close); bob's link drops.
+    let now = lan.now;
+    lan.clients[ann].leave(now);
+    lan.clients[bob].transport_mut().disconnect(HOST);
+    lan.run(Duration::from_millis(100), Some(&[cy]));
+    assert!(lan.server.roster().seat(PlayerId(ann_id)).is_none(), "ann's slot is free at once");
+    assert!(lan.tank(ann_id).is_none(), "and her tank gone");
+    let bob_seat = lan.server.roster().seat(PlayerId(bob_id)).map(|s| s.peer.is_none());
+    assert_eq!(bob_seat, Some(true), "bob's slot waits for him");
+    assert!(lan.tank(bob_id).is_some(), "his tank too");
+    // cy's table says so within a stat round, and ann's token is worthless now.
+    lan.run(Duration::from_millis(600), Some(&[cy]));
+    let names: Vec<String> = lan.stat_names(cy);
+    assert!(!names.contains(&"ann".to_owned()) && names.contains(&"bob".to_owned()), "{names:?}");
+    let back = lan.join(Hello { resume_token: Some(ann_token), ..hello("ann") });
+    assert!(lan.run_until(Duration::from_secs(2), |l| l.clients[back].welcome().is_some()));
+    assert_eq!(lan.clients[back].welcome().map(|w| w.resumed), Some(false), "a newcomer");
+    let events: Vec<String> = std::iter::from_fn(|| lan.server.poll_event()).map(|e| e.to_string()).collect();
+    assert!(events.contains(&"ann left".to_owned()) && events.contains(&"bob left".to_owned()), "{events:?}");
 }
 
 #[test]
