@@ -198,6 +198,10 @@ pub struct ClientStats {
     /// place (another vote open, another epoch, a forged caller, a sender outside the
     /// electorate, or this client outside it: spectators and the host's own player).
     pub votes_refused: u64,
+    /// Frames from a mesh peer that is not the host (nor a candidate still answering the
+    /// hello) other than the two a fellow client may send (`CLAIM`, the `@changeHost` vote):
+    /// a fellow client's `HANDOFF`, checkpoint, log, succession list or snapshot is refused.
+    pub peer_frames_refused: u64,
 }
 
 /// How a client notices a lost host.
@@ -803,6 +807,10 @@ impl ClientCore {
                         && matches!(f.opcode, op::HOST_VOTE | op::HOST_BALLOT)
                     {
                         self.on_vote_frame(peer, f.opcode, f.payload, now);
+                    } else if !frame::parse(&bytes).is_ok_and(|f| f.opcode == op::HELLO) {
+                        // Only the host may say anything else (a fellow client's hello, said to
+                        // every peer it meets, is no offence).
+                        self.stats.peer_frames_refused += 1;
                     }
                 }
             }

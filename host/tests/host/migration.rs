@@ -1237,6 +1237,32 @@ fn raw(m: &mut Migrating, from: usize, to: usize, opcode: u8, payload: &[u8]) {
 }
 
 #[test]
+fn a_fellow_client_cannot_hand_the_match_off_nor_feed_a_shadow() {
+    use vimp_netcode::frame::op;
+    use vimp_netcode::migration::{Handoff, Succession};
+    let (mut m, [ann, bob, cy]) = three_clients(5);
+    let checkpoints = m.mesh.peers[ann].checkpoints();
+    let before = m.client(ann).stats().clone();
+    // cy, a player of the room, forges what only the host may say: a handoff to itself, a
+    // succession list naming itself first, a checkpoint part, a log batch, a snapshot.
+    let cy_key = m.mesh.peers[cy].transport().local_id().expect("an id");
+    raw(&mut m, cy, ann, op::HANDOFF, &Handoff { epoch: 1, to: cy_key }.encode());
+    raw(&mut m, cy, ann, op::SUCCESSION, &Succession { epoch: 1, peers: vec![cy_key] }.encode());
+    raw(&mut m, cy, ann, op::CHECKPOINT, &[0, 0, 0, 9, 0, 1, 0, 0, 1, 2, 3]);
+    raw(&mut m, cy, ann, op::INPUT_LOG, &[1, 2, 3, 4]);
+    raw(&mut m, cy, ann, op::SHOT_DATA, &[5, 0, 0, 0, 1]);
+    m.run(Duration::from_millis(500));
+    let after = m.client(ann).stats().clone();
+    assert_eq!(after.peer_frames_refused - before.peer_frames_refused, 5, "each one refused and counted");
+    assert_eq!((after.migrations, after.host_lost_at), (0, None), "ann still follows her host");
+    assert_eq!(m.client(ann).succession().map(|s| s.peers.contains(&cy_key)), Some(true), "the host's list stands");
+    assert_ne!(m.client(ann).succession().map(|s| s.peers[0]), Some(cy_key));
+    assert_eq!(after.bad_migration_frames, before.bad_migration_frames, "nothing reached the shadow's queue");
+    assert!(m.mesh.peers[ann].checkpoints() >= checkpoints && m.mesh.peers[ann].errors().is_empty());
+    assert!(m.client(bob).closed().is_none() && m.client(cy).closed().is_none());
+}
+
+#[test]
 fn change_host_frames_out_of_place_are_refused_and_so_is_a_step_down_without_a_majority() {
     use vimp_netcode::frame::op;
     use vimp_netcode::migration::{HostVote, StepDown};
