@@ -107,8 +107,10 @@ pub struct JoinArgs {
     /// Seconds after the welcome to wait before saying it (so friends joining meanwhile hear it).
     #[arg(long, default_value_t = 3.0)]
     pub say_after: f64,
-    /// How long the host may stay silent (nothing on either channel) before it counts as
-    /// lost and the successors take over, ms.
+    /// The longest the host may stay silent (nothing on either channel) before it counts as
+    /// lost and the successors take over, ms; a link that has shown itself steady is judged
+    /// sooner (three times its longest gap between the host's frames over the last 10 s, at
+    /// least 150 ms).
     #[arg(long, value_name = "MS", default_value_t = 500)]
     pub host_timeout: u64,
     /// Headless: call the `@changeHost` vote this many seconds after the welcome (or as soon
@@ -479,6 +481,8 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
         "snapshots_after_host_change": (stats.migrations > 0).then(|| stats.snapshots - snapshots_at_change),
         "host_epoch": stats.host_epoch,
         "resume_ms": stats.resume.map(|d| d.as_secs_f64() * 1000.0),
+        "host_timeout_ms": client.host_timeout().as_secs_f64() * 1000.0,
+        "peer_frames_refused": stats.peer_frames_refused,
         "rewind_ms": stats.rewind_ms,
         "promoted_at_tick": promoted.map(|(tick, _)| tick),
         "shadow_checkpoints": node.checkpoints(),

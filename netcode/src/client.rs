@@ -25,11 +25,12 @@
 //!
 //! # Losing the host
 //!
-//! No frame from the host on either channel for [`ClientConfig::host_timeout`] (500 ms),
-//! its link dropping, or its `HANDOFF` means the host is lost. From then on:
+//! No frame from the host on either channel for [`ClientCore::host_timeout`] (what the link
+//! has shown: three times its longest recent gap between frames, 150 to 500 ms,
+//! [`SilenceWatch`]), its link dropping, or its `HANDOFF` means the host is lost. From then on:
 //!
 //! - the successor whose turn it is ([`ClientCore::takeover_due`]: the `k`-th successor still
-//!   linked waits `k` timeouts, a handed-off one none) promotes its shadow, and its client
+//!   linked waits `k` of its timeouts, a handed-off one none) promotes its shadow, and its client
 //!   follows that new host in its own process ([`ClientCore::follow_own_host`]), which it
 //!   reaches under its own mesh key;
 //! - every other client waits for a `CLAIM` ([`Claim`]) from a peer of the succession list
@@ -78,6 +79,9 @@ use crate::snapshot::{DecodeError, Frame, unpack};
 use crate::transport::{PeerKey, Transport, TransportEvent};
 
 mod host_vote;
+mod silence;
+
+pub use silence::{GAP_FACTOR, MIN_GAPS, SilenceWatch, WINDOW};
 
 pub use host_vote::HostVoteView;
 
@@ -207,8 +211,13 @@ pub struct ClientStats {
 /// How a client notices a lost host.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ClientConfig {
-    /// No frame from the host on either channel for this long: the host is lost (500 ms).
+    /// No frame from the host on either channel for this long: the host is lost (500 ms). A
+    /// link that has shown how it goes is judged sooner: three times its longest gap between
+    /// the host's frames over the last 10 s, at least [`ClientConfig::min_host_timeout`]
+    /// ([`SilenceWatch`]).
     pub host_timeout: Duration,
+    /// The shortest silence that counts the host as lost, however steady its link (150 ms).
+    pub min_host_timeout: Duration,
     /// Host lost and no acceptable claim for this long: the client closes with 4408 (10 s).
     pub give_up: Duration,
     /// Recent key events kept to send again to a new host (64).
@@ -217,7 +226,12 @@ pub struct ClientConfig {
 
 impl Default for ClientConfig {
     fn default() -> Self {
-        ClientConfig { host_timeout: Duration::from_millis(500), give_up: Duration::from_secs(10), input_history: 64 }
+        ClientConfig {
+            host_timeout: Duration::from_millis(500),
+            min_host_timeout: Duration::from_millis(150),
+            give_up: Duration::from_secs(10),
+            input_history: 64,
+        }
     }
 }
 
@@ -238,6 +252,8 @@ pub struct Handover {
 #[derive(Debug)]
 struct Lost {
     at: Duration,
+    /// The silence allowed when the host was lost: each successor's turn to claim lasts this.
+    turn: Duration,
     host: Option<PeerKey>,
     successors: Vec<PeerKey>,
     handoff_to: Option<PeerKey>,
@@ -296,6 +312,8 @@ pub struct ClientCore {
     migration: VecDeque<MigrationPayload>,
     closed: Option<(u16, String)>,
     stats: ClientStats,
+    /// The gaps between the host's frames: how long it may be silent ([`Self::host_timeout`]).
+    silence: SilenceWatch,
     settings: ClientConfig,
     /// Mesh peers whose links are open.
     peers: BTreeSet<PeerKey>,
@@ -349,6 +367,7 @@ impl ClientCore {
             migration: VecDeque::new(),
             closed: None,
             stats: ClientStats::default(),
+            silence: SilenceWatch::default(),
             settings: config,
             peers: BTreeSet::new(),
             links_reported: None,
@@ -368,6 +387,13 @@ impl ClientCore {
         }
     }
 
+    /// How long the host may be silent before it counts as lost: what its link has shown
+    /// ([`SilenceWatch`]), between [`ClientConfig::min_host_timeout`] and
+    /// [`ClientConfig::host_timeout`].
+    pub fn host_timeout(&self) -> Duration {
+        self.silence.timeout(self.settings.min_host_timeout, self.settings.host_timeout)
+    }
+
     /// Whether the host is lost and no new one followed yet.
     pub fn host_lost(&self) -> bool {
         self.lost.is_some()
@@ -375,7 +401,8 @@ impl ClientCore {
 
     /// Whether it is this client's turn to take the match over: the host is lost, this
     /// client is in the succession list, and every successor still linked ahead of it had
-    /// a [`ClientConfig::host_timeout`] each to claim (a handed-off successor goes at once).
+    /// its turn to claim, the host timeout it had when the host was lost (a handed-off
+    /// successor goes at once).
     /// Whoever can (it keeps a shadow) promotes it and calls [`ClientCore::follow_own_host`].
     pub fn takeover_due(&self) -> bool {
         let (Some(lost), Some(me)) = (&self.lost, self.me) else { return false };
@@ -383,7 +410,7 @@ impl ClientCore {
         order.extend(lost.successors.iter().copied().filter(|p| Some(*p) != lost.handoff_to));
         let alive: Vec<PeerKey> = order.into_iter().filter(|p| *p == me || self.peers.contains(p)).collect();
         let Some(k) = alive.iter().position(|p| *p == me) else { return false };
-        self.now >= lost.at + self.settings.host_timeout * k as u32
+        self.now >= lost.at + lost.turn * k as u32
     }
 
     /// This process takes the match over: the client follows the new host its own process
@@ -430,6 +457,7 @@ impl ClientCore {
         self.begin_resume(now);
         self.hello.resume_token = Some(token);
         self.following = (claim.epoch, claim.rank);
+        self.silence.reset();
         self.host = Some((winner, ClientSession::new(ClientSessionConfig::new(self.hello.clone()), now)));
     }
 
@@ -456,7 +484,9 @@ impl ClientCore {
                 }
                 self.stats.host_lost_at = Some(now);
                 self.begin_resume(now);
-                self.lost = Some(Lost { at: now, host: old, successors, handoff_to: Some(to), stalled: None });
+                let turn = self.host_timeout();
+                self.silence.reset();
+                self.lost = Some(Lost { at: now, turn, host: old, successors, handoff_to: Some(to), stalled: None });
             }
             None => {}
         }
@@ -780,6 +810,7 @@ impl ClientCore {
                     if let Some((h, s)) = self.host.as_mut()
                         && *h == peer
                     {
+                        self.silence.heard(now);
                         s.handle_message(now, channel, &bytes);
                     } else if let Some(s) = self.candidates.get_mut(&peer) {
                         s.handle_message(now, channel, &bytes);
@@ -831,6 +862,7 @@ impl ClientCore {
         {
             self.candidates.clear();
             self.searching = false;
+            self.silence.reset();
             self.host = Some((peer, session));
         }
         if let Some((host, session)) = self.host.as_mut() {
@@ -852,7 +884,7 @@ impl ClientCore {
         self.report_links();
         if let Some((_, session)) = &self.host
             && session.is_active()
-            && now.saturating_sub(session.last_heard()) >= self.settings.host_timeout
+            && now.saturating_sub(session.last_heard()) >= self.host_timeout()
         {
             self.on_host_silent(now);
         }
@@ -936,10 +968,12 @@ impl ClientCore {
         self.stats.host_lost_at = Some(now);
         let last_time_ms = self.last_frame.as_ref().map(|f| f.server_time_ms);
         self.resuming = Some(Resuming { lost_at: now, last_time_ms });
-        self.lost = Some(Lost { at: now, host, successors, handoff_to, stalled: None });
+        let turn = self.host_timeout();
+        self.silence.reset();
+        self.lost = Some(Lost { at: now, turn, host, successors, handoff_to, stalled: None });
     }
 
-    /// Nothing from the host for [`ClientConfig::host_timeout`]: lost as far as taking
+    /// Nothing from the host for [`Self::host_timeout`]: lost as far as taking
     /// over goes, but its session is kept. If it speaks again before a successor claims
     /// the match, the client carries on with it; if nobody claims and it stays silent,
     /// the client gives up after [`ClientConfig::give_up`] (with no successor listed too).
@@ -953,8 +987,10 @@ impl ClientCore {
         self.stats.host_lost_at = Some(now);
         let last_time_ms = self.last_frame.as_ref().map(|f| f.server_time_ms);
         self.resuming = Some(Resuming { lost_at: now, last_time_ms });
-        self.lost =
-            Some(Lost { at: now, host: Some(peer), successors, handoff_to: None, stalled: Some(Box::new(session)) });
+        let turn = self.host_timeout();
+        self.silence.reset();
+        let stalled = Some(Box::new(session));
+        self.lost = Some(Lost { at: now, turn, host: Some(peer), successors, handoff_to: None, stalled });
     }
 
     /// A peer claims the match: follow it if it beats the host followed and is a known successor.
@@ -980,6 +1016,7 @@ impl ClientCore {
         self.checkpoints = CheckpointAssembler::new();
         self.candidates.clear();
         self.searching = false;
+        self.silence.reset();
         self.host = Some((peer, ClientSession::new(ClientSessionConfig::new(self.hello.clone()), now)));
     }
 
@@ -1205,10 +1242,10 @@ impl ClientCore {
         }
         let host = self.host.as_ref().map(|(_, s)| s);
         let sessions = host.into_iter().chain(self.candidates.values()).filter_map(ClientSession::poll_timeout);
-        let silence = host.filter(|s| s.is_active()).map(|s| s.last_heard() + self.settings.host_timeout);
+        let silence = host.filter(|s| s.is_active()).map(|s| s.last_heard() + self.host_timeout());
         // After a loss every host timeout is some successor's turn, and then comes the end.
         let lost = self.lost.as_ref().map(|l| {
-            let timeout = self.settings.host_timeout.max(Duration::from_millis(1));
+            let timeout = l.turn.max(Duration::from_millis(1));
             let turns = (self.now.saturating_sub(l.at).as_nanos() / timeout.as_nanos()) as u32 + 1;
             (l.at + timeout * turns).min(l.at + self.settings.give_up)
         });

@@ -247,7 +247,9 @@ impl Mesh {
             server: Server::new(host, MemoryTransport::new(HOST), server_config),
             peers: Vec::new(),
             drop_inputs: Vec::new(),
-            client_config: ClientConfig::default(),
+            // A fixed 500 ms: the timings these stories were written around. The timeout a link
+            // earns is its own story (`a_crash_on_a_steady_link_is_noticed_sooner_...`).
+            client_config: ClientConfig { min_host_timeout: Duration::from_millis(500), ..ClientConfig::default() },
             now: Duration::ZERO,
         }
     }
@@ -269,6 +271,11 @@ impl Mesh {
 
     /// A client saying `hello`, `ms` away from the host, linked to every client but `unlinked`.
     fn join_saying(&mut self, hello: Hello, ms: u64, unlinked: &[usize]) -> usize {
+        self.join_over(hello, ms, unlinked, None)
+    }
+
+    /// As [`Mesh::join_saying`], its link to the host `to_host` when given.
+    fn join_over(&mut self, hello: Hello, ms: u64, unlinked: &[usize], to_host: Option<LinkConfig>) -> usize {
         let id = self.peers.len() as u128 + 1;
         let lossy = |seed: u128| {
             LinkConfig::new()
@@ -278,7 +285,7 @@ impl Mesh {
                 .seed(seed as u64)
         };
         let mut t = MemoryTransport::new(PeerKey(id));
-        MemoryTransport::connect(&mut t, self.server.transport_mut(), lossy(id));
+        MemoryTransport::connect(&mut t, self.server.transport_mut(), to_host.unwrap_or_else(|| lossy(id)));
         for (i, other) in self.peers.iter_mut().enumerate().filter(|(i, _)| !unlinked.contains(i)) {
             MemoryTransport::connect(&mut t, other.transport_mut(), lossy(id * 100 + i as u128));
         }
@@ -334,6 +341,7 @@ fn the_first_successor_shadows_a_lossy_match_without_a_mismatch() {
     // The host stops at the end, and the successors only shadow it: nobody takes over.
     mesh.client_config.give_up = Duration::from_secs(60);
     mesh.client_config.host_timeout = Duration::from_secs(30);
+    mesh.client_config.min_host_timeout = Duration::from_secs(30);
     let ann = mesh.join("ann", 15);
     let bob = mesh.join("bob", 45);
     mesh.run(Duration::from_secs(1));
@@ -1017,6 +1025,38 @@ fn a_host_that_stalls_and_speaks_again_before_anyone_takes_over_keeps_its_client
         assert!(c.stats().snapshots >= before[k] + 20, "frames flow again: {:?}", c.stats());
     }
     assert!(m.takeovers.is_empty());
+}
+
+#[test]
+fn a_crash_on_a_steady_link_is_noticed_sooner_than_on_a_lossy_one_and_neither_falsely() {
+    // The client's own timeouts: 150 ms at least, 500 at most, three times the longest gap
+    // between the host's frames over the last 10 s.
+    let mut mesh = Mesh::new();
+    mesh.client_config = ClientConfig::default();
+    let steady = mesh.join("ann", 15);
+    // bob's link to the host loses a fifth of its packets, with 30 ms of jitter.
+    let bad = LinkConfig::new().latency(Duration::from_millis(15)).jitter(Duration::from_millis(30)).loss(0.2).seed(99);
+    let lossy = mesh.join_over(hello("bob"), 15, &[], Some(bad));
+    let bob_key = mesh.peers[lossy].transport().local_id().expect("an id");
+    let mut m = Migrating::new(mesh);
+    // Twenty seconds of match: nobody takes a hiccup for a crash.
+    m.run(Duration::from_secs(20));
+    for i in [steady, lossy] {
+        assert_eq!((m.client(i).stats().host_lost_at, m.client(i).stats().migrations), (None, 0), "{i}");
+    }
+    assert!(m.takeovers.is_empty());
+    let (ann_t, bob_t) = (m.client(steady).host_timeout(), m.client(lossy).host_timeout());
+    println!("host timeouts: steady link {ann_t:?}, lossy link {bob_t:?}");
+    assert!(ann_t <= Duration::from_millis(200), "a steady link: {ann_t:?}");
+    assert!(bob_t > ann_t, "a lossy link is given longer: {bob_t:?} against {ann_t:?}");
+    assert!(m.mesh.server.succession().contains(&bob_key));
+    // The host freezes (a crash whose links do not report it): ann notices within her timeout.
+    let killed_at = m.mesh.now;
+    m.first_alive = false;
+    assert!(m.run_until(Duration::from_secs(2), |m| m.client(steady).stats().host_lost_at.is_some()));
+    let noticed = m.client(steady).stats().host_lost_at.expect("lost") - killed_at;
+    println!("the crash noticed after {noticed:?}");
+    assert!(noticed <= ann_t + STEP * 2, "noticed after {noticed:?}, timeout {ann_t:?}");
 }
 
 #[test]
