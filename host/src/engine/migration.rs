@@ -61,6 +61,10 @@ pub enum MigrationError {
     /// A checkpoint's init config does not read as one.
     #[error("checkpoint init config: {0}")]
     Config(String),
+    /// The shadow's match panicked on what the host sent (a crafted or corrupt state that
+    /// passed its checksums): the shadow is broken, and waits for a checkpoint to start over.
+    #[error("the shadow's match panicked: {0}")]
+    Panicked(String),
     /// Log entries are missing between the shadow and a batch.
     #[error("log gap: expected entry {expected}, got {got}")]
     Gap {

@@ -200,7 +200,7 @@ impl<T: Transport> Node<T> {
         let role = std::mem::replace(&mut self.role, Role::Following { shadow: None });
         let (role, event) = match (role, change) {
             (Role::Following { shadow: Some(shadow) }, Change::Promote) => {
-                let (Some(client), Some(me)) = (self.client.as_mut(), me) else {
+                let (Some(client), Some(me), false) = (self.client.as_mut(), me, shadow.is_broken()) else {
                     self.role = Role::Following { shadow: Some(shadow) };
                     return;
                 };
@@ -253,9 +253,11 @@ impl<T: Transport> Node<T> {
     /// What the role must become, if anything.
     fn due_change(&self) -> Option<Change> {
         match &self.role {
-            Role::Following { shadow: Some(_) } => {
+            // A shadow whose match panicked has nothing to host.
+            Role::Following { shadow: Some(shadow) } if !shadow.is_broken() => {
                 self.client.as_ref().is_some_and(ClientCore::takeover_due).then_some(Change::Promote)
             }
+            Role::Following { shadow: Some(_) } => None,
             Role::Following { shadow: None } => None,
             Role::Hosting(server) => match (server.superseded(), server.handed_off()) {
                 (Some((winner, claim)), _) => Some(Change::StepDown { winner, claim }),
@@ -352,8 +354,9 @@ impl<T: Transport> Node<T> {
                 let checkpoint = Checkpoint::decode(&bytes)?;
                 self.checkpoints += 1;
                 match shadow {
-                    Some(shadow) => shadow.offer(&checkpoint).map(|_| ()),
-                    None => {
+                    Some(shadow) if !shadow.is_broken() => shadow.offer(&checkpoint).map(|_| ()),
+                    // None yet, or one whose match panicked on an earlier state: a fresh one.
+                    _ => {
                         // The shadow's host is built from the match's own init config, which
                         // the checkpoint carries with the state and the random generator.
                         let init = checkpoint.init_config()?;
@@ -379,7 +382,7 @@ impl<T: Transport> Node<T> {
     /// [`Self::poll_change`] too). `None` without a shadow, or before a welcome.
     pub fn take_over(&mut self, now: Duration) -> Option<RoleChange> {
         let before = self.changes.len();
-        if !matches!(self.role, Role::Following { shadow: Some(_) }) {
+        if !matches!(&self.role, Role::Following { shadow: Some(shadow) } if !shadow.is_broken()) {
             return None;
         }
         self.change_role(Change::Promote, now);

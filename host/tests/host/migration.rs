@@ -142,6 +142,49 @@ fn logged_chat_joins_the_shadow_and_an_older_checkpoint_does_not_drop_it() {
     assert_eq!(shadow.mismatches(), 0);
 }
 
+/// `default` cases, or as many as `PROPTEST_CASES` asks for.
+fn cases(default: u32) -> proptest::prelude::ProptestConfig {
+    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(default);
+    proptest::prelude::ProptestConfig::with_cases(cases)
+}
+
+proptest::proptest! {
+    #![proptest_config(cases(24))]
+
+    /// A host that crafts its checkpoint (its state's bytes changed, every checksum sealed
+    /// again) panics no successor, on restore nor over the next 120 steps of the log. Run it
+    /// for longer with `PROPTEST_CASES=…`.
+    #[test]
+    fn a_crafted_checkpoint_that_passes_its_checksums_panics_no_successor(
+        flips in proptest::collection::vec((proptest::prelude::any::<usize>(), 1u8..=255), 1..6),
+        seed in 1u64..4,
+    ) {
+        use vimp_host::engine::dump::{HEADER_LEN, fnv1a64};
+        let mut original = host(seed, SMALL, 3);
+        original.start_log(30);
+        for _ in 0..90 {
+            original.step();
+        }
+        let mut checkpoint = Checkpoint::capture(&mut original, 1, MetaState::default()).expect("checkpoint");
+        let _ = original.take_log();
+        let state = &mut checkpoint.state;
+        let payload = state.len() - HEADER_LEN;
+        for (at, x) in flips {
+            state[HEADER_LEN + at % payload] ^= x;
+        }
+        let sum = fnv1a64(&state[HEADER_LEN..]);
+        state[10..18].copy_from_slice(&sum.to_le_bytes());
+        let crafted = wire_checkpoint(checkpoint);
+        for _ in 0..120 {
+            original.step();
+        }
+        let entries = original.take_log();
+        if let Ok(mut shadow) = Shadow::from_checkpoint(vimp_host::tanks::init_config(seed), GAME, &crafted) {
+            let _ = shadow.apply(&LogBatch::new(1, &entries));
+        }
+    }
+}
+
 #[test]
 fn a_gap_in_the_log_or_another_epoch_is_refused() {
     let mut original = host(3, SMALL, 2);

@@ -56,18 +56,41 @@ pub struct Shadow {
     /// The chat lines applied from the log since the newest checkpoint, with their seqs: a
     /// checkpoint's meta part that does not replace the state keeps those past its seq.
     logged_chat: Vec<(u64, String)>,
+    /// Its match panicked ([`Shadow::is_broken`]).
+    broken: bool,
+}
+
+/// What a caught panic said.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".to_owned())
 }
 
 impl Shadow {
     /// A shadow continuing `checkpoint` in a fresh host built from `config` and `game`
     /// (the same as the host's).
+    ///
+    /// A state that panics the match on restore (it passed its checksums, but no honest host
+    /// wrote it) is an error, not a panic.
     pub fn from_checkpoint(
         config: InitConfig,
         game: impl Plugin,
         checkpoint: &Checkpoint,
     ) -> Result<Shadow, MigrationError> {
+        let restored = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut shadow = Shadow::restore(config, game, checkpoint)?;
+            shadow.check_checkpoint_hash(checkpoint)?;
+            Ok(shadow)
+        }));
+        restored.unwrap_or_else(|panic| Err(MigrationError::Panicked(panic_message(&*panic))))
+    }
+
+    fn restore(config: InitConfig, game: impl Plugin, checkpoint: &Checkpoint) -> Result<Shadow, MigrationError> {
         let host = Host::restore(config, game, &checkpoint.state)?;
-        let mut shadow = Shadow {
+        let shadow = Shadow {
             host,
             epoch: checkpoint.epoch,
             seq: checkpoint.log_seq,
@@ -78,13 +101,39 @@ impl Shadow {
             divergences: Vec::new(),
             wants_checkpoint: false,
             logged_chat: Vec::new(),
+            broken: false,
         };
-        shadow.check_checkpoint_hash(checkpoint)?;
         Ok(shadow)
+    }
+
+    /// Runs `f` on the shadow, whose match may panic on a state no honest host wrote: the
+    /// panic is caught, and the shadow is broken from then on (every call an error; its node
+    /// drops it and starts over from the next checkpoint).
+    fn guarded<T>(&mut self, f: impl FnOnce(&mut Shadow) -> Result<T, MigrationError>) -> Result<T, MigrationError> {
+        if self.broken {
+            return Err(MigrationError::Panicked("an earlier state panicked the shadow".into()));
+        }
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(self))) {
+            Ok(result) => result,
+            Err(panic) => {
+                self.broken = true;
+                self.wants_checkpoint = true;
+                Err(MigrationError::Panicked(panic_message(&*panic)))
+            }
+        }
+    }
+
+    /// Whether the shadow's match panicked ([`MigrationError::Panicked`]): it cannot go on.
+    pub fn is_broken(&self) -> bool {
+        self.broken
     }
 
     /// Replaces the shadow's state with `checkpoint`'s.
     pub fn rebase(&mut self, checkpoint: &Checkpoint) -> Result<(), MigrationError> {
+        self.guarded(|shadow| shadow.rebase_unguarded(checkpoint))
+    }
+
+    fn rebase_unguarded(&mut self, checkpoint: &Checkpoint) -> Result<(), MigrationError> {
         self.host.load_state(&checkpoint.state)?;
         self.epoch = checkpoint.epoch;
         self.seq = checkpoint.log_seq;
@@ -100,11 +149,15 @@ impl Shadow {
     /// newest there is), and when the shadow is exactly at the checkpoint its hash is checked
     /// against the checkpoint's. Returns whether the state was replaced.
     pub fn offer(&mut self, checkpoint: &Checkpoint) -> Result<bool, MigrationError> {
+        self.guarded(|shadow| shadow.offer_unguarded(checkpoint))
+    }
+
+    fn offer_unguarded(&mut self, checkpoint: &Checkpoint) -> Result<bool, MigrationError> {
         if checkpoint.epoch < self.epoch {
             return Err(MigrationError::Epoch { expected: self.epoch, got: checkpoint.epoch });
         }
         if self.wants_checkpoint || checkpoint.epoch > self.epoch || checkpoint.log_seq > self.seq {
-            self.rebase(checkpoint)?;
+            self.rebase_unguarded(checkpoint)?;
             return Ok(true);
         }
         self.meta = checkpoint.meta.clone();
@@ -128,6 +181,10 @@ impl Shadow {
 
     /// Applies log entries in order; returns how many were new.
     pub fn apply_entries(&mut self, entries: impl IntoIterator<Item = LogEntry>) -> Result<usize, MigrationError> {
+        self.guarded(|shadow| shadow.apply_unguarded(entries))
+    }
+
+    fn apply_unguarded(&mut self, entries: impl IntoIterator<Item = LogEntry>) -> Result<usize, MigrationError> {
         let mut applied = 0;
         for entry in entries {
             if entry.seq <= self.seq {
