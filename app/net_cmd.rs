@@ -16,7 +16,7 @@ use vimp_netcode::session::{Hello, close};
 use vimp_netcode::signal::{SignalConfig, SignalServer};
 use vimp_netcode::transport::webrtc::WebRtcTransport;
 
-use crate::setup::{DEFAULT_SIGNAL, IceArgs, JoinFailure, UNREACHABLE, client_config, linger, new_match};
+use crate::setup::{DEFAULT_SIGNAL, IceArgs, JoinFailure, Redialer, UNREACHABLE, client_config, linger, new_match};
 
 /// What `vimp host` was asked to do.
 #[derive(Debug, Clone, clap::Args)]
@@ -123,12 +123,33 @@ pub struct JoinArgs {
     /// Print the figures as JSON when leaving.
     #[arg(long)]
     pub json: bool,
+    /// Headless: a file that keeps this player's session token: read when joining (back to
+    /// the slot it names, its team and score, if the host kept it: 5 minutes after a drop),
+    /// written once welcomed. A client killed and started again with it is back in its slot.
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// Do not dial the match again after a drop (by default: at once, then 2, 10 and 30 s
+    /// after each failed attempt, with the slot's token).
+    #[arg(long)]
+    pub no_reconnect: bool,
     /// ICE servers for the WebRTC links.
     #[command(flatten)]
     pub ice: IceArgs,
     /// In the window: render frames and save a picture.
     #[command(flatten)]
     pub capture: crate::cli::CaptureArgs,
+}
+
+/// The token in `path`, if it holds one (a missing or unreadable file is no token).
+fn read_token(path: &std::path::Path) -> Option<vimp_netcode::session::SessionToken> {
+    vimp_netcode::session::SessionToken::parse(std::fs::read_to_string(path).ok()?.trim())
+}
+
+/// Writes `token` to `path` through a temporary file.
+fn write_token(path: &std::path::Path, token: vimp_netcode::session::SessionToken) -> std::io::Result<()> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, format!("{token}\n"))?;
+    std::fs::rename(&tmp, path)
 }
 
 fn random_u64() -> u64 {
@@ -295,6 +316,7 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
         password: args.password.clone(),
         spectator: args.spectate,
         snapshot_formats: if args.snapshot_format == 6 { vec![6] } else { Vec::new() },
+        resume_token: args.token_file.as_deref().filter(|_| !args.spectate).and_then(read_token),
         ..Hello::new(args.name.as_deref().unwrap_or("player"), env!("CARGO_PKG_VERSION"))
     };
     let signal = url.rsplit_once('/').map_or(url.as_str(), |(server, _)| server).to_owned();
@@ -302,6 +324,11 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
     let start = Instant::now();
     let transport: Box<dyn vimp_netcode::transport::Transport> = Box::new(WebRtcTransport::connect(&url, &ice)?);
     let mut node = Node::playing(*game, transport, ClientCore::new(hello, client_config(args.host_timeout)));
+    let (dial_url, dial_ice) = (url.clone(), ice.clone());
+    let mut redialer = Redialer::new(Box::new(move || {
+        Ok(Box::new(WebRtcTransport::connect(&dial_url, &dial_ice)?) as Box<dyn vimp_netcode::transport::Transport>)
+    }));
+    let mut token_written = None;
     let mut promoted = None;
     let mut said_shadow = false;
     let mut snapshots_at_change = 0;
@@ -320,6 +347,11 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
             eprintln!("{change}");
             if let RoleChange::Promoted { tick, epoch } = change {
                 promoted = Some((tick, epoch));
+            }
+        }
+        if !args.no_reconnect {
+            for note in redialer.turn(&mut node, now) {
+                eprintln!("{note}");
             }
         }
         let (checkpoints, transport_failure) = (node.checkpoints(), node.transport().failure());
@@ -358,7 +390,18 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
             failure = Some(why);
             break;
         }
-        if client.closed().is_some() || now.as_secs_f64() >= args.seconds {
+        if let (Some(path), Some(w)) = (&args.token_file, client.welcome())
+            && token_written != Some(w.token)
+            && !w.spectator
+        {
+            token_written = Some(w.token);
+            if let Err(e) = write_token(path, w.token) {
+                eprintln!("vimp join: cannot keep the session token in {}: {e}", path.display());
+            }
+        }
+        // A drop is dialed back (until every attempt failed); any other close is the end.
+        let redialing = redialer.state().is_some() && !redialer.gave_up();
+        if (client.closed().is_some() && !redialing) || redialer.gave_up() || now.as_secs_f64() >= args.seconds {
             break;
         }
         if client.welcome().is_some() {
@@ -458,7 +501,8 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
     rtts.sort_by(f64::total_cmp);
     let report = json!({
         "joined": client.welcome().is_some(),
-        "reason": failure.as_ref().map(|why| &why.reason),
+        "reason": failure.as_ref().map(|why| why.reason.clone())
+            .or_else(|| redialer.gave_up().then(|| crate::setup::RedialNote::GaveUp.to_string())),
         "url": url,
         "join_ms": stats.first_snapshot_at.map(|t| t.as_secs_f64() * 1000.0),
         "welcome_ms": stats.welcomed_at.map(|t| t.as_secs_f64() * 1000.0),
@@ -483,6 +527,9 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
         "resume_ms": stats.resume.map(|d| d.as_secs_f64() * 1000.0),
         "host_timeout_ms": client.host_timeout().as_secs_f64() * 1000.0,
         "peer_frames_refused": stats.peer_frames_refused,
+        "reconnects": redialer.history,
+        "reconnect_gave_up": redialer.gave_up(),
+        "resumed": client.welcome().map(|w| w.resumed),
         "rewind_ms": stats.rewind_ms,
         "promoted_at_tick": promoted.map(|(tick, _)| tick),
         "shadow_checkpoints": node.checkpoints(),
@@ -497,6 +544,7 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
     Ok(match (client.closed(), failure) {
         (_, Some(why)) => why.code,
         (Some((code, _)), _) if *code != close::NORMAL => 1,
+        _ if redialer.gave_up() => 1,
         _ if client.welcome().is_none() => 1,
         _ => 0,
     })

@@ -1,15 +1,18 @@
 //! What the window and the headless commands share: the default rendezvous, the ICE server
-//! flags, the client's settings, a new match, the wait after a handoff, and why a join
-//! did not get in.
+//! flags, the client's settings, a new match, the wait after a handoff, why a join
+//! did not get in, and dialing a dropped player back in.
 
 use std::time::Duration;
 
 use anyhow::Context;
 use vimp_host::engine::game::{BotSkill, Game};
+use vimp_host::engine::node::Node;
 use vimp_host::{Host, HostCommand, PlayerId};
 use vimp_netcode::client::ClientConfig;
+use vimp_netcode::client::reconnect::{ATTEMPT_TIMEOUT, RECONNECT_DELAYS, Reconnect, Redial, is_drop};
 use vimp_netcode::lobby::LobbyCode;
 use vimp_netcode::signal::IceServer;
+use vimp_netcode::transport::Transport;
 
 /// The signalling server used when none is named.
 pub const DEFAULT_SIGNAL: &str = "ws://127.0.0.1:3536";
@@ -171,5 +174,198 @@ impl JoinFailure {
                  or no network path to it (behind strict NATs on both sides a TURN relay is needed)"
             )),
         }
+    }
+}
+
+/// A fresh transport into the match's room, for each reconnection attempt.
+pub type Dial = Box<dyn FnMut() -> anyhow::Result<Box<dyn Transport>> + Send>;
+
+/// One reconnection, as the JSON report and the window tell it.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Redialed {
+    /// The close code of the drop.
+    pub code: u16,
+    /// Its reason.
+    pub reason: String,
+    /// When the session dropped, ms since the start.
+    pub dropped_at_ms: f64,
+    /// From the drop to the host's welcome, ms (`None`: not back).
+    pub back_after_ms: Option<f64>,
+    /// Attempts made.
+    pub attempts: u32,
+}
+
+/// What a reconnection did on a turn, to say.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RedialNote {
+    /// The session dropped; dialing again.
+    Dropped {
+        /// The close code.
+        code: u16,
+        /// Its reason.
+        reason: String,
+    },
+    /// An attempt started.
+    Dialing {
+        /// Which (1-based).
+        attempt: u8,
+    },
+    /// An attempt failed.
+    Failed {
+        /// Which.
+        attempt: u8,
+        /// Why.
+        why: String,
+    },
+    /// Back in the match.
+    Back {
+        /// From the drop to the welcome.
+        after: Duration,
+        /// The attempt that got in.
+        attempt: u8,
+    },
+    /// Every attempt failed.
+    GaveUp,
+}
+
+impl std::fmt::Display for RedialNote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let of = RECONNECT_DELAYS.len();
+        match self {
+            RedialNote::Dropped { code, reason } => {
+                write!(f, "the link to the match dropped ({reason}, {code}): reconnecting")
+            }
+            RedialNote::Dialing { attempt } => write!(f, "reconnecting: attempt {attempt} of {of}"),
+            RedialNote::Failed { attempt, why } => write!(f, "reconnection attempt {attempt} failed: {why}"),
+            RedialNote::Back { after, attempt } => {
+                write!(f, "back in the match after {:.0} ms (attempt {attempt})", after.as_secs_f64() * 1000.0)
+            }
+            RedialNote::GaveUp => write!(f, "can't connect: {of} reconnection attempts failed"),
+        }
+    }
+}
+
+/// Dials a dropped player back into its match (see [`vimp_netcode::client::reconnect`]): at
+/// once, then 2, 10 and 30 s after each failed attempt, each with a fresh transport from
+/// `dial` and the slot's token; then it gives up until [`Redialer::retry`]. The headless
+/// client and the window's node thread run one each turn.
+pub struct Redialer {
+    dial: Dial,
+    now: Option<Reconnect>,
+    /// Every reconnection so far, the one under way last.
+    pub history: Vec<Redialed>,
+}
+
+impl std::fmt::Debug for Redialer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Redialer").field("now", &self.now).field("history", &self.history).finish_non_exhaustive()
+    }
+}
+
+impl Redialer {
+    /// Reconnects with transports from `dial`.
+    pub fn new(dial: Dial) -> Self {
+        Redialer { dial, now: None, history: Vec::new() }
+    }
+
+    /// Where the reconnection under way stands (`None`: none, or it is back).
+    pub fn state(&self) -> Option<Redial> {
+        self.now.as_ref().map(Reconnect::state)
+    }
+
+    /// Whether every attempt failed: the client is done unless the player retries.
+    pub fn gave_up(&self) -> bool {
+        matches!(self.state(), Some(Redial::GaveUp { .. }))
+    }
+
+    /// After giving up: one more round of attempts from `now`.
+    pub fn retry(&mut self, now: Duration) {
+        if let Some(r) = self.now.as_mut() {
+            r.retry(now);
+        }
+    }
+
+    /// A turn at `now`, after the node's: notices a drop, starts an attempt when due, tells
+    /// a failed one (no welcome within its time, a transport that failed, or a close; a close
+    /// that is not a drop gives up at once) and the way back in.
+    pub fn turn(&mut self, node: &mut Node<Box<dyn Transport>>, now: Duration) -> Vec<RedialNote> {
+        let mut notes = Vec::new();
+        let Some(client) = node.client() else { return notes };
+        if node.is_hosting() {
+            return notes;
+        }
+        let Some(redial) = self.now.as_mut() else {
+            if let (Some(_), Some((code, reason))) = (client.welcome(), client.closed())
+                && is_drop(*code)
+                && self.history.last().is_none_or(|h| h.back_after_ms.is_some())
+            {
+                notes.push(RedialNote::Dropped { code: *code, reason: reason.clone() });
+                self.history.push(Redialed {
+                    code: *code,
+                    reason: reason.clone(),
+                    dropped_at_ms: now.as_secs_f64() * 1000.0,
+                    back_after_ms: None,
+                    attempts: 0,
+                });
+                self.now = Some(Reconnect::new(now));
+                notes.extend(self.turn(node, now));
+            }
+            return notes;
+        };
+        match redial.state() {
+            Redial::Dialing { attempt, .. } => {
+                if !client.reconnecting() && client.closed().is_none() {
+                    let after = now.saturating_sub(redial.dropped_at());
+                    if let Some(h) = self.history.last_mut() {
+                        h.back_after_ms = Some(after.as_secs_f64() * 1000.0);
+                    }
+                    self.now = None;
+                    notes.push(RedialNote::Back { after, attempt });
+                    return notes;
+                }
+                let why = match (client.closed(), node.transport().failure()) {
+                    (Some((code, reason)), _) => Some((format!("{reason} ({code})"), !is_drop(*code))),
+                    (None, Some(failure)) => Some((failure, false)),
+                    (None, None) if redial.timed_out(now) => {
+                        Some((format!("no welcome in {} s", ATTEMPT_TIMEOUT.as_secs()), false))
+                    }
+                    (None, None) => None,
+                };
+                if let Some((why, refused)) = why {
+                    notes.push(RedialNote::Failed { attempt, why });
+                    if refused {
+                        redial.give_up(now);
+                    } else {
+                        redial.failed(now);
+                    }
+                    if redial.state() == (Redial::GaveUp { at: now }) {
+                        notes.push(RedialNote::GaveUp);
+                    }
+                }
+            }
+            Redial::Waiting { .. } => {
+                if let Some(attempt) = redial.poll(now) {
+                    if let Some(h) = self.history.last_mut() {
+                        h.attempts = redial.attempts();
+                    }
+                    notes.push(RedialNote::Dialing { attempt });
+                    match (self.dial)() {
+                        Ok(transport) => {
+                            // The client is closed (a drop, or the attempt before failed).
+                            if !node.reconnect(transport, now) {
+                                redial.give_up(now);
+                                notes.push(RedialNote::GaveUp);
+                            }
+                        }
+                        Err(e) => {
+                            notes.push(RedialNote::Failed { attempt, why: format!("{e:#}") });
+                            redial.failed(now);
+                        }
+                    }
+                }
+            }
+            Redial::GaveUp { .. } => {}
+        }
+        notes
     }
 }

@@ -323,7 +323,11 @@ pub fn start_match(kind: &MatchKind, settings: &Settings) -> anyhow::Result<Matc
             let config = host_timeout_ms.map_or_else(Default::default, crate::setup::client_config);
             // A player can be chosen to take the match over; a spectator never is (the host
             // lists no spectator), but its node is the same.
-            let node = NodeThread::join(crate::GAME, transport, hello, config, clock)?;
+            // A drop is dialed back: a fresh transport into the room for each attempt.
+            let (dial_url, dial_ice) = (url.clone(), ice.clone());
+            let dial: crate::setup::Dial =
+                Box::new(move || Ok(Box::new(WebRtcTransport::connect(&dial_url, &dial_ice)?) as Box<dyn Transport>));
+            let node = NodeThread::join(crate::GAME, transport, hello, config, Some(dial), clock)?;
             let mut state = MatchState::new(node, clock, format!("joined {url}"));
             state.room = tokens.map(|t| (url.clone(), t));
             state.joining = Some(Joining::new(signal, url.clone(), ice));

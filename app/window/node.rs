@@ -43,6 +43,7 @@ use vimp_host::engine::game::{BotSkill, Game};
 use vimp_host::engine::map::MapConfig;
 use vimp_host::engine::node::{Node, RoleChange};
 use vimp_host::engine::server::{PlayerLink, ServerConfig, ServerCore};
+use vimp_netcode::client::reconnect::Redial;
 use vimp_netcode::client::{ClientConfig, ClientCore, ClientStats, HostVoteView, MAX_QUEUED_FRAMES};
 use vimp_netcode::lobby::{LobbyCode, room_url};
 use vimp_netcode::schema::SnapshotSchema;
@@ -52,7 +53,7 @@ use vimp_netcode::snapshot::Frame;
 use vimp_netcode::transport::webrtc::WebRtcTransport;
 use vimp_netcode::transport::{LinkPath, MemoryTransport, PeerKey, Transport};
 
-use crate::setup::IceArgs;
+use crate::setup::{Dial, IceArgs, Redialer};
 
 /// The node this process runs, as the window holds it.
 pub type WindowNode = Node<Box<dyn Transport>>;
@@ -145,12 +146,19 @@ pub struct ClientView {
     local_id: Option<PeerKey>,
     /// While hosting: snapshot ticks whose frames could not be packed.
     pack_errors: u64,
+    /// A reconnection under way, or given up.
+    redial: Option<Redial>,
 }
 
 impl ClientView {
     /// The welcome, once in ([`ClientCore::welcome`]).
     pub fn welcome(&self) -> Option<&Welcome> {
         self.welcome.as_ref()
+    }
+
+    /// A reconnection after a drop, while it goes on or after it gave up (`None`: none).
+    pub fn redial(&self) -> Option<Redial> {
+        self.redial
     }
 
     /// Why the client closed, if it did ([`ClientCore::closed`]).
@@ -260,6 +268,8 @@ struct Shared {
     capture: Mutex<Option<Box<dyn Any + Send>>>,
     /// The links to the players, while hosting.
     links: Mutex<Vec<PlayerLink>>,
+    /// The player asked to try again after the reconnection gave up.
+    retry: AtomicBool,
 }
 
 /// Something for the thread to do to the node, at once.
@@ -300,7 +310,8 @@ impl NodeThread {
                 }
             };
             let _ = ready_tx.send(Ok(lobby));
-            let mut turns = Turns { node, shared, capture: config.capture, watch: None, _signal: keep_alive };
+            let mut turns =
+                Turns { node, shared, capture: config.capture, watch: None, redialer: None, _signal: keep_alive };
             if config.watch {
                 turns.watch = Some(Watch::new(config.map.clone()));
                 let game = config.game;
@@ -321,17 +332,21 @@ impl NodeThread {
 
     /// Starts the thread for a match this window joins over `transport`, the window's player
     /// saying `hello` to whichever host answers: it shadows while this client is among the
-    /// first successors and takes the match over when its turn comes.
+    /// first successors and takes the match over when its turn comes. With `dial`, a drop is
+    /// dialed back over fresh transports from it ([`Redialer`]; [`ClientView::redial`] says
+    /// how it goes, [`NodeThread::retry`] tries again after it gave up).
     pub fn join(
         game: Game,
         transport: Box<dyn Transport>,
         hello: Hello,
         config: ClientConfig,
+        dial: Option<Dial>,
         clock: Instant,
     ) -> std::io::Result<NodeThread> {
         let start = move |shared: Arc<Shared>| {
             let node = Node::playing(game, transport, ClientCore::new(hello, config));
-            Some(Turns { node, shared, capture: None, watch: None, _signal: None })
+            let redialer = dial.map(Redialer::new);
+            Some(Turns { node, shared, capture: None, watch: None, redialer, _signal: None })
         };
         NodeThread::spawn(clock, start)
     }
@@ -361,6 +376,13 @@ impl NodeThread {
         });
         self.commands.send(command).ok()?;
         rx.recv().ok()
+    }
+
+    /// After the reconnection gave up: one more round of attempts, from now.
+    pub fn retry(&self) {
+        let command: Command = Box::new(move |_, _| {});
+        self.shared.retry.store(true, Ordering::Relaxed);
+        let _ = self.commands.send(command);
     }
 
     /// The player leaves: its close frame goes to the host at once.
@@ -452,6 +474,8 @@ struct Turns {
     shared: Arc<Shared>,
     capture: Option<Capture>,
     watch: Option<Watch>,
+    /// Dials a dropped player back in, when the window joined the match.
+    redialer: Option<Redialer>,
     /// An embedded signalling server: friends still join by the code after the match went
     /// to another host.
     _signal: Option<SignalServer>,
@@ -490,6 +514,16 @@ impl Turns {
                     self.shared.links.lock().unwrap_or_else(PoisonError::into_inner).clear();
                     *self.shared.capture.lock().unwrap_or_else(PoisonError::into_inner) = None;
                 }
+            }
+            if let Some(redialer) = self.redialer.as_mut() {
+                if self.shared.retry.swap(false, Ordering::Relaxed) {
+                    redialer.retry(now);
+                }
+                for note in redialer.turn(&mut self.node, now) {
+                    eprintln!("{note}");
+                }
+                let mut view = self.shared.view.lock().unwrap_or_else(PoisonError::into_inner);
+                view.redial = redialer.state();
             }
             publish(&mut self.node, &self.shared, now, &mut chat_seen);
             let due = self.node.poll_timeout().map_or(TURN, |at| at.saturating_sub(clock.elapsed()));

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 use vimp_host::engine::game::BotSkill;
+use vimp_netcode::client::reconnect::Redial;
 use vimp_netcode::input::KeyAction;
 use vimp_netcode::meta::{ListRequest, TechInform};
 
@@ -623,9 +624,27 @@ fn match_ui(
         });
     }
 
-    // The black screen, or the end of the session.
+    // The black screen, or the end of the session. A drop is dialed back first: the match
+    // stays on screen, frozen, under "reconnecting…"; after every attempt failed, the
+    // can't-connect screen, with a retry by hand.
     let failed = m.joining.as_ref().and_then(|j| j.failure.as_ref());
+    let redial = m.client().redial();
+    if let Some(Redial::Waiting { attempt, .. } | Redial::Dialing { attempt, .. }) = redial {
+        egui::Area::new(egui::Id::new("reconnecting")).anchor(egui::Align2::CENTER_CENTER, [0.0, 0.0]).show(ctx, |a| {
+            egui::Frame::NONE.fill(egui::Color32::from_black_alpha(170)).inner_margin(16.0).show(a, |a| {
+                let of = vimp_netcode::client::reconnect::RECONNECT_DELAYS.len();
+                a.label(egui::RichText::new("reconnecting…").size(28.0).color(egui::Color32::WHITE));
+                a.label(egui::RichText::new(format!("attempt {attempt} of {of}")).color(egui::Color32::LIGHT_GRAY));
+            });
+        });
+    }
+    let gave_up = matches!(redial, Some(Redial::GaveUp { .. }));
     let blackout = match (&m.tech, m.client().closed()) {
+        _ if gave_up => Some(format!(
+            "can't connect: the link to the match dropped and {} attempts to reconnect failed",
+            vimp_netcode::client::reconnect::RECONNECT_DELAYS.len()
+        )),
+        _ if redial.is_some() => None,
         (_, Some((code, reason))) => Some(format!("disconnected: {reason} ({code})")),
         _ if m.client().welcome().is_none() && failed.is_some() => {
             failed.map(|f| format!("could not join: {}", f.reason))
@@ -643,7 +662,12 @@ fn match_ui(
                 p.vertical_centered(|p| {
                     p.add_space(p.available_height() / 2.0 - 40.0);
                     p.label(egui::RichText::new(text).size(28.0).color(egui::Color32::WHITE));
-                    if (m.client().closed().is_some() || failed.is_some()) && p.button("Back to the menu").clicked() {
+                    if gave_up && p.button("Try again").clicked() {
+                        m.node.retry();
+                    }
+                    if (m.client().closed().is_some() || failed.is_some() || gave_up)
+                        && p.button("Back to the menu").clicked()
+                    {
                         leave = true;
                     }
                 });

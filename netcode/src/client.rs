@@ -79,6 +79,7 @@ use crate::snapshot::{DecodeError, Frame, unpack};
 use crate::transport::{PeerKey, Transport, TransportEvent};
 
 mod host_vote;
+pub mod reconnect;
 mod silence;
 
 pub use silence::{GAP_FACTOR, MIN_GAPS, SilenceWatch, WINDOW};
@@ -206,6 +207,10 @@ pub struct ClientStats {
     /// hello) other than the two a fellow client may send (`CLAIM`, the `@changeHost` vote):
     /// a fellow client's `HANDOFF`, checkpoint, log, succession list or snapshot is refused.
     pub peer_frames_refused: u64,
+    /// Times this client dialed the match again after a drop ([`ClientCore::reconnect`]).
+    pub reconnect_attempts: u32,
+    /// Of those, the ones the host welcomed.
+    pub reconnects: u32,
 }
 
 /// How a client notices a lost host.
@@ -329,6 +334,8 @@ pub struct ClientCore {
     following: (u32, u8),
     lost: Option<Lost>,
     resuming: Option<Resuming>,
+    /// Dialing again after a drop ([`Self::reconnect`]), until a welcome.
+    redialing: bool,
     sent: VecDeque<(u32, KeyAction, u8)>,
     now: Duration,
     /// The `@changeHost` vote open, if any.
@@ -377,6 +384,7 @@ impl ClientCore {
             following: (0, 0),
             lost: None,
             resuming: None,
+            redialing: false,
             sent: VecDeque::new(),
             now: Duration::ZERO,
             host_vote: None,
@@ -777,6 +785,42 @@ impl ClientCore {
         }
     }
 
+    /// Dials the match again after a drop (see [`reconnect`]): a client that was welcomed and
+    /// whose session ended ([`Self::closed`]) forgets its links and its host and says hello,
+    /// with the session token of its slot, to every peer its driver's new transport reports;
+    /// the host that answers gives the slot back (its team, score and tank). The inputs the
+    /// host has not applied go again, and the first frame is a keyframe. The welcome, the
+    /// chat and the figures carry on. Returns whether it dials (not before a welcome, nor
+    /// while a session is up).
+    pub fn reconnect(&mut self, now: Duration) -> bool {
+        self.now = self.now.max(now);
+        let (Some(welcome), Some(_)) = (&self.welcome, &self.closed) else { return false };
+        self.hello.resume_token = Some(welcome.token);
+        self.closed = None;
+        self.host = None;
+        self.candidates.clear();
+        self.peers.clear();
+        self.lost = None;
+        self.resuming = None;
+        self.resume_tick = None;
+        self.baselines.clear();
+        self.succession = None;
+        self.links_reported = None;
+        self.checkpoint_requested = None;
+        self.host_vote = None;
+        self.early_ballots.clear();
+        self.silence.reset();
+        self.searching = true;
+        self.redialing = true;
+        self.stats.reconnect_attempts += 1;
+        true
+    }
+
+    /// Whether the client is dialing again after a drop and no host welcomed it yet.
+    pub fn reconnecting(&self) -> bool {
+        self.redialing
+    }
+
     /// Leaves: a close frame goes to the host.
     pub fn leave(&mut self, now: Duration) {
         self.now = self.now.max(now);
@@ -1035,6 +1079,9 @@ impl ClientCore {
                     return;
                 }
                 self.stats.welcomed_at = Some(now);
+                if std::mem::take(&mut self.redialing) {
+                    self.stats.reconnects += 1;
+                }
                 self.links_reported = None;
                 // A new session: the host knows no baseline of this client's yet, and the old
                 // host's seqs mean nothing to it.

@@ -46,7 +46,7 @@ impl Table {
             .into_iter()
             .map(|(name, transport)| {
                 let hello = MatchState::hello(name, None, false);
-                let node = NodeThread::join(vimp::GAME, Box::new(transport), hello, Default::default(), clock)
+                let node = NodeThread::join(vimp::GAME, Box::new(transport), hello, Default::default(), None, clock)
                     .expect("the node thread starts");
                 MatchState::new(node, clock, format!("{name}'s window"))
             })
@@ -186,4 +186,91 @@ fn the_players_vote_the_host_away_twice_and_no_tick_is_lost() {
         let rewind = m.client().stats().rewind_ms.unwrap_or(0.0);
         assert_eq!(rewind, 0.0, "window {i}: no game time lost to a vote");
     }
+}
+
+/// A player whose link drops is dialed back in by the `Redialer` the headless client and the
+/// window run: at once (here the room cannot be reached yet: the attempt fails), then 2 s
+/// later with a fresh transport, back into the same slot with its token. On the match's own
+/// clock (no waiting).
+#[test]
+fn a_dropped_player_is_dialed_back_at_once_then_after_2_s_into_its_slot() {
+    use std::sync::{Arc, Mutex};
+
+    use vimp::setup::{RedialNote, Redialer};
+    use vimp_host::engine::node::Node;
+    use vimp_host::engine::server::ServerCore;
+    use vimp_netcode::client::ClientCore;
+    use vimp_netcode::session::Hello;
+    use vimp_netcode::transport::Transport;
+
+    let (host, init) = vimp::setup::new_match(&vimp::GAME, &repo("maps/test-small.json"), 2, Default::default(), 9)
+        .expect("the match builds");
+    let config = ServerConfig {
+        client_config: vimp_host::tanks::client_config(&init),
+        session: vimp_host::engine::server::session_config(&init.game),
+        ..ServerConfig::default()
+    };
+    let mut host = Node::hosting(vimp::GAME, MemoryTransport::new(HOST), ServerCore::new(host, config), None);
+    let mut first = MemoryTransport::new(ANN);
+    MemoryTransport::connect(&mut first, host.transport_mut(), LinkConfig::default());
+    // Ann cannot host: with nobody to take over, her drop ends her session at once.
+    let hello = Hello { can_host: false, ..MatchState::hello("ann", None, false) };
+    let mut ann: Node<Box<dyn Transport>> =
+        Node::playing(vimp::GAME, Box::new(first), ClientCore::new(hello, Default::default()));
+    // The room, as the next dial finds it.
+    let room: Arc<Mutex<Option<MemoryTransport>>> = Arc::default();
+    let dial_room = Arc::clone(&room);
+    let mut redialer = Redialer::new(Box::new(move || {
+        let fresh = dial_room.lock().expect("the room").take();
+        fresh.map(|t| Box::new(t) as Box<dyn Transport>).ok_or_else(|| anyhow::anyhow!("the room cannot be reached"))
+    }));
+    let (mut now, mut notes) = (Duration::ZERO, Vec::new());
+    let mut turn = |host: &mut Node<MemoryTransport>, ann: &mut Node<Box<dyn Transport>>, now: Duration| {
+        host.update(now);
+        ann.update(now);
+        redialer.turn(ann, now)
+    };
+    while ann.client().and_then(ClientCore::welcome).is_none() {
+        now += Duration::from_millis(5);
+        notes.extend(turn(&mut host, &mut ann, now));
+        assert!(now < Duration::from_secs(5), "ann is welcomed");
+    }
+    let welcome = ann.client().and_then(ClientCore::welcome).cloned().expect("welcomed");
+    ann.transport_mut().disconnect(HOST);
+    let mut dropped_at = None;
+    while !notes.iter().any(|n| matches!(n, RedialNote::Back { .. })) {
+        now += Duration::from_millis(5);
+        let new = turn(&mut host, &mut ann, now);
+        if dropped_at.is_none() && new.iter().any(|n| matches!(n, RedialNote::Dropped { .. })) {
+            dropped_at = Some(now);
+        }
+        notes.extend(new);
+        // A second after the drop the room can be reached again.
+        if let Some(at) = dropped_at
+            && now >= at + Duration::from_secs(1)
+            && room.lock().expect("the room").is_none()
+            && !notes.iter().any(|n| matches!(n, RedialNote::Dialing { attempt: 2 }))
+        {
+            let mut fresh = MemoryTransport::new(PeerKey(13));
+            MemoryTransport::connect(&mut fresh, host.transport_mut(), LinkConfig::default());
+            *room.lock().expect("the room") = Some(fresh);
+        }
+        assert!(now < Duration::from_secs(20), "ann is back: {notes:?}");
+    }
+    let dropped_at = dropped_at.expect("the drop was noticed");
+    let dialed: Vec<u8> = notes
+        .iter()
+        .filter_map(|n| if let RedialNote::Dialing { attempt } = n { Some(*attempt) } else { None })
+        .collect();
+    assert_eq!(dialed, [1, 2], "{notes:?}");
+    assert!(notes.iter().any(|n| matches!(n, RedialNote::Failed { attempt: 1, .. })), "{notes:?}");
+    let Some(RedialNote::Back { after, attempt: 2 }) = notes.last() else { panic!("{notes:?}") };
+    assert!(*after >= Duration::from_secs(2) && *after < Duration::from_secs(3), "{after:?}");
+    assert!(now >= dropped_at + Duration::from_secs(2), "the second attempt waited its 2 s");
+    let again = ann.client().and_then(ClientCore::welcome).expect("welcomed again");
+    assert!(again.resumed, "her slot was given back");
+    assert_eq!(again.player_id, welcome.player_id);
+    assert_eq!(redialer.history.len(), 1);
+    assert_eq!(redialer.history[0].attempts, 2);
+    assert!(redialer.state().is_none(), "the reconnection is over");
 }

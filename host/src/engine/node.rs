@@ -408,6 +408,19 @@ impl<T: Transport> Node<T> {
         }
     }
 
+    /// Dials the match again after the player's session dropped
+    /// ([`ClientCore::reconnect`]): `transport` (a fresh one into the same room) replaces the
+    /// node's, and the client says hello with its token to whoever answers there. Only a
+    /// following node whose client was welcomed and is closed dials; returns whether it did.
+    /// A shadow kept is rebased by the next checkpoint the host sends.
+    pub fn reconnect(&mut self, transport: T, now: Duration) -> bool {
+        if self.is_hosting() || !self.client.as_ref().is_some_and(|c| c.welcome().is_some() && c.closed().is_some()) {
+            return false;
+        }
+        self.transport = transport;
+        self.client.as_mut().is_some_and(|c| c.reconnect(now))
+    }
+
     /// Leaves: the player's close frame goes to the host, sent now.
     pub fn leave(&mut self, now: Duration) {
         if let Some(client) = self.client.as_mut() {

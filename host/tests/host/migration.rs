@@ -515,6 +515,51 @@ fn a_client_that_cannot_host_is_no_successor_even_alone() {
 }
 
 #[test]
+fn a_dropped_player_dials_back_into_its_slot_over_a_fresh_link() {
+    // Nobody can take over from ann's point of view (she cannot host, and is alone): her link
+    // dropping ends her session at once, as a drop.
+    let mut mesh = Mesh::new();
+    let ann = mesh.join_with(20, Hello { can_host: false, ..hello("ann") });
+    mesh.run(Duration::from_secs(2));
+    let first = mesh.peers[ann].player().welcome().cloned().expect("welcomed");
+    assert!(
+        !mesh.peers[ann].reconnect(MemoryTransport::new(PeerKey(50)), mesh.now),
+        "no dialing while the session is up"
+    );
+    mesh.peers[ann].transport_mut().disconnect(HOST);
+    let deadline = mesh.now + Duration::from_secs(2);
+    while mesh.peers[ann].player().closed().is_none() && mesh.now < deadline {
+        mesh.run(STEP);
+    }
+    let (code, why) = mesh.peers[ann].player().closed().cloned().expect("the drop ended her session");
+    assert!(vimp_netcode::client::reconnect::is_drop(code), "{code} {why}");
+    assert_eq!(mesh.server.peer_count(), 0, "the host saw the link go");
+    let snapshots = mesh.peers[ann].player().stats().snapshots;
+
+    // A fresh transport into the room, as the driver dials it.
+    let mut fresh = MemoryTransport::new(PeerKey(50));
+    MemoryTransport::connect(
+        &mut fresh,
+        mesh.server.transport_mut(),
+        LinkConfig::new().latency(Duration::from_millis(20)),
+    );
+    assert!(mesh.peers[ann].reconnect(fresh, mesh.now));
+    assert!(mesh.peers[ann].player().reconnecting());
+    let deadline = mesh.now + Duration::from_secs(3);
+    while mesh.peers[ann].player().stats().snapshots < snapshots + 30 && mesh.now < deadline {
+        mesh.run(STEP);
+    }
+    let client = mesh.peers[ann].player();
+    assert!(!client.reconnecting() && client.closed().is_none(), "{:?}", client.closed());
+    let again = client.welcome().expect("welcomed again");
+    assert!(again.resumed, "her slot was given back");
+    assert_eq!((again.player_id, &again.nickname), (first.player_id, &first.nickname));
+    assert_eq!((client.stats().reconnect_attempts, client.stats().reconnects), (1, 1));
+    assert!(client.stats().snapshots >= snapshots + 30, "the frames go on: {}", client.stats().snapshots);
+    assert_eq!(mesh.server.peer_count(), 1, "one seat, not two");
+}
+
+#[test]
 fn a_client_without_a_link_to_every_other_client_is_no_successor_until_it_has_one() {
     let mut mesh = Mesh::new();
     let ann = mesh.join("ann", 15);
