@@ -128,6 +128,13 @@ pub struct JoinArgs {
     /// written once welcomed. A client killed and started again with it is back in its slot.
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
+    /// Headless: predict the player's own tank as the window does (the game's prediction on
+    /// the host's sim code) and report its corrections: how far each frame from the host moved it.
+    #[arg(long)]
+    pub predict: bool,
+    /// Headless: say a numbered chat line (`NICK #N`) every this many seconds after the welcome.
+    #[arg(long, value_name = "S")]
+    pub say_every: Option<f64>,
     /// Do not dial the match again after a drop (by default: at once, then 2, 10 and 30 s
     /// after each failed attempt, with the slot's token).
     #[arg(long)]
@@ -150,6 +157,66 @@ fn write_token(path: &std::path::Path, token: vimp_netcode::session::SessionToke
     let tmp = path.with_extension("tmp");
     std::fs::write(&tmp, format!("{token}\n"))?;
     std::fs::rename(&tmp, path)
+}
+
+/// The headless client's prediction of its own tank (`--predict`), and its corrections.
+#[derive(Default)]
+struct Predicting {
+    map: Option<vimp_host::engine::map::MapConfig>,
+    map_version: u64,
+    built: Option<(u64, u8)>,
+    predictor: Option<Box<dyn crate::window::predict::LocalPrediction>>,
+    predicted_to: Duration,
+    /// Every correction's distance, world units.
+    corrections: Vec<f32>,
+    snaps: u64,
+}
+
+impl Predicting {
+    /// A turn at `now`: the map from the meta, a predictor once config, map and welcome are
+    /// there (again after a map change or a new slot), the frames reconciled, the steps due.
+    fn turn(&mut self, client: &mut ClientCore, meta: &[(u8, Vec<u8>)], now: Duration) {
+        for (port, payload) in meta {
+            if let Ok(vimp_netcode::meta::MetaMessage::Map(json)) =
+                vimp_netcode::meta::MetaMessage::decode(*port, payload)
+                && let Ok(map) = serde_json::from_value(json)
+            {
+                self.map = Some(map);
+                self.map_version += 1;
+            }
+        }
+        if let (Some(config), Some(map), Some(w)) = (client.config(), &self.map, client.welcome())
+            && self.built != Some((self.map_version, w.player_id))
+            && !w.spectator
+        {
+            self.built = Some((self.map_version, w.player_id));
+            self.predictor = crate::PREDICTION(config, map, PlayerId(w.player_id));
+            self.predicted_to = now;
+        }
+        let frames = client.take_frames();
+        let Some(p) = self.predictor.as_mut() else { return };
+        for mut frame in frames {
+            if let Some(c) = p.on_frame(&mut frame)
+                && (c.distance > 1e-3 || c.snapped)
+            {
+                self.corrections.push(c.distance);
+                self.snaps += u64::from(c.snapped);
+            }
+        }
+        let dt = Duration::from_secs_f64(f64::from(p.dt()));
+        while self.predicted_to + dt <= now {
+            p.step();
+            self.predicted_to += dt;
+        }
+        let _ = (p.take_tracers(), p.take_divergence());
+    }
+
+    /// The player pressed or released `name`, sent with `seq`.
+    fn key(&mut self, seq: Option<u32>, action: KeyAction, name: &str) {
+        if let (Some(p), Some(seq)) = (self.predictor.as_mut(), seq) {
+            p.key(seq, action, name);
+        }
+    }
 }
 
 fn random_u64() -> u64 {
@@ -308,6 +375,13 @@ pub fn host(args: &HostArgs, game: &Game) -> anyhow::Result<i32> {
     Ok(0)
 }
 
+/// The `q` quantile of `values` (0 when empty).
+fn percentile(values: &[f32], q: f64) -> f32 {
+    let mut v = values.to_vec();
+    v.sort_by(f32::total_cmp);
+    v.get(((v.len().saturating_sub(1)) as f64 * q).round() as usize).copied().unwrap_or(0.0)
+}
+
 /// Joins a match by code or URL; a headless client drives bot inputs and reports figures.
 pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
     let target = JoinTarget::parse(&args.target)?;
@@ -329,6 +403,9 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
         Ok(Box::new(WebRtcTransport::connect(&dial_url, &dial_ice)?) as Box<dyn vimp_netcode::transport::Transport>)
     }));
     let mut token_written = None;
+    let mut predicting = Predicting::default();
+    let mut said_lines = Vec::new();
+    let mut next_say = None;
     let mut promoted = None;
     let mut said_shadow = false;
     let mut snapshots_at_change = 0;
@@ -411,7 +488,18 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
                 && let Some(text) = &args.say
             {
                 client.say(text);
+                said_lines.push(text.clone());
                 said = true;
+            }
+            if let Some(every) = args.say_every.filter(|s| *s > 0.0) {
+                let due = *next_say.get_or_insert(now + Duration::from_secs_f64(every));
+                if now >= due {
+                    next_say = Some(due + Duration::from_secs_f64(every));
+                    let nick = client.welcome().map_or("player", |w| w.nickname.as_str());
+                    let line = format!("{nick} #{}", said_lines.len() + 1);
+                    client.say(&line);
+                    said_lines.push(line);
+                }
             }
             if let Some(after) = args.call_change_host
                 && !called
@@ -444,7 +532,8 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
             if client.welcome().is_some_and(|w| w.spectator) {
                 // A spectator switches the watched player every 2 s.
                 if now.as_millis() % 2000 < 2 {
-                    client.key(KeyAction::Down, "nextPlayer");
+                    let seq = client.key(KeyAction::Down, "nextPlayer");
+                    predicting.key(seq, KeyAction::Down, "nextPlayer");
                 }
             } else {
                 // Bot inputs: a new key every 700 ms, and a shot every 300 ms.
@@ -453,13 +542,16 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
                 let want = keys[(phase % 7) as usize];
                 if held != Some(want) {
                     if let Some(old) = held {
-                        client.key(KeyAction::Up, old);
+                        let seq = client.key(KeyAction::Up, old);
+                        predicting.key(seq, KeyAction::Up, old);
                     }
-                    client.key(KeyAction::Down, want);
+                    let seq = client.key(KeyAction::Down, want);
+                    predicting.key(seq, KeyAction::Down, want);
                     held = Some(want);
                 }
                 if now.as_millis() % 300 < 2 {
-                    client.key(KeyAction::Down, "fire");
+                    let seq = client.key(KeyAction::Down, "fire");
+                    predicting.key(seq, KeyAction::Down, "fire");
                 }
             }
         }
@@ -475,7 +567,13 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
                 rtts.push(rtt);
             }
         }
-        for (port, payload) in client.take_meta() {
+        let meta = client.take_meta();
+        if args.predict {
+            predicting.turn(client, &meta, now);
+        } else {
+            let _ = client.take_frames();
+        }
+        for (port, payload) in meta {
             if port == vimp_netcode::meta::STAT_DATA
                 && let (Ok(stat), Some(w)) = (serde_json::from_slice::<serde_json::Value>(&payload), client.welcome())
             {
@@ -525,9 +623,15 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
         "snapshots_after_host_change": (stats.migrations > 0).then(|| stats.snapshots - snapshots_at_change),
         "host_epoch": stats.host_epoch,
         "resume_ms": stats.resume.map(|d| d.as_secs_f64() * 1000.0),
+        "freeze_ms": stats.freeze.map(|d| d.as_secs_f64() * 1000.0),
         "host_timeout_ms": client.host_timeout().as_secs_f64() * 1000.0,
         "peer_frames_refused": stats.peer_frames_refused,
         "reconnects": redialer.history,
+        "said": said_lines,
+        "corrections": args.predict.then_some(predicting.corrections.len()),
+        "correction_snaps": args.predict.then_some(predicting.snaps),
+        "correction_p99": args.predict.then(|| percentile(&predicting.corrections, 0.99)),
+        "correction_p50": args.predict.then(|| percentile(&predicting.corrections, 0.5)),
         "reconnect_gave_up": redialer.gave_up(),
         "resumed": client.welcome().map(|w| w.resumed),
         "rewind_ms": stats.rewind_ms,

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Kills the host of a real WebRTC match with SIGKILL at a random moment, N times, and
 # prints how many matches went on, the clients' resume times (host loss noticed → first
+# snapshot from the new host), freezes (crash → resumed play: the host last heard → first
 # snapshot from the new host) and rewinds (game time lost: the newest tick seen from the
 # old host minus the tick the new host's claim continues from). Not run in CI.
 #
@@ -49,7 +50,7 @@ done
 python3 - "$out" "$runs" <<'PY'
 import json, os, sys
 out, runs = sys.argv[1], int(sys.argv[2])
-ok, resume, rewind = 0, [], []
+ok, resume, rewind, freeze = 0, [], [], []
 for i in range(1, runs + 1):
     reports = []
     for name in ("ann", "bob"):
@@ -70,11 +71,14 @@ for i in range(1, runs + 1):
             resume.append(r["resume_ms"])
         if r and r.get("rewind_ms") is not None:
             rewind.append(r["rewind_ms"])
+        if r and r.get("freeze_ms") is not None:
+            freeze.append(r["freeze_ms"])
 def pct(v, p):
     v = sorted(v)
     return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))] if v else None
 print(json.dumps({"runs": runs, "matches_that_went_on": ok, "resume_ms_p50": pct(resume, 50),
                   "resume_ms_p99": pct(resume, 99), "resume_samples": len(resume),
                   "rewind_ms_p50": pct(rewind, 50), "rewind_ms_p99": pct(rewind, 99),
-                  "rewind_samples": len(rewind), "logs": out}))
+                  "rewind_samples": len(rewind), "freeze_ms_p50": pct(freeze, 50),
+                  "freeze_ms_p99": pct(freeze, 99), "logs": out}))
 PY

@@ -181,6 +181,9 @@ pub struct ClientStats {
     pub host_lost_at: Option<Duration>,
     /// The last host change's resume time: host loss noticed → first snapshot from the new host.
     pub resume: Option<Duration>,
+    /// The last host change as the player saw it: the lost host last heard → first snapshot
+    /// from the new host (the silence before the loss was noticed, plus [`Self::resume`]).
+    pub freeze: Option<Duration>,
     /// The last host change's rewind, ms of match time lost: the newest match time this client
     /// saw from the old host (its last snapshot's) minus the time of the tick the new host
     /// continues from (its `CLAIM`'s; without a claim — the successor's own player, a
@@ -271,6 +274,8 @@ struct Lost {
 #[derive(Clone, Copy, Debug)]
 struct Resuming {
     lost_at: Duration,
+    /// When the lost host was last heard.
+    heard_at: Duration,
     last_time_ms: Option<f64>,
 }
 
@@ -336,6 +341,8 @@ pub struct ClientCore {
     resuming: Option<Resuming>,
     /// Dialing again after a drop ([`Self::reconnect`]), until a welcome.
     redialing: bool,
+    /// When the host followed was last heard.
+    host_heard_at: Duration,
     sent: VecDeque<(u32, KeyAction, u8)>,
     now: Duration,
     /// The `@changeHost` vote open, if any.
@@ -385,6 +392,7 @@ impl ClientCore {
             lost: None,
             resuming: None,
             redialing: false,
+            host_heard_at: Duration::ZERO,
             sent: VecDeque::new(),
             now: Duration::ZERO,
             host_vote: None,
@@ -447,7 +455,7 @@ impl ClientCore {
         self.searching = true;
         self.checkpoints = CheckpointAssembler::new();
         self.following = (epoch + 1, rank);
-        self.resuming = Some(Resuming { lost_at, last_time_ms });
+        self.resuming = Some(Resuming { lost_at, last_time_ms, heard_at: self.host_heard_at });
         self.resume_tick = None;
         Some(Handover { peers, epoch, rank, successors })
     }
@@ -516,7 +524,7 @@ impl ClientCore {
     fn begin_resume(&mut self, now: Duration) {
         if self.resuming.is_none() {
             let last_time_ms = self.last_frame.as_ref().map(|f| f.server_time_ms);
-            self.resuming = Some(Resuming { lost_at: now, last_time_ms });
+            self.resuming = Some(Resuming { lost_at: now, last_time_ms, heard_at: self.host_heard_at });
         }
     }
 
@@ -855,6 +863,7 @@ impl ClientCore {
                         && *h == peer
                     {
                         self.silence.heard(now);
+                        self.host_heard_at = now;
                         s.handle_message(now, channel, &bytes);
                     } else if let Some(s) = self.candidates.get_mut(&peer) {
                         s.handle_message(now, channel, &bytes);
@@ -1011,7 +1020,7 @@ impl ClientCore {
         }
         self.stats.host_lost_at = Some(now);
         let last_time_ms = self.last_frame.as_ref().map(|f| f.server_time_ms);
-        self.resuming = Some(Resuming { lost_at: now, last_time_ms });
+        self.resuming = Some(Resuming { lost_at: now, last_time_ms, heard_at: self.host_heard_at });
         let turn = self.host_timeout();
         self.silence.reset();
         self.lost = Some(Lost { at: now, turn, host, successors, handoff_to, stalled: None });
@@ -1030,7 +1039,7 @@ impl ClientCore {
         let successors = self.succession.as_ref().map(|s| s.peers.clone()).unwrap_or_default();
         self.stats.host_lost_at = Some(now);
         let last_time_ms = self.last_frame.as_ref().map(|f| f.server_time_ms);
-        self.resuming = Some(Resuming { lost_at: now, last_time_ms });
+        self.resuming = Some(Resuming { lost_at: now, last_time_ms, heard_at: self.host_heard_at });
         let turn = self.host_timeout();
         self.silence.reset();
         let stalled = Some(Box::new(session));
@@ -1052,7 +1061,7 @@ impl ClientCore {
             // Taken over before this client noticed the loss: the loss is noticed now.
             self.stats.host_lost_at = Some(now);
             let last_time_ms = self.last_frame.as_ref().map(|f| f.server_time_ms);
-            self.resuming = Some(Resuming { lost_at: now, last_time_ms });
+            self.resuming = Some(Resuming { lost_at: now, last_time_ms, heard_at: self.host_heard_at });
         }
         self.hello.resume_token = Some(token);
         self.resume_tick = Some(claim.tick);
@@ -1153,6 +1162,7 @@ impl ClientCore {
                         if let Some(r) = self.resuming.take() {
                             self.stats.migrations += 1;
                             self.stats.resume = Some(now.saturating_sub(r.lost_at));
+                            self.stats.freeze = Some(now.saturating_sub(r.heard_at));
                             let from_ms = match self.resume_tick.take() {
                                 Some(tick) => tick as f64 * self.tick_ms(),
                                 None => frame.server_time_ms,
@@ -1431,5 +1441,103 @@ mod tests {
         }
         assert_eq!(core.poll_event(), Some(ClientChange::Linked { peers: 1 }));
         assert_eq!(core.poll_event(), None);
+    }
+
+    /// A core welcomed by a real host session on peer 1 (a match with a snapshot schema of
+    /// one block, so frames decode), linked to peers 2 and 3 too.
+    fn welcomed_core() -> ClientCore {
+        use crate::session::{HostSession, HostSessionConfig, SessionToken, Welcome};
+        let mut core = ClientCore::new(Hello::new("ann", "test"), ClientConfig::default());
+        core.set_local_id(Some(PeerKey(9)));
+        let mut host = HostSession::new(HostSessionConfig::default(), Duration::ZERO);
+        for peer in 1..=3 {
+            core.handle(Duration::ZERO, TransportEvent::Connected(PeerKey(peer)));
+        }
+        core.handle_timeout(Duration::ZERO);
+        for round in 0..4 {
+            let now = Duration::from_millis(round);
+            for (peer, channel, bytes) in std::iter::from_fn(|| core.poll_transmit()).collect::<Vec<_>>() {
+                if peer == PeerKey(1) {
+                    host.handle_message(now, channel, &bytes);
+                }
+            }
+            while let Some(event) = host.poll_event() {
+                if let crate::session::HostEvent::Hello(_) = event {
+                    let welcome = Welcome {
+                        match_id: "m".into(),
+                        player_id: 3,
+                        nickname: "ann".into(),
+                        token: SessionToken([7; 16]),
+                        epoch: 1,
+                        tick: 120,
+                        resumed: false,
+                        input_seq: 0,
+                        spectator: false,
+                        snapshot_format: 6,
+                    };
+                    host.accept(&welcome, &serde_json::json!({ "engine": { "timeStepMs": 8.333 } }));
+                }
+            }
+            while let Some((channel, bytes)) = host.poll_transmit() {
+                core.handle(now, TransportEvent::Message { peer: PeerKey(1), channel, bytes });
+            }
+            core.handle_timeout(now);
+        }
+        assert!(core.welcome().is_some(), "the real host welcomed the core");
+        core
+    }
+
+    /// What the transport may report: a link opening or dropping, or a frame from one of
+    /// four peers (the host is peer 1), an opcode either end may send with any payload.
+    fn transport_event() -> impl proptest::strategy::Strategy<Value = (u16, TransportEvent)> {
+        use proptest::prelude::*;
+        let opcode = prop_oneof![any::<u8>(), 0u8..=18, 32u8..=51, Just(op::CHUNK)];
+        let message = (1u128..=4, any::<bool>(), opcode, proptest::collection::vec(any::<u8>(), 0..48)).prop_map(
+            |(peer, reliable, opcode, tail)| {
+                let mut bytes = vec![opcode];
+                bytes.extend(tail);
+                let channel = if reliable { Channel::Reliable } else { Channel::Unreliable };
+                TransportEvent::Message { peer: PeerKey(peer), channel, bytes }
+            },
+        );
+        let event = prop_oneof![
+            8 => message,
+            1 => (1u128..=4).prop_map(|p| TransportEvent::Connected(PeerKey(p))),
+            1 => (1u128..=4).prop_map(|p| TransportEvent::Disconnected(PeerKey(p))),
+        ];
+        (0u16..700, event)
+    }
+
+    proptest::proptest! {
+        /// Whatever the transport reports, in any order, at any pace (a host that answers,
+        /// peers that forge, links that drop), a client core never panics, before its welcome
+        /// or after it, and a dropped one dials back in without panicking either.
+        /// `PROPTEST_CASES=100000` for a long run.
+        #[test]
+        fn random_transport_events_never_panic_a_client_core(
+            welcomed in proptest::prelude::any::<bool>(),
+            events in proptest::collection::vec(transport_event(), 0..32),
+        ) {
+            let mut core = if welcomed {
+                welcomed_core()
+            } else {
+                let mut core = ClientCore::new(Hello::new("ann", "test"), ClientConfig::default());
+                core.set_local_id(Some(PeerKey(9)));
+                core
+            };
+            let mut now = Duration::from_millis(10);
+            for (gap_ms, event) in events {
+                now += Duration::from_millis(u64::from(gap_ms));
+                core.handle(now, event);
+                core.handle_timeout(now);
+                let _ = core.key(KeyAction::Down, "forward");
+                let _ = (core.take_frames(), core.take_meta(), core.take_migration(), core.takeover_due());
+                while core.poll_transmit().is_some() {}
+                while core.poll_event().is_some() {}
+                if core.closed().is_some() {
+                    let _ = core.reconnect(now);
+                }
+            }
+        }
     }
 }

@@ -533,10 +533,13 @@ impl HostSession {
             Err(()) => return self.close(close::PROTOCOL),
         };
         let Ok(frame) = frame::parse(&whole) else { return self.close(close::PROTOCOL) };
-        let control = matches!(
-            frame.opcode,
-            op::PONG | op::client::AUTH_RESPONSE | op::LINKS | op::CHECKPOINT_REQUEST | op::CLAIM
-        );
+        // A hello said again after the first (the client repeats it until answered) is one too.
+        let repeated_hello = frame.opcode == op::HELLO && !matches!(self.state, HostState::AwaitingHello { .. });
+        let control = repeated_hello
+            || matches!(
+                frame.opcode,
+                op::PONG | op::client::AUTH_RESPONSE | op::LINKS | op::CHECKPOINT_REQUEST | op::CLAIM
+            );
         if control {
             match self.control.check(now) {
                 RateVerdict::Allow => {}
@@ -557,6 +560,8 @@ impl HostSession {
                 // Said back, so that the client can say why it is not in.
                 Err(e) => self.reject(close::PROTOCOL, Some(&bounded(format!("the hello does not read: {e}")))),
             },
+            // The client said hello again before the answer reached it: the first one counts.
+            (HostState::Deciding | HostState::Active, op::HELLO) => {}
             (HostState::Active, op::PONG) => self.on_pong(frame.payload),
             // A binary batch, or one event in the spec's text form `seq:action:name` (a batch is
             // at least 100 bytes when its first byte is an ASCII digit, a text event at most 48:
@@ -855,6 +860,11 @@ enum ClientState {
     Closed(u16),
 }
 
+/// How long a client waits for an answer to its hello before saying it again: a message sent
+/// the moment a WebRTC data channel opens can be lost, and the host would wait for it until
+/// its hello timeout (4408). A host takes the first hello and lets the repeats pass.
+pub const HELLO_REPEAT: Duration = Duration::from_secs(1);
+
 /// The client's session with the host.
 #[derive(Debug)]
 pub struct ClientSession {
@@ -876,6 +886,8 @@ pub struct ClientSession {
     /// The newest frame to acknowledge, and whether it went out.
     frame_ack: Option<(u32, bool)>,
     answered: bool,
+    /// When the hello was last said: it is said again every [`HELLO_REPEAT`] until answered.
+    hello_said: Duration,
     now: Duration,
 }
 
@@ -902,12 +914,19 @@ impl ClientSession {
             last_input_sent_seq: None,
             frame_ack: None,
             answered: false,
+            hello_said: now,
             now,
             config,
         };
-        let hello = serde_json::to_vec(&s.config.hello).unwrap_or_default();
-        push_frame(&mut s.out, &mut s.chunker, Channel::Reliable, op::HELLO, &hello);
+        s.say_hello(now);
         s
+    }
+
+    /// Says hello (again).
+    fn say_hello(&mut self, now: Duration) {
+        self.hello_said = now;
+        let hello = serde_json::to_vec(&self.config.hello).unwrap_or_default();
+        push_frame(&mut self.out, &mut self.chunker, Channel::Reliable, op::HELLO, &hello);
     }
 
     /// Whether the host accepted and the session is open.
@@ -1011,6 +1030,9 @@ impl ClientSession {
     /// Runs the session's timer (host silence).
     pub fn handle_timeout(&mut self, now: Duration) {
         self.now = self.now.max(now);
+        if self.state == ClientState::Hello && !self.answered && now.saturating_sub(self.hello_said) >= HELLO_REPEAT {
+            self.say_hello(now);
+        }
         if self.close_code().is_none() && now.saturating_sub(self.last_heard) >= self.config.host_silence {
             self.state = ClientState::Closed(close::HEARTBEAT);
             let reason = close::reason(close::HEARTBEAT).to_owned();
@@ -1020,7 +1042,9 @@ impl ClientSession {
 
     /// When [`ClientSession::handle_timeout`] next needs to run.
     pub fn poll_timeout(&self) -> Option<Duration> {
-        self.close_code().is_none().then_some(self.last_heard + self.config.host_silence)
+        let silence = self.close_code().is_none().then_some(self.last_heard + self.config.host_silence);
+        let hello = (self.state == ClientState::Hello && !self.answered).then_some(self.hello_said + HELLO_REPEAT);
+        silence.into_iter().chain(hello).min()
     }
 
     /// The estimated host clock at `now`, ms: the last ping's host time, plus half the RTT,
@@ -1716,5 +1740,105 @@ mod tests {
         let (ch, hello_b) = b.poll_transmit().expect("b's hello");
         a.handle_message(MS, ch, &hello_b);
         assert_eq!((a.close_code(), a.answered(), a.poll_event()), (None, false, None));
+    }
+
+    #[test]
+    fn a_lost_hello_is_said_again_until_answered_and_a_repeat_is_no_offence() {
+        let mut host = HostSession::new(HostSessionConfig::default(), Duration::ZERO);
+        let mut client = ClientSession::new(ClientSessionConfig::new(hello("ann")), Duration::ZERO);
+        let _lost = client.poll_transmit().expect("the hello");
+        client.handle_timeout(MS);
+        assert!(client.poll_transmit().is_none(), "not again at once");
+        assert!(client.poll_timeout().is_some_and(|t| t <= HELLO_REPEAT));
+        client.handle_timeout(HELLO_REPEAT);
+        let (ch, again) = client.poll_transmit().expect("said again");
+        host.handle_message(HELLO_REPEAT, ch, &again);
+        assert_eq!(host.poll_event(), Some(HostEvent::Hello(hello("ann"))));
+        // A third crosses the welcome on the way: the host lets it pass.
+        client.handle_timeout(HELLO_REPEAT * 2);
+        let (ch, third) = client.poll_transmit().expect("said a third time");
+        host.accept(&welcome(), &serde_json::json!({}));
+        host.handle_message(HELLO_REPEAT * 2, ch, &third);
+        assert_eq!(host.close_code(), None);
+        progress(&mut host, &mut client, HELLO_REPEAT * 2);
+        assert!(client.is_active());
+        client.handle_timeout(HELLO_REPEAT * 4);
+        while let Some((_, bytes)) = client.poll_transmit() {
+            assert_ne!(frame::parse(&bytes).map(|f| f.opcode), Ok(op::HELLO), "answered: no more hellos");
+        }
+    }
+
+    /// Every opcode either end may send, and any byte besides.
+    fn opcode() -> impl proptest::strategy::Strategy<Value = u8> {
+        use proptest::prelude::*;
+        prop_oneof![
+            any::<u8>(),
+            (0u8..=18),
+            (32u8..=51),
+            Just(op::client::KEYS_DATA),
+            Just(op::client::CHAT),
+            Just(op::CHUNK),
+        ]
+    }
+
+    /// A frame a peer might send: an opcode with any payload.
+    fn message() -> impl proptest::strategy::Strategy<Value = (bool, Vec<u8>)> {
+        use proptest::prelude::*;
+        (any::<bool>(), opcode(), proptest::collection::vec(any::<u8>(), 0..40)).prop_map(|(reliable, opcode, tail)| {
+            let mut m = vec![opcode];
+            m.extend(tail);
+            (reliable, m)
+        })
+    }
+
+    proptest::proptest! {
+        /// Whatever a peer sends a host session, in any order, before its hello or after its
+        /// welcome, nothing panics and a closed session stays closed with its first code.
+        /// `PROPTEST_CASES=100000` for a long run.
+        #[test]
+        fn random_frames_into_a_host_session_never_panic(
+            welcomed in proptest::prelude::any::<bool>(),
+            frames in proptest::collection::vec(message(), 0..24),
+        ) {
+            let mut host = if welcomed { connected().0 } else { HostSession::new(HostSessionConfig::default(), Duration::ZERO) };
+            let mut now = Duration::ZERO;
+            let mut first_close = None;
+            for (reliable, bytes) in frames {
+                now += MS;
+                let channel = if reliable { Channel::Reliable } else { Channel::Unreliable };
+                host.handle_message(now, channel, &bytes);
+                host.handle_timeout(now);
+                while host.poll_transmit().is_some() {}
+                while host.poll_event().is_some() {}
+                match (first_close, host.close_code()) {
+                    (None, code) => first_close = code,
+                    (Some(first), code) => proptest::prop_assert_eq!(Some(first), code),
+                }
+            }
+        }
+
+        /// Whatever a peer sends a client session, before or after its welcome, nothing panics.
+        #[test]
+        fn random_frames_into_a_client_session_never_panic(
+            welcomed in proptest::prelude::any::<bool>(),
+            frames in proptest::collection::vec(message(), 0..24),
+        ) {
+            let mut client = if welcomed {
+                connected().1
+            } else {
+                ClientSession::new(ClientSessionConfig::new(hello("ann")), Duration::ZERO)
+            };
+            let mut now = Duration::ZERO;
+            for (reliable, bytes) in frames {
+                now += MS;
+                let channel = if reliable { Channel::Reliable } else { Channel::Unreliable };
+                client.handle_message(now, channel, &bytes);
+                client.handle_timeout(now);
+                client.push_input(1, KeyAction::Down, 0);
+                client.flush_inputs(now);
+                while client.poll_transmit().is_some() {}
+                while client.poll_event().is_some() {}
+            }
+        }
     }
 }

@@ -848,8 +848,11 @@ mod tests {
         }
 
         proptest! {
-            // About one generated map in sixteen is valid: run enough cases to build dozens.
-            #![proptest_config(ProptestConfig::with_cases(1024))]
+            // About one generated map in sixteen is valid: run enough cases to build dozens
+            // (or as many as `PROPTEST_CASES` asks for).
+            #![proptest_config(ProptestConfig::with_cases(
+                std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(1024)
+            ))]
 
             /// Whatever the map says, parsing never panics, and a map that validates builds.
             #[test]

@@ -1015,3 +1015,75 @@ fn a_hosting_nodes_own_player_plays_with_no_link_between_them_and_is_never_a_suc
     let friend_list = nodes[1].client().and_then(|c| c.succession()).map(|s| s.peers.clone());
     assert_eq!(friend_list, Some(vec![friend]), "the friend has the list too");
 }
+
+/// `default` cases, or as many as `PROPTEST_CASES` asks for.
+fn cases(default: u32) -> proptest::prelude::ProptestConfig {
+    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(default);
+    proptest::prelude::ProptestConfig::with_cases(cases)
+}
+
+/// A hello frame from `name`, as its session sends it.
+fn hello_frame(name: &str) -> Vec<u8> {
+    use vimp_netcode::session::{ClientSession, ClientSessionConfig};
+    let mut session = ClientSession::new(ClientSessionConfig::new(hello(name)), Duration::ZERO);
+    session.poll_transmit().expect("a hello").1
+}
+
+/// What a peer may send the host: its hello, or an opcode either end may send with any payload.
+fn peer_frame() -> impl proptest::strategy::Strategy<Value = (u128, bool, Vec<u8>)> {
+    use proptest::prelude::*;
+    let opcode = prop_oneof![any::<u8>(), 0u8..=18, 32u8..=51, Just(op::CHUNK)];
+    let bytes = prop_oneof![
+        1 => (0usize..3).prop_map(|i| hello_frame(["ann", "bob", "cy"][i])),
+        8 => (opcode, proptest::collection::vec(any::<u8>(), 0..48)).prop_map(|(opcode, tail)| {
+            let mut bytes = vec![opcode];
+            bytes.extend(tail);
+            bytes
+        }),
+    ];
+    (1u128..=4, any::<bool>(), bytes)
+}
+
+thread_local! {
+    /// One match for every case of the fuzz below (each case goes on from the state the last
+    /// left), with one honest player who must keep playing.
+    static FUZZED: std::cell::RefCell<Option<Lan>> = const { std::cell::RefCell::new(None) };
+}
+
+proptest::proptest! {
+    #![proptest_config(cases(32))]
+
+    /// Whatever any peer of the room sends the host, in any order (hellos, frames of every
+    /// opcode with any payload, links opening and dropping), the host never panics and its
+    /// honest player keeps getting frames. `PROPTEST_CASES=100000` for a long run.
+    #[test]
+    fn random_frames_from_any_peer_never_panic_the_host(frames in proptest::collection::vec(peer_frame(), 1..24)) {
+        use vimp_netcode::transport::TransportEvent;
+        FUZZED.with(|cell| {
+            let mut cell = cell.borrow_mut();
+            let lan = cell.get_or_insert_with(|| {
+                let mut lan = Lan::new(None);
+                lan.join(hello("honest"));
+                assert!(lan.run_until(Duration::from_secs(2), |l| l.clients[0].stats().snapshots > 0));
+                lan
+            });
+            let before = lan.clients[0].stats().snapshots;
+            for (peer, reliable, bytes) in frames {
+                let peer = PeerKey(5000 + peer);
+                let channel = if reliable { Channel::Reliable } else { Channel::Unreliable };
+                let now = lan.now;
+                let core: &mut vimp_host::engine::server::ServerCore = &mut lan.server;
+                core.handle(now, TransportEvent::Connected(peer));
+                core.handle(now, TransportEvent::Message { peer, channel, bytes });
+                if peer == PeerKey(5004) {
+                    core.handle(now, TransportEvent::Disconnected(peer));
+                }
+                lan.run(STEP, None);
+            }
+            lan.run(Duration::from_millis(100), None);
+            proptest::prop_assert!(lan.clients[0].closed().is_none(), "{:?}", lan.clients[0].closed());
+            proptest::prop_assert!(lan.clients[0].stats().snapshots > before, "the honest player gets frames");
+            Ok(())
+        })?;
+    }
+}
