@@ -11,6 +11,7 @@ use vimp_host::{Host, HostCommand, PlayerId};
 use vimp_netcode::client::ClientConfig;
 use vimp_netcode::client::reconnect::{ATTEMPT_TIMEOUT, RECONNECT_DELAYS, Reconnect, Redial, is_drop};
 use vimp_netcode::lobby::LobbyCode;
+use vimp_netcode::session::close;
 use vimp_netcode::signal::IceServer;
 use vimp_netcode::transport::Transport;
 
@@ -295,8 +296,11 @@ impl Redialer {
             return notes;
         }
         let Some(redial) = self.now.as_mut() else {
-            if let (Some(_), Some((code, reason))) = (client.welcome(), client.closed())
-                && is_drop(*code)
+            // A drop after the welcome, or a join the host closed for want of a hello (its
+            // link came up broken one way: a fresh one is the cure).
+            if let Some((code, reason)) = client.closed()
+                && (client.welcome().is_some() && is_drop(*code)
+                    || client.welcome().is_none() && *code == close::HEARTBEAT)
                 && self.history.last().is_none_or(|h| h.back_after_ms.is_some())
             {
                 notes.push(RedialNote::Dropped { code: *code, reason: reason.clone() });

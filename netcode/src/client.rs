@@ -798,12 +798,17 @@ impl ClientCore {
     /// with the session token of its slot, to every peer its driver's new transport reports;
     /// the host that answers gives the slot back (its team, score and tank). The inputs the
     /// host has not applied go again, and the first frame is a keyframe. The welcome, the
-    /// chat and the figures carry on. Returns whether it dials (not before a welcome, nor
-    /// while a session is up).
+    /// chat and the figures carry on. Before a welcome it starts the join over (a join whose
+    /// link to the host came up broken: the host saw no hello, 4408). Returns whether it
+    /// dials (not while a welcomed session is up).
     pub fn reconnect(&mut self, now: Duration) -> bool {
         self.now = self.now.max(now);
-        let (Some(welcome), Some(_)) = (&self.welcome, &self.closed) else { return false };
-        self.hello.resume_token = Some(welcome.token);
+        if self.welcome.is_some() && self.closed.is_none() {
+            return false;
+        }
+        if let Some(welcome) = &self.welcome {
+            self.hello.resume_token = Some(welcome.token);
+        }
         self.closed = None;
         self.host = None;
         self.candidates.clear();

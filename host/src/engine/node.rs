@@ -411,10 +411,10 @@ impl<T: Transport> Node<T> {
     /// Dials the match again after the player's session dropped
     /// ([`ClientCore::reconnect`]): `transport` (a fresh one into the same room) replaces the
     /// node's, and the client says hello with its token to whoever answers there. Only a
-    /// following node whose client was welcomed and is closed dials; returns whether it did.
-    /// A shadow kept is rebased by the next checkpoint the host sends.
+    /// following node whose client is closed, or not welcomed yet, dials; returns whether it
+    /// did. A shadow kept is rebased by the next checkpoint the host sends.
     pub fn reconnect(&mut self, transport: T, now: Duration) -> bool {
-        if self.is_hosting() || !self.client.as_ref().is_some_and(|c| c.welcome().is_some() && c.closed().is_some()) {
+        if self.is_hosting() || !self.client.as_ref().is_some_and(|c| c.welcome().is_none() || c.closed().is_some()) {
             return false;
         }
         self.transport = transport;

@@ -1088,6 +1088,30 @@ fn a_graceful_handoff_loses_no_tick() {
 }
 
 #[test]
+fn a_handoff_its_successor_does_not_take_goes_to_the_next_one() {
+    // The handoff's acknowledgement is the successor's claim: ann, named, is frozen (linked,
+    // silent) as the host leaves, so no claim comes; bob, the next successor, who was sent
+    // the final checkpoint and log too, claims after his turn, and everyone follows him.
+    let (mut m, [ann, bob, cy]) = three_clients(4);
+    m.frozen.push(ann);
+    let now = m.mesh.now;
+    assert_eq!(m.mesh.server.hand_off(now), Some(PeerKey(1)), "ann, the first successor");
+    let tick = m.mesh.server.host().tick();
+    m.first_alive = false;
+    let resumed = m.run_until(Duration::from_secs(3), |m| {
+        [bob, cy].iter().all(|i| m.client(*i).stats().migrations == 1 && m.client(*i).stats().host_epoch == 2)
+    });
+    assert!(resumed, "bob and cy resumed: {:?}", [bob, cy].map(|i| m.client(i).stats().clone()));
+    let (who, _, from_tick, _) = m.takeovers[0];
+    assert_eq!(who, bob, "the next successor took the match");
+    assert_eq!(from_tick, tick, "from the host's very tick: he had the final checkpoint and log");
+    assert_eq!(m.takeovers.len(), 1, "one new host");
+    m.kill_first_host();
+    m.run(Duration::from_secs(1));
+    assert!(m.new_host(bob).host().tick() >= tick + 100, "the match goes on");
+}
+
+#[test]
 fn a_host_that_stalls_and_speaks_again_before_anyone_takes_over_keeps_its_clients() {
     let (mut m, [ann, bob, cy]) = three_clients(4);
     let all = [ann, bob, cy];
