@@ -113,11 +113,72 @@ pub struct RayHit {
 }
 
 /// The host's physics world. See the module docs for the tick order and guarantees.
+///
+/// A world read from a dump is checked before it is used ([`Unchecked`]).
 #[derive(Serialize, Deserialize, bevy::prelude::Resource)]
+#[serde(try_from = "Unchecked")]
 pub struct Physics {
     world: PhysicsWorld,
     removals: Vec<RigidBodyHandle>,
     contacts: Vec<ContactEvent>,
+}
+
+/// [`Physics`] as a dump spells it, before the checks a world must pass to be stepped: a
+/// dump no honest host wrote can hold what rapier trusts, and fails on in ways no panic
+/// guard catches (a broad-phase tree whose nodes make a cycle is recursed into until the
+/// stack overflows).
+#[derive(Deserialize)]
+struct Unchecked {
+    world: PhysicsWorld,
+    removals: Vec<RigidBodyHandle>,
+    contacts: Vec<ContactEvent>,
+}
+
+impl TryFrom<Unchecked> for Physics {
+    type Error = String;
+
+    fn try_from(u: Unchecked) -> Result<Physics, String> {
+        check_tree(&u.world.broad_phase)?;
+        Ok(Physics { world: u.world, removals: u.removals, contacts: u.contacts })
+    }
+}
+
+/// The broad phase's tree is a tree: from the root, every inner node's children are in range
+/// and reached once, as rapier's refit walks them (recursively). Read through the tree's
+/// serialised form, the only view of it rapier gives.
+fn check_tree(broad_phase: &rapier2d::geometry::BroadPhaseBvh) -> Result<(), String> {
+    let value = serde_json::to_value(broad_phase).map_err(|e| format!("the broad phase: {e}"))?;
+    let Some(nodes) = value["tree"]["nodes"].as_array() else {
+        return Err("the broad phase has no tree".into());
+    };
+    // A node's data holds its leaf count in the low 30 bits: 1 is a leaf.
+    let leaves = |node: &serde_json::Value| node["data"].as_u64().map(|d| d & 0x3fff_ffff);
+    let root_leaves = match nodes.first() {
+        None => return Ok(()),
+        Some(root) => leaves(&root["left"]).zip(leaves(&root["right"])).map(|(l, r)| l + r),
+    };
+    // Up to two leaves, the root is all there is, and nothing walks below it.
+    if root_leaves.ok_or("a broad-phase node without data")? <= 2 {
+        return Ok(());
+    }
+    let mut seen = vec![false; nodes.len()];
+    seen[0] = true;
+    let mut stack = vec![0usize];
+    while let Some(at) = stack.pop() {
+        for side in ["left", "right"] {
+            let node = &nodes[at][side];
+            if leaves(node).ok_or("a broad-phase node without data")? == 1 {
+                continue;
+            }
+            let child = node["children"].as_u64().ok_or("a broad-phase node without children")? as usize;
+            if child >= nodes.len() || seen[child] {
+                return Err(format!("the broad phase's node {at} points at node {child}: not a tree"));
+            }
+            seen[child] = true;
+            stack.push(child);
+        }
+    }
+    Ok(())
 }
 
 impl Physics {
@@ -676,6 +737,27 @@ mod tests {
         let x = body.translation().x;
         body.set_translation(Vector::new(x.next_up(), 0.0), false);
         assert_ne!(p.state_hash(), before);
+    }
+
+    #[test]
+    fn a_broad_phase_tree_with_a_cycle_is_refused_before_it_is_stepped() {
+        let (mut world, movers) = arena();
+        let mut shots = Vec::new();
+        for n in 0..30 {
+            tick(&mut world, &movers, n, &mut shots);
+        }
+        let broad_phase = &world.world().broad_phase;
+        assert_eq!(check_tree(broad_phase), Ok(()), "a stepped world's tree is a tree");
+        let mut value = serde_json::to_value(broad_phase).expect("serialises");
+        let nodes = value["tree"]["nodes"].as_array_mut().expect("a tree");
+        assert!(nodes.len() > 2, "the arena's tree has inner nodes: {}", nodes.len());
+        // Point an inner node back at the root.
+        let inner = nodes.iter().position(|n| n["left"]["data"].as_u64().is_some_and(|d| d & 0x3fff_ffff > 1));
+        let inner = inner.expect("an inner node");
+        nodes[inner]["left"]["children"] = serde_json::json!(0);
+        let crafted: rapier2d::geometry::BroadPhaseBvh = serde_json::from_value(value).expect("still reads");
+        let refused = check_tree(&crafted).expect_err("a cycle");
+        assert!(refused.contains("not a tree"), "{refused}");
     }
 
     #[test]
