@@ -274,3 +274,66 @@ fn a_dropped_player_is_dialed_back_at_once_then_after_2_s_into_its_slot() {
     assert_eq!(redialer.history[0].attempts, 2);
     assert!(redialer.state().is_none(), "the reconnection is over");
 }
+
+/// A join whose link to the host came up broken one way (the host never hears its hello and
+/// closes it with 4408 before any welcome) is dialed again at once over a fresh transport,
+/// and gets in there.
+#[test]
+fn a_join_the_host_never_heard_is_dialed_again_and_gets_in() {
+    use std::sync::{Arc, Mutex};
+
+    use vimp::setup::{RedialNote, Redialer};
+    use vimp_host::engine::node::Node;
+    use vimp_host::engine::server::ServerCore;
+    use vimp_netcode::client::ClientCore;
+    use vimp_netcode::session::{HostSession, HostSessionConfig};
+    use vimp_netcode::transport::Transport;
+
+    let (host, init) = vimp::setup::new_match(&vimp::GAME, &repo("maps/test-small.json"), 2, Default::default(), 9)
+        .expect("the match builds");
+    let config = ServerConfig {
+        client_config: vimp_host::tanks::client_config(&init),
+        session: vimp_host::engine::server::session_config(&init.game),
+        ..ServerConfig::default()
+    };
+    let mut host = Node::hosting(vimp::GAME, MemoryTransport::new(HOST), ServerCore::new(host, config), None);
+    // The broken link: the far end is a host session that hears nothing from Ann.
+    let mut deaf_end = MemoryTransport::new(PeerKey(20));
+    let mut first = MemoryTransport::new(ANN);
+    MemoryTransport::connect(&mut first, &mut deaf_end, LinkConfig::default());
+    let quick = HostSessionConfig { hello_timeout: Duration::from_millis(100), ..HostSessionConfig::default() };
+    let mut deaf = HostSession::new(quick, Duration::ZERO);
+    let mut fresh = MemoryTransport::new(PeerKey(13));
+    MemoryTransport::connect(&mut fresh, host.transport_mut(), LinkConfig::default());
+    let room = Arc::new(Mutex::new(Some(fresh)));
+    let dial_room = Arc::clone(&room);
+    let mut redialer = Redialer::new(Box::new(move || {
+        let fresh = dial_room.lock().expect("the room").take();
+        fresh.map(|t| Box::new(t) as Box<dyn Transport>).ok_or_else(|| anyhow::anyhow!("the room cannot be reached"))
+    }));
+    let hello = MatchState::hello("ann", None, false);
+    let mut ann: Node<Box<dyn Transport>> =
+        Node::playing(vimp::GAME, Box::new(first), ClientCore::new(hello, Default::default()));
+    let (mut now, mut notes) = (Duration::ZERO, Vec::new());
+    while ann.client().and_then(ClientCore::welcome).is_none() {
+        now += Duration::from_millis(5);
+        host.update(now);
+        // Whatever Ann says is lost on the way.
+        let _ = deaf_end.poll(now);
+        deaf.handle_timeout(now);
+        while let Some((channel, bytes)) = deaf.poll_transmit() {
+            deaf_end.send(now, ANN, channel, bytes);
+        }
+        ann.update(now);
+        notes.extend(redialer.turn(&mut ann, now));
+        assert!(now < Duration::from_secs(10), "Ann gets in: {notes:?}");
+    }
+    assert!(
+        matches!(notes.first(), Some(RedialNote::Dropped { code: 4408, .. })),
+        "the 4408 before the welcome started it: {notes:?}"
+    );
+    assert!(matches!(notes.last(), Some(RedialNote::Back { attempt: 1, .. })), "{notes:?}");
+    assert!(room.lock().expect("the room").is_none(), "the fresh transport was dialed");
+    let welcome = ann.client().and_then(ClientCore::welcome).expect("welcomed");
+    assert!(!welcome.resumed, "a first join: no slot to resume");
+}
