@@ -14,8 +14,9 @@
 # Prints JSON: drops (sessions that ended other than by leaving at the end, plus
 # reconnections), panics (in any log), chat lines said and delivered (every line to every
 # other player who was there throughout), corrections p50/p99 and per client, the restarted
-# player's reconnect time (start → welcome) and whether its slot came back, false takeovers
-# (a player took the match over though its host never left), and where the logs are. Needs
+# player's way back (its start → its first snapshot) and whether its slot came back, false takeovers
+# (a player took the match over though its host was alive, which then stepped down) beside all
+# takeovers (players leaving at the end hand the match on), and where the logs are. Needs
 # what the lab needs (root, iptables, coturn) and a release build (made here).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -69,7 +70,11 @@ names = ["ann", "bob", "cy", "dan", "eve", "fay", "gus"]
 reports = {n: load(os.path.join(out, n + ".json")) for n in names}
 logs = {os.path.basename(p): open(p, errors="replace").read() for p in glob.glob(os.path.join(out, "*.err"))}
 panics = sum(l.count("panicked") for l in logs.values())
-false_takeovers = sum(l.count("took the match over at tick") for l in logs.values())
+# A takeover is false when the host it replaced was alive: that host steps down ("while this
+# host was silent" from the first host, "stepped down" from a later one). A player leaving at
+# the end of its run hands the match on: that takeover is no loss.
+false_takeovers = sum(l.count("while this host was silent") + l.count("stepped down:") for l in logs.values())
+takeovers = sum(l.count("took the match over at tick") for l in logs.values())
 drops = 0
 for n, r in reports.items():
     if r is None or not r.get("joined"):
@@ -118,10 +123,11 @@ print(json.dumps({
     "chat_missed": missed[:20],
     "corrections_p99_worst_client": max(corr) if corr else None,
     "corrections": per_client,
-    "restart_welcome_ms": gus.get("welcome_ms"),
+    "restart_first_snapshot_ms": gus.get("join_ms"),
     "restart_resumed": gus.get("resumed"),
     "restart_same_slot": bool(before and after and before.group(1) == after.group(1)),
     "false_takeovers": false_takeovers,
+    "takeovers": takeovers,
     "snapshots_per_s": {n: round((r or {}).get("snapshots_per_s") or 0, 1) for n, r in reports.items()},
     "host": {k: (load(os.path.join(out, "host.json")) or {}).get(k) for k in ("bytes_out_per_s", "kicked", "pack_errors", "cpu_percent")},
     "logs": out,
