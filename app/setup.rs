@@ -301,7 +301,6 @@ impl Redialer {
             if let Some((code, reason)) = client.closed()
                 && (client.welcome().is_some() && is_drop(*code)
                     || client.welcome().is_none() && *code == close::HEARTBEAT)
-                && self.history.last().is_none_or(|h| h.back_after_ms.is_some())
             {
                 notes.push(RedialNote::Dropped { code: *code, reason: reason.clone() });
                 self.history.push(Redialed {

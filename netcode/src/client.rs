@@ -803,7 +803,7 @@ impl ClientCore {
     /// dials (not while a welcomed session is up).
     pub fn reconnect(&mut self, now: Duration) -> bool {
         self.now = self.now.max(now);
-        if self.welcome.is_some() && self.closed.is_none() {
+        if !self.may_reconnect() {
             return false;
         }
         if let Some(welcome) = &self.welcome {
@@ -827,6 +827,11 @@ impl ClientCore {
         self.redialing = true;
         self.stats.reconnect_attempts += 1;
         true
+    }
+
+    /// Whether [`Self::reconnect`] would dial: not while a welcomed session is up.
+    pub fn may_reconnect(&self) -> bool {
+        self.welcome.is_none() || self.closed.is_some()
     }
 
     /// Whether the client is dialing again after a drop and no host welcomed it yet.
@@ -1451,7 +1456,7 @@ mod tests {
     /// A core welcomed by a real host session on peer 1 (a match with a snapshot schema of
     /// one block, so frames decode), linked to peers 2 and 3 too.
     fn welcomed_core() -> ClientCore {
-        use crate::session::{HostSession, HostSessionConfig, SessionToken, Welcome};
+        use crate::session::{HostSession, HostSessionConfig};
         let mut core = ClientCore::new(Hello::new("ann", "test"), ClientConfig::default());
         core.set_local_id(Some(PeerKey(9)));
         let mut host = HostSession::new(HostSessionConfig::default(), Duration::ZERO);
@@ -1468,19 +1473,10 @@ mod tests {
             }
             while let Some(event) = host.poll_event() {
                 if let crate::session::HostEvent::Hello(_) = event {
-                    let welcome = Welcome {
-                        match_id: "m".into(),
-                        player_id: 3,
-                        nickname: "ann".into(),
-                        token: SessionToken([7; 16]),
-                        epoch: 1,
-                        tick: 120,
-                        resumed: false,
-                        input_seq: 0,
-                        spectator: false,
-                        snapshot_format: 6,
-                    };
-                    host.accept(&welcome, &serde_json::json!({ "engine": { "timeStepMs": 8.333 } }));
+                    host.accept(
+                        &crate::session::test_support::welcome(),
+                        &serde_json::json!({ "engine": { "timeStepMs": 8.333 } }),
+                    );
                 }
             }
             while let Some((channel, bytes)) = host.poll_transmit() {
@@ -1496,7 +1492,7 @@ mod tests {
     /// four peers (the host is peer 1), an opcode either end may send with any payload.
     fn transport_event() -> impl proptest::strategy::Strategy<Value = (u16, TransportEvent)> {
         use proptest::prelude::*;
-        let opcode = prop_oneof![any::<u8>(), 0u8..=18, 32u8..=51, Just(op::CHUNK)];
+        let opcode = crate::session::test_support::opcode();
         let message = (1u128..=4, any::<bool>(), opcode, proptest::collection::vec(any::<u8>(), 0..48)).prop_map(
             |(peer, reliable, opcode, tail)| {
                 let mut bytes = vec![opcode];

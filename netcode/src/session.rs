@@ -1178,8 +1178,44 @@ impl ClientSession {
     }
 }
 
+/// What the tests of this crate's session and client share.
+#[cfg(test)]
+pub(crate) mod test_support {
+    use super::*;
+
+    /// The welcome the tests' host gives Ann.
+    pub(crate) fn welcome() -> Welcome {
+        Welcome {
+            match_id: "m1".into(),
+            player_id: 3,
+            nickname: "ann".into(),
+            token: SessionToken([7; 16]),
+            epoch: 1,
+            tick: 120,
+            resumed: false,
+            input_seq: 0,
+            spectator: false,
+            snapshot_format: 6,
+        }
+    }
+
+    /// Every opcode either end may send, and any byte besides.
+    pub(crate) fn opcode() -> impl proptest::strategy::Strategy<Value = u8> {
+        use proptest::prelude::*;
+        prop_oneof![
+            any::<u8>(),
+            (0u8..=18),
+            (32u8..=51),
+            Just(op::client::KEYS_DATA),
+            Just(op::client::CHAT),
+            Just(op::CHUNK),
+        ]
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::test_support::{opcode, welcome};
     use super::*;
 
     const MS: Duration = Duration::from_millis(1);
@@ -1203,21 +1239,6 @@ mod tests {
             if !moved {
                 break;
             }
-        }
-    }
-
-    fn welcome() -> Welcome {
-        Welcome {
-            match_id: "m1".into(),
-            player_id: 3,
-            nickname: "ann".into(),
-            token: SessionToken([7; 16]),
-            epoch: 1,
-            tick: 120,
-            resumed: false,
-            input_seq: 0,
-            spectator: false,
-            snapshot_format: 6,
         }
     }
 
@@ -1766,19 +1787,6 @@ mod tests {
         while let Some((_, bytes)) = client.poll_transmit() {
             assert_ne!(frame::parse(&bytes).map(|f| f.opcode), Ok(op::HELLO), "answered: no more hellos");
         }
-    }
-
-    /// Every opcode either end may send, and any byte besides.
-    fn opcode() -> impl proptest::strategy::Strategy<Value = u8> {
-        use proptest::prelude::*;
-        prop_oneof![
-            any::<u8>(),
-            (0u8..=18),
-            (32u8..=51),
-            Just(op::client::KEYS_DATA),
-            Just(op::client::CHAT),
-            Just(op::CHUNK),
-        ]
     }
 
     /// A frame a peer might send: an opcode with any payload.

@@ -188,6 +188,31 @@ fn the_players_vote_the_host_away_twice_and_no_tick_is_lost() {
     }
 }
 
+/// A match (2 bots on the small map) hosted by a node on the in-memory transport `HOST`,
+/// with no player of its own.
+fn hosting_node() -> vimp_host::engine::node::Node<MemoryTransport> {
+    let (host, init) = vimp::setup::new_match(&vimp::GAME, &repo("maps/test-small.json"), 2, Default::default(), 9)
+        .expect("the match builds");
+    let config = ServerConfig {
+        client_config: vimp_host::tanks::client_config(&init),
+        session: vimp_host::engine::server::session_config(&init.game),
+        ..ServerConfig::default()
+    };
+    let server = vimp_host::engine::server::ServerCore::new(host, config);
+    vimp_host::engine::node::Node::hosting(vimp::GAME, MemoryTransport::new(HOST), server, None)
+}
+
+/// A `Redialer` whose dial takes the transport waiting in `room`, and fails while there is none.
+fn dialing_from(room: &std::sync::Arc<std::sync::Mutex<Option<MemoryTransport>>>) -> vimp::setup::Redialer {
+    let room = std::sync::Arc::clone(room);
+    vimp::setup::Redialer::new(Box::new(move || {
+        let fresh = room.lock().expect("the room").take();
+        fresh
+            .map(|t| Box::new(t) as Box<dyn vimp_netcode::transport::Transport>)
+            .ok_or_else(|| anyhow::anyhow!("the room cannot be reached"))
+    }))
+}
+
 /// A player whose link drops is dialed back in by the `Redialer` the headless client and the
 /// window run: at once (here the room cannot be reached yet: the attempt fails), then 2 s
 /// later with a fresh transport, back into the same slot with its token. On the match's own
@@ -196,21 +221,13 @@ fn the_players_vote_the_host_away_twice_and_no_tick_is_lost() {
 fn a_dropped_player_is_dialed_back_at_once_then_after_2_s_into_its_slot() {
     use std::sync::{Arc, Mutex};
 
-    use vimp::setup::{RedialNote, Redialer};
+    use vimp::setup::RedialNote;
     use vimp_host::engine::node::Node;
-    use vimp_host::engine::server::ServerCore;
     use vimp_netcode::client::ClientCore;
     use vimp_netcode::session::Hello;
     use vimp_netcode::transport::Transport;
 
-    let (host, init) = vimp::setup::new_match(&vimp::GAME, &repo("maps/test-small.json"), 2, Default::default(), 9)
-        .expect("the match builds");
-    let config = ServerConfig {
-        client_config: vimp_host::tanks::client_config(&init),
-        session: vimp_host::engine::server::session_config(&init.game),
-        ..ServerConfig::default()
-    };
-    let mut host = Node::hosting(vimp::GAME, MemoryTransport::new(HOST), ServerCore::new(host, config), None);
+    let mut host = hosting_node();
     let mut first = MemoryTransport::new(ANN);
     MemoryTransport::connect(&mut first, host.transport_mut(), LinkConfig::default());
     // Ann cannot host: with nobody to take over, her drop ends her session at once.
@@ -219,11 +236,7 @@ fn a_dropped_player_is_dialed_back_at_once_then_after_2_s_into_its_slot() {
         Node::playing(vimp::GAME, Box::new(first), ClientCore::new(hello, Default::default()));
     // The room, as the next dial finds it.
     let room: Arc<Mutex<Option<MemoryTransport>>> = Arc::default();
-    let dial_room = Arc::clone(&room);
-    let mut redialer = Redialer::new(Box::new(move || {
-        let fresh = dial_room.lock().expect("the room").take();
-        fresh.map(|t| Box::new(t) as Box<dyn Transport>).ok_or_else(|| anyhow::anyhow!("the room cannot be reached"))
-    }));
+    let mut redialer = dialing_from(&room);
     let (mut now, mut notes) = (Duration::ZERO, Vec::new());
     let mut turn = |host: &mut Node<MemoryTransport>, ann: &mut Node<Box<dyn Transport>>, now: Duration| {
         host.update(now);
@@ -282,21 +295,13 @@ fn a_dropped_player_is_dialed_back_at_once_then_after_2_s_into_its_slot() {
 fn a_join_the_host_never_heard_is_dialed_again_and_gets_in() {
     use std::sync::{Arc, Mutex};
 
-    use vimp::setup::{RedialNote, Redialer};
+    use vimp::setup::RedialNote;
     use vimp_host::engine::node::Node;
-    use vimp_host::engine::server::ServerCore;
     use vimp_netcode::client::ClientCore;
     use vimp_netcode::session::{HostSession, HostSessionConfig};
     use vimp_netcode::transport::Transport;
 
-    let (host, init) = vimp::setup::new_match(&vimp::GAME, &repo("maps/test-small.json"), 2, Default::default(), 9)
-        .expect("the match builds");
-    let config = ServerConfig {
-        client_config: vimp_host::tanks::client_config(&init),
-        session: vimp_host::engine::server::session_config(&init.game),
-        ..ServerConfig::default()
-    };
-    let mut host = Node::hosting(vimp::GAME, MemoryTransport::new(HOST), ServerCore::new(host, config), None);
+    let mut host = hosting_node();
     // The broken link: the far end is a host session that hears nothing from Ann.
     let mut deaf_end = MemoryTransport::new(PeerKey(20));
     let mut first = MemoryTransport::new(ANN);
@@ -306,11 +311,7 @@ fn a_join_the_host_never_heard_is_dialed_again_and_gets_in() {
     let mut fresh = MemoryTransport::new(PeerKey(13));
     MemoryTransport::connect(&mut fresh, host.transport_mut(), LinkConfig::default());
     let room = Arc::new(Mutex::new(Some(fresh)));
-    let dial_room = Arc::clone(&room);
-    let mut redialer = Redialer::new(Box::new(move || {
-        let fresh = dial_room.lock().expect("the room").take();
-        fresh.map(|t| Box::new(t) as Box<dyn Transport>).ok_or_else(|| anyhow::anyhow!("the room cannot be reached"))
-    }));
+    let mut redialer = dialing_from(&room);
     let hello = MatchState::hello("ann", None, false);
     let mut ann: Node<Box<dyn Transport>> =
         Node::playing(vimp::GAME, Box::new(first), ClientCore::new(hello, Default::default()));

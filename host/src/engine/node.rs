@@ -414,7 +414,7 @@ impl<T: Transport> Node<T> {
     /// following node whose client is closed, or not welcomed yet, dials; returns whether it
     /// did. A shadow kept is rebased by the next checkpoint the host sends.
     pub fn reconnect(&mut self, transport: T, now: Duration) -> bool {
-        if self.is_hosting() || !self.client.as_ref().is_some_and(|c| c.welcome().is_none() || c.closed().is_some()) {
+        if self.is_hosting() || !self.client.as_ref().is_some_and(ClientCore::may_reconnect) {
             return false;
         }
         self.transport = transport;

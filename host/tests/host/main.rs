@@ -17,6 +17,12 @@ const SMALL: &str = include_str!("../../../maps/test-small.json");
 const DEFAULT: &str = include_str!("../../../maps/default.json");
 const ROOMS: &str = include_str!("../../../maps/rooms.json");
 
+/// `default` cases, or as many as `PROPTEST_CASES` asks for.
+pub(crate) fn cases(default: u32) -> proptest::prelude::ProptestConfig {
+    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(default);
+    proptest::prelude::ProptestConfig::with_cases(cases)
+}
+
 fn host(seed: u64, map: &str, bots: u8) -> Host {
     let mut host = Host::new(vimp_host::tanks::init_config(seed), GAME).expect("host");
     host.load_map_json("map", map).expect("the map loads");

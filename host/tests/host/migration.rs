@@ -142,14 +142,8 @@ fn logged_chat_joins_the_shadow_and_an_older_checkpoint_does_not_drop_it() {
     assert_eq!(shadow.mismatches(), 0);
 }
 
-/// `default` cases, or as many as `PROPTEST_CASES` asks for.
-fn cases(default: u32) -> proptest::prelude::ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(default);
-    proptest::prelude::ProptestConfig::with_cases(cases)
-}
-
 proptest::proptest! {
-    #![proptest_config(cases(24))]
+    #![proptest_config(super::cases(24))]
 
     /// A host that crafts its checkpoint (its state's bytes changed, every checksum sealed
     /// again) panics no successor, on restore nor over the next 120 steps of the log. Run it

@@ -1016,12 +1016,6 @@ fn a_hosting_nodes_own_player_plays_with_no_link_between_them_and_is_never_a_suc
     assert_eq!(friend_list, Some(vec![friend]), "the friend has the list too");
 }
 
-/// `default` cases, or as many as `PROPTEST_CASES` asks for.
-fn cases(default: u32) -> proptest::prelude::ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(default);
-    proptest::prelude::ProptestConfig::with_cases(cases)
-}
-
 /// A hello frame from `name`, as its session sends it.
 fn hello_frame(name: &str) -> Vec<u8> {
     use vimp_netcode::session::{ClientSession, ClientSessionConfig};
@@ -1051,7 +1045,7 @@ thread_local! {
 }
 
 proptest::proptest! {
-    #![proptest_config(cases(32))]
+    #![proptest_config(super::cases(32))]
 
     /// Whatever any peer of the room sends the host, in any order (hellos, frames of every
     /// opcode with any payload, links opening and dropping), the host never panics and its
