@@ -597,7 +597,7 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
     let wall = end.as_secs_f64();
     let since_first = stats.first_snapshot_at.map(|t| (end - t).as_secs_f64()).unwrap_or(0.0);
     rtts.sort_by(f64::total_cmp);
-    let report = json!({
+    let mut report = json!({
         "joined": client.welcome().is_some(),
         "reason": failure.as_ref().map(|why| why.reason.clone())
             .or_else(|| redialer.gave_up().then(|| crate::setup::RedialNote::GaveUp.to_string())),
@@ -640,6 +640,10 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
         "shadow_mismatches": node.mismatches(),
         "shadow_errors": node.errors(),
     });
+    // Asking the room before a claim (one `json!` holds only so many fields).
+    report["host_checks"] = json!(stats.host_checks);
+    report["takeovers_held"] = json!(stats.takeovers_held);
+    report["host_checks_answered"] = json!(stats.host_checks_answered);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

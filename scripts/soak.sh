@@ -128,6 +128,7 @@ print(json.dumps({
     "restart_same_slot": bool(before and after and before.group(1) == after.group(1)),
     "false_takeovers": false_takeovers,
     "takeovers": takeovers,
+    "takeovers_held": {n: (r or {}).get("takeovers_held") for n, r in reports.items() if (r or {}).get("takeovers_held")},
     "snapshots_per_s": {n: round((r or {}).get("snapshots_per_s") or 0, 1) for n, r in reports.items()},
     "host": {k: (load(os.path.join(out, "host.json")) or {}).get(k) for k in ("bytes_out_per_s", "kicked", "pack_errors", "cpu_percent")},
     "logs": out,

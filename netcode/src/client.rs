@@ -70,14 +70,15 @@ use crate::frame::{self, Channel, op};
 use crate::input::{KeyAction, KeyTable};
 use crate::meta::{ChatHistory, ChatMessage};
 use crate::migration::{
-    CheckpointAssembler, Claim, Handoff, HostBallot, HostVote, Links, MIN_REQUEST_INTERVAL, MigrationPayload,
-    Succession,
+    CHECK_TIME, CheckpointAssembler, Claim, Handoff, HostBallot, HostCheck, HostSeen, HostVote, Links,
+    MIN_CHECK_INTERVAL, MIN_REQUEST_INTERVAL, MigrationPayload, Succession,
 };
 use crate::schema::SnapshotSchema;
 use crate::session::{ClientEvent, ClientSession, ClientSessionConfig, Hello, Welcome};
 use crate::snapshot::{DecodeError, Frame, unpack};
 use crate::transport::{PeerKey, Transport, TransportEvent};
 
+mod host_check;
 mod host_vote;
 pub mod reconnect;
 mod silence;
@@ -207,9 +208,19 @@ pub struct ClientStats {
     /// electorate, or this client outside it: spectators and the host's own player).
     pub votes_refused: u64,
     /// Frames from a mesh peer that is not the host (nor a candidate still answering the
-    /// hello) other than the two a fellow client may send (`CLAIM`, the `@changeHost` vote):
+    /// hello) other than those a fellow client may send (`CLAIM`, the `@changeHost` vote, the
+    /// check of the room before a claim and its answers, when they decode):
     /// a fellow client's `HANDOFF`, checkpoint, log, succession list or snapshot is refused.
     pub peer_frames_refused: u64,
+    /// Rounds of `HOST_CHECK` this client sent the room before claiming (see [Before a
+    /// claim](crate::migration#before-a-claim-asking-the-room)).
+    pub host_checks: u32,
+    /// Of those, the rounds that ended with no claim: the host played on for most of the
+    /// room, or nobody answered. A successor that was only cut off (or stalled) holds here
+    /// instead of taking the match over from a live host.
+    pub takeovers_held: u32,
+    /// `HOST_CHECK`s this client answered.
+    pub host_checks_answered: u64,
     /// Times this client dialed the match again after a drop ([`ClientCore::reconnect`]).
     pub reconnect_attempts: u32,
     /// Of those, the ones the host welcomed.
@@ -268,6 +279,13 @@ struct Lost {
     /// The silent host's session, kept: if the host speaks again before anyone takes
     /// over, it was only a stall and the client carries on with it.
     stalled: Option<Box<ClientSession>>,
+    /// The fellow peers linked when the host was lost (neither it nor this client): whom a
+    /// successor asks before it claims.
+    room: Vec<PeerKey>,
+    /// This successor's check of the room, once its turn came.
+    check: Option<host_check::Check>,
+    /// Whether this successor may claim: it was handed the match, or the room agreed.
+    cleared: bool,
 }
 
 /// A host change in progress, until the new host's first snapshot.
@@ -354,6 +372,8 @@ pub struct ClientCore {
     /// Changes not taken yet, and what they were found against.
     changes: VecDeque<ClientChange>,
     reported: Reported,
+    /// When this client last answered each peer's `HOST_CHECK`.
+    checks_answered: BTreeMap<PeerKey, Duration>,
 }
 
 impl ClientCore {
@@ -400,6 +420,7 @@ impl ClientCore {
             early_ballots: BTreeMap::new(),
             changes: VecDeque::new(),
             reported: Reported::default(),
+            checks_answered: BTreeMap::new(),
         }
     }
 
@@ -415,18 +436,98 @@ impl ClientCore {
         self.lost.is_some()
     }
 
-    /// Whether it is this client's turn to take the match over: the host is lost, this
-    /// client is in the succession list, and every successor still linked ahead of it had
-    /// its turn to claim, the host timeout it had when the host was lost (a handed-off
-    /// successor goes at once).
-    /// Whoever can (it keeps a shadow) promotes it and calls [`ClientCore::follow_own_host`].
+    /// Whether it is this client's turn to take the match over and the room agreed: the host
+    /// is lost, this client is in the succession list, every successor still linked ahead of
+    /// it had its turn to claim (the host timeout it had when the host was lost), and, asked,
+    /// the room did not hear the host either (see [Before a
+    /// claim](crate::migration#before-a-claim-asking-the-room)). A handed-off successor goes
+    /// at once. Whoever can (it keeps a shadow) promotes it and calls
+    /// [`ClientCore::follow_own_host`].
     pub fn takeover_due(&self) -> bool {
+        self.my_turn() && self.lost.as_ref().is_some_and(|l| l.cleared)
+    }
+
+    /// Whether the host is lost and this successor's turn has come (see [`Self::takeover_due`]).
+    fn my_turn(&self) -> bool {
         let (Some(lost), Some(me)) = (&self.lost, self.me) else { return false };
         let mut order: Vec<PeerKey> = lost.handoff_to.into_iter().collect();
         order.extend(lost.successors.iter().copied().filter(|p| Some(*p) != lost.handoff_to));
         let alive: Vec<PeerKey> = order.into_iter().filter(|p| *p == me || self.peers.contains(p)).collect();
         let Some(k) = alive.iter().position(|p| *p == me) else { return false };
         self.now >= lost.at + lost.turn * k as u32
+    }
+
+    /// A successor whose turn has come asks the room, and counts its answers, until it may
+    /// claim (see [Before a claim](crate::migration#before-a-claim-asking-the-room)).
+    fn check_the_room(&mut self, now: Duration) {
+        if !self.my_turn() {
+            return;
+        }
+        let me = self.me;
+        let Some(lost) = self.lost.as_mut().filter(|l| !l.cleared) else { return };
+        if lost.handoff_to.is_some() && lost.handoff_to == me {
+            lost.cleared = true;
+            return;
+        }
+        let round = lost.turn.max(CHECK_TIME);
+        let epoch = self.following.0;
+        let check = lost.check.get_or_insert_with(|| host_check::Check::new(epoch, lost.room.clone()));
+        match check.step(now, round) {
+            host_check::Step::Claim => lost.cleared = true,
+            host_check::Step::Wait => {}
+            step @ (host_check::Step::Ask | host_check::Step::AskAgain) => {
+                self.stats.host_checks += 1;
+                self.stats.takeovers_held += u32::from(step == host_check::Step::AskAgain);
+                let ask = HostCheck { epoch: check.epoch() }.encode();
+                let mut bytes = Vec::new();
+                frame::encode(op::HOST_CHECK, &ask, &mut bytes);
+                for peer in check.room().iter().filter(|p| self.peers.contains(p)) {
+                    self.stats.bytes_out += bytes.len() as u64;
+                    self.outbox.push_back((*peer, Channel::Reliable, bytes.clone()));
+                }
+            }
+        }
+    }
+
+    /// A fellow peer asks whether this client still hears its host (`HOST_CHECK`): answered
+    /// when the asker is a successor this client knows of, at most once per
+    /// [`MIN_CHECK_INTERVAL`]; `false` when refused.
+    fn on_host_check(&mut self, peer: PeerKey, payload: &[u8], now: Duration) -> bool {
+        let Ok(check) = HostCheck::decode(payload) else { return false };
+        let listed = match &self.lost {
+            Some(l) => l.successors.contains(&peer),
+            None => self.succession.as_ref().is_some_and(|s| s.peers.contains(&peer)),
+        };
+        if !listed || self.welcome.is_none() {
+            return false;
+        }
+        if self.checks_answered.get(&peer).is_some_and(|at| now.saturating_sub(*at) < MIN_CHECK_INTERVAL) {
+            return true;
+        }
+        self.checks_answered.insert(peer, now);
+        // A host this client counts lost (its link dropped, or it was silent past this
+        // client's own timeout) is reported as never heard.
+        let silence = match self.lost {
+            Some(_) => u32::MAX,
+            None => now.saturating_sub(self.host_heard_at).as_millis().min(u128::from(u32::MAX)) as u32,
+        };
+        let seen = HostSeen { asked: check.epoch, following: self.following.0, silence_ms: silence };
+        let mut bytes = Vec::new();
+        frame::encode(op::HOST_SEEN, &seen.encode(), &mut bytes);
+        self.stats.bytes_out += bytes.len() as u64;
+        self.stats.host_checks_answered += 1;
+        self.outbox.push_back((peer, Channel::Reliable, bytes));
+        true
+    }
+
+    /// A fellow peer's answer to this successor's `HOST_CHECK`; `false` when it does not
+    /// decode. An answer nobody asked for (a check over, another epoch) is dropped.
+    fn on_host_seen(&mut self, peer: PeerKey, payload: &[u8]) -> bool {
+        let Ok(seen) = HostSeen::decode(payload) else { return false };
+        if let Some(check) = self.lost.as_mut().and_then(|l| l.check.as_mut()) {
+            check.answer(peer, seen);
+        }
+        true
     }
 
     /// This process takes the match over: the client follows the new host its own process
@@ -502,7 +603,18 @@ impl ClientCore {
                 self.begin_resume(now);
                 let turn = self.host_timeout();
                 self.silence.reset();
-                self.lost = Some(Lost { at: now, turn, host: old, successors, handoff_to: Some(to), stalled: None });
+                let room = self.room_without(old);
+                self.lost = Some(Lost {
+                    at: now,
+                    turn,
+                    host: old,
+                    successors,
+                    handoff_to: Some(to),
+                    stalled: None,
+                    room,
+                    check: None,
+                    cleared: false,
+                });
             }
             None => {}
         }
@@ -863,6 +975,7 @@ impl ClientCore {
                 TransportEvent::Disconnected(peer) => {
                     self.peers.remove(&peer);
                     self.candidates.remove(&peer);
+                    self.checks_answered.remove(&peer);
                     if self.host.as_ref().is_some_and(|(h, _)| *h == peer) && self.closed.is_none() {
                         self.on_host_lost(now, None, "the host's link dropped");
                     }
@@ -901,6 +1014,17 @@ impl ClientCore {
                         && matches!(f.opcode, op::HOST_VOTE | op::HOST_BALLOT)
                     {
                         self.on_vote_frame(peer, f.opcode, f.payload, now);
+                    } else if channel == Channel::Reliable
+                        && let Ok(f) = frame::parse(&bytes)
+                        && matches!(f.opcode, op::HOST_CHECK | op::HOST_SEEN)
+                    {
+                        let taken = match f.opcode {
+                            op::HOST_CHECK => self.on_host_check(peer, f.payload, now),
+                            _ => self.on_host_seen(peer, f.payload),
+                        };
+                        if !taken {
+                            self.stats.peer_frames_refused += 1;
+                        }
                     } else if !frame::parse(&bytes).is_ok_and(|f| f.opcode == op::HELLO) {
                         // Only the host may say anything else (a fellow client's hello, said to
                         // every peer it meets, is no offence).
@@ -957,6 +1081,7 @@ impl ClientCore {
             let reason = "the host is gone and nobody took over".to_owned();
             self.closed.get_or_insert((crate::session::close::HEARTBEAT, reason));
         }
+        self.check_the_room(now);
         self.settle_host_vote(now);
         self.flush();
         self.note_changes();
@@ -1033,7 +1158,23 @@ impl ClientCore {
         self.resuming = Some(Resuming { lost_at: now, last_time_ms, heard_at: self.host_heard_at });
         let turn = self.host_timeout();
         self.silence.reset();
-        self.lost = Some(Lost { at: now, turn, host, successors, handoff_to, stalled: None });
+        let room = self.room_without(host);
+        self.lost = Some(Lost {
+            at: now,
+            turn,
+            host,
+            successors,
+            handoff_to,
+            stalled: None,
+            room,
+            check: None,
+            cleared: false,
+        });
+    }
+
+    /// The fellow peers linked now, but for `host` and this client.
+    fn room_without(&self, host: Option<PeerKey>) -> Vec<PeerKey> {
+        self.peers.iter().copied().filter(|p| Some(*p) != host && Some(*p) != self.me).collect()
     }
 
     /// Nothing from the host for [`Self::host_timeout`]: lost as far as taking
@@ -1053,7 +1194,18 @@ impl ClientCore {
         let turn = self.host_timeout();
         self.silence.reset();
         let stalled = Some(Box::new(session));
-        self.lost = Some(Lost { at: now, turn, host: Some(peer), successors, handoff_to: None, stalled });
+        let room = self.room_without(Some(peer));
+        self.lost = Some(Lost {
+            at: now,
+            turn,
+            host: Some(peer),
+            successors,
+            handoff_to: None,
+            stalled,
+            room,
+            check: None,
+            cleared: false,
+        });
     }
 
     /// A peer claims the match: follow it if it beats the host followed and is a known successor.
@@ -1317,7 +1469,8 @@ impl ClientCore {
             (l.at + timeout * turns).min(l.at + self.settings.give_up)
         });
         let vote = self.host_vote.as_ref().map(host_vote::Tally::until);
-        sessions.chain(silence).chain(lost).chain(vote).min()
+        let check = self.lost.as_ref().and_then(|l| l.check.as_ref()).and_then(host_check::Check::round_end);
+        sessions.chain(silence).chain(lost).chain(vote).chain(check).min()
     }
 
     /// This process's key on the transport (a WebRTC id comes once the signalling server

@@ -182,6 +182,12 @@ pub mod op {
     /// with the client's input packets, at most once per frame; the host writes the client's
     /// format 6 frames against it ([`crate::delta`]).
     pub const FRAME_ACK: u8 = 51;
+    /// Before a claim: a successor asks a fellow client whether the host it lost plays on
+    /// (client → clients, never to the host; see [`crate::migration`]).
+    pub const HOST_CHECK: u8 = 52;
+    /// The answer to a [`HOST_CHECK`]: the epoch of the host the answerer follows and how long
+    /// ago it last heard it (client → client).
+    pub const HOST_SEEN: u8 = 53;
     /// One chunk of a frame above [`MAX_MESSAGE`](super::MAX_MESSAGE) bytes, see the [module docs](super).
     pub const CHUNK: u8 = 255;
 
@@ -719,6 +725,13 @@ mod tests {
             assert!(!taken && !data_plane.contains(&code), "{code} collides");
         }
         assert_eq!(op::CHAT_HISTORY, 50);
+        // Before a claim, between clients.
+        let check = [op::FRAME_ACK, op::HOST_CHECK, op::HOST_SEEN];
+        assert_eq!(check, [51, 52, 53]);
+        for code in check {
+            let taken = server.contains(&code) || client.contains(&code) || engine.contains(&code);
+            assert!(!taken && !data_plane.contains(&code) && !vote.contains(&code), "{code} collides");
+        }
     }
 
     #[test]

@@ -386,6 +386,13 @@ impl LinkEnd {
     pub fn config(&self) -> LinkConfig {
         self.lock().config
     }
+
+    /// Changes the link's conditions, both ways, for what is sent from now on (what is in
+    /// flight keeps its delivery time; the random streams go on). A latency of hours makes a
+    /// link that stalls without closing, as a WebRTC association can.
+    pub fn set_config(&mut self, config: LinkConfig) {
+        self.lock().config = config;
+    }
 }
 
 impl Drop for LinkEnd {
@@ -432,6 +439,21 @@ mod tests {
     }
 
     // ---- the generator ----
+
+    #[test]
+    fn a_link_whose_latency_turns_to_hours_stalls_what_is_sent_after() {
+        let ms = Duration::from_millis;
+        let (mut a, mut b) = link_pair(LinkConfig::new().latency(ms(10)));
+        a.send(ms(0), Channel::Reliable, b"before".to_vec());
+        a.set_config(LinkConfig::new().latency(Duration::from_secs(3600)));
+        assert_eq!(b.config().latency, Duration::from_secs(3600), "both ends see the change");
+        a.send(ms(1), Channel::Reliable, b"after".to_vec());
+        b.send(ms(1), Channel::Unreliable, b"back".to_vec());
+        assert_eq!(b.poll_recv(ms(1000)), Some((Channel::Reliable, b"before".to_vec())), "in flight keeps its time");
+        assert_eq!(b.poll_recv(ms(1000)), None);
+        assert_eq!(a.poll_recv(ms(1000)), None);
+        assert!(!a.is_closed() && !b.is_closed(), "stalled, not closed");
+    }
 
     #[test]
     fn splitmix64_reference_values() {

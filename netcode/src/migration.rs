@@ -143,6 +143,46 @@
 //! | 4      | 2    | `yes`        | yes votes counted (`u16`), `≤ electorate`            |
 //! | 6      | 2    | `electorate` | the electorate's size as the sender counts it (`u16`), `≥ 1` |
 //!
+//! # Before a claim: asking the room
+//!
+//! A successor counts the host lost on its own link's evidence, and its own link (or its own
+//! process: a stall, a starved CPU) can be the one that failed while the host plays on for
+//! everyone else. So before it claims, a successor whose turn it is asks the room (Raft's
+//! pre-vote, in spirit): `HOST_CHECK` to every fellow peer it was linked to when it lost the
+//! host, on the reliable channel, again every turn until it decides. Each answers with
+//! `HOST_SEEN`: the epoch of the host it follows and how long ago it last heard that host.
+//!
+//! - An answer says **the host is alive** when it is about the same epoch and the host was
+//!   heard within [`ALIVE_WITHIN`]: a host that plays on sends every client 30 snapshots a
+//!   second, while after a crash every client has been silent about as long as the asker,
+//!   at least its turn's timeout (150 ms or more). An answer about a newer epoch says a new
+//!   host exists (its claim is on its way): the old one counts as lost.
+//! - The successor **claims** once the answers saying the host is lost, with its own view,
+//!   are a strict majority of the room (the peers asked and itself): with two others, the
+//!   first "lost"; with four, two of them. It also claims when a round's time is up
+//!   ([`CHECK_TIME`], or its turn's timeout if longer) and more answers said lost than
+//!   alive. Otherwise the round ends with no claim and it asks again: while the host plays on
+//!   for most of the room, and while nobody answers (a successor whose own links all died
+//!   would otherwise host a match of one beside the real one). With nobody else in the room
+//!   but the host, it claims at once. A handed-off successor (the host named it) never asks.
+//! - A peer answers a peer of its own succession list only, at most once per
+//!   [`MIN_CHECK_INTERVAL`] each; a host (a process that took the match over) ignores both
+//!   frames. A lying peer cannot hold a takeover, nor push one, against the room's majority.
+//!
+//! # `HOST_CHECK` payload (big-endian, client → clients)
+//!
+//! | offset | size | field   | meaning                                        |
+//! |-------:|-----:|---------|------------------------------------------------|
+//! | 0      | 4    | `epoch` | the epoch of the host the asker lost (`u32`)    |
+//!
+//! # `HOST_SEEN` payload (big-endian, client → client)
+//!
+//! | offset | size | field       | meaning                                                  |
+//! |-------:|-----:|-------------|----------------------------------------------------------|
+//! | 0      | 4    | `asked`     | the epoch asked about (`u32`), the check's own            |
+//! | 4      | 4    | `following` | the epoch of the host the answerer follows (`u32`)        |
+//! | 8      | 4    | `silence`   | ms since the answerer last heard that host (`u32`, saturating); `u32::MAX` when it counts that host lost (its link dropped, or it was silent past the answerer's own timeout) |
+//!
 //! # Checkpoint parts
 //!
 //! Parts come in order on the reliable channel: [`CheckpointAssembler`] takes index 0 as
@@ -166,6 +206,17 @@ pub const MAX_LINKS: usize = u8::MAX as usize;
 
 /// The engine vote a window shows for a `HOST_VOTE` (see [the `@changeHost` vote](self#the-changehost-vote)).
 pub const CHANGE_HOST_VOTE: &str = "@changeHost";
+
+/// A `HOST_SEEN` whose host was heard less than this long ago says the host is alive (see
+/// [Before a claim](self#before-a-claim-asking-the-room)).
+pub const ALIVE_WITHIN: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// How long a successor waits for the room's answers to a `HOST_CHECK` at least, before it
+/// counts them (and asks again).
+pub const CHECK_TIME: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// A peer answers one asker's `HOST_CHECK` at most once per this long.
+pub const MIN_CHECK_INTERVAL: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// How long a `@changeHost` vote stays open.
 pub const HOST_VOTE_TIME: std::time::Duration = std::time::Duration::from_secs(15);
@@ -474,6 +525,63 @@ impl StepDown {
     }
 }
 
+/// A successor asks the room whether the host it lost plays on (`HOST_CHECK`, see
+/// [Before a claim](self#before-a-claim-asking-the-room)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HostCheck {
+    /// The epoch of the host the asker lost.
+    pub epoch: u32,
+}
+
+impl HostCheck {
+    /// The `HOST_CHECK` payload.
+    pub fn encode(&self) -> Vec<u8> {
+        self.epoch.to_be_bytes().to_vec()
+    }
+
+    /// Reads a `HOST_CHECK` payload.
+    pub fn decode(bytes: &[u8]) -> Result<HostCheck, MigrationError> {
+        whole(bytes, |r| Ok(HostCheck { epoch: r.u32("epoch")? }))
+            .ok_or(MigrationError::BadControl { len: bytes.len() })
+    }
+}
+
+/// A peer's answer to a [`HostCheck`] (`HOST_SEEN`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HostSeen {
+    /// The epoch asked about.
+    pub asked: u32,
+    /// The epoch of the host the answerer follows.
+    pub following: u32,
+    /// Ms since the answerer last heard that host.
+    pub silence_ms: u32,
+}
+
+impl HostSeen {
+    /// The `HOST_SEEN` payload.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(12);
+        out.put_u32(self.asked);
+        out.put_u32(self.following);
+        out.put_u32(self.silence_ms);
+        out
+    }
+
+    /// Reads a `HOST_SEEN` payload.
+    pub fn decode(bytes: &[u8]) -> Result<HostSeen, MigrationError> {
+        whole(bytes, |r| {
+            Ok(HostSeen { asked: r.u32("asked")?, following: r.u32("following")?, silence_ms: r.u32("silence")? })
+        })
+        .ok_or(MigrationError::BadControl { len: bytes.len() })
+    }
+
+    /// Whether this answer says the host of epoch `asked` plays on: the answerer follows it
+    /// and heard it within [`ALIVE_WITHIN`].
+    pub fn alive(&self) -> bool {
+        self.following == self.asked && u128::from(self.silence_ms) < ALIVE_WITHIN.as_millis()
+    }
+}
+
 /// A peer the host may rank.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Candidate {
@@ -708,6 +816,19 @@ mod tests {
         assert_eq!(CheckpointAssembler::new().push(&checkpoint_parts(1, b"").expect("parts")[0]), Ok(Some(vec![])));
     }
 
+    #[test]
+    fn an_answer_says_alive_only_of_the_host_asked_about_heard_within_100_ms() {
+        let seen = |following, silence_ms| HostSeen { asked: 4, following, silence_ms };
+        assert!(seen(4, 0).alive());
+        assert!(seen(4, 99).alive());
+        assert!(!seen(4, 100).alive(), "100 ms of silence is the line");
+        assert!(!seen(4, u32::MAX).alive());
+        assert!(!seen(5, 0).alive(), "a newer host: the one asked about is gone");
+        assert!(!seen(3, 0).alive(), "an older host says nothing of this one");
+        assert_eq!(HostCheck::decode(&[0, 0, 0]), Err(MigrationError::BadControl { len: 3 }));
+        assert_eq!(HostSeen::decode(&[0; 13]), Err(MigrationError::BadControl { len: 13 }));
+    }
+
     proptest! {
         #[test]
         fn successions_round_trip(epoch in any::<u32>(), peers in proptest::collection::vec(any::<u128>(), 0..MAX_SUCCESSORS)) {
@@ -756,6 +877,14 @@ mod tests {
         }
 
         #[test]
+        fn host_checks_round_trip(asked in any::<u32>(), following in any::<u32>(), silence_ms in any::<u32>()) {
+            let c = HostCheck { epoch: asked };
+            prop_assert_eq!(HostCheck::decode(&c.encode()), Ok(c));
+            let seen = HostSeen { asked, following, silence_ms };
+            prop_assert_eq!(HostSeen::decode(&seen.encode()), Ok(seen));
+        }
+
+        #[test]
         fn garbage_never_panics(frames in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..64), 0..8)) {
             let mut a = CheckpointAssembler::new();
             for f in &frames {
@@ -766,6 +895,8 @@ mod tests {
                 let _ = HostVote::decode(f);
                 let _ = HostBallot::decode(f);
                 let _ = StepDown::decode(f);
+                let _ = HostCheck::decode(f);
+                let _ = HostSeen::decode(f);
                 let _ = a.push(f);
             }
         }

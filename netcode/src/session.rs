@@ -614,6 +614,9 @@ impl HostSession {
             // The `@changeHost` vote runs between clients; one that reaches a host (a peer
             // that just took the match over) was meant for the client it was.
             (_, op::HOST_VOTE | op::HOST_BALLOT) => {}
+            // So does a successor's check of the room, and its answers (a peer that took the
+            // match over has no host to have heard).
+            (_, op::HOST_CHECK | op::HOST_SEEN) => {}
             // A rival claimant (a peer that promoted too) announces itself before any hello.
             (_, op::CLAIM) => self.events.push_back(HostEvent::Claim(frame.payload.to_vec())),
             (_, op::CLOSE) => {

@@ -121,6 +121,12 @@ impl MemoryTransport {
     pub fn link(&self, peer: PeerKey) -> Option<&LinkEnd> {
         self.links.get(&peer)
     }
+
+    /// Changes the conditions of the link to `peer` from now on ([`LinkEnd::set_config`]);
+    /// `false` when there is no such link.
+    pub fn condition(&mut self, peer: PeerKey, config: LinkConfig) -> bool {
+        self.links.get_mut(&peer).map(|l| l.set_config(config)).is_some()
+    }
 }
 
 impl Transport for MemoryTransport {
