@@ -297,6 +297,11 @@ struct Resuming {
     last_time_ms: Option<f64>,
 }
 
+/// A join whose hello no peer answered this long after the newest one linked gives up with
+/// 4408 (see [`ClientCore::reconnect`]): the host answers in a round trip, and the hello is
+/// said again every [`HELLO_REPEAT`](crate::session::HELLO_REPEAT).
+pub const UNANSWERED_HELLO: Duration = Duration::from_secs(5);
+
 /// How many decoded frames [`ClientCore::take_frames`] keeps for a caller that does not take them.
 pub const MAX_QUEUED_FRAMES: usize = 64;
 
@@ -374,6 +379,8 @@ pub struct ClientCore {
     reported: Reported,
     /// When this client last answered each peer's `HOST_CHECK`.
     checks_answered: BTreeMap<PeerKey, Duration>,
+    /// When the newest peer this client says hello to while it looks for a host linked.
+    last_candidate_at: Duration,
 }
 
 impl ClientCore {
@@ -421,6 +428,7 @@ impl ClientCore {
             changes: VecDeque::new(),
             reported: Reported::default(),
             checks_answered: BTreeMap::new(),
+            last_candidate_at: Duration::ZERO,
         }
     }
 
@@ -970,6 +978,7 @@ impl ClientCore {
                     if self.searching && self.host.is_none() && self.closed.is_none() {
                         let session = ClientSession::new(ClientSessionConfig::new(self.hello.clone()), now);
                         self.candidates.insert(peer, session);
+                        self.last_candidate_at = now;
                     }
                 }
                 TransportEvent::Disconnected(peer) => {
@@ -1041,6 +1050,10 @@ impl ClientCore {
     /// [`Self::poll_transmit`]. Call it every turn of the network loop.
     pub fn handle_timeout(&mut self, now: Duration) {
         self.now = self.now.max(now);
+        // Every peer that may be the host hears the hello again until one answers.
+        for session in self.candidates.values_mut() {
+            session.repeat_hello(now);
+        }
         // The candidate that answered is the host.
         if self.host.is_none()
             && let Some(peer) =
@@ -1081,10 +1094,30 @@ impl ClientCore {
             let reason = "the host is gone and nobody took over".to_owned();
             self.closed.get_or_insert((crate::session::close::HEARTBEAT, reason));
         }
+        self.give_up_unanswered(now);
         self.check_the_room(now);
         self.settle_host_vote(now);
         self.flush();
         self.note_changes();
+    }
+
+    /// A join (or a way back after a drop) whose hello nobody answered for
+    /// [`UNANSWERED_HELLO`] since the newest peer linked is closed with 4408, like one the host
+    /// closed for want of a hello: a link that came up broken one way (its data reaching one
+    /// side only) is the likely cause, and a fresh transport the cure (its driver dials again,
+    /// see [`Self::reconnect`]).
+    fn give_up_unanswered(&mut self, now: Duration) {
+        let joining = self.welcome.is_none() || self.redialing;
+        if joining
+            && self.host.is_none()
+            && self.closed.is_none()
+            && !self.candidates.is_empty()
+            && now.saturating_sub(self.last_candidate_at) >= UNANSWERED_HELLO
+        {
+            self.candidates.clear();
+            let reason = format!("no host answered the hello in {} s", UNANSWERED_HELLO.as_secs());
+            self.closed = Some((crate::session::close::HEARTBEAT, reason));
+        }
     }
 
     /// Queues what changed since the last turn ([`ClientChange`]).
@@ -1460,7 +1493,10 @@ impl ClientCore {
             return None;
         }
         let host = self.host.as_ref().map(|(_, s)| s);
-        let sessions = host.into_iter().chain(self.candidates.values()).filter_map(ClientSession::poll_timeout);
+        let sessions = host
+            .and_then(ClientSession::poll_timeout)
+            .into_iter()
+            .chain(self.candidates.values().filter_map(ClientSession::hello_due));
         let silence = host.filter(|s| s.is_active()).map(|s| s.last_heard() + self.host_timeout());
         // After a loss every host timeout is some successor's turn, and then comes the end.
         let lost = self.lost.as_ref().map(|l| {
@@ -1470,7 +1506,10 @@ impl ClientCore {
         });
         let vote = self.host_vote.as_ref().map(host_vote::Tally::until);
         let check = self.lost.as_ref().and_then(|l| l.check.as_ref()).and_then(host_check::Check::round_end);
-        sessions.chain(silence).chain(lost).chain(vote).chain(check).min()
+        let joining = self.welcome.is_none() || self.redialing;
+        let unanswered = (joining && self.host.is_none() && !self.candidates.is_empty())
+            .then_some(self.last_candidate_at + UNANSWERED_HELLO);
+        sessions.chain(silence).chain(lost).chain(vote).chain(check).chain(unanswered).min()
     }
 
     /// This process's key on the transport (a WebRTC id comes once the signalling server
@@ -1604,6 +1643,38 @@ mod tests {
         }
         assert_eq!(core.poll_event(), Some(ClientChange::Linked { peers: 1 }));
         assert_eq!(core.poll_event(), None);
+    }
+
+    #[test]
+    fn a_hello_nobody_answers_for_5_s_after_the_newest_link_closes_the_join_with_4408() {
+        let ms = Duration::from_millis;
+        let mut core = ClientCore::new(Hello::new("ann", "test"), ClientConfig::default());
+        core.set_local_id(Some(PeerKey(7)));
+        core.handle(ms(0), TransportEvent::Connected(PeerKey(1)));
+        // Another peer links 3 s in: every link gets its 5 s.
+        core.handle(ms(3000), TransportEvent::Connected(PeerKey(2)));
+        let mut t = ms(0);
+        while t < ms(7900) {
+            core.handle_timeout(t);
+            assert_eq!(core.closed(), None, "still waiting at {t:?}");
+            t += ms(100);
+        }
+        let hellos = std::iter::from_fn(|| core.poll_transmit())
+            .filter(|(p, _, b)| *p == PeerKey(1) && frame::parse(b).is_ok_and(|f| f.opcode == op::HELLO))
+            .count();
+        assert_eq!(hellos, 8, "the hello, then again every second until 7.9 s");
+        assert!(core.poll_timeout().is_some_and(|t| t <= ms(8000)), "the driver is woken by the end");
+        core.handle_timeout(ms(8000));
+        let (code, reason) = core.closed().expect("closed");
+        assert_eq!(*code, crate::session::close::HEARTBEAT);
+        assert!(reason.contains("no host answered"), "{reason}");
+        // Its driver dials again over a fresh transport: the wait starts over.
+        assert!(core.reconnect(ms(8000)));
+        core.handle(ms(8100), TransportEvent::Connected(PeerKey(3)));
+        core.handle_timeout(ms(13000));
+        assert_eq!(core.closed(), None);
+        core.handle_timeout(ms(13100));
+        assert!(core.closed().is_some());
     }
 
     /// A core welcomed by a real host session on peer 1 (a match with a snapshot schema of

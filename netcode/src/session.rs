@@ -1032,10 +1032,7 @@ impl ClientSession {
 
     /// Runs the session's timer (host silence).
     pub fn handle_timeout(&mut self, now: Duration) {
-        self.now = self.now.max(now);
-        if self.state == ClientState::Hello && !self.answered && now.saturating_sub(self.hello_said) >= HELLO_REPEAT {
-            self.say_hello(now);
-        }
+        self.repeat_hello(now);
         if self.close_code().is_none() && now.saturating_sub(self.last_heard) >= self.config.host_silence {
             self.state = ClientState::Closed(close::HEARTBEAT);
             let reason = close::reason(close::HEARTBEAT).to_owned();
@@ -1043,11 +1040,25 @@ impl ClientSession {
         }
     }
 
+    /// Says the hello again if it is due: every [`HELLO_REPEAT`] until a peer answers. The only
+    /// timer of a session with a peer that may be the host or a fellow client (which never
+    /// answers, and is not silent for that).
+    pub fn repeat_hello(&mut self, now: Duration) {
+        self.now = self.now.max(now);
+        if self.state == ClientState::Hello && !self.answered && now.saturating_sub(self.hello_said) >= HELLO_REPEAT {
+            self.say_hello(now);
+        }
+    }
+
+    /// When the hello is due again ([`Self::repeat_hello`]), until a peer answers.
+    pub fn hello_due(&self) -> Option<Duration> {
+        (self.state == ClientState::Hello && !self.answered).then_some(self.hello_said + HELLO_REPEAT)
+    }
+
     /// When [`ClientSession::handle_timeout`] next needs to run.
     pub fn poll_timeout(&self) -> Option<Duration> {
         let silence = self.close_code().is_none().then_some(self.last_heard + self.config.host_silence);
-        let hello = (self.state == ClientState::Hello && !self.answered).then_some(self.hello_said + HELLO_REPEAT);
-        silence.into_iter().chain(hello).min()
+        silence.into_iter().chain(self.hello_due()).min()
     }
 
     /// The estimated host clock at `now`, ms: the last ping's host time, plus half the RTT,

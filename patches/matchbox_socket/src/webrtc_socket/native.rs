@@ -222,7 +222,7 @@ impl Messenger for NativeMessenger {
             &mut event_forwarding,
             signaled.clone(),
         )
-        .await;
+        .await?;
 
         Some(HandshakeResult::<Self::DataChannel, Self::HandshakeMeta> {
             peer_id: signal_peer.id,
@@ -317,7 +317,7 @@ impl Messenger for NativeMessenger {
             &mut event_forwarding,
             signaled.clone(),
         )
-        .await;
+        .await?;
 
         Some(HandshakeResult::<Self::DataChannel, Self::HandshakeMeta> {
             peer_id: signal_peer.id,
@@ -515,14 +515,16 @@ fn new_senders_and_receivers<T>(
         .unzip()
 }
 
-async fn complete_handshake<T: Future<Output = ()>>(
+/// Trickles candidates both ways until every data channel is open: `None` when one closed
+/// first (the peer went away in the middle of the handshake), which ends this handshake only.
+async fn complete_handshake<T: Future<Output = bool>>(
     trickle: &CandidateTrickle,
     connection: &Arc<dyn PeerConnection>,
     peer_signal_rx: UnboundedReceiver<PeerSignal>,
     mut wait_for_channels: Pin<Box<Fuse<T>>>,
     event_forwarding: &mut EventForwarding,
     signaled: SignaledCandidates,
-) -> CandidateListener {
+) -> Option<CandidateListener> {
     trickle.send_pending_candidates();
     let mut trickle_fut = Box::pin(
         CandidateTrickle::listen_for_remote_candidates(
@@ -535,7 +537,11 @@ async fn complete_handshake<T: Future<Output = ()>>(
 
     loop {
         select! {
-            _ = wait_for_channels => {
+            ready = wait_for_channels => {
+                if !ready {
+                    warn!("peer {}: a data channel closed before it opened, dropping the peer", trickle.signal_peer.id);
+                    return None;
+                }
                 break;
             },
             // The channels open through their events.
@@ -546,7 +552,7 @@ async fn complete_handshake<T: Future<Output = ()>>(
         };
     }
 
-    trickle_fut
+    Some(trickle_fut)
 }
 
 struct CandidateTrickle {

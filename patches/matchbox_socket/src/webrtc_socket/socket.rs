@@ -813,7 +813,7 @@ pub(crate) fn create_data_channels_ready_fut(
     channel_configs: &[ChannelConfig],
 ) -> (
     Vec<futures_channel::mpsc::Sender<()>>,
-    Pin<Box<Fuse<impl Future<Output = ()> + use<>>>>,
+    Pin<Box<Fuse<impl Future<Output = bool> + use<>>>>,
 ) {
     let (senders, receivers) = (0..channel_configs.len())
         .map(|_| futures_channel::mpsc::channel(1))
@@ -822,12 +822,15 @@ pub(crate) fn create_data_channels_ready_fut(
     (senders, Box::pin(wait_for_ready(receivers).fuse()))
 }
 
-async fn wait_for_ready(channel_ready_rx: Vec<futures_channel::mpsc::Receiver<()>>) {
+/// Whether every channel opened: `false` when one closed first (the peer went away in the
+/// middle of the handshake), which ends that handshake only.
+async fn wait_for_ready(channel_ready_rx: Vec<futures_channel::mpsc::Receiver<()>>) -> bool {
     for mut receiver in channel_ready_rx {
         if receiver.next().await.is_none() {
-            panic!("Sender closed before channel was ready");
+            return false;
         }
     }
+    true
 }
 
 /// All the channels needed for the messaging loop.

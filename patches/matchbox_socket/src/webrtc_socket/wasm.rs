@@ -456,7 +456,7 @@ async fn complete_handshake(
     signal_peer: SignalPeer,
     conn: RtcPeerConnection,
     received_candidates: Vec<String>,
-    mut data_channels_ready_fut: Pin<Box<futures::future::Fuse<impl Future<Output = ()>>>>,
+    mut data_channels_ready_fut: Pin<Box<futures::future::Fuse<impl Future<Output = bool>>>>,
     mut peer_signal_rx: UnboundedReceiver<PeerSignal>,
     signaled: SignaledCandidates,
 ) -> UnboundedReceiver<PeerSignal> {
