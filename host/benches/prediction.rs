@@ -31,6 +31,8 @@ use vimp_netcode::transport::{MemoryTransport, PeerKey};
 const MAP: &str = include_str!("../../maps/test-small.json");
 const GAME_TIME: Duration = Duration::from_secs(60);
 const STEP: f64 = 1.0 / 120.0;
+/// A correction moving the present by more than this (world units) counts as visible.
+const VISIBLE: f32 = 0.1;
 const KEYS: [&str; 7] = ["forward", "left", "forward", "right", "back", "gunLeft", "gunRight"];
 
 /// One player's client, its predictor and what it drew.
@@ -209,6 +211,9 @@ fn main() {
         let corrected: Vec<&Correction> =
             d.corrections.iter().filter(|c| !c.snapped && (c.distance > 0.0 || c.angle != 0.0)).collect();
         let snaps = d.corrections.iter().filter(|c| c.snapped).count();
+        // Most corrections move the present by far less than a pixel: these are the ones a
+        // player could see before the smoothing hides them.
+        let visible = corrected.iter().filter(|c| c.distance > VISIBLE).count();
         let (c50, c99) = percentiles(corrected.iter().map(|c| c.distance).collect());
         let (a50, a99) = percentiles(corrected.iter().map(|c| c.angle.abs()).collect());
         let smoothed: Vec<Option<[f32; 2]>> = d.drawn.iter().map(|o| o.map(|(r, _)| r)).collect();
@@ -220,8 +225,8 @@ fn main() {
         let name = d.client.welcome().map_or_else(String::new, |w| w.nickname.clone());
         println!("client {name}: {} blocks reconciled, delay estimate {:?} ticks", d.corrections.len(), p.delay());
         println!(
-            "  corrections (blocks that moved the present): {} ({} snaps); distance p50 {c50:.3} p99 {c99:.3} units; \
-             heading p50 {a50:.4} p99 {a99:.4} rad",
+            "  corrections (blocks that moved the present): {} ({} snaps, {visible} by more than {VISIBLE} units); \
+             distance p50 {c50:.3} p99 {c99:.3} units; heading p50 {a50:.4} p99 {a99:.4} rad",
             corrected.len(),
             snaps
         );
@@ -241,6 +246,7 @@ fn main() {
             "blocks": d.corrections.len(),
             "corrections": corrected.len(),
             "snaps": snaps,
+            "correctionsOverTenthOfAUnit": visible,
             "correctionDistanceP50": c50,
             "correctionDistanceP99": c99,
             "correctionAngleP50": a50,

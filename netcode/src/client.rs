@@ -297,6 +297,9 @@ struct Resuming {
     last_time_ms: Option<f64>,
 }
 
+/// Chat lines a client keeps while it follows no host (see [`ClientCore::say`]).
+pub const MAX_UNSENT_CHAT: usize = 16;
+
 /// A join whose hello no peer answered this long after the newest one linked gives up with
 /// 4408 (see [`ClientCore::reconnect`]): the host answers in a round trip, and the hello is
 /// said again every [`HELLO_REPEAT`](crate::session::HELLO_REPEAT).
@@ -381,6 +384,8 @@ pub struct ClientCore {
     checks_answered: BTreeMap<PeerKey, Duration>,
     /// When the newest peer this client says hello to while it looks for a host linked.
     last_candidate_at: Duration,
+    /// Chat lines said while no host was followed, oldest first.
+    unsent_chat: VecDeque<String>,
 }
 
 impl ClientCore {
@@ -429,6 +434,7 @@ impl ClientCore {
             reported: Reported::default(),
             checks_answered: BTreeMap::new(),
             last_candidate_at: Duration::ZERO,
+            unsent_chat: VecDeque::new(),
         }
     }
 
@@ -899,9 +905,23 @@ impl ClientCore {
     }
 
     /// Sends a chat line.
+    ///
+    /// A line said while no host is followed (before the welcome, the host silent or lost, a
+    /// host change under way) waits for the next one, the oldest dropped past
+    /// [`MAX_UNSENT_CHAT`].
     pub fn say(&mut self, text: &str) {
-        if let Some((_, session)) = self.host.as_mut() {
-            let payload = serde_json::to_vec(text).unwrap_or_default();
+        if self.unsent_chat.len() == MAX_UNSENT_CHAT {
+            self.unsent_chat.pop_front();
+        }
+        self.unsent_chat.push_back(text.to_owned());
+        self.send_chat();
+    }
+
+    /// Sends the lines waiting for a host, once one is followed.
+    fn send_chat(&mut self) {
+        let Some((_, session)) = self.host.as_mut().filter(|(_, s)| s.is_active()) else { return };
+        for text in self.unsent_chat.drain(..) {
+            let payload = serde_json::to_vec(&text).unwrap_or_default();
             session.send_meta(op::client::CHAT, &payload);
         }
     }
@@ -1095,6 +1115,7 @@ impl ClientCore {
             self.closed.get_or_insert((crate::session::close::HEARTBEAT, reason));
         }
         self.give_up_unanswered(now);
+        self.send_chat();
         self.check_the_room(now);
         self.settle_host_vote(now);
         self.flush();
@@ -1710,6 +1731,31 @@ mod tests {
         }
         assert!(core.welcome().is_some(), "the real host welcomed the core");
         core
+    }
+
+    #[test]
+    fn a_line_said_while_the_host_is_silent_goes_when_it_speaks_again() {
+        let chat_to_host = |core: &mut ClientCore| {
+            std::iter::from_fn(|| core.poll_transmit())
+                .filter(|(p, _, b)| *p == PeerKey(1) && frame::parse(b).is_ok_and(|f| f.opcode == op::client::CHAT))
+                .map(|(_, _, b)| frame::parse(&b).map(|f| f.payload.to_vec()).unwrap_or_default())
+                .collect::<Vec<_>>()
+        };
+        let mut core = welcomed_core();
+        let silent = Duration::from_millis(600);
+        core.handle_timeout(silent);
+        assert!(core.host_lost(), "the host went silent");
+        core.say("said while the host was silent");
+        core.handle_timeout(silent);
+        assert!(chat_to_host(&mut core).is_empty(), "nobody to say it to yet");
+        // The host speaks again (a ping): it was only a stall, and the line goes.
+        let mut ping = Vec::new();
+        frame::encode(op::PING, &[0; 16], &mut ping);
+        let back = silent + Duration::from_millis(50);
+        core.handle(back, TransportEvent::Message { peer: PeerKey(1), channel: Channel::Unreliable, bytes: ping });
+        core.handle_timeout(back);
+        assert!(!core.host_lost());
+        assert_eq!(chat_to_host(&mut core), vec![br#""said while the host was silent""#.to_vec()]);
     }
 
     /// What the transport may report: a link opening or dropping, or a frame from one of

@@ -195,6 +195,15 @@ impl Quant {
     pub const MAX_PER_UNIT: u32 = 100;
     /// The allowed angle resolutions, in bits.
     pub const ANGLE_BITS: std::ops::RangeInclusive<u8> = 4..=16;
+
+    /// One step: `1 / n` units, or `2π / 2^bits` rad (a value read from a frame is within
+    /// half of it of the host's).
+    pub fn step(self) -> f32 {
+        match self {
+            Quant::PerUnit(n) => 1.0 / n.max(1) as f32,
+            Quant::AngleBits(bits) => std::f32::consts::TAU / (1u32 << bits.min(31)) as f32,
+        }
+    }
 }
 
 impl FieldSchema {

@@ -158,21 +158,7 @@ impl GameMap {
         }
         for (i, object) in cfg.physics_dynamic.iter().enumerate() {
             let placed = Placed::of(object, scale);
-            let tag = encode_map_object_at(i);
-            let (hx, hy) = (placed.width / 2.0, placed.height / 2.0);
-            let body = RigidBodyBuilder::dynamic()
-                .translation(placed.corner)
-                .rotation(placed.angle)
-                .linear_damping(DYNAMIC_LINEAR_DAMPING)
-                .angular_damping(DYNAMIC_ANGULAR_DAMPING)
-                .soft_ccd_prediction(placed.width.min(placed.height))
-                .user_data(tag);
-            let collider = ColliderBuilder::cuboid(hx, hy)
-                .translation(Vector::new(hx, hy))
-                .density(DYNAMIC_DENSITY)
-                .friction(DEFAULT_FRICTION)
-                .restitution(DEFAULT_RESTITUTION)
-                .user_data(tag);
+            let (body, collider) = dynamic_box(i, placed.corner, placed.angle, placed.width, placed.height);
             map.dynamic_bodies.push(world.insert(body, collider).0);
         }
         Ok(map)
@@ -415,6 +401,35 @@ struct Placed {
     height: f32,
     /// Radians.
     angle: f32,
+}
+
+/// The body and collider of the map's `index`-th movable box, `width × height` world units,
+/// its corner at `corner` and turned by `angle` (rad) about it: a damped dynamic body whose
+/// collider sits on its corner. The host's map and a client's predictor build their boxes
+/// with this one rule, so a predicted box is pushed as the host's is.
+pub fn dynamic_box(
+    index: usize,
+    corner: Vector,
+    angle: f32,
+    width: f32,
+    height: f32,
+) -> (RigidBodyBuilder, ColliderBuilder) {
+    let tag = encode_map_object_at(index);
+    let (hx, hy) = (width / 2.0, height / 2.0);
+    let body = RigidBodyBuilder::dynamic()
+        .translation(corner)
+        .rotation(angle)
+        .linear_damping(DYNAMIC_LINEAR_DAMPING)
+        .angular_damping(DYNAMIC_ANGULAR_DAMPING)
+        .soft_ccd_prediction(width.min(height))
+        .user_data(tag);
+    let collider = ColliderBuilder::cuboid(hx, hy)
+        .translation(Vector::new(hx, hy))
+        .density(DYNAMIC_DENSITY)
+        .friction(DEFAULT_FRICTION)
+        .restitution(DEFAULT_RESTITUTION)
+        .user_data(tag);
+    (body, collider)
 }
 
 impl Placed {

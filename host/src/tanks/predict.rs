@@ -49,10 +49,16 @@
 //!
 //! # Other bodies
 //!
-//! The prediction world holds only the map's walls and the tank. Other tanks and the
-//! map's boxes near the tank come from the latest snapshot as kinematic bodies
-//! ([`Predictor::set_obstacles`], [`Predictor::obstacles_from`]), so the tank bumps into
-//! them instead of driving through; far ones are left out.
+//! The prediction world holds the map's walls, the tank and what is near it, from the
+//! latest snapshot ([`Predictor::set_obstacles`], [`Predictor::obstacles_from`]); far ones
+//! are left out. Other tanks are kinematic bodies where the snapshot shows them: their
+//! players' keys are not known here, but the tank bumps into them instead of driving
+//! through. The map's movable boxes are dynamic bodies built by the host's own rule
+//! ([`dynamic_box`]), so the tank pushes a box as it does on the host instead of stopping
+//! against an immovable one: a rewind puts each near box where the reconciled frame shows
+//! it (position, angle, and the velocities its row carries while it moves) and the replay
+//! steps them with the tank. A box is as exact as the snapshot's quantized row, so pushing
+//! one costs small corrections, not a rubber band.
 //!
 //! # Shots
 //!
@@ -70,7 +76,7 @@ use vimp_netcode::divergence::{DivergenceConfig, DivergenceDetector, DivergenceR
 use vimp_netcode::input::{InputError, InputEvent, KeyAction, KeyBits, KeyState};
 use vimp_netcode::snapshot::{Block, FieldValue, Frame, Row};
 
-use crate::engine::map::{DEFAULT_FRICTION, DEFAULT_RESTITUTION, GameMap, MapConfig, MapError};
+use crate::engine::map::{DEFAULT_FRICTION, DEFAULT_RESTITUTION, GameMap, MapConfig, MapError, dynamic_box};
 use crate::engine::physics::Physics;
 use crate::engine::players::PlayerId;
 use crate::tanks::config::TanksConfig;
@@ -173,6 +179,12 @@ pub struct Obstacle {
     pub friction: f32,
     /// Restitution of its collider.
     pub restitution: f32,
+    /// Whether the tank can push it (a map box: a dynamic body in the prediction world);
+    /// otherwise it is kinematic (another tank).
+    pub movable: bool,
+    /// Its velocity `[vx, vy, angvel]` as the snapshot shows it (zero for a row without
+    /// its velocity tail: a box at rest).
+    pub velocity: [f32; 3],
 }
 
 /// A shot the local player's `fire` makes now, to draw before the host's copy comes.
@@ -200,13 +212,18 @@ pub enum LocalShot {
     },
 }
 
-/// One recorded step: the bits it used and the motion after it.
-#[derive(Clone, Copy, Debug)]
+/// One recorded step: the bits it used and the motion after it, and the near boxes'
+/// states after it (`[x, y, angle, vx, vy, angvel]`).
+#[derive(Clone, Debug)]
 struct Record {
     tick: u32,
     bits: KeyBits,
     motion: Motion,
+    boxes: Vec<(RigidBodyHandle, BoxState)>,
 }
+
+/// A box's state as a snapshot row carries it: `[x, y, angle, vx, vy, angvel]`.
+type BoxState = [f32; 6];
 
 /// The client's predictor of its own tank (see the module docs).
 #[derive(Debug)]
@@ -214,7 +231,6 @@ pub struct Predictor {
     config: PredictorConfig,
     player: PlayerId,
     rules: TanksConfig,
-    scale: f32,
     crate_key: Option<u8>,
     map: GameMap,
     physics: Physics,
@@ -234,6 +250,15 @@ pub struct Predictor {
     shots: Vec<LocalShot>,
     next_shot: u32,
     obstacles: BTreeMap<ObstacleId, RigidBodyHandle>,
+    /// How far a box row read from a frame may be from the host's state, per field (one step
+    /// of its quantization): a row this close to the predicted box says nothing new.
+    box_tolerance: BoxState,
+    /// The sizes of the map's movable boxes (world units, by index): the prediction world is
+    /// built without them (they come from the snapshots), but their rows need their sizes.
+    boxes: Vec<(f32, f32)>,
+    /// The near boxes as the last [`Predictor::set_obstacles`] showed them: where the next
+    /// rewind puts them.
+    box_states: Vec<(RigidBodyHandle, Obstacle)>,
     divergence: DivergenceDetector,
 }
 
@@ -261,9 +286,14 @@ impl Predictor {
         }
         let scale = scale as f32;
         let rules = TanksConfig::from_value(&client_config["game"])?;
-        let crate_key = vimp_netcode::schema::SnapshotSchema::from_value(engine["snapshot"].clone())
+        let crate_block = vimp_netcode::schema::SnapshotSchema::from_value(engine["snapshot"].clone())
             .ok()
-            .and_then(|s| s.by_name(if map.set_id.is_empty() { "c1" } else { &map.set_id }).map(|b| b.id));
+            .and_then(|s| s.by_name(if map.set_id.is_empty() { "c1" } else { &map.set_id }).cloned());
+        let crate_key = crate_block.as_ref().map(|b| b.id);
+        let mut box_tolerance = [vimp_netcode::schema::Quant::DEFAULT.step(); 6];
+        for (t, field) in box_tolerance.iter_mut().zip(crate_block.iter().flat_map(|b| &b.fields)) {
+            *t = field.quant.unwrap_or(vimp_netcode::schema::Quant::DEFAULT).step();
+        }
         let walls = MapConfig { physics_dynamic: Vec::new(), ..map.clone() };
         let mut physics = Physics::new(dt);
         let built = GameMap::create(&walls, scale, physics.world_mut()).map_err(Box::new)?;
@@ -273,7 +303,6 @@ impl Predictor {
             config,
             player,
             rules,
-            scale,
             crate_key,
             map: built,
             physics,
@@ -293,6 +322,9 @@ impl Predictor {
             shots: Vec::new(),
             next_shot: 1,
             obstacles: BTreeMap::new(),
+            box_tolerance,
+            boxes: map.physics_dynamic.iter().map(|o| (o.width * scale, o.height * scale)).collect(),
+            box_states: Vec::new(),
         })
     }
 
@@ -358,7 +390,8 @@ impl Predictor {
             *o *= decay;
         }
         let motion = self.motion().unwrap_or_default();
-        self.history.push_back(Record { tick: self.tick, bits, motion });
+        let boxes = self.box_states_now();
+        self.history.push_back(Record { tick: self.tick, bits, motion, boxes });
         while self.history.len() > self.config.history.max(1) {
             self.history.pop_front();
         }
@@ -430,18 +463,41 @@ impl Predictor {
             b.set_angvel(state.angvel, true);
         }
         (self.gun, self.throttle) = (state.gun, state.throttle);
+        // The near boxes as they were after step `at`: as predicted, unless the same frame
+        // shows one farther off than its row's quantization; they replay with the tank.
+        let predicted: Vec<(RigidBodyHandle, BoxState)> = match self.history.iter().find(|r| r.tick == at) {
+            Some(r) => r.boxes.clone(),
+            None => self.box_states_now(),
+        };
+        for (handle, o) in &self.box_states {
+            let shown = [o.x, o.y, o.angle, o.velocity[0], o.velocity[1], o.velocity[2]];
+            let kept = predicted.iter().find(|(h, _)| h == handle).map(|(_, p)| *p);
+            let close = |p: &BoxState| {
+                p.iter().zip(&shown).zip(&self.box_tolerance).enumerate().all(|(i, ((a, b), t))| {
+                    let d = if i == 2 { wrap(a - b) } else { a - b };
+                    d.abs() <= *t
+                })
+            };
+            let state = kept.filter(close).unwrap_or(shown);
+            if let Some(b) = self.physics.world_mut().bodies.get_mut(*handle) {
+                b.set_translation(Vector::new(state[0], state[1]), true);
+                b.set_rotation(Rotation::from_angle(state[2]), true);
+                b.set_linvel(Vector::new(state[3], state[4]), true);
+                b.set_angvel(state[5], true);
+            }
+        }
         let mut replayed = 0;
         let model = self.rules.models.tank.clone();
         let dt = self.dt();
         for i in 0..self.history.len() {
-            let record = self.history[i];
-            if record.tick <= at {
+            let (tick, bits) = (self.history[i].tick, self.history[i].bits);
+            if tick <= at {
                 continue;
             }
-            (self.gun, self.throttle) =
-                drive_body(&mut self.physics, body, self.gun, self.throttle, record.bits, &model, dt);
+            (self.gun, self.throttle) = drive_body(&mut self.physics, body, self.gun, self.throttle, bits, &model, dt);
             self.physics.step();
             self.history[i].motion = body_motion(&self.physics, body, self.gun, self.throttle);
+            self.history[i].boxes = self.box_states_now();
             replayed += 1;
         }
         if at == self.tick
@@ -556,9 +612,14 @@ impl Predictor {
         });
     }
 
-    /// Puts the obstacles near the tank into the prediction world as kinematic bodies,
-    /// replacing the previous set (far ones, and all while there is no tank, are left out).
+    /// Puts the obstacles near the tank into the prediction world, replacing the previous
+    /// set (far ones, and all while there is no tank, are left out): other tanks as
+    /// kinematic bodies where the snapshot shows them, the map's boxes as dynamic bodies
+    /// (a new one where the snapshot shows it; one already there where the next rewind puts
+    /// it). Call it with a frame's obstacles right before [`Predictor::on_frame`] with that
+    /// frame.
     pub fn set_obstacles(&mut self, obstacles: &[Obstacle]) {
+        self.box_states.clear();
         let centre = self.motion().map(|m| (m.x, m.y));
         let near: BTreeMap<ObstacleId, &Obstacle> = obstacles
             .iter()
@@ -580,10 +641,19 @@ impl Predictor {
         }
         self.physics.apply_removals();
         for (id, o) in near {
-            match self.obstacles.get(&id).and_then(|h| self.physics.world_mut().bodies.get_mut(*h)) {
+            let handle = self.obstacles.get(&id).copied();
+            match handle.and_then(|h| self.physics.world_mut().bodies.get_mut(h)) {
+                Some(_) if o.movable => self.box_states.extend(handle.map(|h| (h, *o))),
                 Some(b) => {
                     b.set_translation(Vector::new(o.x, o.y), true);
                     b.set_rotation(Rotation::from_angle(o.angle), true);
+                }
+                None if o.movable => {
+                    let [w, h] = o.half_extents.map(|e| e * 2.0);
+                    let (body, collider) = dynamic_box(id.index as usize, Vector::new(o.x, o.y), o.angle, w, h);
+                    let body = body.linvel(Vector::new(o.velocity[0], o.velocity[1])).angvel(o.velocity[2]);
+                    let (handle, _) = self.physics.insert(body, collider);
+                    self.obstacles.insert(id, handle);
                 }
                 None => {
                     let body = RigidBodyBuilder::kinematic_position_based()
@@ -617,6 +687,8 @@ impl Predictor {
                 offset: [0.0; 2],
                 friction: TANK_FRICTION,
                 restitution: TANK_RESTITUTION,
+                movable: false,
+                velocity: [0.0; 3],
             })
             .collect();
         if let Some(crate_key) = self.crate_key {
@@ -632,6 +704,8 @@ impl Predictor {
                     offset: [w / 2.0, h / 2.0],
                     friction: DEFAULT_FRICTION,
                     restitution: DEFAULT_RESTITUTION,
+                    movable: true,
+                    velocity: [f(row, 3), f(row, 4), f(row, 5)],
                 })
             }));
         }
@@ -653,9 +727,23 @@ impl Predictor {
         }
     }
 
-    /// The sizes of the map's movable boxes, world units.
-    fn box_sizes(&self) -> Vec<(f32, f32)> {
-        self.map.config().physics_dynamic.iter().map(|o| (o.width * self.scale, o.height * self.scale)).collect()
+    /// The near boxes' states now.
+    fn box_states_now(&self) -> Vec<(RigidBodyHandle, BoxState)> {
+        let world = self.physics.world();
+        self.obstacles
+            .iter()
+            .filter(|(id, _)| Some(id.key) == self.crate_key)
+            .filter_map(|(_, h)| {
+                let b = world.bodies.get(*h)?;
+                let (p, v) = (b.translation(), b.linvel());
+                Some((*h, [p.x, p.y, b.rotation().angle(), v.x, v.y, b.angvel()]))
+            })
+            .collect()
+    }
+
+    /// The sizes of the map's movable boxes, world units, by index.
+    fn box_sizes(&self) -> &[(f32, f32)] {
+        &self.boxes
     }
 
     /// The divergence records: where the prediction for a block's tick differed from the block.
@@ -778,6 +866,47 @@ mod tests {
     }
 
     #[test]
+    fn the_tank_pushes_a_map_box_and_a_rewind_puts_the_box_where_the_frame_shows_it() {
+        let mut p = predictor();
+        p.on_player_block(ms(4), 0, at_rest(240.0, 100.0));
+        let key = p.crate_key.unwrap_or(5);
+        let a_box = |x: f32, vx: f32| Obstacle {
+            id: ObstacleId { key, index: 0 },
+            x,
+            y: 88.0,
+            angle: 0.0,
+            half_extents: [12.0, 12.0],
+            offset: [12.0, 12.0],
+            friction: DEFAULT_FRICTION,
+            restitution: DEFAULT_RESTITUTION,
+            movable: true,
+            velocity: [vx, 0.0, 0.0],
+        };
+        // The box stands right ahead of the tank's nose (the tank is 40 long).
+        p.set_obstacles(&[a_box(262.0, 0.0)]);
+        let handle = *p.obstacles.values().next().expect("the box is in the world");
+        let box_x = |p: &Predictor| p.physics().world().bodies.get(handle).expect("the box").translation().x;
+        p.key(1, KeyAction::Down, "forward").expect("key");
+        for _ in 0..240 {
+            p.step();
+        }
+        let x = p.motion().unwrap().x;
+        // A kinematic box would hold the tank's nose at 262 (its centre at 242).
+        assert!(box_x(&p) > 264.0, "the box was pushed: x = {}", box_x(&p));
+        assert!(x > 242.0 + 2.0, "the tank went on past where the box stood: x = {x}");
+        // A frame shows the box elsewhere, moving: the rewind puts it there, and the replay
+        // moves it on from there.
+        p.set_obstacles(&[a_box(400.0, 30.0)]);
+        let block = p.history.back().map(|r| r.motion.to_state()).unwrap();
+        let mut moved = block;
+        moved[0] -= 1.0;
+        p.on_player_block(ms(200), 1, moved).expect("a newer block");
+        let replayed_to = box_x(&p);
+        assert!(replayed_to >= 400.0, "the box is where the frame shows it, or on from there: {replayed_to}");
+        assert!(replayed_to < 400.0 + 30.0, "and moved no farther than its speed allows: {replayed_to}");
+    }
+
+    #[test]
     fn only_near_obstacles_enter_the_world() {
         let mut p = predictor();
         p.on_player_block(ms(4), 0, at_rest(240.0, 100.0));
@@ -791,6 +920,8 @@ mod tests {
             offset: [0.0; 2],
             friction: TANK_FRICTION,
             restitution: TANK_RESTITUTION,
+            movable: false,
+            velocity: [0.0; 3],
         };
         p.set_obstacles(&[tank(1, 2000.0), tank(4, 240.0)]);
         assert_eq!(p.physics().world().bodies.len(), walls_and_tank, "far ones and the tank itself stay out");
