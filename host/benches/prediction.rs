@@ -4,7 +4,8 @@
 //! A host `Server` and two `Client`s over in-memory links (50 ms each way, ±10 ms
 //! jitter, 2 % loss on the unreliable channel), in simulated time: deterministic and
 //! seeded. Bots press keys on both clients for 60 s of game time (a new key every
-//! 700 ms, a shot every 300 ms, like the headless `vimp join`). Each client runs a
+//! 700 ms, a shot every 300 ms, like the headless `vimp join`), the same schedule on both,
+//! so that the two clients differ only in their slot: join order, spawn point, link seed. Each client runs a
 //! `Predictor` fed with its own key events and its frames' player blocks, and draws at
 //! 60 Hz: its own tank from `render_motion`, the other from an `Interpolator` at
 //! serverNow − 100 ms.
@@ -190,7 +191,9 @@ fn main() {
             .loss(0.02)
             .seed(1 + i as u64);
         MemoryTransport::connect(&mut t, &mut server_transport, link);
-        drivers.push(Driver::new(t, name, 350 * i as u64));
+        // The same key schedule for both: what differs between the two clients is their
+        // slot alone (join order, spawn point, link seed), and prediction must not depend on it.
+        drivers.push(Driver::new(t, name, 0));
     }
     let config = ServerConfig { client_config: client_config.clone(), ..ServerConfig::default() };
     let mut server = Server::new(host, server_transport, config);
