@@ -1203,6 +1203,25 @@ fn a_successor_cut_off_from_a_live_host_asks_the_room_and_does_not_take_the_matc
 }
 
 #[test]
+fn a_successor_whose_every_link_stalls_hosts_no_match_of_its_own() {
+    let (mut m, [ann, bob, cy]) = three_clients(3);
+    assert_eq!(m.mesh.server.succession().first(), Some(&PeerKey(1)), "ann is the first successor");
+    // Ann's network goes quiet without a word: every link of hers stalls (the host's and
+    // her fellow players'), none closes. Alone with her shadow, she would host a match of one.
+    let stalled = LinkConfig::new().latency(Duration::from_secs(3600));
+    for other in [HOST, PeerKey(2), PeerKey(3)] {
+        assert!(m.mesh.peers[ann].transport_mut().condition(other, stalled));
+    }
+    let held = m.run_until(Duration::from_secs(4), |m| m.client(ann).stats().takeovers_held >= 2);
+    assert!(held, "ann asked, nobody answered, and she held: {:?}", m.client(ann).stats());
+    assert!(m.takeovers.is_empty(), "ann took no match of her own");
+    assert_eq!(m.mesh.server.superseded(), None, "the host plays on");
+    for i in [bob, cy] {
+        assert_eq!(m.client(i).stats().migrations, 0, "{i} stays with the host");
+    }
+}
+
+#[test]
 fn when_the_first_successor_is_gone_too_the_next_takes_over() {
     let (mut m, _) = three_clients(4);
     // Peer keys are 1, 2, 3 for clients 0, 1, 2.
