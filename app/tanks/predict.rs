@@ -8,7 +8,7 @@ use vimp_host::engine::map::MapConfig;
 use vimp_host::tanks::predict::{LocalShot, Predictor, PredictorConfig, suppress_own_events};
 use vimp_host::tanks::tank::Weapon;
 use vimp_netcode::divergence::DivergenceRecord;
-use vimp_netcode::input::KeyAction;
+use vimp_netcode::input::{Aim, KeyAction};
 use vimp_netcode::snapshot::Frame;
 
 use crate::window::predict::{Correction, LocalPrediction};
@@ -59,6 +59,10 @@ impl LocalPrediction for TankPrediction {
     fn key(&mut self, seq: u32, action: KeyAction, name: &str) {
         // A key the tank does not know changes nothing in the prediction.
         let _ = self.0.key(seq, action, name);
+    }
+
+    fn aim(&mut self, seq: u32, aim: Option<Aim>) {
+        self.0.aim(seq, aim);
     }
 
     fn panel(&mut self, panel: &BTreeMap<String, String>) {

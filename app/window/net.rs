@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use vimp_host::PlayerId;
 use vimp_host::engine::map::MapConfig;
-use vimp_netcode::client::{ClientCore, ClientStats};
-use vimp_netcode::input::KeyAction;
+use vimp_netcode::client::{AIM_INTERVAL, ClientCore, ClientStats};
+use vimp_netcode::input::{Aim, KeyAction};
 use vimp_netcode::interp::{InterpolationConfig, Interpolator, Sample};
 use vimp_netcode::meta::{
     self, ChatMessage, ChatText, ClientMeta, GameInform, ListRequest, MetaMessage, StatView, TechInform, Vote,
@@ -119,6 +119,8 @@ pub struct MatchState {
     pub last_divergence: Option<vimp_netcode::divergence::DivergenceRecord>,
     /// The keys held now, by action name.
     pub held: Vec<String>,
+    /// The last aim sent (`None`: let go), when, and its seq.
+    aim: Option<(Duration, Option<Aim>, u32)>,
     /// For a match joined over the network: why we are not in, once that is known.
     pub joining: Option<Joining>,
     /// Whether the node was shadowing at the last turn.
@@ -225,6 +227,7 @@ impl MatchState {
             migrations_seen: 0,
             host_banner: None,
             held: Vec::new(),
+            aim: None,
             joining: None,
             shadow_said: false,
         }
@@ -397,6 +400,10 @@ impl MatchState {
         self.predictor_map = self.map_version;
         self.predictor =
             if welcome.spectator { None } else { (self.make_prediction)(config, map, PlayerId(welcome.player_id)) };
+        // The aim in force goes on in the new prediction, as it does on the host.
+        if let (Some(p), Some((_, aim, seq))) = (self.predictor.as_mut(), self.aim) {
+            p.aim(seq, aim);
+        }
         self.predicted_to = now;
         self.sync_panel();
     }
@@ -468,6 +475,32 @@ impl MatchState {
             p.key(seq, action, name);
         }
         Some(seq)
+    }
+
+    /// Aims the pointer at a world point, or lets go of the aim (`None`): sent to the host and
+    /// applied to the prediction with its seq, like a key. Nothing is sent for an aim that
+    /// says what the last one said, for one at a point sooner than [`AIM_INTERVAL`] after the
+    /// last (call again with the pointer's newest point: the latest aim wins), or to a host
+    /// that does not take aims ([`ClientCore::aim`]). Returns the seq sent.
+    pub fn aim(&mut self, aim: Option<Aim>) -> Option<u32> {
+        let now = self.now();
+        let last = self.aim;
+        if last.map_or(aim.is_none(), |(_, a, _)| a == aim)
+            || aim.is_some() && last.is_some_and(|(at, ..)| now.saturating_sub(at) < AIM_INTERVAL)
+        {
+            return None;
+        }
+        let seq = self.with_client(move |c| c.aim(now, aim)).flatten()?;
+        self.aim = Some((now, aim, seq));
+        if let Some(p) = self.predictor.as_mut() {
+            p.aim(seq, aim);
+        }
+        Some(seq)
+    }
+
+    /// The aim last sent, while there is one.
+    pub fn aiming(&self) -> Option<Aim> {
+        self.aim.and_then(|(_, aim, _)| aim)
     }
 
     /// Releases every held key (the window lost focus, or a text field took the keyboard).

@@ -1,8 +1,8 @@
 //! What the window runs of a game's prediction of the player's own actor.
 //!
 //! The window knows no game: it steps a [`LocalPrediction`] at the game's fixed step, hands
-//! it every frame from the host and every key the player presses, and draws the state it
-//! renders. The game (`app/tanks/predict.rs` for tanks) builds one from the host's config
+//! it every frame from the host, every key the player presses and every aim of the
+//! pointer, and draws the state it renders. The game (`app/tanks/predict.rs` for tanks) builds one from the host's config
 //! and map for the welcomed player ([`MakePrediction`]), running the host's own sim code.
 
 use std::collections::BTreeMap;
@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use vimp_host::PlayerId;
 use vimp_host::engine::map::MapConfig;
 use vimp_netcode::divergence::DivergenceRecord;
-use vimp_netcode::input::KeyAction;
+use vimp_netcode::input::{Aim, KeyAction};
 use vimp_netcode::snapshot::Frame;
 
 /// A reconciliation: how far the host's state moved the predicted actor, and whether it
@@ -41,6 +41,11 @@ pub trait LocalPrediction: Send + Sync {
     fn take_divergence(&mut self) -> Vec<DivergenceRecord>;
     /// The player pressed or released a key, sent with input seq `seq`.
     fn key(&mut self, seq: u32, action: KeyAction, name: &str);
+    /// The player's pointer aimed at a world point, or let go of the aim (`None`), sent with
+    /// input seq `seq` (the spec's `apply_aim`). A game with no use for the pointer ignores it.
+    fn aim(&mut self, seq: u32, aim: Option<Aim>) {
+        let _ = (seq, aim);
+    }
     /// The player's panel as the host last sent it (what the game's prediction reads of it,
     /// a weapon and its ammo say).
     fn panel(&mut self, panel: &BTreeMap<String, String>);

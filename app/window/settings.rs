@@ -1,4 +1,4 @@
-//! The player's settings: nickname, signalling server, ICE servers, key bindings.
+//! The player's settings: nickname, signalling server, ICE servers, key bindings, how the gun aims.
 //!
 //! Saved as JSON in the platform's config directory (`$XDG_CONFIG_HOME/vimp/settings.json`
 //! or `~/.config/vimp/settings.json` on Linux, `~/Library/Application Support/vimp/` on
@@ -42,6 +42,33 @@ pub struct Settings {
     pub bot_skill: BotSkill,
     /// The map of a local match or a hosted one.
     pub map: String,
+    /// How the player aims the gun: with the mouse pointer (the default) or with the gun keys only.
+    pub aim: AimScheme,
+}
+
+/// How the player aims the gun (`"aim"` in the settings file).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum AimScheme {
+    /// `"pointer"`: the gun turns toward the mouse pointer, at the gun's turn rate; a gun key
+    /// held turns it the keys' way until it is let go.
+    #[default]
+    Pointer,
+    /// `"keys"`: the gun turns with the gun keys only; the pointer aims nothing.
+    Keys,
+}
+
+impl AimScheme {
+    /// Both schemes, in the order the settings page shows them.
+    pub const ALL: [AimScheme; 2] = [AimScheme::Pointer, AimScheme::Keys];
+
+    /// What the settings page calls it.
+    pub fn label(self) -> &'static str {
+        match self {
+            AimScheme::Pointer => "mouse pointer (gun keys still turn it while held)",
+            AimScheme::Keys => "gun keys only",
+        }
+    }
 }
 
 impl Default for Settings {
@@ -57,6 +84,7 @@ impl Default for Settings {
             bots: 7,
             bot_skill: BotSkill::default(),
             map: "maps/default.json".into(),
+            aim: AimScheme::default(),
         }
     }
 }
@@ -199,5 +227,15 @@ mod tests {
         assert_eq!(s.nickname, "Bo");
         assert_eq!(s.binding("fire"), Some("KeyF"));
         assert_eq!(s.binding("forward"), Some("KeyW"));
+        assert_eq!(s.aim, AimScheme::Pointer, "a file from before aiming aims with the pointer");
+    }
+
+    #[test]
+    fn the_aim_scheme_is_saved_by_name() {
+        let path = scratch("aim");
+        let s = Settings { aim: AimScheme::Keys, ..Settings::default() };
+        s.save_to(&path).unwrap();
+        assert!(std::fs::read_to_string(&path).unwrap().contains(r#""aim": "keys""#));
+        assert_eq!(Settings::load_from(&path), (s, None));
     }
 }

@@ -1,4 +1,4 @@
-//! Menus and the match HUD, drawn with egui; the game keys.
+//! Menus and the match HUD, drawn with egui; the game keys and the pointer's aim.
 
 use std::path::PathBuf;
 
@@ -6,20 +6,21 @@ use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 use vimp_host::engine::game::BotSkill;
 use vimp_netcode::client::reconnect::Redial;
-use vimp_netcode::input::KeyAction;
+use vimp_netcode::input::{AIM_PRESSED, Aim, KeyAction};
 use vimp_netcode::meta::{ListRequest, TechInform};
 
 use crate::window::graph::Series;
 use crate::window::input::{RESERVED, key_from_name, key_name};
+use crate::window::settings::AimScheme;
 use crate::window::{ActiveMatch, MatchKind, MatchRequest, Screen, SettingsStore};
 
-/// Adds the menus, the HUD and the game keys.
+/// Adds the menus, the HUD, the game keys and the pointer's aim.
 pub(crate) struct UiPlugin;
 
 impl Plugin for UiPlugin {
     fn build(&self, app: &mut App) {
         app.init_resource::<UiState>()
-            .add_systems(Update, game_keys.run_if(in_state(Screen::Match)))
+            .add_systems(Update, (game_keys, pointer_aim).chain().run_if(in_state(Screen::Match)))
             .add_systems(OnExit(Screen::Match), |mut ui: ResMut<UiState>| ui.in_match = InMatch::default())
             .add_systems(
                 EguiPrimaryContextPass,
@@ -280,6 +281,15 @@ fn settings_page(ui: &mut egui::Ui, state: &mut UiState, store: &mut SettingsSto
         ui.end_row();
     });
     ui.add_space(8.0);
+    ui.horizontal(|ui| {
+        ui.label("aim the gun with");
+        egui::ComboBox::from_id_salt("aim scheme").selected_text(s.aim.label()).show_ui(ui, |ui| {
+            for scheme in AimScheme::ALL {
+                changed |= ui.selectable_value(&mut s.aim, scheme, scheme.label()).changed();
+            }
+        });
+    });
+    ui.add_space(8.0);
     ui.label("keys (click, then press the new key)");
     egui::Grid::new("bindings").num_columns(2).show(ui, |ui| {
         for (action, key) in &s.bindings {
@@ -365,6 +375,54 @@ fn game_keys(
     }
 }
 
+/// The pointer's aim, in the pointer scheme ([`AimScheme`]): the world point under the
+/// mouse, with the left button as its pressed flag, becomes the player's aim (sent at most
+/// 30 times a second and only when it changes, [`crate::window::net::MatchState::aim`]).
+/// While the chat or the match menu is open, or the pointer is on the HUD or off the window,
+/// the last aim stays. In the keys scheme the aim is let go of.
+fn pointer_aim(
+    mouse: Res<ButtonInput<MouseButton>>,
+    store: Res<SettingsStore>,
+    ui_state: Res<UiState>,
+    mut active: ResMut<ActiveMatch>,
+    mut contexts: EguiContexts,
+    windows: Query<&Window, With<bevy::window::PrimaryWindow>>,
+    camera: Query<(&Camera, &GlobalTransform), With<crate::tanks::draw::MainCamera>>,
+) {
+    let m = active.get();
+    if store.settings.aim == AimScheme::Keys {
+        m.aim(None);
+        return;
+    }
+    let ui = &ui_state.in_match;
+    if ui.chat_open || ui.paused || contexts.ctx_mut().is_ok_and(|c| c.wants_pointer_input()) {
+        return;
+    }
+    let (Ok(window), Ok((camera, at))) = (windows.single(), camera.single()) else { return };
+    let Some(point) = window.cursor_position().and_then(|p| camera.viewport_to_world_2d(at, p).ok()) else {
+        return;
+    };
+    let flags = if mouse.pressed(MouseButton::Left) { AIM_PRESSED } else { 0 };
+    // The map's y points down, the window's up.
+    m.aim(Aim::new(point.x, -point.y, flags));
+}
+
+/// A crosshair where the pointer aims, in the pointer scheme.
+fn crosshair(ctx: &egui::Context, scheme: AimScheme) {
+    let Some(at) = ctx.input(|i| i.pointer.latest_pos()).filter(|_| scheme == AimScheme::Pointer) else { return };
+    if ctx.is_pointer_over_area() {
+        return;
+    }
+    let painter = ctx.layer_painter(egui::LayerId::new(egui::Order::Foreground, egui::Id::new("crosshair")));
+    let stroke = egui::Stroke::new(2.0, egui::Color32::from_rgba_unmultiplied(255, 240, 160, 220));
+    painter.circle_stroke(at, 9.0, stroke);
+    for (from, to) in
+        [([-15.0, 0.0], [-5.0, 0.0]), ([5.0, 0.0], [15.0, 0.0]), ([0.0, -15.0], [0.0, -5.0]), ([0.0, 5.0], [0.0, 15.0])]
+    {
+        painter.line_segment([at + egui::Vec2::from(from), at + egui::Vec2::from(to)], stroke);
+    }
+}
+
 fn match_ui(
     mut commands: Commands,
     mut contexts: EguiContexts,
@@ -372,12 +430,14 @@ fn match_ui(
     mut active: ResMut<ActiveMatch>,
     mut next: ResMut<NextState<Screen>>,
     keys: Res<ButtonInput<KeyCode>>,
+    store: Res<SettingsStore>,
 ) -> Result {
     let ctx = contexts.ctx_mut()?;
     let m = active.get();
     let ui = &mut ui_state.in_match;
     let now = m.now();
     let mut leave = false;
+    crosshair(ctx, store.settings.aim);
 
     // The HUD from the panel.
     egui::Area::new(egui::Id::new("panel")).anchor(egui::Align2::LEFT_TOP, [12.0, 12.0]).show(ctx, |area| {

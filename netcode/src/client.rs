@@ -67,7 +67,7 @@ use std::time::Duration;
 
 use crate::delta;
 use crate::frame::{self, Channel, op};
-use crate::input::{KeyAction, KeyTable};
+use crate::input::{Aim, AimEvent, BinaryKeyEvent, KeyAction, KeyTable, WireInput};
 use crate::meta::{ChatHistory, ChatMessage};
 use crate::migration::{
     CHECK_TIME, CheckpointAssembler, Claim, Handoff, HostBallot, HostCheck, HostSeen, HostVote, Links,
@@ -239,7 +239,7 @@ pub struct ClientConfig {
     pub min_host_timeout: Duration,
     /// Host lost and no acceptable claim for this long: the client closes with 4408 (10 s).
     pub give_up: Duration,
-    /// Recent key events kept to send again to a new host (64).
+    /// Recent key events and aims kept to send again to a new host (64).
     pub input_history: usize,
 }
 
@@ -318,6 +318,10 @@ pub const MAX_EARLY_BALLOTS: usize = 64;
 /// How many migration payloads [`ClientCore::take_migration`] keeps for a caller that does not take them.
 pub const MAX_QUEUED_MIGRATION: usize = 1024;
 
+/// The shortest time between two aims at a point ([`ClientCore::aim`]): at most 30 a second,
+/// the rate of the host's snapshots, however fast the pointer moves.
+pub const AIM_INTERVAL: Duration = Duration::from_micros(33_333);
+
 /// The client's whole state and rules, without a transport (the `quinn-proto`/`str0m`
 /// shape, like [`crate::session`]): [`ClientCore::handle`] takes what the transport
 /// reported, [`ClientCore::handle_timeout`] runs the timers, and [`ClientCore::poll_transmit`]
@@ -369,7 +373,9 @@ pub struct ClientCore {
     redialing: bool,
     /// When the host followed was last heard.
     host_heard_at: Duration,
-    sent: VecDeque<(u32, KeyAction, u8)>,
+    sent: VecDeque<WireInput>,
+    /// The last aim sent (`None`: let go) and when.
+    last_aim: Option<(Duration, Option<Aim>)>,
     now: Duration,
     /// The `@changeHost` vote open, if any.
     host_vote: Option<host_vote::Tally>,
@@ -426,6 +432,7 @@ impl ClientCore {
             redialing: false,
             host_heard_at: Duration::ZERO,
             sent: VecDeque::new(),
+            last_aim: None,
             now: Duration::ZERO,
             host_vote: None,
             votes_called: 0,
@@ -894,14 +901,47 @@ impl ClientCore {
         let (_, session) = self.host.as_mut()?;
         let seq = self.next_seq;
         self.next_seq += 1;
-        session.push_input(seq, action, spec.bit);
+        let event = WireInput::Key(BinaryKeyEvent { seq, action, bit: spec.bit });
+        session.push(event);
+        self.remember_sent(event);
+        Some(seq)
+    }
+
+    /// Aims the pointer at a world point, or lets go of the aim (`None`); returns its seq,
+    /// which the caller's predictor applies like a key's ([`KeyState::apply_aim`](crate::input::KeyState::apply_aim)).
+    ///
+    /// Nothing is sent (`None`) to a host that does not take aims ([`Welcome::aim`]), for an
+    /// aim that says what the last one said, or for an aim at a point sooner than
+    /// [`AIM_INTERVAL`] after the last one: call again with the pointer's newest point (the
+    /// latest aim wins). Letting go is never held back.
+    pub fn aim(&mut self, now: Duration, aim: Option<Aim>) -> Option<u32> {
+        if !self.welcome.as_ref().is_some_and(|w| w.aim) {
+            return None;
+        }
+        let last = self.last_aim;
+        if last.map_or(aim.is_none(), |(_, a)| a == aim)
+            || aim.is_some() && last.is_some_and(|(at, _)| now.saturating_sub(at) < AIM_INTERVAL)
+        {
+            return None;
+        }
+        let (_, session) = self.host.as_mut()?;
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let event = WireInput::Aim(AimEvent { seq, aim });
+        session.push(event);
+        self.remember_sent(event);
+        self.last_aim = Some((now, aim));
+        Some(seq)
+    }
+
+    /// Keeps an event sent, to send again to a new host ([`ClientConfig::input_history`]).
+    fn remember_sent(&mut self, event: WireInput) {
         if self.sent.len() == self.settings.input_history {
             self.sent.pop_front();
         }
         if self.settings.input_history > 0 {
-            self.sent.push_back((seq, action, spec.bit));
+            self.sent.push_back(event);
         }
-        Some(seq)
     }
 
     /// Sends a chat line.
@@ -1322,8 +1362,10 @@ impl ClientCore {
                 }
                 // A new host: the inputs it has not applied go again.
                 if let Some((_, session)) = self.host.as_mut() {
-                    for &(seq, action, bit) in self.sent.iter().filter(|(seq, _, _)| *seq > w.input_seq) {
-                        session.push_input(seq, action, bit);
+                    for e in self.sent.iter().filter(|e| e.seq() > w.input_seq) {
+                        if w.aim || matches!(e, WireInput::Key(_)) {
+                            session.push(*e);
+                        }
                     }
                 }
                 self.welcome = Some(w);
@@ -1758,6 +1800,40 @@ mod tests {
         assert_eq!(chat_to_host(&mut core), vec![br#""said while the host was silent""#.to_vec()]);
     }
 
+    #[test]
+    fn aims_go_at_most_30_a_second_only_when_they_change_and_only_to_a_host_that_takes_them() {
+        let ms = Duration::from_millis;
+        let mut core = welcomed_core();
+        let _ = std::iter::from_fn(|| core.poll_transmit()).count();
+        let (a, b) = (Aim::new(10.0, 20.0, 0), Aim::new(-4.0, 8.5, crate::input::AIM_PRESSED));
+        assert_eq!(core.aim(ms(10), None), None, "no aim to let go of yet");
+        let first = core.aim(ms(10), a).expect("the first aim goes");
+        assert_eq!(core.aim(ms(20), b), None, "10 ms later: held back");
+        assert_eq!(core.aim(ms(43), a), None, "the same aim again says nothing new");
+        let second = core.aim(ms(44), b).expect("34 ms later, a new point goes");
+        assert_eq!(second, first + 1, "aims number on in the keys' seq space");
+        let off = core.aim(ms(45), None).expect("letting go is never held back");
+        assert_eq!(core.aim(ms(100), None), None);
+        core.handle_timeout(ms(100));
+        let batches: Vec<Vec<WireInput>> = std::iter::from_fn(|| core.poll_transmit())
+            .filter_map(|(_, _, bytes)| {
+                let frame = frame::parse(&bytes).ok()?;
+                (frame.opcode == op::client::KEYS_DATA).then(|| crate::input::decode_inputs(frame.payload).ok())?
+            })
+            .collect();
+        let expected = vec![
+            WireInput::Aim(AimEvent { seq: first, aim: a }),
+            WireInput::Aim(AimEvent { seq: second, aim: b }),
+            WireInput::Aim(AimEvent { seq: off, aim: None }),
+        ];
+        assert_eq!(batches.last(), Some(&expected), "{batches:?}");
+        // A host that does not say it takes aims gets none.
+        if let Some(w) = core.welcome.as_mut() {
+            w.aim = false;
+        }
+        assert_eq!(core.aim(ms(200), a), None);
+    }
+
     /// What the transport may report: a link opening or dropping, or a frame from one of
     /// four peers (the host is peer 1), an opcode either end may send with any payload.
     fn transport_event() -> impl proptest::strategy::Strategy<Value = (u16, TransportEvent)> {
@@ -1802,6 +1878,7 @@ mod tests {
                 core.handle(now, event);
                 core.handle_timeout(now);
                 let _ = core.key(KeyAction::Down, "forward");
+                let _ = core.aim(now, Aim::new(f32::from(gap_ms), -1.0, 0));
                 let _ = (core.take_frames(), core.take_meta(), core.take_migration(), core.takeover_due());
                 while core.poll_transmit().is_some() {}
                 while core.poll_event().is_some() {}

@@ -1,4 +1,4 @@
-//! Player input on the wire: key events, the `playerKeys` table, the shared key-state rule and the binary batch form.
+//! Player input on the wire: key events, pointer aims, the `playerKeys` table, the shared input-state rule and the binary batch form.
 //!
 //! # Text form of a key event
 //!
@@ -45,6 +45,21 @@
 //! * an event naming a key the table does not have is an error and does not consume
 //!   its seq.
 //!
+//! # Pointer aims
+//!
+//! The spec's `apply_aim(seq, x, y, flags)` is the pointer's channel beside the keys: an
+//! [`AimEvent`] carries a world point and the pointer's flags ([`Aim`]: bit 0
+//! [`AIM_PRESSED`], bit 1 [`AIM_DOUBLE_TAP`]), or `None` to let go of the aim. Aims share
+//! the keys' seq space, so they are acknowledged, repeated and replayed with them, and
+//! [`KeyState`] applies them by the same rule: at most once, in seq order, the latest one
+//! wins and stays until the next ([`KeyState::apply_aim`]); every step's [`KeyBits::aim`]
+//! is the aim in force. What an aim does is the game's (the tanks turn the gun toward
+//! the point); the host and the predictor read it from the same bits.
+//!
+//! An aim's point is finite and within ±[`MAX_AIM_COORD`] on both axes: [`Aim::new`]
+//! refuses NaN and infinities and clamps larger values, the decoder refuses them, and
+//! [`KeyState::apply_aim`] ignores an aim that is not [`Aim::is_valid`].
+//!
 //! # Binary batch form
 //!
 //! On the unreliable channel a packet (`KEYS_DATA`) carries a batch of events (it repeats
@@ -55,20 +70,28 @@
 //! [`KeyTable::to_event`]) and the batch is laid out as follows, multi-byte integers
 //! big-endian:
 //!
-//! | offset          | size | field      | meaning                                                           |
-//! |-----------------|------|------------|-------------------------------------------------------------------|
-//! | 0               | 1    | `count`    | number of events, `0..=255`; `0` is an empty batch and ends here  |
-//! | 1               | 4    | `firstSeq` | seq of event 0 (`u32`)                                            |
-//! | 5               | 1    | `code[0]`  | event 0: `(action == Down) << 7 \| bit`, `bit < 64`                 |
-//! | 6 + 2(i−1)      | 1    | `seqDelta` | event i (i ≥ 1): seq − seq of event i−1, `1..=255`                |
-//! | 7 + 2(i−1)      | 1    | `code[i]`  | event i: same layout as `code[0]`                                  |
+//! | field      | size | meaning                                                              |
+//! |------------|------|----------------------------------------------------------------------|
+//! | `count`    | 1    | number of events, `0..=255`; `0` is an empty batch and ends here     |
+//! | `firstSeq` | 4    | seq of event 0 (`u32`)                                               |
+//! | `code[0]`  | 1    | event 0's code (below)                                               |
+//! | `aim[0]`   | 0/9  | event 0's aim, only after code `0x40`: `x` f32, `y` f32, `flags` u8 |
+//! | `seqDelta` | 1    | event i (i ≥ 1): seq − seq of event i−1, `1..=255`                   |
+//! | `code[i]`  | 1    | event i's code                                                       |
+//! | `aim[i]`   | 0/9  | event i's aim, only after code `0x40`                                |
 //!
-//! A batch of `count ≥ 1` events is therefore exactly `4 + 2·count` bytes long.
+//! A code is `(action == Down) << 7 | bit` for a key event (`bit < 64`: `0x00..=0x3F` up,
+//! `0x80..=0xBF` down), `0x40` for an aim at a point (the 9 bytes follow) and `0x41` for
+//! letting go of the aim; every other code (`0x42..=0x7F`, `0xC0..=0xFF`) is refused. A
+//! batch of `count ≥ 1` events is therefore `4 + 2·count + 9·aims` bytes long, and one of
+//! key events only is exactly what vimp sent before aims existed (a host says in its
+//! welcome whether it takes aims, [`crate::session::Welcome::aim`]).
 //! Seqs in a batch are strictly increasing with gaps of at most 255; a batch that breaks
-//! this cannot be encoded ([`encode_events`] returns an error and leaves the output
-//! untouched). [`decode_events`] rejects truncated input, bytes after the batch, bits
-//! of 64 and above (bit 6 of a code set), a zero delta and seqs that would pass
-//! `u32::MAX`. Any batch that decodes re-encodes to the very same bytes.
+//! this cannot be encoded ([`encode_inputs`] returns an error and leaves the output
+//! untouched). [`decode_inputs`] rejects truncated input, bytes after the batch, bits
+//! of 64 and above and unknown codes, aims that are not finite or beyond
+//! ±[`MAX_AIM_COORD`], a zero delta and seqs that would pass `u32::MAX`. Any batch that
+//! decodes re-encodes to the very same bytes.
 
 use std::fmt;
 use std::str::FromStr;
@@ -92,6 +115,24 @@ const MAX_SEQ_DIGITS: usize = 10;
 
 /// Bit of a binary event code that marks a `down`.
 const CODE_DOWN: u8 = 0x80;
+
+/// Binary event code of an aim at a point (its 9 bytes follow).
+const CODE_AIM: u8 = 0x40;
+
+/// Binary event code of letting go of the aim.
+const CODE_AIM_OFF: u8 = 0x41;
+
+/// Bytes an aim's point and flags take in the binary form.
+const AIM_BYTES: usize = 9;
+
+/// Largest aim coordinate, in absolute value, on either axis (world units).
+pub const MAX_AIM_COORD: f32 = 1_000_000.0;
+
+/// Flag of an [`Aim`]: the pointer is pressed (bit 0).
+pub const AIM_PRESSED: u8 = 1;
+
+/// Flag of an [`Aim`]: the press is a double tap (bit 1).
+pub const AIM_DOUBLE_TAP: u8 = 2;
 
 /// Everything that can go wrong reading or applying player input.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -196,13 +237,20 @@ pub enum InputError {
         /// How many events were given.
         count: usize,
     },
-    /// An event in a binary batch has a bit of 64 or above.
+    /// An event in a binary batch has a bit of 64 or above (for a decoded code: a code that is
+    /// neither a key event nor an aim, its low 7 bits as the bit).
     #[error("event {index} of the batch has bit {bit}, bits must be below {KEY_BITS}")]
     InvalidEventBit {
         /// Position of the event in the batch.
         index: usize,
         /// The bit it carried.
         bit: u8,
+    },
+    /// An aim's point is not finite or lies beyond ±[`MAX_AIM_COORD`].
+    #[error("event {index} of the batch aims at a point that is not finite or beyond ±{MAX_AIM_COORD}")]
+    InvalidAim {
+        /// Position of the event in the batch.
+        index: usize,
     },
     /// An event's seq is not greater than the previous event's in the batch.
     #[error("event {index} of the batch has seq {seq}, not after the previous seq {previous}")]
@@ -574,13 +622,71 @@ impl<'de> Deserialize<'de> for RawEntries {
     }
 }
 
-/// The key bits of one fixed step, as produced by [`KeyState::step`].
+/// A pointer aim: a world point and the pointer's flags (see the module docs).
+///
+/// Two aims are equal when their bits are: the host and the predictor must agree to the
+/// bit, and a valid aim holds no NaN.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct Aim {
+    /// The point's x, world units.
+    pub x: f32,
+    /// The point's y, world units.
+    pub y: f32,
+    /// The pointer's flags: [`AIM_PRESSED`], [`AIM_DOUBLE_TAP`]; other bits are carried as they are.
+    pub flags: u8,
+}
+
+impl Aim {
+    /// An aim at `(x, y)`, each coordinate clamped to ±[`MAX_AIM_COORD`]; `None` when either
+    /// is NaN (an infinity clamps).
+    pub fn new(x: f32, y: f32, flags: u8) -> Option<Aim> {
+        if x.is_nan() || y.is_nan() {
+            return None;
+        }
+        let clamp = |v: f32| v.clamp(-MAX_AIM_COORD, MAX_AIM_COORD);
+        Some(Aim { x: clamp(x), y: clamp(y), flags })
+    }
+
+    /// Whether both coordinates are finite and within ±[`MAX_AIM_COORD`].
+    pub fn is_valid(&self) -> bool {
+        let ok = |v: f32| v.is_finite() && v.abs() <= MAX_AIM_COORD;
+        ok(self.x) && ok(self.y)
+    }
+
+    /// Whether the pointer is pressed ([`AIM_PRESSED`]).
+    pub fn pressed(&self) -> bool {
+        self.flags & AIM_PRESSED != 0
+    }
+
+    /// Whether the press is a double tap ([`AIM_DOUBLE_TAP`]).
+    pub fn double_tap(&self) -> bool {
+        self.flags & AIM_DOUBLE_TAP != 0
+    }
+}
+
+impl PartialEq for Aim {
+    fn eq(&self, other: &Self) -> bool {
+        self.x.to_bits() == other.x.to_bits() && self.y.to_bits() == other.y.to_bits() && self.flags == other.flags
+    }
+}
+
+impl Eq for Aim {}
+
+impl std::hash::Hash for Aim {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        (self.x.to_bits(), self.y.to_bits(), self.flags).hash(state);
+    }
+}
+
+/// The input of one fixed step, as produced by [`KeyState::step`]: key bits and the aim in force.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 pub struct KeyBits {
     /// Held keys that are down during this step.
     pub held: u64,
     /// One-shot keys that fire in this step.
     pub fired: u64,
+    /// The pointer's aim, while there is one (the latest [`AimEvent`]'s).
+    pub aim: Option<Aim>,
 }
 
 /// The mask with only `bit` set, or 0 for a bit of 64 or above.
@@ -600,12 +706,12 @@ impl KeyBits {
     }
 }
 
-/// The key state of one player: turns key events into per-step [`KeyBits`].
+/// The input state of one player: turns key events and aims into per-step [`KeyBits`].
 ///
 /// The host and the client predictor both use this type, so they apply the same rule
 /// (see the module docs): events at most once and in seq order, held keys in
 /// [`held`](Self::held), one-shot presses in [`pending`](Self::pending) until the
-/// next [`step`](Self::step).
+/// next [`step`](Self::step), the latest aim in [`aim`](Self::aim).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KeyState {
@@ -615,6 +721,8 @@ pub struct KeyState {
     pending: u64,
     /// Seq of the last applied event, `None` before the first.
     last_input_seq: Option<u32>,
+    /// The latest aim, until one lets go of it.
+    aim: Option<Aim>,
 }
 
 impl KeyState {
@@ -666,17 +774,47 @@ impl KeyState {
         true
     }
 
-    /// Produces the key bits of one fixed step and clears the pending one-shots.
+    /// Applies an aim event: `Some` aims at its point until the next aim, `None` lets go.
+    ///
+    /// Returns whether it was accepted, by the keys' seq rule ([`apply`](Self::apply)). An
+    /// aim that is not [`Aim::is_valid`] (which no decoded batch holds) is ignored: `false`,
+    /// seq not consumed.
+    pub fn apply_aim(&mut self, seq: u32, aim: Option<Aim>) -> bool {
+        if self.last_input_seq.is_some_and(|last| seq <= last) || aim.is_some_and(|a| !a.is_valid()) {
+            return false;
+        }
+        self.aim = aim;
+        self.last_input_seq = Some(seq);
+        true
+    }
+
+    /// Applies a binary event of either kind ([`apply_binary`](Self::apply_binary),
+    /// [`apply_aim`](Self::apply_aim)).
+    pub fn apply_input(&mut self, table: &KeyTable, input: &WireInput) -> Result<bool, InputError> {
+        match input {
+            WireInput::Key(ev) => self.apply_binary(table, ev),
+            WireInput::Aim(ev) => Ok(self.apply_aim(ev.seq, ev.aim)),
+        }
+    }
+
+    /// Produces the input of one fixed step and clears the pending one-shots.
     pub fn step(&mut self) -> KeyBits {
-        let bits = KeyBits { held: self.held, fired: self.pending };
+        let bits = KeyBits { held: self.held, fired: self.pending, aim: self.aim };
         self.pending = 0;
         bits
     }
 
-    /// Lets go of every key (a player whose connection dropped), keeping the seq already applied.
+    /// Lets go of every key and of the aim (a player whose connection dropped), keeping the
+    /// seq already applied.
     pub fn release_all(&mut self) {
         self.held = 0;
         self.pending = 0;
+        self.aim = None;
+    }
+
+    /// The aim in force, if any.
+    pub fn aim(&self) -> Option<Aim> {
+        self.aim
     }
 
     /// Bits of held keys that are down.
@@ -723,94 +861,173 @@ impl From<BinaryKeyEvent> for (u32, KeyAction, u8) {
     }
 }
 
-/// Appends a batch of `(seq, action, bit)` events to `out` in the binary form (see the
-/// module docs).
-///
-/// Fails, leaving `out` untouched, on more than 255 events, a bit of 64 or above, or
-/// seqs that are not strictly increasing or jump by more than 255.
+/// An aim event: the binary form's aim, in the keys' seq space (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct AimEvent {
+    /// The event's sequence number.
+    pub seq: u32,
+    /// The point aimed at, or `None` to let go of the aim.
+    pub aim: Option<Aim>,
+}
+
+/// One event of a binary batch: a key event or an aim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WireInput {
+    /// A key went down or up.
+    Key(BinaryKeyEvent),
+    /// The pointer aims somewhere, or lets go.
+    Aim(AimEvent),
+}
+
+impl WireInput {
+    /// The event's sequence number.
+    pub fn seq(&self) -> u32 {
+        match self {
+            WireInput::Key(e) => e.seq,
+            WireInput::Aim(e) => e.seq,
+        }
+    }
+}
+
+impl From<BinaryKeyEvent> for WireInput {
+    fn from(ev: BinaryKeyEvent) -> Self {
+        WireInput::Key(ev)
+    }
+}
+
+impl From<(u32, KeyAction, u8)> for WireInput {
+    fn from(ev: (u32, KeyAction, u8)) -> Self {
+        WireInput::Key(ev.into())
+    }
+}
+
+impl From<AimEvent> for WireInput {
+    fn from(ev: AimEvent) -> Self {
+        WireInput::Aim(ev)
+    }
+}
+
+/// Appends a batch of `(seq, action, bit)` key events to `out` in the binary form (see
+/// [`encode_inputs`]).
 pub fn encode_events(events: &[(u32, KeyAction, u8)], out: &mut Vec<u8>) -> Result<(), InputError> {
+    let inputs: Vec<WireInput> = events.iter().copied().map(WireInput::from).collect();
+    encode_inputs(&inputs, out)
+}
+
+/// Appends a batch of events to `out` in the binary form (see the module docs).
+///
+/// Fails, leaving `out` untouched, on more than 255 events, a bit of 64 or above, an aim
+/// that is not [`Aim::is_valid`], or seqs that are not strictly increasing or jump by
+/// more than 255.
+pub fn encode_inputs(events: &[WireInput], out: &mut Vec<u8>) -> Result<(), InputError> {
     let count = u8::try_from(events.len()).map_err(|_| InputError::TooManyEvents { count: events.len() })?;
     let mut previous: Option<u32> = None;
-    for (index, &(seq, _, bit)) in events.iter().enumerate() {
-        if bit >= KEY_BITS {
-            return Err(InputError::InvalidEventBit { index, bit });
-        }
-        if let Some(previous) = previous {
-            if seq <= previous {
-                return Err(InputError::SeqNotIncreasing { index, previous, seq });
+    let mut len = 1;
+    for (index, event) in events.iter().enumerate() {
+        match event {
+            WireInput::Key(e) if e.bit >= KEY_BITS => return Err(InputError::InvalidEventBit { index, bit: e.bit }),
+            WireInput::Aim(AimEvent { aim: Some(aim), .. }) if !aim.is_valid() => {
+                return Err(InputError::InvalidAim { index });
             }
-            if seq - previous > u32::from(u8::MAX) {
+            WireInput::Aim(AimEvent { aim: Some(_), .. }) => len += AIM_BYTES,
+            _ => {}
+        }
+        let seq = event.seq();
+        match previous {
+            None => len += 5,
+            Some(previous) if seq <= previous => return Err(InputError::SeqNotIncreasing { index, previous, seq }),
+            Some(previous) if seq - previous > u32::from(u8::MAX) => {
                 return Err(InputError::SeqGapTooLarge { index, previous, seq });
             }
+            Some(_) => len += 2,
         }
         previous = Some(seq);
     }
 
-    out.reserve(batch_len(count));
+    out.reserve(len);
     out.push(count);
     let mut previous: Option<u32> = None;
-    for &(seq, action, bit) in events {
+    for event in events {
+        let seq = event.seq();
         match previous {
             None => out.extend_from_slice(&seq.to_be_bytes()),
             // Checked above: 1..=255.
             Some(previous) => out.push(u8::try_from(seq - previous).unwrap_or(u8::MAX)),
         }
-        let down = if action == KeyAction::Down { CODE_DOWN } else { 0 };
-        out.push(down | bit);
+        match event {
+            WireInput::Key(e) => out.push(if e.action == KeyAction::Down { CODE_DOWN } else { 0 } | e.bit),
+            WireInput::Aim(AimEvent { aim: None, .. }) => out.push(CODE_AIM_OFF),
+            WireInput::Aim(AimEvent { aim: Some(aim), .. }) => {
+                out.push(CODE_AIM);
+                out.extend_from_slice(&aim.x.to_be_bytes());
+                out.extend_from_slice(&aim.y.to_be_bytes());
+                out.push(aim.flags);
+            }
+        }
         previous = Some(seq);
     }
     Ok(())
 }
 
-/// Length in bytes of a binary batch of `count` events.
-fn batch_len(count: u8) -> usize {
-    match count {
-        0 => 1,
-        n => 4 + 2 * usize::from(n),
-    }
-}
-
 /// Reads one binary batch (see the module docs); the whole of `bytes` must be the batch.
-pub fn decode_events(bytes: &[u8]) -> Result<Vec<BinaryKeyEvent>, InputError> {
+pub fn decode_inputs(bytes: &[u8]) -> Result<Vec<WireInput>, InputError> {
     let Some((&count, rest)) = bytes.split_first() else {
         return Err(InputError::Truncated { expected: 1, found: 0 });
     };
-    let expected = batch_len(count);
+    if count == 0 {
+        return match rest.len() {
+            0 => Ok(Vec::new()),
+            extra => Err(InputError::TrailingBytes { extra }),
+        };
+    }
+    // The length of the batch as far as known: every event's seq and code, plus the points
+    // of the aims read so far.
+    let mut expected = 4 + 2 * usize::from(count);
     if bytes.len() < expected {
         return Err(InputError::Truncated { expected, found: bytes.len() });
     }
-    if bytes.len() > expected {
-        return Err(InputError::TrailingBytes { extra: bytes.len() - expected });
-    }
-    if count == 0 {
-        return Ok(Vec::new());
-    }
-    let truncated = |_| InputError::Truncated { expected, found: bytes.len() };
     let mut r = Reader::new(rest);
-    let mut seq = r.u32("first seq").map_err(truncated)?;
-    let first_code = r.u8("first code").map_err(truncated)?;
-
     let mut events = Vec::with_capacity(usize::from(count));
-    events.push(decode_code(0, seq, first_code)?);
-    for index in 1..usize::from(count) {
-        let [delta, code] = r.array::<2>("seq delta and code").map_err(truncated)?;
-        if delta == 0 {
-            return Err(InputError::ZeroSeqDelta { index });
+    let mut seq = 0;
+    for index in 0..usize::from(count) {
+        let truncated = |expected| InputError::Truncated { expected, found: bytes.len() };
+        if index == 0 {
+            seq = r.u32("first seq").map_err(|_| truncated(expected))?;
+        } else {
+            let delta = r.u8("seq delta").map_err(|_| truncated(expected))?;
+            if delta == 0 {
+                return Err(InputError::ZeroSeqDelta { index });
+            }
+            seq = seq.checked_add(u32::from(delta)).ok_or(InputError::BatchSeqOverflow { index })?;
         }
-        seq = seq.checked_add(u32::from(delta)).ok_or(InputError::BatchSeqOverflow { index })?;
-        events.push(decode_code(index, seq, code)?);
+        let code = r.u8("code").map_err(|_| truncated(expected))?;
+        let event = match code {
+            CODE_AIM => {
+                expected += AIM_BYTES;
+                let [x0, x1, x2, x3, y0, y1, y2, y3, flags] =
+                    r.array::<AIM_BYTES>("aim").map_err(|_| truncated(expected))?;
+                let aim =
+                    Aim { x: f32::from_be_bytes([x0, x1, x2, x3]), y: f32::from_be_bytes([y0, y1, y2, y3]), flags };
+                if !aim.is_valid() {
+                    return Err(InputError::InvalidAim { index });
+                }
+                WireInput::Aim(AimEvent { seq, aim: Some(aim) })
+            }
+            CODE_AIM_OFF => WireInput::Aim(AimEvent { seq, aim: None }),
+            code if code & !CODE_DOWN >= KEY_BITS => {
+                return Err(InputError::InvalidEventBit { index, bit: code & !CODE_DOWN });
+            }
+            code => {
+                let action = if code & CODE_DOWN != 0 { KeyAction::Down } else { KeyAction::Up };
+                WireInput::Key(BinaryKeyEvent { seq, action, bit: code & !CODE_DOWN })
+            }
+        };
+        events.push(event);
+    }
+    if !r.is_empty() {
+        return Err(InputError::TrailingBytes { extra: r.remaining() });
     }
     Ok(events)
-}
-
-/// Reads one event code byte.
-fn decode_code(index: usize, seq: u32, code: u8) -> Result<BinaryKeyEvent, InputError> {
-    let bit = code & !CODE_DOWN;
-    if bit >= KEY_BITS {
-        return Err(InputError::InvalidEventBit { index, bit });
-    }
-    let action = if code & CODE_DOWN != 0 { KeyAction::Down } else { KeyAction::Up };
-    Ok(BinaryKeyEvent { seq, action, bit })
 }
 
 #[cfg(test)]
@@ -995,10 +1212,10 @@ mod tests {
         assert_eq!(s.pending(), 1 << 6);
         assert_eq!(s.held(), 0);
         let first = s.step();
-        assert_eq!(first, KeyBits { held: 0, fired: 1 << 6 });
+        assert_eq!(first, KeyBits { held: 0, fired: 1 << 6, aim: None });
         assert!(first.fired(6));
         assert!(!first.is_held(6));
-        assert_eq!(s.step(), KeyBits { held: 0, fired: 0 });
+        assert_eq!(s.step(), KeyBits { held: 0, fired: 0, aim: None });
         assert_eq!(s.pending(), 0);
     }
 
@@ -1007,12 +1224,12 @@ mod tests {
         let t = table();
         let mut s = KeyState::new();
         assert_eq!(s.apply(&t, &ev(5, KeyAction::Down, "forward")), Ok(true));
-        assert_eq!(s.step(), KeyBits { held: 1, fired: 0 });
-        assert_eq!(s.step(), KeyBits { held: 1, fired: 0 });
-        assert!(KeyBits { held: 1, fired: 0 }.is_held(0));
+        assert_eq!(s.step(), KeyBits { held: 1, fired: 0, aim: None });
+        assert_eq!(s.step(), KeyBits { held: 1, fired: 0, aim: None });
+        assert!(KeyBits { held: 1, fired: 0, aim: None }.is_held(0));
         assert_eq!(s.apply(&t, &ev(6, KeyAction::Up, "forward")), Ok(true));
         assert_eq!(s.held(), 0);
-        assert_eq!(s.step(), KeyBits { held: 0, fired: 0 });
+        assert_eq!(s.step(), KeyBits { held: 0, fired: 0, aim: None });
     }
 
     #[test]
@@ -1021,8 +1238,8 @@ mod tests {
         let mut s = KeyState::new();
         assert_eq!(s.apply(&t, &ev(1, KeyAction::Down, "forward")), Ok(true));
         assert_eq!(s.apply(&t, &ev(2, KeyAction::Down, "fire")), Ok(true));
-        assert_eq!(s.step(), KeyBits { held: 1, fired: 0x40 });
-        assert_eq!(s.step(), KeyBits { held: 1, fired: 0 });
+        assert_eq!(s.step(), KeyBits { held: 1, fired: 0x40, aim: None });
+        assert_eq!(s.step(), KeyBits { held: 1, fired: 0, aim: None });
     }
 
     #[test]
@@ -1042,7 +1259,7 @@ mod tests {
         assert_eq!(s.apply(&t, &ev(10, KeyAction::Down, "fire")), Ok(false));
         assert_eq!(s.apply(&t, &ev(7, KeyAction::Down, "fire")), Ok(false));
         assert_eq!(s.apply(&t, &ev(9, KeyAction::Up, "forward")), Ok(false));
-        assert_eq!(s.step(), KeyBits { held: 1, fired: 0 });
+        assert_eq!(s.step(), KeyBits { held: 1, fired: 0, aim: None });
         assert_eq!(s.last_input_seq(), 10);
     }
 
@@ -1070,8 +1287,8 @@ mod tests {
         // A bit no table can hold is ignored and leaves the seq free.
         assert!(!s.apply_bit(2, KeyAction::Down, spec(64, KeyKind::Held)));
         assert!(s.apply_bit(2, KeyAction::Down, spec(63, KeyKind::Held)));
-        assert_eq!(s.step(), KeyBits { held: 1 << 63, fired: 1 << 6 });
-        assert!(!KeyBits { held: u64::MAX, fired: u64::MAX }.is_held(64));
+        assert_eq!(s.step(), KeyBits { held: 1 << 63, fired: 1 << 6, aim: None });
+        assert!(!KeyBits { held: u64::MAX, fired: u64::MAX, aim: None }.is_held(64));
     }
 
     #[test]
@@ -1080,12 +1297,13 @@ mod tests {
         let mut s = KeyState::new();
         assert_eq!(s.apply(&t, &ev(8, KeyAction::Down, "forward")), Ok(true));
         assert_eq!(s.apply(&t, &ev(9, KeyAction::Down, "fire")), Ok(true));
+        assert!(s.apply_aim(10, Aim::new(1.5, -2.0, 1)));
         let json = serde_json::to_string(&s).expect("a state serializes");
-        assert_eq!(json, r#"{"held":1,"pending":64,"last_input_seq":9}"#);
+        assert_eq!(json, r#"{"held":1,"pending":64,"last_input_seq":10,"aim":{"x":1.5,"y":-2.0,"flags":1}}"#);
         let back: KeyState = serde_json::from_str(&json).expect("and reads back");
         assert_eq!(back, s);
-        let fresh: KeyState =
-            serde_json::from_str(r#"{"held":0,"pending":0,"last_input_seq":null}"#).expect("an empty state reads");
+        let fresh: KeyState = serde_json::from_str(r#"{"held":0,"pending":0,"last_input_seq":null,"aim":null}"#)
+            .expect("an empty state reads");
         assert_eq!(fresh, KeyState::default());
     }
 
@@ -1097,13 +1315,13 @@ mod tests {
         let events = [(7, KeyAction::Down, 0), (8, KeyAction::Down, 6), (10, KeyAction::Up, 0)];
         assert_eq!(encode_events(&events, &mut out), Ok(()));
         assert_eq!(out, [0xAA, 0x03, 0, 0, 0, 7, 0x80, 0x01, 0x86, 0x02, 0x00]);
-        let decoded = decode_events(&out[1..]).expect("the golden batch decodes");
+        let decoded = decode_inputs(&out[1..]).expect("the golden batch decodes");
         assert_eq!(
             decoded,
             [
-                BinaryKeyEvent { seq: 7, action: KeyAction::Down, bit: 0 },
-                BinaryKeyEvent { seq: 8, action: KeyAction::Down, bit: 6 },
-                BinaryKeyEvent { seq: 10, action: KeyAction::Up, bit: 0 },
+                WireInput::Key(BinaryKeyEvent { seq: 7, action: KeyAction::Down, bit: 0 }),
+                WireInput::Key(BinaryKeyEvent { seq: 8, action: KeyAction::Down, bit: 6 }),
+                WireInput::Key(BinaryKeyEvent { seq: 10, action: KeyAction::Up, bit: 0 }),
             ]
         );
     }
@@ -1113,7 +1331,7 @@ mod tests {
         let mut out = Vec::new();
         assert_eq!(encode_events(&[], &mut out), Ok(()));
         assert_eq!(out, [0x00]);
-        assert_eq!(decode_events(&[0x00]), Ok(vec![]));
+        assert_eq!(decode_inputs(&[0x00]), Ok(vec![]));
 
         let mut out = Vec::new();
         let events = [(0x0102_0304, KeyAction::Up, 63), (0x0102_0403, KeyAction::Down, 1)];
@@ -1151,24 +1369,125 @@ mod tests {
     #[test]
     fn decode_rejects_bad_bytes() {
         let golden = [0x03, 0, 0, 0, 7, 0x80, 0x01, 0x86, 0x02, 0x00];
-        assert_eq!(decode_events(&[]), Err(InputError::Truncated { expected: 1, found: 0 }));
-        assert_eq!(decode_events(&golden[..9]), Err(InputError::Truncated { expected: 10, found: 9 }));
-        assert_eq!(decode_events(&[0x01, 0, 0]), Err(InputError::Truncated { expected: 6, found: 3 }));
+        assert_eq!(decode_inputs(&[]), Err(InputError::Truncated { expected: 1, found: 0 }));
+        assert_eq!(decode_inputs(&golden[..9]), Err(InputError::Truncated { expected: 10, found: 9 }));
+        assert_eq!(decode_inputs(&[0x01, 0, 0]), Err(InputError::Truncated { expected: 6, found: 3 }));
         let mut trailing = golden.to_vec();
         trailing.extend_from_slice(&[0, 0]);
-        assert_eq!(decode_events(&trailing), Err(InputError::TrailingBytes { extra: 2 }));
-        assert_eq!(decode_events(&[0x00, 0x00]), Err(InputError::TrailingBytes { extra: 1 }));
+        assert_eq!(decode_inputs(&trailing), Err(InputError::TrailingBytes { extra: 2 }));
+        assert_eq!(decode_inputs(&[0x00, 0x00]), Err(InputError::TrailingBytes { extra: 1 }));
         // Code 0xC0: down, bit 64.
-        assert_eq!(decode_events(&[0x01, 0, 0, 0, 1, 0xC0]), Err(InputError::InvalidEventBit { index: 0, bit: 64 }));
+        assert_eq!(decode_inputs(&[0x01, 0, 0, 0, 1, 0xC0]), Err(InputError::InvalidEventBit { index: 0, bit: 64 }));
         assert_eq!(
-            decode_events(&[0x02, 0, 0, 0, 1, 0x00, 0x01, 0x7F]),
+            decode_inputs(&[0x02, 0, 0, 0, 1, 0x00, 0x01, 0x7F]),
             Err(InputError::InvalidEventBit { index: 1, bit: 127 })
         );
-        assert_eq!(decode_events(&[0x02, 0, 0, 0, 1, 0x00, 0x00, 0x01]), Err(InputError::ZeroSeqDelta { index: 1 }));
+        assert_eq!(decode_inputs(&[0x02, 0, 0, 0, 1, 0x00, 0x00, 0x01]), Err(InputError::ZeroSeqDelta { index: 1 }));
         assert_eq!(
-            decode_events(&[0x02, 0xFF, 0xFF, 0xFF, 0xFF, 0x00, 0x01, 0x01]),
+            decode_inputs(&[0x02, 0xFF, 0xFF, 0xFF, 0xFF, 0x00, 0x01, 0x01]),
             Err(InputError::BatchSeqOverflow { index: 1 })
         );
+    }
+
+    // ---- aims ----
+
+    fn aim_at(seq: u32, x: f32, y: f32, flags: u8) -> WireInput {
+        WireInput::Aim(AimEvent { seq, aim: Some(Aim { x, y, flags }) })
+    }
+
+    #[test]
+    fn encodes_golden_batch_with_aims() {
+        let mut out = Vec::new();
+        let events = [
+            WireInput::from((7, KeyAction::Down, 4)),
+            aim_at(8, 1.5, -2.0, AIM_PRESSED),
+            WireInput::Aim(AimEvent { seq: 10, aim: None }),
+        ];
+        assert_eq!(encode_inputs(&events, &mut out), Ok(()));
+        #[rustfmt::skip]
+        let golden = [
+            0x03, 0, 0, 0, 7, 0x84,
+            0x01, 0x40, 0x3F, 0xC0, 0x00, 0x00, 0xC0, 0x00, 0x00, 0x00, 0x01,
+            0x02, 0x41,
+        ];
+        assert_eq!(out, golden);
+        assert_eq!(decode_inputs(&golden).as_deref(), Ok(&events[..]));
+        // A lone aim first in the batch.
+        let mut out = Vec::new();
+        assert_eq!(encode_inputs(&[aim_at(1, 0.0, 0.0, 0)], &mut out), Ok(()));
+        assert_eq!(out, [0x01, 0, 0, 0, 1, 0x40, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn hostile_aims_are_refused() {
+        let batch = |x: f32, y: f32| {
+            let mut b = vec![0x01, 0, 0, 0, 1, 0x40];
+            b.extend_from_slice(&x.to_be_bytes());
+            b.extend_from_slice(&y.to_be_bytes());
+            b.push(0);
+            b
+        };
+        for (x, y) in [
+            (f32::NAN, 0.0),
+            (0.0, f32::NAN),
+            (f32::INFINITY, 0.0),
+            (0.0, f32::NEG_INFINITY),
+            (MAX_AIM_COORD * 2.0, 0.0),
+            (0.0, -f32::MAX),
+        ] {
+            assert_eq!(decode_inputs(&batch(x, y)), Err(InputError::InvalidAim { index: 0 }), "({x}, {y})");
+            let mut out = vec![9];
+            assert_eq!(encode_inputs(&[aim_at(1, x, y, 0)], &mut out), Err(InputError::InvalidAim { index: 0 }));
+            assert_eq!(out, [9], "nothing written");
+            assert!(!KeyState::new().apply_aim(1, Some(Aim { x, y, flags: 0 })), "({x}, {y}) is not applied");
+        }
+        assert!(decode_inputs(&batch(MAX_AIM_COORD, -MAX_AIM_COORD)).is_ok(), "the bound itself is fine");
+        // Cut inside the point, codes beside the aim's, an aim cut short before a later event.
+        let whole = batch(1.0, 2.0);
+        assert_eq!(decode_inputs(&whole[..10]), Err(InputError::Truncated { expected: 15, found: 10 }));
+        assert_eq!(decode_inputs(&[0x01, 0, 0, 0, 1, 0x42]), Err(InputError::InvalidEventBit { index: 0, bit: 0x42 }));
+        assert_eq!(decode_inputs(&[0x01, 0, 0, 0, 1, 0xC1]), Err(InputError::InvalidEventBit { index: 0, bit: 0x41 }));
+        let mut two = whole.clone();
+        two[0] = 2;
+        assert_eq!(decode_inputs(&two), Err(InputError::Truncated { expected: 17, found: 15 }));
+        two.extend_from_slice(&[1, 0x41, 0]);
+        assert_eq!(decode_inputs(&two), Err(InputError::TrailingBytes { extra: 1 }));
+    }
+
+    #[test]
+    fn aim_new_clamps_and_refuses_nan() {
+        assert_eq!(Aim::new(f32::NAN, 1.0, 0), None);
+        assert_eq!(Aim::new(1.0, f32::NAN, 0), None);
+        let far = Aim::new(f32::INFINITY, -1e30, AIM_PRESSED | AIM_DOUBLE_TAP).expect("clamped");
+        assert_eq!((far.x, far.y), (MAX_AIM_COORD, -MAX_AIM_COORD));
+        assert!(far.is_valid() && far.pressed() && far.double_tap());
+        assert!(!Aim::new(1.0, 2.0, 0).expect("an aim").pressed());
+        // Equality is bitwise: the two zeros differ.
+        assert_ne!(Aim::new(0.0, 0.0, 0), Aim::new(-0.0, 0.0, 0));
+    }
+
+    #[test]
+    fn aims_share_the_seq_and_the_latest_wins_until_let_go() {
+        let t = table();
+        let mut s = KeyState::new();
+        let a = Aim::new(10.0, 20.0, 0).expect("an aim");
+        let b = Aim::new(-5.0, 3.0, AIM_PRESSED).expect("an aim");
+        assert!(s.apply_aim(3, Some(a)));
+        assert_eq!(s.apply(&t, &ev(4, KeyAction::Down, "fire")), Ok(true));
+        assert_eq!(s.step(), KeyBits { held: 0, fired: 1 << 6, aim: Some(a) });
+        assert_eq!(s.step(), KeyBits { held: 0, fired: 0, aim: Some(a) }, "the aim stays");
+        assert!(!s.apply_aim(4, Some(b)), "a seq a key used");
+        assert!(!s.apply_aim(2, None), "an old seq");
+        assert_eq!(s.apply_input(&t, &aim_at(5, -5.0, 3.0, AIM_PRESSED)), Ok(true));
+        assert_eq!(s.aim(), Some(b));
+        assert_eq!(s.apply(&t, &ev(5, KeyAction::Down, "forward")), Ok(false), "a seq the aim used");
+        assert_eq!(s.last_input_seq(), 5);
+        assert_eq!(s.apply_input(&t, &WireInput::Aim(AimEvent { seq: 6, aim: None })), Ok(true));
+        assert_eq!(s.step().aim, None);
+        assert!(s.apply_aim(7, Some(a)));
+        s.release_all();
+        assert_eq!(s.aim(), None, "a dropped player lets go of the aim too");
+        assert_eq!(s.last_input_seq(), 7);
     }
 
     // ---- properties ----
@@ -1179,6 +1498,33 @@ mod tests {
 
     fn event() -> impl Strategy<Value = InputEvent> {
         (any::<u32>(), action(), "[A-Za-z0-9_]{1,32}").prop_map(|(seq, action, name)| InputEvent { seq, action, name })
+    }
+
+    /// A valid aim: finite coordinates within the bound, any flags.
+    fn aim() -> impl Strategy<Value = Aim> {
+        let coord = prop_oneof![-MAX_AIM_COORD..=MAX_AIM_COORD, Just(MAX_AIM_COORD), Just(-0.0f32)];
+        (coord.clone(), coord, any::<u8>()).prop_map(|(x, y, flags)| Aim { x, y, flags })
+    }
+
+    /// A valid batch of key events and aims.
+    fn mixed_batch() -> impl Strategy<Value = Vec<WireInput>> {
+        let kind = prop_oneof![
+            (action(), 0u8..64).prop_map(|(action, bit)| (Some((action, bit)), None)),
+            proptest::option::of(aim()).prop_map(|aim| (None, aim)),
+        ];
+        (any::<u32>(), proptest::collection::vec((1u8..=255, kind), 0..=255)).prop_map(|(first, steps)| {
+            let mut seq = Some(first);
+            let mut out = Vec::new();
+            for (delta, kind) in steps {
+                let Some(current) = seq else { break };
+                out.push(match kind {
+                    (Some((action, bit)), _) => WireInput::Key(BinaryKeyEvent { seq: current, action, bit }),
+                    (None, aim) => WireInput::Aim(AimEvent { seq: current, aim }),
+                });
+                seq = current.checked_add(u32::from(delta));
+            }
+            out
+        })
     }
 
     /// A valid batch: strictly increasing seqs with gaps of 1..=255, bits below 64.
@@ -1207,19 +1553,76 @@ mod tests {
             prop_assert_eq!(encode_events(&events, &mut bytes), Ok(()));
             let expected_len = if events.is_empty() { 1 } else { 4 + 2 * events.len() };
             prop_assert_eq!(bytes.len(), expected_len);
-            let expected: Vec<BinaryKeyEvent> = events.iter().copied().map(Into::into).collect();
-            prop_assert_eq!(decode_events(&bytes), Ok(expected));
+            let expected: Vec<WireInput> = events.iter().copied().map(Into::into).collect();
+            prop_assert_eq!(decode_inputs(&bytes), Ok(expected));
+        }
+
+        #[test]
+        fn mixed_batches_round_trip(events in mixed_batch()) {
+            let mut bytes = Vec::new();
+            prop_assert_eq!(encode_inputs(&events, &mut bytes), Ok(()));
+            let aims = events.iter().filter(|e| matches!(e, WireInput::Aim(AimEvent { aim: Some(_), .. }))).count();
+            let expected_len = if events.is_empty() { 1 } else { 4 + 2 * events.len() + 9 * aims };
+            prop_assert_eq!(bytes.len(), expected_len);
+            prop_assert_eq!(decode_inputs(&bytes), Ok(events));
         }
 
         #[test]
         fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
             // Whatever decodes re-encodes to the same bytes.
-            if let Ok(events) = decode_events(&bytes) {
-                let tuples: Vec<(u32, KeyAction, u8)> = events.into_iter().map(Into::into).collect();
+            if let Ok(events) = decode_inputs(&bytes) {
                 let mut again = Vec::new();
-                prop_assert_eq!(encode_events(&tuples, &mut again), Ok(()));
+                prop_assert_eq!(encode_inputs(&events, &mut again), Ok(()));
                 prop_assert_eq!(again, bytes);
             }
+        }
+
+        #[test]
+        fn batches_with_garbage_aims_never_panic(
+            first in any::<u32>(),
+            events in proptest::collection::vec((1u8..=255, prop_oneof![Just(0x40u8), Just(0x41), any::<u8>()], any::<[u8; 9]>()), 1..40),
+        ) {
+            // Aim codes followed by arbitrary bit patterns (NaN, infinities, huge values).
+            let mut bytes = vec![u8::try_from(events.len()).expect("below 40")];
+            bytes.extend_from_slice(&first.to_be_bytes());
+            for (i, (delta, code, point)) in events.iter().enumerate() {
+                if i > 0 {
+                    bytes.push(*delta);
+                }
+                bytes.push(*code);
+                if *code == 0x40 {
+                    bytes.extend_from_slice(point);
+                }
+            }
+            if let Ok(decoded) = decode_inputs(&bytes) {
+                for e in &decoded {
+                    if let WireInput::Aim(AimEvent { aim: Some(aim), .. }) = e {
+                        prop_assert!(aim.is_valid(), "{:?}", aim);
+                    }
+                }
+                let mut again = Vec::new();
+                prop_assert_eq!(encode_inputs(&decoded, &mut again), Ok(()));
+                prop_assert_eq!(again, bytes);
+            }
+        }
+
+        #[test]
+        fn any_aim_is_clamped_or_refused_and_never_panics_the_state(
+            x in any::<f32>(), y in any::<f32>(), flags in any::<u8>(), seq in any::<u32>(),
+        ) {
+            let mut s = KeyState::new();
+            match Aim::new(x, y, flags) {
+                None => prop_assert!(x.is_nan() || y.is_nan()),
+                Some(aim) => {
+                    prop_assert!(aim.is_valid());
+                    prop_assert!(s.apply_aim(seq, Some(aim)));
+                    prop_assert_eq!(s.step().aim, Some(aim));
+                }
+            }
+            // An aim built by hand, whatever it holds, never panics and never gets in unless valid.
+            let raw = Aim { x, y, flags };
+            let mut t = KeyState::new();
+            prop_assert_eq!(t.apply_aim(seq, Some(raw)), raw.is_valid());
         }
 
         #[test]
@@ -1229,7 +1632,7 @@ mod tests {
         ) {
             let mut bytes = vec![count];
             bytes.extend_from_slice(&body);
-            let _ = decode_events(&bytes);
+            let _ = decode_inputs(&bytes);
         }
 
         #[test]

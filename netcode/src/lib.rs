@@ -17,7 +17,7 @@
 //!  ECS rows ──► snapshot::pack ──► [frame bytes] ──► snapshot::unpack ──► interp::Interpolator
 //!    ▲            (schema-driven, v5)                       │  player block     │ others, 100 ms back
 //!    │                                                      ▼                   ▼
-//!  KeyState ◄── input::decode_events ◄── [input bytes] ◄── KeyState ──► predictor ──► divergence
+//!  KeyState ◄── input::decode_inputs ◄── [input bytes] ◄── KeyState ──► predictor ──► divergence
 //! ```
 //!
 //! - [`schema`]: the declarative snapshot schema (keys, kinds, fields, roles) and its validation.
@@ -25,8 +25,9 @@
 //! - [`delta`]: the delta frame v6: each frame against one the receiver acknowledged, rows
 //!   unchanged since skipped, changed fields as small differences in quantisation steps.
 //! - [`interp`]: the interpolation buffer (render time = server time − 100 ms).
-//! - [`input`]: key events (`seq:action:name` and a compact binary form), the key
-//!   table and [`KeyState`], the one rule both host and predictor use.
+//! - [`input`]: key events (`seq:action:name` and a compact binary form), pointer aims in
+//!   the same seq space, the key table and [`KeyState`], the one rule both host and
+//!   predictor use.
 //! - [`divergence`]: the prediction divergence detector.
 //! - [`migration`]: host migration on the wire: the succession list and its ranking rule,
 //!   checkpoint parts, what a client hands its shadow.
@@ -72,7 +73,9 @@ pub mod stun;
 pub mod transport;
 
 pub use divergence::{DivergenceConfig, DivergenceDetector, DivergenceRecord, wrap_angle};
-pub use input::{InputError, InputEvent, KeyAction, KeyBits, KeyKind, KeySpec, KeyState, KeyTable};
+pub use input::{
+    Aim, AimEvent, InputError, InputEvent, KeyAction, KeyBits, KeyKind, KeySpec, KeyState, KeyTable, WireInput,
+};
 pub use interp::{InterpolationConfig, Interpolator, Sample};
 pub use schema::{
     BlockClass, BlockKind, BlockSchema, FieldSchema, FieldType, Interp, Role, SNAPSHOT_FORMAT_VERSION, SchemaError,

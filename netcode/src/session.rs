@@ -66,7 +66,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::frame::{self, Channel, Chunker, Reassembler, op};
-use crate::input::{self, BinaryKeyEvent, KeyAction};
+use crate::input::{self, Aim, AimEvent, BinaryKeyEvent, KeyAction, WireInput};
 
 /// The session protocol's version: hello and host must match exactly.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -190,11 +190,17 @@ pub struct Hello {
     /// log, and hosts it when its turn comes): only such a client is ever a successor.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub can_host: bool,
+    /// The client aims with a pointer ([`AimEvent`]s in its input batches) at a host that
+    /// takes them: one that says so in its welcome ([`Welcome::aim`]). A host of a build
+    /// before aims ignores the field and refuses such batches, so the client never sends one.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub aim: bool,
 }
 
 impl Hello {
     /// A hello of this protocol version from `nickname` (build `build`): no password, no
-    /// token, to play, decoding every snapshot format this build knows, able to host.
+    /// token, to play, decoding every snapshot format this build knows, able to host and
+    /// to aim.
     pub fn new(nickname: impl Into<String>, build: impl Into<String>) -> Self {
         Hello {
             version: PROTOCOL_VERSION,
@@ -205,6 +211,7 @@ impl Hello {
             spectator: false,
             snapshot_formats: vec![crate::delta::DELTA_FORMAT_VERSION],
             can_host: true,
+            aim: true,
         }
     }
 
@@ -244,6 +251,11 @@ pub struct Welcome {
     /// The snapshot format the host sends this client (5 when absent).
     #[serde(default = "format_5", skip_serializing_if = "is_format_5")]
     pub snapshot_format: u8,
+    /// The host takes this client's aims ([`AimEvent`]s in its input batches). Said only to
+    /// a client whose hello offered them ([`Hello::aim`]): a client of a build before aims
+    /// refuses a welcome with a field it does not know.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub aim: bool,
 }
 
 fn format_5() -> u8 {
@@ -412,8 +424,8 @@ impl Default for HostSessionConfig {
 pub enum HostEvent {
     /// A peer said hello (version already checked): accept or reject it.
     Hello(Hello),
-    /// Key events (possibly repeats of ones already applied: the key state ignores old seqs).
-    Input(Vec<BinaryKeyEvent>),
+    /// Key events and aims (possibly repeats of ones already applied: the key state ignores old seqs).
+    Input(Vec<WireInput>),
     /// A key event in the spec's text form (`KEYS_DATA` as `"seq:action:name"`), name
     /// unresolved: the host checks it against its key table.
     TextInput(input::InputEvent),
@@ -567,7 +579,7 @@ impl HostSession {
             // at least 100 bytes when its first byte is an ASCII digit, a text event at most 48:
             // neither reads as the other).
             (HostState::Active, op::client::KEYS_DATA) => {
-                let event = match input::decode_events(frame.payload) {
+                let event = match input::decode_inputs(frame.payload) {
                     Ok(events) => HostEvent::Input(events),
                     Err(_) => match std::str::from_utf8(frame.payload).map(input::InputEvent::parse) {
                         Ok(Ok(event)) => HostEvent::TextInput(event),
@@ -809,9 +821,9 @@ pub struct ClientSessionConfig {
     pub hello: Hello,
     /// No message from the host for this long closes the session locally with 4408.
     pub host_silence: Duration,
-    /// Unacknowledged key events are repeated in every input packet until the host
+    /// Unacknowledged key events and aims are repeated in every input packet until the host
     /// acknowledges them; beyond this many (a stall), they are collapsed to each key's last
-    /// press and last release, so that no key's state is lost.
+    /// press and last release and the last aim, so that no key's state and no aim is lost.
     pub max_repeated_inputs: usize,
 }
 
@@ -880,7 +892,7 @@ pub struct ClientSession {
     last_heard: Duration,
     /// (host clock ms at the ping, local time of receipt, host's RTT estimate ms)
     clock: Option<(f64, Duration, f64)>,
-    unacked: VecDeque<BinaryKeyEvent>,
+    unacked: VecDeque<WireInput>,
     /// How often `unacked` was collapsed.
     collapsed: u64,
     acked: Option<u32>,
@@ -1074,24 +1086,42 @@ impl ClientSession {
 
     /// Records a key event to send; it is repeated in every input packet until acknowledged.
     pub fn push_input(&mut self, seq: u32, action: KeyAction, bit: u8) {
-        if self.acked.is_some_and(|a| seq <= a) || self.unacked.back().is_some_and(|e| seq <= e.seq) {
+        self.push(WireInput::Key(BinaryKeyEvent { seq, action, bit }));
+    }
+
+    /// Records an aim to send (`None` lets go of the aim); it is repeated in every input
+    /// packet until acknowledged, like a key event. Send it only to a host that takes aims
+    /// ([`Welcome::aim`]).
+    pub fn push_aim(&mut self, seq: u32, aim: Option<Aim>) {
+        self.push(WireInput::Aim(AimEvent { seq, aim }));
+    }
+
+    /// Records an event of either kind to send (an old seq, or one not after the last, is not).
+    pub fn push(&mut self, event: WireInput) {
+        let seq = event.seq();
+        if self.acked.is_some_and(|a| seq <= a) || self.unacked.back().is_some_and(|e| seq <= e.seq()) {
             return;
         }
-        self.unacked.push_back(BinaryKeyEvent { seq, action, bit });
+        self.unacked.push_back(event);
         if self.unacked.len() > self.config.max_repeated_inputs {
             self.collapse_inputs();
         }
     }
 
-    /// Too many events wait for the host (a stall): only each key's last press and last release
-    /// stay, in order. Applied from any state the host may be in, they leave every held key as
-    /// the player holds it and fire every one-shot key pressed since; nothing is dropped that
-    /// would leave a key down on the host.
+    /// Too many events wait for the host (a stall): only each key's last press and last
+    /// release, and the last aim, stay, in order. Applied from any state the host may be in,
+    /// they leave every held key as the player holds it, fire every one-shot key pressed
+    /// since and aim where the player aims last; nothing is dropped that would leave a key
+    /// down on the host.
     fn collapse_inputs(&mut self) {
         let mut last = [[false; 2]; 256];
+        let mut last_aim = false;
         let mut keep = vec![false; self.unacked.len()];
         for (i, e) in self.unacked.iter().enumerate().rev() {
-            let slot = &mut last[usize::from(e.bit)][usize::from(e.action == KeyAction::Up)];
+            let slot = match e {
+                WireInput::Key(e) => &mut last[usize::from(e.bit)][usize::from(e.action == KeyAction::Up)],
+                WireInput::Aim(_) => &mut last_aim,
+            };
             keep[i] = !std::mem::replace(slot, true);
         }
         let mut keep = keep.into_iter();
@@ -1107,7 +1137,7 @@ impl ClientSession {
     /// The host has applied every event up to `last_input_seq` (from the player block).
     pub fn ack_inputs(&mut self, last_input_seq: u32) {
         self.acked = Some(self.acked.map_or(last_input_seq, |a| a.max(last_input_seq)));
-        while self.unacked.front().is_some_and(|e| e.seq <= last_input_seq) {
+        while self.unacked.front().is_some_and(|e| e.seq() <= last_input_seq) {
             self.unacked.pop_front();
         }
     }
@@ -1141,7 +1171,7 @@ impl ClientSession {
         if self.unacked.is_empty() {
             return;
         }
-        let newest = self.unacked.back().map(|e| e.seq);
+        let newest = self.unacked.back().map(WireInput::seq);
         let since = self.last_input_send.map_or(Duration::MAX, |t| now.saturating_sub(t));
         let fresh = newest != self.last_input_sent_seq;
         if since < MIN_INPUT_INTERVAL || (!fresh && since < INPUT_REPEAT_INTERVAL) {
@@ -1150,15 +1180,15 @@ impl ClientSession {
         self.last_input_send = Some(now);
         self.last_input_sent_seq = newest;
         // Events whose seqs jump by more than the batch form allows go in the next packet.
-        let mut batch: Vec<(u32, KeyAction, u8)> = Vec::new();
+        let mut batch: Vec<WireInput> = Vec::new();
         for e in &self.unacked {
-            if batch.last().is_some_and(|&(prev, _, _)| e.seq - prev > 255) {
+            if batch.last().is_some_and(|prev| e.seq() - prev.seq() > 255) {
                 break;
             }
-            batch.push((e.seq, e.action, e.bit));
+            batch.push(*e);
         }
         let mut payload = Vec::new();
-        if input::encode_events(&batch, &mut payload).is_ok() {
+        if input::encode_inputs(&batch, &mut payload).is_ok() {
             push_frame(&mut self.out, &mut self.chunker, Channel::Unreliable, op::client::KEYS_DATA, &payload);
         }
     }
@@ -1210,6 +1240,7 @@ pub(crate) mod test_support {
             input_seq: 0,
             spectator: false,
             snapshot_format: 6,
+            aim: true,
         }
     }
 
@@ -1491,7 +1522,7 @@ mod tests {
         progress(&mut host, &mut client, MS);
         let got: Vec<Vec<u32>> = std::iter::from_fn(|| host.poll_event())
             .filter_map(|e| match e {
-                HostEvent::Input(ev) => Some(ev.iter().map(|e| e.seq).collect()),
+                HostEvent::Input(ev) => Some(ev.iter().map(WireInput::seq).collect()),
                 _ => None,
             })
             .collect();
@@ -1660,8 +1691,8 @@ mod tests {
                     // The host applies each seq at most once, in order: the key state's rule.
                     HostEvent::Input(events) => {
                         for e in events {
-                            if applied.is_none_or(|a| e.seq == a + 1) {
-                                applied = Some(e.seq);
+                            if applied.is_none_or(|a| e.seq() == a + 1) {
+                                applied = Some(e.seq());
                             }
                         }
                     }
@@ -1708,13 +1739,18 @@ mod tests {
     proptest::proptest! {
         #[test]
         fn a_stalled_input_queue_collapses_and_loses_no_key(
-            // Mostly one key, so that the others' last events lie far back.
-            events in proptest::collection::vec((proptest::prop_oneof![9 => proptest::strategy::Just(7u8), 1 => 0u8..7], proptest::bool::ANY, 1u32..4), 1..500),
+            // Mostly one key, so that the others' last events lie far back; bit 8 is an aim
+            // (let go of when `down` is false).
+            events in proptest::collection::vec((proptest::prop_oneof![9 => proptest::strategy::Just(7u8), 1 => 0u8..7, 1 => proptest::strategy::Just(8u8)], proptest::bool::ANY, 1u32..4), 1..500),
             acked_at in proptest::collection::vec(proptest::bool::weighted(0.004), 500),
         ) {
             use crate::input::{KeyKind, KeySpec, KeyState};
             // Bits 0..4 held keys, 4..8 one-shots; the host sometimes acknowledges what it had.
             let spec = |bit: u8| KeySpec { bit, kind: if bit < 4 { KeyKind::Held } else { KeyKind::OneShot } };
+            let apply = |state: &mut KeyState, e: &WireInput| match e {
+                WireInput::Key(e) => state.apply_bit(e.seq, e.action, spec(e.bit)),
+                WireInput::Aim(e) => state.apply_aim(e.seq, e.aim),
+            };
             let (mut host, mut truth) = (KeyState::default(), KeyState::default());
             let mut client = ClientSession::new(ClientSessionConfig::new(hello("a")), Duration::ZERO);
             let mut seq = 0;
@@ -1722,26 +1758,31 @@ mod tests {
             for (k, &(bit, down, gap)) in events.iter().enumerate() {
                 seq += gap;
                 let action = if down { KeyAction::Down } else { KeyAction::Up };
-                client.push_input(seq, action, bit);
-                truth.apply_bit(seq, action, spec(bit));
+                let event = match bit {
+                    8 => WireInput::Aim(AimEvent { seq, aim: down.then_some(Aim { x: seq as f32, y: 1.0, flags: 0 }) }),
+                    _ => WireInput::Key(BinaryKeyEvent { seq, action, bit }),
+                };
+                client.push(event);
+                apply(&mut truth, &event);
                 fired |= truth.step().fired;
                 if acked_at[k] {
                     // What the host got of the queue so far, then acknowledged.
                     for e in client.unacked.clone() {
-                        host.apply_bit(e.seq, e.action, spec(e.bit));
+                        apply(&mut host, &e);
                     }
                     client.ack_inputs(host.last_input_seq());
                 }
                 proptest::prop_assert!(client.unacked_inputs() <= client.config.max_repeated_inputs.max(16));
             }
-            // The host gets what is left: every held key ends as the player holds it, and every
-            // one-shot pressed at some point fires at some point.
+            // The host gets what is left: every held key ends as the player holds it, every
+            // one-shot pressed at some point fires at some point, and it aims where the player does.
             let mut host_fired = 0u64;
             for e in client.unacked.clone() {
-                host.apply_bit(e.seq, e.action, spec(e.bit));
+                apply(&mut host, &e);
                 host_fired |= host.step().fired;
             }
             proptest::prop_assert_eq!(host.held(), truth.held(), "held keys ({} collapses)", client.inputs_collapsed());
+            proptest::prop_assert_eq!(host.aim(), truth.aim(), "the aim ({} collapses)", client.inputs_collapsed());
             let pressed_unacked = fired & !0x0f;
             proptest::prop_assert_eq!(host_fired & pressed_unacked, host_fired, "nothing fires that was not pressed");
         }
@@ -1758,13 +1799,79 @@ mod tests {
             client.push_input(seq, if seq % 2 == 0 { KeyAction::Down } else { KeyAction::Up }, 7);
         }
         assert!(client.inputs_collapsed() > 0);
-        let left: Vec<(u32, KeyAction, u8)> = client.unacked.iter().map(|e| (e.seq, e.action, e.bit)).collect();
+        let left: Vec<(u32, KeyAction, u8)> = client
+            .unacked
+            .iter()
+            .filter_map(|e| if let WireInput::Key(e) = e { Some((e.seq, e.action, e.bit)) } else { None })
+            .collect();
         assert!(left.len() <= client.config.max_repeated_inputs, "{}", left.len());
         for kept in [(2, KeyAction::Down, 5), (3, KeyAction::Up, 2), (199, KeyAction::Up, 7), (200, KeyAction::Down, 7)]
         {
             assert!(left.contains(&kept), "{kept:?} kept: {left:?}");
         }
         assert!(left.is_sorted_by_key(|e| e.0), "in order");
+    }
+
+    #[test]
+    fn a_stall_keeps_the_last_aim() {
+        let mut client = ClientSession::new(ClientSessionConfig::new(hello("a")), Duration::ZERO);
+        let aim = |x: f32| Aim::new(x, 0.0, 0);
+        client.push_input(1, KeyAction::Down, 0);
+        for seq in 2..=100 {
+            client.push_aim(seq, aim(seq as f32));
+        }
+        assert!(client.inputs_collapsed() > 0);
+        let left: Vec<WireInput> = client.unacked.iter().copied().collect();
+        // Collapsed at the 65th event to the key and aim 65; aims 66 to 100 came after.
+        assert_eq!(left.len(), 1 + 36, "{left:?}");
+        assert_eq!(left[1], WireInput::Aim(AimEvent { seq: 65, aim: aim(65.0) }));
+        assert!(left.is_sorted_by_key(WireInput::seq), "in order");
+        assert!(left.contains(&WireInput::Key(BinaryKeyEvent { seq: 1, action: KeyAction::Down, bit: 0 })));
+        assert_eq!(left.last(), Some(&WireInput::Aim(AimEvent { seq: 100, aim: aim(100.0) })), "the newest aim");
+        assert!(left.len() <= client.config.max_repeated_inputs);
+    }
+
+    #[test]
+    fn aims_go_with_the_keys_and_reach_the_host_in_order() {
+        let (mut host, mut client) = connected();
+        while host.poll_event().is_some() {}
+        let aim = Aim::new(120.5, -3.25, input::AIM_PRESSED);
+        client.push_input(1, KeyAction::Down, 0);
+        client.push_aim(2, aim);
+        client.push_aim(3, None);
+        client.flush_inputs(MS);
+        progress(&mut host, &mut client, MS);
+        let got: Vec<HostEvent> = std::iter::from_fn(|| host.poll_event()).collect();
+        assert_eq!(
+            got,
+            [HostEvent::Input(vec![
+                WireInput::Key(BinaryKeyEvent { seq: 1, action: KeyAction::Down, bit: 0 }),
+                WireInput::Aim(AimEvent { seq: 2, aim }),
+                WireInput::Aim(AimEvent { seq: 3, aim: None }),
+            ])]
+        );
+        // A batch with a hostile aim is a protocol violation, like any batch that does not decode.
+        let mut frame = vec![op::client::KEYS_DATA, 1, 0, 0, 0, 4, 0x40];
+        frame.extend_from_slice(&f32::NAN.to_be_bytes());
+        frame.extend_from_slice(&0f32.to_be_bytes());
+        frame.push(0);
+        host.handle_message(2 * MS, Channel::Unreliable, &frame);
+        assert_eq!(host.close_code(), Some(close::PROTOCOL));
+    }
+
+    #[test]
+    fn aims_are_offered_in_the_hello_and_taken_only_when_welcomed_so() {
+        let hello = serde_json::to_value(Hello::new("ann", "test")).expect("json");
+        assert_eq!(hello["aim"], serde_json::json!(true), "this build aims");
+        let old: Hello = serde_json::from_str(r#"{"version":1,"build":"old","nickname":"ann"}"#).expect("an old hello");
+        assert!(!old.aim, "a hello that does not say so does not aim");
+        // A welcome that does not take aims says nothing of them: an old client reads it.
+        let quiet = serde_json::to_value(Welcome { aim: false, ..test_support::welcome() }).expect("json");
+        assert!(quiet.get("aim").is_none(), "{quiet}");
+        let mut old_welcome = serde_json::to_value(test_support::welcome()).expect("json");
+        old_welcome.as_object_mut().expect("an object").remove("aim");
+        let read: Welcome = serde_json::from_value(old_welcome).expect("a welcome of a host before aims");
+        assert!(!read.aim);
     }
 
     #[test]

@@ -120,3 +120,39 @@ fn a_local_match_plays_on_the_embedded_host_and_its_map_reloads_on_save() {
     until(&mut m, limit, "the boxed map", |m| m.map.as_ref().is_some_and(|map| map.name == "Test small boxed"));
     m.leave();
 }
+
+#[test]
+fn the_pointer_s_aim_turns_the_gun_on_the_embedded_host_and_in_the_prediction() {
+    use vimp_netcode::input::Aim;
+    let path = scratch_map("aim");
+    let mut m = start_match(&MatchKind::Local { map: path, bots: 0, skill: Default::default() }, &Settings::default())
+        .expect("the match starts");
+    let limit = Duration::from_secs(20);
+    let block = |m: &MatchState| m.client().last_frame().and_then(|f| f.player).map(|p| p.state);
+    until(&mut m, limit, "a player block and the prediction", |m| block(m).is_some() && m.local_tank().is_some());
+    assert!(m.client().welcome().is_some_and(|w| w.aim), "the embedded host takes aims");
+    let start = block(&m).expect("a player block");
+    let (x, y) = (start[0] - 120.0, start[1] + 90.0);
+    // The direction of the point from a tank state, against its gun's heading.
+    let off = |s: [f32; 8]| vimp_netcode::wrap_angle(s[2] + s[6] - (y - s[1]).atan2(x - s[0])).abs();
+    let deadline = Instant::now() + limit;
+    let mut sent = 0;
+    loop {
+        m.update(m.now());
+        sent += usize::from(m.aim(Aim::new(x, y, 0)).is_some());
+        let (host, local) = (block(&m).expect("a player block"), m.local_tank().expect("the prediction"));
+        if off(host) < 1e-4 && off(local) < 1e-3 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the gun turns to the pointer: host {host:?}, predicted {local:?}");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert_eq!(sent, 1, "the pointer rests: one aim");
+    assert_eq!(m.aiming(), Aim::new(x, y, 0));
+    // Let go of the aim and turn the gun with its key: the keys have the gun again.
+    assert!(m.aim(None).is_some());
+    m.key(KeyAction::Down, "gunLeft");
+    until(&mut m, limit, "the gun key to turn the gun off the point", |m| block(m).is_some_and(|s| off(s) > 0.5));
+    m.key(KeyAction::Up, "gunLeft");
+    m.leave();
+}

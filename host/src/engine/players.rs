@@ -1,7 +1,7 @@
 //! Who takes part in the match and what they pressed: commands in, key bits per step out.
 //!
 //! Everything that reaches the sim from outside arrives as a [`HostCommand`] in
-//! the [`HostCommands`] queue (joins, leaves, team changes, input events) and is
+//! the [`HostCommands`] queue (joins, leaves, team changes, key events, aims) and is
 //! applied, in queue order, at the start of the next tick. That ordered list is
 //! the whole input of the simulation: replaying it against a dump reproduces the
 //! match (host migration's log is exactly this).
@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use bevy::prelude::*;
 use serde::{Deserialize, Serialize};
-use vimp_netcode::input::{InputEvent, KeyBits, KeyState, KeyTable};
+use vimp_netcode::input::{Aim, InputEvent, KeyBits, KeyState, KeyTable};
 
 /// A player slot in the match: the id every block row and event names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -54,6 +54,16 @@ pub enum HostCommand {
         /// The event.
         event: InputEvent,
     },
+    /// A player's pointer aims at a world point, or lets go of the aim (`None`): the
+    /// spec's `apply_aim`, in the key events' seq space ([`KeyState::apply_aim`]).
+    Aim {
+        /// The slot.
+        player: PlayerId,
+        /// The event's seq.
+        seq: u32,
+        /// The point and the pointer's flags.
+        aim: Option<Aim>,
+    },
 }
 
 /// The queue of commands for the next tick.
@@ -78,9 +88,9 @@ pub struct Participant {
     pub requested_team: Option<u8>,
     /// Driven by bots.
     pub bot: bool,
-    /// The key state built from the player's input events.
+    /// The input state built from the player's key events and aims.
     pub keys: KeyState,
-    /// The key bits of the current step (for bots: what the bot decided).
+    /// The input of the current step: key bits and aim (for bots: what the bot decided).
     pub bits: KeyBits,
 }
 
@@ -181,6 +191,12 @@ pub(crate) fn apply_commands(
                 }
                 if let Err(e) = p.keys.apply(&keys.0, &event) {
                     events.refused_inputs.push((player, e.to_string()));
+                }
+            }
+            HostCommand::Aim { player, seq, aim } => {
+                let Some(p) = participants.0.get_mut(&player) else { continue };
+                if !p.bot {
+                    p.keys.apply_aim(seq, aim);
                 }
             }
         }

@@ -5,7 +5,8 @@
 //!
 //! 1. transport events in: peers connect (a [`HostSession`] each), drop, send messages;
 //! 2. session events: hellos go through the [`Roster`] (admission, resume, takeover),
-//!    inputs become [`HostCommand::Input`], chat is relayed, latencies recorded;
+//!    key events become [`HostCommand::Input`] and aims [`HostCommand::Aim`], chat is
+//!    relayed, latencies recorded;
 //! 3. the match steps as many fixed ticks as the elapsed time covers, and each tick's
 //!    frames go to their receivers on the unreliable channel, its meta messages on the
 //!    reliable one;
@@ -51,6 +52,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
 use vimp_netcode::frame::{Channel, op};
+use vimp_netcode::input::WireInput;
 use vimp_netcode::meta::{
     ChatHistory, ChatMessage, Clear, ClientMeta, Keyset, ListRequest, MetaError, MetaMessage, PanelState, PlayerStat,
     StatTable, TechInform, Vote, VoteAnswer, VoteValues,
@@ -600,6 +602,7 @@ impl ServerCore {
                             input_seq,
                             spectator: hello.spectator,
                             snapshot_format: hello.snapshot_format(),
+                            aim: hello.aim && !hello.spectator,
                         };
                         if welcome.snapshot_format == vimp_netcode::delta::DELTA_FORMAT_VERSION {
                             self.delta_peers.insert(peer);
@@ -661,16 +664,20 @@ impl ServerCore {
             HostEvent::Input(events) => {
                 let Some(player) = self.roster.player_of(peer) else { return };
                 if self.watching.contains_key(&player) {
-                    for e in events.iter().filter(|e| e.action == vimp_netcode::input::KeyAction::Down) {
-                        self.switch_watched(player, e.bit == 0);
+                    for e in events.iter().filter_map(|e| if let WireInput::Key(e) = e { Some(e) } else { None }) {
+                        if e.action == vimp_netcode::input::KeyAction::Down {
+                            self.switch_watched(player, e.bit == 0);
+                        }
                     }
                     return;
                 }
                 let table = &self.host.world().resource::<PlayerKeys>().0;
                 let inputs: Vec<HostCommand> = events
                     .iter()
-                    .filter_map(|e| table.to_event(e).ok())
-                    .map(|event| HostCommand::Input { player, event })
+                    .filter_map(|e| match e {
+                        WireInput::Key(e) => table.to_event(e).ok().map(|event| HostCommand::Input { player, event }),
+                        WireInput::Aim(e) => Some(HostCommand::Aim { player, seq: e.seq, aim: e.aim }),
+                    })
                     .collect();
                 for input in inputs {
                     self.host.push(input);

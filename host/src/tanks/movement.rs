@@ -5,9 +5,13 @@
 //! host runs it before each physics step; the client's predictor runs the very
 //! same function before its own step, so the two cannot drift apart. All
 //! transcendental math goes through `libm`.
+//!
+//! The gun turns one of two ways, at the model's `gun_rate` either way: with the gun keys
+//! (`gunLeft`, `gunRight`), or toward the pointer's aim when the step has one
+//! ([`KeyBits::aim`], see [`gun_toward`]). A gun key held wins over the aim.
 
 use serde::{Deserialize, Serialize};
-use vimp_netcode::input::KeyBits;
+use vimp_netcode::input::{Aim, KeyBits};
 
 use crate::tanks::config::{TankModel, keys};
 
@@ -82,9 +86,29 @@ pub fn drive(m: &Motion, bits: KeyBits, model: &TankModel, dt: f32) -> Drive {
     let turn = axis(keys::RIGHT, keys::LEFT);
     let angvel = approach(m.angvel, turn * model.turn_rate, model.turn_acceleration * dt);
 
-    let gun_turn = axis(keys::GUN_RIGHT, keys::GUN_LEFT);
-    let gun = wrap(m.gun + gun_turn * model.gun_rate * dt);
+    let gun_keys = bits.is_held(keys::GUN_LEFT) || bits.is_held(keys::GUN_RIGHT);
+    let gun = match bits.aim {
+        Some(aim) if !gun_keys => gun_toward(m, aim, model.gun_rate * dt),
+        _ => wrap(m.gun + axis(keys::GUN_RIGHT, keys::GUN_LEFT) * model.gun_rate * dt),
+    };
     Drive { vx, vy, angvel, gun, throttle }
+}
+
+/// Closer than this to the tank's centre (world units), an aim leaves the gun where it is:
+/// its direction means nothing there.
+pub const MIN_AIM_DISTANCE: f32 = 1.0;
+
+/// The gun angle (relative to the hull) after one step of turning toward the world point
+/// `aim` from the tank's centre: by at most `step` rad, the shorter way round, never past
+/// the point's direction. An aim within [`MIN_AIM_DISTANCE`] of the centre leaves it.
+pub fn gun_toward(m: &Motion, aim: Aim, step: f32) -> f32 {
+    let (dx, dy) = (aim.x - m.x, aim.y - m.y);
+    if dx * dx + dy * dy < MIN_AIM_DISTANCE * MIN_AIM_DISTANCE {
+        return m.gun;
+    }
+    let target = wrap(libm::atan2f(dy, dx) - m.angle);
+    let left = wrap(target - m.gun);
+    if left.abs() <= step { target } else { wrap(m.gun + step.copysign(left)) }
 }
 
 /// Moves `value` toward `target` by at most `step`.
@@ -102,7 +126,7 @@ mod tests {
     use super::*;
 
     fn bits(held: &[u8]) -> KeyBits {
-        KeyBits { held: held.iter().fold(0, |m, b| m | 1 << b), fired: 0 }
+        KeyBits { held: held.iter().fold(0, |m, b| m | 1 << b), fired: 0, aim: None }
     }
 
     const DT: f32 = 1.0 / 120.0;
@@ -137,6 +161,49 @@ mod tests {
         assert_eq!(d.throttle, -model.throttle_rate * DT);
         assert_eq!(d.angvel, -model.turn_acceleration * DT);
         assert_eq!(d.gun, model.gun_rate * DT);
+    }
+
+    fn aiming(x: f32, y: f32, held: &[u8]) -> KeyBits {
+        KeyBits { aim: Aim::new(x, y, 0), ..bits(held) }
+    }
+
+    #[test]
+    fn the_gun_turns_toward_the_aim_at_the_gun_rate_and_stops_on_it() {
+        use std::f32::consts::{FRAC_PI_2, PI};
+        let model = TankModel::default();
+        let step = model.gun_rate * DT;
+        // The hull faces +y (a quarter turn); the point lies along +x: a quarter turn to the gun's left.
+        let mut m = Motion { x: 100.0, y: 50.0, angle: FRAC_PI_2, ..Motion::default() };
+        let first = drive(&m, aiming(300.0, 50.0, &[]), &model, DT);
+        assert_eq!(first.gun, -step, "one step of the gun rate, the short way (−π/2 away)");
+        let mut steps = 0u32;
+        while m.gun_heading() != 0.0 {
+            m.gun = drive(&m, aiming(300.0, 50.0, &[]), &model, DT).gun;
+            steps += 1;
+            assert!(steps < 1000, "the gun reaches the point");
+        }
+        assert_eq!(m.gun, -FRAC_PI_2, "exactly on the point, not past it");
+        assert!(steps.abs_diff(libm::ceilf(FRAC_PI_2 / step) as u32) <= 1, "{steps} steps");
+        assert_eq!(drive(&m, aiming(300.0, 50.0, &[]), &model, DT).gun, -FRAC_PI_2, "and it stays there");
+        // The shorter way round across ±π: from just left of behind to just right of behind.
+        let m = Motion { gun: PI - 0.01, ..Motion::default() };
+        let d = drive(&m, aiming(-100.0, -3.0, &[]), &model, DT);
+        assert!(d.gun < -PI + 0.05 || d.gun > PI - 0.01, "through π, not back through 0: {}", d.gun);
+        // An aim on the tank itself leaves the gun alone.
+        let m = Motion { x: 5.0, y: 5.0, gun: 0.3, ..Motion::default() };
+        assert_eq!(drive(&m, aiming(5.5, 5.0, &[]), &model, DT).gun, 0.3);
+    }
+
+    #[test]
+    fn a_gun_key_held_wins_over_the_aim_and_no_aim_leaves_the_keys() {
+        let model = TankModel::default();
+        let m = Motion::default();
+        let step = model.gun_rate * DT;
+        assert_eq!(drive(&m, aiming(0.0, -100.0, &[keys::GUN_RIGHT]), &model, DT).gun, step);
+        assert_eq!(drive(&m, aiming(0.0, 100.0, &[keys::GUN_LEFT]), &model, DT).gun, -step);
+        assert_eq!(drive(&m, aiming(0.0, 100.0, &[keys::GUN_LEFT, keys::GUN_RIGHT]), &model, DT).gun, 0.0);
+        assert_eq!(drive(&m, aiming(0.0, 100.0, &[]), &model, DT).gun, step, "toward +y: turning right");
+        assert_eq!(drive(&m, bits(&[]), &model, DT).gun, 0.0);
     }
 
     #[test]

@@ -7,10 +7,14 @@
 //! tank's body by the same [`spawn_body`]. Each fixed step it turns its key state into
 //! bits with the same [`KeyState`] rule, drives the body with the same [`drive_body`]
 //! and steps the world: with nothing else near, the prediction is bit for bit what the
-//! host computes (the `prediction_parity` test checks it after every tick).
+//! host computes (the `prediction_parity` tests check it after every tick). The pointer's
+//! aims go the same way as the keys ([`Predictor::aim`], the spec's `apply_aim`): into
+//! the same key state, so every step's bits carry the aim in force, and the replay turns
+//! the gun toward it again from the replayed positions.
 //!
 //! ```text
-//!  key(seq, action, name) ─► KeyState ─► step(): bits ─► drive_body ─► Physics::step ─► history[tick]
+//!  key(seq, action, name) ─┐
+//!  aim(seq, point) ────────┴► KeyState ─► step(): bits ─► drive_body ─► Physics::step ─► history[tick]
 //!                                                                                          │
 //!  frame with a player block ─► on_player_block(serverTime, lastInputSeq, state) ─────────┘
 //!        rewind to `state` at the client tick it stands for, replay the newer ticks' bits
@@ -73,7 +77,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use rapier2d::prelude::{ColliderBuilder, RigidBodyBuilder, RigidBodyHandle, Rotation, Vector};
 use vimp_netcode::divergence::{DivergenceConfig, DivergenceDetector, DivergenceRecord};
-use vimp_netcode::input::{InputError, InputEvent, KeyAction, KeyBits, KeyState};
+use vimp_netcode::input::{Aim, InputError, InputEvent, KeyAction, KeyBits, KeyState};
 use vimp_netcode::snapshot::{Block, FieldValue, Frame, Row};
 
 use crate::engine::map::{DEFAULT_FRICTION, DEFAULT_RESTITUTION, GameMap, MapConfig, MapError, dynamic_box};
@@ -212,8 +216,8 @@ pub enum LocalShot {
     },
 }
 
-/// One recorded step: the bits it used and the motion after it, and the near boxes'
-/// states after it (`[x, y, angle, vx, vy, angvel]`).
+/// One recorded step: the input it used (key bits and the aim in force) and the motion
+/// after it, and the near boxes' states after it (`[x, y, angle, vx, vy, angvel]`).
 #[derive(Clone, Debug)]
 struct Record {
     tick: u32,
@@ -367,6 +371,16 @@ impl Predictor {
             self.sent.push_back((seq, self.tick + 1));
         }
         Ok(accepted)
+    }
+
+    /// Applies an aim the client sent (`None` lets go of it), by the host's rule (the latest
+    /// aim wins, in the keys' seq space); `false` for a seq already applied.
+    pub fn aim(&mut self, seq: u32, aim: Option<Aim>) -> bool {
+        let accepted = self.keys.apply_aim(seq, aim);
+        if accepted {
+            self.sent.push_back((seq, self.tick + 1));
+        }
+        accepted
     }
 
     /// Runs one fixed step: this step's key bits, the movement rule, the trigger, the

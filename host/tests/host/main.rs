@@ -9,7 +9,7 @@ use vimp_host::tanks::bots::{Bot, BotSkill, Mode};
 use vimp_host::tanks::figures::BotFigures;
 use vimp_host::tanks::tank::Tank;
 use vimp_host::tanks::weapons::Bomb;
-use vimp_netcode::input::{InputEvent, KeyAction};
+use vimp_netcode::input::{Aim, InputEvent, KeyAction};
 use vimp_netcode::schema::SnapshotSchema;
 use vimp_netcode::snapshot::{Block, unpack};
 
@@ -32,12 +32,16 @@ fn host(seed: u64, map: &str, bots: u8) -> Host {
     host
 }
 
-/// A human player's scripted keys: the same on every host that receives them.
+/// A human player's scripted keys and aims: the same on every host that receives them.
 fn script(tick: u32, seq: &mut u32) -> Vec<HostCommand> {
     let player = PlayerId(200);
     let key = |seq: &mut u32, action, name: &str| {
         *seq += 1;
         HostCommand::Input { player, event: InputEvent { seq: *seq, action, name: name.into() } }
+    };
+    let aim = |seq: &mut u32, at: Option<(f32, f32)>| {
+        *seq += 1;
+        HostCommand::Aim { player, seq: *seq, aim: at.and_then(|(x, y)| Aim::new(x, y, 0)) }
     };
     match tick % 240 {
         0 => vec![key(seq, KeyAction::Down, "forward"), key(seq, KeyAction::Down, "gunLeft")],
@@ -46,14 +50,17 @@ fn script(tick: u32, seq: &mut u32) -> Vec<HostCommand> {
             key(seq, KeyAction::Up, "left"),
             key(seq, KeyAction::Up, "gunLeft"),
             key(seq, KeyAction::Down, "nextWeapon"),
+            aim(seq, Some((256.0, 192.0))),
         ],
+        105 => vec![aim(seq, Some((40.0, 40.0)))],
         120 => vec![
             key(seq, KeyAction::Up, "forward"),
             key(seq, KeyAction::Down, "back"),
             key(seq, KeyAction::Down, "fire"),
         ],
         200 => vec![key(seq, KeyAction::Up, "back"), key(seq, KeyAction::Down, "right")],
-        230 => vec![key(seq, KeyAction::Up, "right")],
+        180 => vec![aim(seq, Some((470.0, 350.0)))],
+        230 => vec![key(seq, KeyAction::Up, "right"), aim(seq, None)],
         _ => vec![],
     }
 }

@@ -632,6 +632,36 @@ fn a_version_mismatch_is_4410_and_a_wrong_password_4401() {
 }
 
 #[test]
+fn a_hostile_aim_closes_only_its_sender_and_an_old_hello_is_not_welcomed_to_aim() {
+    let mut lan = Lan::new(None);
+    let ann = lan.join(hello("ann"));
+    let bob = lan.join(Hello { aim: false, ..hello("bob") });
+    assert!(lan.run_until(Duration::from_secs(2), |l| l.clients.iter().all(|c| c.stats().snapshots > 0)));
+    assert!(lan.clients[ann].welcome().is_some_and(|w| w.aim));
+    assert!(lan.clients[bob].welcome().is_some_and(|w| !w.aim), "a client that did not offer aims is not told of them");
+    let now = lan.now;
+    assert_eq!(lan.clients[bob].aim(now, vimp_netcode::input::Aim::new(1.0, 2.0, 0)), None, "so it sends none");
+    for (x, y) in [(f32::INFINITY, 0.0), (0.0, f32::NAN), (3e9, 0.0)] {
+        let mut lan = Lan::new(None);
+        let ann = lan.join(hello("ann"));
+        let bob = lan.join(hello("bob"));
+        assert!(lan.run_until(Duration::from_secs(2), |l| l.clients.iter().all(|c| c.stats().snapshots > 0)));
+        let mut frame = vec![op::client::KEYS_DATA, 1, 0, 0, 0, 50, 0x40];
+        frame.extend_from_slice(&x.to_be_bytes());
+        frame.extend_from_slice(&y.to_be_bytes());
+        frame.push(0);
+        let now = lan.now;
+        lan.clients[ann].transport_mut().send(now, HOST, Channel::Unreliable, frame);
+        lan.run(Duration::from_millis(200), None);
+        assert_eq!(lan.clients[ann].closed().map(|c| c.0), Some(close::PROTOCOL), "({x}, {y})");
+        assert!(lan.clients[bob].closed().is_none());
+        let before = lan.clients[bob].stats().snapshots;
+        lan.run(Duration::from_millis(200), None);
+        assert!(lan.clients[bob].stats().snapshots > before, "the match goes on");
+    }
+}
+
+#[test]
 fn a_key_event_in_the_spec_s_text_form_is_applied_like_a_binary_one() {
     let mut lan = Lan::new(None);
     let ann = lan.join(hello("ann"));

@@ -1,4 +1,4 @@
-//! The client's predictor and the host, fed the same keys, agree bit for bit.
+//! The client's predictor and the host, fed the same keys and aims, agree bit for bit.
 
 use vimp_host::engine::map::MapConfig;
 use vimp_host::engine::physics::Physics;
@@ -8,7 +8,7 @@ use vimp_host::tanks::GAME;
 use vimp_host::tanks::movement::Motion;
 use vimp_host::tanks::predict::{Predictor, PredictorConfig};
 use vimp_host::tanks::tank::{TANK_KIND, Tank};
-use vimp_netcode::input::{InputEvent, KeyAction};
+use vimp_netcode::input::{AIM_PRESSED, Aim, InputEvent, KeyAction};
 
 const HUMAN: PlayerId = PlayerId(0);
 
@@ -42,6 +42,22 @@ fn drive_script(tick: u32) -> &'static [(KeyAction, &'static str)] {
     }
 }
 
+/// Aim changes of the parity drive (`Some(None)` lets go): the pointer aims while the gun
+/// keys are held (they win) and while they are not, moves, presses, lets go, aims again.
+fn aim_script(tick: u32) -> Option<Option<Aim>> {
+    let at = |x, y, flags| Some(Aim::new(x, y, flags));
+    match tick {
+        100 => at(256.0, 192.0, 0),
+        360 => at(450.0, 60.0, AIM_PRESSED),
+        430 => at(449.5, 61.25, 0),
+        500 => at(60.0, 350.0, 0),
+        600 => Some(None),
+        700 => at(480.0, 300.0, 0),
+        860 => at(30.0, 30.0, AIM_PRESSED),
+        _ => None,
+    }
+}
+
 #[test]
 fn prediction_parity() {
     const TICKS: u32 = 900;
@@ -58,6 +74,7 @@ fn prediction_parity() {
     assert!(first.is_some_and(|c| c.snapped), "the first block places the tank");
 
     let (mut seq, mut wall_contacts, mut path) = (0, 0, 0.0);
+    let (mut aim, mut gun_keys, mut on_target) = (None, 0, 0);
     let mut last = start;
     for _ in 0..TICKS {
         let tick = host.tick() + 1;
@@ -65,6 +82,15 @@ fn prediction_parity() {
             seq += 1;
             host.push(HostCommand::Input { player: HUMAN, event: InputEvent { seq, action, name: name.into() } });
             predictor.key(seq, action, name).expect("a known key");
+            if name.starts_with("gun") {
+                gun_keys = if action == KeyAction::Down { gun_keys + 1 } else { gun_keys - 1 };
+            }
+        }
+        if let Some(change) = aim_script(tick) {
+            seq += 1;
+            host.push(HostCommand::Aim { player: HUMAN, seq, aim: change });
+            assert!(predictor.aim(seq, change), "a new seq");
+            aim = change;
         }
         host.step();
         predictor.step();
@@ -72,6 +98,13 @@ fn prediction_parity() {
         let predicted = predictor.motion().expect("the predictor has a tank");
         let same = authoritative.to_state().iter().zip(predicted.to_state()).all(|(a, p)| a.to_bits() == p.to_bits());
         assert!(same, "tick {tick}: host {authoritative:?}\n predictor {predicted:?}");
+        if let Some(a) = aim.filter(|_| gun_keys == 0) {
+            // The gun turned toward the point, from where the tank stood before the step.
+            let toward = libm::atan2f(a.y - last.y, a.x - last.x);
+            if vimp_netcode::wrap_angle(last.angle + authoritative.gun - toward).abs() < 1e-4 {
+                on_target += 1;
+            }
+        }
         path += libm::hypotf(predicted.x - last.x, predicted.y - last.y);
         last = predicted;
         wall_contacts += host
@@ -88,6 +121,7 @@ fn prediction_parity() {
     }
     assert!(wall_contacts >= 2, "the drive touches walls: {wall_contacts} contacts started");
     assert!(path > 400.0, "the tank drove {path} units");
+    assert!(on_target > 100, "the gun follows the aim: on target after {on_target} ticks");
 }
 
 /// A client over a lossy link predicts its tank; after the first seconds the host's
@@ -180,4 +214,102 @@ fn reconciliation_over_a_lossy_link_converges() {
         p.delay()
     );
     assert!(p50 < 0.5 && p95 < 5.0 && max < 20.0, "p50 {p50} p95 {p95} max {max}");
+}
+
+/// Two players over in-memory links: Ann sweeps her pointer round her tank and stops, Bob
+/// only drives. Ann's aims reach the host at most 30 a second; her gun turns toward the
+/// pointer on the host and in her predictor alike, to the same bits once it rests, and Bob
+/// sees it turn. Bob's gun stays as it was.
+#[test]
+fn aim_moves_the_gun_on_the_host_and_in_the_predictor_identically() {
+    use std::time::Duration;
+    use vimp_netcode::snapshot::Block;
+
+    let mut lan = crate::network::Lan::with_setup(None, Vec::new(), super::SMALL, 0, |_| {});
+    let (ann, bob) = (
+        lan.join(vimp_netcode::session::Hello::new("ann", "test")),
+        lan.join(vimp_netcode::session::Hello::new("bob", "test")),
+    );
+    let ready = |l: &crate::network::Lan| l.clients.iter().all(|c| c.last_frame().is_some_and(|f| f.player.is_some()));
+    assert!(lan.run_until(Duration::from_secs(3), ready), "both play");
+    assert!(lan.clients[ann].welcome().is_some_and(|w| w.aim), "the host takes aims");
+    let player = |lan: &crate::network::Lan, i: usize| PlayerId(lan.clients[i].welcome().expect("welcomed").player_id);
+    let (ann_id, bob_id) = (player(&lan, ann), player(&lan, bob));
+    let client_config = lan.clients[ann].config().cloned().expect("the config");
+    let map = MapConfig::from_json("small", super::SMALL).expect("map");
+    let mut predictor = Predictor::new(&client_config, &map, ann_id, PredictorConfig::default()).expect("predictor");
+    let step = Duration::from_secs_f64(predictor.dt() as f64);
+    let (mut predicted_to, mut last_frame) = (lan.now, 0);
+    let centre = lan.tank(ann_id.0).expect("Ann's tank").motion(lan.server.host().world().resource::<Physics>());
+    let bob_gun = lan.tank(bob_id.0).expect("Bob's tank").gun;
+    let (mut aims, mut sweep_end, mut rest) = (0u32, None, None);
+    let start = lan.now;
+    let mut bob_saw = Vec::new();
+    while lan.now < start + Duration::from_secs(5) {
+        let t = (lan.now - start).as_secs_f32();
+        // A sweep of 2 s at 1 rad/s round the tank, 150 units out, then the pointer rests.
+        let a = 1.0 * t.min(2.0) + 0.5;
+        let point = Aim::new(centre.x + 150.0 * libm::cosf(a), centre.y + 150.0 * libm::sinf(a), 0);
+        let now = lan.now;
+        if let Some(seq) = lan.clients[ann].aim(now, point) {
+            assert!(predictor.aim(seq, point), "a new seq");
+            aims += 1;
+            if t >= 2.0 {
+                rest.get_or_insert(point.expect("a point"));
+            } else {
+                sweep_end = Some(now);
+            }
+        }
+        if (lan.now - start).as_millis() == 1000 {
+            let seq = lan.clients[bob].key(KeyAction::Down, "forward").expect("a key");
+            assert!(seq > 0);
+        }
+        lan.run(Duration::from_millis(5), None);
+        if let Some(frame) = lan.clients[ann].last_frame().filter(|f| f.seq > last_frame).cloned() {
+            last_frame = frame.seq;
+            let obstacles = predictor.obstacles_from(&frame);
+            predictor.set_obstacles(&obstacles);
+            predictor.on_frame(&frame);
+        }
+        while predicted_to + step <= lan.now {
+            predictor.step();
+            predicted_to += step;
+        }
+        if let Some(Block::Indexed8(rows)) = lan.clients[bob].last_frame().and_then(|f| f.block(1))
+            && let Some((_, Some(row))) = rows.iter().find(|(id, _)| *id == ann_id.0)
+        {
+            bob_saw.push(row[3].as_f32());
+        }
+    }
+    let sweep = sweep_end.expect("the sweep sent aims") - start;
+    assert!(aims >= 40, "{aims} aims in 2 s");
+    assert!(aims as f64 <= sweep.as_secs_f64() * 30.0 + 2.0, "{aims} aims in {sweep:?}: at most 30 a second");
+    let rest = rest.expect("the resting aim went");
+    let host = lan.tank(ann_id.0).expect("Ann's tank").motion(lan.server.host().world().resource::<Physics>());
+    let toward = libm::atan2f(rest.y - host.y, rest.x - host.x);
+    assert!(
+        vimp_netcode::wrap_angle(host.gun_heading() - toward).abs() < 1e-5,
+        "the host's gun points at the pointer: {host:?}"
+    );
+    let predicted = predictor.motion().expect("the predictor has Ann's tank");
+    assert_eq!(
+        predicted.to_state().map(f32::to_bits),
+        host.to_state().map(f32::to_bits),
+        "host {host:?}\n predictor {predicted:?}"
+    );
+    let seen = *bob_saw.last().expect("Bob sees Ann's tank");
+    assert!(
+        vimp_netcode::wrap_angle(seen - host.gun).abs() < 0.01,
+        "Bob sees the gun at {seen}, the host has {}",
+        host.gun
+    );
+    let turned = bob_saw.iter().map(|g| vimp_netcode::wrap_angle(g - bob_saw[0]).abs()).fold(0.0, f32::max);
+    assert!(turned > 1.0, "Bob saw the gun sweep: {turned} rad");
+    assert_eq!(lan.tank(bob_id.0).expect("Bob's tank").gun, bob_gun, "Bob's gun stays");
+    // Over the link an aim may land a tick off the predictor's estimate of its delay: the
+    // gun, and only the gun, is then a step or two of its rate from the host's.
+    let gun_step = predictor.rules().models.tank.gun_rate * predictor.dt();
+    for d in predictor.take_divergence() {
+        assert!(d.components.iter().all(|c| c.index == 6 && c.delta.abs() <= 2.5 * gun_step), "{d:?}");
+    }
 }
