@@ -41,6 +41,8 @@ pub const CHAT_LINES: usize = 100;
 pub struct ChatLine {
     /// The author (`None` for the system).
     pub author: Option<String>,
+    /// The receiver of a personal line (`/w`), shown after the author.
+    pub to: Option<String>,
     /// The author's team.
     pub team: u8,
     /// The text.
@@ -444,9 +446,12 @@ impl MatchState {
 
     fn push_chat(&mut self, msg: ChatMessage, at: Duration) {
         let line = match msg {
-            ChatMessage::User { text, author, team } => ChatLine { author: Some(author), team, text, at },
-            ChatMessage::System { group, code, params } => {
-                ChatLine { author: None, team: 0, text: system_text(&group, code, &params), at }
+            ChatMessage::User { text, author, team } => ChatLine { author: Some(author), to: None, team, text, at },
+            ChatMessage::Personal { text, author, team, to } => {
+                ChatLine { author: Some(author), to: Some(to), team, text, at }
+            }
+            system @ ChatMessage::System { .. } => {
+                ChatLine { author: None, to: None, team: 0, text: system_text(&system), at }
             }
         };
         if self.chat.len() == CHAT_LINES {
@@ -561,17 +566,15 @@ pub fn blend_state(a: [f32; 8], b: [f32; 8], t: f32) -> [f32; 8] {
     out
 }
 
-/// The text of an engine system chat message (`s`: sessions, `v`: votes).
-pub fn system_text(group: &str, code: u32, params: &[String]) -> String {
-    let p = |i: usize| params.get(i).map_or("?", String::as_str);
-    match (group, code) {
-        ("s", 1) => format!("{} joined", p(0)),
-        ("s", 2) => format!("{} left", p(0)),
-        ("s", 3) => format!("{} is back", p(0)),
-        ("v", 1) => format!("the vote passed: map {}", p(0)),
-        ("v", 2) => format!("the vote failed: map {}", p(0)),
-        _ if params.is_empty() => format!("{group}:{code}"),
-        _ => format!("{group}:{code}: {}", params.join(", ")),
+/// The text of a system chat line: the engine's English for its groups, else the line as it came.
+pub fn system_text(line: &ChatMessage) -> String {
+    if let Some(text) = line.engine_text() {
+        return text;
+    }
+    match line {
+        ChatMessage::System { group, code, params } if params.is_empty() => format!("{group}:{code}"),
+        ChatMessage::System { group, code, params } => format!("{group}:{code}: {}", params.join(", ")),
+        ChatMessage::User { text, .. } | ChatMessage::Personal { text, .. } => text.clone(),
     }
 }
 

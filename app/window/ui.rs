@@ -413,8 +413,13 @@ fn match_ui(
             match &line.author {
                 Some(author) => {
                     area.horizontal_wrapped(|row| {
-                        row.colored_label(crate::tanks::hud::team_color32(line.team), format!("{author}:"));
-                        row.label(&line.text);
+                        let who = match &line.to {
+                            Some(to) => format!("{author} → {to}:"),
+                            None => format!("{author}:"),
+                        };
+                        row.colored_label(crate::tanks::hud::team_color32(line.team), who);
+                        let text = egui::RichText::new(&line.text);
+                        row.label(if line.to.is_some() { text.italics() } else { text });
                     });
                 }
                 None => {
@@ -423,7 +428,8 @@ fn match_ui(
             }
         }
         if ui.chat_open {
-            let edit = area.add(egui::TextEdit::singleline(&mut ui.chat_text).hint_text("say something (Enter)"));
+            let edit =
+                area.add(egui::TextEdit::singleline(&mut ui.chat_text).hint_text("say something, or /help (Enter)"));
             if ui.focus_chat {
                 edit.request_focus();
                 ui.focus_chat = false;
