@@ -1280,11 +1280,11 @@ impl ClientCore {
         self.host = Some((peer, ClientSession::new(ClientSessionConfig::new(self.hello.clone()), now)));
     }
 
-    /// The host named the key set: the spectator's keys or the game's. Events sent under the
-    /// other set are dropped rather than repeated, since the host would read their bits
-    /// through the new one.
+    /// The host named the key set: the spectator's keys or the game's (the welcome's, until
+    /// the host names one). Events sent under the other set are dropped rather than
+    /// repeated, since the host would read their bits through the new one.
     fn switch_keyset(&mut self, keyset: Keyset) {
-        if self.keyset.replace(keyset) == Some(keyset) {
+        if self.keyset.replace(keyset).unwrap_or(Keyset::Player) == keyset {
             return;
         }
         self.keys = match keyset {
