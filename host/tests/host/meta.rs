@@ -234,6 +234,21 @@ fn a_personal_line_reaches_one_player_only() {
 }
 
 #[test]
+fn a_line_the_game_sends_one_player_reaches_that_player_only() {
+    let mut lan = Lan::new(None);
+    let a = lan.join(hello("ann"));
+    let b = lan.join(hello("bob"));
+    welcomed(&mut lan);
+    let ann = player_id(&lan, a);
+    let line = meta::ChatMessage::System { group: "b".into(), code: 9, params: vec!["secret".into()] };
+    let world = lan.server.host_mut().world_mut();
+    world.resource_mut::<vimp_host::engine::meta::MetaOutbox>().chat_to(ann, &line);
+    assert!(lan.run_until(SECOND, |l| chat_of(l, a).contains(&json!("b:9:secret"))));
+    lan.run(SECOND / 5, None);
+    assert!(!chat_of(&lan, b).contains(&json!("b:9:secret")), "{:?}", chat_of(&lan, b));
+}
+
+#[test]
 fn a_personal_line_to_nobody_or_to_oneself_is_an_error_to_the_sender_only() {
     let mut lan = Lan::new(None);
     let a = lan.join(hello("ann"));
