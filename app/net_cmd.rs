@@ -101,7 +101,7 @@ pub struct JoinArgs {
     /// host refused us, and said why).
     #[arg(long, value_name = "SECONDS", default_value_t = 15.0)]
     pub join_timeout: f64,
-    /// A chat line to say once joined.
+    /// A chat line to say once joined, or a chat command (`/spectate`, `/w name text`, `/help`).
     #[arg(long)]
     pub say: Option<String>,
     /// Seconds after the welcome to wait before saying it (so friends joining meanwhile hear it).

@@ -206,6 +206,24 @@ fn spectate_and_play_switch_the_keyset_the_keys_and_the_tank() {
 }
 
 #[test]
+fn a_seat_taken_back_keeps_watching_whatever_its_hello_says() {
+    let mut lan = Lan::new(None);
+    let a = lan.join(hello("ann"));
+    welcomed(&mut lan);
+    lan.clients[a].say("/spectate");
+    assert!(lan.run_until(SECOND, |l| !plays(l, a) && l.server.is_watching(player_id(l, a))));
+    let token = lan.clients[a].welcome().map(|w| w.token).expect("welcome");
+    lan.clients[a].transport_mut().disconnect(super::network::HOST);
+    lan.run(SECOND, Some(&[]));
+    let back = lan.join(Hello { resume_token: Some(token), ..hello("ann") });
+    assert!(lan.run_until(2 * SECOND, |l| l.clients[back].welcome().is_some_and(|w| w.resumed)));
+    lan.run(SECOND / 5, None);
+    assert!(lan.clients[back].welcome().is_some_and(|w| w.spectator), "the welcome says so");
+    assert_eq!(lan.clients[back].keyset(), Some(Keyset::Spectator));
+    assert!(!plays(&lan, back), "no tank for a seat that watches");
+}
+
+#[test]
 fn a_personal_line_reaches_one_player_only() {
     let mut lan = Lan::new(None);
     let a = lan.join(hello("ann"));
