@@ -212,4 +212,16 @@ mod tests {
         assert_eq!(split_receiver("bobby hi", &names), ("bobby", "hi"), "a name is whole, not a prefix");
         assert_eq!(split_receiver("", &names), ("", ""));
     }
+
+    proptest::proptest! {
+        /// Whatever a player writes after `/w`, in any script, the split never panics and
+        /// gives back pieces of what was written.
+        #[test]
+        fn any_arguments_split_without_panicking(args in "\\PC{0,24}", name in "\\PC{1,6}") {
+            let names = [name.as_str(), "ann", "ÄÖ ü"];
+            let (who, text) = split_receiver(&args, &names);
+            proptest::prop_assert!(args.contains(who) && args.contains(text), "{args:?} → {who:?}, {text:?}");
+            let _ = Command::parse(&args);
+        }
+    }
 }
