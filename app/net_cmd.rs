@@ -101,7 +101,7 @@ pub struct JoinArgs {
     /// host refused us, and said why).
     #[arg(long, value_name = "SECONDS", default_value_t = 15.0)]
     pub join_timeout: f64,
-    /// A chat line to say once joined.
+    /// A chat line to say once joined, or a chat command (`/spectate`, `/w name text`, `/help`).
     #[arg(long)]
     pub say: Option<String>,
     /// Seconds after the welcome to wait before saying it (so friends joining meanwhile hear it).
@@ -376,6 +376,25 @@ pub fn host(args: &HostArgs, game: &Game) -> anyhow::Result<i32> {
 }
 
 /// The `q` quantile of `values` (0 when empty).
+/// A headless player answers the game's form (`AUTH_DATA`) with the form's own values, and
+/// says what the host thought of an answer it refused.
+fn answer_form(client: &mut vimp_netcode::client::ClientCore, port: u8, payload: &[u8]) {
+    use vimp_netcode::meta::{AuthResponse, AuthResult, ClientMeta, MetaMessage};
+    match MetaMessage::decode(port, payload) {
+        Ok(MetaMessage::AuthData(form)) => {
+            let fields = form.params.into_iter().map(|p| (p.name, p.value)).collect();
+            eprintln!("the game asks for a form: answered with its own values");
+            let answer = ClientMeta::AuthResponse(AuthResponse(fields)).encode();
+            client.send_meta(vimp_netcode::meta::AUTH_RESPONSE, &answer);
+        }
+        Ok(MetaMessage::AuthResult(AuthResult::Rejected(errors))) => {
+            let errors: Vec<String> = errors.iter().map(|(field, why)| format!("{field}: {why}")).collect();
+            eprintln!("the host refused the form: {}", errors.join("; "));
+        }
+        _ => {}
+    }
+}
+
 fn percentile(values: &[f32], q: f64) -> f32 {
     let mut v = values.to_vec();
     v.sort_by(f32::total_cmp);
@@ -529,7 +548,7 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
                     eprintln!("the @changeHost vote passed ({} of {})", vote.yes, vote.electorate);
                 }
             }
-            if client.welcome().is_some_and(|w| w.spectator) {
+            if client.keyset() == Some(vimp_netcode::meta::Keyset::Spectator) {
                 // A spectator switches the watched player every 2 s.
                 if now.as_millis() % 2000 < 2 {
                     let seq = client.key(KeyAction::Down, "nextPlayer");
@@ -574,6 +593,7 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
             let _ = client.take_frames();
         }
         for (port, payload) in meta {
+            answer_form(client, port, &payload);
             if port == vimp_netcode::meta::STAT_DATA
                 && let (Ok(stat), Some(w)) = (serde_json::from_slice::<serde_json::Value>(&payload), client.welcome())
             {

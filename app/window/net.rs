@@ -16,8 +16,8 @@ use vimp_netcode::client::{AIM_INTERVAL, ClientCore, ClientStats};
 use vimp_netcode::input::{Aim, KeyAction};
 use vimp_netcode::interp::{InterpolationConfig, Interpolator, Sample};
 use vimp_netcode::meta::{
-    self, ChatMessage, ChatText, ClientMeta, GameInform, ListRequest, MetaMessage, StatView, TechInform, Vote,
-    VoteAnswer, VoteValues,
+    self, AuthData, AuthResponse, AuthResult, ChatMessage, ChatText, ClientMeta, GameInform, Keyset, ListRequest,
+    MetaMessage, StatView, TechInform, Vote, VoteAnswer, VoteValues,
 };
 use vimp_netcode::session::Hello;
 use vimp_netcode::transport::LinkPath;
@@ -41,12 +41,54 @@ pub const CHAT_LINES: usize = 100;
 pub struct ChatLine {
     /// The author (`None` for the system).
     pub author: Option<String>,
+    /// The receiver of a personal line (`/w`), shown after the author.
+    pub to: Option<String>,
     /// The author's team.
     pub team: u8,
     /// The text.
     pub text: String,
     /// When it arrived.
     pub at: Duration,
+}
+
+/// The game's form while the host waits for it (`AUTH_DATA`): what the player typed, and
+/// the host's word on each field after an answer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GameForm {
+    /// The form as the host sent it.
+    pub data: AuthData,
+    /// What each field holds now, by param name (a param's `value` to begin with).
+    pub values: BTreeMap<String, String>,
+    /// The host's errors of the last answer, by field.
+    pub errors: BTreeMap<String, String>,
+    /// An answer went and the host has not said yet.
+    pub waiting: bool,
+}
+
+impl GameForm {
+    /// The form with its fields at their params' values.
+    pub fn new(data: AuthData) -> GameForm {
+        let text = |v: &serde_json::Value| {
+            v.as_str().map_or_else(|| if v.is_null() { String::new() } else { v.to_string() }, str::to_owned)
+        };
+        let values = data.params.iter().map(|p| (p.name.clone(), text(&p.value))).collect();
+        GameForm { data, values, errors: BTreeMap::new(), waiting: false }
+    }
+
+    /// The answer to send: each field as typed, a number where the param says `numeric`.
+    pub fn answer(&self) -> AuthResponse {
+        let mut fields = serde_json::Map::new();
+        for param in &self.data.params {
+            let typed = self.values.get(&param.name).map_or("", String::as_str).trim();
+            let numeric = param.options.get("numeric").and_then(serde_json::Value::as_bool) == Some(true);
+            let value = match typed.parse::<f64>().ok().and_then(serde_json::Number::from_f64) {
+                Some(n) if numeric => serde_json::Value::Number(n),
+                _ => serde_json::Value::String(typed.to_owned()),
+            };
+            fields.insert(param.name.clone(), value);
+        }
+        AuthResponse(fields)
+    }
 }
 
 /// A match in progress (see the module docs).
@@ -86,6 +128,10 @@ pub struct MatchState {
     pub banner: Option<(GameInform, Duration)>,
     /// The black screen, while shown.
     pub tech: Option<TechInform>,
+    /// Whether the player plays or watches, as the host last said (`KEYSET_DATA`).
+    pub keyset: Option<Keyset>,
+    /// The game's form, while the host waits for it.
+    pub form: Option<GameForm>,
     /// A map that failed to load on save, with its errors.
     pub map_error: Option<String>,
     /// The warnings of the map being played (one per line), and when they came.
@@ -211,6 +257,8 @@ impl MatchState {
             vote: None,
             banner: None,
             tech: None,
+            keyset: None,
+            form: None,
             map_error: None,
             map_warnings: None,
             note: None,
@@ -398,14 +446,22 @@ impl MatchState {
             return;
         };
         self.predictor_map = self.map_version;
-        self.predictor =
-            if welcome.spectator { None } else { (self.make_prediction)(config, map, PlayerId(welcome.player_id)) };
+        self.predictor = if self.watching(welcome) {
+            None
+        } else {
+            (self.make_prediction)(config, map, PlayerId(welcome.player_id))
+        };
         // The aim in force goes on in the new prediction, as it does on the host.
         if let (Some(p), Some((_, aim, seq))) = (self.predictor.as_mut(), self.aim) {
             p.aim(seq, aim);
         }
         self.predicted_to = now;
         self.sync_panel();
+    }
+
+    /// Whether the player watches: the host's key set, else the welcome's word.
+    fn watching(&self, welcome: &vimp_netcode::session::Welcome) -> bool {
+        self.keyset.map_or(welcome.spectator, |k| k == Keyset::Spectator)
     }
 
     /// Tells the prediction what the player's panel shows.
@@ -424,11 +480,31 @@ impl MatchState {
                     self.map_version += 1;
                 }
             }
-            MetaMessage::Clear(_) => {
+            MetaMessage::Clear(meta::Clear::All) => {
                 if let Some(interp) = self.interp.as_mut() {
                     interp.clear();
                 }
                 self.sample = Sample::default();
+            }
+            MetaMessage::Clear(meta::Clear::Set(set)) => {
+                let key = self.client().schema().and_then(|s| s.by_name(&set)).map(|b| b.id);
+                if let (Some(interp), Some(key)) = (self.interp.as_mut(), key) {
+                    interp.clear_key(key);
+                }
+            }
+            // Playing or watching now: the prediction is built again (or dropped), and keys
+            // held belong to the other set.
+            MetaMessage::Keyset(keyset) if self.keyset.replace(keyset) != Some(keyset) => {
+                self.predictor_map = 0;
+                self.held.clear();
+            }
+            MetaMessage::AuthData(data) => self.form = Some(GameForm::new(data)),
+            MetaMessage::AuthResult(AuthResult::Accepted) => self.form = None,
+            MetaMessage::AuthResult(AuthResult::Rejected(errors)) => {
+                if let Some(form) = self.form.as_mut() {
+                    form.errors = errors;
+                    form.waiting = false;
+                }
             }
             MetaMessage::Panel(panel) => {
                 for (key, value) in panel.0 {
@@ -451,9 +527,12 @@ impl MatchState {
 
     fn push_chat(&mut self, msg: ChatMessage, at: Duration) {
         let line = match msg {
-            ChatMessage::User { text, author, team } => ChatLine { author: Some(author), team, text, at },
-            ChatMessage::System { group, code, params } => {
-                ChatLine { author: None, team: 0, text: system_text(&group, code, &params), at }
+            ChatMessage::User { text, author, team } => ChatLine { author: Some(author), to: None, team, text, at },
+            ChatMessage::Personal { text, author, team, to } => {
+                ChatLine { author: Some(author), to: Some(to), team, text, at }
+            }
+            system @ ChatMessage::System { .. } => {
+                ChatLine { author: None, to: None, team: 0, text: system_text(&system), at }
             }
         };
         if self.chat.len() == CHAT_LINES {
@@ -515,6 +594,15 @@ impl MatchState {
         let payload = ClientMeta::Chat(text).encode();
         self.with_client(move |c| c.send_meta(meta::CHAT, &payload));
         Ok(())
+    }
+
+    /// Sends the game's form as filled in; the host answers with `AUTH_RESULT`.
+    pub fn submit_form(&mut self) {
+        let Some(form) = self.form.as_mut() else { return };
+        form.waiting = true;
+        form.errors.clear();
+        let payload = ClientMeta::AuthResponse(form.answer()).encode();
+        self.with_client(move |c| c.send_meta(meta::AUTH_RESPONSE, &payload));
     }
 
     /// Answers the vote asked.
@@ -594,23 +682,51 @@ pub fn blend_state(a: [f32; 8], b: [f32; 8], t: f32) -> [f32; 8] {
     out
 }
 
-/// The text of an engine system chat message (`s`: sessions, `v`: votes).
-pub fn system_text(group: &str, code: u32, params: &[String]) -> String {
-    let p = |i: usize| params.get(i).map_or("?", String::as_str);
-    match (group, code) {
-        ("s", 1) => format!("{} joined", p(0)),
-        ("s", 2) => format!("{} left", p(0)),
-        ("s", 3) => format!("{} is back", p(0)),
-        ("v", 1) => format!("the vote passed: map {}", p(0)),
-        ("v", 2) => format!("the vote failed: map {}", p(0)),
-        _ if params.is_empty() => format!("{group}:{code}"),
-        _ => format!("{group}:{code}: {}", params.join(", ")),
+/// The text of a system chat line: the engine's English for its groups, else the line as it came.
+pub fn system_text(line: &ChatMessage) -> String {
+    if let Some(text) = line.engine_text() {
+        return text;
+    }
+    match line {
+        ChatMessage::System { group, code, params } if params.is_empty() => format!("{group}:{code}"),
+        ChatMessage::System { group, code, params } => format!("{group}:{code}: {}", params.join(", ")),
+        ChatMessage::User { text, .. } | ChatMessage::Personal { text, .. } => text.clone(),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_form_starts_at_its_values_and_answers_numbers_where_the_param_says() {
+        let param = |name: &str, value, options| meta::AuthParam { name: name.into(), value, options };
+        let data = AuthData {
+            elems: serde_json::json!({}),
+            params: vec![
+                param("nick", serde_json::json!("ann"), serde_json::json!({})),
+                param("age", serde_json::Value::Null, serde_json::json!({ "numeric": true })),
+                param("seat", serde_json::json!(3), serde_json::json!({})),
+            ],
+            texts: None,
+        };
+        let mut form = GameForm::new(data);
+        let shown: Vec<&str> = form.values.values().map(String::as_str).collect();
+        assert_eq!(shown, ["", "ann", "3"], "by name: age, nick, seat");
+        form.values.insert("age".into(), " 30 ".into());
+        let answer = serde_json::Value::Object(form.answer().0);
+        assert_eq!(answer, serde_json::json!({ "nick": "ann", "age": 30.0, "seat": "3" }));
+        form.values.insert("age".into(), "old".into());
+        assert_eq!(form.answer().0["age"], serde_json::json!("old"), "the host says what is wrong with it");
+    }
+
+    #[test]
+    fn system_lines_read_in_english_and_a_game_s_as_they_came() {
+        let line = |json: &str| ChatMessage::from_json(serde_json::from_str(json).expect("json")).expect("a line");
+        assert_eq!(system_text(&line(r#""c:1:bob""#)), "no player named bob");
+        assert_eq!(system_text(&line(r#""s:4:ann""#)), "ann is watching");
+        assert_eq!(system_text(&line(r#""b:3:ann,bob""#)), "b:3: ann, bob");
+    }
 
     #[test]
     fn blending_goes_the_short_way_round_and_hits_both_ends() {

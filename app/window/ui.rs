@@ -326,6 +326,52 @@ fn settings_page(ui: &mut egui::Ui, state: &mut UiState, store: &mut SettingsSto
     }
 }
 
+/// The game's form: a field per param (a choice box where the param lists its options),
+/// each with the host's error under it; returns whether the player sent it, or put it off.
+fn game_form(w: &mut egui::Ui, form: &mut crate::window::net::GameForm) -> (bool, bool) {
+    let title =
+        form.data.texts.as_ref().and_then(|t| t.get("title")).and_then(|t| t.as_str()).unwrap_or("Before you play");
+    w.label(egui::RichText::new(title).size(20.0).strong());
+    for param in &form.data.params {
+        let option = |key: &str| param.options.get(key);
+        if option("hidden").and_then(|h| h.as_bool()) == Some(true) {
+            continue;
+        }
+        let label = option("label").and_then(|l| l.as_str()).unwrap_or(&param.name).to_owned();
+        let value = form.values.entry(param.name.clone()).or_default();
+        w.horizontal(|row| {
+            row.label(label);
+            match option("options").and_then(|o| o.as_array()) {
+                Some(choices) => {
+                    egui::ComboBox::from_id_salt(&param.name).selected_text(value.clone()).show_ui(row, |list| {
+                        for choice in choices {
+                            let v = choice.get("value").unwrap_or(choice);
+                            let v = v.as_str().map_or_else(|| v.to_string(), str::to_owned);
+                            let shown = choice.get("label").and_then(|l| l.as_str()).unwrap_or(&v).to_owned();
+                            list.selectable_value(value, v, shown);
+                        }
+                    });
+                }
+                None => {
+                    row.text_edit_singleline(value);
+                }
+            }
+        });
+        if let Some(error) = form.errors.get(&param.name) {
+            w.colored_label(egui::Color32::from_rgb(255, 110, 100), error);
+        }
+    }
+    for (field, error) in form.errors.iter().filter(|(f, _)| !form.data.params.iter().any(|p| &p.name == *f)) {
+        w.colored_label(egui::Color32::from_rgb(255, 110, 100), format!("{field}: {error}"));
+    }
+    let mut out = (false, false);
+    w.horizontal(|row| {
+        out.0 = row.add_enabled(!form.waiting, egui::Button::new("Play")).clicked();
+        out.1 = row.button("Watch for now").clicked();
+    });
+    out
+}
+
 /// Keys to input events while no text field has the keyboard; Tab, F3, F4, Enter and Esc for the window.
 fn game_keys(
     keys: Res<ButtonInput<KeyCode>>,
@@ -439,10 +485,37 @@ fn match_ui(
     let mut leave = false;
     crosshair(ctx, store.settings.aim);
 
-    // The HUD from the panel.
+    // The HUD from the panel; a spectator's says how to play.
+    let watching = m.keyset == Some(vimp_netcode::meta::Keyset::Spectator);
     egui::Area::new(egui::Id::new("panel")).anchor(egui::Align2::LEFT_TOP, [12.0, 12.0]).show(ctx, |area| {
-        egui::Frame::popup(area.style()).show(area, |area| crate::tanks::hud::panel(area, &m.panel));
+        egui::Frame::popup(area.style()).show(area, |area| {
+            crate::tanks::hud::panel(area, &m.panel);
+            if watching {
+                area.weak("watching: ←/→ other players, /play to join");
+            }
+        });
     });
+
+    // The game's form, before it lets the player play.
+    if m.form.is_some() {
+        let mut submit = false;
+        let mut later = false;
+        egui::Window::new("form")
+            .title_bar(false)
+            .anchor(egui::Align2::CENTER_CENTER, [0.0, 0.0])
+            .collapsible(false)
+            .resizable(false)
+            .show(ctx, |w| {
+                if let Some(form) = m.form.as_mut() {
+                    (submit, later) = game_form(w, form);
+                }
+            });
+        if submit {
+            m.submit_form();
+        } else if later {
+            m.form = None;
+        }
+    }
 
     // The lobby code when hosting, with who is here.
     if let Some((code, url)) = m.node.lobby.clone() {
@@ -473,8 +546,13 @@ fn match_ui(
             match &line.author {
                 Some(author) => {
                     area.horizontal_wrapped(|row| {
-                        row.colored_label(crate::tanks::hud::team_color32(line.team), format!("{author}:"));
-                        row.label(&line.text);
+                        let who = match &line.to {
+                            Some(to) => format!("{author} → {to}:"),
+                            None => format!("{author}:"),
+                        };
+                        row.colored_label(crate::tanks::hud::team_color32(line.team), who);
+                        let text = egui::RichText::new(&line.text);
+                        row.label(if line.to.is_some() { text.italics() } else { text });
                     });
                 }
                 None => {
@@ -483,7 +561,8 @@ fn match_ui(
             }
         }
         if ui.chat_open {
-            let edit = area.add(egui::TextEdit::singleline(&mut ui.chat_text).hint_text("say something (Enter)"));
+            let edit =
+                area.add(egui::TextEdit::singleline(&mut ui.chat_text).hint_text("say something, or /help (Enter)"));
             if ui.focus_chat {
                 edit.request_focus();
                 ui.focus_chat = false;

@@ -9,6 +9,7 @@
 //!   receiver out, each client's of what it sees;
 //! - [`state`] and [`dump`]: mid-round dumps and their container;
 //! - [`roster`] and [`server`]: slots, tokens and resume; the host on the network;
+//! - [`auth`]: the form a game may ask for before a player plays, checked on the host;
 //! - [`migration`]: the log, checkpoints and the successor's shadow;
 //! - [`node`]: one per process — the transport, the player's client and the role (following,
 //!   shadowing, hosting), and every change of role: promotion, step-down, handoff;
@@ -18,6 +19,7 @@
 //! - [`game`]: what the engine needs of a game ([`Game`](game::Game)) and the bots' levels;
 //! - [`rng`], [`tags`], [`meta`], [`debug`].
 
+pub mod auth;
 pub mod config;
 pub mod debug;
 pub mod dump;

@@ -68,7 +68,7 @@ use std::time::Duration;
 use crate::delta;
 use crate::frame::{self, Channel, op};
 use crate::input::{Aim, AimEvent, BinaryKeyEvent, KeyAction, KeyTable, WireInput};
-use crate::meta::{ChatHistory, ChatMessage};
+use crate::meta::{ChatHistory, ChatMessage, Keyset, MetaMessage};
 use crate::migration::{
     CHECK_TIME, CheckpointAssembler, Claim, Handoff, HostBallot, HostCheck, HostSeen, HostVote, Links,
     MIN_CHECK_INTERVAL, MIN_REQUEST_INTERVAL, MigrationPayload, Succession,
@@ -338,7 +338,12 @@ pub struct ClientCore {
     welcome: Option<Welcome>,
     config: Option<serde_json::Value>,
     schema: Option<SnapshotSchema>,
+    /// The key table in use: the game's while playing, the spectator's while watching.
     keys: Option<KeyTable>,
+    /// The game's key table, from the config.
+    player_keys: Option<KeyTable>,
+    /// The key set the host last named (`KEYSET_DATA`).
+    keyset: Option<Keyset>,
     next_seq: u32,
     last_frame: Option<Frame>,
     frames: VecDeque<Frame>,
@@ -408,6 +413,8 @@ impl ClientCore {
             config: None,
             schema: None,
             keys: None,
+            player_keys: None,
+            keyset: None,
             next_seq: 1,
             last_frame: None,
             frames: VecDeque::new(),
@@ -838,6 +845,11 @@ impl ClientCore {
         self.keys.as_ref()
     }
 
+    /// The key set the host last named (`KEYSET_DATA`): whether this client plays or watches.
+    pub fn keyset(&self) -> Option<Keyset> {
+        self.keyset
+    }
+
     /// Chat lines received (`[text, author, teamId]`).
     pub fn chat(&self) -> &[serde_json::Value] {
         &self.chat
@@ -915,7 +927,8 @@ impl ClientCore {
     /// [`AIM_INTERVAL`] after the last one: call again with the pointer's newest point (the
     /// latest aim wins). Letting go is never held back.
     pub fn aim(&mut self, now: Duration, aim: Option<Aim>) -> Option<u32> {
-        if !self.welcome.as_ref().is_some_and(|w| w.aim) {
+        // A host that takes no aims, or a seat that watches (it has the spectator's keys), gets none.
+        if !self.welcome.as_ref().is_some_and(|w| w.aim) || self.keyset == Some(Keyset::Spectator) {
             return None;
         }
         let last = self.last_aim;
@@ -1329,6 +1342,23 @@ impl ClientCore {
         self.host = Some((peer, ClientSession::new(ClientSessionConfig::new(self.hello.clone()), now)));
     }
 
+    /// The host named the key set: the spectator's keys or the game's (the welcome's, until
+    /// the host names one). Events sent under the other set are dropped rather than
+    /// repeated, since the host would read their bits through the new one.
+    fn switch_keyset(&mut self, keyset: Keyset) {
+        if self.keyset.replace(keyset).unwrap_or(Keyset::Player) == keyset {
+            return;
+        }
+        self.keys = match keyset {
+            Keyset::Spectator => Some(crate::session::spectator_keys()),
+            Keyset::Player => self.player_keys.clone(),
+        };
+        self.sent.clear();
+        if let Some((_, session)) = self.host.as_mut() {
+            session.ack_inputs(self.next_seq.saturating_sub(1));
+        }
+    }
+
     fn on_event(&mut self, event: ClientEvent, now: Duration) {
         match event {
             ClientEvent::Welcomed(w) => {
@@ -1358,6 +1388,7 @@ impl ClientCore {
                 self.following.0 = w.epoch;
                 self.next_seq = self.next_seq.max(w.input_seq + 1);
                 if w.spectator {
+                    self.keyset = Some(Keyset::Spectator);
                     self.keys = Some(crate::session::spectator_keys());
                 }
                 // A new host: the inputs it has not applied go again.
@@ -1384,8 +1415,9 @@ impl ClientCore {
             ClientEvent::Meta { port: op::CONFIG_DATA, payload } => {
                 let config: serde_json::Value = serde_json::from_slice(&payload).unwrap_or_default();
                 self.schema = SnapshotSchema::from_value(config["engine"]["snapshot"].clone()).ok();
-                if !self.welcome.as_ref().is_some_and(|w| w.spectator) {
-                    self.keys = serde_json::from_value(config["game"]["playerKeys"].clone()).ok();
+                self.player_keys = serde_json::from_value(config["game"]["playerKeys"].clone()).ok();
+                if self.keyset != Some(Keyset::Spectator) {
+                    self.keys.clone_from(&self.player_keys);
                 }
                 self.config = Some(config);
                 self.stats.configs += 1;
@@ -1394,6 +1426,12 @@ impl ClientCore {
                 if let Ok(line) = serde_json::from_slice(&payload) {
                     self.chat.push(line);
                 }
+            }
+            ClientEvent::Meta { port: op::KEYSET_DATA, payload } => {
+                if let Ok(MetaMessage::Keyset(keyset)) = MetaMessage::decode(op::KEYSET_DATA, &payload) {
+                    self.switch_keyset(keyset);
+                }
+                self.meta.push((op::KEYSET_DATA, payload));
             }
             ClientEvent::Meta { port, payload } => self.meta.push((port, payload)),
             ClientEvent::Snapshot(bytes) => {
@@ -1832,6 +1870,83 @@ mod tests {
             w.aim = false;
         }
         assert_eq!(core.aim(ms(200), a), None);
+    }
+
+    /// A core welcomed by a host session on peer 1 whose config names the game's keys, and
+    /// that host session: [`deliver`] carries what one sends to the other.
+    fn core_with_keys() -> (ClientCore, crate::session::HostSession) {
+        use crate::session::{HostSession, HostSessionConfig};
+        let mut core = ClientCore::new(Hello::new("ann", "test"), ClientConfig::default());
+        core.set_local_id(Some(PeerKey(9)));
+        let mut host = HostSession::new(HostSessionConfig::default(), Duration::ZERO);
+        core.handle(Duration::ZERO, TransportEvent::Connected(PeerKey(1)));
+        let config = serde_json::json!({ "game": { "playerKeys": { "forward": { "bit": 0, "type": 0 } } } });
+        for round in 0..4 {
+            let now = Duration::from_millis(round);
+            core.handle_timeout(now);
+            for (_, channel, bytes) in std::iter::from_fn(|| core.poll_transmit()).collect::<Vec<_>>() {
+                host.handle_message(now, channel, &bytes);
+            }
+            while let Some(event) = host.poll_event() {
+                if let crate::session::HostEvent::Hello(_) = event {
+                    host.accept(&crate::session::test_support::welcome(), &config);
+                }
+            }
+            deliver(&mut core, &mut host, now);
+        }
+        assert!(core.welcome().is_some());
+        (core, host)
+    }
+
+    /// Hands each side's frames to the other at `now`; the input events the host read.
+    fn deliver(core: &mut ClientCore, host: &mut crate::session::HostSession, now: Duration) -> Vec<u32> {
+        for (_, channel, bytes) in std::iter::from_fn(|| core.poll_transmit()).collect::<Vec<_>>() {
+            host.handle_message(now, channel, &bytes);
+        }
+        let mut seqs = Vec::new();
+        while let Some(event) = host.poll_event() {
+            if let crate::session::HostEvent::Input(events) = event {
+                seqs.extend(events.iter().map(|e| e.seq()));
+            }
+        }
+        while let Some((channel, bytes)) = host.poll_transmit() {
+            core.handle(now, TransportEvent::Message { peer: PeerKey(1), channel, bytes });
+        }
+        core.handle_timeout(now);
+        seqs
+    }
+
+    #[test]
+    fn a_keyset_from_the_host_switches_the_keys_and_drops_events_of_the_other_set() {
+        let (mut core, mut host) = core_with_keys();
+        let ms = Duration::from_millis;
+        assert_eq!(core.keyset(), None, "no key set named yet: the game's keys");
+        assert!(core.key(KeyAction::Down, "forward").is_some());
+        assert!(core.key(KeyAction::Down, "nextPlayer").is_none());
+
+        host.send(Channel::Reliable, op::KEYSET_DATA, b"0");
+        deliver(&mut core, &mut host, ms(10));
+        assert_eq!(core.keyset(), Some(Keyset::Spectator));
+        assert!(core.key(KeyAction::Down, "forward").is_none(), "a spectator has no forward key");
+        let next = core.key(KeyAction::Down, "nextPlayer").expect("a spectator key");
+        assert!(core.take_meta().contains(&(op::KEYSET_DATA, b"0".to_vec())), "the app sees it too");
+
+        // Back to playing before the host acknowledged `nextPlayer`: it is never sent again,
+        // since the host would read its bit as one of the game's keys.
+        host.send(Channel::Reliable, op::KEYSET_DATA, b"1");
+        deliver(&mut core, &mut host, ms(11));
+        assert_eq!(core.keyset(), Some(Keyset::Player));
+        let forward = core.key(KeyAction::Down, "forward").expect("the game's keys again");
+        let mut heard = Vec::new();
+        for t in (20..600).step_by(10) {
+            core.handle_timeout(ms(t));
+            heard.extend(deliver(&mut core, &mut host, ms(t)));
+        }
+        assert!(heard.contains(&forward), "{heard:?}");
+        assert!(
+            !heard.iter().any(|seq| (next..forward).contains(seq)),
+            "{heard:?}: nothing of the old set after {next}"
+        );
     }
 
     /// What the transport may report: a link opening or dropping, or a frame from one of

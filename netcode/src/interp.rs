@@ -176,6 +176,18 @@ impl Interpolator {
         self.seen.clear();
     }
 
+    /// Forgets the rows of one hot key (`CLEAR "setId"`: that set started over, as a map's
+    /// crates at a new round), so they jump to where the next frames put them instead of
+    /// sliding there; every other key goes on as it was. Frames that come later bring the
+    /// key's rows back.
+    pub fn clear_key(&mut self, key: u8) {
+        self.base.remove(&key);
+        for frame in &mut self.frames {
+            frame.hot.retain(|(k, _)| *k != key);
+            frame.state.remove(&key);
+        }
+    }
+
     /// Takes a decoded frame; `server_now_ms` is the caller's estimate of the server clock.
     pub fn push(&mut self, frame: Frame, server_now_ms: f64) -> PushOutcome {
         if frame.server_time_ms < server_now_ms - self.config.max_frame_age {
@@ -431,6 +443,33 @@ mod tests {
         let s = i.sample(1500.0);
         assert_eq!(x_of(&s, 7), Some(8.0));
         assert_eq!(s.hot[&1][&7][2], FieldValue::U8(2));
+    }
+
+    #[test]
+    fn a_cleared_key_jumps_to_its_next_place_and_the_other_keys_go_on() {
+        let mut i = interp();
+        let both = |seq, t, x: f32| {
+            let list = Block::List16(vec![vec![FieldValue::F32(x)]]);
+            frame(seq, t, vec![(1, Block::Indexed8(vec![(7, Some(row(x, 0.0, 0)))])), (3, list)])
+        };
+        i.push(both(1, 0.0, 0.0), 0.0);
+        i.push(both(2, 40.0, 8.0), 40.0);
+        i.clear_key(1);
+        // The key's rows start over far away: never drawn between the old place and the new.
+        i.push(both(3, 80.0, 100.0), 80.0);
+        for now in [120.0, 140.0, 170.0] {
+            let s = i.sample(now);
+            assert!(x_of(&s, 7).is_none_or(|x| x == 100.0), "at {now}: {:?}", x_of(&s, 7));
+        }
+        assert_eq!(x_of(&i.sample(180.0), 7), Some(100.0));
+        // Key 3 was not cleared: it slides as before.
+        let mut j = interp();
+        j.push(both(1, 0.0, 0.0), 0.0);
+        j.push(both(2, 40.0, 8.0), 40.0);
+        j.clear_key(1);
+        j.push(both(3, 80.0, 100.0), 80.0);
+        let l = j.sample(160.0).hot[&3][&0][0].as_f32();
+        assert!(l > 8.0 && l < 100.0, "halfway between its frames: {l}");
     }
 
     #[test]

@@ -21,7 +21,7 @@
 //! | 11 | [`CLEAR`]            | [`Clear`]       | `null` (everything) or `"setId"` |
 //! | 13 | [`PANEL_DATA`]       | [`Panel`]       | `["t:97","h:100","w1:200","wa:w1"]`, `"h"` = key without value |
 //! | 14 | [`STAT_DATA`]        | [`StatUpdate`]  | `[[row,…],[head,…]]` or `[[row,…],[head,…],true]` |
-//! | 15 | [`CHAT_DATA`]        | [`ChatMessage`] | `["text","author",teamId]` or `"group:code:p1,p2"` |
+//! | 15 | [`CHAT_DATA`]        | [`ChatMessage`] | `["text","author",teamId]`, `["text","author",teamId,"to"]` (personal) or `"group:code:p1,p2"` |
 //! | 16 | [`VOTE_DATA`]        | [`Vote`]        | `{"name":"map","params":["a"],"values":["x","y"]}`; `values` may be `"maps"` or `"teams"` |
 //! | 17 | [`KEYSET_DATA`]      | [`Keyset`]      | `0` (spectator) or `1` (player) |
 //!
@@ -87,8 +87,8 @@
 //! # Layout
 //!
 //! Each family of messages has its file: `auth`, `inform` (game and tech informs,
-//! sounds, clears), `first_shot`, `panel`, `stat`, `chat`, `vote`, `keyset`; `wire` holds
-//! what they share. Serde writes every payload and reads its shape; a type's own rules
+//! sounds, clears), `first_shot`, `panel`, `stat`, `chat` (and `lines`, the engine's
+//! system lines with their English texts), `vote`, `keyset`; `wire` holds what they share. Serde writes every payload and reads its shape; a type's own rules
 //! (a panel key, a system chat string, a vote name) are checked after. One table per
 //! direction generates [`MetaMessage`] and [`ClientMeta`] with their `port`, `encode`,
 //! `decode`, `validate` and `From` conversions. Adding a message is its port in
@@ -101,6 +101,7 @@ mod error;
 mod first_shot;
 mod inform;
 mod keyset;
+mod lines;
 mod panel;
 mod stat;
 #[cfg(test)]
@@ -114,6 +115,7 @@ pub use error::MetaError;
 pub use first_shot::FirstShot;
 pub use inform::{Clear, GameInform, Sound, TechInform};
 pub use keyset::Keyset;
+pub use lines::EngineLine;
 pub use panel::{Panel, PanelState};
 pub use stat::{PlayerStat, StatCell, StatHead, StatRow, StatTable, StatUpdate, StatValue, StatView};
 pub use vote::{ListRequest, Vote, VoteAnswer, VoteValues};
@@ -502,6 +504,12 @@ mod tests {
                 text,
                 author,
                 team
+            }),
+            (".{0,10}", ".{0,8}", any::<u8>(), ".{0,8}").prop_map(|(text, author, team, to)| ChatMessage::Personal {
+                text,
+                author,
+                team,
+                to
             }),
             ("[A-Za-z0-9_]{1,16}", any::<u32>(), proptest::collection::vec("[^,]{0,5}", 0..4))
                 .prop_map(|(group, code, params)| ChatMessage::System { group, code, params }),

@@ -286,11 +286,18 @@ pub struct Reject {
 /// Longest nickname, in characters.
 pub const MAX_NICKNAME: usize = 16;
 
-/// Trims a nickname and checks it: 1–16 printable characters.
+/// Trims a nickname and checks it: 1–16 printable characters. Names starting with `@` are
+/// the engine's (its votes, its commands), so a leading `@` is dropped.
 pub fn clean_nickname(raw: &str) -> Option<String> {
-    let name = raw.trim();
+    let name = raw.trim().trim_start_matches('@').trim_start();
     let n = name.chars().count();
     ((1..=MAX_NICKNAME).contains(&n) && name.chars().all(|c| !c.is_control())).then(|| name.to_owned())
+}
+
+/// Whether two nicknames are the same name: equal but for case (Unicode lower case), so
+/// that a host keeps names apart as people read them and `/w bob` finds `Bob`.
+pub fn same_nickname(a: &str, b: &str) -> bool {
+    a == b || a.chars().flat_map(char::to_lowercase).eq(b.chars().flat_map(char::to_lowercase))
 }
 
 /// `name` if `taken` says it is free, else `name (2)`, `name (3)`… shortened to fit 16 characters.
@@ -1637,6 +1644,10 @@ mod tests {
         assert_eq!(clean_nickname("   "), None);
         assert_eq!(clean_nickname("a\u{7}b"), None);
         assert_eq!(clean_nickname(&"x".repeat(17)), None);
+        assert_eq!(clean_nickname(" @@host").as_deref(), Some("host"), "'@' names are the engine's");
+        assert_eq!(clean_nickname("@ "), None);
+        assert_eq!(clean_nickname("a@b").as_deref(), Some("a@b"));
+        assert!(same_nickname("Ann", "aNN") && same_nickname("ÄRGER", "ärger") && !same_nickname("ann", "anne"));
         let taken = ["Ann", "Ann (2)", "Sixteen-letters!"];
         assert_eq!(unique_nickname("Bob", |n| taken.contains(&n)), "Bob");
         assert_eq!(unique_nickname("Ann", |n| taken.contains(&n)), "Ann (3)");

@@ -156,3 +156,33 @@ fn the_pointer_s_aim_turns_the_gun_on_the_embedded_host_and_in_the_prediction() 
     m.key(KeyAction::Up, "gunLeft");
     m.leave();
 }
+
+#[test]
+fn a_local_player_watches_with_spectate_plays_again_with_play_and_whispers_nobody() {
+    use vimp_netcode::meta::Keyset;
+    let path = scratch_map("spectate");
+    let settings = Settings { nickname: "Watcher".into(), ..Settings::default() };
+    let mut m = start_match(&MatchKind::Local { map: path, bots: 1, skill: Default::default() }, &settings)
+        .expect("the match starts");
+    let limit = Duration::from_secs(20);
+    until(&mut m, limit, "the player's panel and prediction", |m| {
+        m.keyset == Some(Keyset::Player) && m.panel.contains_key("h") && m.predictor.is_some()
+    });
+
+    m.say("/spectate").unwrap();
+    until(&mut m, limit, "watching, with the empty panel and no prediction", |m| {
+        m.keyset == Some(Keyset::Spectator) && m.panel.contains_key("t") && !m.panel.contains_key("h")
+    });
+    until(&mut m, limit, "the prediction dropped", |m| m.predictor.is_none());
+    until(&mut m, limit, "the line to everyone", |m| m.chat.iter().any(|l| l.text == "Watcher is watching"));
+    assert!(m.key(KeyAction::Down, "nextPlayer").is_some(), "a spectator's key");
+
+    m.say("/w nobody hi").unwrap();
+    until(&mut m, limit, "the error line", |m| m.chat.iter().any(|l| l.text == "no player named nobody"));
+
+    m.say("/play").unwrap();
+    until(&mut m, limit, "playing again, with a whole panel and a prediction", |m| {
+        m.keyset == Some(Keyset::Player) && m.panel.contains_key("h") && m.predictor.is_some()
+    });
+    m.leave();
+}

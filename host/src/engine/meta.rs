@@ -31,4 +31,16 @@ impl MetaOutbox {
     pub fn broadcast(&mut self, port: u8, payload: serde_json::Value) {
         self.0.push(MetaMessage { to: None, port, payload });
     }
+
+    /// Queues a message to one player only (a game's personal chat line, vote or inform);
+    /// nobody else gets it, and it is not kept in the recent chat.
+    pub fn send_to(&mut self, player: PlayerId, port: u8, payload: serde_json::Value) {
+        self.0.push(MetaMessage { to: Some(player), port, payload });
+    }
+
+    /// Queues a chat line (`CHAT_DATA`) to one player only: a system line of the game's own
+    /// group, or a personal line.
+    pub fn chat_to(&mut self, player: PlayerId, line: &vimp_netcode::meta::ChatMessage) {
+        self.send_to(player, port::CHAT_DATA, line.to_json());
+    }
 }

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use vimp_netcode::session::{Hello, SessionToken, clean_nickname, close, unique_nickname};
+use vimp_netcode::session::{Hello, SessionToken, clean_nickname, close, same_nickname, unique_nickname};
 use vimp_netcode::transport::PeerKey;
 
 use crate::engine::players::PlayerId;
@@ -172,7 +172,7 @@ impl Roster {
         else {
             return Err(close::SERVER_FULL);
         };
-        let nickname = unique_nickname(&wanted, |n| self.seats.values().any(|s| s.nickname == n));
+        let nickname = unique_nickname(&wanted, |n| self.seats.values().any(|s| same_nickname(&s.nickname, n)));
         let token = fresh_token();
         let verifier = self.verify_token(token);
         let seat = Seat { player, token: verifier, nickname: nickname.clone(), peer: Some(peer), left_at: None };
@@ -236,8 +236,8 @@ mod tests {
         let mut r = Roster::new(2, None, [3; 32]);
         let a = r.admit(PeerKey(1), &hello(" ann ", None), T0, || SessionToken([1; 16])).expect("ann");
         assert_eq!((a.player, a.nickname.as_str(), a.resumed), (PlayerId(0), "ann", false));
-        let b = r.admit(PeerKey(2), &hello("ann", None), T0, || SessionToken([2; 16])).expect("second ann");
-        assert_eq!((b.player, b.nickname.as_str()), (PlayerId(1), "ann (2)"));
+        let b = r.admit(PeerKey(2), &hello("ANN", None), T0, || SessionToken([2; 16])).expect("second ann");
+        assert_eq!((b.player, b.nickname.as_str()), (PlayerId(1), "ANN (2)"), "names differ in more than case");
         assert_eq!(r.admit(PeerKey(3), &hello("cy", None), T0, || SessionToken([3; 16])), Err(close::SERVER_FULL));
         assert_eq!(r.admit(PeerKey(3), &hello("  ", None), T0, || SessionToken([3; 16])), Err(close::PROTOCOL));
     }

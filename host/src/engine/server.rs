@@ -21,16 +21,19 @@
 //! A peer that misbehaves (garbage, oversize frames, floods) is closed with its code
 //! by its own session; nothing else in the match notices.
 //!
-//! Spectators (a hello with `spectator`) take a slot but join no game (no actor): they get keyset 0 and the
-//! frames of the player they watch (player block included), and `nextPlayer`/`prevPlayer`
-//! switch it.
+//! Spectators (a hello with `spectator`, a player's `/spectate`, a player still to fill in the
+//! game's form) take a slot but join no game (no actor): they get keyset 0, the empty panel
+//! and the frames of the player they watch (player block included), and
+//! `nextPlayer`/`prevPlayer` switch it; `/play` puts them in the game ([`status`]).
 //!
 //! Votes: `"teams"`/`"maps"` list requests; a team pick moves the player; a map pick opens
 //! a [`MAP_CHANGE_VOTE`] (`yes`/`no`, 15 s) that loads the map when more than half of the
 //! connected players say yes.
 //!
-//! System chat lines of the engine's group `s`: `s:1:name` — joined, `s:2:name` — left
-//! (its slot waits for a resume), `s:3:name` — came back with its token.
+//! Chat ([`chat`]): lines to everyone, personal lines (`/w name text`), the engine's commands
+//! and its system lines ([`vimp_netcode::meta::EngineLine`]): `s:1:name` — joined,
+//! `s:2:name` — left (its slot waits for a resume), `s:3:name` — came back with its token,
+//! `s:4`/`s:5` — watches/plays; answers to a command (group `c`) go to its sender only.
 //!
 //! Host migration ([`succession`]): the server ranks its players (those linked to every
 //! other peer, by their `LINKS` reports) into a succession list, publishes it to everyone and streams checkpoints and the log to the first successors
@@ -46,6 +49,8 @@
 //! among the server's peers ([`ServerCore::linked_peers`]). The node (`engine::node`) makes
 //! every one of these changes.
 
+mod chat;
+mod status;
 mod succession;
 
 use std::collections::{BTreeMap, VecDeque};
@@ -54,15 +59,15 @@ use std::time::Duration;
 use vimp_netcode::frame::{Channel, op};
 use vimp_netcode::input::WireInput;
 use vimp_netcode::meta::{
-    ChatHistory, ChatMessage, Clear, ClientMeta, Keyset, ListRequest, MetaError, MetaMessage, PanelState, PlayerStat,
-    StatTable, TechInform, Vote, VoteAnswer, VoteValues,
+    ChatHistory, ChatMessage, ClientMeta, EngineLine, ListRequest, MetaMessage, PanelState, PlayerStat, StatTable,
+    TechInform, Vote, VoteAnswer, VoteValues,
 };
 use vimp_netcode::migration::{Claim, Handoff, Links};
 use vimp_netcode::session::{HostEvent, HostSession, HostSessionConfig, SessionToken, Welcome, close};
 use vimp_netcode::transport::{PeerKey, Transport};
 
 use crate::engine::migration::{GameMigration, MigrationConfig, Shadow};
-use crate::engine::players::{HostCommand, Panels, Participants, PlayerId, PlayerKeys, Scores};
+use crate::engine::players::{HostCommand, Participants, PlayerId, PlayerKeys, Scores};
 use crate::engine::roster::Roster;
 use crate::engine::schedule::Host;
 use crate::engine::snapshot::{DeltaViewer, DeltaViewers, FrameReceivers};
@@ -190,6 +195,10 @@ pub struct ServerCore {
     next_stat: Duration,
     panels: BTreeMap<PeerKey, PanelState>,
     map_loads: u32,
+    /// The `MAP_DATA` clients last got: a map loaded again unchanged clears only its set.
+    map_sent: Option<Vec<u8>>,
+    /// What each player's answer to the game's form said, once it passed.
+    auth_values: BTreeMap<PlayerId, serde_json::Map<String, serde_json::Value>>,
     map_vote: Option<MapVote>,
     /// Spectators' seats and the player each one watches.
     watching: BTreeMap<PlayerId, Option<PlayerId>>,
@@ -304,7 +313,7 @@ impl ServerCore {
         let mut roster =
             Roster::new(config.max_players, config.password.as_deref(), crate::engine::roster::fresh_salt());
         roster.reserved = host.world().resource::<Participants>().0.keys().copied().collect();
-        ServerCore {
+        let mut core = ServerCore {
             host,
             outbox: VecDeque::new(),
             roster,
@@ -318,6 +327,8 @@ impl ServerCore {
             next_stat: Duration::ZERO,
             panels: BTreeMap::new(),
             map_loads: 0,
+            map_sent: None,
+            auth_values: BTreeMap::new(),
             map_vote: None,
             watching: BTreeMap::new(),
             migration: succession::Migration::new(config.migration.clone()),
@@ -329,7 +340,10 @@ impl ServerCore {
             release_due: Vec::new(),
             leaving: std::collections::BTreeSet::new(),
             events: VecDeque::new(),
-        }
+        };
+        core.map_sent = core.map_message();
+        core.map_loads = core.host.world().resource::<crate::engine::mapstate::MapState>().loads;
+        core
     }
 
     /// A successor takes the match over: `shadow` (the last checkpoint plus the log up to the
@@ -364,7 +378,6 @@ impl ServerCore {
             yes: v.yes.into_iter().collect(),
             no: v.no.into_iter().collect(),
         });
-        server.map_loads = server.host.world().resource::<crate::engine::mapstate::MapState>().loads;
         server.release_due = server
             .roster
             .seats()
@@ -462,6 +475,19 @@ impl ServerCore {
         &self.roster
     }
 
+    /// Whether `player` watches rather than plays (a spectator, or a player still to fill in
+    /// the game's form).
+    pub fn is_watching(&self, player: PlayerId) -> bool {
+        self.watching.contains_key(&player)
+    }
+
+    /// What `player`'s answer to the game's form ([`crate::engine::auth::AuthForm`]) said,
+    /// once it passed; until the player leaves or starts watching. A host that took the
+    /// match over has none: a checkpoint does not carry them.
+    pub fn auth_values(&self, player: PlayerId) -> Option<&serde_json::Map<String, serde_json::Value>> {
+        self.auth_values.get(&player)
+    }
+
     /// Traffic figures.
     pub fn stats(&self) -> ServerStats {
         let pack_errors = self.host.world().resource::<crate::engine::snapshot::SnapshotStats>().pack_errors;
@@ -547,6 +573,7 @@ impl ServerCore {
         for player in self.roster.expire(now) {
             self.host.push(HostCommand::Leave { player });
             self.watching.remove(&player);
+            self.auth_values.remove(&player);
             self.migration.freed(player);
         }
         self.settle_map_vote(now);
@@ -566,11 +593,64 @@ impl ServerCore {
         self.flush(now);
     }
 
+    /// A hello the roster admitted: the welcome and config, the meta every client starts
+    /// with ([`Self::greet`]), the chat said meanwhile for a seat taken back, the line to
+    /// everyone. A seat taken back keeps playing or watching, whatever the hello says.
+    fn admit(&mut self, peer: PeerKey, hello: &vimp_netcode::session::Hello, a: crate::engine::roster::Admission) {
+        let input_seq =
+            self.host.world().resource::<Participants>().0.get(&a.player).map_or(0, |p| p.keys.last_input_seq());
+        let welcome = Welcome {
+            match_id: self.config.match_id.clone(),
+            player_id: a.player.0,
+            nickname: a.nickname.clone(),
+            token: a.token,
+            epoch: self.config.epoch,
+            tick: self.host.tick(),
+            resumed: a.resumed,
+            input_seq,
+            spectator: if a.resumed { self.watching.contains_key(&a.player) } else { hello.spectator },
+            snapshot_format: hello.snapshot_format(),
+            // Aims go to a host that takes them; a seat that watches now may play later.
+            aim: hello.aim,
+        };
+        if welcome.snapshot_format == vimp_netcode::delta::DELTA_FORMAT_VERSION {
+            self.delta_peers.insert(peer);
+        }
+        if hello.can_host {
+            self.hosting_peers.insert(peer);
+        } else {
+            self.hosting_peers.remove(&peer);
+        }
+        // A new session holds no frame of the old one's: its first is a keyframe.
+        self.host.world_mut().resource_mut::<DeltaViewers>().viewers.remove(&a.player);
+        let Some(session) = self.peers.get_mut(&peer) else { return };
+        session.accept(&welcome, &self.config.client_config);
+        self.greet(peer, a.player, a.resumed, hello.spectator);
+        if let Some(old) = a.replaced
+            && let Some(old_session) = self.peers.get_mut(&old)
+        {
+            old_session.close(close::REPLACED);
+        }
+        if a.resumed {
+            // Back in its slot (after a crash, or at a new host): the chat said meanwhile.
+            // The client drops the lines it already has.
+            let lines = self.migration.recent_chat().filter_map(|l| serde_json::from_str(l).ok());
+            let history = lines.filter_map(|v| ChatMessage::from_json(v).ok()).collect::<Vec<_>>();
+            if !history.is_empty() {
+                self.send_to(peer, op::CHAT_HISTORY, &ChatHistory(history).encode());
+            }
+        }
+        self.migration.joined(a.player);
+        let line = if a.resumed { EngineLine::Back } else { EngineLine::Joined };
+        self.note(ServerEvent::Joined { player: a.player, nickname: a.nickname.clone(), resumed: a.resumed });
+        self.announce(line, [a.nickname]);
+        self.update_receivers();
+    }
+
     fn on_event(&mut self, peer: PeerKey, event: HostEvent, now: Duration) {
         match event {
             HostEvent::Hello(hello) => {
                 let admitted = self.roster.admit(peer, &hello, now, fresh_token);
-                let map = self.map_message();
                 let Some(session) = self.peers.get_mut(&peer) else { return };
                 match admitted {
                     Err(code) => {
@@ -583,82 +663,7 @@ impl ServerCore {
                         }
                         session.reject(code, None)
                     }
-                    Ok(a) => {
-                        let input_seq = self
-                            .host
-                            .world()
-                            .resource::<Participants>()
-                            .0
-                            .get(&a.player)
-                            .map_or(0, |p| p.keys.last_input_seq());
-                        let welcome = Welcome {
-                            match_id: self.config.match_id.clone(),
-                            player_id: a.player.0,
-                            nickname: a.nickname.clone(),
-                            token: a.token,
-                            epoch: self.config.epoch,
-                            tick: self.host.tick(),
-                            resumed: a.resumed,
-                            input_seq,
-                            spectator: hello.spectator,
-                            snapshot_format: hello.snapshot_format(),
-                            aim: hello.aim && !hello.spectator,
-                        };
-                        if welcome.snapshot_format == vimp_netcode::delta::DELTA_FORMAT_VERSION {
-                            self.delta_peers.insert(peer);
-                        }
-                        if hello.can_host {
-                            self.hosting_peers.insert(peer);
-                        } else {
-                            self.hosting_peers.remove(&peer);
-                        }
-                        // A new session holds no frame of the old one's: its first is a keyframe.
-                        self.host.world_mut().resource_mut::<DeltaViewers>().viewers.remove(&a.player);
-                        session.accept(&welcome, &self.config.client_config);
-                        if let Some(map) = &map {
-                            session.send(Channel::Reliable, op::MAP_DATA, map);
-                        }
-                        let full = MetaMessage::Stat(self.stat.full()).encode();
-                        session.send(Channel::Reliable, op::STAT_DATA, &full);
-                        let keyset = if hello.spectator { Keyset::Spectator } else { Keyset::Player };
-                        session.send(Channel::Reliable, op::KEYSET_DATA, &MetaMessage::Keyset(keyset).encode());
-                        if !hello.spectator {
-                            // A new peer gets the whole panel on the next tick.
-                            self.panels.insert(peer, PanelState::new());
-                        }
-                        if let Some(old) = a.replaced
-                            && let Some(old_session) = self.peers.get_mut(&old)
-                        {
-                            old_session.close(close::REPLACED);
-                        }
-                        if a.resumed {
-                            // Back in its slot (after a crash, or at a new host): the chat
-                            // said meanwhile. The client drops the lines it already has.
-                            let lines = self.migration.recent_chat().filter_map(|l| serde_json::from_str(l).ok());
-                            let history = lines.filter_map(|v| ChatMessage::from_json(v).ok()).collect::<Vec<_>>();
-                            if !history.is_empty()
-                                && let Some(session) = self.peers.get_mut(&peer)
-                            {
-                                session.send(Channel::Reliable, op::CHAT_HISTORY, &ChatHistory(history).encode());
-                            }
-                        }
-                        self.migration.joined(a.player);
-                        let (code, name) = (if a.resumed { 3 } else { 1 }, a.nickname.clone());
-                        self.note(ServerEvent::Joined { player: a.player, nickname: name.clone(), resumed: a.resumed });
-                        self.system_chat(code, name);
-                        if hello.spectator {
-                            let first = self.host.world().resource::<Participants>().0.keys().next().copied();
-                            self.watching.entry(a.player).or_insert(first);
-                        } else if !a.resumed {
-                            self.host.push(HostCommand::Join {
-                                player: a.player,
-                                name: a.nickname,
-                                team: None,
-                                bot: false,
-                            });
-                        }
-                        self.update_receivers();
-                    }
+                    Ok(a) => self.admit(peer, &hello, a),
                 }
             }
             HostEvent::Input(events) => {
@@ -702,6 +707,7 @@ impl ServerCore {
             }
             HostEvent::Meta { port: op::client::CHAT, payload } => self.on_chat(peer, &payload),
             HostEvent::Meta { port: op::client::VOTE, payload } => self.on_vote(peer, &payload),
+            HostEvent::Meta { port: op::client::AUTH_RESPONSE, payload } => self.on_auth(peer, &payload),
             HostEvent::Meta { .. } => {}
             HostEvent::Latency(ms) => {
                 if let Some(player) = self.roster.player_of(peer) {
@@ -744,57 +750,11 @@ impl ServerCore {
         }
     }
 
-    fn on_chat(&mut self, peer: PeerKey, payload: &[u8]) {
-        let Some(player) = self.roster.player_of(peer) else { return };
-        let text = match ClientMeta::decode(op::client::CHAT, payload) {
-            Ok(ClientMeta::Chat(text)) => text,
-            // An empty, overlong or control-character line is dropped; bytes that are not a
-            // chat line at all are a protocol violation.
-            Err(MetaError::EmptyChat | MetaError::ChatTooLong { .. } | MetaError::ChatControl { .. }) => return,
-            _ => {
-                if let Some(s) = self.peers.get_mut(&peer) {
-                    s.close(close::PROTOCOL);
-                }
-                return;
-            }
-        };
-        let (author, team) = {
-            let participants = self.host.world().resource::<Participants>();
-            participants.0.get(&player).map_or((String::new(), 0), |p| (p.name.clone(), p.team))
-        };
-        let line = MetaMessage::from(ChatMessage::User { text: text.into_string(), author, team }).encode();
-        self.chat_line(&line);
-        for session in self.peers.values_mut().filter(|s| s.is_active()) {
-            session.send(Channel::Reliable, op::CHAT_DATA, &line);
-        }
-    }
-
     /// The current map as a `MAP_DATA` payload (the map's JSON form).
     fn map_message(&self) -> Option<Vec<u8>> {
         let map = self.host.world().resource::<crate::engine::mapstate::MapState>();
         let json = serde_json::to_value(map.config.as_ref()?).ok()?;
         Some(MetaMessage::Map(json).encode())
-    }
-
-    /// After a map load (a new map, or the same one for a new round): `CLEAR`, then the map.
-    fn announce_map_changes(&mut self) {
-        let loads = self.host.world().resource::<crate::engine::mapstate::MapState>().loads;
-        if loads == self.map_loads {
-            return;
-        }
-        let first = self.map_loads == 0;
-        self.map_loads = loads;
-        if first {
-            return;
-        }
-        let clear = MetaMessage::Clear(Clear::All).encode();
-        let map = self.map_message();
-        for session in self.peers.values_mut().filter(|s| s.is_active()) {
-            session.send(Channel::Reliable, op::CLEAR, &clear);
-            if let Some(map) = &map {
-                session.send(Channel::Reliable, op::MAP_DATA, map);
-            }
-        }
     }
 
     /// Frames are packed for connected players and for the players spectators watch: format 5
@@ -869,25 +829,7 @@ impl ServerCore {
             None
         };
         let loaded = chosen.is_some_and(|map| self.host.load_map(map).is_ok());
-        let line = MetaMessage::from(ChatMessage::System {
-            group: "v".into(),
-            code: if loaded { 1 } else { 2 },
-            params: vec![map_name],
-        })
-        .encode();
-        self.chat_line(&line);
-        for session in self.peers.values_mut().filter(|s| s.is_active()) {
-            session.send(Channel::Reliable, op::CHAT_DATA, &line);
-        }
-    }
-
-    /// Sends a system chat line of the engine's group `s` to every client.
-    fn system_chat(&mut self, code: u32, name: String) {
-        let line = MetaMessage::from(ChatMessage::System { group: "s".into(), code, params: vec![name] }).encode();
-        self.chat_line(&line);
-        for session in self.peers.values_mut().filter(|s| s.is_active()) {
-            session.send(Channel::Reliable, op::CHAT_DATA, &line);
-        }
+        self.announce(if loaded { EngineLine::VotePassed } else { EngineLine::VoteFailed }, [map_name]);
     }
 
     /// Votes: a team request answers with the teams; a team pick asks the game to move the
@@ -1026,15 +968,8 @@ impl ServerCore {
             }
         }
         // The game publishes panels on snapshot ticks only (`frames.seq` is set on those).
-        let panels = self.host.world().resource::<Panels>();
-        for (player, panel) in panels.0.iter().filter(|_| frames.seq != 0) {
-            let Some(peer) = self.roster.seat(*player).and_then(|s| s.peer) else { continue };
-            let (Some(state), Some(session)) = (self.panels.get_mut(&peer), self.peers.get_mut(&peer)) else {
-                continue;
-            };
-            if let Some(diff) = state.diff(panel).filter(|_| session.is_active()) {
-                session.send(Channel::Reliable, op::PANEL_DATA, &MetaMessage::Panel(diff).encode());
-            }
+        if frames.seq != 0 {
+            self.send_panels();
         }
         for message in self.host.take_meta() {
             let payload = message.payload.to_string();
@@ -1078,9 +1013,10 @@ impl ServerCore {
             let player = seat.player;
             self.migration.meta_dirty = true;
             self.note(ServerEvent::Left { player, nickname: seat.nickname.clone() });
-            self.system_chat(2, seat.nickname);
+            self.announce(EngineLine::Left, [seat.nickname]);
             self.latency.remove(&player);
             self.watching.remove(&player);
+            self.auth_values.remove(&player);
             self.migration.freed(player);
             self.host.push(HostCommand::Leave { player });
             // Everyone's table drops the player now, not at the next round of it.
@@ -1092,7 +1028,7 @@ impl ServerCore {
             self.migration.meta_dirty = true;
             if let Some(name) = self.roster.seat(player).map(|s| s.nickname.clone()) {
                 self.note(ServerEvent::Left { player, nickname: name.clone() });
-                self.system_chat(2, name);
+                self.announce(EngineLine::Left, [name]);
             }
             self.latency.remove(&player);
             if !self.watching.contains_key(&player) {

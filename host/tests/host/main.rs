@@ -437,6 +437,9 @@ fn rounds_start_end_and_the_game_ends() {
 /// Host and clients over in-memory links with latency: the session protocol end to end.
 mod network;
 
+/// Meta over the network: key sets, panels, personal lines, chat commands, the game's form.
+mod meta;
+
 /// Host migration: the log, checkpoints and the successor's shadow.
 mod migration;
 

@@ -1552,3 +1552,35 @@ fn a_host_voted_away_takes_its_own_player_to_the_successor() {
     let last_seq = participants.0.get(&ann_player).map(|p| p.keys.last_input_seq());
     assert_eq!(last_seq, Some(seq), "ann's keys reach the new host");
 }
+
+#[test]
+fn a_seat_that_watches_still_watches_at_the_host_that_took_over() {
+    let (mut m, [ann, _, cy]) = three_clients(2);
+    let cy_id = PlayerId(m.client(cy).welcome().expect("welcomed").player_id);
+    m.mesh.peers[cy].player_mut().say("/spectate");
+    let watching = |m: &Migrating| {
+        m.mesh.server.is_watching(cy_id)
+            && !m
+                .mesh
+                .server
+                .host()
+                .world()
+                .resource::<vimp_host::engine::players::Participants>()
+                .0
+                .contains_key(&cy_id)
+    };
+    assert!(m.run_until(Duration::from_secs(1), watching), "cy watches");
+    // The next checkpoint carries it (a change of status makes one due at once).
+    let had = m.mesh.peers[ann].checkpoints();
+    assert!(m.run_until(Duration::from_secs(1), |m| m.mesh.peers[ann].checkpoints() > had));
+    m.kill_first_host();
+    assert!(m.run_until(Duration::from_secs(3), |m| m.client(cy).stats().migrations == 1), "cy resumed");
+    m.run(Duration::from_millis(300));
+    let host = m.new_host(ann);
+    assert!(host.is_watching(cy_id), "the new host knows cy watches");
+    assert!(
+        !host.host().world().resource::<vimp_host::engine::players::Participants>().0.contains_key(&cy_id),
+        "and gives cy no tank"
+    );
+    assert_eq!(m.client(cy).keyset(), Some(vimp_netcode::meta::Keyset::Spectator));
+}

@@ -16,7 +16,7 @@ use vimp_netcode::session::{Hello, PROTOCOL_VERSION, SessionToken, close};
 use vimp_netcode::snapshot::{Block, FieldValue, Frame};
 use vimp_netcode::transport::{MemoryTransport, PeerKey, Transport};
 
-const HOST: PeerKey = PeerKey(1000);
+pub(crate) const HOST: PeerKey = PeerKey(1000);
 const STEP: Duration = Duration::from_millis(5);
 
 pub(crate) struct Lan {
@@ -264,7 +264,8 @@ fn a_team_vote_lists_the_teams_and_moves_the_player() {
 }
 
 #[test]
-fn the_map_comes_at_join_and_again_after_clear_at_a_new_round() {
+fn the_map_comes_at_join_and_again_after_clear_at_a_map_change() {
+    let arena = vimp_host::engine::map::MapConfig::from_json("default", super::DEFAULT).expect("map");
     let mut lan = Lan::new(None);
     let a = lan.join(hello("ann"));
     assert!(lan.run_until(Duration::from_secs(2), |l| l.clients[a].stats().snapshots > 0));
@@ -275,9 +276,8 @@ fn the_map_comes_at_join_and_again_after_clear_at_a_new_round() {
             .collect::<Vec<_>>()
     };
     assert_eq!(maps(&lan.clients[a].take_meta()), [serde_json::json!("Test small")]);
-    // The round restarts on the map: clients clear their canvases and get the map again.
-    let map = lan.server.host().world().resource::<vimp_host::engine::mapstate::MapState>().config.clone();
-    lan.server.host_mut().load_map(map.expect("a map")).expect("reload");
+    // Another map: clients clear their canvases and get the new map.
+    lan.server.host_mut().load_map(arena).expect("the arena loads");
     lan.run(Duration::from_millis(300), None);
     let meta = lan.clients[a].take_meta();
     let clear = meta.iter().position(|(p, b)| *p == vimp_netcode::meta::CLEAR && b == b"null");

@@ -11,6 +11,8 @@ use super::{CHAT, CHAT_DATA, ENGINE_CHAT_GROUPS, MAX_CHAT_GROUP_LEN, MAX_CHAT_LE
 /// A chat message from the server (port 15).
 ///
 /// * `User`: `["text","author",teamId]`.
+/// * `Personal`: `["text","author",teamId,"to"]`, a line one user wrote to another (`/w`):
+///   only those two get it. The spec's user line with the receiver's name after it.
 /// * `System`: `"group:code"` without params, `"group:code:p1,p2"` with them; the client
 ///   builds the text from the game's templates (engine groups, [`ENGINE_CHAT_GROUPS`],
 ///   fall back to English defaults). The group is 1 to [`MAX_CHAT_GROUP_LEN`] ASCII
@@ -28,6 +30,17 @@ pub enum ChatMessage {
         /// The author's team.
         team: u8,
     },
+    /// A line a user wrote to one other user; only the two of them get it.
+    Personal {
+        /// The line.
+        text: String,
+        /// The author's nick.
+        author: String,
+        /// The author's team.
+        team: u8,
+        /// The receiver's nick.
+        to: String,
+    },
     /// A system message built from a template.
     System {
         /// The template group (`s`, `v`, `m`, `c` are the engine's).
@@ -39,11 +52,13 @@ pub enum ChatMessage {
     },
 }
 
-/// `["text","author",teamId]` or a system message's `"group:code:params"` string, still to be parsed.
+/// `["text","author",teamId]`, `["text","author",teamId,"to"]` or a system message's
+/// `"group:code:params"` string, still to be parsed.
 #[derive(Serialize, Deserialize)]
 #[serde(untagged)]
 enum ChatForm {
     User(String, String, u8),
+    Personal(String, String, u8, String),
     System(String),
 }
 
@@ -51,6 +66,7 @@ impl From<ChatMessage> for ChatForm {
     fn from(message: ChatMessage) -> Self {
         match message {
             ChatMessage::User { text, author, team } => Self::User(text, author, team),
+            ChatMessage::Personal { text, author, team, to } => Self::Personal(text, author, team, to),
             ChatMessage::System { group, code, params } => Self::System(system_string(&group, code, &params)),
         }
     }
@@ -69,8 +85,10 @@ fn system_string(group: &str, code: u32, params: &[String]) -> String {
 }
 
 impl ChatMessage {
-    const PART: Part =
-        Part { what: "chat message", expected: "[text, author, teamId] or a \"group:code:params\" string" };
+    const PART: Part = Part {
+        what: "chat message",
+        expected: "[text, author, teamId], [text, author, teamId, to] or a \"group:code:params\" string",
+    };
 
     /// Whether this is a system message of an engine group.
     pub fn is_engine(&self) -> bool {
@@ -99,6 +117,7 @@ impl ChatMessage {
     pub fn from_json(value: Value) -> Result<Self, MetaError> {
         match Self::PART.read(value)? {
             ChatForm::User(text, author, team) => Ok(Self::User { text, author, team }),
+            ChatForm::Personal(text, author, team, to) => Ok(Self::Personal { text, author, team, to }),
             ChatForm::System(text) => Self::parse_system(text),
         }
     }
@@ -242,6 +261,18 @@ mod tests {
     fn chat_user_form() {
         both_ways(ChatMessage::User { text: s("gg wp"), author: s("bob"), team: 2 }, r#"["gg wp","bob",2]"#);
         both_ways(ChatMessage::User { text: s("\"q\"\n"), author: s("ä"), team: 0 }, r#"["\"q\"\n","ä",0]"#);
+    }
+
+    #[test]
+    fn chat_personal_form() {
+        both_ways(
+            ChatMessage::Personal { text: s("meet at b"), author: s("ann"), team: 1, to: s("bob (2)") },
+            r#"["meet at b","ann",1,"bob (2)"]"#,
+        );
+        // One element more or less, or a receiver that is not a name, is no chat line.
+        for json in [r#"["a","b",1,"c","d"]"#, r#"["a","b",1,2]"#, r#"["a","b",1,null]"#] {
+            shape_err(CHAT_DATA, json, "chat message");
+        }
     }
 
     #[test]

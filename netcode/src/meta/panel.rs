@@ -88,9 +88,14 @@ impl Payload<PANEL_DATA> for Panel {
 /// A key repeated in `current` counts with its first value; the repeats are ignored.
 /// [`PanelState::reset`] forgets everything, so the next diff is the full panel (a user
 /// entering the game).
+///
+/// A spectator's panel is the spec's empty one, [`PanelState::empty`]: the time, and every
+/// other key of the game's panel without a value, once.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PanelState {
     sent: Vec<(String, String)>,
+    /// The keys without values went out since the last reset (the empty panel was sent).
+    emptied: bool,
 }
 
 impl PanelState {
@@ -101,6 +106,9 @@ impl PanelState {
 
     /// The entries that bring the client from what was sent to `current`, and remembers them as sent.
     pub fn diff(&mut self, current: &[(String, String)]) -> Option<Panel> {
+        if current.iter().any(|(key, _)| key != Panel::TIME_KEY) {
+            self.emptied = false;
+        }
         let mut out = Vec::new();
         for (i, (key, value)) in current.iter().enumerate() {
             if current[..i].iter().any(|(k, _)| k == key) {
@@ -128,9 +136,30 @@ impl PanelState {
         if out.is_empty() { None } else { Some(Panel(out)) }
     }
 
-    /// Forgets what was sent: the next [`PanelState::diff`] sends every key.
+    /// The spectator's empty panel: the time ([`Panel::TIME_KEY`]) with its value, and every
+    /// other key of `keys` without one (the client hides their containers), the first time
+    /// after a [`PanelState::reset`] or a [`PanelState::diff`] that showed values; after that
+    /// only a changed time. A key shown before goes without its value too. `None` when
+    /// nothing changed.
+    pub fn empty(&mut self, time: &str, keys: &[String]) -> Option<Panel> {
+        let current = [(Panel::TIME_KEY.to_owned(), time.to_owned())];
+        let mut out = self.diff(&current).map_or_else(Vec::new, |panel| panel.0);
+        if !std::mem::replace(&mut self.emptied, true) {
+            for key in keys {
+                let hidden = key == Panel::TIME_KEY || out.iter().any(|(k, _)| k == key);
+                if !hidden {
+                    out.push((key.clone(), None));
+                }
+            }
+        }
+        if out.is_empty() { None } else { Some(Panel(out)) }
+    }
+
+    /// Forgets what was sent: the next [`PanelState::diff`] sends every key, the next
+    /// [`PanelState::empty`] the whole empty panel.
     pub fn reset(&mut self) {
         self.sent.clear();
+        self.emptied = false;
     }
 
     /// The values last sent, in the order keys were first sent.
@@ -215,6 +244,33 @@ mod tests {
         let twice = pairs(&[("t", "95"), ("t", "94")]);
         assert_eq!(state.diff(&twice), None);
         assert_eq!(state.diff(&twice), None);
+    }
+
+    #[test]
+    fn a_spectator_gets_the_time_and_the_other_keys_without_values_once() {
+        let keys: Vec<String> = ["t", "h", "w1", "w2", "wa"].map(s).to_vec();
+        let json = |p: Option<Panel>| p.map(enc);
+        // A fresh spectator: the spec's empty panel, then only the clock.
+        let mut state = PanelState::new();
+        assert_eq!(json(state.empty("97", &keys)).as_deref(), Some(r#"["t:97","h","w1","w2","wa"]"#));
+        assert_eq!(state.empty("97", &keys), None, "nothing changed");
+        assert_eq!(json(state.empty("96", &keys)).as_deref(), Some(r#"["t:96"]"#));
+
+        // A player who starts watching: the keys it showed go without values, each once.
+        let mut player = PanelState::new();
+        player.diff(&pairs(&[("t", "50"), ("h", "80"), ("wa", "w2")]));
+        assert_eq!(json(player.empty("50", &keys)).as_deref(), Some(r#"["h","wa","w1","w2"]"#));
+        assert_eq!(player.empty("49", &keys).map(enc).as_deref(), Some(r#"["t:49"]"#));
+
+        // Back in the game, then watching again: the empty panel again.
+        player.diff(&pairs(&[("t", "48"), ("h", "100")]));
+        assert_eq!(json(player.empty("48", &keys)).as_deref(), Some(r#"["h","w1","w2","wa"]"#));
+
+        // After a reset (a new map) the whole empty panel goes again.
+        state.reset();
+        assert_eq!(json(state.empty("180", &keys)).as_deref(), Some(r#"["t:180","h","w1","w2","wa"]"#));
+        // No game keys known: the time alone.
+        assert_eq!(json(PanelState::new().empty("3", &[])).as_deref(), Some(r#"["t:3"]"#));
     }
 
     proptest! {

@@ -1,0 +1,268 @@
+//! Who plays and who watches: what a welcomed peer is told, `/spectate` and `/play`, the game's form, key sets, panels and map changes.
+//!
+//! A seat either plays (it has an actor in the game) or watches (it is in `watching`,
+//! with the player it follows). The client hears which by `KEYSET_DATA` (1 plays, 0
+//! watches) at its welcome and at every change:
+//!
+//! * a hello with `spectator` watches; any other plays at once, or, when the game has a
+//!   form ([`AuthForm`]), watches until an `AUTH_RESPONSE` passes its checks;
+//! * `/spectate` takes a player's actor out of the game and makes it watch;
+//! * `/play` puts a spectator in the game, through the form when the game has one (an
+//!   answer to the form from a spectator is a `/play` with it);
+//! * a resumed seat keeps what it was doing, whatever its new hello says.
+//!
+//! Each change is a system line to everyone ([`EngineLine::Watching`], [`EngineLine::Playing`]).
+//!
+//! A `MAP_DATA` after the first goes between `TECH_INFORM [1]` (loading) and
+//! `TECH_INFORM null` (hide), in the same flush, so a client shows the black screen while
+//! it builds the map: at a map change, and at the welcome of a seat taken back (after a
+//! crash, or at a host that took the match over from a checkpoint). A first join's map
+//! comes while the client has nothing to show yet. A map change tells each client, in
+//! the spec's order: a spectator its key set `0` right before `CLEAR`; then loading,
+//! `CLEAR null`, the map, a player its key set `1`, hide. A map loaded again unchanged (a
+//! new round) changes only its dynamic bodies: `CLEAR "setId"` (the map's set) and nothing
+//! else. Panels start over after a map change.
+//!
+//! Panels: a player gets its own, whole at first and then only what changed; a spectator
+//! gets the spec's empty panel — the round time (`t`, of the player it watches) and the
+//! game's other panel keys without values — so its HUD shows nothing stale.
+
+use vimp_netcode::frame::op;
+use vimp_netcode::meta::{
+    AuthResult, Clear, ClientMeta, EngineLine, Keyset, MetaMessage, Panel, PanelState, TechInform,
+};
+use vimp_netcode::session::close;
+use vimp_netcode::transport::PeerKey;
+
+use super::ServerCore;
+use super::chat::NO_PARAMS;
+use crate::engine::auth::AuthForm;
+use crate::engine::mapstate::MapState;
+use crate::engine::players::{HostCommand, Panels, Participants, PlayerId};
+use crate::engine::sim::EngineSettings;
+
+/// `TECH_INFORM [1]`: the black screen says "loading".
+fn loading() -> Vec<u8> {
+    MetaMessage::TechInform(TechInform::Show { code: TechInform::LOADING, params: None }).encode()
+}
+
+/// `TECH_INFORM null`: the black screen goes.
+fn hide() -> Vec<u8> {
+    MetaMessage::TechInform(TechInform::Hide).encode()
+}
+
+fn keyset(playing: bool) -> Vec<u8> {
+    MetaMessage::Keyset(if playing { Keyset::Player } else { Keyset::Spectator }).encode()
+}
+
+impl ServerCore {
+    /// What a peer gets right after its welcome and config: the map, the whole stat table,
+    /// its key set — between loading and hide for a seat taken back, whose host may have
+    /// restored the match from a checkpoint — and its panel starts over. A new player joins
+    /// the game here, or watches and gets the game's form (`spectator`: the hello asked to
+    /// watch).
+    pub(super) fn greet(&mut self, peer: PeerKey, player: PlayerId, resumed: bool, spectator: bool) {
+        let form = self.host.world().get_resource::<AuthForm>().map(|f| MetaMessage::AuthData(f.data.clone()));
+        if !resumed {
+            if spectator || form.is_some() {
+                let first = self.first_other(player);
+                self.watching.insert(player, first);
+            } else {
+                let name = self.roster.seat(player).map(|s| s.nickname.clone()).unwrap_or_default();
+                self.host.push(HostCommand::Join { player, name, team: None, bot: false });
+            }
+        }
+        let playing = !self.watching.contains_key(&player);
+        if resumed {
+            self.send_to(peer, op::TECH_INFORM_DATA, &loading());
+        }
+        if let Some(map) = self.map_message() {
+            self.send_to(peer, op::MAP_DATA, &map);
+        }
+        let stat = MetaMessage::Stat(self.stat.full()).encode();
+        self.send_to(peer, op::STAT_DATA, &stat);
+        self.send_to(peer, op::KEYSET_DATA, &keyset(playing));
+        if resumed {
+            self.send_to(peer, op::TECH_INFORM_DATA, &hide());
+        }
+        self.panels.insert(peer, PanelState::new());
+        if let Some(form) = form.filter(|_| !resumed && !spectator) {
+            self.send_to(peer, op::AUTH_DATA, &form.encode());
+        }
+    }
+
+    /// `/spectate`: the player's actor leaves the game and the player watches.
+    pub(super) fn watch(&mut self, player: PlayerId) {
+        let Some(peer) = self.roster.seat(player).and_then(|s| s.peer) else { return };
+        if self.watching.contains_key(&player) {
+            return self.reply(peer, EngineLine::AlreadyWatching, NO_PARAMS);
+        }
+        self.host.push(HostCommand::Leave { player });
+        let first = self.first_other(player);
+        self.watching.insert(player, first);
+        self.auth_values.remove(&player);
+        self.send_to(peer, op::KEYSET_DATA, &keyset(false));
+        self.status_changed(player, EngineLine::Watching);
+    }
+
+    /// `/play`: a spectator joins the game, or gets the game's form first.
+    pub(super) fn play(&mut self, peer: PeerKey, player: PlayerId) {
+        if !self.watching.contains_key(&player) {
+            return self.reply(peer, EngineLine::AlreadyPlaying, NO_PARAMS);
+        }
+        match self.host.world().get_resource::<AuthForm>() {
+            Some(form) => {
+                let data = MetaMessage::AuthData(form.data.clone()).encode();
+                self.send_to(peer, op::AUTH_DATA, &data);
+            }
+            None => self.enter_game(player),
+        }
+    }
+
+    /// An answer to the game's form (`AUTH_RESPONSE`): a spectator whose answer passes joins
+    /// the game (`AUTH_RESULT null`); one whose answer fails gets an error per field. An
+    /// answer from a player, or to a game without a form, is ignored; bytes that are not an
+    /// answer close the peer.
+    pub(super) fn on_auth(&mut self, peer: PeerKey, payload: &[u8]) {
+        let Some(player) = self.roster.player_of(peer) else { return };
+        let answer = match ClientMeta::decode(op::client::AUTH_RESPONSE, payload) {
+            Ok(ClientMeta::AuthResponse(answer)) => answer,
+            _ => {
+                if let Some(s) = self.peers.get_mut(&peer) {
+                    s.close(close::PROTOCOL);
+                }
+                return;
+            }
+        };
+        if !self.watching.contains_key(&player) {
+            return;
+        }
+        let Some(checked) = self.host.world().get_resource::<AuthForm>().map(|form| form.check(&answer)) else {
+            return;
+        };
+        let result = match checked {
+            Ok(values) => {
+                self.auth_values.insert(player, values);
+                AuthResult::Accepted
+            }
+            Err(errors) => AuthResult::Rejected(errors),
+        };
+        let accepted = result == AuthResult::Accepted;
+        self.send_to(peer, op::AUTH_RESULT, &MetaMessage::AuthResult(result).encode());
+        if accepted {
+            self.enter_game(player);
+        }
+    }
+
+    /// A spectator joins the game: its actor, key set 1, a whole panel, the line to everyone.
+    fn enter_game(&mut self, player: PlayerId) {
+        let Some(seat) = self.roster.seat(player) else { return };
+        let (name, peer) = (seat.nickname.clone(), seat.peer);
+        self.watching.remove(&player);
+        self.host.push(HostCommand::Join { player, name, team: None, bot: false });
+        if let Some(peer) = peer {
+            self.send_to(peer, op::KEYSET_DATA, &keyset(true));
+            if let Some(state) = self.panels.get_mut(&peer) {
+                state.reset();
+            }
+        }
+        self.status_changed(player, EngineLine::Playing);
+    }
+
+    /// After a seat began or stopped playing: the line to everyone, the frames' receivers,
+    /// the successors' next checkpoint and the stat table at once.
+    fn status_changed(&mut self, player: PlayerId, line: EngineLine) {
+        let name = self.roster.seat(player).map(|s| s.nickname.clone()).unwrap_or_default();
+        self.announce(line, [name]);
+        self.migration.meta_dirty = true;
+        self.next_stat = std::time::Duration::ZERO;
+        self.update_receivers();
+    }
+
+    /// The participant a new spectator watches: the first one that is not itself.
+    fn first_other(&self, player: PlayerId) -> Option<PlayerId> {
+        self.host.world().resource::<Participants>().0.keys().copied().find(|p| *p != player)
+    }
+
+    /// After a map load (a new map, or the same one for a new round), what each client is
+    /// told (see the module docs).
+    pub(super) fn announce_map_changes(&mut self) {
+        let loads = self.host.world().resource::<MapState>().loads;
+        if loads == self.map_loads {
+            return;
+        }
+        self.map_loads = loads;
+        let map = self.map_message();
+        if map.is_some() && map == self.map_sent {
+            return self.clear_dynamic_set();
+        }
+        self.map_sent.clone_from(&map);
+        let active: Vec<(PeerKey, bool)> = self
+            .peers
+            .iter()
+            .filter(|(_, s)| s.is_active())
+            .map(|(peer, _)| (*peer, self.roster.player_of(*peer).is_none_or(|p| !self.watching.contains_key(&p))))
+            .collect();
+        let clear = MetaMessage::Clear(Clear::All).encode();
+        for (peer, playing) in active {
+            if !playing {
+                self.send_to(peer, op::KEYSET_DATA, &keyset(false));
+            }
+            self.send_to(peer, op::TECH_INFORM_DATA, &loading());
+            self.send_to(peer, op::CLEAR, &clear);
+            if let Some(map) = &map {
+                self.send_to(peer, op::MAP_DATA, map);
+            }
+            if playing {
+                self.send_to(peer, op::KEYSET_DATA, &keyset(true));
+            }
+            self.send_to(peer, op::TECH_INFORM_DATA, &hide());
+        }
+        for state in self.panels.values_mut() {
+            state.reset();
+        }
+    }
+
+    /// The map loaded again as it was: only its dynamic bodies start over, `CLEAR "setId"`.
+    fn clear_dynamic_set(&mut self) {
+        let world = self.host.world();
+        let set = world.resource::<MapState>().set_id(&world.resource::<EngineSettings>().config).to_owned();
+        let clear = MetaMessage::Clear(Clear::Set(set)).encode();
+        let active: Vec<PeerKey> = self.peers.iter().filter(|(_, s)| s.is_active()).map(|(p, _)| *p).collect();
+        for peer in active {
+            self.send_to(peer, op::CLEAR, &clear);
+        }
+    }
+
+    /// Each seat's panel, on a snapshot tick: a player's own changes, a spectator's empty panel.
+    pub(super) fn send_panels(&mut self) {
+        let panels = &self.host.world().resource::<Panels>().0;
+        let mut keys: Vec<String> = Vec::new();
+        for (key, _) in panels.values().flatten() {
+            if !keys.contains(key) {
+                keys.push(key.clone());
+            }
+        }
+        let time_of = |player: Option<PlayerId>| {
+            let panel = player.and_then(|p| panels.get(&p)).or_else(|| panels.values().next())?;
+            panel.iter().find(|(k, _)| k == Panel::TIME_KEY).map(|(_, v)| v.clone())
+        };
+        for seat in self.roster.seats() {
+            let Some(peer) = seat.peer else { continue };
+            let (Some(state), Some(session)) = (self.panels.get_mut(&peer), self.peers.get_mut(&peer)) else {
+                continue;
+            };
+            let diff = match self.watching.get(&seat.player) {
+                Some(watched) => time_of(*watched).and_then(|t| state.empty(&t, &keys)),
+                None => panels.get(&seat.player).and_then(|panel| state.diff(panel)),
+            };
+            if let Some(diff) = diff.filter(|_| session.is_active()) {
+                session.send(
+                    vimp_netcode::frame::Channel::Reliable,
+                    op::PANEL_DATA,
+                    &MetaMessage::Panel(diff).encode(),
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,391 @@
+//! Meta over the network, a host and its clients over in-memory links: key sets and panels across status and map changes, personal lines, chat commands, the game's form.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use vimp_host::engine::auth::AuthForm;
+use vimp_host::engine::map::MapConfig;
+use vimp_host::engine::players::Participants;
+use vimp_host::prelude::*;
+use vimp_netcode::input::KeyAction;
+use vimp_netcode::meta::{self, AuthData, AuthParam, Keyset, MetaMessage};
+use vimp_netcode::session::{Hello, close};
+use vimp_netcode::transport::Transport;
+
+use super::network::Lan;
+
+const SECOND: Duration = Duration::from_secs(1);
+
+fn hello(name: &str) -> Hello {
+    Hello::new(name, "test")
+}
+
+fn spectator(name: &str) -> Hello {
+    Hello { spectator: true, ..hello(name) }
+}
+
+/// Every meta message client `i` got since the last look, decoded, in order.
+fn meta_of(lan: &mut Lan, i: usize) -> Vec<MetaMessage> {
+    let raw = lan.clients[i].take_meta();
+    raw.iter().map(|(port, bytes)| MetaMessage::decode(*port, bytes).expect("the host sends valid meta")).collect()
+}
+
+/// The chat lines client `i` got so far, as JSON.
+fn chat_of(lan: &Lan, i: usize) -> Vec<Value> {
+    lan.clients[i].chat().to_vec()
+}
+
+fn player_id(lan: &Lan, i: usize) -> PlayerId {
+    PlayerId(lan.clients[i].welcome().expect("welcomed").player_id)
+}
+
+fn plays(lan: &Lan, i: usize) -> bool {
+    let id = player_id(lan, i);
+    lan.server.host().world().resource::<Participants>().0.contains_key(&id)
+}
+
+fn welcomed(lan: &mut Lan) {
+    assert!(lan.run_until(2 * SECOND, |l| l.clients.iter().all(|c| c.stats().snapshots > 0)), "everyone is in");
+}
+
+/// Where the first message that `is` holds for sits in `messages`.
+fn at(messages: &[MetaMessage], is: impl Fn(&MetaMessage) -> bool) -> Option<usize> {
+    messages.iter().position(is)
+}
+
+fn keyset(k: Keyset) -> impl Fn(&MetaMessage) -> bool {
+    move |m| *m == MetaMessage::Keyset(k)
+}
+
+fn loading(m: &MetaMessage) -> bool {
+    matches!(m, MetaMessage::TechInform(meta::TechInform::Show { code: meta::TechInform::LOADING, .. }))
+}
+
+fn hide(m: &MetaMessage) -> bool {
+    *m == MetaMessage::TechInform(meta::TechInform::Hide)
+}
+
+fn clear_all(m: &MetaMessage) -> bool {
+    *m == MetaMessage::Clear(meta::Clear::All)
+}
+
+fn map_data(m: &MetaMessage) -> bool {
+    matches!(m, MetaMessage::Map(_))
+}
+
+/// The panels among `messages`, each as its `key` / `key:value` strings.
+fn panels(messages: &[MetaMessage]) -> Vec<Vec<String>> {
+    messages
+        .iter()
+        .filter_map(|m| match m {
+            MetaMessage::Panel(p) => {
+                Some(serde_json::from_slice(&MetaMessage::Panel(p.clone()).encode()).expect("json"))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The arena map, to change to.
+fn arena() -> MapConfig {
+    MapConfig::from_json("default", super::DEFAULT).expect("map")
+}
+
+#[test]
+fn a_seat_taken_back_gets_the_map_between_loading_and_hide() {
+    let mut lan = Lan::new(None);
+    let a = lan.join(hello("ann"));
+    welcomed(&mut lan);
+    let first = meta_of(&mut lan, a);
+    assert!(at(&first, map_data).is_some() && at(&first, loading).is_none(), "a first join: {first:?}");
+    let token = lan.clients[a].welcome().map(|w| w.token).expect("welcome");
+    lan.clients[a].transport_mut().disconnect(super::network::HOST);
+    lan.run(SECOND, Some(&[]));
+    let back = lan.join(Hello { resume_token: Some(token), ..hello("ann") });
+    assert!(lan.run_until(2 * SECOND, |l| l.clients[back].welcome().is_some_and(|w| w.resumed)));
+    lan.run(SECOND / 5, None);
+    let got = meta_of(&mut lan, back);
+    let (load, map, keys, shown) =
+        (at(&got, loading), at(&got, map_data), at(&got, keyset(Keyset::Player)), at(&got, hide));
+    assert!(load.is_some() && load < map && map < keys && keys < shown, "{got:?}");
+}
+
+#[test]
+fn a_spectator_gets_its_keyset_right_before_clear_and_an_empty_panel_across_a_map_change() {
+    let mut lan = Lan::with_maps(None, vec![arena()]);
+    let a = lan.join(hello("ann"));
+    let s = lan.join(spectator("eve"));
+    welcomed(&mut lan);
+    lan.run(SECOND, None);
+    let before = meta_of(&mut lan, s);
+    let eve_panels = panels(&before);
+    assert!(!eve_panels.is_empty(), "a spectator gets a panel: {before:?}");
+    let first = &eve_panels[0];
+    assert!(first[0].starts_with("t:"), "the time first: {first:?}");
+    for key in ["h", "w1", "w2", "wa"] {
+        assert!(first.contains(&key.to_owned()), "{key} without a value: {first:?}");
+    }
+    assert!(eve_panels.iter().flatten().all(|e| e.starts_with("t:") || !e.contains(':')), "{eve_panels:?}");
+    meta_of(&mut lan, a);
+
+    lan.server.host_mut().load_map(arena()).expect("the arena loads");
+    lan.run(SECOND / 2, None);
+    let eve = meta_of(&mut lan, s);
+    let (keys, load, clear, map, shown) = (
+        at(&eve, keyset(Keyset::Spectator)),
+        at(&eve, loading),
+        at(&eve, clear_all),
+        at(&eve, map_data),
+        at(&eve, hide),
+    );
+    assert!(keys.is_some() && keys.map(|k| k + 2) == clear, "KEYSET 0, loading, CLEAR: {eve:?}");
+    assert!(load < clear && clear < map && map < shown, "{eve:?}");
+    assert_eq!(at(&eve, keyset(Keyset::Player)), None, "eve never gets the player's keys");
+    let after = panels(&eve[clear.expect("clear")..]);
+    assert!(after.first().is_some_and(|p| p[0].starts_with("t:") && p.contains(&"h".to_owned())), "{after:?}");
+    assert!(after.iter().flatten().all(|e| e.starts_with("t:") || !e.contains(':')), "nothing but the time: {after:?}");
+
+    let ann = meta_of(&mut lan, a);
+    let (load, clear, map, keys, shown) =
+        (at(&ann, loading), at(&ann, clear_all), at(&ann, map_data), at(&ann, keyset(Keyset::Player)), at(&ann, hide));
+    assert!(load.is_some() && load < clear && clear < map && map < keys && keys < shown, "{ann:?}");
+    assert_eq!(at(&ann, keyset(Keyset::Spectator)), None);
+    let ann_panels = panels(&ann[shown.expect("hide")..]);
+    assert!(ann_panels.first().is_some_and(|p| p.iter().any(|e| e.starts_with("h:"))), "a whole panel: {ann_panels:?}");
+}
+
+#[test]
+fn the_same_map_again_clears_only_its_set_and_sends_no_map() {
+    let mut lan = Lan::new(None);
+    let a = lan.join(hello("ann"));
+    welcomed(&mut lan);
+    meta_of(&mut lan, a);
+    // A new round on the same map: only the crates start over.
+    let map = lan.server.host().world().resource::<vimp_host::engine::mapstate::MapState>().config.clone();
+    lan.server.host_mut().load_map(map.expect("a map")).expect("reload");
+    lan.run(SECOND / 2, None);
+    let got = meta_of(&mut lan, a);
+    assert!(got.contains(&MetaMessage::Clear(meta::Clear::Set("c1".into()))), "the map's set: {got:?}");
+    assert!(!got.iter().any(|m| clear_all(m) || map_data(m) || loading(m)), "{got:?}");
+}
+
+#[test]
+fn spectate_and_play_switch_the_keyset_the_keys_and_the_tank() {
+    let mut lan = Lan::new(None);
+    let a = lan.join(hello("ann"));
+    let b = lan.join(hello("bob"));
+    welcomed(&mut lan);
+    meta_of(&mut lan, a);
+    assert!(plays(&lan, a));
+
+    lan.clients[a].say("/spectate");
+    assert!(lan.run_until(SECOND, |l| l.clients[a].key_table().is_some_and(|k| k.lookup("nextPlayer").is_some())));
+    lan.run(SECOND / 5, None);
+    assert!(!plays(&lan, a), "ann's tank left the game");
+    assert!(lan.server.is_watching(player_id(&lan, a)));
+    assert!(meta_of(&mut lan, a).contains(&MetaMessage::Keyset(Keyset::Spectator)));
+    assert!(lan.clients[a].key(KeyAction::Down, "forward").is_none(), "a spectator has no forward");
+    assert!(chat_of(&lan, b).contains(&json!("s:4:ann")), "everyone hears it");
+    lan.clients[a].say("/spectate");
+    assert!(lan.run_until(SECOND, |l| chat_of(l, a).contains(&json!("c:5"))), "watching already");
+    assert!(!chat_of(&lan, b).contains(&json!("c:5")), "told to ann only");
+
+    lan.clients[a].say("/PLAY");
+    assert!(lan.run_until(SECOND, |l| plays(l, a)), "ann's tank is back");
+    lan.run(SECOND / 5, None);
+    assert!(meta_of(&mut lan, a).contains(&MetaMessage::Keyset(Keyset::Player)));
+    assert!(chat_of(&lan, b).contains(&json!("s:5:ann")));
+    let seq = lan.clients[a].key(KeyAction::Down, "forward").expect("the game's keys again");
+    let id = player_id(&lan, a);
+    let applied = |l: &Lan| {
+        l.server.host().world().resource::<Participants>().0.get(&id).is_some_and(|p| p.keys.last_input_seq() >= seq)
+    };
+    assert!(lan.run_until(SECOND, applied), "ann drives again");
+    lan.clients[a].say("/play");
+    assert!(lan.run_until(SECOND, |l| chat_of(l, a).contains(&json!("c:6"))), "playing already");
+}
+
+#[test]
+fn a_seat_taken_back_keeps_watching_whatever_its_hello_says() {
+    let mut lan = Lan::new(None);
+    let a = lan.join(hello("ann"));
+    welcomed(&mut lan);
+    lan.clients[a].say("/spectate");
+    assert!(lan.run_until(SECOND, |l| !plays(l, a) && l.server.is_watching(player_id(l, a))));
+    let token = lan.clients[a].welcome().map(|w| w.token).expect("welcome");
+    lan.clients[a].transport_mut().disconnect(super::network::HOST);
+    lan.run(SECOND, Some(&[]));
+    let back = lan.join(Hello { resume_token: Some(token), ..hello("ann") });
+    assert!(lan.run_until(2 * SECOND, |l| l.clients[back].welcome().is_some_and(|w| w.resumed)));
+    lan.run(SECOND / 5, None);
+    assert!(lan.clients[back].welcome().is_some_and(|w| w.spectator), "the welcome says so");
+    assert_eq!(lan.clients[back].keyset(), Some(Keyset::Spectator));
+    assert!(!plays(&lan, back), "no tank for a seat that watches");
+}
+
+#[test]
+fn a_personal_line_reaches_one_player_only() {
+    let mut lan = Lan::new(None);
+    let a = lan.join(hello("ann"));
+    let b = lan.join(hello("Bob K"));
+    let c = lan.join(hello("cy"));
+    welcomed(&mut lan);
+    let team = lan.server.host().world().resource::<Participants>().0[&player_id(&lan, a)].team;
+    lan.clients[a].say("/w bob k  meet me at the gate");
+    let line = json!(["meet me at the gate", "ann", team, "Bob K"]);
+    assert!(lan.run_until(SECOND, |l| chat_of(l, b).contains(&line)), "bob gets it, his name as shown");
+    assert!(lan.run_until(SECOND, |l| chat_of(l, a).contains(&line)), "ann sees what she said");
+    lan.clients[c].say("done");
+    assert!(lan.run_until(SECOND, |l| chat_of(l, c).iter().any(|l| l[0] == "done")));
+    let leaked = |l: &Lan, i: usize| chat_of(l, i).iter().any(|l| l[0] == "meet me at the gate");
+    assert!(!leaked(&lan, c), "cy hears nothing of it: {:?}", chat_of(&lan, c));
+
+    // Nor does anyone who comes back later: personal lines are not kept in the recent chat.
+    let token = lan.clients[c].welcome().map(|w| w.token).expect("welcome");
+    lan.clients[c].transport_mut().disconnect(super::network::HOST);
+    lan.run(SECOND, Some(&[a, b]));
+    let back = lan.join(Hello { resume_token: Some(token), ..hello("cy") });
+    assert!(lan.run_until(2 * SECOND, |l| l.clients[back].welcome().is_some_and(|w| w.resumed)));
+    lan.run(SECOND / 2, None);
+    assert!(chat_of(&lan, back).iter().any(|l| l[0] == "done"), "the history came");
+    assert!(!leaked(&lan, back), "{:?}", chat_of(&lan, back));
+}
+
+#[test]
+fn a_line_the_game_sends_one_player_reaches_that_player_only() {
+    let mut lan = Lan::new(None);
+    let a = lan.join(hello("ann"));
+    let b = lan.join(hello("bob"));
+    welcomed(&mut lan);
+    let ann = player_id(&lan, a);
+    let line = meta::ChatMessage::System { group: "b".into(), code: 9, params: vec!["secret".into()] };
+    let world = lan.server.host_mut().world_mut();
+    world.resource_mut::<vimp_host::engine::meta::MetaOutbox>().chat_to(ann, &line);
+    assert!(lan.run_until(SECOND, |l| chat_of(l, a).contains(&json!("b:9:secret"))));
+    lan.run(SECOND / 5, None);
+    assert!(!chat_of(&lan, b).contains(&json!("b:9:secret")), "{:?}", chat_of(&lan, b));
+}
+
+#[test]
+fn a_personal_line_to_nobody_or_to_oneself_is_an_error_to_the_sender_only() {
+    let mut lan = Lan::new(None);
+    let a = lan.join(hello("ann"));
+    let b = lan.join(hello("bob"));
+    welcomed(&mut lan);
+    lan.clients[a].say("/w zed hello?");
+    lan.clients[a].say("/w ANN hi me");
+    lan.clients[a].say("/w bob");
+    lan.clients[a].say("/kick bob");
+    lan.clients[a].say("/help");
+    let answers = [json!("c:1:zed"), json!("c:7"), json!("c:3:w name text"), json!("c:2:kick")];
+    assert!(lan.run_until(SECOND, |l| answers.iter().all(|x| chat_of(l, a).contains(x))), "{:?}", chat_of(&lan, a));
+    let help = chat_of(&lan, a).into_iter().find(|l| l.as_str().is_some_and(|s| s.starts_with("c:4:")));
+    let help = help.expect("the commands").as_str().map(str::to_owned).unwrap_or_default();
+    for command in ["w name text", "spectate", "play", "help"] {
+        assert!(help.split([':', ',']).any(|c| c == command), "{command} in {help}");
+    }
+    lan.run(SECOND / 5, None);
+    assert!(
+        !chat_of(&lan, b).iter().any(|l| l.as_str().is_some_and(|s| s.starts_with("c:"))),
+        "{:?}",
+        chat_of(&lan, b)
+    );
+    assert!(!chat_of(&lan, b).iter().any(|l| l[0] == "hello?" || l[0] == "hi me"));
+    assert!(lan.clients.iter().all(|c| c.closed().is_none()), "errors are no reason to close");
+}
+
+#[test]
+fn personal_lines_count_against_the_chat_rate_limit() {
+    let mut lan = Lan::new(None);
+    let a = lan.join(hello("loud"));
+    let b = lan.join(hello("bob"));
+    welcomed(&mut lan);
+    for i in 0..40 {
+        lan.clients[a].say(&format!("/w bob spam {i}"));
+    }
+    lan.run(SECOND / 3, None);
+    assert_eq!(lan.clients[a].closed().map(|c| c.0), Some(close::RATE));
+    let got = chat_of(&lan, b).iter().filter(|l| l[0].as_str().is_some_and(|t| t.starts_with("spam"))).count();
+    assert!(got < 40, "the bucket held most of them back: {got}");
+}
+
+/// A form of two fields: a required `motto` of at most 8 characters, and a `model` of two choices.
+fn form() -> AuthForm {
+    AuthForm {
+        data: AuthData {
+            elems: json!({ "authId": "auth", "fieldsId": "fields" }),
+            params: vec![
+                AuthParam {
+                    name: "motto".into(),
+                    value: json!(""),
+                    options: json!({ "required": true, "maxlength": 8 }),
+                },
+                AuthParam {
+                    name: "model".into(),
+                    value: json!("light"),
+                    options: json!({ "options": ["light", "heavy"] }),
+                },
+            ],
+            texts: None,
+        },
+        validators: Default::default(),
+    }
+}
+
+#[test]
+fn a_game_form_keeps_a_player_watching_until_its_answer_passes() {
+    let mut lan = Lan::new(None);
+    lan.server.host_mut().world_mut().insert_resource(form());
+    let a = lan.join(hello("ann"));
+    let b = lan.join(spectator("eve"));
+    welcomed(&mut lan);
+    lan.run(SECOND / 5, None);
+    let got = meta_of(&mut lan, a);
+    assert!(got.contains(&MetaMessage::AuthData(form().data)), "the form: {got:?}");
+    assert!(got.contains(&MetaMessage::Keyset(Keyset::Spectator)), "ann watches while she fills it in");
+    assert!(!plays(&lan, a));
+    assert!(!meta_of(&mut lan, b).iter().any(|m| matches!(m, MetaMessage::AuthData(_))), "a spectator is not asked");
+
+    lan.clients[a].send_meta(meta::AUTH_RESPONSE, br#"{"motto": "far too long", "model": "tiny", "hat": 1}"#);
+    lan.run(SECOND / 5, None);
+    let errors = meta_of(&mut lan, a).into_iter().find_map(|m| match m {
+        MetaMessage::AuthResult(meta::AuthResult::Rejected(errors)) => Some(errors),
+        _ => None,
+    });
+    let fields: Vec<String> = errors.expect("an error per field").into_keys().collect();
+    assert_eq!(fields, ["hat", "model", "motto"]);
+    assert!(!plays(&lan, a), "still watching");
+
+    lan.clients[a].send_meta(meta::AUTH_RESPONSE, br#"{"motto": "gg", "model": "heavy", "token": "jwt"}"#);
+    assert!(lan.run_until(SECOND, |l| plays(l, a)), "in the game");
+    lan.run(SECOND / 5, None);
+    let got = meta_of(&mut lan, a);
+    let (result, keys) =
+        (at(&got, |m| *m == MetaMessage::AuthResult(meta::AuthResult::Accepted)), at(&got, keyset(Keyset::Player)));
+    assert!(result.is_some() && result < keys, "null, then the player's keys: {got:?}");
+    let values = lan.server.auth_values(player_id(&lan, a)).cloned().map(Value::Object);
+    assert_eq!(values, Some(json!({ "motto": "gg", "model": "heavy" })));
+
+    // The spectator may answer too: that is /play with the form.
+    lan.clients[b].say("/play");
+    lan.run(SECOND / 5, None);
+    assert!(meta_of(&mut lan, b).contains(&MetaMessage::AuthData(form().data)), "/play asks for the form");
+    lan.clients[b].send_meta(meta::AUTH_RESPONSE, br#"{"motto": "hi"}"#);
+    assert!(lan.run_until(SECOND, |l| plays(l, b)));
+    // Bytes that are no answer at all close their sender.
+    lan.clients[a].send_meta(meta::AUTH_RESPONSE, b"[1, 2]");
+    assert!(lan.run_until(SECOND, |l| l.clients[a].closed().is_some()));
+    assert_eq!(lan.clients[a].closed().map(|c| c.0), Some(close::PROTOCOL));
+    assert!(lan.clients[b].closed().is_none());
+}
+
+#[test]
+fn without_a_form_an_answer_changes_nothing() {
+    let mut lan = Lan::new(None);
+    let s = lan.join(spectator("eve"));
+    welcomed(&mut lan);
+    lan.clients[s].send_meta(meta::AUTH_RESPONSE, br#"{"motto": "gg"}"#);
+    lan.run(SECOND / 2, None);
+    assert!(!plays(&lan, s), "tanks have no form: /play is the way in");
+    assert!(!meta_of(&mut lan, s).iter().any(|m| matches!(m, MetaMessage::AuthResult(_))));
+}
