@@ -371,6 +371,7 @@ impl ServerCore {
         roster.detach_all(Some(now));
         server.roster = roster;
         server.watching = meta.watching.into_iter().collect();
+        server.settle_status();
         server.migration.restore_chat(meta.chat);
         server.map_vote = meta.vote.filter(|v| v.name == MAP_CHANGE_VOTE).map(|v| MapVote {
             map: v.subject,
@@ -396,6 +397,30 @@ impl ServerCore {
         }
         server.flush(now);
         server
+    }
+
+    /// After a takeover: the match agrees with who watches. A status change the old host made
+    /// just before it died reached this shadow in the checkpoint's roster but not in the log
+    /// (the crash took the last entries): a seat that watches and still has its actor leaves
+    /// the game now, and a seat that plays but has none joins it.
+    fn settle_status(&mut self) {
+        let participants = &self.host.world().resource::<Participants>().0;
+        let mut commands = Vec::new();
+        for seat in self.roster.seats() {
+            match (self.watching.contains_key(&seat.player), participants.contains_key(&seat.player)) {
+                (true, true) => commands.push(HostCommand::Leave { player: seat.player }),
+                (false, false) => commands.push(HostCommand::Join {
+                    player: seat.player,
+                    name: seat.nickname.clone(),
+                    team: None,
+                    bot: false,
+                }),
+                _ => {}
+            }
+        }
+        for command in commands {
+            self.host.push(command);
+        }
     }
 
     /// Leaves gracefully: the log so far and a final checkpoint go to the successors, then a

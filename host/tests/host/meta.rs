@@ -92,12 +92,16 @@ fn arena() -> MapConfig {
 }
 
 #[test]
-fn a_seat_taken_back_gets_the_map_between_loading_and_hide() {
+fn a_join_and_a_seat_taken_back_get_the_map_between_loading_and_hide() {
     let mut lan = Lan::new(None);
     let a = lan.join(hello("ann"));
     welcomed(&mut lan);
     let first = meta_of(&mut lan, a);
-    assert!(at(&first, map_data).is_some() && at(&first, loading).is_none(), "a first join: {first:?}");
+    let (load, map, shown) = (at(&first, loading), at(&first, map_data), at(&first, hide));
+    assert!(
+        load.is_some() && load < map && map < shown,
+        "a first join loads its map behind the black screen: {first:?}"
+    );
     let token = lan.clients[a].welcome().map(|w| w.token).expect("welcome");
     lan.clients[a].transport_mut().disconnect(super::network::HOST);
     lan.run(SECOND, Some(&[]));

@@ -170,9 +170,12 @@ fn clients_join_play_and_chat() {
         assert_eq!(c.stats().bad_snapshots, 0);
     }
     let p = lan.clients[a].last_frame().and_then(|f| f.player).expect("ann's player block");
-    let moved = ((p.state[0] - x0.x).powi(2) + (p.state[1] - x0.y).powi(2)).sqrt();
     assert_eq!(p.state[7], 1.0, "the host applied ann's forward key: full throttle");
-    assert!(moved > 20.0, "ann's tank drove {moved} units");
+    let moved = |lan: &Lan| {
+        let p = lan.clients[a].last_frame().and_then(|f| f.player).map_or([x0.x, x0.y], |p| [p.state[0], p.state[1]]);
+        ((p[0] - x0.x).powi(2) + (p[1] - x0.y).powi(2)).sqrt()
+    };
+    assert!(lan.run_until(Duration::from_secs(3), |l| moved(l) > 20.0), "ann's tank drove {} units", moved(&lan));
     assert!(p.last_input_seq >= 1, "the host echoes the applied seq");
 
     lan.clients[a].say("hi all");

@@ -13,11 +13,10 @@
 //!
 //! Each change is a system line to everyone ([`EngineLine::Watching`], [`EngineLine::Playing`]).
 //!
-//! A `MAP_DATA` after the first goes between `TECH_INFORM [1]` (loading) and
-//! `TECH_INFORM null` (hide), in the same flush, so a client shows the black screen while
-//! it builds the map: at a map change, and at the welcome of a seat taken back (after a
-//! crash, or at a host that took the match over from a checkpoint). A first join's map
-//! comes while the client has nothing to show yet. A map change tells each client, in
+//! Every `MAP_DATA` goes between `TECH_INFORM [1]` (loading) and `TECH_INFORM null`
+//! (hide), in the same flush, so a client shows the black screen while it builds the map:
+//! at a map change, at a join, and at the welcome of a seat taken back (after a crash, or
+//! at a host that took the match over from a checkpoint). A map change tells each client, in
 //! the spec's order: a spectator its key set `0` right before `CLEAR`; then loading,
 //! `CLEAR null`, the map, a player its key set `1`, hide. A map loaded again unchanged (a
 //! new round) changes only its dynamic bodies: `CLEAR "setId"` (the map's set) and nothing
@@ -56,9 +55,8 @@ fn keyset(playing: bool) -> Vec<u8> {
 }
 
 impl ServerCore {
-    /// What a peer gets right after its welcome and config: the map, the whole stat table,
-    /// its key set — between loading and hide for a seat taken back, whose host may have
-    /// restored the match from a checkpoint — and its panel starts over. A new player joins
+    /// What a peer gets right after its welcome and config, between loading and hide: the
+    /// map, the whole stat table, its key set; and its panel starts over. A new player joins
     /// the game here, or watches and gets the game's form (`spectator`: the hello asked to
     /// watch).
     pub(super) fn greet(&mut self, peer: PeerKey, player: PlayerId, resumed: bool, spectator: bool) {
@@ -73,18 +71,16 @@ impl ServerCore {
             }
         }
         let playing = !self.watching.contains_key(&player);
-        if resumed {
-            self.send_to(peer, op::TECH_INFORM_DATA, &loading());
-        }
+        // The client loads the map (a first join's, or a seat's taken back after a crash or
+        // at a host that restored a checkpoint) behind the black screen.
+        self.send_to(peer, op::TECH_INFORM_DATA, &loading());
         if let Some(map) = self.map_message() {
             self.send_to(peer, op::MAP_DATA, &map);
         }
         let stat = MetaMessage::Stat(self.stat.full()).encode();
         self.send_to(peer, op::STAT_DATA, &stat);
         self.send_to(peer, op::KEYSET_DATA, &keyset(playing));
-        if resumed {
-            self.send_to(peer, op::TECH_INFORM_DATA, &hide());
-        }
+        self.send_to(peer, op::TECH_INFORM_DATA, &hide());
         self.panels.insert(peer, PanelState::new());
         if let Some(form) = form.filter(|_| !resumed && !spectator) {
             self.send_to(peer, op::AUTH_DATA, &form.encode());
