@@ -517,6 +517,37 @@ impl ClientCore {
         }
     }
 
+    /// A frame from a mesh peer that is neither the host followed nor a candidate answering
+    /// the hello: a fellow client may send a `CLAIM`, the `@changeHost` vote, the check of the
+    /// room before a claim and its answers (each counted apart when refused), and its own
+    /// hello, said to every peer it meets; anything else only the host may send, and is
+    /// refused ([`ClientStats::peer_frames_refused`]).
+    fn on_peer_frame(&mut self, peer: PeerKey, channel: Channel, bytes: &[u8], now: Duration) {
+        let taken = match frame::parse(bytes) {
+            Ok(f) if f.opcode == op::HELLO => true,
+            Ok(f) if channel == Channel::Reliable => match f.opcode {
+                op::CLAIM => {
+                    match Claim::decode(f.payload) {
+                        Ok(claim) => self.on_claim(peer, claim, now),
+                        Err(_) => self.stats.claims_refused += 1,
+                    }
+                    true
+                }
+                op::HOST_VOTE | op::HOST_BALLOT => {
+                    self.on_vote_frame(peer, f.opcode, f.payload, now);
+                    true
+                }
+                op::HOST_CHECK => self.on_host_check(peer, f.payload, now),
+                op::HOST_SEEN => self.on_host_seen(peer, f.payload),
+                _ => false,
+            },
+            _ => false,
+        };
+        if !taken {
+            self.stats.peer_frames_refused += 1;
+        }
+    }
+
     /// A fellow peer asks whether this client still hears its host (`HOST_CHECK`): answered
     /// when the asker is a successor this client knows of, at most once per
     /// [`MIN_CHECK_INTERVAL`]; `false` when refused.
@@ -1083,34 +1114,8 @@ impl ClientCore {
                         self.resuming = None;
                         self.stats.stalls_survived += 1;
                         self.host = Some((peer, *session));
-                    } else if channel == Channel::Reliable
-                        && let Ok(f) = frame::parse(&bytes)
-                        && f.opcode == op::CLAIM
-                    {
-                        match Claim::decode(f.payload) {
-                            Ok(claim) => self.on_claim(peer, claim, now),
-                            Err(_) => self.stats.claims_refused += 1,
-                        }
-                    } else if channel == Channel::Reliable
-                        && let Ok(f) = frame::parse(&bytes)
-                        && matches!(f.opcode, op::HOST_VOTE | op::HOST_BALLOT)
-                    {
-                        self.on_vote_frame(peer, f.opcode, f.payload, now);
-                    } else if channel == Channel::Reliable
-                        && let Ok(f) = frame::parse(&bytes)
-                        && matches!(f.opcode, op::HOST_CHECK | op::HOST_SEEN)
-                    {
-                        let taken = match f.opcode {
-                            op::HOST_CHECK => self.on_host_check(peer, f.payload, now),
-                            _ => self.on_host_seen(peer, f.payload),
-                        };
-                        if !taken {
-                            self.stats.peer_frames_refused += 1;
-                        }
-                    } else if !frame::parse(&bytes).is_ok_and(|f| f.opcode == op::HELLO) {
-                        // Only the host may say anything else (a fellow client's hello, said to
-                        // every peer it meets, is no offence).
-                        self.stats.peer_frames_refused += 1;
+                    } else {
+                        self.on_peer_frame(peer, channel, &bytes, now);
                     }
                 }
             }

@@ -1,7 +1,7 @@
 //! The form a game may ask a player to fill in before it plays (`AUTH_DATA`), and the host's checks of the answer (`AUTH_RESPONSE` → `AUTH_RESULT`).
 //!
-//! A game that wants one inserts an [`AuthForm`] resource from its plugin (tanks have
-//! none: their players play at once). The server then sends the form's [`AuthData`] to a
+//! A game that wants one inserts an [`AuthForm`] resource from its plugin (the reference
+//! game has none: its players play at once). The server then sends the form's [`AuthData`] to a
 //! player who wants to play — at its welcome, or at `/play` — and keeps it watching until
 //! an answer passes [`AuthForm::check`]: `AUTH_RESULT null`, and the player joins the game
 //! with the values kept ([`crate::engine::server::ServerCore::auth_values`]). A refused

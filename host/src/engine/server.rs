@@ -399,6 +399,13 @@ impl ServerCore {
         server
     }
 
+    /// `peer` sent bytes that break the protocol: its session is closed with 4400.
+    fn protocol_error(&mut self, peer: PeerKey) {
+        if let Some(s) = self.peers.get_mut(&peer) {
+            s.close(close::PROTOCOL);
+        }
+    }
+
     /// After a takeover: the match agrees with who watches. A status change the old host made
     /// just before it died reached this shadow in the checkpoint's roster but not in the log
     /// (the crash took the last entries): a seat that watches and still has its actor leaves
@@ -750,9 +757,7 @@ impl ServerCore {
             HostEvent::Links(payload) => match Links::decode(&payload) {
                 Ok(links) => self.migration.links(peer, Some(links.peers)),
                 Err(_) => {
-                    if let Some(s) = self.peers.get_mut(&peer) {
-                        s.close(close::PROTOCOL);
-                    }
+                    self.protocol_error(peer);
                 }
             },
             HostEvent::Claim(payload) => match Claim::decode(&payload) {
@@ -864,9 +869,7 @@ impl ServerCore {
         let answer = match ClientMeta::decode(op::client::VOTE, payload) {
             Ok(ClientMeta::Vote(answer)) => answer,
             _ => {
-                if let Some(s) = self.peers.get_mut(&peer) {
-                    s.close(close::PROTOCOL);
-                }
+                self.protocol_error(peer);
                 return;
             }
         };

@@ -183,9 +183,6 @@ pub struct Obstacle {
     pub friction: f32,
     /// Restitution of its collider.
     pub restitution: f32,
-    /// Whether the tank can push it (a map box: a dynamic body in the prediction world);
-    /// otherwise it is kinematic (another tank).
-    pub movable: bool,
     /// Its velocity `[vx, vy, angvel]` as the snapshot shows it (zero for a row without
     /// its velocity tail: a box at rest).
     pub velocity: [f32; 3],
@@ -655,14 +652,16 @@ impl Predictor {
         }
         self.physics.apply_removals();
         for (id, o) in near {
+            // A map box is a dynamic body the tank pushes; another tank is kinematic.
+            let movable = Some(id.key) == self.crate_key;
             let handle = self.obstacles.get(&id).copied();
             match handle.and_then(|h| self.physics.world_mut().bodies.get_mut(h)) {
-                Some(_) if o.movable => self.box_states.extend(handle.map(|h| (h, *o))),
+                Some(_) if movable => self.box_states.extend(handle.map(|h| (h, *o))),
                 Some(b) => {
                     b.set_translation(Vector::new(o.x, o.y), true);
                     b.set_rotation(Rotation::from_angle(o.angle), true);
                 }
-                None if o.movable => {
+                None if movable => {
                     let [w, h] = o.half_extents.map(|e| e * 2.0);
                     let (body, collider) = dynamic_box(id.index as usize, Vector::new(o.x, o.y), o.angle, w, h);
                     let body = body.linvel(Vector::new(o.velocity[0], o.velocity[1])).angvel(o.velocity[2]);
@@ -701,14 +700,12 @@ impl Predictor {
                 offset: [0.0; 2],
                 friction: TANK_FRICTION,
                 restitution: TANK_RESTITUTION,
-                movable: false,
                 velocity: [0.0; 3],
             })
             .collect();
         if let Some(crate_key) = self.crate_key {
-            let sizes = self.box_sizes();
             out.extend(rows(crate_key).filter_map(|(index, row)| {
-                let &(w, h) = sizes.get(index as usize)?;
+                let &(w, h) = self.boxes.get(index as usize)?;
                 Some(Obstacle {
                     id: ObstacleId { key: crate_key, index },
                     x: f(row, 0),
@@ -718,7 +715,6 @@ impl Predictor {
                     offset: [w / 2.0, h / 2.0],
                     friction: DEFAULT_FRICTION,
                     restitution: DEFAULT_RESTITUTION,
-                    movable: true,
                     velocity: [f(row, 3), f(row, 4), f(row, 5)],
                 })
             }));
@@ -753,11 +749,6 @@ impl Predictor {
                 Some((*h, [p.x, p.y, b.rotation().angle(), v.x, v.y, b.angvel()]))
             })
             .collect()
-    }
-
-    /// The sizes of the map's movable boxes, world units, by index.
-    fn box_sizes(&self) -> &[(f32, f32)] {
-        &self.boxes
     }
 
     /// The divergence records: where the prediction for a block's tick differed from the block.
@@ -883,7 +874,7 @@ mod tests {
     fn the_tank_pushes_a_map_box_and_a_rewind_puts_the_box_where_the_frame_shows_it() {
         let mut p = predictor();
         p.on_player_block(ms(4), 0, at_rest(240.0, 100.0));
-        let key = p.crate_key.unwrap_or(5);
+        let key = p.crate_key.expect("the tanks schema has the map's box key");
         let a_box = |x: f32, vx: f32| Obstacle {
             id: ObstacleId { key, index: 0 },
             x,
@@ -893,7 +884,6 @@ mod tests {
             offset: [12.0, 12.0],
             friction: DEFAULT_FRICTION,
             restitution: DEFAULT_RESTITUTION,
-            movable: true,
             velocity: [vx, 0.0, 0.0],
         };
         // The box stands right ahead of the tank's nose (the tank is 40 long).
@@ -934,7 +924,6 @@ mod tests {
             offset: [0.0; 2],
             friction: TANK_FRICTION,
             restitution: TANK_RESTITUTION,
-            movable: false,
             velocity: [0.0; 3],
         };
         p.set_obstacles(&[tank(1, 2000.0), tank(4, 240.0)]);

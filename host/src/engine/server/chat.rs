@@ -19,7 +19,7 @@
 
 use vimp_netcode::frame::{Channel, op};
 use vimp_netcode::meta::{ChatMessage, ClientMeta, EngineLine, MetaError, MetaMessage};
-use vimp_netcode::session::{close, same_nickname};
+use vimp_netcode::session::same_nickname;
 use vimp_netcode::transport::PeerKey;
 
 use super::ServerCore;
@@ -92,9 +92,7 @@ impl ServerCore {
             Ok(ClientMeta::Chat(text)) => text,
             Err(MetaError::EmptyChat | MetaError::ChatTooLong { .. } | MetaError::ChatControl { .. }) => return,
             _ => {
-                if let Some(s) = self.peers.get_mut(&peer) {
-                    s.close(close::PROTOCOL);
-                }
+                self.protocol_error(peer);
                 return;
             }
         };

@@ -30,7 +30,6 @@ use vimp_netcode::frame::op;
 use vimp_netcode::meta::{
     AuthResult, Clear, ClientMeta, EngineLine, Keyset, MetaMessage, Panel, PanelState, TechInform,
 };
-use vimp_netcode::session::close;
 use vimp_netcode::transport::PeerKey;
 
 use super::ServerCore;
@@ -124,9 +123,7 @@ impl ServerCore {
         let answer = match ClientMeta::decode(op::client::AUTH_RESPONSE, payload) {
             Ok(ClientMeta::AuthResponse(answer)) => answer,
             _ => {
-                if let Some(s) = self.peers.get_mut(&peer) {
-                    s.close(close::PROTOCOL);
-                }
+                self.protocol_error(peer);
                 return;
             }
         };

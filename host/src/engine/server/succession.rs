@@ -34,7 +34,6 @@ use std::time::Duration;
 
 use vimp_netcode::frame::{Channel, op};
 use vimp_netcode::migration::{self, Candidate, Claim, MIN_REQUEST_INTERVAL, StepDown, Succession, checkpoint_parts};
-use vimp_netcode::session::close;
 use vimp_netcode::transport::PeerKey;
 
 use super::{MAP_CHANGE_VOTE, ServerCore};
@@ -269,9 +268,7 @@ impl ServerCore {
             Ok(r) => r,
             Err(e) => {
                 tracing::debug!("a STEP_DOWN from {peer} does not decode: {e}");
-                if let Some(s) = self.peers.get_mut(&peer) {
-                    s.close(close::PROTOCOL);
-                }
+                self.protocol_error(peer);
                 return;
             }
         };
