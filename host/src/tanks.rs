@@ -2,6 +2,7 @@
 //!
 //! - [`config`]: the `game` half of the init config (models, weapons, keys, rounds, migration);
 //! - [`movement`]: how a tank drives — the one rule host and predictor share;
+//! - [`level`]: tanks on layered maps — ramps, falls and their damage, for host and predictor alike;
 //! - [`tank`]: tanks as entities (join, teams, spawn, damage, death, respawn);
 //! - [`weapons`]: tracers, bombs, blasts;
 //! - [`rounds`]: round timer, victory, game over;
@@ -14,6 +15,7 @@
 pub mod bots;
 pub mod config;
 pub mod figures;
+pub mod level;
 pub mod movement;
 pub mod predict;
 pub mod rounds;
@@ -103,6 +105,7 @@ pub fn client_config(config: &InitConfig) -> serde_json::Value {
         "engine": {
             "timeStepMs": config.engine.time_step * 1000.0,
             "mapScale": config.engine.map_scale,
+            "mapFallTime": config.engine.map_fall_time,
             "snapshot": config.engine.snapshot,
             "interpolation": vimp_netcode::interp::InterpolationConfig::default(),
         },
@@ -144,7 +147,12 @@ impl Plugin for TanksPlugin {
                 .chain()
                 .in_set(HostSystems::Game),
         )
-        .add_systems(HostTick, weapons::burst_bombs.in_set(HostSystems::Contacts))
+        .add_systems(
+            HostTick,
+            (tank::step_tank_levels, weapons::step_bomb_levels, weapons::burst_bombs)
+                .chain()
+                .in_set(HostSystems::Contacts),
+        )
         .add_systems(
             HostTick,
             (rows::build_rows, rows::publish_scores, rows::publish_panels)

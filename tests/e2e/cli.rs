@@ -24,9 +24,10 @@ fn schema_check_accepts_the_tanks_schema() {
     let keys: Vec<&str> =
         report[0]["keys"].as_array().expect("keys").iter().filter_map(|k| k["key"].as_str()).collect();
     assert_eq!(keys, ["m1", "w1", "w2", "w2e", "c1", "c2"]);
-    // c1: u8 index + tail flag + 3 f32 = 14 bytes at rest, + 3 f32 = 26 with the velocity tail.
+    // c1: u8 index + tail flag + 3 f32 + z (f32) + level (u8) = 19 bytes at rest, + 3 f32 = 31
+    // with the velocity tail.
     let c1 = &report[0]["keys"][4];
-    assert_eq!((c1["rowBytes"].as_u64(), c1["rowBytesWithTail"].as_u64()), (Some(14), Some(26)));
+    assert_eq!((c1["rowBytes"].as_u64(), c1["rowBytesWithTail"].as_u64()), (Some(19), Some(31)));
 }
 
 #[test]

@@ -2,9 +2,11 @@
 //!
 //! A map is a JSON file (`maps/README.md` documents every field with an example): a
 //! tile grid with the ids of the wall tiles, movable boxes, respawn points per
-//! team, render layers and opaque `game` data. Only flat maps (level 0) are supported;
-//! the layered 2.5D fields (`levels`, `ramps`, `levelHeight`, `physicsDynamic[].level`,
-//! a respawn point's 4th number) are recognised and rejected with a clear message.
+//! team, render layers and opaque `game` data. A layered (2.5D) map adds levels above the
+//! ground (`levels`), ramps between them (`ramps`) and the height of a level
+//! (`levelHeight`); its boxes and respawn points may name their level. [`MapLevels`] holds
+//! that geometry, and [`bodies`] the rules bodies live by on it (collision groups per level,
+//! ramp guards, falls).
 //!
 //! ```text
 //!  text ──MapConfig::from_json──► MapConfig ──GameMap::create(cfg, mapScale, world)──► GameMap + bodies
@@ -34,8 +36,12 @@
 //!   own thickness (`soft_ccd_prediction(min(w, h))`) and is damped like a box sliding on
 //!   a floor (top-down worlds have no gravity).
 //! * Materials: [`DEFAULT_FRICTION`], [`DEFAULT_RESTITUTION`], [`DYNAMIC_DENSITY`],
-//!   [`DYNAMIC_LINEAR_DAMPING`], [`DYNAMIC_ANGULAR_DAMPING`]. No collision groups are set
-//!   (every collider stays in `Group::ALL`).
+//!   [`DYNAMIC_LINEAR_DAMPING`], [`DYNAMIC_ANGULAR_DAMPING`]. A flat map sets no collision
+//!   groups (every collider stays in `Group::ALL`).
+//! * A layered map also builds, after the ground's blocks, each level's rails merged into
+//!   blocks the same way (level by level, from 1 up), then the ramps' guards
+//!   ([`ramp_guards`]), all fixed bodies tagged [`MAP_OBJECT_TAG`]; every map collider gets
+//!   its level's collision groups ([`bodies`]), a box those of the level it stands on.
 //!
 //! Map bodies belong to the engine: a game must never remove one (disable it instead);
 //! the engine calls [`GameMap::remove`] before it loads the next map.
@@ -43,25 +49,37 @@
 //! [`MAP_OBJECT_TAG`]: crate::engine::tags::MAP_OBJECT_TAG
 //! [`encode_map_object_at`]: crate::engine::tags::encode_map_object_at
 
+pub mod bodies;
 mod config;
 mod dump;
 mod error;
+pub mod levels;
 mod merge;
 
 use indexmap::IndexMap;
 use rapier2d::math::Vector;
-use rapier2d::prelude::{ColliderBuilder, PhysicsWorld, RigidBodyBuilder, RigidBodyHandle, RigidBodyType};
+use rapier2d::prelude::{
+    ColliderBuilder, InteractionGroups, PhysicsWorld, RigidBodyBuilder, RigidBodyHandle, RigidBodyType,
+};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
 use crate::engine::tags::{MAP_OBJECT_TAG, encode_map_object_at, map_object_index};
 
-pub use config::{DEFAULT_SET_ID, DynamicObjectConfig, MAX_DYNAMIC_OBJECTS, MAX_GRID_SIDE, MAX_SET_ID_LEN, MapConfig};
+pub use bodies::{
+    FallModel, LevelState, LevelStep, RampGuard, body_filter, level_interaction, levels_interaction,
+    levels_interaction_on_ramp, ramp_guards, ramp_rail_span, step_body_level,
+};
+pub use config::{
+    DEFAULT_SET_ID, DynamicObjectConfig, LevelConfig, MAX_DYNAMIC_OBJECTS, MAX_GRID_SIDE, MAX_SET_ID_LEN, MapConfig,
+    RampConfig, RampDir,
+};
 pub use error::{MAX_ISSUES, MapError, MapIssue, MapRule};
+pub use levels::{Axis, MAX_LEVELS, MapLevels, RampBlock, RampRun, RampSample, Surface, validate_levels};
 pub use merge::{TileRect, merge_static};
 
 use dump::GameMapDump;
-use merge::{SolidGrid, merge_solid};
+use merge::SolidGrid;
 
 /// Friction of every map collider (walls and dynamic objects); rapier combines two
 /// colliders' coefficients by their average.
@@ -126,8 +144,9 @@ pub struct GameMap {
     tile_size: f32,
     world_size: (f32, f32),
     grid: SolidGrid,
-    static_blocks: Vec<StaticBlock>,
+    levels: MapLevels,
     respawns: IndexMap<String, Vec<[f32; 3]>>,
+    respawn_levels: IndexMap<String, Vec<u8>>,
     static_bodies: Vec<RigidBodyHandle>,
     dynamic_bodies: Vec<RigidBodyHandle>,
 }
@@ -146,22 +165,45 @@ impl GameMap {
         let label = if cfg.name.trim().is_empty() { "map" } else { cfg.name.as_str() };
         cfg.validate(label)?;
         let mut map = GameMap::layout(cfg.clone(), scale)?;
-        for block in &map.static_blocks {
-            let (cx, cy) = block.world.center();
-            let (hx, hy) = (block.world.width / 2.0, block.world.height / 2.0);
+        let layered = map.levels.is_layered();
+        let mut fixed = |rect: &WorldRect, groups: Option<InteractionGroups>| {
+            let (cx, cy) = rect.center();
+            let (hx, hy) = (rect.width / 2.0, rect.height / 2.0);
             let body = RigidBodyBuilder::fixed().translation(Vector::new(cx, cy)).user_data(MAP_OBJECT_TAG);
-            let collider = ColliderBuilder::cuboid(hx, hy)
+            let mut collider = ColliderBuilder::cuboid(hx, hy)
                 .friction(DEFAULT_FRICTION)
                 .restitution(DEFAULT_RESTITUTION)
                 .user_data(MAP_OBJECT_TAG);
-            map.static_bodies.push(world.insert(body, collider).0);
+            if let Some(groups) = groups {
+                collider = collider.collision_groups(groups);
+            }
+            world.insert(body, collider).0
+        };
+        for n in map.levels.levels().collect::<Vec<_>>() {
+            let groups = layered.then(|| bodies::wall_interaction(n));
+            for block in map.levels.static_blocks(n) {
+                map.static_bodies.push(fixed(&block.world, groups));
+            }
+        }
+        for guard in ramp_guards(&map.levels) {
+            map.static_bodies.push(fixed(&guard.rect, Some(bodies::guard_interaction(guard.from))));
         }
         for (i, object) in cfg.physics_dynamic.iter().enumerate() {
             let placed = Placed::of(object, scale);
-            let (body, collider) = dynamic_box(i, placed.corner, placed.angle, placed.width, placed.height);
+            let (body, mut collider) = dynamic_box(i, placed.corner, placed.angle, placed.width, placed.height);
+            if layered {
+                collider = collider.collision_groups(level_interaction(object.level.unwrap_or(0)));
+            }
             map.dynamic_bodies.push(world.insert(body, collider).0);
         }
         Ok(map)
+    }
+
+    /// How many fixed bodies [`create`](Self::create) builds: every level's wall blocks, then
+    /// the ramps' guards.
+    fn static_body_count(&self) -> usize {
+        self.levels.levels().map(|n| self.levels.static_blocks(n).len()).sum::<usize>()
+            + ramp_guards(&self.levels).len()
     }
 
     /// Everything but the bodies: scaled geometry derived from a valid config.
@@ -184,8 +226,12 @@ impl GameMap {
                 return Err(bad_scale);
             }
         }
+        let levels = MapLevels::new(&config, scale);
         let mut respawns = IndexMap::with_capacity(config.respawns.len());
+        let mut respawn_levels = IndexMap::with_capacity(config.respawns.len());
         for (team, points) in &config.respawns {
+            let of = |p: &Vec<f32>| config.respawn_level(p).unwrap_or(0);
+            respawn_levels.insert(team.clone(), points.iter().map(of).collect());
             let scaled: Vec<[f32; 3]> = points
                 .iter()
                 .map(|p| {
@@ -198,26 +244,18 @@ impl GameMap {
             }
             respawns.insert(team.clone(), scaled);
         }
-        let static_blocks = merge_solid(&grid)
-            .into_iter()
-            .map(|tiles| StaticBlock {
-                tiles,
-                world: WorldRect {
-                    x: tiles.col as f32 * tile_size,
-                    y: tiles.row as f32 * tile_size,
-                    width: tiles.cols as f32 * tile_size,
-                    height: tiles.rows as f32 * tile_size,
-                },
-            })
-            .collect();
+        if !positive(levels.level_height()) {
+            return Err(bad_scale);
+        }
         Ok(GameMap {
             config,
             scale,
             tile_size,
             world_size,
             grid,
-            static_blocks,
+            levels,
             respawns,
+            respawn_levels,
             static_bodies: Vec::new(),
             dynamic_bodies: Vec::new(),
         })
@@ -321,13 +359,26 @@ impl GameMap {
         (col < self.grid.cols() && row < self.grid.rows()).then_some((col, row))
     }
 
-    /// The merged wall blocks, in [`merge_static`] order (tile and world rectangles).
+    /// The ground's merged wall blocks, in [`merge_static`] order (tile and world
+    /// rectangles); the rails of levels above it are [`MapLevels::static_blocks`].
     pub fn static_blocks(&self) -> &[StaticBlock] {
-        &self.static_blocks
+        self.levels.static_blocks(0)
     }
 
-    /// The fixed bodies of [`static_blocks`](Self::static_blocks), same order; empty after
-    /// [`remove`](Self::remove).
+    /// The layered geometry: levels, ramps, landings (only the ground on a flat map).
+    pub fn levels(&self) -> &MapLevels {
+        &self.levels
+    }
+
+    /// The level the world point stands on by the map's geometry: the highest level whose
+    /// floor is under it ([`MapLevels::level_at`]).
+    pub fn level_at(&self, x: f32, y: f32) -> u8 {
+        self.levels.level_at(x, y)
+    }
+
+    /// The fixed bodies: the ground's [`static_blocks`](Self::static_blocks) first, in the
+    /// same order, then (on a layered map) each level's rail blocks and the ramps' guards;
+    /// empty after [`remove`](Self::remove).
     pub fn static_handles(&self) -> &[RigidBodyHandle] {
         &self.static_bodies
     }
@@ -371,11 +422,64 @@ impl GameMap {
         &self.respawns
     }
 
+    /// Team name → the level of each respawn point, in the order of
+    /// [`respawns`](Self::respawns): its 4th number, else the level its geometry gives.
+    pub fn respawn_levels(&self) -> &IndexMap<String, Vec<u8>> {
+        &self.respawn_levels
+    }
+
+    /// The level `physicsDynamic[i]` starts on (0 past the end).
+    pub fn dynamic_level(&self, i: usize) -> u8 {
+        self.config.physics_dynamic.get(i).and_then(|o| o.level).unwrap_or(0)
+    }
+
+    /// The level states of the dynamic bodies when the map is loaded: each on its level.
+    pub fn initial_dynamic_levels(&self) -> Vec<LevelState> {
+        (0..self.dynamic_count()).map(|i| LevelState::on(self.dynamic_level(i))).collect()
+    }
+
+    /// The centre of `physicsDynamic[i]`'s box in `world` (its body sits on a corner).
+    pub fn dynamic_center(&self, world: &PhysicsWorld, i: usize) -> Option<[f32; 2]> {
+        let body = world.bodies.get(self.dynamic_handle(i)?)?;
+        let collider = world.colliders.get(*body.colliders().first()?)?;
+        let t = collider.position().translation;
+        Some([t.x, t.y])
+    }
+
+    /// One fixed step of the dynamic bodies' levels (see [`bodies`]): each enabled body whose
+    /// floor is gone falls to its landing level, meeting walls but no bodies on the way, and
+    /// takes its new level's collision groups when it lands. Boxes do not ride ramps. A flat
+    /// map has nothing to do. Returns how many bodies began to fall.
+    pub fn step_dynamic_levels(
+        &self,
+        world: &mut PhysicsWorld,
+        states: &mut [LevelState],
+        fall: &FallModel,
+        dt: f32,
+    ) -> usize {
+        if !self.levels.is_layered() {
+            return 0;
+        }
+        let mut falls = 0;
+        for (i, state) in states.iter_mut().enumerate().take(self.dynamic_count()) {
+            let Some(handle) = self.dynamic_handle(i) else { continue };
+            if !world.bodies.get(handle).is_some_and(|b| b.is_enabled()) {
+                continue;
+            }
+            let Some(p) = self.dynamic_center(world, i) else { continue };
+            if matches!(step_body_level(state, &self.levels, fall, dt, p, false), LevelStep::Fell { .. }) {
+                falls += 1;
+            }
+            bodies::set_body_groups(world, handle, state.groups(&self.levels, p, false));
+        }
+        falls
+    }
+
     fn from_dump(dump: GameMapDump) -> Result<GameMap, MapError> {
         dump.config.validate("state dump")?;
         let mut map = GameMap::layout(dump.config, dump.scale)?;
         let removed = dump.static_bodies.is_empty() && dump.dynamic_bodies.is_empty();
-        let whole = dump.static_bodies.len() == map.static_blocks.len()
+        let whole = dump.static_bodies.len() == map.static_body_count()
             && dump.dynamic_bodies.len() == map.config.physics_dynamic.len();
         if !removed && !whole {
             return Err(MapError::Dump {
@@ -383,7 +487,7 @@ impl GameMap {
                     "{} static and {} dynamic handles for a map of {} blocks and {} objects",
                     dump.static_bodies.len(),
                     dump.dynamic_bodies.len(),
-                    map.static_blocks.len(),
+                    map.static_body_count(),
                     map.config.physics_dynamic.len()
                 ),
             });
@@ -805,6 +909,88 @@ mod tests {
         let map = GameMap::create(&small(), 1.0, &mut new_world()).unwrap();
         let text = serde_json::to_string(&map).unwrap();
         assert_eq!(serde_json::from_str::<GameMap>(&text).unwrap(), map);
+    }
+
+    /// The layered table's base map: a bridge on level 1 over a wall band, a ramp up to it.
+    fn layered() -> MapConfig {
+        let table: serde_json::Value = serde_json::from_str(levels::validate::tests::CASES).unwrap();
+        MapConfig::from_json("layered", &table["base"].to_string()).unwrap()
+    }
+
+    #[test]
+    fn a_layered_map_builds_rails_and_guards_in_their_levels_groups() {
+        let cfg = layered();
+        let mut world = new_world();
+        let map = GameMap::create(&cfg, 1.0, &mut world).unwrap();
+        let levels = map.levels();
+        assert!(levels.is_layered());
+        let (ground, rails, guards) =
+            (levels.static_blocks(0).len(), levels.static_blocks(1).len(), ramp_guards(levels).len());
+        assert_eq!((rails, guards), (2, 3), "two rails, two sides and the top end of one wide ramp");
+        assert_eq!(map.static_handles().len(), ground + rails + guards);
+        assert_eq!(world.bodies.len(), ground + rails + guards + 2);
+        let groups = |h: RigidBodyHandle| world.colliders[world.bodies[h].colliders()[0]].collision_groups();
+        assert_eq!(groups(map.static_handles()[0]), bodies::wall_interaction(0));
+        assert_eq!(groups(map.static_handles()[ground]), bodies::wall_interaction(1));
+        assert_eq!(groups(map.static_handles()[ground + rails]), bodies::guard_interaction(0));
+        assert_eq!(groups(map.dynamic_handle(0).unwrap()), level_interaction(1), "the crate on the bridge");
+        assert_eq!(groups(map.dynamic_handle(1).unwrap()), level_interaction(0));
+        assert_eq!(map.respawn_levels()["2"], vec![0, 1]);
+        assert_eq!(map.initial_dynamic_levels(), vec![LevelState::on(1), LevelState::on(0)]);
+        assert_eq!(map.verify_bodies(&world), Ok(()));
+    }
+
+    #[test]
+    fn a_layered_dump_round_trips_with_its_levels() {
+        let config = bincode::config::standard();
+        let mut world = new_world();
+        let map = GameMap::create(&layered(), 0.5, &mut world).unwrap();
+        let bytes = bincode::serde::encode_to_vec((&world, &map), config).unwrap();
+        let ((world2, map2), _): ((PhysicsWorld, GameMap), usize) =
+            bincode::serde::decode_from_slice(&bytes, config).unwrap();
+        assert_eq!(map2, map);
+        assert_eq!(map2.config(), &layered());
+        assert_eq!(map2.verify_bodies(&world2), Ok(()));
+    }
+
+    #[test]
+    fn a_flat_map_dumps_byte_for_byte_as_before_levels_existed() {
+        // The dump form of a config before layered maps: `game` last, as an `Option`.
+        #[derive(Serialize)]
+        struct Before {
+            name: String,
+            set_id: String,
+            tile_size: f32,
+            map: Vec<Vec<u16>>,
+            physics_static: Vec<u16>,
+            physics_dynamic: Vec<(f32, f32, f32, f32, f32, Option<Vec<u8>>)>,
+            respawns: IndexMap<String, Vec<Vec<f32>>>,
+            layers: IndexMap<String, Vec<u16>>,
+            volumes: IndexMap<String, f32>,
+            game: Option<()>,
+        }
+        let mut cfg = small();
+        cfg.game = None;
+        for o in &mut cfg.physics_dynamic {
+            o.game = None;
+        }
+        let before = Before {
+            name: cfg.name.clone(),
+            set_id: cfg.set_id.clone(),
+            tile_size: cfg.tile_size,
+            map: cfg.map.clone(),
+            physics_static: cfg.physics_static.clone(),
+            physics_dynamic: cfg.physics_dynamic.iter().map(|o| (o.x, o.y, o.width, o.height, o.angle, None)).collect(),
+            respawns: cfg.respawns.clone(),
+            layers: cfg.layers.clone(),
+            volumes: cfg.volumes.clone(),
+            game: None,
+        };
+        let config = bincode::config::standard();
+        assert_eq!(
+            bincode::serde::encode_to_vec(&cfg, config).unwrap(),
+            bincode::serde::encode_to_vec(&before, config).unwrap()
+        );
     }
 
     mod fuzz {

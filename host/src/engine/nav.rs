@@ -42,7 +42,7 @@ use crate::engine::physics::Physics;
 
 pub use grid::{MAX_FIT, NavGrid};
 pub use navigation::{LegKind, NavigationSystem, Obb, PathQuery, PenaltyZone, Route, RouteLeg};
-pub use raycast::{ray_vs_grid, ray_vs_obb, walk_ray_cells};
+pub use raycast::{RaySegment, level_segments, ray_vs_grid, ray_vs_obb, walk_ray_cells};
 pub use spatial::{SpatialEntry, SpatialGrid};
 
 /// The navigation of the loaded map; `None` without a map.

@@ -101,7 +101,10 @@ impl Plugin for HostPlugin {
                 .chain()
                 .in_set(HostSystems::Inputs),
         )
-        .add_systems(HostTick, step_physics.in_set(HostSystems::Physics))
+        .add_systems(
+            HostTick,
+            (crate::engine::mapstate::step_map_levels, step_physics).chain().in_set(HostSystems::Physics),
+        )
         .add_systems(HostTick, apply_removals.in_set(HostSystems::Deletions))
         .add_systems(HostTick, snapshot::clear_rows.in_set(HostSystems::Snapshot).before(snapshot::RowsSystems))
         .add_systems(HostTick, snapshot::pack_frames.in_set(HostSystems::Send));

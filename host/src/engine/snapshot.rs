@@ -487,8 +487,8 @@ fn events_bytes(schema: &vimp_netcode::schema::SnapshotSchema, blocks: &[(u8, Bl
 
 /// The map's dynamic bodies as the block of the map's set key, when the schema has that key.
 ///
-/// Row: `x, y, angle` (rounded), then `z, level` when the schema declares those roles
-/// (0 on flat maps), then the `state` byte when declared, then the velocities
+/// Row: `x, y, angle` (rounded), then `z, level` when the schema declares those roles (the
+/// body's height above its level and the level, 0 on flat maps), then the `state` byte when declared, then the velocities
 /// `vx, vy, angvel` as far as the row has f32 fields left (the optional tail: the
 /// packer leaves it out for a body at rest). A disabled body reports no velocity.
 pub fn map_dynamics_block(settings: &EngineSettings, physics: &Physics, map: &MapState) -> Option<(u8, Block)> {
@@ -506,6 +506,7 @@ pub fn map_dynamics_block(settings: &EngineSettings, physics: &Physics, map: &Ma
         let angle = body.rotation().angle();
         let (v, w) = if body.is_enabled() { (body.linvel(), body.angvel()) } else { (Default::default(), 0.0) };
         let velocities = [v.x, v.y, w];
+        let level = map.levels.get(i).copied().unwrap_or_default();
         let mut next_velocity = 0;
         let row: Row = schema
             .fields
@@ -516,7 +517,8 @@ pub fn map_dynamics_block(settings: &EngineSettings, physics: &Physics, map: &Ma
                     (_, Some(Role::State)) => {
                         return FieldValue::U8(map.body_state.get(i).copied().unwrap_or_default());
                     }
-                    (_, Some(Role::Z | Role::Level)) => 0.0,
+                    (_, Some(Role::Z)) => level.z,
+                    (_, Some(Role::Level)) => f32::from(level.level),
                     (0, _) => p.x,
                     (1, _) => p.y,
                     (2, _) => angle,

@@ -70,6 +70,10 @@ pub struct TankModel {
     pub health: f32,
     /// Hull density (mass per area).
     pub density: f32,
+    /// How much a ramp's slope takes off the top speed (layered maps): driving along a
+    /// heading that climbs `grade` per unit driven, the top speed is
+    /// `1 − climbDrag · grade` times its own (coming down, more), within 0.25 and 1.5.
+    pub climb_drag: f32,
 }
 
 impl Default for TankModel {
@@ -87,6 +91,7 @@ impl Default for TankModel {
             gun_rate: 2.6,
             health: 100.0,
             density: 1.0,
+            climb_drag: 1.2,
         }
     }
 }
@@ -196,6 +201,8 @@ impl Default for RoundRules {
 pub struct TanksConfig {
     /// Whether shots hurt teammates.
     pub friendly_fire: bool,
+    /// Damage a tank takes per level it falls (layered maps: driving off a slab's open edge).
+    pub fall_damage: f32,
     /// The tank model.
     pub models: Models,
     /// The weapons.
@@ -246,6 +253,7 @@ impl Default for TanksConfig {
     fn default() -> Self {
         TanksConfig {
             friendly_fire: false,
+            fall_damage: 10.0,
             models: Models::default(),
             weapons: Weapons::default(),
             player_keys: default_keys(),

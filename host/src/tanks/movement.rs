@@ -68,8 +68,16 @@ pub struct Drive {
     pub throttle: f32,
 }
 
-/// One step of driving (see the module docs).
+/// One step of driving on flat ground (see the module docs).
 pub fn drive(m: &Motion, bits: KeyBits, model: &TankModel, dt: f32) -> Drive {
+    drive_on(m, bits, model, dt, [0.0; 2])
+}
+
+/// One step of driving on ground whose gradient is `slope` (a ramp's slope times its uphill
+/// direction; zero on flat ground, where this is [`drive`]): the slope along the heading
+/// scales the top speed by `1 − climbDrag · grade`, within 0.25 and 1.5
+/// ([`TankModel::climb_drag`]).
+pub fn drive_on(m: &Motion, bits: KeyBits, model: &TankModel, dt: f32, slope: [f32; 2]) -> Drive {
     let axis = |plus: u8, minus: u8| (bits.is_held(plus) as i8 - bits.is_held(minus) as i8) as f32;
     let throttle_target = axis(keys::FORWARD, keys::BACK);
     let throttle = approach(m.throttle, throttle_target, model.throttle_rate * dt);
@@ -77,7 +85,12 @@ pub fn drive(m: &Motion, bits: KeyBits, model: &TankModel, dt: f32) -> Drive {
     let (sin, cos) = (libm::sinf(m.angle), libm::cosf(m.angle));
     let forward = m.vx * cos + m.vy * sin;
     let lateral = -m.vx * sin + m.vy * cos;
-    let top = if throttle >= 0.0 { model.max_speed } else { model.reverse_speed };
+    let mut top = if throttle >= 0.0 { model.max_speed } else { model.reverse_speed };
+    if slope != [0.0; 2] {
+        // Reversing up a slope climbs along −heading.
+        let grade = (slope[0] * cos + slope[1] * sin) * throttle.signum();
+        top *= (1.0 - model.climb_drag * grade).clamp(0.25, 1.5);
+    }
     let forward = approach(forward, throttle * top, model.acceleration * dt);
     let lateral = lateral * libm::expf(-model.grip * dt);
     let vx = forward * cos - lateral * sin;

@@ -75,17 +75,22 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use rapier2d::prelude::{ColliderBuilder, RigidBodyBuilder, RigidBodyHandle, Rotation, Vector};
+use rapier2d::prelude::{ColliderBuilder, InteractionGroups, RigidBodyBuilder, RigidBodyHandle, Rotation, Vector};
 use vimp_netcode::divergence::{DivergenceConfig, DivergenceDetector, DivergenceRecord};
 use vimp_netcode::input::{Aim, InputError, InputEvent, KeyAction, KeyBits, KeyState};
 use vimp_netcode::snapshot::{Block, FieldValue, Frame, Row};
 
-use crate::engine::map::{DEFAULT_FRICTION, DEFAULT_RESTITUTION, GameMap, MapConfig, MapError, dynamic_box};
+use crate::engine::config::EngineConfig;
+use crate::engine::map::bodies::set_body_groups;
+use crate::engine::map::{
+    DEFAULT_FRICTION, DEFAULT_RESTITUTION, FallModel, GameMap, LevelState, MapConfig, MapError, MapLevels, dynamic_box,
+};
 use crate::engine::physics::Physics;
 use crate::engine::players::PlayerId;
 use crate::tanks::config::TanksConfig;
+use crate::tanks::level::{Footing, TankLevel, fall_levels, footing, state_from_row, step_tank_level};
 use crate::tanks::movement::{Motion, wrap};
-use crate::tanks::rows::key;
+use crate::tanks::rows::{key, tank_row_level};
 use crate::tanks::tank::{TANK_FRICTION, TANK_RESTITUTION, Weapon, body_motion, drive_body, spawn_body};
 use crate::tanks::weapons::{bomb_launch, cool_down, trace, trigger};
 
@@ -133,6 +138,9 @@ pub enum PredictError {
     /// `engine.mapScale` is not a positive number.
     #[error("client config: engine.mapScale {0} must be finite and > 0")]
     MapScale(f64),
+    /// `engine.mapFallTime` is not a positive number.
+    #[error("client config: engine.mapFallTime {0} must be finite and > 0")]
+    FallTime(f64),
     /// The map does not build.
     #[error(transparent)]
     Map(#[from] Box<MapError>),
@@ -186,6 +194,8 @@ pub struct Obstacle {
     /// Its velocity `[vx, vy, angvel]` as the snapshot shows it (zero for a row without
     /// its velocity tail: a box at rest).
     pub velocity: [f32; 3],
+    /// Its level and its height above it, as its row shows them (0 on a flat map).
+    pub level: (u8, f32),
 }
 
 /// A shot the local player's `fire` makes now, to draw before the host's copy comes.
@@ -220,11 +230,32 @@ struct Record {
     tick: u32,
     bits: KeyBits,
     motion: Motion,
+    level: TankLevel,
     boxes: Vec<(RigidBodyHandle, BoxState)>,
 }
 
 /// A box's state as a snapshot row carries it: `[x, y, angle, vx, vy, angvel]`.
 type BoxState = [f32; 6];
+
+/// Where a map box's row keeps `[x, y, angle, vx, vy, angvel]`, and its `z` and `level` (the
+/// schema's roles), so that the rows read right whether or not the schema declares them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct BoxFields {
+    state: [usize; 6],
+    level: Option<(usize, usize)>,
+}
+
+impl BoxFields {
+    fn of(block: Option<&vimp_netcode::schema::BlockSchema>) -> BoxFields {
+        use vimp_netcode::schema::Role;
+        let Some(block) = block else { return BoxFields { state: [0, 1, 2, 3, 4, 5], level: None } };
+        let level = block.role_position(Role::Z).zip(block.role_position(Role::Level));
+        // The velocities are the fields after the head without a role.
+        let mut tail = (3..block.fields.len()).filter(|&i| block.fields[i].role.is_none());
+        let mut next = || tail.next().unwrap_or(usize::MAX);
+        BoxFields { state: [0, 1, 2, next(), next(), next()], level }
+    }
+}
 
 /// The client's predictor of its own tank (see the module docs).
 #[derive(Debug)]
@@ -260,7 +291,13 @@ pub struct Predictor {
     /// The near boxes as the last [`Predictor::set_obstacles`] showed them: where the next
     /// rewind puts them.
     box_states: Vec<(RigidBodyHandle, Obstacle)>,
+    /// Where a box row keeps its fields.
+    box_fields: BoxFields,
     divergence: DivergenceDetector,
+    /// The tank's level (layered maps).
+    level: TankLevel,
+    /// How bodies fall on this map (its level height, the engine's `mapFallTime`).
+    fall: FallModel,
 }
 
 impl Predictor {
@@ -291,13 +328,23 @@ impl Predictor {
             .ok()
             .and_then(|s| s.by_name(if map.set_id.is_empty() { "c1" } else { &map.set_id }).cloned());
         let crate_key = crate_block.as_ref().map(|b| b.id);
+        let box_fields = BoxFields::of(crate_block.as_ref());
         let mut box_tolerance = [vimp_netcode::schema::Quant::DEFAULT.step(); 6];
-        for (t, field) in box_tolerance.iter_mut().zip(crate_block.iter().flat_map(|b| &b.fields)) {
-            *t = field.quant.unwrap_or(vimp_netcode::schema::Quant::DEFAULT).step();
+        if let Some(block) = &crate_block {
+            for (t, &at) in box_tolerance.iter_mut().zip(&box_fields.state) {
+                if let Some(field) = block.fields.get(at) {
+                    *t = field.quant.unwrap_or(vimp_netcode::schema::Quant::DEFAULT).step();
+                }
+            }
+        }
+        let fall_time = engine["mapFallTime"].as_f64().unwrap_or(f64::from(EngineConfig::default().map_fall_time));
+        if !(fall_time.is_finite() && fall_time > 0.0) {
+            return Err(PredictError::FallTime(fall_time));
         }
         let walls = MapConfig { physics_dynamic: Vec::new(), ..map.clone() };
         let mut physics = Physics::new(dt);
         let built = GameMap::create(&walls, scale, physics.world_mut()).map_err(Box::new)?;
+        let fall = FallModel::new(built.levels().level_height(), fall_time as f32);
         let ammo = [rules.weapons.w1.ammo, rules.weapons.w2.ammo];
         Ok(Predictor {
             divergence: DivergenceDetector::new(config.divergence.clone()),
@@ -326,6 +373,9 @@ impl Predictor {
             box_tolerance,
             boxes: map.physics_dynamic.iter().map(|o| (o.width * scale, o.height * scale)).collect(),
             box_states: Vec::new(),
+            box_fields,
+            level: TankLevel::default(),
+            fall,
         })
     }
 
@@ -388,21 +438,31 @@ impl Predictor {
         self.tick += 1;
         cool_down(&mut self.reload, dt);
         if let Some(body) = self.body {
-            (self.gun, self.throttle) =
-                drive_body(&mut self.physics, body, self.gun, self.throttle, bits, &self.rules.models.tank, dt);
+            let footing = self.footing(body);
+            (self.gun, self.throttle) = drive_body(
+                &mut self.physics,
+                body,
+                self.gun,
+                self.throttle,
+                bits,
+                &self.rules.models.tank,
+                dt,
+                footing,
+            );
             if let Some(weapon) = trigger(&mut self.weapon, &mut self.ammo, &mut self.reload, bits, &self.rules.weapons)
             {
                 self.shoot(body, weapon);
             }
         }
         self.physics.step();
+        self.step_level();
         let decay = libm::expf(-dt / self.config.smoothing.max(1e-6));
         for o in &mut self.offset {
             *o *= decay;
         }
         let motion = self.motion().unwrap_or_default();
         let boxes = self.box_states_now();
-        self.history.push_back(Record { tick: self.tick, bits, motion, boxes });
+        self.history.push_back(Record { tick: self.tick, bits, motion, level: self.level, boxes });
         while self.history.len() > self.config.history.max(1) {
             self.history.pop_front();
         }
@@ -417,6 +477,19 @@ impl Predictor {
     /// `server_time_ms` (see the module docs). Returns what it changed in the present, or
     /// `None` for a block not newer than the last one (or with non-finite numbers).
     pub fn on_player_block(&mut self, server_time_ms: f64, last_input_seq: u32, state: [f32; 8]) -> Option<Correction> {
+        self.reconcile(server_time_ms, last_input_seq, state, None)
+    }
+
+    /// [`Self::on_player_block`] with the tank's own row's `(level, z)` from the same frame
+    /// (layered maps): the level the block's state stands on ([`state_from_row`]). Without
+    /// it the prediction's own level for that tick stands.
+    pub fn reconcile(
+        &mut self,
+        server_time_ms: f64,
+        last_input_seq: u32,
+        state: [f32; 8],
+        row_level: Option<(u8, f32)>,
+    ) -> Option<Correction> {
         let tick = server_time_ms / (self.dt() as f64 * 1000.0);
         if !tick.is_finite() || tick < 0.0 || state.iter().any(|v| !v.is_finite()) {
             return None;
@@ -442,11 +515,17 @@ impl Predictor {
             Some(d) => (host_tick as i64 - d).clamp(oldest as i64, self.tick as i64) as u32,
             None => self.tick,
         };
+        let predicted_level = if at == self.tick {
+            Some(self.level)
+        } else {
+            self.history.iter().find(|r| r.tick == at).map(|r| r.level)
+        };
+        let level = self.level_from_row(row_level, [state[0], state[1]], predicted_level.unwrap_or(self.level));
         let Some(body) = self.body else {
             let body =
                 spawn_body(&mut self.physics, &self.rules.models.tank, self.player, [state[0], state[1], state[2]]);
             self.body = Some(body);
-            return Some(self.rewind_and_replay(host_tick, at, authoritative, None));
+            return Some(self.rewind_and_replay(host_tick, at, authoritative, level, None));
         };
         let before = body_motion(&self.physics, body, self.gun, self.throttle);
         let predicted =
@@ -457,15 +536,52 @@ impl Predictor {
                 _ => None,
             };
             self.divergence.check(server_time_ms, last_input_seq, &p.to_state(), &state, replayed);
-            if bits_equal(&p, &authoritative) {
+            if bits_equal(&p, &authoritative) && predicted_level.is_none_or(|l| l.state == level.state) {
                 return Some(Correction { host_tick, client_tick: at, ..Correction::default() });
             }
         }
-        Some(self.rewind_and_replay(host_tick, at, authoritative, Some(before)))
+        Some(self.rewind_and_replay(host_tick, at, authoritative, level, Some(before)))
     }
 
-    /// Puts the tank at `state` as the state after step `at` and replays the later steps.
-    fn rewind_and_replay(&mut self, host_tick: u32, at: u32, state: Motion, before: Option<Motion>) -> Correction {
+    /// The tank's level for a block's state at `p`: read back from its row when the frame
+    /// carried one (layered maps), else `predicted` (the prediction's own for that tick).
+    fn level_from_row(&self, row: Option<(u8, f32)>, p: [f32; 2], predicted: TankLevel) -> TankLevel {
+        let levels = self.map.levels();
+        match row {
+            Some((level, z)) if levels.is_layered() => {
+                let state = state_from_row(levels, &self.fall, self.dt(), level, z, p, predicted.state);
+                let falling = if state == predicted.state { predicted.falling } else { fall_levels(levels, state) };
+                TankLevel { state, falling }
+            }
+            _ => predicted,
+        }
+    }
+
+    /// What the ground lets the tank's drive do now (layered maps; free on a flat one).
+    fn footing(&self, body: RigidBodyHandle) -> Footing {
+        let levels = self.map.levels();
+        if !levels.is_layered() {
+            return Footing::default();
+        }
+        let p = body_motion(&self.physics, body, self.gun, self.throttle);
+        footing(&self.level, levels, [p.x, p.y])
+    }
+
+    /// The tank's level after a physics step (layered maps), by the host's own rule.
+    fn step_level(&mut self) {
+        let (Some(body), true) = (self.body, self.map.levels().is_layered()) else { return };
+        step_tank_level(&mut self.physics, body, &mut self.level, self.map.levels(), &self.fall);
+    }
+
+    /// Puts the tank at `state` on `level` as the state after step `at` and replays the later steps.
+    fn rewind_and_replay(
+        &mut self,
+        host_tick: u32,
+        at: u32,
+        state: Motion,
+        level: TankLevel,
+        before: Option<Motion>,
+    ) -> Correction {
         let Some(body) = self.body else { return Correction::default() };
         if let Some(b) = self.physics.world_mut().bodies.get_mut(body) {
             b.set_translation(Vector::new(state.x, state.y), true);
@@ -474,6 +590,11 @@ impl Predictor {
             b.set_angvel(state.angvel, true);
         }
         (self.gun, self.throttle) = (state.gun, state.throttle);
+        self.level = level;
+        if self.map.levels().is_layered() {
+            let groups = level.state.groups(self.map.levels(), [state.x, state.y], true);
+            set_body_groups(self.physics.world_mut(), body, groups);
+        }
         // The near boxes as they were after step `at`: as predicted, unless the same frame
         // shows one farther off than its row's quantization; they replay with the tank.
         let predicted: Vec<(RigidBodyHandle, BoxState)> = match self.history.iter().find(|r| r.tick == at) {
@@ -505,9 +626,13 @@ impl Predictor {
             if tick <= at {
                 continue;
             }
-            (self.gun, self.throttle) = drive_body(&mut self.physics, body, self.gun, self.throttle, bits, &model, dt);
+            let footing = self.footing(body);
+            (self.gun, self.throttle) =
+                drive_body(&mut self.physics, body, self.gun, self.throttle, bits, &model, dt, footing);
             self.physics.step();
+            self.step_level();
             self.history[i].motion = body_motion(&self.physics, body, self.gun, self.throttle);
+            self.history[i].level = self.level;
             self.history[i].boxes = self.box_states_now();
             replayed += 1;
         }
@@ -516,6 +641,7 @@ impl Predictor {
             && r.tick == at
         {
             r.motion = state;
+            r.level = level;
         }
         let after = body_motion(&self.physics, body, self.gun, self.throttle);
         let (dx, dy, da) = match before {
@@ -592,7 +718,8 @@ impl Predictor {
             return None;
         }
         let motion = body_motion(&self.physics, body, self.gun, self.throttle);
-        let path = trace(&self.physics, &motion, body, &self.rules.models.tank, &self.rules.weapons.w1, 0.0);
+        let on = self.ray_level(&motion);
+        let path = trace(&self.physics, &motion, body, &self.rules.models.tank, &self.rules.weapons.w1, 0.0, on);
         Some(LocalShot::Tracer {
             id: self.next_shot,
             start: [path.start.x, path.start.y],
@@ -601,14 +728,26 @@ impl Predictor {
         })
     }
 
+    /// The map's levels and the one the tank's shots start on (layered maps).
+    fn ray_level(&self, motion: &Motion) -> Option<(&MapLevels, u8)> {
+        let levels = Some(self.map.levels()).filter(|l| l.is_layered())?;
+        Some((levels, self.level.state.effective_level(levels, [motion.x, motion.y], true)))
+    }
+
+    /// The tank's level now (the ground on a flat map).
+    pub fn level(&self) -> TankLevel {
+        self.level
+    }
+
     fn shoot(&mut self, body: RigidBodyHandle, weapon: Weapon) {
         let motion = body_motion(&self.physics, body, self.gun, self.throttle);
-        let (model, weapons) = (&self.rules.models.tank, &self.rules.weapons);
         let id = self.next_shot;
         self.next_shot = self.next_shot.wrapping_add(1);
-        self.shots.push(match weapon {
+        let on = self.ray_level(&motion);
+        let (model, weapons) = (&self.rules.models.tank, &self.rules.weapons);
+        let shot = match weapon {
             Weapon::Gun => {
-                let path = trace(&self.physics, &motion, body, model, &weapons.w1, 0.0);
+                let path = trace(&self.physics, &motion, body, model, &weapons.w1, 0.0, on);
                 LocalShot::Tracer {
                     id,
                     start: [path.start.x, path.start.y],
@@ -620,7 +759,8 @@ impl Predictor {
                 let (at, velocity) = bomb_launch(&motion, model, &weapons.w2);
                 LocalShot::Bomb { id, at: [at.x, at.y], velocity: [velocity.x, velocity.y] }
             }
-        });
+        };
+        self.shots.push(shot);
     }
 
     /// Puts the obstacles near the tank into the prediction world, replacing the previous
@@ -655,6 +795,7 @@ impl Predictor {
             // A map box is a dynamic body the tank pushes; another tank is kinematic.
             let movable = Some(id.key) == self.crate_key;
             let handle = self.obstacles.get(&id).copied();
+            let groups = self.obstacle_groups(o, movable);
             match handle.and_then(|h| self.physics.world_mut().bodies.get_mut(h)) {
                 Some(_) if movable => self.box_states.extend(handle.map(|h| (h, *o))),
                 Some(b) => {
@@ -663,7 +804,10 @@ impl Predictor {
                 }
                 None if movable => {
                     let [w, h] = o.half_extents.map(|e| e * 2.0);
-                    let (body, collider) = dynamic_box(id.index as usize, Vector::new(o.x, o.y), o.angle, w, h);
+                    let (body, mut collider) = dynamic_box(id.index as usize, Vector::new(o.x, o.y), o.angle, w, h);
+                    if let Some(groups) = groups {
+                        collider = collider.collision_groups(groups);
+                    }
                     let body = body.linvel(Vector::new(o.velocity[0], o.velocity[1])).angvel(o.velocity[2]);
                     let (handle, _) = self.physics.insert(body, collider);
                     self.obstacles.insert(id, handle);
@@ -672,15 +816,34 @@ impl Predictor {
                     let body = RigidBodyBuilder::kinematic_position_based()
                         .translation(Vector::new(o.x, o.y))
                         .rotation(o.angle);
-                    let collider = ColliderBuilder::cuboid(o.half_extents[0], o.half_extents[1])
+                    let mut collider = ColliderBuilder::cuboid(o.half_extents[0], o.half_extents[1])
                         .translation(Vector::new(o.offset[0], o.offset[1]))
                         .friction(o.friction)
                         .restitution(o.restitution);
+                    if let Some(groups) = groups {
+                        collider = collider.collision_groups(groups);
+                    }
                     let (handle, _) = self.physics.insert(body, collider);
                     self.obstacles.insert(id, handle);
                 }
             }
+            if let (Some(groups), Some(&handle)) = (groups, self.obstacles.get(&id)) {
+                set_body_groups(self.physics.world_mut(), handle, groups);
+            }
         }
+    }
+
+    /// An obstacle's collision groups on a layered map (`None` on a flat one): a box on its
+    /// row's level (falling while its z is above it), another tank as its row says it stands.
+    fn obstacle_groups(&self, o: &Obstacle, movable: bool) -> Option<InteractionGroups> {
+        let levels = Some(self.map.levels()).filter(|l| l.is_layered())?;
+        let (level, z) = o.level;
+        let p = [o.x, o.y];
+        Some(if movable {
+            if z > 0.0 { LevelState { level, z, fall: 1 } } else { LevelState::on(level) }.groups(levels, p, false)
+        } else {
+            state_from_row(levels, &self.fall, self.dt(), level, z, p, LevelState::default()).groups(levels, p, true)
+        })
     }
 
     /// The obstacles a frame shows: other living tanks (`m1`) and the map's boxes (the
@@ -701,6 +864,7 @@ impl Predictor {
                 friction: TANK_FRICTION,
                 restitution: TANK_RESTITUTION,
                 velocity: [0.0; 3],
+                level: tank_row_level(row),
             })
             .collect();
         if let Some(crate_key) = self.crate_key {
@@ -715,7 +879,11 @@ impl Predictor {
                     offset: [w / 2.0, h / 2.0],
                     friction: DEFAULT_FRICTION,
                     restitution: DEFAULT_RESTITUTION,
-                    velocity: [f(row, 3), f(row, 4), f(row, 5)],
+                    velocity: [3, 4, 5].map(|k| f(row, self.box_fields.state[k])),
+                    level: match self.box_fields.level {
+                        Some((z, level)) => (row.get(level).map_or(0, |l| l.as_f32() as u8), f(row, z)),
+                        None => (0, 0.0),
+                    },
                 })
             }));
         }
@@ -726,7 +894,14 @@ impl Predictor {
     /// than the last block has none (the tank is dead), forgets the tank.
     pub fn on_frame(&mut self, frame: &Frame) -> Option<Correction> {
         match &frame.player {
-            Some(p) => self.on_player_block(frame.server_time_ms, p.last_input_seq, p.state),
+            Some(p) => {
+                let own = frame
+                    .block(key::TANKS)
+                    .into_iter()
+                    .flat_map(|b| b.entries())
+                    .find_map(|(i, row)| (i == Some(u32::from(self.player.0))).then_some(row).flatten());
+                self.reconcile(frame.server_time_ms, p.last_input_seq, p.state, own.map(tank_row_level))
+            }
             None => {
                 let tick = (frame.server_time_ms / (self.dt() as f64 * 1000.0)).round();
                 if self.last_host_tick.is_none_or(|t| tick > t as f64) {
@@ -885,6 +1060,7 @@ mod tests {
             friction: DEFAULT_FRICTION,
             restitution: DEFAULT_RESTITUTION,
             velocity: [vx, 0.0, 0.0],
+            level: (0, 0.0),
         };
         // The box stands right ahead of the tank's nose (the tank is 40 long).
         p.set_obstacles(&[a_box(262.0, 0.0)]);
@@ -925,6 +1101,7 @@ mod tests {
             friction: TANK_FRICTION,
             restitution: TANK_RESTITUTION,
             velocity: [0.0; 3],
+            level: (0, 0.0),
         };
         p.set_obstacles(&[tank(1, 2000.0), tank(4, 240.0)]);
         assert_eq!(p.physics().world().bodies.len(), walls_and_tank, "far ones and the tank itself stay out");

@@ -1,7 +1,7 @@
 //! The tanks game's snapshot rows: tanks (`m1`), bombs in flight (`w2`) and each player's own state.
 
 use bevy::prelude::*;
-use vimp_netcode::snapshot::{Block, FieldValue, PlayerBlock, round2};
+use vimp_netcode::snapshot::{Block, FieldValue, PlayerBlock, Row, round2};
 
 use crate::engine::physics::Physics;
 use crate::engine::players::{Panels, Participants, Score, Scores};
@@ -25,6 +25,17 @@ pub mod key {
     pub const BOMBS: u8 = 3;
     /// `w2e`: blasts (list16, event).
     pub const BLASTS: u8 = 4;
+}
+
+/// Where a tank row (`m1`) keeps its height above its level, `z` (f32).
+pub const TANK_Z: usize = 11;
+/// Where a tank row keeps its level (u8).
+pub const TANK_LEVEL: usize = 12;
+
+/// A tank row's `(level, z)` (0 where the row is shorter).
+pub fn tank_row_level(row: &Row) -> (u8, f32) {
+    let level = row.get(TANK_LEVEL).map_or(0, |v| v.as_f32() as u8);
+    (level, row.get(TANK_Z).map_or(0.0, |v| v.as_f32()))
 }
 
 fn f(v: f32) -> FieldValue {
@@ -95,6 +106,8 @@ pub(crate) fn build_rows(
                 FieldValue::U8(1),
                 FieldValue::U8(tank.team),
                 f(m.angvel),
+                f(tank.level.state.z),
+                FieldValue::U8(tank.level.state.level),
             ]),
         ));
         if let Some(p) = participants.0.get(&tank.player) {

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::engine::dump::{self, DumpKind};
+use crate::engine::map::LevelState;
 use crate::engine::mapstate::MapState;
 use crate::engine::meta::MetaOutbox;
 use crate::engine::nav::Nav;
@@ -14,14 +15,17 @@ use crate::engine::state::GameHooks;
 use crate::tanks::TanksRules;
 use crate::tanks::bots::{Bot, RecentBlasts};
 use crate::tanks::config::BotRules;
+use crate::tanks::level::TankLevel;
 use crate::tanks::rounds::Round;
-use crate::tanks::tank::{TEAMS, Tank, free_respawn_point, respawn};
+use crate::tanks::tank::{Spawn, TEAMS, Tank, free_respawn_point, layered, respawn};
 use crate::tanks::weapons::{Bomb, NextShotId};
 
 /// Magic of the tanks game's part of a dump.
 const KIND: DumpKind = DumpKind(*b"VMPT");
-/// Its format version.
+/// Its format version on a flat map.
 const VERSION: u16 = 2;
+/// Its format version on a layered map: [`TanksDump`], then [`LevelsDump`].
+const LAYERED_VERSION: u16 = 3;
 
 #[derive(Serialize, Deserialize)]
 struct TanksDump {
@@ -32,6 +36,13 @@ struct TanksDump {
     blasts: RecentBlasts,
     /// The bot rules (the skill of bots that join), so that a successor's new bots are the host's.
     bot_rules: BotRules,
+}
+
+/// On a layered map, where each tank and bomb is in height, in the order of [`TanksDump`]'s lists.
+#[derive(Serialize, Deserialize)]
+struct LevelsDump {
+    tanks: Vec<TankLevel>,
+    bombs: Vec<LevelState>,
 }
 
 /// The hooks the tanks plugin registers.
@@ -56,11 +67,42 @@ fn collect(world: &mut World) -> TanksDump {
 }
 
 fn save(world: &mut World) -> Result<Vec<u8>, String> {
-    dump::encode(KIND, VERSION, &collect(world)).map_err(|e| e.to_string())
+    let state = collect(world);
+    let encoded = if world.resource::<MapState>().is_layered() {
+        let levels = LevelsDump {
+            tanks: state.tanks.iter().map(|(t, _)| t.level).collect(),
+            bombs: state.bombs.iter().map(|b| b.level).collect(),
+        };
+        dump::encode(KIND, LAYERED_VERSION, &(&state, &levels))
+    } else {
+        dump::encode(KIND, VERSION, &state)
+    };
+    encoded.map_err(|e| e.to_string())
 }
 
 fn load(world: &mut World, bytes: &[u8]) -> Result<(), String> {
-    let state: TanksDump = dump::decode(KIND, VERSION, bytes).map_err(|e| e.to_string())?;
+    let version = dump::peek_version(KIND, bytes).map_err(|e| e.to_string())?;
+    let mut state: TanksDump = if version == LAYERED_VERSION {
+        let (mut state, levels): (TanksDump, LevelsDump) =
+            dump::decode(KIND, LAYERED_VERSION, bytes).map_err(|e| e.to_string())?;
+        if levels.tanks.len() != state.tanks.len() || levels.bombs.len() != state.bombs.len() {
+            return Err("the levels of the tanks and bombs do not match them".into());
+        }
+        for ((tank, _), level) in state.tanks.iter_mut().zip(levels.tanks) {
+            tank.level = level;
+        }
+        for (bomb, level) in state.bombs.iter_mut().zip(levels.bombs) {
+            bomb.level = level;
+        }
+        state
+    } else {
+        dump::decode(KIND, VERSION, bytes).map_err(|e| e.to_string())?
+    };
+    if !world.resource::<MapState>().is_layered() {
+        for (tank, _) in &mut state.tanks {
+            tank.level = TankLevel::default();
+        }
+    }
     let old: Vec<Entity> = world.query_filtered::<Entity, Or<(With<Tank>, With<Bomb>)>>().iter(world).collect();
     for e in old {
         world.despawn(e);
@@ -123,11 +165,12 @@ fn on_map_loaded(world: &mut World) -> Result<(), String> {
             let map = world.resource::<MapState>();
             let mut points = Vec::new();
             for (_, t) in &tanks {
-                let taken: Vec<[f32; 2]> = points.iter().map(|p: &[f32; 3]| [p[0], p[1]]).collect();
+                let taken: Vec<[f32; 2]> = points.iter().map(|p: &Spawn| [p.at[0], p.at[1]]).collect();
                 points.push(free_respawn_point(map, t.team, &taken, &mut rng));
             }
-            for ((entity, mut tank), at) in tanks.into_iter().zip(points) {
-                respawn(&mut tank, &mut physics, at, &rules);
+            let levels = layered(map).cloned();
+            for ((entity, mut tank), spawn) in tanks.into_iter().zip(points) {
+                respawn(&mut tank, &mut physics, spawn, &rules, levels.as_ref());
                 world.entity_mut(entity).insert(tank);
             }
         });

@@ -6,6 +6,8 @@ use serde::{Deserialize, Serialize};
 use vimp_netcode::input::KeyBits;
 use vimp_netcode::schema::BlockKind;
 
+use crate::engine::map::MapLevels;
+use crate::engine::map::bodies::set_body_groups;
 use crate::engine::mapstate::MapState;
 use crate::engine::meta::{MetaOutbox, port};
 use crate::engine::physics::Physics;
@@ -16,7 +18,8 @@ use crate::engine::tags::encode_tag;
 use crate::tanks::TanksRules;
 use crate::tanks::bots::Bot;
 use crate::tanks::config::TankModel;
-use crate::tanks::movement::{Motion, drive};
+use crate::tanks::level::{Footing, TankLevel, footing, place_on_level, step_tank_level};
+use crate::tanks::movement::{Motion, drive_on};
 use crate::tanks::rounds::Round;
 use crate::tanks::rows::key;
 
@@ -82,6 +85,10 @@ pub struct Tank {
     pub score: i32,
     /// Deaths.
     pub deaths: u32,
+    /// Its level on a layered map (the ground on a flat one). A dump of a layered match
+    /// carries it apart from the tank, so a flat match's dump is what it always was.
+    #[serde(skip)]
+    pub level: TankLevel,
 }
 
 impl Tank {
@@ -102,6 +109,7 @@ impl Tank {
             reload: [0.0; 2],
             score: 0,
             deaths: 0,
+            level: TankLevel::default(),
         }
     }
 
@@ -125,8 +133,9 @@ pub fn body_motion(physics: &Physics, body: RigidBodyHandle, gun: f32, throttle:
 }
 
 /// One step of the movement rule applied to a tank's body, before the physics step: reads
-/// its motion, runs [`drive`] with `bits` and sets the body's velocities. Returns the new
-/// `(gun, throttle)`. The host's tanks and the client's predictor both step through this.
+/// its motion, runs [`drive_on`] with `bits` on the ground's `footing` and sets the body's
+/// velocities. Returns the new `(gun, throttle)`. A tank whose footing is locked (it falls)
+/// keeps all of them. The host's tanks and the client's predictor both step through this.
 pub fn drive_body(
     physics: &mut Physics,
     body: RigidBodyHandle,
@@ -135,8 +144,12 @@ pub fn drive_body(
     bits: KeyBits,
     model: &TankModel,
     dt: f32,
+    footing: Footing,
 ) -> (f32, f32) {
-    let d = drive(&body_motion(physics, body, gun, throttle), bits, model, dt);
+    if footing.locked {
+        return (gun, throttle);
+    }
+    let d = drive_on(&body_motion(physics, body, gun, throttle), bits, model, dt, footing.slope);
     if let Some(b) = physics.world_mut().bodies.get_mut(body) {
         b.set_linvel(Vector::new(d.vx, d.vy), true);
         b.set_angvel(d.angvel, true);
@@ -171,39 +184,64 @@ pub fn spawn_body(physics: &mut Physics, model: &TankModel, player: PlayerId, at
     physics.insert(body, collider).0
 }
 
-/// A respawn point for `team`: `[x, y, angle rad]`, drawn with the match rng.
-pub fn respawn_point(map: &MapState, team: u8, rng: &mut SimRng) -> [f32; 3] {
-    let Some(points) = map.map.as_ref().and_then(|m| m.respawns().get(&team.to_string())) else {
-        return [0.0, 0.0, 0.0];
-    };
+/// Where a tank (re)spawns: `[x, y, angle rad]` and the level it stands on.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Spawn {
+    /// `[x, y, angle]`, the angle in radians.
+    pub at: [f32; 3],
+    /// The level of the respawn point (0 on a flat map).
+    pub level: u8,
+}
+
+/// The respawn points of `team` with their levels.
+fn team_points(map: &MapState, team: u8) -> Vec<Spawn> {
+    let Some(m) = map.map.as_ref() else { return Vec::new() };
+    let key = team.to_string();
+    let (Some(points), levels) = (m.respawns().get(&key), m.respawn_levels().get(&key)) else { return Vec::new() };
+    points
+        .iter()
+        .enumerate()
+        .map(|(i, p)| Spawn {
+            at: [p[0], p[1], p[2].to_radians()],
+            level: levels.and_then(|l| l.get(i)).copied().unwrap_or(0),
+        })
+        .collect()
+}
+
+/// A respawn point for `team`, drawn with the match rng.
+pub fn respawn_point(map: &MapState, team: u8, rng: &mut SimRng) -> Spawn {
+    let points = team_points(map, team);
     if points.is_empty() {
-        return [0.0, 0.0, 0.0];
+        return Spawn::default();
     }
-    let p = points[rng.below(points.len() as u32) as usize];
-    [p[0], p[1], p[2].to_radians()]
+    points[rng.below(points.len() as u32) as usize]
 }
 
 /// A respawn point for `team` away from the positions in `taken` (any point if all are near one).
-pub fn free_respawn_point(map: &MapState, team: u8, taken: &[[f32; 2]], rng: &mut SimRng) -> [f32; 3] {
-    let Some(points) = map.map.as_ref().and_then(|m| m.respawns().get(&team.to_string())) else {
-        return [0.0, 0.0, 0.0];
-    };
-    let free: Vec<&[f32; 3]> = points
+pub fn free_respawn_point(map: &MapState, team: u8, taken: &[[f32; 2]], rng: &mut SimRng) -> Spawn {
+    let points = team_points(map, team);
+    let free: Vec<&Spawn> = points
         .iter()
-        .filter(|p| taken.iter().all(|t| libm::hypotf(t[0] - p[0], t[1] - p[1]) > SPAWN_CLEARANCE))
+        .filter(|p| taken.iter().all(|t| libm::hypotf(t[0] - p.at[0], t[1] - p.at[1]) > SPAWN_CLEARANCE))
         .collect();
     if free.is_empty() {
         return respawn_point(map, team, rng);
     }
-    let p = free[rng.below(free.len() as u32) as usize];
-    [p[0], p[1], p[2].to_radians()]
+    *free[rng.below(free.len() as u32) as usize]
 }
 
 /// How far a respawn point must be from a living tank to count as free.
 pub const SPAWN_CLEARANCE: f32 = 48.0;
 
-/// Puts a tank back at a respawn point, whole, with full ammo.
-pub fn respawn(tank: &mut Tank, physics: &mut Physics, at: [f32; 3], rules: &TanksRules) {
+/// The layered geometry of the loaded map, when it is layered.
+pub fn layered(map: &MapState) -> Option<&MapLevels> {
+    map.map.as_ref().map(|m| m.levels()).filter(|l| l.is_layered())
+}
+
+/// Puts a tank back at a respawn point, whole, with full ammo, on the point's level (its
+/// body taking that level's collision groups when `levels` is a layered map's).
+pub fn respawn(tank: &mut Tank, physics: &mut Physics, spawn: Spawn, rules: &TanksRules, levels: Option<&MapLevels>) {
+    let at = spawn.at;
     tank.alive = true;
     tank.health = rules.0.models.tank.health;
     tank.respawn_in = 0.0;
@@ -217,6 +255,12 @@ pub fn respawn(tank: &mut Tank, physics: &mut Physics, at: [f32; 3], rules: &Tan
         b.set_rotation(Rotation::from_angle(at[2]), true);
         b.set_linvel(Vector::ZERO, true);
         b.set_angvel(0.0, true);
+    }
+    tank.level = TankLevel::on(spawn.level);
+    match levels {
+        Some(levels) => place_on_level(physics, tank.body, &mut tank.level, levels, spawn.level),
+        // After a layered map, a flat one: back to every group (a no-op on a body that has them).
+        None => set_body_groups(physics.world_mut(), tank.body, InteractionGroups::all()),
     }
 }
 
@@ -261,11 +305,11 @@ pub(crate) fn join_and_leave(
         };
         count[(team - 1) as usize] += 1;
         p.team = team;
-        let at = free_respawn_point(&map, team, &taken, &mut rng);
-        taken.push([at[0], at[1]]);
-        let body = spawn_body(&mut physics, &rules.0.models.tank, *player, at);
+        let spawn = free_respawn_point(&map, team, &taken, &mut rng);
+        taken.push([spawn.at[0], spawn.at[1]]);
+        let body = spawn_body(&mut physics, &rules.0.models.tank, *player, spawn.at);
         let mut tank = Tank::new(*player, team, body);
-        respawn(&mut tank, &mut physics, at, &rules);
+        respawn(&mut tank, &mut physics, spawn, &rules, layered(&map));
         let mut entity = commands.spawn(tank);
         if p.bot {
             entity.insert(Bot::joining(rules.0.bots.skill, *player));
@@ -278,8 +322,8 @@ pub(crate) fn join_and_leave(
         if tank.team != team {
             p.team = team;
             tank.team = team;
-            let at = respawn_point(&map, team, &mut rng);
-            respawn(&mut tank, &mut physics, at, &rules);
+            let spawn = respawn_point(&map, team, &mut rng);
+            respawn(&mut tank, &mut physics, spawn, &rules, layered(&map));
         }
     }
 }
@@ -305,33 +349,70 @@ pub(crate) fn respawn_dead(
         }
         tank.respawn_in -= settings.dt();
         if tank.respawn_in <= 0.0 {
-            let at = free_respawn_point(&map, tank.team, &taken, &mut rng);
-            taken.push([at[0], at[1]]);
-            respawn(tank, &mut physics, at, &rules);
+            let spawn = free_respawn_point(&map, tank.team, &taken, &mut rng);
+            taken.push([spawn.at[0], spawn.at[1]]);
+            respawn(tank, &mut physics, spawn, &rules, layered(&map));
         }
     }
 }
 
-/// Applies the movement rule to every living tank (players' keys, or what their bot decided).
+/// Applies the movement rule to every living tank (players' keys, or what their bot
+/// decided); on a layered map on the footing its level gives ([`footing`]: a ramp slows or
+/// speeds it, a fall locks its keys).
 pub(crate) fn drive_tanks(
     settings: Res<EngineSettings>,
     participants: Res<Participants>,
     mut physics: ResMut<Physics>,
     rules: Res<TanksRules>,
     round: Res<Round>,
+    map: Res<MapState>,
     mut tanks: Query<&mut Tank>,
 ) {
     let model = &rules.0.models.tank;
+    let levels = layered(&map);
     for mut tank in sorted(tanks.iter_mut()) {
         if !tank.alive {
             continue;
         }
+        let footing = levels.map_or(Footing::default(), |l| footing(&tank.level, l, tank.position(&physics)));
         let bits = match (round.is_playing(), participants.0.get(&tank.player)) {
             (true, Some(p)) => p.bits,
             _ => Default::default(),
         };
         (tank.gun, tank.throttle) =
-            drive_body(&mut physics, tank.body, tank.gun, tank.throttle, bits, model, settings.dt());
+            drive_body(&mut physics, tank.body, tank.gun, tank.throttle, bits, model, settings.dt(), footing);
+    }
+}
+
+/// On a layered map, one fixed step of every living tank's level after the physics step
+/// ([`step_tank_level`]): it climbs, crosses, drops off an edge or lands where its body now
+/// stands, and takes its level's collision groups for the next step; landing costs
+/// `fallDamage` per level fallen.
+pub(crate) fn step_tank_levels(
+    settings: Res<EngineSettings>,
+    mut physics: ResMut<Physics>,
+    rules: Res<TanksRules>,
+    mut round: ResMut<Round>,
+    map: Res<MapState>,
+    mut outbox: ResMut<MetaOutbox>,
+    mut tanks: Query<&mut Tank>,
+) {
+    let (Some(levels), Some(fall)) = (layered(&map), map.fall_model(&settings.config)) else { return };
+    let mut tanks = sorted(tanks.iter_mut());
+    let mut falls = Vec::new();
+    for tank in &mut tanks {
+        if !tank.alive {
+            continue;
+        }
+        let body = tank.body;
+        let change = step_tank_level(&mut physics, body, &mut tank.level, levels, &fall);
+        if change.landed_from > 0.0 {
+            let amount = rules.0.fall_damage * change.landed_from;
+            falls.push(Damage { target: tank.player, amount, from: tank.player });
+        }
+    }
+    if !falls.is_empty() {
+        apply_damage(&falls, &mut tanks, &mut physics, &rules, &mut round, &mut outbox);
     }
 }
 

@@ -7,8 +7,11 @@ use vimp_netcode::input::KeyBits;
 use vimp_netcode::schema::BlockKind;
 use vimp_netcode::snapshot::{FieldValue, round2};
 
+use crate::engine::map::bodies::{ray_groups, set_body_groups};
+use crate::engine::map::{LevelState, MapLevels, step_body_level};
 use crate::engine::mapstate::MapState;
 use crate::engine::meta::MetaOutbox;
+use crate::engine::nav::level_segments;
 use crate::engine::physics::{Physics, RayHit};
 use crate::engine::players::{Participants, PlayerId};
 use crate::engine::sim::{EngineSettings, SimRng};
@@ -20,7 +23,7 @@ use crate::tanks::config::{BombWeapon, TankModel, TracerWeapon, Weapons, keys};
 use crate::tanks::movement::Motion;
 use crate::tanks::rounds::Round;
 use crate::tanks::rows::key;
-use crate::tanks::tank::{BOMB_KIND, Damage, TANK_KIND, Tank, Weapon, apply_damage, sorted};
+use crate::tanks::tank::{BOMB_KIND, Damage, TANK_KIND, Tank, Weapon, apply_damage, layered, sorted};
 
 /// A bomb in flight.
 #[derive(Component, Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -35,6 +38,9 @@ pub struct Bomb {
     pub fuse: f32,
     /// Its radius.
     pub size: f32,
+    /// Its level on a layered map (see [`Tank::level`]).
+    #[serde(skip)]
+    pub level: LevelState,
 }
 
 /// The next bomb id.
@@ -102,6 +108,11 @@ pub struct TracerPath {
 
 /// Where a hitscan shot from a tank in `motion` (its body `body`, which the ray ignores)
 /// goes, `spread` rad off the gun's heading, against everything in `physics`.
+///
+/// On a layered map (`on` is the map's levels and the level the tank meets walls and bodies
+/// on) the ray flies level by level ([`level_segments`], walked from the hull's centre): it
+/// meets only the walls and bodies of the level each stretch is on, drops off a slab's open
+/// edge and climbs across a slab's edge from outside.
 pub fn trace(
     physics: &Physics,
     motion: &Motion,
@@ -109,13 +120,28 @@ pub fn trace(
     model: &TankModel,
     gun: &TracerWeapon,
     spread: f32,
+    on: Option<(&MapLevels, u8)>,
 ) -> TracerPath {
     let heading = motion.gun_heading();
     let dir_angle = heading + spread;
     let dir = Vector::new(libm::cosf(dir_angle), libm::sinf(dir_angle));
-    let start =
-        Vector::new(motion.x, motion.y) + Vector::new(libm::cosf(heading), libm::sinf(heading)) * muzzle_reach(model);
-    let hit = physics.cast_ray(start, dir, gun.range, QueryFilter::default().exclude_rigid_body(body));
+    let reach = muzzle_reach(model);
+    let center = Vector::new(motion.x, motion.y);
+    let start = center + Vector::new(libm::cosf(heading), libm::sinf(heading)) * reach;
+    let filter = QueryFilter::default().exclude_rigid_body(body);
+    let hit = match on {
+        None => physics.cast_ray(start, dir, gun.range, filter),
+        Some((levels, level)) => {
+            // The stretches are walked from the centre along the shot's direction; the shot
+            // itself leaves the muzzle, `reach` ahead.
+            let segments = level_segments(levels, [center.x, center.y], [dir.x, dir.y], reach + gun.range, level);
+            segments.iter().filter(|s| s.end > reach).find_map(|s| {
+                let from = s.start.max(reach);
+                let origin = start + dir * (from - reach);
+                physics.cast_ray(origin, dir, s.end - from, filter.groups(ray_groups(s.level)))
+            })
+        }
+    };
     let end = hit.map_or(start + dir * gun.range, |h| h.point);
     TracerPath { start, dir, end, hit }
 }
@@ -140,9 +166,11 @@ pub(crate) fn fire_weapons(
     mut round: ResMut<Round>,
     mut outbox: ResMut<MetaOutbox>,
     rules: Res<TanksRules>,
+    map: Res<MapState>,
     mut tanks: Query<&mut Tank>,
 ) {
     let dt = settings.dt();
+    let levels = layered(&map);
     let (gun, launcher, model) = (&rules.0.weapons.w1, &rules.0.weapons.w2, &rules.0.models.tank);
     let mut tanks = sorted(tanks.iter_mut());
     let mut damage = Vec::new();
@@ -159,10 +187,11 @@ pub(crate) fn fire_weapons(
         };
         let motion = tank.motion(&physics);
         let (player, body) = (tank.player, tank.body);
+        let on = levels.map(|l| (l, tank.level.state.effective_level(l, [motion.x, motion.y], true)));
         match weapon {
             Weapon::Gun => {
                 let spread = rng.range_f32(-gun.spread, gun.spread);
-                let path = trace(&physics, &motion, body, model, gun, spread);
+                let path = trace(&physics, &motion, body, model, gun, spread, on);
                 let (end, dir) = (path.end, path.dir);
                 let hit_body = path.hit.and_then(|h| h.body.map(|b| (b, h.user_data)));
                 let was_hit = path.hit.is_some();
@@ -206,13 +235,41 @@ pub(crate) fn fire_weapons(
                     .linear_damping(0.6)
                     .ccd_enabled(true)
                     .can_sleep(false);
-                let collider = ColliderBuilder::ball(launcher.size).density(0.5).restitution(0.6).friction(0.2);
+                let mut collider = ColliderBuilder::ball(launcher.size).density(0.5).restitution(0.6).friction(0.2);
+                let level = on.map_or(LevelState::default(), |(_, n)| LevelState::on(n));
+                if let Some((levels, _)) = on {
+                    collider = collider.collision_groups(level.groups(levels, [at.x, at.y], false));
+                }
                 let (handle, _) = physics.insert(rb, collider);
-                commands.spawn(Bomb { id, owner: player, body: handle, fuse: launcher.fuse, size: launcher.size });
+                let size = launcher.size;
+                commands.spawn(Bomb { id, owner: player, body: handle, fuse: launcher.fuse, size, level });
             }
         }
     }
     apply_damage(&damage, &mut tanks, &mut physics, &rules, &mut round, &mut outbox);
+}
+
+/// On a layered map, one fixed step of every bomb's level after the physics step: a bomb
+/// that flies off a slab's open edge falls to the level below, meeting walls but no tank on
+/// the way ([`GameMap::step_dynamic_levels`](crate::engine::map::GameMap::step_dynamic_levels)'s
+/// rule: bombs do not ride ramps).
+pub(crate) fn step_bomb_levels(
+    settings: Res<EngineSettings>,
+    map: Res<MapState>,
+    mut physics: ResMut<Physics>,
+    mut bombs: Query<&mut Bomb>,
+) {
+    let (Some(levels), Some(fall)) = (layered(&map), map.fall_model(&settings.config)) else { return };
+    let dt = physics.dt();
+    let mut list: Vec<_> = bombs.iter_mut().collect();
+    list.sort_by_key(|b| b.id);
+    for mut bomb in list {
+        let Some(p) = physics.world().bodies.get(bomb.body).map(|b| [b.translation().x, b.translation().y]) else {
+            continue;
+        };
+        step_body_level(&mut bomb.level, levels, &fall, dt, p, false);
+        set_body_groups(physics.world_mut(), bomb.body, bomb.level.groups(levels, p, false));
+    }
 }
 
 /// Bursts bombs whose fuse ran out or that hit a tank this step.
@@ -253,6 +310,7 @@ pub(crate) fn burst_bombs(
     let launcher = &rules.0.weapons.w2;
     let mut tanks = sorted(tanks.iter_mut());
     let mut damage = Vec::new();
+    let levels = layered(&map);
     for (entity, bomb) in bursting {
         let center = physics.world().bodies.get(bomb.body).map(|b| b.translation()).unwrap_or_default();
         for (handle, tag) in physics.intersect_circle(center, launcher.radius) {
@@ -260,6 +318,12 @@ pub(crate) fn burst_bombs(
             let offset = rb.translation() - center;
             let d = offset.length();
             let falloff = (1.0 - d / launcher.radius).clamp(0.0, 1.0);
+            // On a layered map a blast reaches the bodies of its own level only.
+            if let Some(levels) = levels
+                && blast_level_of(levels, &map, &tanks, &physics, handle, tag) != Some(bomb.level.level)
+            {
+                continue;
+            }
             if tag_kind(tag) == TANK_KIND {
                 damage.push(Damage {
                     target: PlayerId(tag_payload(tag) as u8),
@@ -280,4 +344,23 @@ pub(crate) fn burst_bombs(
         commands.entity(entity).despawn();
     }
     apply_damage(&damage, &mut tanks, &mut physics, &rules, &mut round, &mut outbox);
+}
+
+/// The level a body in a blast's disc meets things on: a tank's, a box's; `None` for other
+/// bodies (walls, bombs), which no blast reaches on a layered map.
+fn blast_level_of<T: std::ops::Deref<Target = Tank>>(
+    levels: &MapLevels,
+    map: &MapState,
+    tanks: &[T],
+    physics: &Physics,
+    handle: RigidBodyHandle,
+    tag: u128,
+) -> Option<u8> {
+    if tag_kind(tag) == TANK_KIND {
+        let tank = tanks.iter().find(|t| t.body == handle)?;
+        let p = tank.position(physics);
+        return Some(tank.level.state.effective_level(levels, p, true));
+    }
+    let i = map.map.as_ref()?.dynamic_index_of(physics.world(), handle)?;
+    map.levels.get(i).map(|l| l.level)
 }

@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::dump::ConfigDump;
 use super::error::{Issues, MapError, MapRule, key_path};
+use super::levels::{MAX_LEVELS, MapLevels, Surface, validate_levels};
 use super::merge::SolidGrid;
 
 /// The snapshot key of the map's dynamic bodies when the map does not name one.
@@ -35,9 +36,9 @@ pub const MAX_DYNAMIC_OBJECTS: usize = 255;
 /// bincode state dump. Deserialising does not validate; [`from_json`](Self::from_json)
 /// and [`GameMap`](super::GameMap)'s own deserialisation do.
 ///
-/// `levels`, `ramps` and `levelHeight` (layered 2.5D maps) are read only so that
-/// [`validate`](Self::validate) can reject them with a clear message instead of an
-/// "unknown field": the format is kept open for them.
+/// A map without `levels` and `ramps` is flat: everything stands on level 0, the ground.
+/// `levels`, `ramps` and `levelHeight` make it layered (2.5D): slabs above the ground that
+/// bodies drive on, ramps up to them and open edges to drop off ([`MapLevels`](super::MapLevels)).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(remote = "Self", rename_all = "camelCase", deny_unknown_fields)]
 pub struct MapConfig {
@@ -57,11 +58,12 @@ pub struct MapConfig {
     /// Movable objects, in index order.
     #[serde(default)]
     pub physics_dynamic: Vec<DynamicObjectConfig>,
-    /// Team name → respawn points `[x, y, angleDeg]`, in declaration order.
+    /// Team name → respawn points `[x, y, angleDeg]` or `[x, y, angleDeg, level]`, in
+    /// declaration order. Without its 4th number a point stands on the highest level whose
+    /// floor is under it ([`MapLevels::level_at`](super::MapLevels::level_at)).
     ///
     /// Points are kept as plain number lists so that a wrong length is reported with its
-    /// path by [`validate`](Self::validate) (and a layered map's 4th number, the level,
-    /// gets its own message); a valid point has exactly 3.
+    /// path by [`validate`](Self::validate); a valid point has 3 or 4.
     #[serde(default)]
     pub respawns: IndexMap<String, Vec<Vec<f32>>>,
     /// Render layer name → tile ids drawn in that layer, in drawing order (rendering only).
@@ -73,15 +75,100 @@ pub struct MapConfig {
     /// Opaque data for the game; a JSON object or absent (`null` counts as absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub game: Option<Value>,
-    /// Layered maps: not supported yet, rejected by [`validate`](Self::validate).
+    /// The levels above the ground, by number `"1"` to `"7"` (level 0, the ground, is `map`,
+    /// `physicsStatic` and `layers`).
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub levels: IndexMap<String, LevelConfig>,
+    /// The ramps between levels, in index order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ramps: Vec<RampConfig>,
+    /// The height of one level, map units; the tile size when absent. Finite and greater than 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub levels: Option<Value>,
-    /// Layered maps: not supported yet, rejected by [`validate`](Self::validate).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ramps: Option<Value>,
-    /// Layered maps: not supported yet, rejected by [`validate`](Self::validate).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub level_height: Option<Value>,
+    pub level_height: Option<f32>,
+}
+
+/// One level above the ground (`levels."N"`): its own grid over the ground's, its floor and its rails.
+///
+/// `map` has the ground grid's size; a tile id 0 means "no level here" (the level below shows).
+/// A tile in `floor` is a slab bodies drive on; a tile in `walls` is a rail: it blocks bodies
+/// and shots on this level, and it is floor too (every rail id must be in `floor`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LevelConfig {
+    /// The level's grid, `map[row][col]`, the ground grid's size; 0 = no level in that cell.
+    pub map: Vec<Vec<u16>>,
+    /// Tile ids of the level's floor (slabs, rails included).
+    #[serde(default)]
+    pub floor: Vec<u16>,
+    /// Tile ids of the level's rails (walls on this level).
+    #[serde(default)]
+    pub walls: Vec<u16>,
+    /// Render layer name → tile ids drawn in that layer (rendering only).
+    #[serde(default)]
+    pub layers: IndexMap<String, Vec<u16>>,
+    /// Render layer name → visual height of the layer, in levels (rendering only).
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub volumes: IndexMap<String, f32>,
+}
+
+/// Which way a ramp rises: north is −y, south +y, west −x, east +x.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RampDir {
+    /// Rises toward −y.
+    North,
+    /// Rises toward +y.
+    South,
+    /// Rises toward −x.
+    West,
+    /// Rises toward +x.
+    East,
+}
+
+impl RampDir {
+    /// The unit step of the rise in cells: `(dcol, drow)`.
+    pub fn step(self) -> (i64, i64) {
+        match self {
+            RampDir::North => (0, -1),
+            RampDir::South => (0, 1),
+            RampDir::West => (-1, 0),
+            RampDir::East => (1, 0),
+        }
+    }
+
+    /// The name in the file.
+    pub fn name(self) -> &'static str {
+        match self {
+            RampDir::North => "north",
+            RampDir::South => "south",
+            RampDir::West => "west",
+            RampDir::East => "east",
+        }
+    }
+}
+
+/// One ramp (`ramps[i]`): every cell of level `from`'s grid whose tile id is `tile` is part of
+/// it, rising toward `dir` from level `from` to level `to`.
+///
+/// The cells of one row (for east and west) or one column (north and south) that follow each
+/// other make one run; runs side by side over the same span make one wide ramp.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RampConfig {
+    /// The tile id of the ramp's cells in level `from`'s grid.
+    pub tile: u16,
+    /// Which way it rises.
+    pub dir: RampDir,
+    /// The level at its foot; 0 by default.
+    #[serde(default)]
+    pub from: u8,
+    /// The level at its top; 1 by default.
+    #[serde(default = "default_ramp_top")]
+    pub to: u8,
+}
+
+fn default_ramp_top() -> u8 {
+    1
 }
 
 impl Serialize for MapConfig {
@@ -131,9 +218,9 @@ pub struct DynamicObjectConfig {
     /// Opaque data for the game; a JSON object or absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub game: Option<Value>,
-    /// Layered maps: not supported yet, rejected by [`MapConfig::validate`].
+    /// The level it stands on (layered maps); the ground (0) when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub level: Option<Value>,
+    pub level: Option<u8>,
 }
 
 impl DynamicObjectConfig {
@@ -175,15 +262,37 @@ impl MapConfig {
         let grid_ok = self.check_grid(&mut issues);
         self.check_layers(&mut issues, grid_ok);
         check_game(&mut issues, "game", self.game.as_ref());
-        for (field, value) in [("levels", &self.levels), ("ramps", &self.ramps), ("levelHeight", &self.level_height)] {
-            if value.is_some() {
-                issues.push(field, MapRule::LayeredNotSupported);
-            }
+        let level_issues = validate_levels(
+            &self.map,
+            &self.physics_static,
+            self.tile_size,
+            &self.levels,
+            &self.ramps,
+            self.level_height,
+        );
+        let levels_ok = level_issues.is_empty();
+        for issue in level_issues {
+            issues.push(issue.field, issue.rule);
         }
-        let geometry = (tile_ok && grid_ok).then(|| Geometry::new(self));
+        let geometry = (tile_ok && grid_ok).then(|| Geometry::new(self, levels_ok));
         let boxes = self.check_dynamic(&mut issues, geometry.as_ref());
         self.check_respawns(&mut issues, geometry.as_ref(), &boxes);
         issues.finish(file_label)
+    }
+
+    /// Whether the map has levels or ramps (a layered map).
+    pub fn is_layered(&self) -> bool {
+        !self.levels.is_empty() || !self.ramps.is_empty()
+    }
+
+    /// The level a respawn point stands on: its 4th number, else the highest level whose
+    /// floor is under it. `None` for a point that is not valid.
+    pub fn respawn_level(&self, point: &[f32]) -> Option<u8> {
+        match point {
+            [x, y, _] => Some(MapLevels::new(self, 1.0).level_at(*x, *y)),
+            [_, _, _, level] => level_number(*level),
+            _ => None,
+        }
     }
 
     fn check_names(&self, issues: &mut Issues) {
@@ -253,8 +362,9 @@ impl MapConfig {
         }
     }
 
-    /// Dynamic object rules; returns the boxes of the objects whose numbers are valid.
-    fn check_dynamic(&self, issues: &mut Issues, geometry: Option<&Geometry>) -> Vec<(usize, Obb)> {
+    /// Dynamic object rules; returns the boxes of the objects whose numbers are valid, with
+    /// their levels.
+    fn check_dynamic(&self, issues: &mut Issues, geometry: Option<&Geometry>) -> Vec<(usize, u8, Obb)> {
         if self.physics_dynamic.len() > MAX_DYNAMIC_OBJECTS {
             issues.push("physicsDynamic", MapRule::TooManyObjects(self.physics_dynamic.len()));
         }
@@ -269,9 +379,8 @@ impl MapConfig {
                 ok &= check_positive(issues, &format!("{path}.{name}"), value);
             }
             check_game(issues, &format!("{path}.game"), object.game.as_ref());
-            if object.level.is_some() {
-                issues.push(format!("{path}.level"), MapRule::LayeredNotSupported);
-            }
+            let level = object.level.unwrap_or(0);
+            ok &= self.check_level(issues, &format!("{path}.level"), level);
             if !ok {
                 continue;
             }
@@ -291,20 +400,33 @@ impl MapConfig {
                             height: geometry.height,
                         },
                     );
-                } else if let Some((col, row)) = geometry.first_wall_under(&obb) {
-                    issues.push(path.clone(), MapRule::ObjectInWall { col, row });
+                } else if let Some(rule) = geometry.object_on_level(&obb, level) {
+                    issues.push(path.clone(), rule);
                 }
             }
             let eps = geometry.map_or(0.0, |g| g.eps);
-            if let Some(&(other, _)) = boxes.iter().find(|(_, b)| obb.overlaps(b, eps)) {
+            if let Some(&(other, _, _)) = boxes.iter().find(|(_, l, b)| *l == level && obb.overlaps(b, eps)) {
                 issues.push(path, MapRule::ObjectsOverlap(other));
             }
-            boxes.push((i, obb));
+            boxes.push((i, level, obb));
         }
         boxes
     }
 
-    fn check_respawns(&self, issues: &mut Issues, geometry: Option<&Geometry>, boxes: &[(usize, Obb)]) {
+    /// A body's level is one that exists: the ground, or a declared level up to 7.
+    fn check_level(&self, issues: &mut Issues, field: &str, level: u8) -> bool {
+        if usize::from(level) >= MAX_LEVELS {
+            issues.push(field, MapRule::LevelOutOfRange(level));
+            false
+        } else if level > 0 && !self.levels.contains_key(level.to_string().as_str()) {
+            issues.push(field, MapRule::UnknownLevel(level));
+            false
+        } else {
+            true
+        }
+    }
+
+    fn check_respawns(&self, issues: &mut Issues, geometry: Option<&Geometry>, boxes: &[(usize, u8, Obb)]) {
         if self.respawns.is_empty() {
             issues.push("respawns", MapRule::NoTeams);
         }
@@ -318,31 +440,52 @@ impl MapConfig {
             }
             for (k, point) in points.iter().enumerate() {
                 let path = format!("{team_path}[{k}]");
-                match point.len() {
-                    3 => {}
-                    4 => issues.push(format!("{path}[3]"), MapRule::LayeredNotSupported),
-                    len => {
-                        issues.push(path, MapRule::BadPoint(len));
-                        continue;
-                    }
+                if !(3..=4).contains(&point.len()) {
+                    issues.push(path, MapRule::BadPoint(point.len()));
+                    continue;
                 }
                 let mut ok = true;
                 for (n, &value) in point.iter().take(3).enumerate() {
                     ok &= check_finite(issues, &format!("{path}[{n}]"), value);
                 }
+                let explicit = match point.get(3) {
+                    Some(&n) => match level_number(n) {
+                        Some(level) => {
+                            ok &= self.check_level(issues, &format!("{path}[3]"), level);
+                            Some(level)
+                        }
+                        None => {
+                            issues.push(format!("{path}[3]"), MapRule::BadLevelNumber(n));
+                            ok = false;
+                            None
+                        }
+                    },
+                    None => None,
+                };
                 let (Some(geometry), true) = (geometry, ok) else { continue };
                 let (x, y) = (point[0], point[1]);
                 if !(0.0..geometry.width).contains(&x) || !(0.0..geometry.height).contains(&y) {
                     let (width, height) = (geometry.width, geometry.height);
                     issues.push(path, MapRule::PointOutsideMap { x, y, width, height });
-                } else if let Some((col, row)) = geometry.wall_at(x, y) {
-                    issues.push(path, MapRule::PointInWall { col, row });
-                } else if let Some(&(index, _)) = boxes.iter().find(|(_, b)| b.contains(Vector::new(x, y))) {
+                    continue;
+                }
+                let level = explicit.unwrap_or_else(|| geometry.levels.level_at(x, y));
+                if let Some(rule) = geometry.point_on_level(x, y, level) {
+                    issues.push(path, rule);
+                } else if let Some(&(index, _, _)) =
+                    boxes.iter().find(|(_, l, b)| *l == level && b.contains(Vector::new(x, y)))
+                {
                     issues.push(path, MapRule::PointInObject(index));
                 }
             }
         }
     }
+}
+
+/// A respawn point's 4th number as a level: a whole number from 0 to 255 (range-checked
+/// apart), `None` for anything else.
+fn level_number(n: f32) -> Option<u8> {
+    (n.is_finite() && n.fract() == 0.0 && (0.0..=255.0).contains(&n)).then_some(n as u8)
 }
 
 /// Turns a serde_json error into [`MapError::Json`], its position moved out of the message.
@@ -382,6 +525,11 @@ fn check_game(issues: &mut Issues, field: &str, game: Option<&Value>) {
 /// The valid grid in map units, for the geometric rules.
 struct Geometry {
     grid: SolidGrid,
+    /// The levels (map units); only the ground's walls when the layered fields break rules.
+    levels: MapLevels,
+    /// Whether the layered fields are valid: bodies on levels above the ground are checked
+    /// against those levels only then.
+    levels_ok: bool,
     tile: f32,
     width: f32,
     height: f32,
@@ -390,21 +538,54 @@ struct Geometry {
 }
 
 impl Geometry {
-    fn new(cfg: &MapConfig) -> Geometry {
+    fn new(cfg: &MapConfig, levels_ok: bool) -> Geometry {
         let grid = SolidGrid::new(&cfg.map, &cfg.physics_static);
         let tile = cfg.tile_size;
         let (width, height) = (grid.cols() as f32 * tile, grid.rows() as f32 * tile);
-        Geometry { grid, tile, width, height, eps: tile * 1e-4 }
+        let levels = MapLevels::new(cfg, 1.0);
+        Geometry { grid, levels, levels_ok, tile, width, height, eps: tile * 1e-4 }
     }
 
-    /// The wall tile under a point inside the map.
-    fn wall_at(&self, x: f32, y: f32) -> Option<(usize, usize)> {
+    /// What is wrong with a point inside the map standing on `level`: a ground wall under a
+    /// point on the ground; no floor, or a rail, under a point on a level above it.
+    fn point_on_level(&self, x: f32, y: f32, level: u8) -> Option<MapRule> {
         let (col, row) = ((x / self.tile) as usize, (y / self.tile) as usize);
-        self.grid.is_solid(col, row).then_some((col, row))
+        if level == 0 {
+            return self.grid.is_solid(col, row).then_some(MapRule::PointInWall { col, row });
+        }
+        if !self.levels_ok {
+            return None;
+        }
+        match self.levels.surface(level, col, row) {
+            Surface::Empty => Some(MapRule::NoFloorOnLevel { level, col, row }),
+            Surface::Wall => Some(MapRule::PointInRail { col, row, level }),
+            Surface::Floor => None,
+        }
     }
 
-    /// The first wall tile (row-major) that the box overlaps by more than the tolerance.
-    fn first_wall_under(&self, obb: &Obb) -> Option<(usize, usize)> {
+    /// What is wrong with a box inside the map standing on `level`: on the ground, a wall
+    /// under it; above it, no floor under its centre or a rail under it.
+    fn object_on_level(&self, obb: &Obb, level: u8) -> Option<MapRule> {
+        if level == 0 {
+            return self
+                .first_tile_under(obb, |c, r| self.grid.is_solid(c, r))
+                .map(|(col, row)| MapRule::ObjectInWall { col, row });
+        }
+        if !self.levels_ok {
+            return None;
+        }
+        let center = obb.pose.transform_point(Vector::new(obb.width / 2.0, obb.height / 2.0));
+        let (col, row) = ((center.x / self.tile) as usize, (center.y / self.tile) as usize);
+        if self.levels.surface(level, col, row) == Surface::Empty {
+            return Some(MapRule::NoFloorOnLevel { level, col, row });
+        }
+        self.first_tile_under(obb, |c, r| self.levels.surface(level, c, r) == Surface::Wall)
+            .map(|(col, row)| MapRule::ObjectInRail { col, row, level })
+    }
+
+    /// The first tile (row-major) for which `solid` holds that the box overlaps by more than
+    /// the tolerance.
+    fn first_tile_under(&self, obb: &Obb, solid: impl Fn(usize, usize) -> bool) -> Option<(usize, usize)> {
         let (min, max) = obb.aabb();
         let span = |lo: f32, hi: f32, n: usize| {
             let first = ((lo + self.eps) / self.tile).floor().max(0.0) as usize;
@@ -413,7 +594,7 @@ impl Geometry {
         };
         for row in span(min.y, max.y, self.grid.rows()) {
             for col in span(min.x, max.x, self.grid.cols()) {
-                if self.grid.is_solid(col, row) {
+                if solid(col, row) {
                     let (x, y) = (col as f32 * self.tile, row as f32 * self.tile);
                     let tile = Obb::new(Pose::new(Vector::new(x, y), 0.0), self.tile, self.tile);
                     if obb.overlaps(&tile, self.eps) {
@@ -764,28 +945,6 @@ mod tests {
         );
         assert_eq!(issues_after(|v| v["game"] = serde_json::json!({ "mode": "ctf" })), vec![]);
         assert_eq!(issues_after(|v| v["game"] = Value::Null), vec![], "null is the same as absent");
-    }
-
-    #[test]
-    fn layered_fields_are_rejected_with_a_clear_message() {
-        let got = issues_after(|v| {
-            v["levels"] = serde_json::json!({ "1": { "map": [[0]] } });
-            v["ramps"] = serde_json::json!([]);
-            v["levelHeight"] = 32.into();
-            v["physicsDynamic"][0]["level"] = 1.into();
-            v["respawns"]["1"][0] = serde_json::json!([15, 35, 0, 1]);
-        });
-        assert_eq!(
-            got,
-            vec![
-                ("levels".to_owned(), MapRule::LayeredNotSupported),
-                ("ramps".to_owned(), MapRule::LayeredNotSupported),
-                ("levelHeight".to_owned(), MapRule::LayeredNotSupported),
-                ("physicsDynamic[0].level".to_owned(), MapRule::LayeredNotSupported),
-                ("respawns.1[0][3]".to_owned(), MapRule::LayeredNotSupported),
-            ]
-        );
-        assert_eq!(MapRule::LayeredNotSupported.to_string(), "layered maps (levels, ramps) are not supported yet");
     }
 
     #[test]

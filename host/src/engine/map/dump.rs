@@ -7,13 +7,20 @@
 //! value as a flat list of [`Token`]s — no recursion on the way in, a depth limit on the
 //! way out. A `GameMap` dumps as its config, its scale and its body handles
 //! ([`GameMapDump`]); everything else is derived again on the way back.
+//!
+//! A layered map's own fields (levels, ramps, `levelHeight`, the boxes' levels) travel
+//! behind the map's `game` value, announced by the byte that says whether `game` is there
+//! ([`GameTail`]): bit 0 `game` follows, bit 1 the layered fields follow. A flat map writes
+//! 0 or 1 there, byte for byte what `Option`'s tag is, so its dump is the one it always was.
 
 use indexmap::IndexMap;
 use rapier2d::prelude::RigidBodyHandle;
-use serde::{Deserialize, Serialize};
+use serde::de::{self, SeqAccess, Visitor};
+use serde::ser::SerializeTuple;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Number, Value};
 
-use super::config::{DynamicObjectConfig, MapConfig};
+use super::config::{DynamicObjectConfig, LevelConfig, MapConfig, RampConfig, RampDir};
 
 /// Deepest nesting of a `game` value a dump may hold (serde_json's own parse limit).
 const MAX_DEPTH: usize = 128;
@@ -39,7 +46,81 @@ pub(super) struct ConfigDump {
     respawns: IndexMap<String, Vec<Vec<f32>>>,
     layers: IndexMap<String, Vec<u16>>,
     volumes: IndexMap<String, f32>,
+    game: GameTail,
+}
+
+/// The map's `game` value and, for a layered map, its layered fields (see the module docs).
+#[derive(Debug, Default)]
+pub(super) struct GameTail {
     game: Option<Vec<Token>>,
+    layered: Option<LayeredDump>,
+}
+
+/// A layered map's own fields.
+#[derive(Debug, Serialize, Deserialize)]
+struct LayeredDump {
+    levels: Vec<(String, LevelDump)>,
+    /// `(tile, dir, from, to)`, `dir` 0 to 3 for north, south, west, east.
+    ramps: Vec<(u16, u8, u8, u8)>,
+    level_height: Option<f32>,
+    /// Each box's `level`, by index.
+    object_levels: Vec<Option<u8>>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct LevelDump {
+    map: Vec<Vec<u16>>,
+    floor: Vec<u16>,
+    walls: Vec<u16>,
+    layers: IndexMap<String, Vec<u16>>,
+    volumes: IndexMap<String, f32>,
+}
+
+const DIRS: [RampDir; 4] = [RampDir::North, RampDir::South, RampDir::West, RampDir::East];
+
+impl Serialize for GameTail {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let tag = u8::from(self.game.is_some()) | u8::from(self.layered.is_some()) << 1;
+        let mut t = serializer.serialize_tuple(3)?;
+        t.serialize_element(&tag)?;
+        if let Some(game) = &self.game {
+            t.serialize_element(game)?;
+        }
+        if let Some(layered) = &self.layered {
+            t.serialize_element(layered)?;
+        }
+        t.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for GameTail {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct TailVisitor;
+        impl<'de> Visitor<'de> for TailVisitor {
+            type Value = GameTail;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a map's game value and layered fields")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<GameTail, A::Error> {
+                let tag: u8 = seq.next_element()?.ok_or_else(|| de::Error::invalid_length(0, &self))?;
+                if tag > 3 {
+                    return Err(de::Error::custom(format!("a map's game tag is 0 to 3, got {tag}")));
+                }
+                let game = if tag & 1 != 0 {
+                    Some(seq.next_element()?.ok_or_else(|| de::Error::invalid_length(1, &self))?)
+                } else {
+                    None
+                };
+                let layered = if tag & 2 != 0 {
+                    Some(seq.next_element()?.ok_or_else(|| de::Error::invalid_length(2, &self))?)
+                } else {
+                    None
+                };
+                Ok(GameTail { game, layered })
+            }
+        }
+        deserializer.deserialize_tuple(3, TailVisitor)
+    }
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -89,19 +170,48 @@ impl ConfigDump {
             respawns: cfg.respawns.clone(),
             layers: cfg.layers.clone(),
             volumes: cfg.volumes.clone(),
-            game: cfg.game.as_ref().map(tokens_of),
+            game: GameTail { game: cfg.game.as_ref().map(tokens_of), layered: LayeredDump::of(cfg) },
         }
     }
 
     /// The config back; an error names what does not decode.
     pub(super) fn into_config(self) -> Result<MapConfig, String> {
         let mut physics_dynamic = Vec::with_capacity(self.physics_dynamic.len());
+        let layered = self.game.layered;
+        let object_levels = layered.as_ref().map(|l| l.object_levels.as_slice()).unwrap_or_default();
         for (i, o) in self.physics_dynamic.into_iter().enumerate() {
             let game =
                 o.game.map(|t| value_of(&t)).transpose().map_err(|e| format!("physicsDynamic[{i}].game: {e}"))?;
             let (x, y, width, height, angle) = (o.x, o.y, o.width, o.height, o.angle);
-            physics_dynamic.push(DynamicObjectConfig { x, y, width, height, angle, game, level: None });
+            let level = object_levels.get(i).copied().flatten();
+            physics_dynamic.push(DynamicObjectConfig { x, y, width, height, angle, game, level });
         }
+        let (levels, ramps, level_height) = match layered {
+            Some(l) => {
+                let mut ramps = Vec::with_capacity(l.ramps.len());
+                for (i, (tile, dir, from, to)) in l.ramps.into_iter().enumerate() {
+                    let dir =
+                        *DIRS.get(usize::from(dir)).ok_or_else(|| format!("ramps[{i}].dir: {dir} is not 0 to 3"))?;
+                    ramps.push(RampConfig { tile, dir, from, to });
+                }
+                let levels = l
+                    .levels
+                    .into_iter()
+                    .map(|(name, d)| {
+                        let level = LevelConfig {
+                            map: d.map,
+                            floor: d.floor,
+                            walls: d.walls,
+                            layers: d.layers,
+                            volumes: d.volumes,
+                        };
+                        (name, level)
+                    })
+                    .collect();
+                (levels, ramps, l.level_height)
+            }
+            None => (IndexMap::new(), Vec::new(), None),
+        };
         Ok(MapConfig {
             name: self.name,
             set_id: self.set_id,
@@ -112,10 +222,41 @@ impl ConfigDump {
             respawns: self.respawns,
             layers: self.layers,
             volumes: self.volumes,
-            game: self.game.map(|t| value_of(&t)).transpose().map_err(|e| format!("game: {e}"))?,
-            levels: None,
-            ramps: None,
-            level_height: None,
+            game: self.game.game.map(|t| value_of(&t)).transpose().map_err(|e| format!("game: {e}"))?,
+            levels,
+            ramps,
+            level_height,
+        })
+    }
+}
+
+impl LayeredDump {
+    /// The layered fields of `cfg`; `None` for a map that has none of them (a flat map).
+    fn of(cfg: &MapConfig) -> Option<LayeredDump> {
+        let object_levels: Vec<Option<u8>> = cfg.physics_dynamic.iter().map(|o| o.level).collect();
+        let flat = !cfg.is_layered() && cfg.level_height.is_none() && object_levels.iter().all(Option::is_none);
+        if flat {
+            return None;
+        }
+        let dir = |d: RampDir| DIRS.iter().position(|&x| x == d).unwrap_or_default() as u8;
+        Some(LayeredDump {
+            levels: cfg
+                .levels
+                .iter()
+                .map(|(name, l)| {
+                    let dump = LevelDump {
+                        map: l.map.clone(),
+                        floor: l.floor.clone(),
+                        walls: l.walls.clone(),
+                        layers: l.layers.clone(),
+                        volumes: l.volumes.clone(),
+                    };
+                    (name.clone(), dump)
+                })
+                .collect(),
+            ramps: cfg.ramps.iter().map(|r| (r.tile, dir(r.dir), r.from, r.to)).collect(),
+            level_height: cfg.level_height,
+            object_levels,
         })
     }
 }

@@ -150,10 +150,155 @@ pub enum MapRule {
     /// `game` (of the map or of an object) is present and not a JSON object.
     #[error("must be a JSON object (or left out)")]
     NotAnObject,
-    /// A field of layered (2.5D) maps: `levels`, `ramps`, `levelHeight`,
-    /// `physicsDynamic[].level` or a respawn point's 4th number.
-    #[error("layered maps (levels, ramps) are not supported yet")]
-    LayeredNotSupported,
+    /// A key of `levels` is not a level above the ground: `"1"` to `"7"`.
+    #[error("levels above the ground are named \"1\" to \"7\", not {0:?}")]
+    BadLevelName(String),
+    /// A level number is past the highest level.
+    #[error("must be a level from 0 to 7, got {0}")]
+    LevelOutOfRange(u8),
+    /// A respawn point's level (its 4th number) is not a whole number from 0 to 7.
+    #[error("a point's level is a whole number from 0 to 7, got {0}")]
+    BadLevelNumber(f32),
+    /// A level is named that the map does not declare in `levels`.
+    #[error("level {0} is not declared in `levels`")]
+    UnknownLevel(u8),
+    /// A level's grid is not the ground grid's size.
+    #[error(
+        "the level's grid is {cols}×{rows} tiles but the ground's is {ground_cols}×{ground_rows}: every level has the ground's size"
+    )]
+    LevelGridSize {
+        /// Columns of the level's grid (its row 0).
+        cols: usize,
+        /// Rows of the level's grid.
+        rows: usize,
+        /// Columns of the ground grid.
+        ground_cols: usize,
+        /// Rows of the ground grid.
+        ground_rows: usize,
+    },
+    /// A rail tile (in a level's `walls`) is not in its `floor`.
+    #[error(
+        "rail tile {0} is not in `floor`: a rail stands on the slab (off it, it would hang in the air and not screen shots from below)"
+    )]
+    RailNotFloor(u16),
+    /// A ramp's `to` is not above its `from`.
+    #[error("must be above `from` ({from}), got {to}")]
+    RampGoesNowhere {
+        /// The ramp's bottom level.
+        from: u8,
+        /// Its top level.
+        to: u8,
+    },
+    /// No cell of a ramp's bottom level has its tile id.
+    #[error("no cell of level {level}'s grid has tile {tile}: the ramp has no cells")]
+    RampWithoutCells {
+        /// The ramp's tile id.
+        tile: u16,
+        /// The level whose grid was searched (the ramp's `from`).
+        level: u8,
+    },
+    /// A ramp's cell is a wall of its bottom level.
+    #[error("its cell at column {col}, row {row} is a wall of level {level}: a ramp cannot rise out of a wall")]
+    RampOnWall {
+        /// Column of the cell.
+        col: usize,
+        /// Row of the cell.
+        row: usize,
+        /// The ramp's bottom level.
+        level: u8,
+    },
+    /// Two ramps claim one cell.
+    #[error("shares the cell at column {col}, row {row} with ramps[{other}]: two ramps cannot share a cell")]
+    RampsShareCell {
+        /// The earlier ramp.
+        other: usize,
+        /// Column of the cell.
+        col: usize,
+        /// Row of the cell.
+        row: usize,
+    },
+    /// A ramp's run rises off the grid.
+    #[error("its run at column {col}, row {row} rises off the grid: a ramp must lead onto floor of level {level}")]
+    RampLeadsOffGrid {
+        /// Column of the run's top cell.
+        col: usize,
+        /// Row of the run's top cell.
+        row: usize,
+        /// The ramp's top level.
+        level: u8,
+    },
+    /// The cell past a ramp's top is not drivable floor of the ramp's top level.
+    #[error(
+        "its run leads onto column {col}, row {row}, which is not drivable floor of level {level}: a tank would reach the top and drop at once"
+    )]
+    RampLeadsNowhere {
+        /// Column of the cell past the top.
+        col: usize,
+        /// Row of the cell past the top.
+        row: usize,
+        /// The ramp's top level.
+        level: u8,
+    },
+    /// A ramp's run passes under the floor of a level between its bottom and its top.
+    #[error("its run passes under the floor of level {level} at column {col}, row {row}")]
+    RampUnderFloor {
+        /// The level whose floor is over the run.
+        level: u8,
+        /// Column of the cell.
+        col: usize,
+        /// Row of the cell.
+        row: usize,
+    },
+    /// A floor cell's edge has no rail and leads off the grid.
+    #[error("the floor's {dir} edge has no rail and drops off the grid")]
+    EdgeOffGrid {
+        /// Which edge: north, south, west or east.
+        dir: &'static str,
+    },
+    /// A floor cell's edge has no rail, and a body falling off it lands in a wall.
+    #[error(
+        "the floor's {dir} edge has no rail and drops onto the wall at column {col}, row {row} of level {level}: what falls off it would land in the wall"
+    )]
+    EdgeOverWall {
+        /// Which edge: north, south, west or east.
+        dir: &'static str,
+        /// Column of the cell it drops into.
+        col: usize,
+        /// Row of that cell.
+        row: usize,
+        /// The level it lands on.
+        level: u8,
+    },
+    /// A body (a crate, a respawn point) stands on a level with no floor under it.
+    #[error("stands on level {level}, which has no floor at column {col}, row {row}")]
+    NoFloorOnLevel {
+        /// The body's level.
+        level: u8,
+        /// Column of the cell.
+        col: usize,
+        /// Row of the cell.
+        row: usize,
+    },
+    /// A dynamic object overlaps a rail of its level.
+    #[error("overlaps the rail at column {col}, row {row} of level {level}")]
+    ObjectInRail {
+        /// Column of the tile.
+        col: usize,
+        /// Row of the tile.
+        row: usize,
+        /// The level.
+        level: u8,
+    },
+    /// A respawn point stands on a rail of its level.
+    #[error("stands on the rail at column {col}, row {row} of level {level}")]
+    PointInRail {
+        /// Column of the tile.
+        col: usize,
+        /// Row of the tile.
+        row: usize,
+        /// The level.
+        level: u8,
+    },
     /// A tile id used in `map` is drawn by no layer of a non-empty `layers`.
     #[error("tile {0} is used here (first use) but no layer of `layers` draws it")]
     UndrawnTile(u16),
@@ -195,8 +340,8 @@ pub enum MapRule {
     /// A team has no respawn point.
     #[error("the team has no respawn point")]
     NoPoints,
-    /// A respawn point is not `[x, y, angleDeg]`.
-    #[error("a respawn point is [x, y, angleDeg], this one has {0} numbers")]
+    /// A respawn point is not `[x, y, angleDeg]` or `[x, y, angleDeg, level]`.
+    #[error("a respawn point is [x, y, angleDeg] or [x, y, angleDeg, level], this one has {0} numbers")]
     BadPoint(usize),
     /// A respawn point lies outside the map.
     #[error("({x}, {y}) lies outside the map, which spans x 0..{width}, y 0..{height}")]

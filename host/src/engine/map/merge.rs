@@ -64,6 +64,12 @@ impl SolidGrid {
         SolidGrid { cols, rows, cells }
     }
 
+    /// A grid of `cols × rows` from its cells, row-major (`true`: a wall).
+    pub(super) fn from_cells(cols: usize, rows: usize, cells: Vec<bool>) -> SolidGrid {
+        debug_assert_eq!(cells.len(), cols * rows);
+        SolidGrid { cols, rows, cells }
+    }
+
     /// Number of columns.
     pub(super) fn cols(&self) -> usize {
         self.cols

@@ -7,6 +7,7 @@
 
 use std::ops::ControlFlow;
 
+use crate::engine::map::{MAX_LEVELS, MapLevels, Surface};
 use crate::engine::nav::grid::NavGrid;
 use crate::engine::nav::navigation::Obb;
 
@@ -80,6 +81,77 @@ pub fn walk_ray_indices(
     mut visit: impl FnMut(usize) -> ControlFlow<()>,
 ) -> ControlFlow<()> {
     walk_ray_cells(a, b, cell, |c, r| visit(r as usize * cols + c as usize))
+}
+
+/// One stretch of a ray on one level of a layered map: from `start` to `end` along it (world
+/// units from its origin).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RaySegment {
+    /// Where the stretch begins along the ray.
+    pub start: f32,
+    /// Where it ends.
+    pub end: f32,
+    /// The level it flies on: it meets that level's walls and bodies only.
+    pub level: u8,
+}
+
+/// Cuts the ray from `origin` in the unit direction `dir`, `max_dist` long, that starts on
+/// `level`, into stretches by the level it flies on, walking its cells ([`walk_ray_cells`]).
+/// Where it passes from cell `a` into cell `b`:
+///
+/// - on a level above the ground, into a cell without that level's floor (off the slab's
+///   edge), it drops to the level the cell would land a body on ([`MapLevels::landing_level`]):
+///   a shot from a bridge reaches the ground beyond it;
+/// - into a cell that has the floor of a higher level `a` does not have (across that slab's
+///   edge from outside), it climbs onto the lowest such level: a shot meets a slab's rails
+///   and the bodies on it from outside, while one fired under the slab flies on under it.
+///
+/// A flat map gives one stretch on the ground; so does a ray that never crosses a slab's edge.
+pub fn level_segments(
+    levels: &MapLevels,
+    origin: [f32; 2],
+    dir: [f32; 2],
+    max_dist: f32,
+    level: u8,
+) -> Vec<RaySegment> {
+    let mut out = Vec::new();
+    if !levels.is_layered() {
+        out.push(RaySegment { start: 0.0, end: max_dist, level });
+        return out;
+    }
+    let end = [origin[0] + dir[0] * max_dist, origin[1] + dir[1] * max_dist];
+    let tile = levels.tile_size();
+    let (mut current, mut start, mut previous) = (level, 0.0f32, None::<(i64, i64)>);
+    let _ = walk_ray_cells(origin, end, tile, |c, r| {
+        if let Some(a) = previous {
+            let next = next_ray_level(levels, current, a, (c, r));
+            if next != current {
+                let (lo, hi) = ([c as f32 * tile, r as f32 * tile], [(c + 1) as f32 * tile, (r + 1) as f32 * tile]);
+                let t = slab(origin, dir, lo, hi).map_or(start, |(t, _)| t).clamp(start, max_dist);
+                out.push(RaySegment { start, end: t, level: current });
+                (start, current) = (t, next);
+            }
+        }
+        previous = Some((c, r));
+        ControlFlow::Continue(())
+    });
+    out.push(RaySegment { start, end: max_dist, level: current });
+    out
+}
+
+/// The level a ray on `level` flies on once it passes from cell `a` into cell `b` (see
+/// [`level_segments`]).
+fn next_ray_level(levels: &MapLevels, level: u8, a: (i64, i64), b: (i64, i64)) -> u8 {
+    let surface = |n: u8, (c, r): (i64, i64)| levels.surface_at_cell(n, c, r);
+    if level > 0 && surface(level, b) == Surface::Empty {
+        return match (usize::try_from(b.0), usize::try_from(b.1)) {
+            (Ok(c), Ok(r)) => levels.landing_level_cell(level, c, r),
+            _ => level,
+        };
+    }
+    (level + 1..MAX_LEVELS as u8)
+        .find(|&m| surface(m, b) != Surface::Empty && surface(m, a) == Surface::Empty)
+        .unwrap_or(level)
 }
 
 /// `v.floor()` as an integer, for `|v|` within [`MAX_WALK_CELLS`] (without a call to `floorf`).
