@@ -20,6 +20,29 @@
 //!
 //! [`SnapshotSchema::from_json`] and [`SnapshotSchema::new`] validate every rule of
 //! the spec and return a [`SchemaError`] naming the key (and field) at fault.
+//!
+//! # The map-dynamics row, for a decoder of its own
+//!
+//! The engine writes the map's movable bodies itself, in the block of the map's set key
+//! (`indexedNoNull8`). Field roles ([`Role`]) say where it puts its own values, so a decoder
+//! written from this page alone reads a layered map's bodies right:
+//!
+//! | position | field | type | role | meaning |
+//! |---|---|---|---|---|
+//! | 0, 1 | `x`, `y` | f32 | — | the body's corner, world units |
+//! | 2 | `angle` | f32 | — | radians |
+//! | 3 | `z` | f32 | `z` ([`Z_POSITION`]) | height above its level, world units (falling: what it still falls) |
+//! | 4 | `level` | u8 | `level` ([`LEVEL_POSITION`]) | the level it stands on (falling: the one it lands on) |
+//! | 5 | `state` | u8 | `state` ([`LAYERED_STATE_POSITION`]) | the game's byte for the body, when declared |
+//! | next | `vx`, `vy`, `angvel` | f32 | — | the optional tail (`optionalFrom` past the head) |
+//!
+//! The `z`/`level` pair stands at the head of the row, never in the optional tail: a missing
+//! tail decodes as zeros, and a crate at rest on a bridge would read as one on the ground. A
+//! schema without the pair keeps the flat row `[x, y, angle, (state,) vx?, vy?, angvel?]`
+//! ([`FLAT_STATE_POSITION`]). In format 5 a row is `u8 index`, then (with `optionalFrom`)
+//! `u8 tail flag`, then the fields big-endian in this order (the tail only when the flag is
+//! 1); format 6 carries the same fields as whole steps of each field's [`Quant`] (the tanks
+//! game declares `z` in hundredths) or, for integers, exactly.
 
 use std::fmt;
 

@@ -84,8 +84,10 @@ fn sim_check_dump_at_passes_on_a_deterministic_match() {
 
 #[test]
 fn map_check_accepts_the_shipped_maps_and_names_the_field_at_fault() {
-    let maps: Vec<PathBuf> =
-        ["maps/default.json", "maps/test-small.json", "maps/rooms.json"].iter().map(|m| repo(m)).collect();
+    let maps: Vec<PathBuf> = ["maps/default.json", "maps/test-small.json", "maps/rooms.json", "maps/bridge.json"]
+        .iter()
+        .map(|m| repo(m))
+        .collect();
     let args: Vec<&str> =
         ["map", "check"].into_iter().chain(maps.iter().map(|m| m.to_str().expect("utf-8 path"))).collect();
     let out = vimp(&args);
@@ -103,6 +105,31 @@ fn map_check_accepts_the_shipped_maps_and_names_the_field_at_fault() {
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("bad.json") && err.contains("tileSize"), "stderr: {err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The layered rules' table of cases (the same the host's unit tests run): `vimp map check`
+/// passes each rule's valid map and names every problem of its invalid one, file first.
+#[test]
+fn map_check_runs_the_layered_rules_table() {
+    let dir = std::env::temp_dir().join(format!("vimp-map-rules-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let cases = vimp_host::engine::map::rule_cases();
+    assert!(cases.len() >= 15, "a case per rule");
+    for (n, case) in cases.iter().enumerate() {
+        let (valid, invalid) = (dir.join(format!("valid-{n}.json")), dir.join(format!("invalid-{n}.json")));
+        std::fs::write(&valid, &case.valid).expect("write");
+        std::fs::write(&invalid, &case.invalid).expect("write");
+        let out = vimp(&["map", "check", valid.to_str().expect("utf-8 path")]);
+        assert!(out.status.success(), "{}: {}", case.rule, String::from_utf8_lossy(&out.stderr));
+        let path = invalid.to_str().expect("utf-8 path");
+        let out = vimp(&["map", "check", path]);
+        assert_eq!(out.status.code(), Some(1), "{}", case.rule);
+        let expected: Vec<String> = case.errors.iter().map(|e| format!("{path}:{e}")).collect();
+        let err = String::from_utf8_lossy(&out.stderr);
+        let got: Vec<&str> = err.lines().filter(|l| l.starts_with(path)).collect();
+        assert_eq!(got, expected, "{}", case.rule);
+    }
     std::fs::remove_dir_all(&dir).ok();
 }
 

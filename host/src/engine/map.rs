@@ -75,7 +75,10 @@ pub use config::{
     RampConfig, RampDir,
 };
 pub use error::{MAX_ISSUES, MapError, MapIssue, MapRule};
-pub use levels::{Axis, MAX_LEVELS, MapLevels, RampBlock, RampRun, RampSample, Surface, validate_levels};
+pub use levels::{
+    Axis, MAX_LEVELS, MapLevels, RULE_CASES, RampBlock, RampRun, RampSample, RuleCase, Surface, rule_cases,
+    validate_levels,
+};
 pub use merge::{TileRect, merge_static};
 
 use dump::GameMapDump;
@@ -913,7 +916,7 @@ mod tests {
 
     /// The layered table's base map: a bridge on level 1 over a wall band, a ramp up to it.
     fn layered() -> MapConfig {
-        let table: serde_json::Value = serde_json::from_str(levels::validate::tests::CASES).unwrap();
+        let table: serde_json::Value = serde_json::from_str(levels::RULE_CASES).unwrap();
         MapConfig::from_json("layered", &table["base"].to_string()).unwrap()
     }
 

@@ -445,3 +445,6 @@ mod migration;
 
 /// The client's predictor and the host, fed the same keys, agree bit for bit.
 mod prediction;
+
+/// Layered maps: climbs, bridges, drops, their prediction and their dumps.
+mod levels;

@@ -30,11 +30,11 @@
 //! `levelHeight` (one level, world units; the tile size by default) makes the slope
 //! dimensionless: `rise · levelHeight / span`.
 
-pub(crate) mod validate;
+mod validate;
 
 use indexmap::IndexMap;
 
-pub use validate::validate_levels;
+pub use validate::{RULE_CASES, RuleCase, rule_cases, validate_levels};
 
 use super::config::{LevelConfig, MapConfig, RampConfig, RampDir};
 use super::merge::{SolidGrid, merge_solid};

@@ -1,6 +1,7 @@
 //! The shape rules of layered maps ([`validate_levels`]): one free function over the raw fields, for the host and any replica.
 
 use indexmap::IndexMap;
+use serde_json::Value;
 
 use super::super::config::{LevelConfig, RampConfig};
 use super::super::error::{MapIssue, MapRule, key_path};
@@ -246,74 +247,93 @@ fn check_edges(
     }
 }
 
+/// The table of the layered rules' cases: per rule, a valid map and an invalid one with the
+/// problems `vimp map check` names, each a `field: reason` line (see `cases.json`: each map is
+/// its `base` with the case's JSON merge patch applied). The unit tests and the command-line
+/// test both run it.
+pub const RULE_CASES: &str = include_str!("cases.json");
+
+/// One row of [`RULE_CASES`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct RuleCase {
+    /// The rule, in words.
+    pub rule: String,
+    /// A map that keeps it (JSON text).
+    pub valid: String,
+    /// A map that breaks it (JSON text).
+    pub invalid: String,
+    /// What the check says of the invalid map, one `field: reason` per problem, in order.
+    pub errors: Vec<String>,
+}
+
+/// The rows of [`RULE_CASES`], their maps made.
+pub fn rule_cases() -> Vec<RuleCase> {
+    let table: Value = serde_json::from_str(RULE_CASES).unwrap_or(Value::Null);
+    let base = &table["base"];
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+    table["cases"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .map(|case| {
+            let made = |which: &str| {
+                let mut map = base.clone();
+                merge_patch(&mut map, &case[which]);
+                map.to_string()
+            };
+            let errors = case["errors"].as_array().map(Vec::as_slice).unwrap_or_default().iter().map(text).collect();
+            RuleCase { rule: text(&case["rule"]), valid: made("valid"), invalid: made("invalid"), errors }
+        })
+        .collect()
+}
+
+/// A JSON merge patch (RFC 7386): objects merge key by key, `null` removes a key, anything
+/// else replaces.
+fn merge_patch(target: &mut Value, patch: &Value) {
+    let Value::Object(patch) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = Value::Object(serde_json::Map::new());
+    }
+    let Some(target) = target.as_object_mut() else { return };
+    for (key, value) in patch {
+        if value.is_null() {
+            target.remove(key);
+        } else {
+            merge_patch(target.entry(key.clone()).or_insert(Value::Null), value);
+        }
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use serde_json::Value;
 
     use super::super::super::{MapConfig, MapError};
-
-    /// The table of cases shared with the `vimp map check` test: one valid and one invalid
-    /// map per rule, each `base` with a JSON merge patch applied.
-    pub(crate) const CASES: &str = include_str!("cases.json");
-
-    /// RFC 7386: objects merge key by key, `null` removes a key, anything else replaces.
-    pub(crate) fn merge(target: &mut Value, patch: &Value) {
-        let Value::Object(patch) = patch else {
-            *target = patch.clone();
-            return;
-        };
-        if !target.is_object() {
-            *target = Value::Object(serde_json::Map::new());
-        }
-        let target = target.as_object_mut().expect("an object");
-        for (key, value) in patch {
-            if value.is_null() {
-                target.remove(key);
-            } else {
-                merge(target.entry(key.clone()).or_insert(Value::Null), value);
-            }
-        }
-    }
-
-    /// Every case: `(rule, valid map text, invalid map text, expected errors)`.
-    pub(crate) fn cases() -> Vec<(String, String, String, Vec<String>)> {
-        let table: Value = serde_json::from_str(CASES).expect("the table is JSON");
-        let base = &table["base"];
-        table["cases"]
-            .as_array()
-            .expect("cases")
-            .iter()
-            .map(|case| {
-                let made = |which: &str| {
-                    let mut map = base.clone();
-                    merge(&mut map, &case[which]);
-                    map.to_string()
-                };
-                let errors = case["errors"].as_array().expect("errors").iter().map(|e| e.as_str().unwrap().to_owned());
-                (case["rule"].as_str().unwrap().to_owned(), made("valid"), made("invalid"), errors.collect())
-            })
-            .collect()
-    }
+    use super::{RULE_CASES, rule_cases};
 
     #[test]
     fn the_table_base_is_valid_and_layered() {
-        let table: Value = serde_json::from_str(CASES).unwrap();
+        let table: Value = serde_json::from_str(RULE_CASES).unwrap();
         let cfg = MapConfig::from_json("base", &table["base"].to_string()).unwrap_or_else(|e| panic!("{e}"));
         assert!(cfg.is_layered());
     }
 
     #[test]
     fn every_rule_accepts_its_valid_map_and_names_each_problem_of_its_invalid_one() {
-        let cases = cases();
+        let cases = rule_cases();
         assert!(cases.len() >= 15, "a case per rule");
-        for (rule, valid, invalid, errors) in cases {
-            if let Err(e) = MapConfig::from_json("m.json", &valid) {
-                panic!("{rule}: the valid map is refused:\n{e}");
+        for case in cases {
+            if let Err(e) = MapConfig::from_json("m.json", &case.valid) {
+                panic!("{}: the valid map is refused:\n{e}", case.rule);
             }
-            let err = MapConfig::from_json("m.json", &invalid).expect_err(&rule);
-            let MapError::Invalid { issues, .. } = &err else { panic!("{rule}: {err}") };
+            let err = MapConfig::from_json("m.json", &case.invalid).expect_err(&case.rule);
+            let MapError::Invalid { issues, .. } = &err else { panic!("{}: {err}", case.rule) };
             let got: Vec<String> = issues.iter().map(|i| i.to_string()).collect();
-            assert_eq!(got, errors, "{rule}");
+            assert_eq!(got, case.errors, "{}", case.rule);
         }
     }
 }
