@@ -38,8 +38,14 @@ pub fn check(files: &[PathBuf], game: &Game) -> anyhow::Result<i32> {
                     1 => ", 1 warning".to_owned(),
                     n => format!(", {n} warnings"),
                 };
+                let layered = if map.is_layered() {
+                    let levels = map.levels.len() + 1;
+                    format!(", {levels} levels and {} ramps", map.ramps.len())
+                } else {
+                    String::new()
+                };
                 println!(
-                    "{label}: ok — \"{}\", {w}×{h} tiles, {} crates, respawns for {} teams{noted}",
+                    "{label}: ok — \"{}\", {w}×{h} tiles{layered}, {} crates, respawns for {} teams{noted}",
                     map.name,
                     map.physics_dynamic.len(),
                     map.respawns.len()

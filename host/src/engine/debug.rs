@@ -71,7 +71,8 @@ pub fn debug_json(world: &mut World) -> Value {
     let settings = world.resource::<EngineSettings>();
     let map = world.resource::<MapState>();
     let map_json = match (&map.map, &map.config) {
-        (Some(m), Some(c)) => json!({
+        (Some(m), Some(c)) => {
+            let mut out = json!({
             "name": c.name,
             "setId": map.set_id(&settings.config),
             "tileSize": m.tile_size(),
@@ -82,7 +83,20 @@ pub fn debug_json(world: &mut World) -> Value {
             "respawns": m.respawns(),
             "bodyState": map.body_state,
             "loads": map.loads,
-        }),
+            });
+            let levels = m.levels();
+            if levels.is_layered() {
+                out["layers"] = json!({
+                    "levels": levels.levels().collect::<Vec<_>>(),
+                    "levelHeight": levels.level_height(),
+                    "wallBlocks": levels.levels().map(|n| levels.static_blocks(n).len()).collect::<Vec<_>>(),
+                    "rampRuns": levels.runs().len(),
+                    "rampBlocks": levels.blocks().len(),
+                    "bodyLevels": map.levels.iter().map(|l| json!([l.level, l.z, l.fall])).collect::<Vec<_>>(),
+                });
+            }
+            out
+        }
         _ => Value::Null,
     };
     let nav = world.resource::<Nav>().0.as_ref().map_or(Value::Null, NavigationSystem::debug_json);
