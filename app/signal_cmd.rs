@@ -1,6 +1,14 @@
 //! `vimp signal`: runs the signalling server that introduces the peers of a lobby.
+//!
+//! Beside coturn on one machine, the two must not fight over UDP 3478: the STUN responder
+//! never binds the port of a TURN server it hands out on this machine (coturn answers STUN
+//! there itself, and a coturn started second would lose its UDP listener to us and relay
+//! over TCP only), and a STUN port another program holds stops `vimp signal` with the reason
+//! and the flag to use instead of leaving it running half configured.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs, UdpSocket};
+
+use anyhow::bail;
 
 use vimp_netcode::signal::{DEFAULT_TURN_TTL_SECS, IceConfig, SignalConfig, SignalServer, TurnSecret};
 use vimp_netcode::stun::StunServer;
@@ -15,7 +23,8 @@ pub struct SignalArgs {
     /// the host they reached this server at.
     #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:3478", conflicts_with = "no_stun")]
     pub stun_bind: SocketAddr,
-    /// No STUN responder (e.g. when a TURN server on this machine answers STUN on 3478).
+    /// No STUN responder (e.g. when a TURN server on this machine answers STUN on 3478; a
+    /// `--turn` server on this machine on the STUN port keeps the responder off that port anyway).
     #[arg(long)]
     pub no_stun: bool,
     /// The ICE servers handed to joining peers.
@@ -39,13 +48,42 @@ pub fn run(args: &SignalArgs) -> anyhow::Result<i32> {
         ice_servers.retain(|s| s.urls != args.ice.turn);
         TurnSecret { urls: args.ice.turn.clone(), secret: secret.clone(), ttl_secs: args.turn_ttl }
     });
-    let stun = if args.no_stun { None } else { Some(StunServer::start(args.stun_bind)?) };
+    let conflict =
+        if args.no_stun { None } else { turn_on_stun_port(args.stun_bind, &args.ice.turn, is_local, resolve) };
+    let stun = match (&conflict, args.no_stun) {
+        (None, false) => match StunServer::start(args.stun_bind) {
+            Ok(stun) => Some(stun),
+            Err(e) => bail!(
+                "{e}\nvimp signal: cannot answer STUN on UDP {}: another program holds the port (coturn answers \
+                 STUN there itself). Pass --no-stun to leave STUN to it, or --stun-bind ADDR:PORT for another port.",
+                args.stun_bind
+            ),
+        },
+        _ => None,
+    };
     let stun_port = stun.as_ref().map(|s| s.addr().port());
+    let mut handed_out = None;
+    if let Some(url) = &conflict {
+        // The TURN server answers STUN where it listens: hand that out unless told otherwise.
+        let stun_url = format!("stun:{}", url.split_once(':').map_or(url.as_str(), |(_, rest)| rest));
+        if args.ice.stun.is_empty() {
+            ice_servers
+                .insert(0, vimp_netcode::signal::IceServer { urls: vec![stun_url.clone()], ..Default::default() });
+        }
+        handed_out = Some((url, stun_url));
+    }
     let server =
         SignalServer::start(SignalConfig { bind: args.bind, ice: IceConfig { ice_servers }, turn_secret, stun_port })?;
     println!("vimp signal: listening on {} ({})", server.addr(), server.url());
     if let Some(stun) = &stun {
         println!("STUN: answering binding requests on UDP {}", stun.addr());
+    }
+    if let Some((url, stun_url)) = &handed_out {
+        println!(
+            "STUN: not answering on UDP {}: the TURN server handed out ({url}) listens there on this machine and \
+             answers STUN itself (peers get {stun_url}); --stun-bind ADDR:PORT puts this server's STUN elsewhere",
+            args.stun_bind
+        );
     }
     if args.turn_secret.is_some() {
         println!("TURN credentials are minted per peer, valid for {} s", args.turn_ttl);
@@ -53,4 +91,75 @@ pub fn run(args: &SignalArgs) -> anyhow::Result<i32> {
     println!("rooms are lobby codes: peers join at {}/CODE; ICE servers at {}/ice", server.url(), server.url());
     server.wait()?;
     Ok(0)
+}
+
+/// The `--turn` URL (`turn:HOST[:PORT]`, `turns:` too) whose server listens on this machine
+/// on the STUN responder's port `stun_bind` would take: the same port, on an address of this
+/// machine (`is_local`) that the responder would bind (any, when it binds `0.0.0.0`).
+/// `resolve` turns a URL's host into addresses.
+fn turn_on_stun_port(
+    stun_bind: SocketAddr,
+    turn: &[String],
+    is_local: impl Fn(IpAddr) -> bool,
+    resolve: impl Fn(&str, u16) -> Vec<IpAddr>,
+) -> Option<&String> {
+    turn.iter().find(|url| {
+        let Some((scheme, rest)) = url.split_once(':') else { return false };
+        let rest = rest.split(['?', '/']).next().unwrap_or_default();
+        let default_port = if scheme == "turns" { 5349 } else { 3478 };
+        let (host, port) = match rest.rsplit_once(':') {
+            Some((host, port)) if !host.is_empty() && !port.contains(']') => {
+                (host, port.parse().unwrap_or(default_port))
+            }
+            _ => (rest, default_port),
+        };
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        port == stun_bind.port()
+            && resolve(host, port)
+                .into_iter()
+                .any(|ip| is_local(ip) && (stun_bind.ip().is_unspecified() || stun_bind.ip() == ip))
+    })
+}
+
+/// Whether `ip` is an address of this machine: a socket can be bound to it.
+fn is_local(ip: IpAddr) -> bool {
+    UdpSocket::bind((ip, 0)).is_ok()
+}
+
+/// A host's addresses (none when it does not resolve).
+fn resolve(host: &str, port: u16) -> Vec<IpAddr> {
+    (host, port).to_socket_addrs().map(|a| a.map(|a| a.ip()).collect()).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().expect("an address")
+    }
+
+    #[test]
+    fn a_turn_server_on_this_machine_on_the_stun_port_keeps_the_responder_off_it() {
+        let local = |a: IpAddr| a == ip("203.0.113.10") || a.is_loopback();
+        let resolve = |host: &str, _| match host {
+            "rdv.example" => vec![ip("203.0.113.10")],
+            "far.example" => vec![ip("198.51.100.7")],
+            other => other.parse().into_iter().collect(),
+        };
+        let any: SocketAddr = "0.0.0.0:3478".parse().unwrap();
+        let turn = |urls: &[&str]| urls.iter().map(|u| (*u).to_owned()).collect::<Vec<_>>();
+        let urls = turn(&["turn:203.0.113.10:3478"]);
+        assert_eq!(turn_on_stun_port(any, &urls, local, resolve), Some(&urls[0]));
+        let urls = turn(&["turn:rdv.example"]);
+        assert_eq!(turn_on_stun_port(any, &urls, local, resolve), Some(&urls[0]), "3478 by default, by name");
+        let urls = turn(&["turn:far.example:3478", "turn:203.0.113.10:3479", "turns:203.0.113.10"]);
+        assert_eq!(turn_on_stun_port(any, &urls, local, resolve), None, "elsewhere, another port, 5349");
+        let urls = turn(&["turn:127.0.0.1:3478?transport=udp"]);
+        assert_eq!(turn_on_stun_port(any, &urls, local, resolve), Some(&urls[0]));
+        let other_addr: SocketAddr = "203.0.113.10:3478".parse().unwrap();
+        assert_eq!(turn_on_stun_port(other_addr, &urls, local, resolve), None, "the responder binds another address");
+        let urls = turn(&["turn:[::1]:3478"]);
+        assert_eq!(turn_on_stun_port(any, &urls, local, resolve), Some(&urls[0]));
+    }
 }

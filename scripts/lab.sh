@@ -108,15 +108,18 @@ ip -n rdv link set lo up
 on_wan rdv eth0 203.0.113.10
 secret="lab-secret-$RANDOM"
 if [ "$turn" = 1 ]; then
+  # vimp signal first, without --no-stun, as people start them: it leaves UDP 3478 to the
+  # TURN server it hands out (which answers STUN there itself), so coturn still gets it.
+  ip netns exec rdv "$vimp" signal --bind 203.0.113.10:3536 \
+    --turn turn:203.0.113.10:3478 --turn-secret "$secret" \
+    > "$LAB_DIR/signal.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 200); do grep -q listening "$LAB_DIR/signal.log" 2>/dev/null && break; sleep 0.05; done
   ip netns exec rdv turnserver -n --listening-ip 203.0.113.10 --relay-ip 203.0.113.10 \
     --listening-port 3478 --min-port 49152 --max-port 65535 --realm vimp.lab \
     --use-auth-secret --static-auth-secret "$secret" --fingerprint --no-cli --no-tls --no-dtls \
     --no-software-attribute --log-file stdout --simple-log --pidfile "$LAB_DIR/turn.pid" \
     > "$LAB_DIR/turn.log" 2>&1 &
-  pids+=($!)
-  ip netns exec rdv "$vimp" signal --bind 203.0.113.10:3536 --no-stun \
-    --stun stun:203.0.113.10:3478 --turn turn:203.0.113.10:3478 --turn-secret "$secret" \
-    > "$LAB_DIR/signal.log" 2>&1 &
 else
   ip netns exec rdv "$vimp" signal --bind 203.0.113.10:3536 --stun-bind 203.0.113.10:3478 \
     > "$LAB_DIR/signal.log" 2>&1 &
@@ -203,6 +206,10 @@ for _ in $(seq 200); do grep -q listening "$LAB_DIR/signal.log" 2>/dev/null && b
 grep -q listening "$LAB_DIR/signal.log" || { echo "lab.sh: vimp signal did not start:" >&2; cat "$LAB_DIR/signal.log" >&2; exit 1; }
 if [ "$turn" = 1 ]; then
   for _ in $(seq 200); do ip netns exec rdv ss -Hlun 2>/dev/null | grep -q ':3478' && break; sleep 0.05; done
+  # coturn's UDP listener: its log says so when the port is taken (relaying over TCP only).
+  if grep -q "Cannot bind" "$LAB_DIR/turn.log" 2>/dev/null; then
+    echo "lab.sh: coturn could not bind its listener:" >&2; cat "$LAB_DIR/turn.log" >&2; exit 1
+  fi
 fi
 
 set +e

@@ -241,6 +241,62 @@ fn signal_prints_its_address_and_serves_the_ice_list() {
     assert!(turn[0]["credential"].as_str().is_some_and(|p| p.len() == 28), "{answer}");
 }
 
+/// Beside a TURN server on this machine, `vimp signal` leaves the TURN server's port to it
+/// (whichever starts first) and hands that server out for STUN; a STUN port another program
+/// holds stops it at once with the reason and the flags to use.
+#[test]
+fn signal_leaves_a_local_turn_server_its_port_and_stops_when_the_stun_port_is_taken() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::process::Stdio;
+    use std::time::Duration;
+
+    // A port nobody holds: take one and let it go. Nothing binds it in between here.
+    let port = std::net::UdpSocket::bind("127.0.0.1:0").expect("a port").local_addr().expect("addr").port();
+    let stun_bind = format!("127.0.0.1:{port}");
+    let turn = format!("turn:127.0.0.1:{port}");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_vimp"))
+        .args(["signal", "--bind", "127.0.0.1:0", "--stun-bind", &stun_bind, "--turn", &turn])
+        .args(["--turn-secret", "s"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("vimp signal starts");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut lines = Vec::new();
+    while !lines.iter().any(|l: &String| l.contains("not answering")) {
+        lines.push(rx.recv_timeout(Duration::from_secs(30)).unwrap_or_else(|_| panic!("{lines:?}")));
+    }
+    // The TURN server's port is free for it: this server did not bind it.
+    let coturn = std::net::UdpSocket::bind(&stun_bind);
+    let addr = lines[0].split_whitespace().nth(4).expect("listening on ADDR").to_owned();
+    let mut s = std::net::TcpStream::connect(&addr).expect("connect");
+    write!(s, "GET /ice HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").expect("write");
+    s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    let mut answer = String::new();
+    let _ = s.read_to_string(&mut answer);
+    child.kill().ok();
+    child.wait().ok();
+    assert!(coturn.is_ok(), "the STUN responder left UDP {port} free: {lines:?}");
+    assert!(answer.contains(&format!("stun:127.0.0.1:{port}")), "the TURN server is handed out for STUN: {answer}");
+    assert!(!lines.iter().any(|l| l.contains("answering binding requests")), "{lines:?}");
+
+    // Now the port is held (by the stand-in for coturn): a responder asked to bind it stops.
+    let out = Command::new(env!("CARGO_BIN_EXE_vimp"))
+        .args(["signal", "--bind", "127.0.0.1:0", "--stun-bind", &stun_bind])
+        .output()
+        .expect("vimp runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "it does not run half configured: {err}");
+    assert!(err.contains(&stun_bind) && err.contains("--no-stun") && err.contains("--stun-bind"), "{err}");
+    assert!(String::from_utf8_lossy(&out.stdout).is_empty(), "it never said it listens");
+    drop(coturn);
+}
+
 #[test]
 fn signal_refuses_a_turn_secret_beside_a_static_password() {
     let out = Command::new(env!("CARGO_BIN_EXE_vimp"))
