@@ -1075,6 +1075,128 @@ mod tests {
                     }
                 }
             }
+
+            /// Whatever a layered map says, parsing never panics; one that validates builds, and
+            /// every question its levels answer, and a body's step anywhere on it, is answered
+            /// without a panic (bodies land on a level that exists).
+            #[test]
+            fn any_layered_map_parses_or_fails_cleanly_and_valid_ones_play(text in prop_oneof![layered_json(), ramped_json()], probes in prop::collection::vec((-10.0..90.0f32, -10.0..70.0f32, 0u8..4), 1..12)) {
+                if let Ok(cfg) = MapConfig::from_json("fuzz", &text) {
+                    let mut world = new_world();
+                    let map = GameMap::create(&cfg, 1.0, &mut world).unwrap();
+                    let levels = map.levels();
+                    let fall = FallModel::new(levels.level_height(), 0.35);
+                    for (x, y, n) in probes {
+                        let _ = (levels.level_at(x, y), levels.has_floor(n, x, y), levels.is_solid(n, x, y));
+                        let _ = (levels.ramp_at(x, y), levels.landing_level(n, x, y));
+                        let existing: Vec<u8> = levels.levels().collect();
+                        let mut state = LevelState::on(existing[usize::from(n) % existing.len()]);
+                        for rides in [true, false] {
+                            for _ in 0..50 {
+                                step_body_level(&mut state, levels, &fall, 1.0 / 120.0, [x, y], rides);
+                                let _ = state.groups(levels, [x, y], rides);
+                            }
+                            prop_assert!(levels.has_level(state.level), "{:?}", state);
+                        }
+                    }
+                    for guard in ramp_guards(levels) {
+                        prop_assert!(guard.rect.width > 0.0 && guard.rect.height > 0.0);
+                    }
+                }
+            }
+        }
+
+        /// A layered map that is most often valid: a ramp of two cells (one or two lanes) in
+        /// any direction up to a slab of level 1 (or 2, over an empty level 1) beyond its top,
+        /// now and then a rail or a wall put where it breaks a rule.
+        fn ramped_json() -> impl Strategy<Value = String> {
+            let dir = prop_oneof![
+                Just(("east", 1i64, 0i64)),
+                Just(("west", -1, 0)),
+                Just(("south", 0, 1)),
+                Just(("north", 0, -1))
+            ];
+            (
+                dir,
+                1usize..4,
+                1usize..3,
+                1u8..3,
+                prop::option::of((0usize..10, 0usize..8, prop_oneof![Just(1u16), Just(7u16)])),
+            )
+                .prop_map(|((name, dc, dr), at, lanes, to, noise)| {
+                    let (cols, rows) = (10usize, 8usize);
+                    let mut ground = vec![vec![0u16; cols]; rows];
+                    let mut slab = vec![vec![0u16; cols]; rows];
+                    // The run's cells: two along the direction, `lanes` across, from the middle.
+                    let (c0, r0) = (4i64 - dc * at as i64 / 2, 3i64 - dr * at as i64 / 2);
+                    for lane in 0..lanes as i64 {
+                        let (lc, lr) = (c0 + lane * dr.abs(), r0 + lane * dc.abs());
+                        for k in 0..2 {
+                            let (c, r) = (lc + dc * k, lr + dr * k);
+                            ground[r as usize][c as usize] = 5;
+                        }
+                        for k in 2..4 {
+                            let (c, r) = (lc + dc * k, lr + dr * k);
+                            if (0..cols as i64).contains(&c) && (0..rows as i64).contains(&r) {
+                                slab[r as usize][c as usize] = 9;
+                            }
+                        }
+                    }
+                    if let Some((c, r, tile)) = noise {
+                        if tile == 1 { ground[r][c] = 1 } else { slab[r][c] = 7 }
+                    }
+                    let mut levels = serde_json::Map::new();
+                    if to == 2 {
+                        levels.insert("1".into(), serde_json::json!({ "map": vec![vec![0u16; cols]; rows] }));
+                    }
+                    levels.insert(to.to_string(), serde_json::json!({ "map": slab, "floor": [7, 9], "walls": [7] }));
+                    serde_json::json!({
+                        "name": "ramped", "tileSize": 10, "map": ground, "physicsStatic": [1],
+                        "respawns": { "1": [[95, 75, 0]] }, "levels": levels,
+                        "ramps": [{ "tile": 5, "dir": name, "to": to }]
+                    })
+                    .to_string()
+                })
+        }
+
+        /// A small layered map: a ground grid with walls and ramp tiles, levels 1 and 2 (and
+        /// now and then a bad name) with floor, rails and gaps, ramps of any direction and levels.
+        fn layered_json() -> impl Strategy<Value = String> {
+            let cell = prop_oneof![12 => Just(0u16), 1 => Just(1u16), 2 => Just(5u16), 1 => Just(6u16)];
+            let ground = prop::collection::vec(prop::collection::vec(cell, 8), 6);
+            let slab = prop_oneof![4 => Just(0u16), 4 => Just(9u16), 2 => Just(7u16), 1 => Just(5u16)];
+            // Slabs in the grid's inner cells only (an edge on the grid's border drops off it).
+            let level = prop::collection::vec(prop::collection::vec(slab, 6), 4).prop_map(|inner| {
+                let mut grid = vec![vec![0u16; 8]; 6];
+                for (r, row) in inner.into_iter().enumerate() {
+                    for (c, t) in row.into_iter().enumerate() {
+                        grid[r + 1][c + 1] = t;
+                    }
+                }
+                grid
+            });
+            let dir = prop_oneof![Just("north"), Just("south"), Just("west"), Just("east")];
+            let ramp = (prop_oneof![Just(5u16), Just(6u16)], dir, 0u8..3, 0u8..4);
+            let name = prop_oneof![8 => Just("1"), 4 => Just("2"), 1 => Just("8")];
+            (ground, prop::collection::vec((name, level), 0..3), prop::collection::vec(ramp, 0..3), prop::option::of(0.0..40.0f32))
+                .prop_map(|(ground, levels, ramps, height)| {
+                    let levels: serde_json::Map<String, Value> = levels
+                        .into_iter()
+                        .map(|(n, map)| (n.to_owned(), serde_json::json!({ "map": map, "floor": [7, 9], "walls": [7] })))
+                        .collect();
+                    let ramps: Vec<Value> = ramps
+                        .into_iter()
+                        .map(|(tile, dir, from, to)| serde_json::json!({ "tile": tile, "dir": dir, "from": from, "to": to }))
+                        .collect();
+                    let mut map = serde_json::json!({
+                        "name": "fuzz", "tileSize": 10, "map": ground, "physicsStatic": [1],
+                        "respawns": { "1": [[5, 5, 0]] }, "levels": levels, "ramps": ramps
+                    });
+                    if let Some(h) = height {
+                        map["levelHeight"] = serde_json::json!(h);
+                    }
+                    map.to_string()
+                })
         }
     }
 }
