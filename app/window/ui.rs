@@ -11,7 +11,7 @@ use vimp_netcode::meta::{ListRequest, TechInform};
 
 use crate::window::graph::Series;
 use crate::window::input::{RESERVED, key_from_name, key_name};
-use crate::window::settings::AimScheme;
+use crate::window::settings::{AimScheme, MAPS, map_label};
 use crate::window::{ActiveMatch, MatchKind, MatchRequest, Screen, SettingsStore};
 
 /// Adds the menus, the HUD, the game keys and the pointer's aim.
@@ -106,7 +106,13 @@ fn menu_ui(
                             skill: store.settings.bot_skill,
                         });
                     }
-                    if skill_picker(ui, "main", &mut store.settings.bot_skill) {
+                    let picked = ui
+                        .horizontal(|ui| {
+                            ui.label("map");
+                            map_picker(ui, "main", &mut store.settings.map)
+                        })
+                        .inner;
+                    if skill_picker(ui, "main", &mut store.settings.bot_skill) || picked {
                         store.save();
                     }
                     ui.add_space(8.0);
@@ -135,6 +141,9 @@ fn menu_ui(
                     ui.label("Friends join with the lobby code shown once the match starts.");
                     ui.label(reachability(&store.settings.signal_url));
                     egui::Grid::new("host").num_columns(2).show(ui, |ui| {
+                        ui.label("map");
+                        map_picker(ui, "host", &mut store.settings.map);
+                        ui.end_row();
                         ui.label("map file");
                         ui.text_edit_singleline(&mut store.settings.map);
                         ui.end_row();
@@ -231,6 +240,17 @@ fn reachability(signal: &str) -> String {
     } else {
         format!("Reachable from other homes through the rendezvous {signal}.")
     }
+}
+
+/// A row choosing one of the shipped maps ([`MAPS`]); returns whether it changed.
+fn map_picker(ui: &mut egui::Ui, id: &str, map: &mut String) -> bool {
+    let before = map.clone();
+    egui::ComboBox::from_id_salt(("map", id)).selected_text(map_label(map).to_owned()).show_ui(ui, |ui| {
+        for (name, file) in MAPS {
+            ui.selectable_value(map, file.to_owned(), name);
+        }
+    });
+    *map != before
 }
 
 /// A row choosing the bots' skill; returns whether it changed.
