@@ -9,8 +9,8 @@
 //!
 //! What a level, a slab or a height looks like is worked out as plain data in [`levels`]: every
 //! level has its band of depth, so what stands under a slab is drawn beneath it and what stands
-//! on it above. The player's own tank under a slab turns the slab see-through around it and is
-//! outlined above it.
+//! on it above. A tank under a slab is outlined above it (others' faintly, in their team's
+//! colour), and the player's own turns the slab see-through around it.
 
 pub mod levels;
 
@@ -116,6 +116,8 @@ const TRACER_LIFE: f32 = 0.18;
 const BLAST_LIFE: f32 = 0.45;
 /// How visible a tank's name and health are while a slab hides the tank.
 const HIDDEN_LABEL_ALPHA: f32 = 0.45;
+/// How visible the outline of another player's tank is while a slab hides it.
+const HIDDEN_OUTLINE_ALPHA: f32 = 0.6;
 
 /// Entities drawn for the match, by snapshot id, and the map's levels.
 #[derive(Resource, Debug, Default)]
@@ -132,8 +134,8 @@ struct Drawn {
     crates: BTreeMap<u32, BodyView>,
     bombs: BTreeMap<u32, (Entity, u8)>,
     crate_sizes: Vec<(f32, f32)>,
-    /// While the player's own tank is under a slab: where it is and its height, in levels.
-    see_through: Option<([f32; 2], f32)>,
+    /// While the player's own tank is under a slab: where it is and the band it is drawn in.
+    see_through: Option<([f32; 2], u8)>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -398,9 +400,9 @@ fn sync_tanks(
         }
         drawn.tank_levels.insert(pid, (level, z));
         let look = body_look(levels, level, z);
-        let hidden = covered(levels, look.height, [x, y], hull.x * look.scale / 2.0);
+        let hidden = covered(levels, look.band, [x, y], hull.x * look.scale / 2.0);
         if mine && hidden {
-            drawn.see_through = Some(([x, y], look.height));
+            drawn.see_through = Some(([x, y], look.band));
         }
         let root_z = band(look.band) + depth::TANK;
         let scale = Vec3::splat(look.scale);
@@ -419,12 +421,21 @@ fn sync_tanks(
         if let Ok(mut s) = colors.get_mut(view.shadow) {
             s.color.set_alpha(look.shadow_alpha);
         }
-        // The player's own tank under a slab: outlined above every level.
+        // A tank under a slab is outlined above every level: the player's own boldly, others
+        // faintly in their team's colour.
         if let Ok(mut t) = transforms.get_mut(view.outline) {
             *t = Transform::from_xyz(0.0, 0.0, levels::OUTLINE_Z - root_z).with_rotation(turn(angle)).with_scale(scale);
         }
         if let Ok(mut v) = shown.get_mut(view.outline) {
-            v.set_if_neq(if mine && hidden { Visibility::Inherited } else { Visibility::Hidden });
+            v.set_if_neq(if hidden { Visibility::Inherited } else { Visibility::Hidden });
+        }
+        if hidden && let Ok(mut s) = colors.get_mut(view.outline) {
+            let [r, g, b] = super::hud::team_rgb(u(row, 9) as u8);
+            let color =
+                if mine { Color::srgba(1.0, 1.0, 1.0, 0.95) } else { Color::srgba(r, g, b, HIDDEN_OUTLINE_ALPHA) };
+            if s.color != color {
+                s.color = color;
+            }
         }
         // Its name and health over everything, fainter while a slab hides it.
         let lift = hull.y * look.scale;
@@ -629,7 +640,7 @@ fn see_through_slabs(drawn: Res<Drawn>, mut slabs: Query<(&SlabPiece, &mut Sprit
     let t = levels.tile_size();
     for (piece, mut sprite) in &mut slabs {
         let keep = match drawn.see_through {
-            Some((tank, height)) if f32::from(piece.level) > height + 0.05 => see_through(t, piece.center, tank),
+            Some((tank, band)) if piece.level > band => see_through(t, piece.center, tank),
             _ => 1.0,
         };
         let alpha = piece.alpha * keep;

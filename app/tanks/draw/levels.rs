@@ -55,7 +55,7 @@ pub mod depth {
     pub const TANK: f32 = 0.44;
 }
 
-/// The depth of the outline of the player's own tank while a slab hides it: above every band.
+/// The depth of the outline of a tank a slab hides: above every band.
 pub const OUTLINE_Z: f32 = MAX_LEVELS as f32 * BAND + 0.1;
 
 /// Layers beyond this many in one level share the last one's depth.
@@ -398,16 +398,13 @@ pub fn body_look(levels: &MapLevels, level: u8, z: f32) -> BodyLook {
     }
 }
 
-/// Whether a slab hides part of a body `height` levels above the ground at `p`: some level
-/// above it has floor under its centre or under a point `reach` away from it.
-pub fn covered(levels: &MapLevels, height: f32, p: [f32; 2], reach: f32) -> bool {
+/// Whether a slab hides part of a body drawn in level `band`'s band ([`BodyLook::band`]) at
+/// `p`: a level drawn over it has floor under its centre or under a point `reach` away from it.
+pub fn covered(levels: &MapLevels, band: u8, p: [f32; 2], reach: f32) -> bool {
     let d = reach * std::f32::consts::FRAC_1_SQRT_2;
     let points =
         [[0.0, 0.0], [reach, 0.0], [-reach, 0.0], [0.0, reach], [0.0, -reach], [d, d], [d, -d], [-d, d], [-d, -d]];
-    levels
-        .levels()
-        .filter(|&m| f32::from(m) > height + 0.05)
-        .any(|m| points.iter().any(|o| levels.has_floor(m, p[0] + o[0], p[1] + o[1])))
+    levels.levels().filter(|&m| m > band).any(|m| points.iter().any(|o| levels.has_floor(m, p[0] + o[0], p[1] + o[1])))
 }
 
 /// How much of a slab piece centred at `piece` is left while the player's own tank at `tank`
@@ -664,11 +661,12 @@ mod tests {
     fn a_body_under_the_slab_is_covered_and_one_on_it_is_not() {
         let (levels, _) = pieces();
         let under = [45.0, 25.0];
-        assert!(covered(&levels, 0.0, under, 0.0));
-        assert!(!covered(&levels, 1.0, under, 0.0), "on the bridge");
-        assert!(!covered(&levels, 0.0, [75.0, 25.0], 0.0), "beside it");
-        assert!(covered(&levels, 0.0, [75.0, 25.0], 8.0), "beside it, its hull under the edge");
-        assert!(!covered(&levels, 0.5, [15.0, 25.0], 3.0), "half up the ramp");
+        assert!(covered(&levels, 0, under, 0.0));
+        assert!(!covered(&levels, 1, under, 0.0), "on the bridge");
+        assert!(!covered(&levels, 0, [75.0, 25.0], 0.0), "beside it");
+        assert!(covered(&levels, 0, [75.0, 25.0], 8.0), "beside it, its hull under the edge");
+        let near_the_top = body_look(&levels, 0, 9.0);
+        assert!(!covered(&levels, near_the_top.band, [28.0, 25.0], 8.0), "up the ramp, its nose over the slab");
     }
 
     #[test]
