@@ -106,13 +106,24 @@ fn menu_ui(
                             skill: store.settings.bot_skill,
                         });
                     }
+                    // The match's map and bots, under the button, centred like it.
                     let picked = ui
-                        .horizontal(|ui| {
-                            ui.label("map");
-                            map_picker(ui, "main", &mut store.settings.map)
+                        .allocate_ui(egui::vec2(260.0, 0.0), |ui| {
+                            egui::Grid::new("play")
+                                .num_columns(2)
+                                .show(ui, |ui| {
+                                    ui.label("map");
+                                    let map = map_picker(ui, "main", &mut store.settings.map);
+                                    ui.end_row();
+                                    ui.label("bot skill");
+                                    let skill = skill_picker(ui, "main", &mut store.settings.bot_skill);
+                                    ui.end_row();
+                                    map || skill
+                                })
+                                .inner
                         })
                         .inner;
-                    if skill_picker(ui, "main", &mut store.settings.bot_skill) || picked {
+                    if picked {
                         store.save();
                     }
                     ui.add_space(8.0);
@@ -207,7 +218,10 @@ fn menu_ui(
                     }
                     ui.text_edit_singleline(&mut state.playtest_map);
                     ui.add(egui::Slider::new(&mut store.settings.bots, 0..=15).text("bots"));
-                    skill_picker(ui, "playtest", &mut store.settings.bot_skill);
+                    ui.horizontal(|ui| {
+                        ui.label("bot skill");
+                        skill_picker(ui, "playtest", &mut store.settings.bot_skill);
+                    });
                     ui.label("F4 in the match shows the navigation grid, where a tank fits and each bot's route.");
                     if ui.add(wide("Playtest")).clicked() {
                         store.save();
@@ -242,7 +256,7 @@ fn reachability(signal: &str) -> String {
     }
 }
 
-/// A row choosing one of the shipped maps ([`MAPS`]); returns whether it changed.
+/// A choice of one of the shipped maps ([`MAPS`]); returns whether it changed.
 fn map_picker(ui: &mut egui::Ui, id: &str, map: &mut String) -> bool {
     let before = map.clone();
     egui::ComboBox::from_id_salt(("map", id)).selected_text(map_label(map).to_owned()).show_ui(ui, |ui| {
@@ -253,16 +267,13 @@ fn map_picker(ui: &mut egui::Ui, id: &str, map: &mut String) -> bool {
     *map != before
 }
 
-/// A row choosing the bots' skill; returns whether it changed.
+/// A choice of the bots' skill; returns whether it changed.
 fn skill_picker(ui: &mut egui::Ui, id: &str, skill: &mut BotSkill) -> bool {
     let before = *skill;
-    ui.horizontal(|ui| {
-        ui.label("bot skill");
-        egui::ComboBox::from_id_salt(("bot skill", id)).selected_text(skill.name()).show_ui(ui, |ui| {
-            for level in BotSkill::ALL {
-                ui.selectable_value(skill, level, level.name());
-            }
-        });
+    egui::ComboBox::from_id_salt(("bot skill", id)).selected_text(skill.name()).show_ui(ui, |ui| {
+        for level in BotSkill::ALL {
+            ui.selectable_value(skill, level, level.name());
+        }
     });
     *skill != before
 }
