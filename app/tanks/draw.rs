@@ -400,7 +400,8 @@ fn sync_tanks(
         }
         drawn.tank_levels.insert(pid, (level, z));
         let look = body_look(levels, level, z);
-        let hidden = covered(levels, look.band, [x, y], hull.x * look.scale / 2.0);
+        // Hidden once a slab comes within half its width of its centre.
+        let hidden = covered(levels, look.band, [x, y], hull.y * look.scale / 2.0);
         if mine && hidden {
             drawn.see_through = Some(([x, y], look.band));
         }
