@@ -539,6 +539,95 @@ def spawn(x, y):
 
 
 # --------------------------------------------------------------------------
+# Deck: 64x64 seamless tile of a slab above the ground (a bridge's roadway).
+
+DECK = hexc("#5d636c")
+
+
+def deck(x, y):
+    n = fbm(x, y, 64, 21, (8, 16, 32))
+    fine = hash2(int(x) % 64, int(y) % 64, 17) - 0.5
+    f = 1.0 + 0.10 * n + 0.05 * fine
+    # an expansion joint along the tile's west edge: seams across the deck every tile
+    if x < 1.5:
+        f *= 0.72
+    elif x < 2.5:
+        f *= 1.12
+    return shadef(DECK, f)
+
+
+# --------------------------------------------------------------------------
+# Rail: 64x64, a guard rail running along x over a concrete curb, on a transparent
+# tile (the deck shows above and below it). Tiles along x: posts every 32 px.
+
+CURB = hexc("#a29e94")
+STEEL = hexc("#c3cad2")
+POST = hexc("#3e434a")
+
+
+def rail(x, y):
+    c = CLEAR
+    d = sd_box(x, y, -4.0, 10.0, 68.0, 54.0, 0.0)
+    if d < 0:
+        side, dist = box_edge_light(x, y, -4.0, 10.0, 68.0, 54.0)
+        f = 1.0 + 0.04 * fbm(x, y, 64, 31, (8, 16))
+        if -d < 1.2:
+            f = 0.45  # the curb's outline
+        elif -d < 5.0:
+            f *= 1.0 + 0.22 * side
+        c = shadef(CURB, f)
+    # the posts, under the beam
+    for px in (16.0, 48.0):
+        dp = sd_box(x, y, px - 5.5, 22.0, px + 5.5, 42.0, 1.5)
+        if dp < 0:
+            c = grey(0.12) if dp > -1.2 else shadef(POST, 1.0 + 0.4 * (1.0 if x < px else -0.3))
+    # the beam: a steel bar along x, lit from above
+    db = sd_box(x, y, -4.0, 26.0, 68.0, 38.0, 0.0)
+    if db < 0:
+        if -db < 1.2 and 25.0 < y < 39.0:
+            c = grey(0.15)
+        else:
+            t = (y - 26.0) / 12.0
+            c = shadef(STEEL, 1.08 - 0.55 * t * t - (0.25 if abs(t - 0.5) < 0.06 else 0.0))
+    return c
+
+
+# --------------------------------------------------------------------------
+# Ramp: 256x64, a wedge's whole run from its foot (x = 0) to its top (x = 256),
+# shaded dark at the foot to light at the top, with grooves across it. A run of n
+# cells draws cell k with the sprite's columns 256·k/n to 256·(k+1)/n.
+
+RAMP = hexc("#8c8474")
+
+
+def ramp(x, y):
+    t = x / 256.0
+    f = 0.50 + 0.55 * t * (1.1 - 0.1 * t)
+    f *= 1.0 + 0.06 * fbm(x % 64.0, y, 64, 41, (8, 16))
+    if (x % 16.0) < 2.0:
+        f *= 0.78  # a groove across the run
+    elif (x % 16.0) < 3.0:
+        f *= 1.10
+    return shadef(RAMP, f)
+
+
+# --------------------------------------------------------------------------
+# Tank outline: 88x68 (the hull's 80x60 with 4 px around it), a white ring along
+# the hull's silhouette: a tank hidden under a slab is drawn above it as this.
+
+def tank_outline(x, y):
+    hx, hy = x - 4.0, y - 4.0
+    d = min(sd_box(hx, hy, 1.5, 2.0, 78.5, 17.0, 3.0),
+            sd_box(hx, hy, 1.5, 43.0, 78.5, 58.0, 3.0),
+            sd_box(hx, hy, 6.0, 11.0, 74.0, 49.0, 4.0))
+    if -2.0 < d < 2.0:
+        return (1.0, 1.0, 1.0, 1.0)
+    if -5.0 < d <= -2.0:
+        return (1.0, 1.0, 1.0, 0.25)
+    return CLEAR
+
+
+# --------------------------------------------------------------------------
 
 SPRITES = [
     # name, width, height, shader, supersampling
@@ -551,6 +640,10 @@ SPRITES = [
     ("explosion.png", 128, 128, explosion, 2),
     ("tracer.png", 32, 4, tracer, SS),
     ("spawn.png", 64, 64, spawn, SS),
+    ("deck.png", 64, 64, deck, 2),
+    ("rail.png", 64, 64, rail, SS),
+    ("ramp.png", 256, 64, ramp, 2),
+    ("tank_outline.png", 88, 68, tank_outline, SS),
     ("health_bar.png", 4, 4, lambda x, y: (1.0, 1.0, 1.0, 1.0), 1),
 ]
 

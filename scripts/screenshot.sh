@@ -3,6 +3,7 @@
 #
 #   scripts/screenshot.sh [OUT.png] [FRAMES] [extra `vimp play` flags...]
 #   POINTER=X,Y scripts/screenshot.sh ...   # the mouse pointer at X,Y in the window
+#   PROFILE=dev scripts/screenshot.sh ...   # the dev build (default: release)
 #
 # Installs xvfb, xauth and mesa's Vulkan drivers when missing (Debian/Ubuntu, as root
 # or with sudo), then runs `vimp play --frames N --screenshot OUT` under xvfb-run:
@@ -29,24 +30,25 @@ if ((${#need[@]})); then
 fi
 
 mkdir -p "$(dirname "$out")"
-cargo build --release --bin vimp
+profile=${PROFILE:-release}
+cargo build --profile "$profile" --bin vimp
 # A scratch config dir, so the player's own settings are neither read nor written.
 export VIMP_CONFIG_DIR=${VIMP_CONFIG_DIR:-$(mktemp -d)}
 if [[ -z ${POINTER:-} ]]; then
     xvfb-run -a -s "-screen 0 1280x720x24" \
-        cargo run --quiet --release --bin vimp -- play --frames "$frames" --screenshot "$out" "$@"
+        cargo run --quiet --profile "$profile" --bin vimp -- play --frames "$frames" --screenshot "$out" "$@"
 else
     # The window runs in the background; xdotool waits for it to show, then moves the
     # pointer in two steps (the window sees it enter, then move).
     xvfb-run -a -s "-screen 0 1280x720x24" bash -c '
         set -euo pipefail
-        frames=$1 out=$2 x=${3%,*} y=${3#*,}
-        shift 3
-        cargo run --quiet --release --bin vimp -- play --frames "$frames" --screenshot "$out" "$@" &
+        frames=$1 out=$2 x=${3%,*} y=${3#*,} profile=$4
+        shift 4
+        cargo run --quiet --profile "$profile" --bin vimp -- play --frames "$frames" --screenshot "$out" "$@" &
         vimp=$!
         xdotool search --sync --onlyvisible --name "^vimp" >/dev/null
         xdotool mousemove $((x - 1)) "$y" mousemove "$x" "$y"
         wait "$vimp"
-    ' screenshot "$frames" "$out" "$POINTER" "$@"
+    ' screenshot "$frames" "$out" "$POINTER" "$profile" "$@"
 fi
 echo "$out"

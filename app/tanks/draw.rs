@@ -1,17 +1,29 @@
-//! Drawing the tanks' world: floor, walls, crates and spawns from the map; tanks, bombs,
-//! tracers and explosions from the interpolated snapshot; the camera.
+//! Drawing the tanks' world: the map level by level (floor, walls, ramps, slabs and their
+//! rails, spawns), crates, tanks and bombs from the interpolated snapshot at their level and
+//! height, tracers and explosions; the camera.
 //!
 //! Map coordinates have y pointing down and angles turning +x towards +y; Bevy's y points
 //! up, so a map point `(x, y)` is drawn at `(x, −y)` and an angle `a` as a rotation of `−a`.
 //! Everyone is drawn from the interpolation buffer; the local tank from the predictor
 //! when there is one ([`crate::window::net::MatchState::local_tank`]).
+//!
+//! What a level, a slab or a height looks like is worked out as plain data in [`levels`]: every
+//! level has its band of depth, so what stands under a slab is drawn beneath it and what stands
+//! on it above. A tank under a slab is outlined above it (others' faintly, in their team's
+//! colour), and the player's own turns the slab see-through around it.
+
+pub mod levels;
 
 use std::collections::BTreeMap;
 
 use bevy::prelude::*;
 use bevy::sprite::Anchor;
+use vimp_host::engine::map::MapLevels;
+use vimp_host::tanks::rows::tank_row_level;
+use vimp_netcode::schema::Role;
 use vimp_netcode::snapshot::{Block, FieldValue, Row};
 
+use self::levels::{BodyLook, Look, Piece, ShadowShape, band, body_look, bomb_level, covered, depth, see_through};
 use crate::window::{ActiveMatch, Screen};
 
 /// The camera that follows the player.
@@ -27,7 +39,16 @@ impl Plugin for DrawPlugin {
             .add_systems(Startup, load_sprites)
             .add_systems(
                 Update,
-                (rebuild_map, sync_world, age_effects, follow_camera)
+                (
+                    rebuild_map,
+                    sync_tanks,
+                    sync_crates,
+                    sync_bombs,
+                    spawn_effects,
+                    see_through_slabs,
+                    age_effects,
+                    follow_camera,
+                )
                     .chain()
                     .after(crate::window::MatchUpdate)
                     .run_if(in_state(Screen::Match)),
@@ -41,9 +62,13 @@ impl Plugin for DrawPlugin {
 struct Sprites {
     hull: Handle<Image>,
     turret: Handle<Image>,
+    outline: Handle<Image>,
     crate_box: Handle<Image>,
     floor: Handle<Image>,
     wall: Handle<Image>,
+    deck: Handle<Image>,
+    rail: Handle<Image>,
+    ramp: Handle<Image>,
     bomb: Handle<Image>,
     explosion: Handle<Image>,
     tracer: Handle<Image>,
@@ -54,9 +79,13 @@ fn load_sprites(mut commands: Commands, assets: Res<AssetServer>) {
     commands.insert_resource(Sprites {
         hull: assets.load("sprites/tank_hull.png"),
         turret: assets.load("sprites/tank_turret.png"),
+        outline: assets.load("sprites/tank_outline.png"),
         crate_box: assets.load("sprites/crate.png"),
         floor: assets.load("sprites/floor.png"),
         wall: assets.load("sprites/wall.png"),
+        deck: assets.load("sprites/deck.png"),
+        rail: assets.load("sprites/rail.png"),
+        ramp: assets.load("sprites/ramp.png"),
         bomb: assets.load("sprites/bomb.png"),
         explosion: assets.load("sprites/explosion.png"),
         tracer: assets.load("sprites/tracer.png"),
@@ -64,16 +93,10 @@ fn load_sprites(mut commands: Commands, assets: Res<AssetServer>) {
     });
 }
 
-/// Draw order.
+/// Depths above every level's band ([`levels::band`]).
 mod z {
-    pub(super) const FLOOR: f32 = 0.0;
-    pub(super) const SPAWN: f32 = 0.5;
-    pub(super) const WALL: f32 = 1.0;
-    pub(super) const CRATE: f32 = 2.0;
-    pub(super) const BOMB: f32 = 3.0;
-    pub(super) const TANK: f32 = 4.0;
-    pub(super) const TRACER: f32 = 5.0;
-    pub(super) const BLAST: f32 = 6.0;
+    pub(super) const TRACER: f32 = super::levels::OUTLINE_Z + 0.1;
+    pub(super) const BLAST: f32 = super::levels::OUTLINE_Z + 0.2;
     pub(super) const LABEL: f32 = 7.0;
 }
 
@@ -81,20 +104,38 @@ mod z {
 const TURRET_PIVOT: Vec2 = Vec2::new(-0.25, 0.0);
 /// World units per sprite pixel of the tank sprites.
 const TANK_UNITS_PER_PIXEL: f32 = 0.5;
+/// The outline sprite against the hull's: 4 px around its 80×60.
+const OUTLINE_OVER_HULL: Vec2 = Vec2::new(88.0 / 80.0, 68.0 / 60.0);
+/// The rail sprite's height against its curb's (the curb spans 44 of its 64 px).
+const RAIL_OVER_CURB: f32 = 64.0 / 44.0;
+/// The ramp sprite's width, px: a run's cells share it out from the foot up.
+const RAMP_SPRITE_WIDTH: f32 = 256.0;
 /// How long a tracer shows.
 const TRACER_LIFE: f32 = 0.18;
 /// How long an explosion shows.
 const BLAST_LIFE: f32 = 0.45;
+/// How visible a tank's name and health are while a slab hides the tank.
+const HIDDEN_LABEL_ALPHA: f32 = 0.45;
+/// How visible the outline of another player's tank is while a slab hides it.
+const HIDDEN_OUTLINE_ALPHA: f32 = 0.6;
 
-/// Entities drawn for the match, by snapshot id.
+/// Entities drawn for the match, by snapshot id, and the map's levels.
 #[derive(Resource, Debug, Default)]
 struct Drawn {
     map_version: u64,
+    /// The host's `mapScale` the map was drawn at.
+    scale: f32,
+    /// The map's levels, as the host builds them.
+    levels: Option<MapLevels>,
     map_entities: Vec<Entity>,
     tanks: BTreeMap<u32, TankView>,
-    crates: BTreeMap<u32, Entity>,
-    bombs: BTreeMap<u32, Entity>,
+    /// Each tank's `(level, z)` this frame (for the bombs their owners fire).
+    tank_levels: BTreeMap<u32, (u8, f32)>,
+    crates: BTreeMap<u32, BodyView>,
+    bombs: BTreeMap<u32, (Entity, u8)>,
     crate_sizes: Vec<(f32, f32)>,
+    /// While the player's own tank is under a slab: where it is and the band it is drawn in.
+    see_through: Option<([f32; 2], u8)>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -102,8 +143,28 @@ struct TankView {
     root: Entity,
     hull: Entity,
     turret: Entity,
+    shadow: Entity,
+    outline: Entity,
     label: Entity,
     bar: Entity,
+    back: Entity,
+}
+
+/// A body with its shadow (a crate).
+#[derive(Debug, Clone, Copy)]
+struct BodyView {
+    root: Entity,
+    body: Entity,
+    shadow: Entity,
+}
+
+/// A piece of a slab above the ground: see-through around the player's own tank under it.
+#[derive(Component, Debug)]
+struct SlabPiece {
+    level: u8,
+    center: [f32; 2],
+    /// Its own opacity.
+    alpha: f32,
 }
 
 /// A short-lived effect (tracer, explosion).
@@ -134,6 +195,12 @@ fn u(row: &Row, i: usize) -> u32 {
     row.get(i).copied().map_or(0, FieldValue::as_u32)
 }
 
+/// The host's `mapScale`, from the game's config (1 when it does not say).
+fn map_scale(config: Option<&serde_json::Value>) -> f32 {
+    let scale = config.and_then(|c| c["engine"]["mapScale"].as_f64()).map_or(1.0, |s| s as f32);
+    if scale.is_finite() && scale > 0.0 { scale } else { 1.0 }
+}
+
 fn rebuild_map(
     mut commands: Commands,
     mut drawn: ResMut<Drawn>,
@@ -141,56 +208,80 @@ fn rebuild_map(
     sprites: Res<Sprites>,
 ) {
     let m = active.get();
-    if m.map_version == drawn.map_version {
+    let scale = map_scale(m.client().config());
+    if m.map_version == drawn.map_version && scale == drawn.scale {
         return;
     }
     drawn.map_version = m.map_version;
+    drawn.scale = scale;
+    drawn.levels = None;
     for e in drawn.map_entities.drain(..) {
         commands.entity(e).despawn();
     }
-    for (_, e) in std::mem::take(&mut drawn.crates) {
-        commands.entity(e).despawn();
+    for (_, view) in std::mem::take(&mut drawn.crates) {
+        commands.entity(view.root).despawn();
     }
     let Some(map) = &m.map else { return };
-    let t = map.tile_size;
-    let mut spawned = Vec::new();
-    for (row, tiles) in map.map.iter().enumerate() {
-        for (col, tile) in tiles.iter().enumerate() {
-            let wall = map.physics_static.contains(tile);
-            let image = if wall { sprites.wall.clone() } else { sprites.floor.clone() };
-            let center = world((col as f32 + 0.5) * t, (row as f32 + 0.5) * t, if wall { z::WALL } else { z::FLOOR });
-            spawned.push(
-                commands
-                    .spawn((
-                        Sprite { image, custom_size: Some(Vec2::splat(t)), ..default() },
-                        Transform::from_translation(center),
-                        MatchDrawing,
-                    ))
-                    .id(),
-            );
+    let levels = MapLevels::new(map, scale);
+    drawn.map_entities = levels::map_pieces(map, &levels, scale)
+        .iter()
+        .map(|piece| spawn_piece(&mut commands, &sprites, piece))
+        .collect();
+    drawn.crate_sizes = map.physics_dynamic.iter().map(|c| (c.width * scale, c.height * scale)).collect();
+    drawn.levels = Some(levels);
+}
+
+/// Draws one piece of the map.
+fn spawn_piece(commands: &mut Commands, sprites: &Sprites, piece: &Piece) -> Entity {
+    let size = Vec2::from(piece.size);
+    let image = |image: &Handle<Image>, alpha: f32| Sprite {
+        image: image.clone(),
+        custom_size: Some(size),
+        color: Color::srgba(1.0, 1.0, 1.0, alpha),
+        ..default()
+    };
+    let sprite = match piece.look {
+        Look::Floor => image(&sprites.floor, 1.0),
+        Look::Wall => image(&sprites.wall, 1.0),
+        Look::Deck => image(&sprites.deck, 1.0),
+        Look::Rail(_) => image(&sprites.rail, 1.0),
+        Look::Skirt => {
+            Sprite { custom_size: Some(Vec2::new(size.x, size.y * RAIL_OVER_CURB)), ..image(&sprites.rail, 1.0) }
         }
-    }
-    for (team, points) in &map.respawns {
-        let [r, g, b] = super::hud::team_rgb(team.parse().unwrap_or(0));
-        for p in points.iter().filter(|p| p.len() >= 2) {
-            spawned.push(
-                commands
-                    .spawn((
-                        Sprite {
-                            image: sprites.spawn.clone(),
-                            color: Color::srgba(r, g, b, 0.8),
-                            custom_size: Some(Vec2::splat(44.0)),
-                            ..default()
-                        },
-                        Transform::from_translation(world(p[0], p[1], z::SPAWN)),
-                        MatchDrawing,
-                    ))
-                    .id(),
-            );
+        Look::Lip(dc, dr) => {
+            // Lit from the top-left: the north and west lips catch the light, the others are in shade.
+            let color = if dc < 0 || dr < 0 {
+                Color::srgba(0.86, 0.88, 0.92, 0.7)
+            } else {
+                Color::srgba(0.04, 0.04, 0.06, 0.75)
+            };
+            Sprite::from_color(color, size)
         }
+        Look::Ramp { k, len } => {
+            let w = RAMP_SPRITE_WIDTH / len.max(1) as f32;
+            Sprite { rect: Some(Rect::new(w * k as f32, 0.0, w * (k + 1) as f32, 64.0)), ..image(&sprites.ramp, 1.0) }
+        }
+        Look::Shadow { alpha, shape: ShadowShape::Square } => {
+            Sprite::from_color(Color::srgba(0.0, 0.0, 0.0, alpha), size)
+        }
+        Look::Shadow { alpha, shape: ShadowShape::Rail(_) } => {
+            Sprite { color: Color::srgba(0.0, 0.0, 0.0, alpha), ..image(&sprites.rail, alpha) }
+        }
+        Look::Spawn(team) => {
+            let [r, g, b] = super::hud::team_rgb(team);
+            Sprite { color: Color::srgba(r, g, b, 0.8), ..image(&sprites.spawn, 0.8) }
+        }
+    };
+    let alpha = sprite.color.alpha();
+    let mut e = commands.spawn((
+        sprite,
+        Transform::from_translation(world(piece.center[0], piece.center[1], piece.z)).with_rotation(turn(piece.angle)),
+        MatchDrawing,
+    ));
+    if piece.is_slab() {
+        e.insert(SlabPiece { level: piece.level, center: piece.center, alpha });
     }
-    drawn.crate_sizes = map.physics_dynamic.iter().map(|c| (c.width, c.height)).collect();
-    drawn.map_entities = spawned;
+    e.id()
 }
 
 /// The tank model's hull size, from the game's config.
@@ -200,36 +291,97 @@ fn hull_size(config: Option<&serde_json::Value>) -> Vec2 {
     Vec2::new(get("length", 40.0), get("width", 30.0))
 }
 
-fn sync_world(
-    mut commands: Commands,
-    mut drawn: ResMut<Drawn>,
-    mut active: ResMut<ActiveMatch>,
-    sprites: Res<Sprites>,
-    time: Res<Time>,
-    mut transforms: Query<&mut Transform>,
-    mut texts: Query<&mut Text2d>,
-    mut sounds: ResMut<crate::window::sound::SoundQueue>,
-) {
-    let m = active.get();
-    let Some(schema) = m.client().schema().cloned() else { return };
-    let id = |name: &str| schema.id_of(name);
-    let (tanks_key, bombs_key, tracers_key, blasts_key) = (id("m1"), id("w2"), id("w1"), id("w2e"));
-    let crates_key = m.map.as_ref().and_then(|map| id(&map.set_id));
-    let names: BTreeMap<u32, String> = m
-        .stat
+/// The names of the players, from the stat table.
+fn names(m: &crate::window::net::MatchState) -> BTreeMap<u32, String> {
+    m.stat
         .rows
         .iter()
         .filter(|((t, _), _)| *t == 0)
         .map(|((_, id), (_, c))| (*id, c.first().map(ToString::to_string).unwrap_or_default()))
-        .collect();
+        .collect()
+}
+
+fn spawn_tank(commands: &mut Commands, sprites: &Sprites, hull: Vec2, team: u8) -> TankView {
+    let [r, g, b] = super::hud::team_rgb(team);
+    let sprite = |image: &Handle<Image>, size: Vec2, color: Color| Sprite {
+        image: image.clone(),
+        custom_size: Some(size),
+        color,
+        ..default()
+    };
+    let shadow =
+        commands.spawn((sprite(&sprites.hull, hull, Color::srgba(0.0, 0.0, 0.0, 0.4)), Transform::default())).id();
+    let hull_e = commands.spawn((sprite(&sprites.hull, hull, Color::srgb(r, g, b)), Transform::default())).id();
+    let turret_color = Color::srgb(r * 0.85 + 0.1, g * 0.85 + 0.1, b * 0.85 + 0.1);
+    let turret = commands
+        .spawn((
+            sprite(&sprites.turret, Vec2::new(64.0, 24.0) * TANK_UNITS_PER_PIXEL, turret_color),
+            Anchor(TURRET_PIVOT),
+            Transform::from_xyz(0.0, 0.0, 0.02),
+        ))
+        .id();
+    let outline = commands
+        .spawn((
+            sprite(&sprites.outline, hull * OUTLINE_OVER_HULL, Color::srgba(1.0, 1.0, 1.0, 0.9)),
+            Transform::default(),
+            Visibility::Hidden,
+        ))
+        .id();
+    let label = commands
+        .spawn((
+            Text2d::new(String::new()),
+            TextFont::from_font_size(13.0),
+            TextColor(Color::srgba(1.0, 1.0, 1.0, 0.9)),
+            Transform::default(),
+        ))
+        .id();
+    let bar = commands
+        .spawn((
+            Sprite::from_color(Color::srgb(0.4, 0.9, 0.4), Vec2::new(36.0, 4.0)),
+            Anchor::CENTER_LEFT,
+            Transform::default(),
+        ))
+        .id();
+    let back = commands
+        .spawn((Sprite::from_color(Color::srgba(0.0, 0.0, 0.0, 0.6), Vec2::new(38.0, 6.0)), Transform::default()))
+        .id();
+    let root = commands
+        .spawn((Transform::default(), Visibility::default(), MatchDrawing))
+        .add_children(&[shadow, hull_e, turret, outline, label, bar, back])
+        .id();
+    TankView { root, hull: hull_e, turret, shadow, outline, label, bar, back }
+}
+
+/// Puts a body's shadow (a child of a root at depth `root_z`) where its look says.
+fn place_shadow(t: &mut Transform, look: &BodyLook, root_z: f32, shadow_depth: f32, angle: f32) {
+    let [dx, dy] = look.shadow_offset;
+    *t = Transform::from_xyz(dx, -dy, band(look.shadow_level) + shadow_depth - root_z)
+        .with_rotation(turn(angle))
+        .with_scale(Vec3::splat(look.shadow_scale));
+}
+
+fn sync_tanks(
+    mut commands: Commands,
+    mut drawn: ResMut<Drawn>,
+    mut active: ResMut<ActiveMatch>,
+    sprites: Res<Sprites>,
+    mut transforms: Query<&mut Transform>,
+    mut texts: Query<(&mut Text2d, &mut TextColor)>,
+    mut colors: Query<&mut Sprite>,
+    mut shown: Query<&mut Visibility>,
+) {
+    let m = active.get();
+    let Some(schema) = m.client().schema().cloned() else { return };
+    let drawn = &mut *drawn;
+    drawn.see_through = None;
+    drawn.tank_levels.clear();
+    let Some(levels) = drawn.levels.as_ref() else { return };
+    let names = names(m);
     let hull = hull_size(m.client().config());
     let local = m.player_id();
-    let local_motion = m.local_tank();
-    let now = time.elapsed_secs();
-
-    // Tanks.
+    let (local_motion, local_level) = (m.local_tank(), m.local_level());
     let empty = BTreeMap::new();
-    let rows = tanks_key.and_then(|k| m.sample.hot.get(&k)).unwrap_or(&empty);
+    let rows = schema.id_of("m1").and_then(|k| m.sample.hot.get(&k)).unwrap_or(&empty);
     let gone: Vec<u32> = drawn.tanks.keys().filter(|id| !rows.contains_key(id)).copied().collect();
     for id in gone {
         if let Some(v) = drawn.tanks.remove(&id) {
@@ -237,134 +389,200 @@ fn sync_world(
         }
     }
     for (&pid, row) in rows {
-        let team = u(row, 9) as u8;
-        let [r, g, b] = super::hud::team_rgb(team);
-        let view = *drawn.tanks.entry(pid).or_insert_with(|| {
-            let hull_e = commands
-                .spawn((
-                    Sprite {
-                        image: sprites.hull.clone(),
-                        custom_size: Some(hull),
-                        color: Color::srgb(r, g, b),
-                        ..default()
-                    },
-                    Transform::default(),
-                ))
-                .id();
-            let turret = commands
-                .spawn((
-                    Sprite {
-                        image: sprites.turret.clone(),
-                        custom_size: Some(Vec2::new(64.0, 24.0) * TANK_UNITS_PER_PIXEL),
-                        color: Color::srgb(r * 0.85 + 0.1, g * 0.85 + 0.1, b * 0.85 + 0.1),
-                        ..default()
-                    },
-                    Anchor(TURRET_PIVOT),
-                    Transform::from_xyz(0.0, 0.0, 0.1),
-                ))
-                .id();
-            let label = commands
-                .spawn((
-                    Text2d::new(String::new()),
-                    TextFont::from_font_size(13.0),
-                    TextColor(Color::srgba(1.0, 1.0, 1.0, 0.9)),
-                    Transform::from_xyz(0.0, hull.y + 14.0, z::LABEL - z::TANK),
-                ))
-                .id();
-            let bar = commands
-                .spawn((
-                    Sprite::from_color(Color::srgb(0.4, 0.9, 0.4), Vec2::new(36.0, 4.0)),
-                    Anchor::CENTER_LEFT,
-                    Transform::from_xyz(-18.0, hull.y + 3.0, z::LABEL - z::TANK),
-                ))
-                .id();
-            let back = commands
-                .spawn((
-                    Sprite::from_color(Color::srgba(0.0, 0.0, 0.0, 0.6), Vec2::new(38.0, 6.0)),
-                    Transform::from_xyz(0.0, hull.y + 3.0, z::LABEL - z::TANK - 0.01),
-                ))
-                .id();
-            let root = commands
-                .spawn((Transform::default(), Visibility::default(), MatchDrawing))
-                .add_children(&[hull_e, turret, label, bar, back])
-                .id();
-            TankView { root, hull: hull_e, turret, label, bar }
-        });
+        let view =
+            *drawn.tanks.entry(pid).or_insert_with(|| spawn_tank(&mut commands, &sprites, hull, u(row, 9) as u8));
         let (mut x, mut y, mut angle, mut gun) = (f(row, 0), f(row, 1), f(row, 2), f(row, 3));
-        if Some(pid) == local
-            && let Some(p) = local_motion
-        {
+        let (mut level, mut z) = tank_row_level(row);
+        let mine = Some(pid) == local;
+        if mine && let Some(p) = local_motion {
             (x, y, angle, gun) = (p[0], p[1], p[2], p[6]);
+            (level, z) = local_level.unwrap_or((level, z));
         }
+        drawn.tank_levels.insert(pid, (level, z));
+        let look = body_look(levels, level, z);
+        // Hidden once a slab comes within half its width of its centre.
+        let hidden = covered(levels, look.band, [x, y], hull.y * look.scale / 2.0);
+        if mine && hidden {
+            drawn.see_through = Some(([x, y], look.band));
+        }
+        let root_z = band(look.band) + depth::TANK;
+        let scale = Vec3::splat(look.scale);
         if let Ok(mut t) = transforms.get_mut(view.root) {
-            t.translation = world(x, y, z::TANK);
+            t.translation = world(x, y, root_z);
         }
         if let Ok(mut t) = transforms.get_mut(view.hull) {
-            t.rotation = turn(angle);
+            *t = Transform::from_rotation(turn(angle)).with_scale(scale);
         }
         if let Ok(mut t) = transforms.get_mut(view.turret) {
-            t.rotation = turn(angle + gun);
+            *t = Transform::from_xyz(0.0, 0.0, 0.02).with_rotation(turn(angle + gun)).with_scale(scale);
+        }
+        if let Ok(mut t) = transforms.get_mut(view.shadow) {
+            place_shadow(&mut t, &look, root_z, depth::TANK_SHADOW, angle);
+        }
+        if let Ok(mut s) = colors.get_mut(view.shadow) {
+            s.color.set_alpha(look.shadow_alpha);
+        }
+        // A tank under a slab is outlined above every level: the player's own boldly, others
+        // faintly in their team's colour.
+        if let Ok(mut t) = transforms.get_mut(view.outline) {
+            *t = Transform::from_xyz(0.0, 0.0, levels::OUTLINE_Z - root_z).with_rotation(turn(angle)).with_scale(scale);
+        }
+        if let Ok(mut v) = shown.get_mut(view.outline) {
+            v.set_if_neq(if hidden { Visibility::Inherited } else { Visibility::Hidden });
+        }
+        if hidden && let Ok(mut s) = colors.get_mut(view.outline) {
+            let [r, g, b] = super::hud::team_rgb(u(row, 9) as u8);
+            let color =
+                if mine { Color::srgba(1.0, 1.0, 1.0, 0.95) } else { Color::srgba(r, g, b, HIDDEN_OUTLINE_ALPHA) };
+            if s.color != color {
+                s.color = color;
+            }
+        }
+        // Its name and health over everything, fainter while a slab hides it.
+        let lift = hull.y * look.scale;
+        let label_alpha = if hidden { HIDDEN_LABEL_ALPHA } else { 1.0 };
+        for (e, dx, dy, dz) in [
+            (view.label, 0.0, lift + 14.0, 0.0),
+            (view.bar, -18.0, lift + 3.0, 0.0),
+            (view.back, 0.0, lift + 3.0, -0.01),
+        ] {
+            if let Ok(mut t) = transforms.get_mut(e) {
+                t.translation = Vec3::new(dx, dy, z::LABEL + dz - root_z);
+            }
         }
         let health = (u(row, 7) as f32 / 100.0).clamp(0.0, 1.0);
         if let Ok(mut t) = transforms.get_mut(view.bar) {
             t.scale.x = health.max(0.001);
         }
-        if let Ok(mut text) = texts.get_mut(view.label) {
+        for (e, alpha) in [(view.bar, 1.0), (view.back, 0.6)] {
+            if let Ok(mut s) = colors.get_mut(e)
+                && s.color.alpha() != alpha * label_alpha
+            {
+                s.color.set_alpha(alpha * label_alpha);
+            }
+        }
+        if let Ok((mut text, mut color)) = texts.get_mut(view.label) {
             let name = names.get(&pid).cloned().unwrap_or_else(|| format!("#{pid}"));
             if text.0 != name {
                 text.0 = name;
             }
+            if color.0.alpha() != 0.9 * label_alpha {
+                color.0.set_alpha(0.9 * label_alpha);
+            }
         }
     }
+}
 
-    // Crates.
-    let rows = crates_key.and_then(|k| m.sample.hot.get(&k)).unwrap_or(&empty);
+fn sync_crates(
+    mut commands: Commands,
+    mut drawn: ResMut<Drawn>,
+    mut active: ResMut<ActiveMatch>,
+    sprites: Res<Sprites>,
+    mut transforms: Query<&mut Transform>,
+    mut colors: Query<&mut Sprite>,
+) {
+    let m = active.get();
+    let (Some(schema), Some(map)) = (m.client().schema(), m.map.as_ref()) else { return };
+    let Some(block) = schema.by_name(&map.set_id) else { return };
+    // Where the crates' rows keep their z and level, when they do (layered maps' schemas).
+    let height = block.role_position(Role::Z).zip(block.role_position(Role::Level));
+    let Some(rows) = m.sample.hot.get(&block.id) else { return };
+    let drawn = &mut *drawn;
+    let Some(levels) = drawn.levels.as_ref() else { return };
     for (&i, row) in rows {
         let (w, h) = drawn.crate_sizes.get(i as usize).copied().unwrap_or((32.0, 32.0));
         let (x, y, a) = (f(row, 0), f(row, 1), f(row, 2));
-        let (s, c) = a.sin_cos();
-        let center = world(x + c * w / 2.0 - s * h / 2.0, y + s * w / 2.0 + c * h / 2.0, z::CRATE);
-        let e = *drawn.crates.entry(i).or_insert_with(|| {
-            commands
-                .spawn((
-                    Sprite { image: sprites.crate_box.clone(), custom_size: Some(Vec2::new(w, h)), ..default() },
-                    Transform::default(),
-                    MatchDrawing,
-                ))
-                .id()
+        let (level, z) = height.map_or((0, 0.0), |(z, level)| (u(row, level) as u8, f(row, z)));
+        let look = body_look(levels, level, z);
+        let view = *drawn.crates.entry(i).or_insert_with(|| {
+            let sprite = |color| Sprite {
+                image: sprites.crate_box.clone(),
+                custom_size: Some(Vec2::new(w, h)),
+                color,
+                ..default()
+            };
+            let shadow = commands
+                .spawn((Sprite::from_color(Color::srgba(0.0, 0.0, 0.0, 0.4), Vec2::new(w, h)), Transform::default()))
+                .id();
+            let body = commands.spawn((sprite(Color::WHITE), Transform::default())).id();
+            let root = commands
+                .spawn((Transform::default(), Visibility::default(), MatchDrawing))
+                .add_children(&[shadow, body])
+                .id();
+            BodyView { root, body, shadow }
         });
-        if let Ok(mut t) = transforms.get_mut(e) {
-            t.translation = center;
-            t.rotation = turn(a);
+        // The row's position is the crate's corner; it is drawn about its centre.
+        let (s, c) = a.sin_cos();
+        let center = [x + c * w / 2.0 - s * h / 2.0, y + s * w / 2.0 + c * h / 2.0];
+        let root_z = band(look.band) + depth::CRATE;
+        if let Ok(mut t) = transforms.get_mut(view.root) {
+            t.translation = world(center[0], center[1], root_z);
+        }
+        if let Ok(mut t) = transforms.get_mut(view.body) {
+            *t = Transform::from_rotation(turn(a)).with_scale(Vec3::splat(look.scale));
+        }
+        if let Ok(mut t) = transforms.get_mut(view.shadow) {
+            place_shadow(&mut t, &look, root_z, depth::CRATE_SHADOW, a);
+        }
+        if let Ok(mut s) = colors.get_mut(view.shadow)
+            && s.color.alpha() != look.shadow_alpha
+        {
+            s.color.set_alpha(look.shadow_alpha);
         }
     }
+}
 
-    // Bombs in flight: hot rows, drawn where the buffer blends them, gone with their row.
-    let bombs = bombs_key.and_then(|k| m.sample.hot.get(&k)).unwrap_or(&empty);
+/// Bombs in flight: hot rows, drawn where the buffer blends them, on the level they fly on,
+/// gone with their row.
+fn sync_bombs(
+    mut commands: Commands,
+    mut drawn: ResMut<Drawn>,
+    mut active: ResMut<ActiveMatch>,
+    sprites: Res<Sprites>,
+    mut transforms: Query<&mut Transform>,
+) {
+    let m = active.get();
+    let Some(schema) = m.client().schema() else { return };
+    let empty = BTreeMap::new();
+    let bombs = schema.id_of("w2").and_then(|k| m.sample.hot.get(&k)).unwrap_or(&empty);
+    let drawn = &mut *drawn;
     let gone: Vec<u32> = drawn.bombs.keys().filter(|id| !bombs.contains_key(id)).copied().collect();
     for id in gone {
-        if let Some(e) = drawn.bombs.remove(&id) {
+        if let Some((e, _)) = drawn.bombs.remove(&id) {
             commands.entity(e).despawn();
         }
     }
+    let Some(levels) = drawn.levels.as_ref() else { return };
     for (bid, row) in bombs {
+        let (x, y) = (f(row, 0), f(row, 1));
+        let owner = drawn.tank_levels.get(&u(row, 5)).copied();
+        let level = bomb_level(levels, drawn.bombs.get(bid).map(|b| b.1), owner, [x, y]);
         let size = f(row, 3).max(6.0);
-        let e = *drawn.bombs.entry(*bid).or_insert_with(|| {
-            commands
-                .spawn((
-                    Sprite { image: sprites.bomb.clone(), custom_size: Some(Vec2::splat(size * 2.0)), ..default() },
-                    Transform::default(),
-                    MatchDrawing,
-                ))
-                .id()
+        let (e, _) = *drawn.bombs.entry(*bid).or_insert_with(|| {
+            let sprite =
+                Sprite { image: sprites.bomb.clone(), custom_size: Some(Vec2::splat(size * 2.0)), ..default() };
+            (commands.spawn((sprite, Transform::default(), MatchDrawing)).id(), level)
         });
+        drawn.bombs.insert(*bid, (e, level));
         if let Ok(mut t) = transforms.get_mut(e) {
-            t.translation = world(f(row, 0), f(row, 1), z::BOMB);
+            t.translation = world(x, y, band(level) + depth::BOMB);
             t.rotation = turn(f(row, 2));
         }
     }
+}
 
-    // Events: tracers and blasts are effects.
+/// Events: tracers and blasts are effects, over every level.
+fn spawn_effects(
+    mut commands: Commands,
+    mut active: ResMut<ActiveMatch>,
+    sprites: Res<Sprites>,
+    time: Res<Time>,
+    mut sounds: ResMut<crate::window::sound::SoundQueue>,
+) {
+    let m = active.get();
+    let Some(schema) = m.client().schema() else { return };
+    let (tracers_key, blasts_key) = (schema.id_of("w1"), schema.id_of("w2e"));
+    let now = time.elapsed_secs();
     for frame in &m.sample.events {
         for (key, block) in &frame.blocks {
             let key = Some(*key);
@@ -417,6 +635,22 @@ fn spawn_tracer(commands: &mut Commands, sprites: &Sprites, from: [f32; 2], to: 
     ));
 }
 
+/// While the player's own tank is under a slab, the slabs above it turn see-through around it.
+fn see_through_slabs(drawn: Res<Drawn>, mut slabs: Query<(&SlabPiece, &mut Sprite)>) {
+    let Some(levels) = drawn.levels.as_ref() else { return };
+    let t = levels.tile_size();
+    for (piece, mut sprite) in &mut slabs {
+        let keep = match drawn.see_through {
+            Some((tank, band)) if piece.level > band => see_through(t, piece.center, tank),
+            _ => 1.0,
+        };
+        let alpha = piece.alpha * keep;
+        if (sprite.color.alpha() - alpha).abs() > 0.004 {
+            sprite.color.set_alpha(alpha);
+        }
+    }
+}
+
 fn age_effects(
     mut commands: Commands,
     time: Res<Time>,
@@ -438,28 +672,26 @@ fn age_effects(
 
 fn follow_camera(
     mut active: ResMut<ActiveMatch>,
+    drawn: Res<Drawn>,
     mut camera: Query<&mut Transform, With<MainCamera>>,
     windows: Query<&Window>,
 ) {
     let m = active.get();
     let Ok(mut cam) = camera.single_mut() else { return };
+    // The map's size in world units.
+    let size = drawn.levels.as_ref().map(|l| {
+        let (cols, rows) = l.grid_size();
+        (cols as f32 * l.tile_size(), rows as f32 * l.tile_size())
+    });
     let target = m
         .local_tank()
         .map(|s| (s[0], s[1]))
         .or_else(|| m.client().last_frame().and_then(|f| f.player).map(|p| (p.state[0], p.state[1])))
-        .or_else(|| {
-            m.map.as_ref().map(|map| {
-                let rows = map.map.len() as f32;
-                let cols = map.map.first().map_or(0, Vec::len) as f32;
-                (cols * map.tile_size / 2.0, rows * map.tile_size / 2.0)
-            })
-        });
+        .or_else(|| size.map(|(w, h)| (w / 2.0, h / 2.0)));
     let Some((x, y)) = target else { return };
     // Keep the view inside the map when the map is larger than the window.
     let (mut x, mut y) = (x, y);
-    if let (Some(map), Ok(window)) = (&m.map, windows.single()) {
-        let w = map.map.first().map_or(0, Vec::len) as f32 * map.tile_size;
-        let h = map.map.len() as f32 * map.tile_size;
+    if let (Some((w, h)), Ok(window)) = (size, windows.single()) {
         let (hw, hh) = (window.width() / 2.0, window.height() / 2.0);
         x = if w > 2.0 * hw { x.clamp(hw, w - hw) } else { w / 2.0 };
         y = if h > 2.0 * hh { y.clamp(hh, h - hh) } else { h / 2.0 };
@@ -472,4 +704,16 @@ fn clear_world(mut commands: Commands, mut drawn: ResMut<Drawn>, all: Query<Enti
         commands.entity(e).despawn();
     }
     *drawn = Drawn::default();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_map_scale_comes_from_the_engine_config_and_defaults_to_one() {
+        assert_eq!(map_scale(None), 1.0);
+        assert_eq!(map_scale(Some(&serde_json::json!({ "engine": { "mapScale": 0.5 } }))), 0.5);
+        assert_eq!(map_scale(Some(&serde_json::json!({ "engine": { "mapScale": -2 } }))), 1.0);
+    }
 }

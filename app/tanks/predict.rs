@@ -44,6 +44,12 @@ impl LocalPrediction for TankPrediction {
         self.0.render_motion().map(|m| m.to_state())
     }
 
+    fn render_level(&self) -> Option<(u8, f32)> {
+        let p = &self.0;
+        let level = p.level().state;
+        (p.map().levels().is_layered() && p.render_motion().is_some()).then_some((level.level, level.z))
+    }
+
     fn take_tracers(&mut self) -> Vec<([f32; 2], [f32; 2])> {
         let shots = self.0.take_shots();
         shots

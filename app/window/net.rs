@@ -644,6 +644,12 @@ impl MatchState {
         Some(blend_state(before, now, into.clamp(0.0, 1.0)))
     }
 
+    /// The level the player's own actor stands on and its height above it, as predicted (see
+    /// [`LocalPrediction::render_level`]).
+    pub fn local_level(&self) -> Option<(u8, f32)> {
+        self.predictor.as_ref()?.render_level()
+    }
+
     /// Tracers this client fired since the last look, `(from, to)`, drawn at once (the
     /// host's copies of them are dropped from the frames).
     pub fn take_local_shots(&mut self) -> Vec<([f32; 2], [f32; 2])> {

@@ -704,3 +704,84 @@ fn warnings_of(game: &Game, server: &mut ServerCore) -> Option<HostNote> {
     let warnings = (game.map_warnings)(&map).ok()?;
     (!warnings.is_empty()).then(|| HostNote::MapWarnings(warnings.iter().map(ToString::to_string).collect()))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::time::{Duration, Instant};
+
+    use vimp_host::engine::map::MapLevels;
+
+    use crate::window::net::MatchState;
+    use crate::window::settings::Settings;
+    use crate::window::{MatchKind, start_match};
+
+    /// Updates the match until `done` holds, or panics with `what` after 30 s.
+    fn until(m: &mut MatchState, what: &str, mut done: impl FnMut(&MatchState) -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !done(m) {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_millis(5));
+            m.update(m.now());
+        }
+    }
+
+    /// Writes the map file so that its modification time surely changes.
+    fn save(path: &Path, text: &str) {
+        let before = std::fs::metadata(path).and_then(|m| m.modified()).ok();
+        loop {
+            std::fs::write(path, text).expect("the scratch map is written");
+            if std::fs::metadata(path).and_then(|m| m.modified()).ok() != before {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn shipped(file: &str) -> String {
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(file)).expect("a shipped map")
+    }
+
+    #[test]
+    fn saving_a_layered_map_restarts_the_round_on_it_and_a_broken_one_names_field_level_and_tile() {
+        let dir = std::env::temp_dir().join(format!("vimp-node-{}-layered", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a scratch directory");
+        let path = dir.join("map.json");
+        std::fs::write(&path, shipped("maps/test-small.json")).expect("the scratch map");
+        let kind = MatchKind::Local { map: path.clone(), bots: 1, skill: Default::default() };
+        let mut m = start_match(&kind, &Settings::default()).expect("the match starts");
+        until(&mut m, "the flat map", |m| m.map.as_ref().is_some_and(|map| map.name == "Test small"));
+
+        // Saved as Overpass: the round restarts on it, levels and all.
+        let bridge = shipped("maps/bridge.json");
+        save(&path, &bridge);
+        until(&mut m, "the layered map", |m| m.map.as_ref().is_some_and(|map| map.name == "Overpass"));
+        let levels = MapLevels::new(m.map.as_ref().expect("the map"), 1.0);
+        assert_eq!(levels.levels().collect::<Vec<_>>(), [0, 1]);
+        assert_eq!(levels.runs().len(), 4, "two ramps two lanes wide");
+        assert_eq!(m.map_error, None);
+
+        // The bridge's south rail left out over the ground's wall band: what falls off lands in the wall.
+        let mut broken: serde_json::Value = serde_json::from_str(&bridge).expect("json");
+        for col in [19, 20] {
+            broken["levels"]["1"]["map"][17][col] = serde_json::json!(0);
+        }
+        let version = m.map_version;
+        save(&path, &broken.to_string());
+        until(&mut m, "the map's errors", |m| m.map_error.is_some());
+        let errors = m.map_error.clone().expect("errors");
+        for col in [19, 20] {
+            let line = format!(
+                "levels.1.map[16][{col}]: the floor's south edge has no rail and drops onto the wall at column {col}, row 17 of level 0"
+            );
+            assert!(errors.contains(&line), "{line}\nnot in\n{errors}");
+        }
+        assert_eq!(m.map_version, version, "the match goes on on Overpass");
+
+        // Fixed: it loads again and the errors go.
+        save(&path, &bridge.replace("\"Overpass\"", "\"Overpass v2\""));
+        until(&mut m, "the fixed map", |m| m.map.as_ref().is_some_and(|map| map.name == "Overpass v2"));
+        assert_eq!(m.map_error, None);
+        m.leave();
+    }
+}

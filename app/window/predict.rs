@@ -35,6 +35,12 @@ pub trait LocalPrediction: Send + Sync {
     fn step(&mut self);
     /// The actor's state as drawn (`x, y, angle, …`, the snapshot's 8 floats), once there is one.
     fn render_state(&self) -> Option<[f32; 8]>;
+    /// The level the actor stands on and its height above it, world units, as predicted (on
+    /// a layered map; `None` when the game has no levels or no actor yet: the window reads
+    /// them from the actor's row).
+    fn render_level(&self) -> Option<(u8, f32)> {
+        None
+    }
     /// Tracers the player fired since the last call, `(from, to)`.
     fn take_tracers(&mut self) -> Vec<([f32; 2], [f32; 2])>;
     /// Divergences found since the last call (the prediction against the host's state).

@@ -179,6 +179,16 @@ pub fn settings_path() -> Option<PathBuf> {
     Some(dir.join("settings.json"))
 }
 
+/// The maps the menus offer for a local or hosted match, by name: the shipped ones (`maps/`).
+pub const MAPS: [(&str, &str); 3] =
+    [("Arena", "maps/default.json"), ("Rooms", "maps/rooms.json"), ("Overpass", "maps/bridge.json")];
+
+/// What the menus call a map file: its name when it is one of [`MAPS`], else the file itself.
+pub fn map_label(file: &str) -> &str {
+    let file = file.trim();
+    MAPS.iter().find(|(_, f)| *f == file).map_or(file, |(name, _)| name)
+}
+
 /// Where a file that did not parse is kept.
 pub fn bad_copy_path(path: &Path) -> PathBuf {
     path.with_extension("json.bad")
@@ -228,6 +238,23 @@ mod tests {
         assert_eq!(s.binding("fire"), Some("KeyF"));
         assert_eq!(s.binding("forward"), Some("KeyW"));
         assert_eq!(s.aim, AimScheme::Pointer, "a file from before aiming aims with the pointer");
+    }
+
+    #[test]
+    fn the_menus_offer_the_shipped_maps_by_their_names_overpass_among_them() {
+        assert_eq!(map_label("maps/bridge.json"), "Overpass");
+        assert_eq!(map_label(&Settings::default().map), "Arena");
+        assert_eq!(map_label(" my/own.json "), "my/own.json", "a file of the player's own is shown as it is");
+        for (name, file) in MAPS {
+            let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
+            let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{file}: {e}"));
+            let map = vimp_host::engine::map::MapConfig::from_json(file, &text).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(map.name, name, "the menu calls {file} by its own name");
+        }
+        let overpass = MAPS.iter().find(|(name, _)| *name == "Overpass").expect("the layered map is offered").1;
+        let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(overpass)).unwrap();
+        let map = vimp_host::engine::map::MapConfig::from_json(overpass, &text).unwrap();
+        assert!(vimp_host::engine::map::MapLevels::new(&map, 1.0).is_layered());
     }
 
     #[test]

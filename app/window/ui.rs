@@ -11,7 +11,7 @@ use vimp_netcode::meta::{ListRequest, TechInform};
 
 use crate::window::graph::Series;
 use crate::window::input::{RESERVED, key_from_name, key_name};
-use crate::window::settings::AimScheme;
+use crate::window::settings::{AimScheme, MAPS, map_label};
 use crate::window::{ActiveMatch, MatchKind, MatchRequest, Screen, SettingsStore};
 
 /// Adds the menus, the HUD, the game keys and the pointer's aim.
@@ -106,7 +106,24 @@ fn menu_ui(
                             skill: store.settings.bot_skill,
                         });
                     }
-                    if skill_picker(ui, "main", &mut store.settings.bot_skill) {
+                    // The match's map and bots, under the button, centred like it.
+                    let picked = ui
+                        .allocate_ui(egui::vec2(260.0, 0.0), |ui| {
+                            egui::Grid::new("play")
+                                .num_columns(2)
+                                .show(ui, |ui| {
+                                    ui.label("map");
+                                    let map = map_picker(ui, "main", &mut store.settings.map);
+                                    ui.end_row();
+                                    ui.label("bot skill");
+                                    let skill = skill_picker(ui, "main", &mut store.settings.bot_skill);
+                                    ui.end_row();
+                                    map || skill
+                                })
+                                .inner
+                        })
+                        .inner;
+                    if picked {
                         store.save();
                     }
                     ui.add_space(8.0);
@@ -135,6 +152,9 @@ fn menu_ui(
                     ui.label("Friends join with the lobby code shown once the match starts.");
                     ui.label(reachability(&store.settings.signal_url));
                     egui::Grid::new("host").num_columns(2).show(ui, |ui| {
+                        ui.label("map");
+                        map_picker(ui, "host", &mut store.settings.map);
+                        ui.end_row();
                         ui.label("map file");
                         ui.text_edit_singleline(&mut store.settings.map);
                         ui.end_row();
@@ -198,7 +218,10 @@ fn menu_ui(
                     }
                     ui.text_edit_singleline(&mut state.playtest_map);
                     ui.add(egui::Slider::new(&mut store.settings.bots, 0..=15).text("bots"));
-                    skill_picker(ui, "playtest", &mut store.settings.bot_skill);
+                    ui.horizontal(|ui| {
+                        ui.label("bot skill");
+                        skill_picker(ui, "playtest", &mut store.settings.bot_skill);
+                    });
                     ui.label("F4 in the match shows the navigation grid, where a tank fits and each bot's route.");
                     if ui.add(wide("Playtest")).clicked() {
                         store.save();
@@ -233,16 +256,24 @@ fn reachability(signal: &str) -> String {
     }
 }
 
-/// A row choosing the bots' skill; returns whether it changed.
+/// A choice of one of the shipped maps ([`MAPS`]); returns whether it changed.
+fn map_picker(ui: &mut egui::Ui, id: &str, map: &mut String) -> bool {
+    let before = map.clone();
+    egui::ComboBox::from_id_salt(("map", id)).selected_text(map_label(map).to_owned()).show_ui(ui, |ui| {
+        for (name, file) in MAPS {
+            ui.selectable_value(map, file.to_owned(), name);
+        }
+    });
+    *map != before
+}
+
+/// A choice of the bots' skill; returns whether it changed.
 fn skill_picker(ui: &mut egui::Ui, id: &str, skill: &mut BotSkill) -> bool {
     let before = *skill;
-    ui.horizontal(|ui| {
-        ui.label("bot skill");
-        egui::ComboBox::from_id_salt(("bot skill", id)).selected_text(skill.name()).show_ui(ui, |ui| {
-            for level in BotSkill::ALL {
-                ui.selectable_value(skill, level, level.name());
-            }
-        });
+    egui::ComboBox::from_id_salt(("bot skill", id)).selected_text(skill.name()).show_ui(ui, |ui| {
+        for level in BotSkill::ALL {
+            ui.selectable_value(skill, level, level.name());
+        }
     });
     *skill != before
 }
