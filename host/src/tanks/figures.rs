@@ -82,8 +82,13 @@ impl BotFigures {
         let participants = world.resource::<Participants>();
         for (tank, _) in &tanks {
             let now = tank.level;
+            if !tank.alive {
+                // A respawn is no climb: a tank's levels are followed while it lives.
+                self.levels.remove(&tank.player);
+                continue;
+            }
             let before = self.levels.insert(tank.player, now).unwrap_or(now);
-            if !tank.alive || levels.is_none() {
+            if levels.is_none() {
                 continue;
             }
             if now.state.is_falling() && !before.state.is_falling() {
