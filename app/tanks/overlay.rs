@@ -432,6 +432,36 @@ mod tests {
     }
 
     #[test]
+    fn a_layered_match_publishes_every_level_and_the_kinds_of_the_legs() {
+        let mut host = Host::new(vimp_host::tanks::init_config(3), vimp_host::tanks::GAME).expect("host");
+        host.load_map_json("bridge.json", include_str!("../../maps/bridge.json")).expect("the overpass loads");
+        for i in 0..8 {
+            let join = vimp_host::HostCommand::Join {
+                player: vimp_host::PlayerId(i),
+                name: format!("bot{i}"),
+                team: None,
+                bot: true,
+            };
+            host.push(join);
+        }
+        let mut kinds = Vec::new();
+        for _ in 0..600 {
+            host.step();
+            let s = capture(&mut host).expect("a map");
+            kinds.extend(s.routes.iter().flat_map(|r| r.legs.iter().map(|l| (l.kind, l.level))));
+        }
+        let s = capture(&mut host).expect("a map");
+        assert_eq!(s.levels.iter().map(|l| l.level).collect::<Vec<_>>(), [0, 1]);
+        assert!(s.levels.iter().all(|l| l.walk.len() == s.cols * s.rows && l.fit.len() == l.walk.len()));
+        assert_eq!((s.cols, s.rows), (40, 32));
+        assert_eq!(s.levels[0].walk[15 * 40 + 8], 2, "the west ramp's foot, on the ground");
+        assert_eq!(s.levels[1].walk[15 * 40 + 17], 0, "the bridge");
+        assert_eq!(s.levels[1].walk[15 * 40 + 8], 1, "no floor of level 1 over the ramp");
+        assert!(kinds.iter().any(|&(k, l)| matches!(k, LegKind::Ramp { .. }) && l == 1), "a route up a ramp");
+        assert!(kinds.contains(&(LegKind::Walk, 0)));
+    }
+
+    #[test]
     fn a_ramp_cell_is_drawn_and_a_wall_is_not() {
         let s = NavSnapshot { route_fit: 2, hull_fit: 1, ..NavSnapshot::default() };
         let l = LevelCells { level: 0, walk: vec![0, 1, 2], fit: vec![3, 0, 0], soft: vec![0, 0, 0] };
