@@ -108,7 +108,9 @@ pub struct Bot {
     pub mode: Mode,
     /// Seconds left in the current mode (cover, flee).
     pub mode_left: f32,
-    /// The route still to drive: the points of its legs, the next first.
+    /// The route still to drive: the points of its legs, the next first. On a layered map it
+    /// ends at its first ramp or ledge, across from the tank's level, when it has one: its
+    /// last point is then not the goal ([`brain::route_points`], [`brain::transition`]).
     pub route: Vec<[f32; 2]>,
     /// Where the route was planned to (its end may be moved to the nearest place the tank fits).
     pub goal: Option<[f32; 2]>,

@@ -58,7 +58,7 @@ pub struct BotFigures {
     bot_seconds: f64,
     first_contact_tick: Option<u32>,
     seconds_by_level: Vec<f64>,
-    /// Each tank's level as the last tick left it.
+    /// Each living tank's level as the last tick left it (a respawn starts afresh).
     levels: BTreeMap<PlayerId, TankLevel>,
     ramp_climbs: u32,
     falls: u32,

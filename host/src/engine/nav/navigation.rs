@@ -90,7 +90,7 @@
 //! grid stacked in one, each level a band of rows with [`LEVEL_GAP`] blocked rows between
 //! bands, so that every link, sight line, corridor and ring search above stays within its
 //! level (the `layers` module has the details). A level's cell is free where it has floor
-//! (the ground: where it is not a wall); the cells of a ramp run are [`RAMP`](super::grid::RAMP)
+//! (the ground: where it is not a wall); the cells of a ramp run are [`RAMP`]
 //! on the level it starts from, neither free nor an obstacle to sight
 //! ([`NavigationSystem::is_walkable_on`] and [`NavigationSystem::has_obstacle_between_on`]): a
 //! route crosses a ramp only by its link. Links join the levels' nodes: a ramp's, both ways,
