@@ -517,7 +517,7 @@ impl Pricing {
         })
     }
 
-    /// The prices of `q` on `nav`'s grid, its penalty zones placed by `zone` (`None`: left out).
+    /// The prices of `q` on `grid`, its penalty zones placed by `zone` (`None`: left out).
     fn with_zones(grid: &NavGrid, q: &PathQuery<'_>, zone: impl Fn(&PenaltyZone) -> Option<Zone>) -> Pricing {
         let cell = grid.cell();
         let len = [cell, cell * std::f32::consts::SQRT_2];
