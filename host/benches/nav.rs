@@ -174,7 +174,9 @@ fn main() {
         let nav = NavigationSystem::new(nav::grid_of(&map));
         let mut rng = SplitMix64::new(3);
         let mut pairs: Vec<([f32; 2], [f32; 2])> = (0..64)
-            .map(|_| (nav.random_point_where(&mut rng, 40.0).unwrap(), nav.random_point_where(&mut rng, 40.0).unwrap()))
+            .map(|_| {
+                (nav.random_point_where(&mut rng, 0, 40.0).unwrap(), nav.random_point_where(&mut rng, 0, 40.0).unwrap())
+            })
             .filter(|&(a, b)| nav.reachable(a, b, 40.0))
             .collect();
         pairs.push(([TILE * 1.5, TILE * 1.5], [far, far]));

@@ -26,13 +26,14 @@ pub mod brain;
 use bevy::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use crate::engine::mapstate::MapState;
 use crate::engine::nav::{Nav, PenaltyZone, Spatial};
 use crate::engine::physics::Physics;
 use crate::engine::players::{Participants, PlayerId};
 use crate::engine::sim::{EngineSettings, SimRng};
 use crate::tanks::TanksRules;
 use crate::tanks::rounds::Round;
-use crate::tanks::tank::{Tank, sorted};
+use crate::tanks::tank::{Tank, layered, sorted};
 use crate::tanks::weapons::Bomb;
 
 pub use crate::engine::game::BotSkill;
@@ -107,7 +108,9 @@ pub struct Bot {
     pub mode: Mode,
     /// Seconds left in the current mode (cover, flee).
     pub mode_left: f32,
-    /// The route still to drive: the points of its legs, the next first.
+    /// The route still to drive: the points of its legs, the next first. On a layered map it
+    /// ends at its first ramp or ledge, across from the tank's level, when it has one: its
+    /// last point is then not the goal ([`brain::route_points`], [`brain::transition`]).
     pub route: Vec<[f32; 2]>,
     /// Where the route was planned to (its end may be moved to the nearest place the tank fits).
     pub goal: Option<[f32; 2]>,
@@ -198,6 +201,7 @@ pub(crate) fn drive_bots(
     mut participants: ResMut<Participants>,
     rules: Res<TanksRules>,
     round: Res<Round>,
+    map: Res<MapState>,
     nav: Res<Nav>,
     spatial: Res<Spatial>,
     blasts: Res<RecentBlasts>,
@@ -215,7 +219,14 @@ pub(crate) fn drive_bots(
         .filter(|t| t.alive)
         .map(|t| {
             let m = t.motion(&physics);
-            brain::Contact { player: t.player, team: t.team, pos: [m.x, m.y], vel: [m.vx, m.vy], body: t.body }
+            brain::Contact {
+                player: t.player,
+                team: t.team,
+                pos: [m.x, m.y],
+                vel: [m.vx, m.vy],
+                body: t.body,
+                level: t.level.state.level,
+            }
         })
         .collect();
     let w2 = &rules.0.weapons.w2;
@@ -231,13 +242,26 @@ pub(crate) fn drive_bots(
                 return None;
             }
             let t = b.fuse.clamp(0.0, 0.5);
-            Some(PenaltyZone { center: [p.x + v.x * t, p.y + v.y * t], radius: w2.radius + 20.0, cost_per_unit: 8.0 })
+            Some(PenaltyZone {
+                level: b.level.level,
+                center: [p.x + v.x * t, p.y + v.y * t],
+                radius: w2.radius + 20.0,
+                cost_per_unit: 8.0,
+            })
         })
         .collect();
+    // A blast is kept out of on every level (the bots do not remember which it burst on).
     let blasts: Vec<PenaltyZone> = blasts
         .0
         .iter()
-        .map(|&(center, radius, _)| PenaltyZone { center, radius: radius + 10.0, cost_per_unit: 4.0 })
+        .flat_map(|&(center, radius, _)| {
+            nav.levels().iter().map(move |&level| PenaltyZone {
+                level,
+                center,
+                radius: radius + 10.0,
+                cost_per_unit: 4.0,
+            })
+        })
         .collect();
     let scene = brain::Scene {
         nav,
@@ -248,6 +272,7 @@ pub(crate) fn drive_bots(
         blasts: &blasts,
         rules: &rules.0,
         dt,
+        levels: layered(&map),
     };
     let mut list: Vec<_> = bots.iter_mut().collect();
     list.sort_by_key(|(t, _)| t.player);

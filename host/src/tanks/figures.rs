@@ -58,7 +58,7 @@ pub struct BotFigures {
     bot_seconds: f64,
     first_contact_tick: Option<u32>,
     seconds_by_level: Vec<f64>,
-    /// Each tank's level as the last tick left it.
+    /// Each living tank's level as the last tick left it (a respawn starts afresh).
     levels: BTreeMap<PlayerId, TankLevel>,
     ramp_climbs: u32,
     falls: u32,
@@ -82,8 +82,13 @@ impl BotFigures {
         let participants = world.resource::<Participants>();
         for (tank, _) in &tanks {
             let now = tank.level;
+            if !tank.alive {
+                // A respawn is no climb: a tank's levels are followed while it lives.
+                self.levels.remove(&tank.player);
+                continue;
+            }
             let before = self.levels.insert(tank.player, now).unwrap_or(now);
-            if !tank.alive || levels.is_none() {
+            if levels.is_none() {
                 continue;
             }
             if now.state.is_falling() && !before.state.is_falling() {

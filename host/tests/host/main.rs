@@ -16,6 +16,7 @@ use vimp_netcode::snapshot::{Block, unpack};
 const SMALL: &str = include_str!("../../../maps/test-small.json");
 const DEFAULT: &str = include_str!("../../../maps/default.json");
 const ROOMS: &str = include_str!("../../../maps/rooms.json");
+const BRIDGE: &str = include_str!("../../../maps/bridge.json");
 
 /// `default` cases, or as many as `PROPTEST_CASES` asks for.
 pub(crate) fn cases(default: u32) -> proptest::prelude::ProptestConfig {
@@ -160,6 +161,58 @@ fn a_dump_restored_into_a_fresh_host_continues_bit_identically() {
         assert_eq!(twin.state_hash().expect("hash"), original.state_hash().expect("hash"));
         assert_eq!(twin.debug_json(), original.debug_json());
     }
+}
+
+#[test]
+fn a_layered_match_restored_mid_climb_continues_bit_identically() {
+    // Bots keep only their route's points up to a ramp or a ledge, and what lies across
+    // follows from the map: a bot restored on its way up, on a ramp or falling carries on
+    // exactly as the original.
+    let mut original = bridge_hunt(6);
+    let mut twins: Vec<(u32, &str, Host)> = Vec::new();
+    let (mut saw_across, mut saw_riding, mut saw_falling) = (false, false, false);
+    // Ten seconds past the last restore is enough to tell.
+    let mut until = 2400;
+    while original.tick() < until {
+        original.step();
+        for (_, _, twin) in &mut twins {
+            twin.step();
+        }
+        let tick = original.tick();
+        let bytes = original.serialize_state().expect("dump");
+        for (at, why, twin) in &mut twins {
+            assert!(twin.serialize_state().expect("dump") == bytes, "restored at tick {at} ({why}): differs at {tick}");
+        }
+        let tanks: Vec<(Tank, Bot)> = original
+            .world_mut()
+            .query::<(&Tank, &Bot)>()
+            .iter(original.world())
+            .map(|(t, b)| (t.clone(), b.clone()))
+            .collect();
+        let state = |t: &Tank| t.level.state;
+        let riding = tanks.iter().any(|(t, _)| t.alive && state(t).z > 0.0 && !state(t).is_falling());
+        let falling = tanks.iter().any(|(t, _)| state(t).is_falling());
+        let across = tanks.iter().any(|(_, b)| b.route.len() >= 2 && b.route.last() != b.goal.as_ref());
+        let why = if !saw_across && across {
+            saw_across = true;
+            Some("a bot on its way to a ramp")
+        } else if !saw_riding && riding {
+            saw_riding = true;
+            Some("a bot on a ramp")
+        } else if !saw_falling && falling {
+            saw_falling = true;
+            Some("a bot falling off a ledge")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            twins.push((tick, why, Host::restore(vimp_host::tanks::init_config(6), GAME, &bytes).expect("restore")));
+            if saw_across && saw_riding {
+                until = until.min(tick + 1200);
+            }
+        }
+    }
+    assert!(saw_across && saw_riding, "routes across levels {saw_across}, ramps {saw_riding}");
 }
 
 #[test]
@@ -346,6 +399,89 @@ fn bots_find_each_other_through_narrow_doors_and_do_not_get_stuck() {
     let contact = figures.first_contact_tick().expect("two enemies saw each other");
     assert!(contact < 30 * 120, "first contact only at tick {contact}");
     assert!(frags[0] + frags[1] >= 6, "a minute of 2 against 2 gives frags: {frags:?}");
+    let share = figures.stuck_seconds() / figures.bot_seconds();
+    assert!(share < 0.03, "bots were stuck {:.1} of {:.0} bot-seconds", figures.stuck_seconds(), figures.bot_seconds());
+}
+
+/// The middle of the overpass's bridge (level 1), seen from the ground only along the bridge.
+const BRIDGE_MIDDLE: [f32; 2] = [19.0 * 32.0 + 16.0, 16.0 * 32.0 + 16.0];
+
+/// The overpass with two bots of team 1 and an idle player of team 2 (player 200) standing in
+/// the middle of the bridge.
+fn bridge_hunt(seed: u64) -> Host {
+    let mut h = host(seed, BRIDGE, 0);
+    h.push(HostCommand::Join { player: PlayerId(200), name: "human".into(), team: Some(2), bot: false });
+    for i in 0..2 {
+        h.push(HostCommand::Join { player: PlayerId(i), name: format!("bot{i}"), team: Some(1), bot: true });
+    }
+    h.step();
+    place(&mut h, PlayerId(200), BRIDGE_MIDDLE, 1);
+    h
+}
+
+/// Puts `player`'s tank at `at` on `level` of the loaded map, as a respawn would.
+fn place(h: &mut Host, player: PlayerId, at: [f32; 2], level: u8) {
+    let world = h.world_mut();
+    let rules = world.resource::<vimp_host::tanks::TanksRules>().clone();
+    let levels = world.resource::<MapState>().map.as_ref().map(|m| m.levels().clone());
+    world.resource_scope(|world, mut physics: bevy::prelude::Mut<vimp_host::engine::physics::Physics>| {
+        for mut tank in world.query::<&mut Tank>().iter_mut(world) {
+            if tank.player == player {
+                let spawn = vimp_host::tanks::tank::Spawn { at: [at[0], at[1], 0.0], level };
+                vimp_host::tanks::tank::respawn(&mut tank, &mut physics, spawn, &rules, levels.as_ref());
+            }
+        }
+    });
+}
+
+#[test]
+fn bots_climb_to_the_bridge_and_come_back_down() {
+    // The overpass: a bridge on level 1 over a wall band, two ramps up, a ledge to drop off.
+    // Two bots of team 1 hunt an idle player of team 2, who stands on the bridge (seen from
+    // the ground only along it) until a bot has driven up, then far off on the ground.
+    let mut h = bridge_hunt(4);
+    let human = PlayerId(200);
+    let (bridge, ground) = (BRIDGE_MIDDLE, [36.0 * 32.0 + 16.0, 3.0 * 32.0 + 16.0]);
+    let mut figures = BotFigures::default();
+    // Per bot, the level it stood on the tick before, while alive.
+    let mut last: std::collections::BTreeMap<PlayerId, u8> = Default::default();
+    let (mut up, mut down) = (None, None);
+    for tick in 0..60 * 120 {
+        let human_level = h
+            .world_mut()
+            .query::<&Tank>()
+            .iter(h.world())
+            .find(|t| t.player == human)
+            .map(|t| (t.alive, t.level.state.level));
+        match (up, human_level) {
+            (None, Some((true, 0))) => place(&mut h, human, bridge, 1),
+            (Some(_), Some((true, 1))) => place(&mut h, human, ground, 0),
+            _ => {}
+        }
+        h.step();
+        figures.observe(h.world_mut());
+        for t in h.world_mut().query::<&Tank>().iter(h.world()) {
+            if t.player == human {
+                continue;
+            }
+            let level = t.level.state.level;
+            match last.insert(t.player, level).filter(|_| t.alive) {
+                Some(0) if level == 1 => up = up.or(Some(tick)),
+                Some(1) if level == 0 && up.is_some() => down = down.or(Some(tick)),
+                _ => {}
+            }
+            if !t.alive {
+                last.remove(&t.player);
+            }
+        }
+        if down.is_some() {
+            break;
+        }
+    }
+    let up = up.expect("a bot drove up a ramp onto the bridge");
+    let down = down.expect("and came back down");
+    assert!(figures.ramp_climbs() > 0, "the figures counted the climb");
+    assert!(up < 40 * 120 && down - up < 30 * 120, "up at tick {up}, down at {down}");
     let share = figures.stuck_seconds() / figures.bot_seconds();
     assert!(share < 0.03, "bots were stuck {:.1} of {:.0} bot-seconds", figures.stuck_seconds(), figures.bot_seconds());
 }

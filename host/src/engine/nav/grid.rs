@@ -1,7 +1,10 @@
 //! The navigation grid: which cells a body may stand on, and the derived `fit` and `clear` grids.
 //!
 //! One cell per map tile. A cell is free when its tile is not a wall; the map edge counts
-//! as blocked. Two grids are derived from that, last, so nothing else depends on them:
+//! as blocked. A layered map's navigation stacks its levels' grids in one (see
+//! [`NavigationSystem`](super::NavigationSystem)), and marks the cells of a ramp run
+//! [`RAMP`] on the level the run starts from: not free, yet no obstacle to sight. Two grids
+//! are derived from the walk values, last, so nothing else depends on them:
 //!
 //! - `fit`: the side, in cells (at most [`MAX_FIT`]), of the largest free square that
 //!   contains the cell; 0 on a blocked cell. A body `w` wide fits a cell when
@@ -25,6 +28,9 @@ pub const MAX_FIT: u8 = 15;
 pub const FREE: u8 = 0;
 /// A blocked cell (a wall) in [`NavGrid::walk`].
 pub const BLOCKED: u8 = 1;
+/// A cell of a ramp run on the level the run starts from, in [`NavGrid::walk`]: a body does
+/// not stand on it (only a ramp link crosses it), but sight and shots pass over it.
+pub const RAMP: u8 = 2;
 
 /// The walkability grid with its `fit` and `clear` grids (see the module docs).
 #[derive(Clone, Debug, PartialEq)]
@@ -48,6 +54,17 @@ impl NavGrid {
                 }
             }
         }
+        NavGrid::from_walk(cols, rows, cell, walk)
+    }
+
+    /// A grid of `cols × rows` cells of `cell` world units from its walk values, row-major
+    /// ([`FREE`], [`BLOCKED`] or [`RAMP`]; any value but [`FREE`] is not free).
+    ///
+    /// # Panics
+    ///
+    /// When `walk` does not hold `cols × rows` values.
+    pub fn from_walk(cols: usize, rows: usize, cell: f32, walk: Vec<u8>) -> NavGrid {
+        assert_eq!(walk.len(), cols * rows, "one walk value per cell");
         let fit = fit_grid(cols, rows, &walk);
         let clear = clear_grid(cols, rows, &walk);
         NavGrid { cols, rows, cell, walk, fit, clear }
@@ -68,7 +85,7 @@ impl NavGrid {
         self.cell
     }
 
-    /// The walkability values, row-major: [`FREE`] or [`BLOCKED`].
+    /// The walkability values, row-major: [`FREE`], [`BLOCKED`] or [`RAMP`].
     pub fn walk(&self) -> &[u8] {
         &self.walk
     }
@@ -124,7 +141,8 @@ impl NavGrid {
         self.index(col, row).is_some_and(|i| self.walk[i] == FREE)
     }
 
-    /// Whether `(col, row)` is an obstacle to sight: a wall, or outside the grid.
+    /// Whether `(col, row)` is an obstacle to sight: a wall, or outside the grid (a ramp's
+    /// cell is not).
     pub fn is_obstacle_at(&self, col: i64, row: i64) -> bool {
         self.index(col, row).is_none_or(|i| self.walk[i] == BLOCKED)
     }

@@ -84,11 +84,38 @@
 //! costs a Dijkstra search per landmark over the lattice once (about 15 ms on a 256×256
 //! map).
 //!
+//! # Layered maps
+//!
+//! [`NavigationSystem::generate_layered`] builds a layered map's navigation: every level's
+//! grid stacked in one, each level a band of rows with [`LEVEL_GAP`] blocked rows between
+//! bands, so that every link, sight line, corridor and ring search above stays within its
+//! level (the `layers` module has the details). A level's cell is free where it has floor
+//! (the ground: where it is not a wall); the cells of a ramp run are [`RAMP`]
+//! on the level it starts from, neither free nor an obstacle to sight
+//! ([`NavigationSystem::is_walkable_on`] and [`NavigationSystem::has_obstacle_between_on`]): a
+//! route crosses a ramp only by its link. Links join the levels' nodes: a ramp's, both ways,
+//! from the cell before its foot to the one beyond its top on each lane, costing its length
+//! (a body wider than the wide ramp may not take it); a ledge's, downward only, from each
+//! cell at a level's open edge to the cell below it on the level it lands on, costing its
+//! length plus [`LEDGE_PENALTY`] per level times [`PathQuery::ledge_cost_scale`]. Each link
+//! has its `fit` and `clear` like a cell link, and a penalty zone on either of its levels
+//! prices it by its midpoint.
+//!
+//! [`NavigationSystem::find_route_on`] takes a [`PathPoint`] (a level and a point) at each
+//! end and answers as above, on the cells: the straight leg only on one level; the search
+//! follows the links too, its heuristic the octile distance in the levels' own coordinates
+//! and landmarks whose distances take every link either way at its length (so the bound
+//! stays below any route's cost); the path is pulled taut level by level, and each link is
+//! a leg of its own ([`LegKind::Ramp`], [`LegKind::Ledge`]) carrying the level it reaches.
+//! A layered map is not searched on the lattice. Queries per level end in `_on`; the flat
+//! ones are the ground's. A flat map builds and answers exactly as before levels existed.
+//!
 //! # Soft obstacles
 //!
 //! Things that move (a map's dynamic objects) are not walls: a route may go through them at a price
-//! ([`PathQuery::soft_cost`]). [`NavigationSystem::set_obstacle`] records each one's box; the
-//! cells it overlaps carry a count. The engine updates them at the start of every tick from
+//! ([`PathQuery::soft_cost`]). [`NavigationSystem::set_obstacle`] records each one's box (on a
+//! layered map [`NavigationSystem::set_obstacles_on`], on its level); the cells it overlaps
+//! carry a count. The engine updates them at the start of every tick from
 //! the bodies' poses ([`crate::engine::nav`]), so what a query sees depends only on the
 //! current world.
 //!
@@ -104,10 +131,16 @@ use std::sync::{Mutex, PoisonError};
 
 use serde_json::{Value, json};
 
-use crate::engine::nav::grid::{MAX_FIT, NavGrid};
+use crate::engine::map::Axis;
+use crate::engine::nav::grid::{FREE, MAX_FIT, NavGrid, RAMP};
 use crate::engine::nav::pathfinder::{Frontier, Path, SearchScratch, find_path_with};
 use crate::engine::nav::raycast::{slab, walk_ray_cells, walk_ray_indices};
 use crate::engine::rng::SplitMix64;
+
+mod layers;
+
+use layers::{Band, Layers, Link};
+pub use layers::{LEDGE_PENALTY, LEVEL_GAP};
 
 /// How many rings of cells around a point are searched for its entry node.
 pub const ENTRY_RINGS: i64 = 4;
@@ -127,6 +160,9 @@ const STEPS: [(i64, i64); 8] = [(1, 0), (0, 1), (-1, 0), (0, -1), (1, 1), (-1, 1
 /// A circle a route should keep out of: links whose midpoint is inside cost more.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PenaltyZone {
+    /// The level it lies on: only links on that level (a ramp's: on either of its levels)
+    /// cost more. A flat map has only level 0.
+    pub level: u8,
     /// The centre, world units.
     pub center: [f32; 2],
     /// The radius, world units.
@@ -157,6 +193,10 @@ pub struct PathQuery<'a> {
     /// How far along the path, world units, the route is pulled taut (see the module docs);
     /// beyond, its legs are the path's own turns. Infinite: the whole route.
     pub smooth_within: f32,
+    /// What a drop off a ledge costs on top of its length, as a multiple of
+    /// [`LEDGE_PENALTY`] per level fallen (layered maps): 1 by default, 0 for its length
+    /// alone, [`f32::INFINITY`] to forbid drops.
+    pub ledge_cost_scale: f32,
 }
 
 impl Default for PathQuery<'_> {
@@ -170,7 +210,29 @@ impl Default for PathQuery<'_> {
             penalties: &[],
             heuristic_weight: 1.0,
             smooth_within: f32::INFINITY,
+            ledge_cost_scale: 1.0,
         }
+    }
+}
+
+/// A point on one level of the map: where a route starts or ends on a layered map.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PathPoint {
+    /// The level (0: the ground).
+    pub level: u8,
+    /// The point, world units.
+    pub point: [f32; 2],
+}
+
+impl PathPoint {
+    /// `point` on `level`.
+    pub fn new(level: u8, point: [f32; 2]) -> PathPoint {
+        PathPoint { level, point }
+    }
+
+    /// `point` on the ground.
+    pub fn ground(point: [f32; 2]) -> PathPoint {
+        PathPoint { level: 0, point }
     }
 }
 
@@ -178,17 +240,32 @@ impl Default for PathQuery<'_> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum LegKind {
-    /// Driving on the level ground (the only kind on a flat map).
+    /// Driving on one level (the only kind on a flat map).
     Walk,
+    /// Up or down a ramp run, straight along it from the cell before its foot to the cell
+    /// beyond its top or back ([`RampRun`](crate::engine::map::RampRun)'s axis and sign).
+    Ramp {
+        /// The axis the run rises along.
+        axis: Axis,
+        /// +1 when it rises toward growing x (or y), −1 toward shrinking.
+        sign: i8,
+    },
+    /// Off a slab's open edge down to the level below, one cell across.
+    Ledge {
+        /// Levels fallen.
+        height: u8,
+    },
 }
 
-/// One leg of a route: where it goes and how.
+/// One leg of a route: where it goes, on which level, and how.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RouteLeg {
     /// The point the leg ends at, world units.
     pub point: [f32; 2],
     /// How it gets there.
     pub kind: LegKind,
+    /// The level its end is on.
+    pub level: u8,
 }
 
 /// A route: its legs in order (the last ends at the route's end) and its cost.
@@ -256,10 +333,11 @@ impl Obb {
     }
 }
 
-/// A soft obstacle: its box and the cells it covers.
+/// A soft obstacle: its box, its level and the cells it covers.
 #[derive(Clone, Debug, PartialEq)]
 struct Soft {
     shape: Obb,
+    level: u8,
     cells: Vec<u32>,
 }
 
@@ -340,6 +418,8 @@ pub struct NavigationSystem {
     lattice_shift: u32,
     /// `STEPS` as lattice index offsets.
     lattice_offsets: [isize; 8],
+    /// The levels' bands in the grid and the links between them (a flat map: one band).
+    layers: Layers,
     search: Mutex<Search>,
 }
 
@@ -390,10 +470,55 @@ struct Pricing {
     /// Per `clear` value below its length, the straight and diagonal costs with the narrow
     /// place's extra; from there on a link costs its length.
     narrow: Vec<[f32; 2]>,
+    /// The query's penalty zones where the grid has them.
+    zones: Vec<Zone>,
+}
+
+/// A penalty zone placed in the grid: on a layered map its level's band.
+#[derive(Clone, Copy, Debug)]
+struct Zone {
+    /// The centre in the grid, world units.
+    center: [f32; 2],
+    /// The centre on its level, world units.
+    local: [f32; 2],
+    level: u8,
+    /// The grid's y range of its band (and half the gaps beside it): a link whose midpoint
+    /// lies outside is on another level. Unbounded on a flat map.
+    y: [f32; 2],
+    radius: f32,
+    cost_per_unit: f32,
+}
+
+impl Zone {
+    /// The extra cost of a link `len` long whose midpoint is `mid` (grid units), when inside.
+    #[inline]
+    fn extra(&self, mid: [f32; 2], len: f32) -> Option<f32> {
+        if mid[1] < self.y[0] || mid[1] >= self.y[1] {
+            return None;
+        }
+        let (dx, dy) = (mid[0] - self.center[0], mid[1] - self.center[1]);
+        let d2 = dx * dx + dy * dy;
+        (d2 < self.radius * self.radius).then(|| self.cost_per_unit * (1.0 - d2.sqrt() / self.radius) * len)
+    }
 }
 
 impl Pricing {
+    /// The prices of `q` on a flat grid (penalty zones of level 0 only).
     fn new(grid: &NavGrid, q: &PathQuery<'_>) -> Pricing {
+        Pricing::with_zones(grid, q, |z| {
+            (z.level == 0).then_some(Zone {
+                center: z.center,
+                local: z.center,
+                level: 0,
+                y: [f32::NEG_INFINITY, f32::INFINITY],
+                radius: z.radius,
+                cost_per_unit: z.cost_per_unit,
+            })
+        })
+    }
+
+    /// The prices of `q` on `grid`, its penalty zones placed by `zone` (`None`: left out).
+    fn with_zones(grid: &NavGrid, q: &PathQuery<'_>, zone: impl Fn(&PenaltyZone) -> Option<Zone>) -> Pricing {
         let cell = grid.cell();
         let len = [cell, cell * std::f32::consts::SQRT_2];
         let mut narrow = Vec::new();
@@ -409,7 +534,8 @@ impl Pricing {
             }
         }
         let soft = q.soft_cost > 0.0;
-        Pricing { len, soft, soft_cost: len.map(|l| q.soft_cost * l), narrow }
+        let zones = q.penalties.iter().filter_map(zone).collect();
+        Pricing { len, soft, soft_cost: len.map(|l| q.soft_cost * l), narrow, zones }
     }
 
     /// The cost of a link before penalties and soft obstacles.
@@ -448,6 +574,14 @@ const UNREACHED: u16 = u16::MAX;
 impl NavigationSystem {
     /// The navigation of a grid, with no soft obstacles.
     pub fn new(grid: NavGrid) -> NavigationSystem {
+        let layers = Layers::flat(grid.rows(), grid.cell());
+        NavigationSystem::with_layers(grid, layers)
+    }
+
+    /// The navigation of a grid whose bands and links are `layers`: on a layered map the
+    /// lattice is left out (its routes cross levels only on the cells).
+    fn with_layers(grid: NavGrid, layers: Layers) -> NavigationSystem {
+        let layered = layers.is_layered();
         let free_cells: Vec<u32> = (0..grid.walk().len()).filter(|&i| grid.is_free(i)).map(|i| i as u32).collect();
         let mut nav = NavigationSystem {
             cells: Vec::new(),
@@ -462,6 +596,7 @@ impl NavigationSystem {
             lattice_links: Vec::new(),
             lattice_shift: 0,
             lattice_offsets: [0; 8],
+            layers,
             search: Mutex::new(Search::default()),
         };
         let cols = nav.grid.cols();
@@ -487,22 +622,25 @@ impl NavigationSystem {
         for &i in &nav.free_cells {
             nav.each_neighbour(i, 1, |m, _| links += usize::from(m > i));
         }
-        nav.links = links;
+        // A ramp counts once (two links, one each way), a ledge once.
+        nav.links = links + nav.layers.links.iter().filter(|l| l.is_ledge() || l.from < l.to).count();
         nav.lattice_shift = nav.grid.cols().div_ceil(2).next_power_of_two().trailing_zeros();
         nav.lattice_offsets = STEPS.map(|(dc, dr)| dr as isize * (1isize << nav.lattice_shift) + dc as isize);
-        nav.lattice_links = vec![LatticeLinks::default(); nav.lattice_nodes()];
-        for l in 0..nav.lattice_nodes() as u32 {
-            nav.link_lattice_node(l);
+        if !layered {
+            nav.lattice_links = vec![LatticeLinks::default(); nav.lattice_nodes()];
+            for l in 0..nav.lattice_nodes() as u32 {
+                nav.link_lattice_node(l);
+            }
         }
         nav.place_landmarks();
-        nav.lattice = nav.free_cells.len() > LATTICE_FROM;
+        nav.lattice = !layered && nav.free_cells.len() > LATTICE_FROM;
         nav
     }
 
     /// The same navigation searching the lattice first (`true`) or only the cells, whatever the
-    /// map's size.
+    /// map's size. A layered map's navigation searches only the cells.
     pub fn with_lattice(mut self, on: bool) -> NavigationSystem {
-        self.lattice = on;
+        self.lattice = on && !self.layers.is_layered();
         self
     }
 
@@ -511,9 +649,13 @@ impl NavigationSystem {
         self.lattice
     }
 
-    /// Shortest distances for a point from `start` to every cell (infinite where unreached).
+    /// Shortest distances for a point from `start` to every cell (infinite where unreached),
+    /// ramps and ledges taken either way at their length: what no route costs less than.
     fn distances_from(&self, start: u32) -> Vec<f32> {
-        self.dijkstra(start, |n, reach| self.each_neighbour(n, 1, |m, diagonal| reach(m, self.step_length(diagonal))))
+        self.dijkstra(start, |n, reach| {
+            self.each_neighbour(n, 1, |m, diagonal| reach(m, self.step_length(diagonal)));
+            self.layers.each_undirected(n, 1, |m, link| reach(m, link.length));
+        })
     }
 
     /// The cheapest costs from `start` to every cell (infinite where unreached) over the links
@@ -614,11 +756,76 @@ impl NavigationSystem {
         if diagonal { self.grid.cell() * std::f32::consts::SQRT_2 } else { self.grid.cell() }
     }
 
+    /// Whether the navigation is a layered map's: its levels stacked in one grid, with ramp
+    /// and ledge links between them (see the module docs).
+    pub fn is_layered(&self) -> bool {
+        self.layers.is_layered()
+    }
+
+    /// The levels the navigation has, from the ground up (`[0]` on a flat map).
+    pub fn levels(&self) -> &[u8] {
+        &self.layers.levels
+    }
+
+    /// The range of grid indices that holds `level`'s cells, row-major over the map's columns
+    /// and rows; `None` for a level the map does not have. A flat map's ground is the whole grid.
+    pub fn level_range(&self, level: u8) -> Option<std::ops::Range<usize>> {
+        let band = self.band(level)?;
+        let cols = self.grid.cols();
+        Some(band.first * cols..(band.first + band.rows) * cols)
+    }
+
+    /// The band of `level` in the grid; `None` for a level the map does not have.
+    #[inline]
+    fn band(&self, level: u8) -> Option<Band> {
+        self.layers.band(level)
+    }
+
+    /// The ground's band.
+    #[inline]
+    fn ground(&self) -> Band {
+        self.layers.band(0).expect("the ground is always there")
+    }
+
+    /// The cell `(col, row)` of the grid, when it lies in `band`.
+    #[inline]
+    fn band_cell(&self, band: &Band, col: i64, row: i64) -> Option<usize> {
+        if row < band.first as i64 || row >= (band.first + band.rows) as i64 {
+            return None;
+        }
+        self.grid.index(col, row)
+    }
+
+    /// The index of the cell under grid point `p`, when it lies in `band`.
+    #[inline]
+    fn band_index(&self, band: &Band, p: [f32; 2]) -> Option<usize> {
+        let (c, r) = self.grid.cell_of(p)?;
+        self.band_cell(band, c, r)
+    }
+
     /// Whether a wall (or the map edge) stands between `a` and `b`: the segment's cells, walked
     /// in order ([`walk_ray_cells`]), include a blocked one. Soft obstacles do not block sight.
     pub fn has_obstacle_between(&self, a: [f32; 2], b: [f32; 2]) -> bool {
+        self.has_obstacle_between_on(0, a, b)
+    }
+
+    /// [`Self::has_obstacle_between`] on `level`: its walls and the edges of its floor block,
+    /// a ramp's cells do not (sight and shots pass over them). A level the map does not have
+    /// is all obstacle.
+    pub fn has_obstacle_between_on(&self, level: u8, a: [f32; 2], b: [f32; 2]) -> bool {
+        let Some(band) = self.band(level) else { return true };
+        self.obstacle_between(&band, band.to_grid(a), band.to_grid(b))
+    }
+
+    /// [`Self::has_obstacle_between_on`] for grid points.
+    fn obstacle_between(&self, band: &Band, a: [f32; 2], b: [f32; 2]) -> bool {
+        let (lo, hi) = (band.first as i64, (band.first + band.rows) as i64);
         walk_ray_cells(a, b, self.grid.cell(), |c, r| {
-            if self.grid.is_obstacle_at(c, r) { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
+            if r < lo || r >= hi || self.grid.is_obstacle_at(c, r) {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
         })
         .is_break()
     }
@@ -627,10 +834,22 @@ impl NavigationSystem {
     /// line and lines parallel to it on both sides, at most a cell apart and out to
     /// `±half_width`, pass only through free cells.
     pub fn has_clear_corridor(&self, start: [f32; 2], end: [f32; 2], half_width: f32) -> bool {
-        self.corridor(start, end, half_width, false)
+        self.has_clear_corridor_on(0, start, end, half_width)
+    }
+
+    /// [`Self::has_clear_corridor`] on `level` (a ramp's cells are not free: a body crosses
+    /// them only up or down the ramp).
+    pub fn has_clear_corridor_on(&self, level: u8, start: [f32; 2], end: [f32; 2], half_width: f32) -> bool {
+        let Some(band) = self.band(level) else { return false };
+        self.corridor_in(&band, band.to_grid(start), band.to_grid(end), half_width, false)
     }
 
     fn corridor(&self, start: [f32; 2], end: [f32; 2], half_width: f32, avoid_soft: bool) -> bool {
+        self.corridor_in(&self.ground(), start, end, half_width, avoid_soft)
+    }
+
+    /// The corridor test for grid points within `band`.
+    fn corridor_in(&self, band: &Band, start: [f32; 2], end: [f32; 2], half_width: f32, avoid_soft: bool) -> bool {
         let cell = self.grid.cell();
         let half = half_width.max(0.0);
         let lines = (half / cell).ceil();
@@ -641,12 +860,12 @@ impl NavigationSystem {
         let (dx, dy) = (end[0] - start[0], end[1] - start[1]);
         let len = (dx * dx + dy * dy).sqrt();
         let normal = if len > 1e-6 { [-dy / len, dx / len] } else { [0.0, 1.0] };
-        // The outermost lines' ends are the corridor's corners: one outside the grid is a
+        // The outermost lines' ends are the corridor's corners: one outside the band is a
         // cell outside it on that line (and the map edge counts as blocked).
-        let (cols, rows) = (self.grid.cols() as f32, self.grid.rows() as f32);
+        let (cols, lo, hi) = (self.grid.cols() as f32, band.first as f32, (band.first + band.rows) as f32);
         let inside = |p: [f32; 2]| {
             let (c, r) = (p[0] / cell, p[1] / cell);
-            c >= 0.0 && r >= 0.0 && c < cols && r < rows
+            c >= 0.0 && r >= lo && c < cols && r < hi
         };
         let offset = |p: [f32; 2], o: f32| [p[0] + normal[0] * o, p[1] + normal[1] * o];
         let edge = if lines == 0 { 0.0 } else { half };
@@ -684,12 +903,24 @@ impl NavigationSystem {
     /// World units from the centre of the cell under `p` to the nearest wall or the map edge;
     /// 0 on a wall and outside the map.
     pub fn clearance(&self, p: [f32; 2]) -> f32 {
-        self.grid.index_of(p).map_or(0.0, |i| self.grid.clearance_index(i))
+        self.clearance_on(0, p)
+    }
+
+    /// [`Self::clearance`] on `level`: to the nearest cell of it that is not free.
+    pub fn clearance_on(&self, level: u8, p: [f32; 2]) -> f32 {
+        let Some(band) = self.band(level) else { return 0.0 };
+        self.band_index(&band, band.to_grid(p)).map_or(0.0, |i| self.grid.clearance_index(i))
     }
 
     /// [`Self::clearance`] with soft obstacles counted as walls.
     pub fn soft_clearance(&self, p: [f32; 2]) -> f32 {
-        match self.grid.index_of(p).map_or(0, |i| self.cells[i].soft_clear) {
+        self.soft_clearance_on(0, p)
+    }
+
+    /// [`Self::soft_clearance`] on `level` (its own soft obstacles).
+    pub fn soft_clearance_on(&self, level: u8, p: [f32; 2]) -> f32 {
+        let Some(band) = self.band(level) else { return 0.0 };
+        match self.band_index(&band, band.to_grid(p)).map_or(0, |i| self.cells[i].soft_clear) {
             0 => 0.0,
             d => (f32::from(d) - 0.5) * self.grid.cell(),
         }
@@ -697,34 +928,66 @@ impl NavigationSystem {
 
     /// Whether a body `width` wide fits the cell under `p`.
     pub fn fits(&self, p: [f32; 2], width: f32) -> bool {
+        self.fits_on(0, p, width)
+    }
+
+    /// [`Self::fits`] on `level`.
+    pub fn fits_on(&self, level: u8, p: [f32; 2], width: f32) -> bool {
+        let Some(band) = self.band(level) else { return false };
         let need = self.grid.cells_for(width);
-        self.grid.index_of(p).is_some_and(|i| self.grid.fits_index(i, need))
+        self.band_index(&band, band.to_grid(p)).is_some_and(|i| self.grid.fits_index(i, need))
+    }
+
+    /// Whether the cell under `p` is free on `level` (a body may stand there; not a wall,
+    /// not off its floor, not a ramp's cell).
+    pub fn is_walkable_on(&self, level: u8, p: [f32; 2]) -> bool {
+        let Some(band) = self.band(level) else { return false };
+        self.band_index(&band, band.to_grid(p)).is_some_and(|i| self.grid.is_free(i))
     }
 
     /// How many soft obstacles cover the cell under `p` (0 outside the map).
     pub fn soft_at(&self, p: [f32; 2]) -> u8 {
-        self.grid.index_of(p).map_or(0, |i| self.cells[i].soft)
+        self.soft_at_on(0, p)
     }
 
-    /// The soft counts, row-major.
+    /// [`Self::soft_at`] on `level`.
+    pub fn soft_at_on(&self, level: u8, p: [f32; 2]) -> u8 {
+        let Some(band) = self.band(level) else { return 0 };
+        self.band_index(&band, band.to_grid(p)).map_or(0, |i| self.cells[i].soft)
+    }
+
+    /// The soft counts, row-major (every level's, as [`Self::level_range`] lays them out).
     pub fn soft_values(&self) -> Vec<u8> {
         self.cells.iter().map(|c| c.soft).collect()
     }
 
-    /// The soft obstacles' boxes, by index (the ones recorded and not removed).
+    /// The soft obstacles' boxes, by index (the ones recorded and not removed), whatever
+    /// their level.
     pub fn obstacles(&self) -> impl Iterator<Item = &Obb> + '_ {
         self.obstacles.iter().flatten().map(|s| &s.shape)
+    }
+
+    /// The soft obstacles' boxes on `level`, by index.
+    pub fn obstacles_on(&self, level: u8) -> impl Iterator<Item = &Obb> + '_ {
+        self.obstacles.iter().flatten().filter(move |s| s.level == level).map(|s| &s.shape)
     }
 
     /// The centre of the nearest free cell within `max_radius` of `p` that a body `width`
     /// wide fits; ties go to the smaller distance, then the smaller y, then the smaller x.
     pub fn nearest_walkable(&self, p: [f32; 2], width: f32, max_radius: f32) -> Option<[f32; 2]> {
+        self.nearest_walkable_on(0, p, width, max_radius)
+    }
+
+    /// [`Self::nearest_walkable`] on `level`.
+    pub fn nearest_walkable_on(&self, level: u8, p: [f32; 2], width: f32, max_radius: f32) -> Option<[f32; 2]> {
+        let band = self.band(level)?;
         let need = self.grid.cells_for(width);
+        let p = band.to_grid(p);
         let (pc, pr) = self.grid.cell_of(p)?;
-        let (cols, rows) = (self.grid.cols() as i64, self.grid.rows() as i64);
+        let (cols, lo, hi) = (self.grid.cols() as i64, band.first as i64, (band.first + band.rows) as i64);
         let cell = self.grid.cell();
         let reach = (max_radius.max(0.0) / cell).ceil().min(1e9) as i64 + 1;
-        let cover = (pc.abs().max((pc - cols + 1).abs())).max(pr.abs().max((pr - rows + 1).abs()));
+        let cover = (pc.abs().max((pc - cols + 1).abs())).max((pr - lo).abs().max((pr - hi + 1).abs()));
         let mut best: Option<(f32, usize)> = None;
         let limit2 = max_radius * max_radius;
         for ring in 0..=reach.min(cover) {
@@ -734,7 +997,7 @@ impl NavigationSystem {
                     break;
                 }
             }
-            self.ring_cells(pc, pr, ring, |i| {
+            self.ring_cells_in(&band, pc, pr, ring, |i| {
                 if !self.grid.fits_index(i, need) {
                     return;
                 }
@@ -749,27 +1012,28 @@ impl NavigationSystem {
                 }
             });
         }
-        best.map(|(_, i)| self.grid.center(i))
+        best.map(|(_, i)| band.to_level(self.grid.center(i)))
     }
 
-    /// Calls `f` with every in-grid cell at Chebyshev distance `ring` from `(pc, pr)`, in a fixed order.
-    fn ring_cells(&self, pc: i64, pr: i64, ring: i64, mut f: impl FnMut(usize)) {
-        let (cols, rows) = (self.grid.cols() as i64, self.grid.rows() as i64);
+    /// Calls `f` with every cell of `band` at Chebyshev distance `ring` from `(pc, pr)`, in a
+    /// fixed order.
+    fn ring_cells_in(&self, band: &Band, pc: i64, pr: i64, ring: i64, mut f: impl FnMut(usize)) {
+        let (cols, lo, hi) = (self.grid.cols() as i64, band.first as i64, (band.first + band.rows) as i64);
         if ring == 0 {
-            if let Some(i) = self.grid.index(pc, pr) {
+            if let Some(i) = self.band_cell(band, pc, pr) {
                 f(i);
             }
             return;
         }
         let (c0, c1) = ((pc - ring).max(0), (pc + ring).min(cols - 1));
         for r in [pr - ring, pr + ring] {
-            if (0..rows).contains(&r) {
+            if (lo..hi).contains(&r) {
                 for c in c0..=c1 {
                     f(r as usize * cols as usize + c as usize);
                 }
             }
         }
-        let (r0, r1) = ((pr - ring + 1).max(0), (pr + ring - 1).min(rows - 1));
+        let (r0, r1) = ((pr - ring + 1).max(lo), (pr + ring - 1).min(hi - 1));
         for c in [pc - ring, pc + ring] {
             if (0..cols).contains(&c) {
                 for r in r0..=r1 {
@@ -779,36 +1043,56 @@ impl NavigationSystem {
         }
     }
 
-    /// A random node a body `width` wide fits: up to [`RANDOM_TRIES`] random nodes, then any
-    /// random node ([`Self::random_point`]). `None` on a map without a free cell.
-    pub fn random_point_where(&self, rng: &mut SplitMix64, width: f32) -> Option<[f32; 2]> {
+    /// The free cells of `band`, in index order.
+    fn free_cells_in(&self, band: &Band) -> &[u32] {
+        let cols = self.grid.cols();
+        let (lo, hi) = ((band.first * cols) as u32, ((band.first + band.rows) * cols) as u32);
+        let from = self.free_cells.partition_point(|&i| i < lo);
+        let to = self.free_cells.partition_point(|&i| i < hi);
+        &self.free_cells[from..to]
+    }
+
+    /// A random node of `level` a body `width` wide fits: up to [`RANDOM_TRIES`] random nodes
+    /// of the level, then any random node of it. `None` on a level without a free cell (or
+    /// one the map does not have).
+    pub fn random_point_where(&self, rng: &mut SplitMix64, level: u8, width: f32) -> Option<[f32; 2]> {
+        let band = self.band(level)?;
+        let cells = self.free_cells_in(&band);
         let need = self.grid.cells_for(width);
         for _ in 0..RANDOM_TRIES {
-            let i = *self.free_cells.get(rng.below(self.free_cells.len() as u32) as usize)?;
+            let i = *cells.get(rng.below(cells.len() as u32) as usize)?;
             if self.grid.fits_index(i as usize, need) {
-                return Some(self.grid.center(i as usize));
+                return Some(band.to_level(self.grid.center(i as usize)));
             }
         }
-        self.random_point(rng)
+        self.random_point_on(rng, level)
     }
 
-    /// The centre of a random node; `None` on a map without a free cell.
+    /// The centre of a random node on the ground; `None` without a free cell there.
     pub fn random_point(&self, rng: &mut SplitMix64) -> Option<[f32; 2]> {
-        let i = *self.free_cells.get(rng.below(self.free_cells.len() as u32) as usize)?;
-        Some(self.grid.center(i as usize))
+        self.random_point_on(rng, 0)
     }
 
-    /// The entry node of `p` for a body needing `need` cells (see the module docs).
-    fn entry(&self, p: [f32; 2], need: u32) -> Option<u32> {
+    /// The centre of a random node of `level`; `None` without a free cell there.
+    pub fn random_point_on(&self, rng: &mut SplitMix64, level: u8) -> Option<[f32; 2]> {
+        let band = self.band(level)?;
+        let cells = self.free_cells_in(&band);
+        let i = *cells.get(rng.below(cells.len() as u32) as usize)?;
+        Some(band.to_level(self.grid.center(i as usize)))
+    }
+
+    /// The entry node of grid point `p` on `band` for a body needing `need` cells (see the
+    /// module docs).
+    fn entry(&self, band: &Band, p: [f32; 2], need: u32) -> Option<u32> {
         let (pc, pr) = self.grid.cell_of(p)?;
-        if let Some(i) = self.grid.index(pc, pr)
+        if let Some(i) = self.band_cell(band, pc, pr)
             && self.grid.fits_index(i, need)
         {
             return Some(i as u32);
         }
         let mut candidates: Vec<(f32, usize)> = Vec::new();
         for ring in 1..=ENTRY_RINGS {
-            self.ring_cells(pc, pr, ring, |i| {
+            self.ring_cells_in(band, pc, pr, ring, |i| {
                 if self.grid.fits_index(i, need) {
                     let c = self.grid.center(i);
                     candidates.push(((c[0] - p[0]) * (c[0] - p[0]) + (c[1] - p[1]) * (c[1] - p[1]), i));
@@ -816,11 +1100,12 @@ impl NavigationSystem {
             });
         }
         candidates.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-        let visible = candidates.iter().find(|(_, i)| !self.has_obstacle_between(p, self.grid.center(*i)));
+        let visible = candidates.iter().find(|(_, i)| !self.obstacle_between(band, p, self.grid.center(*i)));
         visible.or(candidates.first()).map(|&(_, i)| i as u32)
     }
 
-    /// The labels of the graph's connected parts for a body needing `need` cells, computed once.
+    /// The labels of the graph's connected parts for a body needing `need` cells, computed
+    /// once. Ramps and ledges join parts whichever way they go.
     fn with_components<R>(&self, need: u32, graph: Graph, f: impl FnOnce(&Components) -> R) -> R {
         let mut search = self.search.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(c) = search.components.iter().find(|c| c.need == need && c.graph == graph) {
@@ -850,7 +1135,10 @@ impl NavigationSystem {
                     }
                 };
                 match graph {
-                    Graph::Cells => self.each_neighbour(i, need, |m, _| visit(m)),
+                    Graph::Cells => {
+                        self.each_neighbour(i, need, |m, _| visit(m));
+                        self.layers.each_undirected(i, need, |m, _| visit(m));
+                    }
                     Graph::Lattice => self.each_lattice_link(self.lattice_index(i) as u32, need, |_, m| {
                         visit(self.lattice_cell(m).expect("a lattice link reaches a lattice cell"))
                     }),
@@ -926,27 +1214,89 @@ impl NavigationSystem {
 
     /// Whether a body `width` wide can drive from `a` to `b` (soft obstacles pushed aside).
     pub fn reachable(&self, a: [f32; 2], b: [f32; 2], width: f32) -> bool {
+        self.reachable_on(PathPoint::ground(a), PathPoint::ground(b), width)
+    }
+
+    /// [`Self::reachable`] between levels: over ramps either way and down ledges.
+    pub fn reachable_on(&self, a: PathPoint, b: PathPoint, width: f32) -> bool {
         let need = self.grid.cells_for(width);
         if need > u32::from(MAX_FIT) {
             return false;
         }
-        let (Some(s), Some(g)) = (self.entry(a, need), self.entry(b, need)) else { return false };
-        self.with_components(need, Graph::Cells, |c| c.labels[s as usize] == c.labels[g as usize])
+        let (Some(band_a), Some(band_b)) = (self.band(a.level), self.band(b.level)) else { return false };
+        let (Some(s), Some(g)) =
+            (self.entry(&band_a, band_a.to_grid(a.point), need), self.entry(&band_b, band_b.to_grid(b.point), need))
+        else {
+            return false;
+        };
+        let joined = self.with_components(need, Graph::Cells, |c| c.labels[s as usize] == c.labels[g as usize]);
+        if !joined || !self.layers.has_ledges() {
+            return joined;
+        }
+        self.reaches(s, g, need)
+    }
+
+    /// Whether node `g` can be reached from node `s` by a body needing `need` cells, ledges
+    /// taken only downward (a search of the nodes `s` reaches).
+    fn reaches(&self, s: u32, g: u32, need: u32) -> bool {
+        let mut seen = vec![false; self.grid.walk().len()];
+        let mut stack = vec![s];
+        seen[s as usize] = true;
+        while let Some(n) = stack.pop() {
+            if n == g {
+                return true;
+            }
+            let mut visit = |m: u32| {
+                if !seen[m as usize] {
+                    seen[m as usize] = true;
+                    stack.push(m);
+                }
+            };
+            self.each_neighbour(n, need, |m, _| visit(m));
+            for link in self.layers.links_from(n) {
+                if need <= 1 || u32::from(link.fit) >= need {
+                    visit(link.to);
+                }
+            }
+        }
+        false
     }
 
     /// The connected parts of the free area for a body `width` wide: per cell its part's
     /// number from 1 (0 where the body does not fit), and each part's size in cells
-    /// (index = number; index 0 unused).
+    /// (index = number; index 0 unused). On a layered map the cells are the grid's (every
+    /// level, [`Self::level_range`]), and ramps and ledges join parts whichever way they go.
     pub fn regions(&self, width: f32) -> (Vec<u32>, Vec<u32>) {
         let need = self.grid.cells_for(width);
         self.with_components(need, Graph::Cells, |c| (c.labels.clone(), c.sizes.clone()))
     }
 
-    /// Whether a straight leg `a → b` with a corridor `half` wide on each side passes the tests
-    /// of a route's straight legs.
-    fn straight(&self, a: [f32; 2], b: [f32; 2], half: f32, q: &PathQuery<'_>) -> bool {
-        self.corridor(a, b, half, q.soft_cost > 0.0)
-            && !q.penalties.iter().any(|z| segment_distance(a, b, z.center) < z.radius)
+    /// Whether a straight leg `a → b` (grid points on `band`) with a corridor `half` wide on each
+    /// side passes the tests of a route's straight legs.
+    fn straight(&self, band: &Band, a: [f32; 2], b: [f32; 2], half: f32, q: &PathQuery<'_>, pricing: &Pricing) -> bool {
+        self.corridor_in(band, a, b, half, q.soft_cost > 0.0)
+            && !pricing.zones.iter().any(|z| z.level == band.level && segment_distance(a, b, z.center) < z.radius)
+    }
+
+    /// The prices of `query` on this navigation: on a layered map its penalty zones are
+    /// placed in their levels' bands (a zone on a level the map does not have is left out).
+    fn pricing(&self, query: &PathQuery<'_>) -> Pricing {
+        if !self.layers.is_layered() {
+            return Pricing::new(&self.grid, query);
+        }
+        let cell = self.grid.cell();
+        let gap = LEVEL_GAP as f32 / 2.0 * cell;
+        Pricing::with_zones(&self.grid, query, |z| {
+            let band = self.band(z.level)?;
+            Some(Zone {
+                center: band.to_grid(z.center),
+                local: z.center,
+                level: z.level,
+                y: [band.first as f32 * cell - gap, (band.first + band.rows) as f32 * cell + gap],
+                radius: z.radius,
+                cost_per_unit: z.cost_per_unit,
+            })
+        })
     }
 
     /// The half-widths of a straight leg's corridor: with the comfort margin (when the query
@@ -957,38 +1307,27 @@ impl NavigationSystem {
         (body + comfort, body)
     }
 
-    /// The cost of the link from cell `n` to its neighbour `m` (`diagonal` or straight).
+    /// The cost of the link from cell `n` to its neighbour `m` (`diagonal` or straight) for
+    /// the query `pricing` was worked out for.
     #[inline]
-    fn link_cost(&self, n: usize, m: usize, diagonal: bool, q: &PathQuery<'_>, pricing: &Pricing) -> f32 {
-        self.price(n, &self.cells[n], m, &self.cells[m], diagonal, q, pricing)
+    fn link_cost(&self, n: usize, m: usize, diagonal: bool, _q: &PathQuery<'_>, pricing: &Pricing) -> f32 {
+        self.price(n, &self.cells[n], m, &self.cells[m], diagonal, pricing)
     }
 
     /// [`Self::link_cost`] with the two cells' infos at hand.
     #[inline(always)]
-    #[expect(clippy::too_many_arguments, reason = "the two cells with their infos, as the hot loop has them")]
-    fn price(
-        &self,
-        n: usize,
-        a: &CellInfo,
-        m: usize,
-        b: &CellInfo,
-        diagonal: bool,
-        q: &PathQuery<'_>,
-        pricing: &Pricing,
-    ) -> f32 {
+    fn price(&self, n: usize, a: &CellInfo, m: usize, b: &CellInfo, diagonal: bool, pricing: &Pricing) -> f32 {
         let clear = if pricing.soft { a.soft_clear.min(b.soft_clear) } else { a.clear.min(b.clear) };
         let mut cost = pricing.base(clear, diagonal);
-        if !q.penalties.is_empty() {
+        if !pricing.zones.is_empty() {
             let len = pricing.len[usize::from(diagonal)];
             // The midpoint of the two cells' centres, from their coordinates.
             let ([ca, ra], [cb, rb]) = (self.coords[n], self.coords[m]);
             let half = self.grid.cell() / 2.0;
             let mid = [(f32::from(ca) + f32::from(cb) + 1.0) * half, (f32::from(ra) + f32::from(rb) + 1.0) * half];
-            for z in q.penalties {
-                let (dx, dy) = (mid[0] - z.center[0], mid[1] - z.center[1]);
-                let d2 = dx * dx + dy * dy;
-                if d2 < z.radius * z.radius {
-                    cost += z.cost_per_unit * (1.0 - d2.sqrt() / z.radius) * len;
+            for z in &pricing.zones {
+                if let Some(extra) = z.extra(mid, len) {
+                    cost += extra;
                 }
             }
         }
@@ -998,54 +1337,93 @@ impl NavigationSystem {
         cost
     }
 
-    /// A route from `start` to `end` for `query` (see the module docs); `None` when the body
-    /// cannot get there.
+    /// The cost of a ramp or ledge link for `q`: its length, with a narrow place's extra
+    /// from its `clear`, a drop's [`LEDGE_PENALTY`] per level times `ledge_cost_scale`
+    /// (infinite: no link), and the penalty zones on either of its levels around its midpoint.
+    fn link_price(&self, link: &Link, q: &PathQuery<'_>, pricing: &Pricing) -> f32 {
+        let mut cost = link.length * (pricing.base(link.clear, false) / pricing.len[0]);
+        if let LegKind::Ledge { height } = link.kind {
+            let scale = q.ledge_cost_scale;
+            if scale == f32::INFINITY {
+                return f32::INFINITY;
+            }
+            let scale = if scale.is_nan() { 1.0 } else { scale.max(0.0) };
+            cost += LEDGE_PENALTY * f32::from(height) * scale;
+        }
+        for z in &pricing.zones {
+            if z.level != link.levels[0] && z.level != link.levels[1] {
+                continue;
+            }
+            let (dx, dy) = (link.mid[0] - z.local[0], link.mid[1] - z.local[1]);
+            let d2 = dx * dx + dy * dy;
+            if d2 < z.radius * z.radius {
+                cost += z.cost_per_unit * (1.0 - d2.sqrt() / z.radius) * link.length;
+            }
+        }
+        cost
+    }
+
+    /// A route from `start` to `end` on the ground for `query` (see the module docs); `None`
+    /// when the body cannot get there.
     pub fn find_route(&self, start: [f32; 2], end: [f32; 2], query: &PathQuery<'_>) -> Option<Route> {
+        self.find_route_on(PathPoint::ground(start), PathPoint::ground(end), query)
+    }
+
+    /// A route from `start` to `end`, each on its level, for `query` (see the module docs):
+    /// over ramps either way and down ledges where the levels differ or that is cheaper;
+    /// `None` when the body cannot get there (or a point's level does not exist).
+    pub fn find_route_on(&self, start: PathPoint, end: PathPoint, query: &PathQuery<'_>) -> Option<Route> {
         let need = self.grid.cells_for(query.min_width);
-        if need > u32::from(MAX_FIT) || !start.iter().chain(&end).all(|v| v.is_finite()) {
+        if need > u32::from(MAX_FIT) || !start.point.iter().chain(&end.point).all(|v| v.is_finite()) {
             return None;
         }
-        if self.straight(start, end, Self::halves(query).0, query) {
-            let cost = distance(start, end);
-            return Some(Route { legs: vec![walk(end)], cost });
+        let (bs, be) = (self.band(start.level)?, self.band(end.level)?);
+        let (a, b) = (bs.to_grid(start.point), be.to_grid(end.point));
+        let pricing = self.pricing(query);
+        if start.level == end.level && self.straight(&bs, a, b, Self::halves(query).0, query, &pricing) {
+            let cost = distance(start.point, end.point);
+            return Some(Route { legs: vec![leg(end.point, LegKind::Walk, end.level)], cost });
         }
-        let s = self.entry(start, need)?;
-        let g = self.entry(end, need)?;
+        let s = self.entry(&bs, a, need)?;
+        let g = self.entry(&be, b, need)?;
         if s == g {
             return Some(self.two_legs(start, s, end));
         }
         if !self.with_components(need, Graph::Cells, |c| c.labels[s as usize] == c.labels[g as usize]) {
             return None;
         }
-        let pricing = Pricing::new(&self.grid, query);
         if self.lattice
             && let Some(route) = self.lattice_route(start, end, need, query, &pricing)
         {
             return Some(route);
         }
         let path = self.search(Graph::Cells, s, g, need, query, &pricing)?;
-        Some(self.finish(start, end, &path, query))
+        Some(self.finish(start, end, &path, query, &pricing))
     }
 
     /// The route through node `n`.
-    fn two_legs(&self, start: [f32; 2], n: u32, end: [f32; 2]) -> Route {
-        let c = self.grid.center(n as usize);
-        Route { legs: vec![walk(c), walk(end)], cost: distance(start, c) + distance(c, end) }
+    fn two_legs(&self, start: PathPoint, n: u32, end: PathPoint) -> Route {
+        let band = self.layers.band_of(n as usize, self.grid.cols());
+        let c = band.to_level(self.grid.center(n as usize));
+        Route {
+            legs: vec![leg(c, LegKind::Walk, band.level), leg(end.point, LegKind::Walk, end.level)],
+            cost: distance(start.point, c) + distance(c, end.point),
+        }
     }
 
     /// The route over the lattice, when start and end both see a lattice node the body fits
     /// and those nodes are linked; `None` sends the query to the cells.
     fn lattice_route(
         &self,
-        start: [f32; 2],
-        end: [f32; 2],
+        start: PathPoint,
+        end: PathPoint,
         need: u32,
         query: &PathQuery<'_>,
         pricing: &Pricing,
     ) -> Option<Route> {
         let half = Self::halves(query).1;
-        let s = self.lattice_entry(start, need, half, false)?;
-        let g = self.lattice_entry(end, need, half, true)?;
+        let s = self.lattice_entry(start.point, need, half, false)?;
+        let g = self.lattice_entry(end.point, need, half, true)?;
         if s == g {
             return Some(self.two_legs(start, s, end));
         }
@@ -1053,7 +1431,7 @@ impl NavigationSystem {
             return None;
         }
         let path = self.search(Graph::Lattice, s, g, need, query, pricing)?;
-        Some(self.finish(start, end, &path, query))
+        Some(self.finish(start, end, &path, query, pricing))
     }
 
     /// A\* from node `s` to node `g` over `graph`.
@@ -1070,6 +1448,37 @@ impl NavigationSystem {
         let nodes = self.grid.walk().len();
         let mut guard = self.search.lock().unwrap_or_else(PoisonError::into_inner);
         match graph {
+            Graph::Cells if self.layers.is_layered() => {
+                // The octile distance between points of any levels, in their own coordinates:
+                // a ramp or a ledge costs at least the distance it spans.
+                let stride = self.layers.stride as u16;
+                let local = |n: u32| {
+                    let [c, r] = self.coords[n as usize];
+                    [f32::from(c), f32::from(r % stride)]
+                };
+                let [gc, gr] = local(g);
+                let goal = self.landmarks.marks[g as usize];
+                let heuristic = |n: u32| {
+                    let [c, r] = local(n);
+                    let (dx, dy) = ((c - gc).abs(), (r - gr).abs());
+                    let (lo, hi) = if dx < dy { (dx, dy) } else { (dy, dx) };
+                    let octile = (hi + (std::f32::consts::SQRT_2 - 1.0) * lo) * cell;
+                    octile.max(self.landmark_bound(n, &goal)) * weight
+                };
+                let successors = |n: u32, frontier: &mut Frontier<'_, _>| {
+                    self.each_neighbour(n, need, |m, diagonal| {
+                        if !frontier.is_closed(m) {
+                            frontier.offer(m, self.link_cost(n as usize, m as usize, diagonal, q, pricing));
+                        }
+                    });
+                    for link in self.layers.links_from(n) {
+                        if (need <= 1 || u32::from(link.fit) >= need) && !frontier.is_closed(link.to) {
+                            frontier.offer(link.to, self.link_price(link, q, pricing));
+                        }
+                    }
+                };
+                find_path_with(nodes, s, g, heuristic, successors, &mut guard.scratch)
+            }
             Graph::Cells => {
                 let goal = self.landmarks.marks[g as usize];
                 let heuristic = |n: u32| octile(n).max(self.landmark_bound(n, &goal)) * weight;
@@ -1145,18 +1554,18 @@ impl NavigationSystem {
     /// The cost of lattice link `k` of lattice node `l` (whose links are `links`): what
     /// [`Self::price`] gives its two cell links, added up the same way.
     #[inline(always)]
-    fn lattice_price(&self, l: u32, links: &LatticeLinks, k: usize, q: &PathQuery<'_>, pricing: &Pricing) -> f32 {
+    fn lattice_price(&self, l: u32, links: &LatticeLinks, k: usize, _q: &PathQuery<'_>, pricing: &Pricing) -> f32 {
         let diagonal = k >= 4;
         let d = usize::from(diagonal);
         let clear = if pricing.soft { links.soft_clear[k] } else { links.clear[k] };
         let mut first = pricing.base(clear[0], diagonal);
         let mut second = pricing.base(clear[1], diagonal);
-        if !q.penalties.is_empty() {
+        if !pricing.zones.is_empty() {
             let [lc, lr] = self.lattice_coords(l).map(|v| 2 * v as i64);
             let (dc, dr) = STEPS[k];
             let len = pricing.len[d];
-            self.add_zones(&mut first, [lc, lr], [lc + dc, lr + dr], len, q);
-            self.add_zones(&mut second, [lc + dc, lr + dr], [lc + 2 * dc, lr + 2 * dr], len, q);
+            self.add_zones(&mut first, [lc, lr], [lc + dc, lr + dr], len, pricing);
+            self.add_zones(&mut second, [lc + dc, lr + dr], [lc + 2 * dc, lr + 2 * dr], len, pricing);
         }
         if pricing.soft {
             let bit = 1 << k;
@@ -1173,14 +1582,12 @@ impl NavigationSystem {
     /// Adds to `cost` the penalty zones' share of the cell link `a → b` (column, row) `len`
     /// long, as [`Self::price`] does.
     #[inline(always)]
-    fn add_zones(&self, cost: &mut f32, a: [i64; 2], b: [i64; 2], len: f32, q: &PathQuery<'_>) {
+    fn add_zones(&self, cost: &mut f32, a: [i64; 2], b: [i64; 2], len: f32, pricing: &Pricing) {
         let half = self.grid.cell() / 2.0;
         let mid = [(a[0] as f32 + b[0] as f32 + 1.0) * half, (a[1] as f32 + b[1] as f32 + 1.0) * half];
-        for z in q.penalties {
-            let (dx, dy) = (mid[0] - z.center[0], mid[1] - z.center[1]);
-            let d2 = dx * dx + dy * dy;
-            if d2 < z.radius * z.radius {
-                *cost += z.cost_per_unit * (1.0 - d2.sqrt() / z.radius) * len;
+        for z in &pricing.zones {
+            if let Some(extra) = z.extra(mid, len) {
+                *cost += extra;
             }
         }
     }
@@ -1224,7 +1631,7 @@ impl NavigationSystem {
             profiles.remove(0);
         }
         // Walls only: soft obstacles and penalty zones only add to a route's cost.
-        let walls = Pricing { soft: false, soft_cost: [0.0; 2], ..pricing.clone() };
+        let walls = Pricing { soft: false, soft_cost: [0.0; 2], zones: Vec::new(), ..pricing.clone() };
         let none = PathQuery::default();
         let distances = |start: u32| {
             self.dijkstra(start, |n, reach| {
@@ -1255,20 +1662,57 @@ impl NavigationSystem {
         profiles.last().expect("just pushed")
     }
 
-    /// The route along a path's nodes from `start` to `end`: pulled taut, priced.
-    fn finish(&self, start: [f32; 2], end: [f32; 2], path: &Path, query: &PathQuery<'_>) -> Route {
+    /// The route along a path's nodes from `start` to `end`: priced, and pulled taut level by
+    /// level, each ramp or ledge a leg of its own between the nodes it links.
+    fn finish(&self, start: PathPoint, end: PathPoint, path: &Path, query: &PathQuery<'_>, pricing: &Pricing) -> Route {
         let (Some(&s), Some(&g)) = (path.nodes.first(), path.nodes.last()) else {
-            return Route { legs: vec![walk(end)], cost: distance(start, end) };
+            return Route {
+                legs: vec![leg(end.point, LegKind::Walk, end.level)],
+                cost: distance(start.point, end.point),
+            };
         };
-        let mut points: Vec<[f32; 2]> = Vec::with_capacity(path.nodes.len() + 2);
-        points.push(start);
-        points.extend(path.nodes.iter().map(|&n| self.grid.center(n as usize)));
-        points.push(end);
-        points.dedup();
-        let legs = self.pull_taut(&points, query);
-        let cost =
-            path.cost + distance(start, self.grid.center(s as usize)) + distance(self.grid.center(g as usize), end);
+        let cols = self.grid.cols();
+        let (bs, bg) = (self.layers.band_of(s as usize, cols), self.layers.band_of(g as usize, cols));
+        let cost = path.cost
+            + distance(start.point, bs.to_level(self.grid.center(s as usize)))
+            + distance(bg.to_level(self.grid.center(g as usize)), end.point);
+        let mut legs = Vec::new();
+        let mut part: Vec<[f32; 2]> = Vec::with_capacity(path.nodes.len() + 2);
+        part.push(bs.to_grid(start.point));
+        let (mut band, mut horizon, mut previous) = (bs, query.smooth_within, s);
+        for &n in &path.nodes {
+            let here = self.layers.band_of(n as usize, cols);
+            if here.first != band.first {
+                horizon = self.pull_part(&mut legs, &mut part, &band, horizon, query, pricing);
+                let link = self.layers.link(previous, n).expect("a path changes level only over a link");
+                legs.push(leg(here.to_level(self.grid.center(n as usize)), link.kind, here.level));
+                horizon -= link.length;
+                band = here;
+                part.clear();
+            }
+            part.push(self.grid.center(n as usize));
+            previous = n;
+        }
+        part.push(band.to_grid(end.point));
+        self.pull_part(&mut legs, &mut part, &band, horizon, query, pricing);
         Route { legs, cost }
+    }
+
+    /// Pulls one level's part of a path taut (its points, grid units, from where the mover
+    /// stands) into `legs`, smoothed within `horizon` of its start; returns what is left of the
+    /// horizon after it.
+    fn pull_part(
+        &self,
+        legs: &mut Vec<RouteLeg>,
+        part: &mut Vec<[f32; 2]>,
+        band: &Band,
+        horizon: f32,
+        query: &PathQuery<'_>,
+        pricing: &Pricing,
+    ) -> f32 {
+        part.dedup();
+        legs.extend(self.pull_taut(part, query, pricing, band, horizon));
+        horizon - part.windows(2).map(|w| distance(w[0], w[1])).sum::<f32>()
     }
 
     /// Works out now what the first [`Self::find_route`] for `query`'s body and narrow-place
@@ -1283,7 +1727,7 @@ impl NavigationSystem {
         self.with_components(need, Graph::Cells, |_| ());
         if self.lattice {
             self.with_components(need, Graph::Lattice, |_| ());
-            let pricing = Pricing::new(&self.grid, query);
+            let pricing = self.pricing(query);
             let mut search = self.search.lock().unwrap_or_else(PoisonError::into_inner);
             self.profile(&mut search.profiles, need, &pricing);
         }
@@ -1294,12 +1738,25 @@ impl NavigationSystem {
         self.find_route(start, end, &PathQuery::default())
     }
 
+    /// [`Self::find_route_on`] with [`PathQuery::default`]: the shortest route of a point
+    /// between levels (a drop costing [`LEDGE_PENALTY`] per level on top of its length).
+    pub fn find_path_on(&self, start: PathPoint, end: PathPoint) -> Option<Route> {
+        self.find_route_on(start, end, &PathQuery::default())
+    }
+
     /// The smoothing step (see the module docs): `points` is start, the path's cell centres, end.
     ///
     /// A straight leg keeps the comfort margin where it can; where it cannot (a corridor
     /// narrower than body and margin), the body's own width is enough; where not even that
     /// reaches a farther point, the leg goes to the next cell of the path.
-    fn pull_taut(&self, points: &[[f32; 2]], q: &PathQuery<'_>) -> Vec<RouteLeg> {
+    fn pull_taut(
+        &self,
+        points: &[[f32; 2]],
+        q: &PathQuery<'_>,
+        pricing: &Pricing,
+        band: &Band,
+        smooth_within: f32,
+    ) -> Vec<RouteLeg> {
         let last = points.len() - 1;
         let dir = |i: usize| {
             let (a, b) = (points[i], points[i + 1]);
@@ -1313,7 +1770,7 @@ impl NavigationSystem {
         let mut along = 0.0;
         for (i, w) in points.windows(2).enumerate() {
             along += distance(w[0], w[1]);
-            if along > q.smooth_within {
+            if along > smooth_within {
                 within = i + 1;
                 break;
             }
@@ -1323,14 +1780,18 @@ impl NavigationSystem {
         while anchor < within && anchor < last {
             let ahead = &turns[turns.partition_point(|&i| i <= anchor)..];
             let next = self
-                .farthest(points, ahead, anchor, strict, q)
-                .or_else(|| if loose < strict { self.farthest(points, ahead, anchor, loose, q) } else { None })
+                .farthest(points, ahead, anchor, strict, q, pricing, band)
+                .or_else(|| {
+                    if loose < strict { self.farthest(points, ahead, anchor, loose, q, pricing, band) } else { None }
+                })
                 .unwrap_or(anchor + 1);
-            legs.push(walk(points[next]));
+            legs.push(leg(band.to_level(points[next]), LegKind::Walk, band.level));
             anchor = next;
         }
         // Past the horizon, the path's own turns.
-        legs.extend(turns.iter().filter(|&&i| i > anchor).map(|&i| walk(points[i])));
+        legs.extend(
+            turns.iter().filter(|&&i| i > anchor).map(|&i| leg(band.to_level(points[i]), LegKind::Walk, band.level)),
+        );
         legs
     }
 
@@ -1339,6 +1800,7 @@ impl NavigationSystem {
     /// reach) and then halving between the last turn in reach and the first out of it; then
     /// the farthest path point before that first turn out of reach (halving again). `None`
     /// when not even the next point is in reach.
+    #[expect(clippy::too_many_arguments, reason = "the path, where it stands and the query's tests")]
     fn farthest(
         &self,
         points: &[[f32; 2]],
@@ -1346,8 +1808,10 @@ impl NavigationSystem {
         anchor: usize,
         half: f32,
         q: &PathQuery<'_>,
+        pricing: &Pricing,
+        band: &Band,
     ) -> Option<usize> {
-        let reach = |i: usize| self.straight(points[anchor], points[i], half, q);
+        let reach = |i: usize| self.straight(band, points[anchor], points[i], half, q, pricing);
         // Turns `..ok` are taken to be in reach, `out..` out of it.
         let (mut ok, mut out) = (0usize, turns.len());
         let mut step = 1;
@@ -1393,6 +1857,12 @@ impl NavigationSystem {
     /// [`Self::set_obstacle`] for several obstacles at once (the margins to soft obstacles are
     /// measured again once, at the end, when any covered cell changed).
     pub fn set_obstacles(&mut self, shapes: impl IntoIterator<Item = (usize, Option<Obb>)>) -> bool {
+        self.set_obstacles_on(shapes.into_iter().map(|(i, shape)| (i, shape.map(|s| (0, s)))))
+    }
+
+    /// [`Self::set_obstacles`] with each obstacle on its level (`None`: removed; a box that
+    /// falls between levels is on none): it covers cells of that level only.
+    pub fn set_obstacles_on(&mut self, shapes: impl IntoIterator<Item = (usize, Option<(u8, Obb)>)>) -> bool {
         // The cells whose soft count or margin changed.
         let mut dirty = Vec::new();
         for (i, shape) in shapes {
@@ -1409,6 +1879,9 @@ impl NavigationSystem {
                 info.soft_clear = d;
                 dirty.push(i as u32);
             }
+        }
+        if self.lattice_links.is_empty() {
+            return true;
         }
         // A lattice node's links read the cells up to two steps away.
         dirty.sort_unstable();
@@ -1427,14 +1900,14 @@ impl NavigationSystem {
 
     /// Records obstacle `i` as `shape`; when the cells it covers change, the old and new ones
     /// go to `dirty`.
-    fn place(&mut self, i: usize, shape: Option<Obb>, dirty: &mut Vec<u32>) {
+    fn place(&mut self, i: usize, shape: Option<(u8, Obb)>, dirty: &mut Vec<u32>) {
         if self.obstacles.len() <= i {
             self.obstacles.resize(i + 1, None);
         }
-        if self.obstacles[i].as_ref().map(|s| s.shape) == shape {
+        if self.obstacles[i].as_ref().map(|s| (s.level, s.shape)) == shape {
             return;
         }
-        let cells = shape.map(|s| self.cells_under(&s)).unwrap_or_default();
+        let cells = shape.map(|(level, s)| self.cells_under_on(level, &s)).unwrap_or_default();
         let old = self.obstacles[i].take();
         let old_cells = old.as_ref().map_or(&[][..], |s| &s.cells[..]);
         if old_cells != &cells[..] {
@@ -1446,11 +1919,19 @@ impl NavigationSystem {
         for &c in &cells {
             self.cells[c as usize].soft = self.cells[c as usize].soft.saturating_add(1);
         }
-        self.obstacles[i] = shape.map(|shape| Soft { shape, cells });
+        self.obstacles[i] = shape.map(|(level, shape)| Soft { shape, level, cells });
     }
 
     /// The cells a box overlaps (touching is not overlapping).
     pub fn cells_under(&self, shape: &Obb) -> Vec<u32> {
+        self.cells_under_on(0, shape)
+    }
+
+    /// The cells of `level` a box on it overlaps, as grid indices ([`Self::level_range`]);
+    /// none on a level the map does not have.
+    pub fn cells_under_on(&self, level: u8, shape: &Obb) -> Vec<u32> {
+        let Some(band) = self.band(level) else { return Vec::new() };
+        let shape = Obb { center: band.to_grid(shape.center), ..*shape };
         let cell = self.grid.cell();
         let ex = shape.half[0] * shape.rot[0].abs() + shape.half[1] * shape.rot[1].abs();
         let ey = shape.half[0] * shape.rot[1].abs() + shape.half[1] * shape.rot[0].abs();
@@ -1460,10 +1941,10 @@ impl NavigationSystem {
         ) else {
             return Vec::new();
         };
-        let (cols, rows) = (self.grid.cols() as i64, self.grid.rows() as i64);
+        let (cols, lo, hi) = (self.grid.cols() as i64, band.first as i64, (band.first + band.rows) as i64);
         let slack = cell * 1e-3;
         let mut cells = Vec::new();
-        for r in r0.max(0)..=r1.min(rows - 1) {
+        for r in r0.max(lo)..=r1.min(hi - 1) {
             for c in c0.max(0)..=c1.min(cols - 1) {
                 if shape.overlaps_square([c as f32 * cell, r as f32 * cell], cell, slack) {
                     cells.push((r * cols + c) as u32);
@@ -1482,7 +1963,7 @@ impl NavigationSystem {
             values.chunks(g.cols().max(1)).map(|row| row.iter().map(|&v| f(v)).collect()).collect()
         };
         let digit = |v: u8| char::from_digit(u32::from(v).min(35), 36).unwrap_or('?');
-        json!({
+        let mut dump = json!({
             "step": g.cell(),
             "grid": [g.cols(), g.rows()],
             "nodes": self.node_count(),
@@ -1490,11 +1971,22 @@ impl NavigationSystem {
             "landmarks": self.landmarks.count,
             "lattice": self.lattice,
             "softObstacles": self.obstacles.iter().filter(|o| o.is_some()).count(),
-            "walk": rows(g.walk(), &|v| if v == 0 { '.' } else { '#' }),
+            "walk": rows(g.walk(), &|v| match v {
+                FREE => '.',
+                RAMP => '=',
+                _ => '#',
+            }),
             "fit": rows(g.fit_values(), &digit),
             "clear": rows(g.clear_values(), &digit),
             "soft": rows(&self.soft_values(), &|v| char::from_digit(u32::from(v).min(9), 10).unwrap_or('?')),
-        })
+        });
+        if self.layers.is_layered() {
+            dump["levels"] = json!(self.layers.levels);
+            dump["levelRows"] = json!([self.layers.rows, self.layers.stride]);
+            dump["ramps"] = json!(self.layers.links.iter().filter(|l| !l.is_ledge()).count());
+            dump["ledges"] = json!(self.layers.links.iter().filter(|l| l.is_ledge()).count());
+        }
+        dump
     }
 }
 
@@ -1556,8 +2048,14 @@ fn quantise(columns: &[Vec<f32>], cells: usize) -> (Vec<[u16; LANDMARKS]>, f32) 
     (marks, step)
 }
 
+/// A leg on the ground driving to `point` (a flat map's every leg).
+#[cfg_attr(not(test), expect(dead_code, reason = "the tests' shorthand"))]
 fn walk(point: [f32; 2]) -> RouteLeg {
-    RouteLeg { point, kind: LegKind::Walk }
+    leg(point, LegKind::Walk, 0)
+}
+
+fn leg(point: [f32; 2], kind: LegKind, level: u8) -> RouteLeg {
+    RouteLeg { point, kind, level }
 }
 
 fn distance(a: [f32; 2], b: [f32; 2]) -> f32 {
@@ -1737,7 +2235,7 @@ mod tests {
         let nav = nav(&rows);
         let (from, to) = (at(1, 4), at(13, 4));
         assert_eq!(nav.find_path(from, to).unwrap().legs.len(), 1, "open ground: straight");
-        let zone = [PenaltyZone { center: at(7, 4), radius: 25.0, cost_per_unit: 10.0 }];
+        let zone = [PenaltyZone { level: 0, center: at(7, 4), radius: 25.0, cost_per_unit: 10.0 }];
         let route = nav.find_route(from, to, &PathQuery { penalties: &zone, ..PathQuery::default() }).unwrap();
         assert!(route.legs.len() >= 2, "{route:?}");
         let mut prev = from;
@@ -1864,12 +2362,12 @@ mod tests {
         let mut a = SplitMix64::new(5);
         let mut b = SplitMix64::new(5);
         for _ in 0..50 {
-            let p = nav.random_point_where(&mut a, 25.0).unwrap();
+            let p = nav.random_point_where(&mut a, 0, 25.0).unwrap();
             assert!(nav.fits(p, 25.0));
-            assert_eq!(nav.random_point_where(&mut b, 25.0), Some(p));
+            assert_eq!(nav.random_point_where(&mut b, 0, 25.0), Some(p));
         }
         let sealed = build_nav(&["###", "###"]);
-        assert_eq!(sealed.random_point_where(&mut a, 0.0), None);
+        assert_eq!(sealed.random_point_where(&mut a, 0, 0.0), None);
     }
 
     #[test]
@@ -1937,7 +2435,7 @@ mod tests {
             assert_eq!(moved.lattice_links, fresh.lattice_links, "step {step}");
             assert!(moved.lattice_links.iter().any(|l| l.soft_mid | l.soft_far != 0));
         }
-        let zones = [PenaltyZone { center: [70.0, 60.0], radius: 45.0, cost_per_unit: 2.0 }];
+        let zones = [PenaltyZone { level: 0, center: [70.0, 60.0], radius: 45.0, cost_per_unit: 2.0 }];
         for q in [
             PathQuery::default(),
             PathQuery {
