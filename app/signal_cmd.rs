@@ -88,7 +88,10 @@ pub fn run(args: &SignalArgs) -> anyhow::Result<i32> {
     if args.turn_secret.is_some() {
         println!("TURN credentials are minted per peer, valid for {} s", args.turn_ttl);
     }
-    println!("rooms are lobby codes: peers join at {}/CODE; ICE servers at {}/ice", server.url(), server.url());
+    println!(
+        "rooms are lobby codes: peers join at {0}/CODE; ICE servers at {0}/ice; who is in a room at {0}/rooms/CODE",
+        server.url()
+    );
     server.wait()?;
     Ok(0)
 }

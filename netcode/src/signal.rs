@@ -26,6 +26,8 @@ use std::net::SocketAddr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::transport::PeerKey;
+
 #[cfg(feature = "signal-server")]
 mod server;
 #[cfg(feature = "signal-server")]
@@ -35,15 +37,59 @@ pub use server::{DEFAULT_TURN_TTL_SECS, SignalConfig, SignalServer, TurnSecret, 
 pub const ICE_PATH: &str = "/ice";
 
 /// The path under which a room's head count is served: `GET /rooms/CODE` answers
-/// [`RoomInfo`] (`{"peers": N}`, everyone whose websocket is in room `CODE` now). A peer
-/// that cannot get in asks it to tell "no host in the room" from "no network path to it".
+/// [`RoomInfo`] (`{"peers": N, "members": [...]}`, everyone whose websocket is in room `CODE`
+/// now). A peer that cannot get in asks it to tell "no host in the room" from "no network
+/// path to it"; a successor that lost its host asks it whether the host's process is still
+/// there (the rendezvous as a witness, see [`crate::client::Witness`]).
 pub const ROOMS_PATH: &str = "/rooms";
 
+/// How often a peer's socket speaks to the rendezvous when nothing else is said (matchbox's
+/// keep-alive): the room list's `idle_ms` of a live member stays under this, give or take a
+/// lost segment's retransmission.
+pub const KEEP_ALIVE: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// A member whose socket said nothing for this long is gone as far as the witness goes: its
+/// line was cut, or its process froze (six keep-alives missed; TCP retransmits a lost one
+/// within a second or two even on a poor line).
+pub const MEMBER_GONE_AFTER: std::time::Duration = std::time::Duration::from_millis(3000);
+
 /// What `GET /rooms/CODE` answers.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RoomInfo {
     /// How many peers are in the room now, the asking one included if its websocket is open.
     pub peers: usize,
+    /// Who they are, and how long ago each socket last said anything (servers before the
+    /// list answer without it).
+    #[serde(default)]
+    pub members: Vec<RoomMember>,
+}
+
+/// One member of a room, as `GET /rooms/CODE` lists it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoomMember {
+    /// Its peer id (a UUID, as matchbox assigns it; [`peer_id`] writes a [`PeerKey`] so).
+    pub id: String,
+    /// Milliseconds since its socket last said anything (a signal or a keep-alive).
+    pub idle_ms: u64,
+}
+
+impl RoomInfo {
+    /// Whether `peer`'s process is still in the room: listed, and heard within
+    /// [`MEMBER_GONE_AFTER`]. `None` from a server that lists no members.
+    pub fn holds(&self, peer: PeerKey) -> Option<bool> {
+        if self.members.is_empty() && self.peers > 0 {
+            return None;
+        }
+        let id = peer_id(peer);
+        Some(self.members.iter().any(|m| m.id == id && m.idle_ms < MEMBER_GONE_AFTER.as_millis() as u64))
+    }
+}
+
+/// A peer key as the rendezvous writes peer ids: the UUID of which it is the 128 bits,
+/// hyphenated (`8-4-4-4-12` lowercase hex digits).
+pub fn peer_id(peer: PeerKey) -> String {
+    let h = format!("{:032x}", peer.0);
+    format!("{}-{}-{}-{}-{}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..])
 }
 
 /// The default port of the signalling server.

@@ -1,13 +1,25 @@
 //! The signalling server itself (feature `signal-server`): matchbox's full-mesh server with
 //! `GET /ice` and `GET /rooms/CODE` beside it, on a thread and a tokio runtime of its own.
+//! Its mesh is matchbox's, but for one thing: it notes when each member's socket was last
+//! heard, which the room list says (`idle_ms`), so that a successor can ask whether its lost
+//! host's process is still there.
 
 use std::net::SocketAddr;
 use std::thread::JoinHandle;
 
-use axum::routing::get;
-use matchbox_signaling::SignalingServer;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
-use super::{DEFAULT_PORT, ICE_PATH, IceConfig, IceServer, ROOMS_PATH, RoomInfo, SignalError};
+use axum::extract::ws::Message;
+use axum::routing::get;
+use futures::StreamExt;
+use matchbox_protocol::{JsonPeerEvent, PeerId, PeerRequest};
+use matchbox_signaling::common_logic::parse_request;
+use matchbox_signaling::topologies::full_mesh::FullMeshState;
+use matchbox_signaling::{ClientRequestError, NoCallbacks, SignalingServerBuilder, SignalingTopology, WsStateMeta};
+
+use super::{DEFAULT_PORT, ICE_PATH, IceConfig, IceServer, ROOMS_PATH, RoomInfo, RoomMember, SignalError};
 
 /// How to run the signalling server.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -77,48 +89,98 @@ fn host_of(authority: &str) -> Option<&str> {
     ok.then_some(host)
 }
 
-/// Who is in which room, for `GET /rooms/CODE`. matchbox names the room when a websocket asks
-/// to connect, the peer when it assigns an id, and only the peer when it connects and leaves.
+/// Who is in which room, for `GET /rooms/CODE`, and when each member's socket last said
+/// anything (its signals and matchbox's keep-alives, every [`KEEP_ALIVE`](super::KEEP_ALIVE)).
 #[derive(Debug, Default)]
 struct Rooms {
-    /// Rooms of websockets that asked to connect and have no id yet, by their address.
-    asking: std::collections::HashMap<SocketAddr, String>,
-    /// Each connected or connecting peer's room.
-    room_of: std::collections::HashMap<matchbox_protocol::PeerId, String>,
-    /// Peers per room, connected ones only.
-    count: std::collections::HashMap<String, usize>,
+    /// Each connected peer's room and when it was last heard.
+    members: HashMap<PeerId, (String, Instant)>,
+    /// Members per room.
+    by_room: HashMap<String, BTreeSet<PeerId>>,
 }
 
 impl Rooms {
-    /// Upgrades that never complete would otherwise pile up here.
-    const MAX_ASKING: usize = 4096;
-
-    fn asked(&mut self, origin: SocketAddr, room: String) {
-        if self.asking.len() >= Self::MAX_ASKING {
-            self.asking.clear();
-        }
-        self.asking.insert(origin, room);
+    fn joined(&mut self, peer: PeerId, room: &str, now: Instant) {
+        self.members.insert(peer, (room.to_owned(), now));
+        self.by_room.entry(room.to_owned()).or_default().insert(peer);
     }
 
-    fn assigned(&mut self, origin: SocketAddr, peer: matchbox_protocol::PeerId) {
-        if let Some(room) = self.asking.remove(&origin) {
-            self.room_of.insert(peer, room);
+    fn heard(&mut self, peer: PeerId, now: Instant) {
+        if let Some((_, at)) = self.members.get_mut(&peer) {
+            *at = now;
         }
     }
 
-    fn joined(&mut self, peer: matchbox_protocol::PeerId) {
-        if let Some(room) = self.room_of.get(&peer) {
-            *self.count.entry(room.clone()).or_default() += 1;
-        }
-    }
-
-    fn left(&mut self, peer: matchbox_protocol::PeerId) {
-        let Some(room) = self.room_of.remove(&peer) else { return };
-        if let Some(n) = self.count.get_mut(&room) {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                self.count.remove(&room);
+    fn left(&mut self, peer: PeerId) {
+        let Some((room, _)) = self.members.remove(&peer) else { return };
+        if let Some(set) = self.by_room.get_mut(&room) {
+            set.remove(&peer);
+            if set.is_empty() {
+                self.by_room.remove(&room);
             }
+        }
+    }
+
+    fn info(&self, room: &str, now: Instant) -> RoomInfo {
+        let members: Vec<RoomMember> = self
+            .by_room
+            .get(room)
+            .into_iter()
+            .flatten()
+            .filter_map(|peer| {
+                let (_, at) = self.members.get(peer)?;
+                let idle_ms = now.saturating_duration_since(*at).as_millis().min(u128::from(u64::MAX)) as u64;
+                Some(RoomMember { id: peer.0.to_string(), idle_ms })
+            })
+            .collect();
+        RoomInfo { peers: members.len(), members }
+    }
+}
+
+/// What every socket's state machine shares: matchbox's full-mesh registry and the room list.
+#[derive(Clone, Default)]
+struct MeshState {
+    mesh: FullMeshState,
+    rooms: Arc<Mutex<Rooms>>,
+}
+
+impl matchbox_signaling::SignalingState for MeshState {}
+
+/// matchbox's full mesh (every signal relayed to the peer it names, `NewPeer` and
+/// `PeerLeft` to the room), noting in [`Rooms`] when each socket was last heard.
+#[derive(Debug, Default)]
+struct WitnessedMesh;
+
+#[async_trait::async_trait]
+impl SignalingTopology<NoCallbacks, MeshState> for WitnessedMesh {
+    async fn state_machine(upgrade: WsStateMeta<NoCallbacks, MeshState>) {
+        let WsStateMeta { room, peer_id, sender, mut receiver, mut state, .. } = upgrade;
+        state.mesh.add_peer(peer_id, sender, room.clone());
+        if let Ok(mut rooms) = state.rooms.lock() {
+            rooms.joined(peer_id, &room, Instant::now());
+        }
+        while let Some(request) = receiver.next().await {
+            if let Ok(mut rooms) = state.rooms.lock() {
+                rooms.heard(peer_id, Instant::now());
+            }
+            let request = match parse_request(request) {
+                Ok(request) => request,
+                // Not a request of the protocol: skipped, as matchbox's own mesh does.
+                Err(ClientRequestError::Json(_) | ClientRequestError::UnsupportedType(_)) => continue,
+                Err(_) => break,
+            };
+            match request {
+                PeerRequest::Signal { receiver, data } => {
+                    let event = Message::Text(JsonPeerEvent::Signal { sender: peer_id, data }.to_string().into());
+                    // A signal to a peer that left meanwhile goes nowhere.
+                    let _ = state.mesh.try_send_to_peer(receiver, event, room.clone());
+                }
+                PeerRequest::KeepAlive => {}
+            }
+        }
+        state.mesh.remove_peer(&peer_id);
+        if let Ok(mut rooms) = state.rooms.lock() {
+            rooms.left(peer_id);
         }
     }
 }
@@ -133,7 +195,6 @@ pub struct SignalServer {
 
 impl SignalServer {
     /// Binds `config.bind` and serves on a thread of its own.
-    #[expect(clippy::result_large_err, reason = "matchbox's connection-request callback returns its HTTP response")]
     pub fn start(config: SignalConfig) -> Result<SignalServer, SignalError> {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let ice = config.ice.clone();
@@ -154,39 +215,15 @@ impl SignalServer {
             }
             std::future::ready(axum::Json(list))
         };
-        let rooms = std::sync::Arc::new(std::sync::Mutex::new(Rooms::default()));
-        let count = {
-            let rooms = rooms.clone();
-            move |axum::extract::Path(room): axum::extract::Path<String>| {
-                let peers = rooms.lock().map_or(0, |r| r.count.get(&room).copied().unwrap_or(0));
-                std::future::ready(axum::Json(RoomInfo { peers }))
-            }
+        let state = MeshState::default();
+        let rooms = state.rooms.clone();
+        let list = move |axum::extract::Path(room): axum::extract::Path<String>| {
+            let info = rooms.lock().map(|r| r.info(&room, Instant::now())).unwrap_or_default();
+            std::future::ready(axum::Json(info))
         };
-        let (asked, assigned, joined, left) = (rooms.clone(), rooms.clone(), rooms.clone(), rooms);
-        let mut server = SignalingServer::full_mesh_builder(config.bind)
+        let mut server = SignalingServerBuilder::new(config.bind, WitnessedMesh, state)
             .mutate_router(move |router| {
-                router.route(ICE_PATH, get(answer)).route(&format!("{ROOMS_PATH}/{{room}}"), get(count))
-            })
-            .on_connection_request(move |meta| {
-                if let Ok(mut rooms) = asked.lock() {
-                    rooms.asked(meta.origin, meta.path.unwrap_or_else(|| "world".into()));
-                }
-                Ok(true)
-            })
-            .on_id_assignment(move |(origin, peer)| {
-                if let Ok(mut rooms) = assigned.lock() {
-                    rooms.assigned(origin, peer);
-                }
-            })
-            .on_peer_connected(move |peer| {
-                if let Ok(mut rooms) = joined.lock() {
-                    rooms.joined(peer);
-                }
-            })
-            .on_peer_disconnected(move |peer| {
-                if let Ok(mut rooms) = left.lock() {
-                    rooms.left(peer);
-                }
+                router.route(ICE_PATH, get(answer)).route(&format!("{ROOMS_PATH}/{{room}}"), get(list))
             })
             .with_shutdown(rx)
             .build();
@@ -251,6 +288,7 @@ mod tests {
 
     use super::*;
     use crate::signal::{fetch_ice, fetch_room};
+    use crate::transport::PeerKey;
 
     fn local() -> SignalConfig {
         SignalConfig { bind: SocketAddr::from(([127, 0, 0, 1], 0)), ..SignalConfig::default() }
@@ -373,6 +411,11 @@ mod tests {
 
     /// Opens a websocket into `room` and waits for its id.
     fn enter(server: &SignalServer, room: &str) -> TcpStream {
+        enter_with_id(server, room).0
+    }
+
+    /// Opens a websocket into `room`: the stream and the id the server assigned.
+    fn enter_with_id(server: &SignalServer, room: &str) -> (TcpStream, String) {
         let mut s = TcpStream::connect(server.addr()).expect("connect");
         write!(
             s,
@@ -380,8 +423,22 @@ mod tests {
              Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
         )
         .expect("write");
-        read_until(&mut s, |b| String::from_utf8_lossy(b).contains("IdAssigned"));
-        s
+        let bytes = read_until(&mut s, |b| {
+            let text = String::from_utf8_lossy(b);
+            text.find("IdAssigned").is_some_and(|at| text[at..].matches('"').count() >= 3)
+        });
+        let text = String::from_utf8_lossy(&bytes);
+        let id = text[text.find("IdAssigned").expect("assigned")..].split('"').nth(2).expect("an id").to_owned();
+        (s, id)
+    }
+
+    /// Sends a client's (masked) text frame.
+    fn send_text(s: &mut TcpStream, text: &str) {
+        let mask = [0x5a, 0x17, 0x33, 0xc4];
+        let mut frame = vec![0x81, 0x80 | text.len() as u8];
+        frame.extend_from_slice(&mask);
+        frame.extend(text.bytes().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+        s.write_all(&frame).expect("write");
     }
 
     /// Polls `GET /rooms/ROOM` until it says `want`, or fails after a deadline.
@@ -412,6 +469,42 @@ mod tests {
         drop(other);
         await_count(&server, "K7MP2Q", 0);
         await_count(&server, "ABCDEF", 0);
+        server.stop().expect("stops");
+    }
+
+    #[test]
+    fn the_room_list_names_each_member_and_how_long_its_socket_was_silent() {
+        let server = SignalServer::start(local()).expect("starts");
+        let (mut a, a_id) = enter_with_id(&server, "W1TNES");
+        let (b, b_id) = enter_with_id(&server, "W1TNES");
+        await_count(&server, "W1TNES", 2);
+        let idle = |id: &str| {
+            let info = fetch_room(&server.url(), "W1TNES", Duration::from_secs(2)).expect("the room answers");
+            info.members.iter().find(|m| m.id == id).map(|m| m.idle_ms)
+        };
+        // Both listed by the ids they were assigned; silent, their idle times grow.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while idle(&a_id).expect("a listed") < 300 || idle(&b_id).expect("b listed") < 300 {
+            assert!(Instant::now() < deadline, "the idle times never grew");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // A keep-alive from a: its idle time starts again, b's goes on.
+        send_text(&mut a, "\"KeepAlive\"");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while idle(&a_id).expect("a listed") >= idle(&b_id).expect("b listed") {
+            assert!(Instant::now() < deadline, "a's keep-alive was not noted");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let peer = |id: &str| PeerKey(u128::from_str_radix(&id.replace('-', ""), 16).expect("a uuid"));
+        let info = fetch_room(&server.url(), "W1TNES", Duration::from_secs(2)).expect("the room answers");
+        assert_eq!(info.holds(peer(&a_id)), Some(true), "a was heard just now: {info:?}");
+        assert_eq!(crate::signal::peer_id(peer(&b_id)), b_id, "a key is written back as the id it came from");
+        assert_eq!(info.holds(PeerKey(7)), Some(false), "a stranger is not in the room");
+        drop(b);
+        await_count(&server, "W1TNES", 1);
+        assert_eq!(idle(&b_id), None, "b left");
+        let info = fetch_room(&server.url(), "W1TNES", Duration::from_secs(2)).expect("the room answers");
+        assert_eq!(info.holds(peer(&b_id)), Some(false));
         server.stop().expect("stops");
     }
 

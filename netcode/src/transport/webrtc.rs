@@ -304,6 +304,9 @@ impl WebRtcTransport {
         let (socket, message_loop) = WebRtcSocket::builder(room_url)
             .ice_server(ice_server)
             .reconnect_attempts(Some(1))
+            // The rendezvous hears this process every half second, so that a successor asking
+            // it (`GET /rooms/CODE`) learns soon whether a silent host's process is still there.
+            .signaling_keep_alive_interval(Some(crate::signal::KEEP_ALIVE))
             .add_channel(ChannelConfig::reliable())
             .add_channel(ChannelConfig::unreliable())
             .build();
