@@ -16,7 +16,9 @@ use vimp_netcode::session::{Hello, close};
 use vimp_netcode::signal::{SignalConfig, SignalServer};
 use vimp_netcode::transport::webrtc::WebRtcTransport;
 
-use crate::setup::{DEFAULT_SIGNAL, IceArgs, JoinFailure, Redialer, UNREACHABLE, client_config, linger, new_match};
+use crate::setup::{
+    DEFAULT_SIGNAL, IceArgs, JoinFailure, Redialer, UNREACHABLE, Witnesser, client_config, linger, new_match,
+};
 
 /// What `vimp host` was asked to do.
 #[derive(Debug, Clone, clap::Args)]
@@ -416,7 +418,12 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
     let ice = args.ice.resolve(&signal)?;
     let start = Instant::now();
     let transport: Box<dyn vimp_netcode::transport::Transport> = Box::new(WebRtcTransport::connect(&url, &ice)?);
-    let mut node = Node::playing(*game, transport, ClientCore::new(hello, client_config(args.host_timeout)));
+    let mut witness = Witnesser::new(&url);
+    let config = match witness {
+        Some(_) => Witnesser::config(client_config(args.host_timeout)),
+        None => client_config(args.host_timeout),
+    };
+    let mut node = Node::playing(*game, transport, ClientCore::new(hello, config));
     let (dial_url, dial_ice) = (url.clone(), ice.clone());
     let mut redialer = Redialer::new(Box::new(move || {
         Ok(Box::new(WebRtcTransport::connect(&dial_url, &dial_ice)?) as Box<dyn vimp_netcode::transport::Transport>)
@@ -449,6 +456,9 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
             for note in redialer.turn(&mut node, now) {
                 eprintln!("{note}");
             }
+        }
+        if let Some(witness) = witness.as_mut() {
+            witness.turn(&mut node);
         }
         let (checkpoints, transport_failure) = (node.checkpoints(), node.transport().failure());
         let host_path_now = node.client().and_then(ClientCore::host_peer).and_then(|h| node.transport().path(h));
@@ -664,6 +674,7 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
     report["host_checks"] = json!(stats.host_checks);
     report["takeovers_held"] = json!(stats.takeovers_held);
     report["host_checks_answered"] = json!(stats.host_checks_answered);
+    report["witness_answers"] = json!(stats.witness_answers);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

@@ -8,8 +8,8 @@ use anyhow::Context;
 use vimp_host::engine::game::{BotSkill, Game};
 use vimp_host::engine::node::Node;
 use vimp_host::{Host, HostCommand, PlayerId};
-use vimp_netcode::client::ClientConfig;
 use vimp_netcode::client::reconnect::{ATTEMPT_TIMEOUT, RECONNECT_DELAYS, Reconnect, Redial, is_drop};
+use vimp_netcode::client::{ClientConfig, Witness};
 use vimp_netcode::lobby::LobbyCode;
 use vimp_netcode::session::close;
 use vimp_netcode::signal::IceServer;
@@ -370,5 +370,86 @@ impl Redialer {
             Redial::GaveUp { .. } => {}
         }
         notes
+    }
+}
+
+/// How often a successor may ask the rendezvous about its lost host.
+pub const WITNESS_INTERVAL: Duration = Duration::from_millis(250);
+
+/// How long one question to the rendezvous may take before it counts as unanswered.
+pub const WITNESS_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Asks the rendezvous, off the node's thread, whether a lost host's process is still in its
+/// room, for the client's check before a claim ([`ClientCore::witness_wanted`]; see
+/// [the rule](vimp_netcode::migration#before-a-claim-asking-the-room)): `GET /rooms/CODE` on
+/// its own thread, one question at a time, at most one per [`WITNESS_INTERVAL`]. The
+/// headless client and the window's node thread run one each turn.
+///
+/// [`ClientCore::witness_wanted`]: vimp_netcode::client::ClientCore::witness_wanted
+#[derive(Debug)]
+pub struct Witnesser {
+    server: String,
+    room: String,
+    asked: Option<(vimp_netcode::transport::PeerKey, std::sync::mpsc::Receiver<Witness>)>,
+    last: Option<std::time::Instant>,
+    /// Answers passed to the client so far.
+    pub answers: u32,
+}
+
+impl Witnesser {
+    /// A witness for the room at `room_url` (`ws://HOST:PORT/CODE`); `None` for a URL whose
+    /// rendezvous cannot be asked over plain HTTP (`wss://`): the client then goes by its own
+    /// silence, as without a rendezvous.
+    pub fn new(room_url: &str) -> Option<Witnesser> {
+        let (server, room) = room_url.trim_end_matches('/').rsplit_once('/')?;
+        (server.starts_with("ws://") && !room.is_empty()).then(|| Witnesser {
+            server: server.to_owned(),
+            room: room.to_owned(),
+            asked: None,
+            last: None,
+            answers: 0,
+        })
+    }
+
+    /// The client's settings for a node that runs this witness: it asks before it claims.
+    pub fn config(config: ClientConfig) -> ClientConfig {
+        ClientConfig { witness: true, ..config }
+    }
+
+    /// One turn: an answer that came goes to the client; a question the client has is asked.
+    pub fn turn<T: Transport>(&mut self, node: &mut Node<T>) {
+        let Some(client) = node.client_mut() else { return };
+        if let Some((host, rx)) = &self.asked {
+            match rx.try_recv() {
+                Ok(witness) => {
+                    client.witness(*host, witness);
+                    self.answers += 1;
+                    self.asked = None;
+                }
+                Err(std::sync::mpsc::TryRecvError::Empty) => return,
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => self.asked = None,
+            }
+        }
+        let Some(host) = client.witness_wanted() else { return };
+        if self.last.is_some_and(|at| at.elapsed() < WITNESS_INTERVAL) {
+            return;
+        }
+        self.last = Some(std::time::Instant::now());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (server, room) = (self.server.clone(), self.room.clone());
+        let asked = std::thread::Builder::new().name("vimp-witness".into()).spawn(move || {
+            let witness = match vimp_netcode::signal::fetch_room(&server, &room, WITNESS_TIMEOUT) {
+                Ok(info) => match info.holds(host) {
+                    Some(true) => Witness::There,
+                    Some(false) => Witness::Gone,
+                    None => Witness::Unreachable,
+                },
+                Err(_) => Witness::Unreachable,
+            };
+            let _ = tx.send(witness);
+        });
+        if asked.is_ok() {
+            self.asked = Some((host, rx));
+        }
     }
 }

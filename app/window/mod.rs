@@ -327,7 +327,8 @@ pub fn start_match(kind: &MatchKind, settings: &Settings) -> anyhow::Result<Matc
             let (dial_url, dial_ice) = (url.clone(), ice.clone());
             let dial: crate::setup::Dial =
                 Box::new(move || Ok(Box::new(WebRtcTransport::connect(&dial_url, &dial_ice)?) as Box<dyn Transport>));
-            let node = NodeThread::join(crate::GAME, transport, hello, config, Some(dial), clock)?;
+            let witness = crate::setup::Witnesser::new(&url);
+            let node = NodeThread::join(crate::GAME, transport, hello, config, Some(dial), witness, clock)?;
             let mut state = MatchState::new(node, clock, format!("joined {url}"));
             state.room = tokens.map(|t| (url.clone(), t));
             state.joining = Some(Joining::new(signal, url.clone(), ice));

@@ -53,7 +53,7 @@ use vimp_netcode::snapshot::Frame;
 use vimp_netcode::transport::webrtc::WebRtcTransport;
 use vimp_netcode::transport::{LinkPath, MemoryTransport, PeerKey, Transport};
 
-use crate::setup::{Dial, IceArgs, Redialer};
+use crate::setup::{Dial, IceArgs, Redialer, Witnesser};
 
 /// The node this process runs, as the window holds it.
 pub type WindowNode = Node<Box<dyn Transport>>;
@@ -309,9 +309,17 @@ impl NodeThread {
                     return None;
                 }
             };
+            let witness = lobby.as_ref().and_then(|(_, url)| Witnesser::new(url));
             let _ = ready_tx.send(Ok(lobby));
-            let mut turns =
-                Turns { node, shared, capture: config.capture, watch: None, redialer: None, _signal: keep_alive };
+            let mut turns = Turns {
+                node,
+                shared,
+                capture: config.capture,
+                watch: None,
+                redialer: None,
+                witness,
+                _signal: keep_alive,
+            };
             if config.watch {
                 turns.watch = Some(Watch::new(config.map.clone()));
                 let game = config.game;
@@ -334,19 +342,22 @@ impl NodeThread {
     /// saying `hello` to whichever host answers: it shadows while this client is among the
     /// first successors and takes the match over when its turn comes. With `dial`, a drop is
     /// dialed back over fresh transports from it ([`Redialer`]; [`ClientView::redial`] says
-    /// how it goes, [`NodeThread::retry`] tries again after it gave up).
+    /// how it goes, [`NodeThread::retry`] tries again after it gave up). With `witness`, a
+    /// successor asks the rendezvous about a lost host before it claims ([`Witnesser`]).
     pub fn join(
         game: Game,
         transport: Box<dyn Transport>,
         hello: Hello,
         config: ClientConfig,
         dial: Option<Dial>,
+        witness: Option<Witnesser>,
         clock: Instant,
     ) -> std::io::Result<NodeThread> {
         let start = move |shared: Arc<Shared>| {
+            let config = if witness.is_some() { Witnesser::config(config) } else { config };
             let node = Node::playing(game, transport, ClientCore::new(hello, config));
             let redialer = dial.map(Redialer::new);
-            Some(Turns { node, shared, capture: None, watch: None, redialer, _signal: None })
+            Some(Turns { node, shared, capture: None, watch: None, redialer, witness, _signal: None })
         };
         NodeThread::spawn(clock, start)
     }
@@ -476,6 +487,8 @@ struct Turns {
     watch: Option<Watch>,
     /// Dials a dropped player back in, when the window joined the match.
     redialer: Option<Redialer>,
+    /// Asks the rendezvous about a lost host, in an online match.
+    witness: Option<Witnesser>,
     /// An embedded signalling server: friends still join by the code after the match went
     /// to another host.
     _signal: Option<SignalServer>,
@@ -524,6 +537,9 @@ impl Turns {
                 }
                 let mut view = self.shared.view.lock().unwrap_or_else(PoisonError::into_inner);
                 view.redial = redialer.state();
+            }
+            if let Some(witness) = self.witness.as_mut() {
+                witness.turn(&mut self.node);
             }
             publish(&mut self.node, &self.shared, now, &mut chat_seen);
             let due = self.node.poll_timeout().map_or(TURN, |at| at.saturating_sub(clock.elapsed()));
@@ -647,7 +663,9 @@ fn build(config: &HostConfig, hello: Hello) -> anyhow::Result<Built> {
         session: vimp_host::engine::server::session_config(&init.game),
         ..ServerConfig::default()
     };
-    let player = ClientCore::new(hello, ClientConfig::default());
+    // Online, the player asks the rendezvous before it claims a match it stepped down from.
+    let client = if lobby.is_some() { Witnesser::config(ClientConfig::default()) } else { ClientConfig::default() };
+    let player = ClientCore::new(hello, client);
     let node = Node::hosting(config.game, mesh, ServerCore::new(host, server_config), Some(player));
     Ok((node, keep_alive, lobby))
 }

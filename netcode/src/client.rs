@@ -70,8 +70,8 @@ use crate::frame::{self, Channel, op};
 use crate::input::{Aim, AimEvent, BinaryKeyEvent, KeyAction, KeyTable, WireInput};
 use crate::meta::{ChatHistory, ChatMessage, Keyset, MetaMessage};
 use crate::migration::{
-    CHECK_TIME, CheckpointAssembler, Claim, Handoff, HostBallot, HostCheck, HostSeen, HostVote, Links,
-    MIN_CHECK_INTERVAL, MIN_REQUEST_INTERVAL, MigrationPayload, Succession,
+    ALIVE_WITHIN, CHECK_TIME, CheckpointAssembler, Claim, Evidence, Handoff, HostBallot, HostCheck, HostSeen, HostVote,
+    Links, MIN_CHECK_INTERVAL, MIN_REQUEST_INTERVAL, MigrationPayload, Succession,
 };
 use crate::schema::SnapshotSchema;
 use crate::session::{ClientEvent, ClientSession, ClientSessionConfig, Hello, Welcome};
@@ -85,6 +85,7 @@ mod silence;
 
 pub use silence::{GAP_FACTOR, MIN_GAPS, SilenceWatch, WINDOW};
 
+pub use host_check::Witness;
 pub use host_vote::HostVoteView;
 
 /// What changed for a client, for its app to say or show ([`ClientCore::poll_event`]); its
@@ -221,6 +222,9 @@ pub struct ClientStats {
     pub takeovers_held: u32,
     /// `HOST_CHECK`s this client answered.
     pub host_checks_answered: u64,
+    /// Answers of the rendezvous about a lost host that a check of the room took
+    /// ([`ClientCore::witness`]).
+    pub witness_answers: u32,
     /// Times this client dialed the match again after a drop ([`ClientCore::reconnect`]).
     pub reconnect_attempts: u32,
     /// Of those, the ones the host welcomed.
@@ -241,6 +245,11 @@ pub struct ClientConfig {
     pub give_up: Duration,
     /// Recent key events and aims kept to send again to a new host (64).
     pub input_history: usize,
+    /// The client's driver asks a rendezvous about a lost host ([`ClientCore::witness_wanted`],
+    /// [`ClientCore::witness`]): a successor alone with its host, or whose room is silent,
+    /// claims only once the rendezvous says the host's process is gone. Without one (false,
+    /// the default: a match over in-memory links or on a LAN), its own silence decides.
+    pub witness: bool,
 }
 
 impl Default for ClientConfig {
@@ -250,6 +259,7 @@ impl Default for ClientConfig {
             min_host_timeout: Duration::from_millis(150),
             give_up: Duration::from_secs(10),
             input_history: 64,
+            witness: false,
         }
     }
 }
@@ -265,6 +275,11 @@ pub struct Handover {
     pub rank: u8,
     /// That list: the peers that may claim the match at the same epoch (a race).
     pub successors: Vec<PeerKey>,
+    /// The host lost, whose claim of a later epoch unseats the new host (it played on and
+    /// kept the match).
+    pub predecessor: Option<PeerKey>,
+    /// What the claim rests on: the room's answers (nothing for a handed-off successor).
+    pub evidence: Evidence,
 }
 
 /// The host is lost and nobody has been followed since.
@@ -286,6 +301,8 @@ struct Lost {
     check: Option<host_check::Check>,
     /// Whether this successor may claim: it was handed the match, or the room agreed.
     cleared: bool,
+    /// What the claim rests on, once cleared by the room.
+    evidence: Evidence,
 }
 
 /// A host change in progress, until the new host's first snapshot.
@@ -495,16 +512,24 @@ impl ClientCore {
         let Some(lost) = self.lost.as_mut().filter(|l| !l.cleared) else { return };
         if lost.handoff_to.is_some() && lost.handoff_to == me {
             lost.cleared = true;
+            lost.evidence = Evidence::HANDED;
             return;
         }
         let round = lost.turn.max(CHECK_TIME);
         let epoch = self.following.0;
-        let check = lost.check.get_or_insert_with(|| host_check::Check::new(epoch, lost.room.clone()));
+        let alive_within = (lost.turn / 2).max(ALIVE_WITHIN);
+        let witnessed = self.settings.witness;
+        let check =
+            lost.check.get_or_insert_with(|| host_check::Check::new(epoch, lost.room.clone(), alive_within, witnessed));
         match check.step(now, round) {
-            host_check::Step::Claim => lost.cleared = true,
+            host_check::Step::Claim(evidence) => {
+                lost.cleared = true;
+                lost.evidence = evidence;
+            }
             host_check::Step::Wait => {}
             step @ (host_check::Step::Ask | host_check::Step::AskAgain) => {
-                self.stats.host_checks += 1;
+                // Alone with the host, a round asks only the rendezvous.
+                self.stats.host_checks += u32::from(!check.room().is_empty());
                 self.stats.takeovers_held += u32::from(step == host_check::Step::AskAgain);
                 let ask = HostCheck { epoch: check.epoch() }.encode();
                 let mut bytes = Vec::new();
@@ -549,7 +574,8 @@ impl ClientCore {
     }
 
     /// A fellow peer asks whether this client still hears its host (`HOST_CHECK`): answered
-    /// when the asker is a successor this client knows of, at most once per
+    /// when this client said it answers checks ([`Hello::checks`]) and the asker is a
+    /// successor it knows of, at most once per
     /// [`MIN_CHECK_INTERVAL`]; `false` when refused.
     fn on_host_check(&mut self, peer: PeerKey, payload: &[u8], now: Duration) -> bool {
         let Ok(check) = HostCheck::decode(payload) else { return false };
@@ -557,7 +583,7 @@ impl ClientCore {
             Some(l) => l.successors.contains(&peer),
             None => self.succession.as_ref().is_some_and(|s| s.peers.contains(&peer)),
         };
-        if !listed || self.welcome.is_none() {
+        if !listed || self.welcome.is_none() || !self.hello.checks {
             return false;
         }
         if self.checks_answered.get(&peer).is_some_and(|at| now.saturating_sub(*at) < MIN_CHECK_INTERVAL) {
@@ -598,9 +624,14 @@ impl ClientCore {
         let token = self.welcome.as_ref()?.token;
         let epoch = self.following.0;
         let me = self.me;
-        let (lost_at, successors) = match self.lost.take() {
-            Some(l) => (l.at, l.successors),
-            None => (self.now, self.succession.as_ref().map(|s| s.peers.clone()).unwrap_or_default()),
+        let (lost_at, successors, predecessor, evidence) = match self.lost.take() {
+            Some(l) => (l.at, l.successors, l.host, l.evidence),
+            None => (
+                self.now,
+                self.succession.as_ref().map(|s| s.peers.clone()).unwrap_or_default(),
+                self.host.as_ref().map(|(p, _)| *p),
+                Evidence::default(),
+            ),
         };
         let rank = successors.iter().position(|p| Some(*p) == me).unwrap_or(usize::from(u8::MAX)).min(255) as u8;
         let last_time_ms = self.last_frame.as_ref().map(|f| f.server_time_ms);
@@ -617,7 +648,7 @@ impl ClientCore {
         self.following = (epoch + 1, rank);
         self.resuming = Some(Resuming { lost_at, last_time_ms, heard_at: self.host_heard_at });
         self.resume_tick = None;
-        Some(Handover { peers, epoch, rank, successors })
+        Some(Handover { peers, epoch, rank, successors, predecessor, evidence })
     }
 
     /// This process's host lost to a better claim — `winner`'s, `claim` (the server's
@@ -673,6 +704,7 @@ impl ClientCore {
                     room,
                     check: None,
                     cleared: false,
+                    evidence: Evidence::default(),
                 });
             }
             None => {}
@@ -1281,12 +1313,41 @@ impl ClientCore {
             room,
             check: None,
             cleared: false,
+            evidence: Evidence::default(),
         });
     }
 
-    /// The fellow peers linked now, but for `host` and this client.
+    /// The fellow peers linked now that answer the room's check (the voters the host
+    /// published; all of them when it published none), but for `host` and this client.
     fn room_without(&self, host: Option<PeerKey>) -> Vec<PeerKey> {
-        self.peers.iter().copied().filter(|p| Some(*p) != host && Some(*p) != self.me).collect()
+        let voters = self.succession.as_ref().and_then(|s| s.voters.as_ref());
+        self.peers
+            .iter()
+            .copied()
+            .filter(|p| Some(*p) != host && Some(*p) != self.me)
+            .filter(|p| voters.is_none_or(|v| v.contains(p)))
+            .collect()
+    }
+
+    /// The lost host to ask the rendezvous about, while this successor's check of the room
+    /// waits for its word (see [`ClientConfig::witness`]): its driver asks the room list
+    /// (`GET /rooms/CODE`, [`RoomInfo::holds`](crate::signal::RoomInfo::holds)) and tells
+    /// [`Self::witness`] what it said. `None` when nothing is to be asked.
+    pub fn witness_wanted(&self) -> Option<PeerKey> {
+        let lost = self.lost.as_ref().filter(|l| !l.cleared)?;
+        lost.check.as_ref().filter(|c| c.wants_witness())?;
+        lost.host
+    }
+
+    /// What the rendezvous said of `host` (the peer [`Self::witness_wanted`] named): the
+    /// check of the room takes it into account from its next step. An answer about another
+    /// host, or once nothing waits for it, is dropped.
+    pub fn witness(&mut self, host: PeerKey, witness: Witness) {
+        let Some(lost) = self.lost.as_mut().filter(|l| !l.cleared && l.host == Some(host)) else { return };
+        if let Some(check) = lost.check.as_mut() {
+            check.witness(witness);
+            self.stats.witness_answers += 1;
+        }
     }
 
     /// Nothing from the host for [`Self::host_timeout`]: lost as far as taking
@@ -1317,6 +1378,7 @@ impl ClientCore {
             room,
             check: None,
             cleared: false,
+            evidence: Evidence::default(),
         });
     }
 
@@ -1327,7 +1389,10 @@ impl ClientCore {
             None => self.succession.as_ref().is_some_and(|s| s.peers.contains(&peer)),
         };
         let Some(token) = self.welcome.as_ref().map(|w| w.token) else { return };
-        if !listed || !claim.beats(self.following.0, self.following.1) || self.closed.is_some() {
+        // A claim that does not hold the room over a host this client still hears: the host
+        // keeps the match (see [Claims a live host refuses](crate::migration#claims-a-live-host-refuses)).
+        let over_a_live_host = self.lost.is_none() && self.host.is_some() && !claim.evidence.holds_the_room();
+        if !listed || !claim.beats(self.following.0, self.following.1) || self.closed.is_some() || over_a_live_host {
             self.stats.claims_refused += 1;
             return;
         }
@@ -1542,6 +1607,19 @@ impl ClientCore {
                 }
             },
             op::INPUT_LOG => MigrationPayload::Log(payload.to_vec()),
+            // The host kept the match against a claim that did not hold the room and took a
+            // new epoch (see [Claims a live host refuses](crate::migration#claims-a-live-host-refuses)).
+            op::CLAIM => {
+                match Claim::decode(payload) {
+                    Ok(claim) if claim.epoch > self.following.0 => {
+                        self.following = (claim.epoch, 0);
+                        self.stats.host_epoch = claim.epoch;
+                    }
+                    Ok(_) => self.stats.claims_refused += 1,
+                    Err(_) => self.stats.bad_migration_frames += 1,
+                }
+                return;
+            }
             op::HANDOFF => match Handoff::decode(payload) {
                 Ok(h) => {
                     let now = self.now;

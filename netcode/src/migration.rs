@@ -33,6 +33,10 @@
 //! | 0      | 4      | `epoch` | the host's epoch (`u32`)                 |
 //! | 4      | 1      | `n`     | number of successors (≤ [`MAX_SUCCESSORS`]) |
 //! | 5      | 16 × n | `peers` | successors' peer keys (`u128`), best first |
+//! | 5 + 16n | 1     | `m`     | number of voters (optional, with what follows) |
+//! | 6 + 16n | 16 × m | `voters` | the peers that answer the room's check (`u128`), ascending |
+//!
+//! Without the voters' section every linked peer counts as a voter.
 //!
 //! # `CHECKPOINT` payload (big-endian)
 //!
@@ -55,6 +59,11 @@
 //! | 0      | 4    | `epoch` | the new host's epoch (`u32`): the old one plus one      |
 //! | 4      | 1    | `rank`  | the claimant's place in the old succession list (`u8`)  |
 //! | 5      | 4    | `tick`  | the tick the new host continues from (`u32`)            |
+//! | 9      | 1    | `lost`  | members that said the host is lost, the claimant included (`u8`) |
+//! | 10     | 1    | `answered` | members that answered, the claimant included (`u8`)  |
+//!
+//! The last two are the claim's [`Evidence`] (255 of 255 for a handed-off successor's,
+//! [`Evidence::HANDED`]; a 9-byte claim reads as resting on nothing, 0 of 0).
 //!
 //! A client that follows the claim reckons the match time it lost from `tick`: the newest
 //! match time it saw from the old host minus `tick`'s ([`ClientStats::rewind_ms`](crate::client::ClientStats::rewind_ms)).
@@ -168,6 +177,32 @@
 //! - A peer answers a peer of its own succession list only, at most once per
 //!   [`MIN_CHECK_INTERVAL`] each; a host (a process that took the match over) ignores both
 //!   frames. A lying peer cannot hold a takeover, nor push one, against the room's majority.
+//! - **Only voters count.** A client says in its hello that it answers checks
+//!   ([`Hello::checks`](crate::session::Hello::checks)); the host lists those peers in its
+//!   succession list ([`Succession::voters`]), and a successor asks only the voters it is
+//!   linked to. A peer of another make that never answers is no voter, and cannot hold a
+//!   takeover by its silence.
+//! - **The rendezvous is a witness.** With a rendezvous to ask
+//!   ([`ClientConfig::witness`](crate::client::ClientConfig::witness)), a successor alone with
+//!   its host, or whose room is silent, does not claim on its own silence: its driver asks
+//!   the rendezvous's room list ([`RoomInfo::holds`](crate::signal::RoomInfo::holds)) whether
+//!   the host's socket is still there and speaking. Once it says the host is gone, and no
+//!   answer of the round says the host plays on, the successor claims at once. While the
+//!   rendezvous says the host is there, or cannot be reached, the successor holds (until
+//!   [`ClientConfig::give_up`](crate::client::ClientConfig::give_up)).
+//!
+//! # Claims a live host refuses
+//!
+//! A host that plays on and hears a claim of the next epoch steps down only to a claimant
+//! that holds the room: its claim's [`Evidence`] says a strict majority of the members that
+//! answered had lost the host ([`Evidence::holds_the_room`]). Otherwise it keeps the match:
+//! it takes the next epoch itself and sends every peer a `CLAIM` of it (rank 0, resting on
+//! nothing), and the claimant, whose process hosts a match of its own by then, yields to
+//! its predecessor (it heeds a claim of its predecessor's beside its rivals') and joins it
+//! again with its token. The host's own clients take their host's claim as a new epoch
+//! and carry on. A client that still hears its host refuses such a claim itself, so the
+//! room never splits over it; one that had lost the host too and followed the claimant is
+//! left without a host when the claimant yields, and dials the match again.
 //!
 //! # `HOST_CHECK` payload (big-endian, client → clients)
 //!
@@ -291,6 +326,9 @@ pub struct Succession {
     pub epoch: u32,
     /// The successors, best first.
     pub peers: Vec<PeerKey>,
+    /// The peers that answer the room's check before a claim (their hellos said
+    /// [`checks`](crate::session::Hello::checks)); `None`: every linked peer counts.
+    pub voters: Option<Vec<PeerKey>>,
 }
 
 impl Succession {
@@ -302,6 +340,13 @@ impl Succession {
         out.push(peers.len() as u8);
         for p in peers {
             out.put_u128(p.0);
+        }
+        if let Some(voters) = &self.voters {
+            let voters = &voters[..voters.len().min(MAX_LINKS)];
+            out.push(voters.len() as u8);
+            for p in voters {
+                out.put_u128(p.0);
+            }
         }
         out
     }
@@ -315,8 +360,13 @@ impl Succession {
         if n > MAX_SUCCESSORS {
             return Err(MigrationError::TooManySuccessors { n });
         }
-        let peers = peer_keys(r.rest(), n).ok_or(bad)?;
-        Ok(Succession { epoch, peers })
+        let rest = r.rest();
+        let peers = peer_keys(rest.get(..16 * n).ok_or(bad.clone())?, n).ok_or(bad.clone())?;
+        let voters = match &rest[16 * n..] {
+            [] => None,
+            [m, keys @ ..] => Some(peer_keys(keys, usize::from(*m)).ok_or(bad)?),
+        };
+        Ok(Succession { epoch, peers, voters })
     }
 }
 
@@ -329,22 +379,62 @@ pub struct Claim {
     pub rank: u8,
     /// The tick the new host continues from (its shadow's).
     pub tick: u32,
+    /// What the claim rests on: the room's answers ([`Evidence::HANDED`] for a handed-off
+    /// successor's; nothing for a live host's that answers a claim it refused).
+    pub evidence: Evidence,
+}
+
+/// What a claim rests on (see [Claims a live host refuses](self#claims-a-live-host-refuses)):
+/// of the members that answered the claimant's check (the claimant among them), how many
+/// had lost the host.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Evidence {
+    /// Members that said the host is lost, the claimant included.
+    pub lost: u8,
+    /// Members that answered, the claimant included.
+    pub answered: u8,
+}
+
+impl Evidence {
+    /// A handed-off successor's: the host itself gave the match up (the `@changeHost` vote,
+    /// or it left), which holds the room like any majority.
+    pub const HANDED: Evidence = Evidence { lost: u8::MAX, answered: u8::MAX };
+
+    /// Whether the claimant holds the room: a strict majority of the members that answered
+    /// had lost the host.
+    pub fn holds_the_room(&self) -> bool {
+        u16::from(self.lost) * 2 > u16::from(self.answered)
+    }
 }
 
 impl Claim {
+    /// A claim resting on nothing but its epoch and rank (a handed-off successor's).
+    pub fn new(epoch: u32, rank: u8, tick: u32) -> Claim {
+        Claim { epoch, rank, tick, evidence: Evidence::default() }
+    }
+
     /// The `CLAIM` payload.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(9);
+        let mut out = Vec::with_capacity(11);
         out.put_u32(self.epoch);
         out.push(self.rank);
         out.put_u32(self.tick);
+        out.push(self.evidence.lost);
+        out.push(self.evidence.answered);
         out
     }
 
-    /// Reads a `CLAIM` payload.
+    /// Reads a `CLAIM` payload (one without its evidence, 9 bytes, rests on nothing).
     pub fn decode(bytes: &[u8]) -> Result<Claim, MigrationError> {
-        whole(bytes, |r| Ok(Claim { epoch: r.u32("epoch")?, rank: r.u8("rank")?, tick: r.u32("tick")? }))
-            .ok_or(MigrationError::BadControl { len: bytes.len() })
+        whole(bytes, |r| {
+            let (epoch, rank, tick) = (r.u32("epoch")?, r.u8("rank")?, r.u32("tick")?);
+            let evidence = match r.is_empty() {
+                true => Evidence::default(),
+                false => Evidence { lost: r.u8("lost")?, answered: r.u8("answered")? },
+            };
+            Ok(Claim { epoch, rank, tick, evidence })
+        })
+        .ok_or(MigrationError::BadControl { len: bytes.len() })
     }
 
     /// Whether this claim beats a host at `epoch` with `rank`: a newer epoch, or the same
@@ -578,7 +668,14 @@ impl HostSeen {
     /// Whether this answer says the host of epoch `asked` plays on: the answerer follows it
     /// and heard it within [`ALIVE_WITHIN`].
     pub fn alive(&self) -> bool {
-        self.following == self.asked && u128::from(self.silence_ms) < ALIVE_WITHIN.as_millis()
+        self.alive_within(ALIVE_WITHIN)
+    }
+
+    /// Whether this answer says the host of epoch `asked` plays on: the answerer follows it
+    /// and heard it within `within` (a successor allows half the silence that made it count
+    /// the host lost, and at least [`ALIVE_WITHIN`]: a lossy line's gaps are longer).
+    pub fn alive_within(&self, within: std::time::Duration) -> bool {
+        self.following == self.asked && u128::from(self.silence_ms) < within.as_millis()
     }
 }
 
@@ -770,12 +867,19 @@ mod tests {
 
     #[test]
     fn a_claim_beats_an_older_epoch_or_a_worse_rank_only() {
-        let c = Claim { epoch: 2, rank: 1, tick: 0x0102_0304 };
+        let c = Claim { epoch: 2, rank: 1, tick: 0x0102_0304, evidence: Evidence { lost: 2, answered: 3 } };
         assert!(c.beats(1, 0), "a newer epoch beats any rank");
         assert!(c.beats(2, 3), "the same epoch and a better rank");
         assert!(!c.beats(2, 1) && !c.beats(2, 0), "an equal or better host stays");
         assert!(!c.beats(3, 9), "a stale epoch never beats");
-        assert_eq!(c.encode(), [0, 0, 0, 2, 1, 1, 2, 3, 4]);
+        assert_eq!(c.encode(), [0, 0, 0, 2, 1, 1, 2, 3, 4, 2, 3]);
+        assert!(c.evidence.holds_the_room(), "2 of 3");
+        assert!(!Evidence { lost: 1, answered: 2 }.holds_the_room(), "a tie is no majority");
+        assert!(!Evidence::default().holds_the_room(), "nothing is no majority");
+        assert!(Evidence { lost: 1, answered: 1 }.holds_the_room(), "the only member that answered");
+        let bare = Claim::decode(&[0, 0, 0, 2, 1, 1, 2, 3, 4]).expect("a claim without its evidence");
+        assert_eq!(bare, Claim::new(2, 1, 0x0102_0304), "rests on nothing");
+        assert_eq!(Claim::decode(&[0, 0, 0, 2, 1, 1, 2, 3, 4, 2]), Err(MigrationError::BadControl { len: 10 }));
         assert_eq!(Claim::decode(&[0, 0, 2]), Err(MigrationError::BadControl { len: 3 }));
         assert_eq!(Claim::decode(&[0, 0, 0, 2, 1]), Err(MigrationError::BadControl { len: 5 }), "the tick is due");
         assert_eq!(Handoff::decode(&[0; 19]), Err(MigrationError::BadControl { len: 19 }));
@@ -784,13 +888,20 @@ mod tests {
 
     #[test]
     fn succession_layout_is_as_documented() {
-        let s = Succession { epoch: 0x0102_0304, peers: vec![PeerKey(5)] };
+        let s = Succession { epoch: 0x0102_0304, peers: vec![PeerKey(5)], voters: None };
         let bytes = s.encode();
         assert_eq!(&bytes[..5], [1, 2, 3, 4, 1]);
         assert_eq!(bytes.len(), 21);
         assert_eq!(bytes[20], 5);
         assert_eq!(Succession::decode(&bytes), Ok(s));
         assert_eq!(Succession::decode(&bytes[..20]), Err(MigrationError::BadSuccession { len: 20 }));
+        let s = Succession { epoch: 1, peers: vec![PeerKey(5)], voters: Some(vec![PeerKey(5), PeerKey(6)]) };
+        let bytes = s.encode();
+        assert_eq!((bytes.len(), bytes[21], bytes[37], bytes[53]), (54, 2, 5, 6));
+        assert_eq!(Succession::decode(&bytes), Ok(s));
+        assert_eq!(Succession::decode(&bytes[..53]), Err(MigrationError::BadSuccession { len: 53 }));
+        let none = Succession { epoch: 1, peers: vec![], voters: Some(vec![]) };
+        assert_eq!(Succession::decode(&none.encode()), Ok(none), "nobody answers checks");
         assert_eq!(Succession::decode(&[0, 0, 0, 0, 200]), Err(MigrationError::TooManySuccessors { n: 200 }));
     }
 
@@ -831,8 +942,13 @@ mod tests {
 
     proptest! {
         #[test]
-        fn successions_round_trip(epoch in any::<u32>(), peers in proptest::collection::vec(any::<u128>(), 0..MAX_SUCCESSORS)) {
-            let s = Succession { epoch, peers: peers.into_iter().map(PeerKey).collect() };
+        fn successions_round_trip(
+            epoch in any::<u32>(),
+            peers in proptest::collection::vec(any::<u128>(), 0..MAX_SUCCESSORS),
+            voters in proptest::option::of(proptest::collection::vec(any::<u128>(), 0..40)),
+        ) {
+            let voters = voters.map(|v| v.into_iter().map(PeerKey).collect());
+            let s = Succession { epoch, peers: peers.into_iter().map(PeerKey).collect(), voters };
             prop_assert_eq!(Succession::decode(&s.encode()), Ok(s));
         }
 
@@ -854,7 +970,7 @@ mod tests {
 
         #[test]
         fn claims_and_handoffs_round_trip(epoch in any::<u32>(), rank in any::<u8>(), tick in any::<u32>(), to in any::<u128>()) {
-            let c = Claim { epoch, rank, tick };
+            let c = Claim { epoch, rank, tick, evidence: Evidence { lost: rank, answered: rank.wrapping_mul(3) } };
             prop_assert_eq!(Claim::decode(&c.encode()), Ok(c));
             let h = Handoff { epoch, to: PeerKey(to) };
             prop_assert_eq!(Handoff::decode(&h.encode()), Ok(h));

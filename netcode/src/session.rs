@@ -195,12 +195,17 @@ pub struct Hello {
     /// before aims ignores the field and refuses such batches, so the client never sends one.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub aim: bool,
+    /// The client answers a successor's check of the room before a claim (`HOST_CHECK`, see
+    /// [Before a claim](crate::migration#before-a-claim-asking-the-room)): only such peers
+    /// are voters, and a successor waits for no other's answer.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub checks: bool,
 }
 
 impl Hello {
     /// A hello of this protocol version from `nickname` (build `build`): no password, no
     /// token, to play, decoding every snapshot format this build knows, able to host and
-    /// to aim.
+    /// to aim, answering the room's checks.
     pub fn new(nickname: impl Into<String>, build: impl Into<String>) -> Self {
         Hello {
             version: PROTOCOL_VERSION,
@@ -212,6 +217,7 @@ impl Hello {
             snapshot_formats: vec![crate::delta::DELTA_FORMAT_VERSION],
             can_host: true,
             aim: true,
+            checks: true,
         }
     }
 
@@ -525,6 +531,11 @@ impl HostSession {
     /// Whether the session is past its handshake and open.
     pub fn is_active(&self) -> bool {
         self.state == HostState::Active
+    }
+
+    /// Whether the peer has not said hello yet.
+    pub fn awaits_hello(&self) -> bool {
+        matches!(self.state, HostState::AwaitingHello { .. })
     }
 
     /// The close code, once closed.

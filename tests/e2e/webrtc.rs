@@ -475,6 +475,98 @@ fn the_match_survives_its_host_killed_mid_round() {
     assert_eq!(promoted["shadow_mismatches"], 0, "{promoted}");
 }
 
+/// What the silent member of [`a_member_that_never_answers_checks_cannot_hold_the_takeover`]
+/// has seen: (welcomed, snapshots, host changes, checks answered).
+type Seen = std::sync::Arc<std::sync::Mutex<(bool, u64, u32, u64)>>;
+
+/// A member of the test's own making in room `K7MP2Q`: a real WebRTC peer that plays (its
+/// client says hello and takes the frames) but never answers a successor's check, as a
+/// client of another make. It runs on a thread until `stop`.
+fn silent_member(
+    url: &str,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> (std::thread::JoinHandle<()>, Seen) {
+    use vimp_netcode::client::{ClientConfig, ClientCore};
+    use vimp_netcode::session::Hello;
+    use vimp_netcode::transport::Transport;
+
+    let seen: Seen = Default::default();
+    let (room, out) = (format!("{url}/K7MP2Q"), std::sync::Arc::clone(&seen));
+    let thread = std::thread::spawn(move || {
+        let mut transport = vimp_netcode::transport::webrtc::WebRtcTransport::connect(&room, &[]).expect("connects");
+        let hello = Hello { checks: false, can_host: false, ..Hello::new("zed", "another make") };
+        let mut client = ClientCore::new(hello, ClientConfig::default());
+        let start = Instant::now();
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            let now = start.elapsed();
+            client.set_local_id(transport.local_id());
+            for event in transport.poll(now) {
+                client.handle(now, event);
+            }
+            client.handle_timeout(now);
+            while let Some((peer, channel, bytes)) = client.poll_transmit() {
+                transport.send(now, peer, channel, bytes);
+            }
+            let stats = client.stats();
+            *out.lock().expect("not poisoned") =
+                (client.welcome().is_some(), stats.snapshots, stats.migrations, stats.host_checks_answered);
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    });
+    (thread, seen)
+}
+
+#[test]
+fn a_member_that_never_answers_checks_cannot_hold_the_takeover() {
+    if !in_own_netns("webrtc::a_member_that_never_answers_checks_cannot_hold_the_takeover") {
+        return;
+    }
+    let (_signal, mut host, url) = signal_and_host(&["--seconds", "120"]);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (zed, seen) = silent_member(&url, std::sync::Arc::clone(&stop));
+    let ann = Proc::spawn(&["join", "k7mp2q", "--signal", &url, "--headless", "--name", "ann", "--seconds", "30"]);
+    let mut log = ErrLog::default();
+    // ann in, linked to the host and zed, shadowing the host; zed playing.
+    log.wait_each(&[&ann], "linked to 2 peer(s)", Duration::from_secs(40));
+    log.wait_each(&[&ann], "shadowing the host", Duration::from_secs(20));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !seen.lock().expect("not poisoned").0 || seen.lock().expect("not poisoned").1 < 30 {
+        assert!(Instant::now() < deadline, "zed never played: {:?}", seen.lock());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    host.child.kill().expect("SIGKILL the host");
+    let _ = host.child.wait();
+    // ann asks nobody (zed is no voter), the rendezvous says the host's process left, and
+    // she carries the match on; zed follows her.
+    log.wait(&[&ann], "took the match over", Duration::from_secs(10));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let snapshots = loop {
+        let (_, snapshots, migrations, _) = *seen.lock().expect("not poisoned");
+        if migrations == 1 {
+            break snapshots;
+        }
+        assert!(Instant::now() < deadline, "zed never followed ann: {:?}\n{}", seen.lock(), log.text());
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while seen.lock().expect("not poisoned").1 < snapshots + 60 {
+        assert!(Instant::now() < deadline, "the match does not go on for zed: {:?}", seen.lock());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (out, status, rest) = ann.finish_with_errs(Duration::from_secs(60));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    zed.join().expect("zed's thread");
+    log.0.extend(rest.into_iter().map(|l| (0, l, false)));
+    let r = report(&out);
+    println!("ann: {r}\nstderr:\n{}", log.text());
+    assert!(status.success(), "ann leaves cleanly");
+    assert_eq!(r["host_epoch"], 2, "{r}");
+    assert_eq!(r["host_checks"], 0, "nobody to ask: zed is no voter: {r}");
+    assert!(r["witness_answers"].as_u64().is_some_and(|n| n >= 1), "the rendezvous was asked: {r}");
+    assert!(r["freeze_ms"].as_f64().is_some(), "{r}");
+    assert_eq!(seen.lock().expect("not poisoned").3, 0, "zed never answered a check");
+}
+
 #[test]
 fn a_host_that_quits_hands_the_match_over_with_no_tick_lost() {
     if !in_own_netns("webrtc::a_host_that_quits_hands_the_match_over_with_no_tick_lost") {

@@ -217,8 +217,14 @@ impl<T: Transport> Node<T> {
                     migration: MigrationConfig { local_peers: vec![me], ..MigrationConfig::default() },
                     ..ServerConfig::default()
                 };
-                let takeover =
-                    Takeover { now, peers: handover.peers, rank: handover.rank, successors: handover.successors };
+                let takeover = Takeover {
+                    now,
+                    peers: handover.peers,
+                    rank: handover.rank,
+                    successors: handover.successors,
+                    predecessor: handover.predecessor,
+                    evidence: handover.evidence,
+                };
                 let server = ServerCore::from_shadow(*shadow, config, takeover);
                 let epoch = server.epoch();
                 (self.player_linked, self.leaving) = (false, false);

@@ -188,6 +188,8 @@ pub struct ServerCore {
     delta_peers: std::collections::BTreeSet<PeerKey>,
     /// The peers whose hello said they can take the match over: only they are successors.
     hosting_peers: std::collections::BTreeSet<PeerKey>,
+    /// The peers whose hello said they answer the room's check before a claim: the voters.
+    checking_peers: std::collections::BTreeSet<PeerKey>,
     latency: BTreeMap<PlayerId, f64>,
     last: Option<Duration>,
     stats: ServerStats,
@@ -207,6 +209,8 @@ pub struct ServerCore {
     rank: u8,
     /// The succession list it took over by (empty for the first host): who may claim at its epoch.
     rivals: Vec<PeerKey>,
+    /// The host this one took over from, whose claim of a later epoch unseats it.
+    predecessor: Option<PeerKey>,
     /// A peer whose claim beats this host's, and that claim.
     superseded: Option<(PeerKey, Claim)>,
     /// The successor this server handed the match off to.
@@ -251,6 +255,17 @@ pub enum ServerEvent {
         /// The successor.
         to: PeerKey,
     },
+    /// `claimant` claimed the match on too little (not a majority of the room that
+    /// answered it): this host kept it and took `epoch` ([Claims a live host
+    /// refuses](vimp_netcode::migration#claims-a-live-host-refuses)).
+    KeptTheMatch {
+        /// Who claimed.
+        claimant: PeerKey,
+        /// Its claim.
+        claim: Claim,
+        /// The epoch this host took.
+        epoch: u32,
+    },
 }
 
 impl std::fmt::Display for ServerEvent {
@@ -263,6 +278,12 @@ impl std::fmt::Display for ServerEvent {
                 write!(f, "{winner} took the match over at epoch {}", claim.epoch)
             }
             ServerEvent::HandedOff { to } => write!(f, "handed the match to {to}"),
+            ServerEvent::KeptTheMatch { claimant, claim, epoch } => write!(
+                f,
+                "{claimant} claimed the match on {} of {} members that answered, while this host played on: \
+                 kept it (epoch {epoch})",
+                claim.evidence.lost, claim.evidence.answered
+            ),
         }
     }
 }
@@ -285,6 +306,11 @@ pub struct Takeover {
     pub rank: u8,
     /// That list: the peers that may claim the match at the same epoch (a race).
     pub successors: Vec<PeerKey>,
+    /// The host this one took over from: should it play on and keep the match (the claim
+    /// did not hold the room), its claim unseats this one.
+    pub predecessor: Option<PeerKey>,
+    /// What the claim rests on (the room's answers to this successor's check).
+    pub evidence: vimp_netcode::migration::Evidence,
 }
 
 /// How often the stat table's changes are broadcast.
@@ -320,6 +346,7 @@ impl ServerCore {
             peers: BTreeMap::new(),
             delta_peers: std::collections::BTreeSet::new(),
             hosting_peers: std::collections::BTreeSet::new(),
+            checking_peers: std::collections::BTreeSet::new(),
             latency: BTreeMap::new(),
             last: None,
             stats: ServerStats::default(),
@@ -335,6 +362,7 @@ impl ServerCore {
             config,
             rank: 0,
             rivals: Vec::new(),
+            predecessor: None,
             superseded: None,
             handed_off: None,
             release_due: Vec::new(),
@@ -387,9 +415,11 @@ impl ServerCore {
             .collect();
         server.rank = takeover.rank;
         server.rivals = takeover.successors;
+        server.predecessor = takeover.predecessor;
         server.last = Some(now);
         server.update_receivers();
-        let claim = Claim { epoch, rank: takeover.rank, tick: server.host.tick() }.encode();
+        let claim =
+            Claim { epoch, rank: takeover.rank, tick: server.host.tick(), evidence: takeover.evidence }.encode();
         for peer in takeover.peers {
             let mut session = HostSession::new(server.config.session.clone(), now);
             session.send(Channel::Reliable, op::CLAIM, &claim);
@@ -567,6 +597,17 @@ impl ServerCore {
                 vimp_netcode::transport::TransportEvent::Disconnected(peer) => self.drop_peer(peer, now),
                 vimp_netcode::transport::TransportEvent::Message { peer, channel, bytes } => {
                     self.stats.bytes_in += bytes.len() as u64;
+                    // The host this one took over from, until it says hello as a client: what
+                    // it still sends as a host (frames, meta, streams to its successors) is
+                    // dropped rather than taken for a client's protocol error; its claim (it
+                    // played on and kept the match) and its hello count.
+                    let from_predecessor = Some(peer) == self.predecessor
+                        && self.peers.get(&peer).is_some_and(HostSession::awaits_hello)
+                        && !vimp_netcode::frame::parse(&bytes)
+                            .is_ok_and(|f| f.opcode == op::CLAIM || f.opcode == op::HELLO);
+                    if from_predecessor {
+                        return;
+                    }
                     if let Some(s) = self.peers.get_mut(&peer) {
                         s.handle_message(now, channel, &bytes);
                     }
@@ -652,6 +693,11 @@ impl ServerCore {
             self.hosting_peers.insert(peer);
         } else {
             self.hosting_peers.remove(&peer);
+        }
+        if hello.checks {
+            self.checking_peers.insert(peer);
+        } else {
+            self.checking_peers.remove(&peer);
         }
         // A new session holds no frame of the old one's: its first is a keyframe.
         self.host.world_mut().resource_mut::<DeltaViewers>().viewers.remove(&a.player);
@@ -762,7 +808,10 @@ impl ServerCore {
             },
             HostEvent::Claim(payload) => match Claim::decode(&payload) {
                 Ok(claim) if self.may_claim(peer, &claim) => {
-                    if self.superseded.is_none_or(|(_, best)| claim.beats(best.epoch, best.rank)) {
+                    let over_this_host = claim.epoch == self.config.epoch.wrapping_add(1);
+                    if over_this_host && self.predecessor != Some(peer) && !claim.evidence.holds_the_room() {
+                        self.keep_the_match(peer, claim, now);
+                    } else if self.superseded.is_none_or(|(_, best)| claim.beats(best.epoch, best.rank)) {
                         self.superseded = Some((peer, claim));
                         self.note(ServerEvent::Superseded { winner: peer, claim });
                     }
@@ -1033,6 +1082,7 @@ impl ServerCore {
         self.peers.remove(&peer);
         self.delta_peers.remove(&peer);
         self.hosting_peers.remove(&peer);
+        self.checking_peers.remove(&peer);
         self.panels.remove(&peer);
         self.migration.links(peer, None);
         if self.leaving.remove(&peer)

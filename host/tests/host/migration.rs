@@ -14,7 +14,7 @@ use vimp_host::engine::server::{Server, ServerConfig};
 use vimp_host::engine::sim::FixedClock;
 use vimp_host::prelude::*;
 use vimp_host::tanks::GAME;
-use vimp_netcode::client::{ClientConfig, ClientCore};
+use vimp_netcode::client::{ClientConfig, ClientCore, Witness};
 use vimp_netcode::frame::Channel;
 use vimp_netcode::input::KeyAction;
 use vimp_netcode::link::LinkConfig;
@@ -804,7 +804,7 @@ impl Migrating {
     }
 
     /// Runs until `done` holds, at most `limit` of simulated time.
-    fn run_until(&mut self, limit: Duration, mut done: impl FnMut(&Migrating) -> bool) -> bool {
+    fn run_until(&mut self, limit: Duration, mut done: impl FnMut(&mut Migrating) -> bool) -> bool {
         let end = self.mesh.now + limit;
         while self.mesh.now < end {
             self.step();
@@ -1225,6 +1225,153 @@ fn a_successor_whose_every_link_stalls_hosts_no_match_of_its_own() {
     }
 }
 
+/// ann, and `other` saying `hello` (45 ms), with the host's bots, 3 s of driving.
+fn ann_and(config: ClientConfig, other: Hello) -> (Migrating, [usize; 2]) {
+    let mut mesh = Mesh::new();
+    mesh.client_config = ClientConfig { min_host_timeout: Duration::from_millis(500), ..config };
+    let ann = mesh.join("ann", 15);
+    let other = mesh.join_with(45, other);
+    let deadline = mesh.now + Duration::from_secs(10);
+    while mesh.server.latencies().len() < 2 && mesh.now < deadline {
+        mesh.run(Duration::from_millis(100));
+    }
+    let mut m = Migrating::new(mesh);
+    drive(&mut m, 0, 30, |_, _| {});
+    (m, [ann, other])
+}
+
+/// What a driver does with a rendezvous: when peer `i`'s check waits for its word about the
+/// host, it says `witness`.
+fn witness(m: &mut Migrating, i: usize, witness: Witness) {
+    let client = m.mesh.peers[i].player_mut();
+    if let Some(host) = client.witness_wanted() {
+        client.witness(host, witness);
+    }
+}
+
+#[test]
+fn a_member_that_never_answers_checks_cannot_hold_the_takeover() {
+    // zed plays but never answers a check (a client of another make): its hello says so.
+    let zed = Hello { checks: false, can_host: false, ..hello("zed") };
+    let (mut m, [ann, zed]) = ann_and(ClientConfig::default(), zed);
+    assert_eq!(m.mesh.server.succession(), [PeerKey(1)], "ann is the only successor");
+    let voters = m.client(ann).succession().and_then(|s| s.voters.clone());
+    assert_eq!(voters, Some(vec![PeerKey(1)]), "and the only voter: zed said it does not answer");
+    let before = m.client(zed).stats().snapshots;
+    m.kill_first_host();
+    let moved = m.run_until(Duration::from_secs(3), |m| {
+        m.takeovers.len() == 1 && m.client(zed).stats().migrations == 1 && m.client(zed).stats().snapshots > before + 10
+    });
+    assert!(moved, "ann took over and zed follows her: {:?} {:?}", m.client(ann).stats(), m.client(zed).stats());
+    assert_eq!(m.client(ann).stats().host_checks, 0, "nobody to ask: zed is no voter");
+    assert_eq!(m.client(zed).stats().host_checks_answered, 0, "zed never answered");
+}
+
+#[test]
+fn alone_with_its_host_a_successor_claims_only_once_the_rendezvous_says_the_host_is_gone() {
+    let config = ClientConfig { witness: true, ..ClientConfig::default() };
+    let (mut m, [ann, _]) = ann_and(config, Hello { can_host: false, checks: false, ..hello("zed") });
+    // ann's link to the live host stalls without closing (a home line's bad seconds). With
+    // nobody to ask, she asks the rendezvous: the host's socket is there, so she holds.
+    let stalled = LinkConfig::new().latency(Duration::from_secs(3600));
+    assert!(m.mesh.peers[ann].transport_mut().condition(HOST, stalled));
+    let held = m.run_until(Duration::from_secs(3), |m| {
+        witness(m, ann, Witness::There);
+        m.client(ann).stats().takeovers_held >= 3
+    });
+    assert!(held, "ann held: {:?}", m.client(ann).stats());
+    assert!(m.client(ann).host_lost(), "ann has lost the host");
+    // Cut off from the rendezvous too: she still holds.
+    m.run(Duration::from_secs(1));
+    let held = m.run_until(Duration::from_secs(2), |m| {
+        witness(m, ann, Witness::Unreachable);
+        m.client(ann).stats().takeovers_held >= 6
+    });
+    assert!(held && m.takeovers.is_empty(), "nobody took the match from a live host: {:?}", m.client(ann).stats());
+    assert_eq!(m.mesh.server.superseded(), None, "the host plays on");
+    // The host dies, and the rendezvous says so: ann takes the match over at once.
+    m.kill_first_host();
+    let at = m.mesh.now;
+    let took = m.run_until(Duration::from_secs(2), |m| {
+        witness(m, ann, Witness::Gone);
+        m.takeovers.len() == 1
+    });
+    assert!(took, "ann took over: {:?}", m.client(ann).stats());
+    assert!(m.mesh.now - at < Duration::from_millis(100), "at once: {:?}", m.mesh.now - at);
+    assert_eq!(m.new_host(ann).epoch(), 2);
+    assert!(m.client(ann).stats().witness_answers >= 3);
+}
+
+#[test]
+fn the_rendezvous_saying_the_host_left_decides_a_room_whose_voter_is_silent() {
+    let config = ClientConfig { witness: true, ..ClientConfig::default() };
+    // cy answers checks but cannot take over; her link to ann dies silently.
+    let (mut m, [ann, cy]) = ann_and(config, Hello { can_host: false, ..hello("cy") });
+    assert_eq!(m.client(ann).succession().and_then(|s| s.voters.clone()), Some(vec![PeerKey(1), PeerKey(2)]));
+    let stalled = LinkConfig::new().latency(Duration::from_secs(3600));
+    assert!(m.mesh.peers[ann].transport_mut().condition(PeerKey(2), stalled));
+    m.kill_first_host();
+    // cy never answers: without the rendezvous ann holds.
+    let held = m.run_until(Duration::from_secs(2), |m| m.client(ann).stats().takeovers_held >= 2);
+    assert!(held && m.takeovers.is_empty(), "{:?}", m.client(ann).stats());
+    // The rendezvous says the host's process left, and no voter says it plays on: she claims.
+    let took = m.run_until(Duration::from_secs(1), |m| {
+        witness(m, ann, Witness::Gone);
+        m.takeovers.len() == 1
+    });
+    assert!(took, "ann took over: {:?}", m.client(ann).stats());
+    assert_eq!(m.client(cy).stats().host_checks_answered, 0, "cy never heard the question");
+}
+
+#[test]
+fn a_live_host_keeps_the_match_against_a_claim_that_does_not_hold_the_room() {
+    let (mut m, [ann, bob, cy]) = three_clients(3);
+    let ann_player = m.client(ann).welcome().map(|w| w.player_id).expect("welcomed");
+    // ann's process takes the match over while the host plays on for everyone: her claim
+    // rests on no answer of the room.
+    let now = m.mesh.now;
+    let change = m.mesh.peers[ann].take_over(now).expect("ann promotes her shadow");
+    assert!(matches!(change, RoleChange::Promoted { epoch: 2, .. }), "{change:?}");
+    // The host keeps the match and takes epoch 3; bob and cy never leave it; ann's server
+    // yields to it, and her player is back in her seat.
+    let settled = m.run_until(Duration::from_secs(3), |m| {
+        !m.retired.is_empty()
+            && m.client(ann).host_peer() == Some(HOST)
+            && m.client(ann).welcome().is_some_and(|w| w.epoch == 3 && w.resumed)
+            && m.client(ann).stats().snapshots > 0
+            && [bob, cy].iter().all(|i| m.client(*i).stats().host_epoch == 3)
+    });
+    assert!(
+        settled,
+        "ann is back with the host: {:?}, host {:?} at epoch {}, {:?}",
+        m.client(ann).stats(),
+        m.mesh.server.migration_stats(),
+        m.mesh.server.epoch(),
+        m.new_hosts().iter().map(|(i, h)| (*i, h.epoch(), h.migration_stats().claims_refused)).collect::<Vec<_>>()
+    );
+    let (who, lost_to, _, _, _) = &m.retired[0];
+    assert_eq!((*who, lost_to.map(|(w, c)| (w, c.epoch))), (ann, Some((HOST, 3))), "ann yielded to the host");
+    assert_eq!(m.mesh.server.superseded(), None, "the host never stepped down");
+    assert_eq!(m.mesh.server.epoch(), 3);
+    assert_eq!(m.mesh.server.migration_stats().claims_outheld, 1);
+    for i in [bob, cy] {
+        let stats = m.client(i).stats();
+        assert_eq!((stats.migrations, stats.host_epoch), (0, 3), "{i} stayed with the host, now at epoch 3: {stats:?}");
+        assert!(stats.claims_refused >= 1, "{i} refused ann's claim");
+    }
+    assert_eq!(m.client(ann).welcome().map(|w| w.player_id), Some(ann_player), "ann's own seat");
+    // The match goes on, and the next loss of the host is handled at the new epoch.
+    let snapshots = m.client(bob).stats().snapshots;
+    m.run(Duration::from_secs(1));
+    assert!(m.client(bob).stats().snapshots > snapshots + 20);
+    m.kill_first_host();
+    let moved = m.run_until(Duration::from_secs(4), |m| {
+        let hosts: BTreeSet<_> = [ann, bob, cy].iter().map(|i| m.client(*i).host_peer()).collect();
+        hosts.len() == 1 && [ann, bob, cy].iter().all(|i| m.client(*i).welcome().is_some_and(|w| w.epoch == 4))
+    });
+    assert!(moved, "everyone follows one new host at epoch 4");
+}
+
 #[test]
 fn when_the_first_successor_is_gone_too_the_next_takes_over() {
     let (mut m, _) = three_clients(4);
@@ -1278,8 +1425,8 @@ fn a_forged_claim_unseats_no_host() {
     let list = m.new_host(ann).succession().to_vec();
     let cy_rank = list.iter().position(|p| *p == cy_key).expect("cy is listed") as u8;
     // Epochs ahead, and cy's next epoch under a rank that is not its own: both refused.
-    claim(&mut m, cy, ann, Claim { epoch: 6, rank: 0, tick: 0 });
-    claim(&mut m, cy, ann, Claim { epoch: 3, rank: (cy_rank + 1) % 3, tick: 0 });
+    claim(&mut m, cy, ann, Claim::new(6, 0, 0));
+    claim(&mut m, cy, ann, Claim::new(3, (cy_rank + 1) % 3, 0));
     m.run(Duration::from_secs(1));
     let host = m.new_host(ann);
     assert_eq!(host.superseded(), None, "ann still hosts");
@@ -1294,7 +1441,7 @@ fn a_forged_claim_unseats_no_host() {
 fn stale_and_lower_ranked_claims_are_refused() {
     let (mut m, [ann, bob, cy]) = three_clients(3);
     // A claim at the host's own epoch: stale.
-    claim(&mut m, ann, cy, Claim { epoch: 1, rank: 0, tick: 0 });
+    claim(&mut m, ann, cy, Claim::new(1, 0, 0));
     m.run(Duration::from_millis(300));
     assert_eq!(m.client(cy).stats().claims_refused, 1);
     assert_eq!(m.client(cy).host_peer(), Some(HOST), "cy stays with its host");
@@ -1306,9 +1453,9 @@ fn stale_and_lower_ranked_claims_are_refused() {
     let snapshots = m.client(cy).stats().snapshots;
     // bob at the same epoch but ranked lower, an old-epoch claim, and cy claiming ann's own
     // (epoch, rank) to bob: none beats ann, all refused.
-    claim(&mut m, bob, cy, Claim { epoch: 2, rank: 1, tick: 0 });
-    claim(&mut m, bob, cy, Claim { epoch: 1, rank: 0, tick: 0 });
-    claim(&mut m, cy, bob, Claim { epoch: 2, rank: 0, tick: 0 });
+    claim(&mut m, bob, cy, Claim::new(2, 1, 0));
+    claim(&mut m, bob, cy, Claim::new(1, 0, 0));
+    claim(&mut m, cy, bob, Claim::new(2, 0, 0));
     m.run(Duration::from_millis(500));
     assert_eq!(m.client(cy).stats().claims_refused, 3);
     assert_eq!(m.client(bob).stats().claims_refused, 1);
@@ -1454,7 +1601,7 @@ fn a_fellow_client_cannot_hand_the_match_off_nor_feed_a_shadow() {
     // succession list naming itself first, a checkpoint part, a log batch, a snapshot.
     let cy_key = m.mesh.peers[cy].transport().local_id().expect("an id");
     raw(&mut m, cy, ann, op::HANDOFF, &Handoff { epoch: 1, to: cy_key }.encode());
-    raw(&mut m, cy, ann, op::SUCCESSION, &Succession { epoch: 1, peers: vec![cy_key] }.encode());
+    raw(&mut m, cy, ann, op::SUCCESSION, &Succession { epoch: 1, peers: vec![cy_key], voters: None }.encode());
     raw(&mut m, cy, ann, op::CHECKPOINT, &[0, 0, 0, 9, 0, 1, 0, 0, 1, 2, 3]);
     raw(&mut m, cy, ann, op::INPUT_LOG, &[1, 2, 3, 4]);
     raw(&mut m, cy, ann, op::SHOT_DATA, &[5, 0, 0, 0, 1]);
@@ -1573,7 +1720,7 @@ fn a_seat_that_watches_still_watches_at_the_host_that_took_over() {
                 .0
                 .contains_key(&cy_id)
     };
-    assert!(m.run_until(Duration::from_secs(1), watching), "cy watches");
+    assert!(m.run_until(Duration::from_secs(1), |m| watching(m)), "cy watches");
     // The next checkpoint carries it (a change of status makes one due at once).
     let had = m.mesh.peers[ann].checkpoints();
     assert!(m.run_until(Duration::from_secs(1), |m| m.mesh.peers[ann].checkpoints() > had));

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::migration::HostSeen;
+use crate::migration::{Evidence, HostSeen};
 use crate::transport::PeerKey;
 
 /// What a successor does next about the host it lost.
@@ -17,28 +17,56 @@ pub(super) enum Step {
     /// A round ended with no claim (the host plays on for most of the room, or nobody
     /// answered): ask again, a new round begins.
     AskAgain,
-    /// Wait for answers.
+    /// Wait for answers (the room's, or the rendezvous's).
     Wait,
-    /// Claim the match.
-    Claim,
+    /// Claim the match, with this evidence.
+    Claim(Evidence),
+}
+
+/// What the rendezvous said of the lost host's process (its room list,
+/// [`RoomInfo::holds`](crate::signal::RoomInfo::holds)), as the client's driver learnt it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Witness {
+    /// The host's socket is gone from the room, or has said nothing for
+    /// [`MEMBER_GONE_AFTER`](crate::signal::MEMBER_GONE_AFTER): its process is gone, or cut off.
+    Gone,
+    /// The host's socket is in the room and speaks: its process is there.
+    There,
+    /// The rendezvous did not answer (or answers without its members).
+    Unreachable,
+}
+
+/// A claim's evidence: `lost` of the `answered` members said the host is lost, and the
+/// claimant is one more of each.
+fn evidence(lost: usize, answered: usize) -> Evidence {
+    let clamp = |n: usize| n.min(usize::from(u8::MAX)) as u8;
+    Evidence { lost: clamp(lost + 1), answered: clamp(answered + 1) }
 }
 
 /// One successor's check of the room, over rounds, for the host of one epoch.
 #[derive(Clone, Debug)]
 pub(super) struct Check {
     epoch: u32,
-    /// The fellow peers linked when the host was lost: whom the successor asks.
+    /// The fellow peers linked when the host was lost that take part in the room's check
+    /// (the voters): whom the successor asks.
     room: Vec<PeerKey>,
     /// This round's answers: whether each says the host is alive.
     answers: BTreeMap<PeerKey, bool>,
     /// When this round's time is up, once it began.
     round_end: Option<Duration>,
+    /// An answer heard within this long says the host is alive.
+    alive_within: Duration,
+    /// Whether a rendezvous may be asked ([`ClientConfig::witness`](super::ClientConfig::witness)).
+    witnessed: bool,
+    /// What the rendezvous said last, since the host was lost.
+    witness: Option<Witness>,
 }
 
 impl Check {
-    /// A check about the host of `epoch`, asking `room`.
-    pub(super) fn new(epoch: u32, room: Vec<PeerKey>) -> Check {
-        Check { epoch, room, answers: BTreeMap::new(), round_end: None }
+    /// A check about the host of `epoch`, asking `room`; an answer says the host is alive
+    /// when it heard the host within `alive_within`; `witnessed` when a rendezvous may be asked.
+    pub(super) fn new(epoch: u32, room: Vec<PeerKey>, alive_within: Duration, witnessed: bool) -> Check {
+        Check { epoch, room, answers: BTreeMap::new(), round_end: None, alive_within, witnessed, witness: None }
     }
 
     /// Whom to ask.
@@ -57,8 +85,20 @@ impl Check {
         if seen.asked != self.epoch || !self.room.contains(&peer) {
             return false;
         }
-        self.answers.insert(peer, seen.alive());
+        self.answers.insert(peer, seen.alive_within(self.alive_within));
         true
+    }
+
+    /// Whether the rendezvous is worth asking now: one may be, and its word would decide.
+    pub(super) fn wants_witness(&self) -> bool {
+        self.witnessed && self.witness != Some(Witness::Gone)
+    }
+
+    /// What the rendezvous said.
+    pub(super) fn witness(&mut self, witness: Witness) {
+        if self.witnessed {
+            self.witness = Some(witness);
+        }
     }
 
     /// When this round's time is up.
@@ -66,16 +106,31 @@ impl Check {
         self.round_end
     }
 
-    /// What to do at `now`, rounds lasting `round`: claim once, with this successor's own
-    /// view, a strict majority of the room says the host is lost (at once when nobody else is
-    /// in the room), or at a round's end when more answers said lost than alive; otherwise
-    /// ask, wait, or ask again.
+    /// What to do at `now`, rounds lasting `round`:
+    ///
+    /// - claim once, with this successor's own view, a strict majority of the room says the
+    ///   host is lost;
+    /// - claim once the rendezvous says the host's process is gone and no answer of this
+    ///   round says it plays on;
+    /// - with nobody else in the room and no rendezvous to ask, claim at once;
+    /// - at a round's end, claim when more answers said lost than alive (a majority of those
+    ///   who answered);
+    /// - otherwise ask, wait, or ask again: while the host plays on for most of the room, and
+    ///   while nobody answers and the rendezvous has not said the host is gone (a successor
+    ///   whose own links all died, or alone with a host that only hiccuped, would otherwise
+    ///   host a match beside the real one).
     pub(super) fn step(&mut self, now: Duration, round: Duration) -> Step {
         let n = self.room.len();
         let alive = self.answers.values().filter(|a| **a).count();
         let lost = self.answers.len() - alive;
-        if (lost + 1) * 2 > n + 1 {
-            return Step::Claim;
+        if n > 0 && (lost + 1) * 2 > n + 1 {
+            return Step::Claim(evidence(lost, self.answers.len()));
+        }
+        if alive == 0 && self.witness == Some(Witness::Gone) {
+            return Step::Claim(evidence(lost, self.answers.len()));
+        }
+        if n == 0 && !self.witnessed {
+            return Step::Claim(evidence(0, 0));
         }
         match self.round_end {
             None => {
@@ -84,7 +139,7 @@ impl Check {
             }
             Some(end) if now >= end => {
                 if lost > alive {
-                    return Step::Claim;
+                    return Step::Claim(evidence(lost, self.answers.len()));
                 }
                 self.answers.clear();
                 self.round_end = Some(now + round);
@@ -105,6 +160,21 @@ mod tests {
         Duration::from_millis(n)
     }
 
+    fn new(epoch: u32, room: Vec<PeerKey>) -> Check {
+        Check::new(epoch, room, crate::migration::ALIVE_WITHIN, false)
+    }
+
+    fn claims(step: Step) -> bool {
+        matches!(step, Step::Claim(_))
+    }
+
+    const CLAIM: Step = Step::Claim(Evidence { lost: 0, answered: 0 });
+
+    /// A step with its evidence left out.
+    fn s(step: Step) -> Step {
+        if claims(step) { CLAIM } else { step }
+    }
+
     fn alive() -> HostSeen {
         HostSeen { asked: 3, following: 3, silence_ms: 20 }
     }
@@ -119,93 +189,140 @@ mod tests {
 
     #[test]
     fn nobody_else_in_the_room_means_a_claim_at_once() {
-        assert_eq!(Check::new(3, vec![]).step(ms(0), ROUND), Step::Claim);
+        assert!(claims(new(3, vec![]).step(ms(0), ROUND)));
     }
 
     #[test]
     fn a_lost_majority_claims_before_the_round_ends() {
-        let mut c = Check::new(3, room(3));
-        assert_eq!(c.step(ms(0), ROUND), Step::Ask);
+        let mut c = new(3, room(3));
+        assert_eq!(s(c.step(ms(0), ROUND)), Step::Ask);
         assert!(c.answer(PeerKey(1), lost()));
-        assert_eq!(c.step(ms(10), ROUND), Step::Wait, "two of four is no majority");
+        assert_eq!(s(c.step(ms(10), ROUND)), Step::Wait, "two of four is no majority");
         assert!(c.answer(PeerKey(2), lost()));
-        assert_eq!(c.step(ms(20), ROUND), Step::Claim);
+        assert_eq!(s(c.step(ms(20), ROUND)), CLAIM);
         // With two others, the first to say lost makes two of three.
-        let mut c = Check::new(3, room(2));
-        assert_eq!(c.step(ms(0), ROUND), Step::Ask);
+        let mut c = new(3, room(2));
+        assert_eq!(s(c.step(ms(0), ROUND)), Step::Ask);
         assert!(c.answer(PeerKey(2), lost()));
-        assert_eq!(c.step(ms(10), ROUND), Step::Claim);
+        assert_eq!(s(c.step(ms(10), ROUND)), CLAIM);
     }
 
     #[test]
     fn an_alive_majority_holds_the_claim_and_the_room_is_asked_again() {
-        let mut c = Check::new(3, room(3));
-        assert_eq!(c.step(ms(0), ROUND), Step::Ask);
+        let mut c = new(3, room(3));
+        assert_eq!(s(c.step(ms(0), ROUND)), Step::Ask);
         c.answer(PeerKey(1), alive());
         c.answer(PeerKey(2), alive());
         c.answer(PeerKey(3), lost());
-        assert_eq!(c.step(ms(100), ROUND), Step::Wait);
-        assert_eq!(c.step(ms(200), ROUND), Step::AskAgain);
+        assert_eq!(s(c.step(ms(100), ROUND)), Step::Wait);
+        assert_eq!(s(c.step(ms(200), ROUND)), Step::AskAgain);
         // The next round counts afresh: the host has died since.
-        assert_eq!(c.step(ms(250), ROUND), Step::Wait);
+        assert_eq!(s(c.step(ms(250), ROUND)), Step::Wait);
         c.answer(PeerKey(1), lost());
         c.answer(PeerKey(2), lost());
-        assert_eq!(c.step(ms(260), ROUND), Step::Claim);
+        assert_eq!(s(c.step(ms(260), ROUND)), CLAIM);
     }
 
     #[test]
     fn silence_holds_the_claim_but_more_lost_than_alive_at_the_round_end_claims() {
-        let mut c = Check::new(3, room(5));
+        let mut c = new(3, room(5));
         c.step(ms(0), ROUND);
-        assert_eq!(c.step(ms(200), ROUND), Step::AskAgain, "nobody answered: this successor may be the one cut off");
+        assert_eq!(s(c.step(ms(200), ROUND)), Step::AskAgain, "nobody answered: this successor may be the one cut off");
         c.answer(PeerKey(4), lost());
-        assert_eq!(c.step(ms(300), ROUND), Step::Wait);
-        assert_eq!(c.step(ms(400), ROUND), Step::Claim, "one said lost, nobody alive: the others are gone too");
+        assert_eq!(s(c.step(ms(300), ROUND)), Step::Wait);
+        assert_eq!(s(c.step(ms(400), ROUND)), CLAIM, "one said lost, nobody alive: the others are gone too");
+    }
+
+    #[test]
+    fn alone_with_a_rendezvous_the_successor_claims_only_once_it_says_the_host_is_gone() {
+        let mut c = Check::new(3, vec![], crate::migration::ALIVE_WITHIN, true);
+        assert!(c.wants_witness());
+        assert_eq!(
+            s(c.step(ms(0), ROUND)),
+            Step::Ask,
+            "alone, with a rendezvous to ask: no claim at the first silence"
+        );
+        c.witness(Witness::Unreachable);
+        assert_eq!(s(c.step(ms(200), ROUND)), Step::AskAgain, "cut off from the rendezvous too: it holds");
+        c.witness(Witness::There);
+        assert_eq!(s(c.step(ms(400), ROUND)), Step::AskAgain, "the host's process is there: a hiccup");
+        assert!(c.wants_witness());
+        c.witness(Witness::Gone);
+        assert_eq!(c.step(ms(410), ROUND), Step::Claim(Evidence { lost: 1, answered: 1 }));
+        assert!(!c.wants_witness(), "nothing more to ask");
+    }
+
+    #[test]
+    fn the_rendezvous_decides_a_silent_room_but_not_against_a_peer_that_hears_the_host() {
+        // A silent room (a voter whose link to this successor died): the rendezvous decides.
+        let mut c = Check::new(3, room(2), crate::migration::ALIVE_WITHIN, true);
+        c.step(ms(0), ROUND);
+        assert_eq!(s(c.step(ms(200), ROUND)), Step::AskAgain);
+        c.witness(Witness::Gone);
+        assert_eq!(c.step(ms(210), ROUND), Step::Claim(Evidence { lost: 1, answered: 1 }));
+        // A peer that hears the host holds the claim, whatever the rendezvous says.
+        let mut c = Check::new(3, room(2), crate::migration::ALIVE_WITHIN, true);
+        c.step(ms(0), ROUND);
+        c.answer(PeerKey(1), alive());
+        c.witness(Witness::Gone);
+        assert_eq!(s(c.step(ms(10), ROUND)), Step::Wait);
+        assert_eq!(s(c.step(ms(200), ROUND)), Step::AskAgain);
+        // Next round it is silent too: the rendezvous's word stands.
+        assert_eq!(s(c.step(ms(210), ROUND)), CLAIM);
+    }
+
+    #[test]
+    fn an_answer_counts_as_alive_within_the_successor_s_own_measure() {
+        let mut c = Check::new(3, room(2), Duration::from_millis(250), false);
+        c.step(ms(0), ROUND);
+        c.answer(PeerKey(1), HostSeen { asked: 3, following: 3, silence_ms: 180 });
+        c.answer(PeerKey(2), HostSeen { asked: 3, following: 3, silence_ms: 180 });
+        assert_eq!(s(c.step(ms(200), ROUND)), Step::AskAgain, "180 ms is a lossy line's gap, not a crash, at 250");
     }
 
     #[test]
     fn a_tie_at_the_round_end_asks_again() {
-        let mut c = Check::new(3, room(4));
+        let mut c = new(3, room(4));
         c.step(ms(0), ROUND);
         c.answer(PeerKey(1), alive());
         c.answer(PeerKey(2), lost());
-        assert_eq!(c.step(ms(100), ROUND), Step::Wait);
-        assert_eq!(c.step(ms(200), ROUND), Step::AskAgain);
+        assert_eq!(s(c.step(ms(100), ROUND)), Step::Wait);
+        assert_eq!(s(c.step(ms(200), ROUND)), Step::AskAgain);
     }
 
     #[test]
     fn one_liar_can_neither_hold_nor_push_a_claim() {
         // It says lost: the rest, alive, hold the claim.
-        let mut c = Check::new(3, room(4));
+        let mut c = new(3, room(4));
         c.step(ms(0), ROUND);
         c.answer(PeerKey(1), lost());
         for p in 2..=4 {
             c.answer(PeerKey(p), alive());
         }
-        assert_eq!(c.step(ms(200), ROUND), Step::AskAgain);
+        assert_eq!(s(c.step(ms(200), ROUND)), Step::AskAgain);
         // It says alive: the rest, lost, claim.
-        let mut c = Check::new(3, room(4));
+        let mut c = new(3, room(4));
         c.step(ms(0), ROUND);
         c.answer(PeerKey(1), alive());
         c.answer(PeerKey(2), lost());
-        assert_eq!(c.step(ms(1), ROUND), Step::Wait);
+        assert_eq!(s(c.step(ms(1), ROUND)), Step::Wait);
         c.answer(PeerKey(3), lost());
-        assert_eq!(c.step(ms(2), ROUND), Step::Claim);
+        assert_eq!(s(c.step(ms(2), ROUND)), CLAIM);
     }
 
     #[test]
     fn answers_from_outside_the_room_or_about_another_host_do_not_count() {
-        let mut c = Check::new(3, room(3));
+        let mut c = new(3, room(3));
         c.step(ms(0), ROUND);
         assert!(!c.answer(PeerKey(9), lost()));
         assert!(!c.answer(PeerKey(1), HostSeen { asked: 2, following: 2, silence_ms: 900 }));
-        assert_eq!(c.step(ms(10), ROUND), Step::Wait);
+        assert_eq!(s(c.step(ms(10), ROUND)), Step::Wait);
         assert!(
             c.answer(PeerKey(1), HostSeen { asked: 3, following: 4, silence_ms: 0 }),
             "a newer host: this one is gone"
         );
-        assert_eq!(c.step(ms(20), ROUND), Step::Wait, "one of three others with this one is no majority");
+        assert_eq!(s(c.step(ms(20), ROUND)), Step::Wait, "one of three others with this one is no majority");
         assert!(c.answer(PeerKey(2), lost()));
-        assert_eq!(c.step(ms(30), ROUND), Step::Claim);
+        assert_eq!(s(c.step(ms(30), ROUND)), CLAIM);
     }
 }

@@ -36,9 +36,10 @@ use vimp_netcode::frame::{Channel, op};
 use vimp_netcode::migration::{self, Candidate, Claim, MIN_REQUEST_INTERVAL, StepDown, Succession, checkpoint_parts};
 use vimp_netcode::transport::PeerKey;
 
-use super::{MAP_CHANGE_VOTE, ServerCore};
+use super::{MAP_CHANGE_VOTE, ServerCore, ServerEvent};
 use crate::engine::migration::{Checkpoint, LogBatch, LogEntry, MetaState, MigrationConfig, VoteState};
 use crate::engine::players::PlayerId;
+use vimp_netcode::session::HostSession;
 
 /// Figures of the migration traffic.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -71,6 +72,9 @@ pub struct MigrationStats {
     /// `CLAIM`s refused: garbage, not better than this host's, or from a peer the rules do
     /// not let claim ([`ServerCore::may_claim`]).
     pub claims_refused: u64,
+    /// Claims of the next epoch that did not hold the room while this host played on: it
+    /// kept the match ([`ServerCore::keep_the_match`]).
+    pub claims_outheld: u64,
 }
 
 /// One successor's stream.
@@ -91,6 +95,8 @@ struct Stream {
 pub(super) struct Migration {
     pub(super) config: MigrationConfig,
     succession: Vec<PeerKey>,
+    /// The voters published with it.
+    voters: Vec<PeerKey>,
     /// Someone new is in: publish the list even if it did not change.
     pub(super) publish_due: bool,
     /// The roster changed: every stream gets a checkpoint.
@@ -113,6 +119,7 @@ impl Migration {
         Migration {
             config,
             succession: Vec::new(),
+            voters: Vec::new(),
             publish_due: false,
             meta_dirty: false,
             streams: BTreeMap::new(),
@@ -211,11 +218,20 @@ impl ServerCore {
     /// - at this host's epoch, a rival of the same takeover (a race: both were promoted from
     ///   the list this host took over by);
     /// - at the next epoch, a successor this host published itself (it went silent — a
-    ///   stall, a sleeping laptop — and its successor took over).
+    ///   stall, a sleeping laptop — and its successor took over);
+    /// - at any later epoch, the host this one took over from: it played on and kept the
+    ///   match, since this one's claim did not hold the room.
+    ///
+    /// A live host steps down only to a claim of the next epoch that holds the room
+    /// ([`Evidence::holds_the_room`](vimp_netcode::migration::Evidence::holds_the_room));
+    /// otherwise it keeps the match ([`ServerEvent::KeptTheMatch`](super::ServerEvent::KeptTheMatch)).
     ///
     /// Any other peer of the mesh, which anyone with the lobby code is, unseats nobody.
     pub fn may_claim(&self, peer: PeerKey, claim: &Claim) -> bool {
         let epoch = self.config.epoch;
+        if self.predecessor == Some(peer) && claim.epoch > epoch {
+            return true;
+        }
         let list: &[PeerKey] = match claim.epoch {
             e if e == epoch => &self.rivals,
             e if e == epoch.wrapping_add(1) => &self.migration.succession,
@@ -339,7 +355,33 @@ impl ServerCore {
         self.flush(now);
     }
 
-    /// Ranks the candidates; publishes the list when it changed or someone new came in.
+    /// `claimant`'s claim of the next epoch did not hold the room while this host plays on:
+    /// this host keeps the match (see [Claims a live host
+    /// refuses](vimp_netcode::migration#claims-a-live-host-refuses)). It takes the epoch
+    /// after the claim's and says so to every peer (its clients take their host's new
+    /// epoch); the claimant, which hosts a match of its own by now, gets a fresh session that
+    /// says it first, steps down to this host and says hello again with its token, its seat
+    /// kept for it meanwhile.
+    pub(super) fn keep_the_match(&mut self, claimant: PeerKey, claim: Claim, now: Duration) {
+        let epoch = claim.epoch.wrapping_add(1);
+        self.config.epoch = epoch;
+        self.rank = 0;
+        self.rivals.clear();
+        self.migration.stats.claims_outheld += 1;
+        self.migration.publish_due = true;
+        let ours = Claim::new(epoch, 0, self.host.tick()).encode();
+        self.drop_peer(claimant, now);
+        for session in self.peers.values_mut().filter(|s| s.is_active()) {
+            session.send(Channel::Reliable, op::CLAIM, &ours);
+        }
+        let mut session = HostSession::new(self.config.session.clone(), now);
+        session.send(Channel::Reliable, op::CLAIM, &ours);
+        self.peers.insert(claimant, session);
+        self.note(ServerEvent::KeptTheMatch { claimant, claim, epoch });
+    }
+
+    /// Ranks the candidates; publishes the list when it changed, someone new came in, or
+    /// the voters changed.
     fn publish_succession(&mut self) {
         let local = &self.migration.config.local_peers;
         let remote: Vec<PeerKey> =
@@ -367,12 +409,20 @@ impl ServerCore {
             })
             .collect();
         let ranked = migration::rank(&candidates);
-        if ranked == self.migration.succession && !self.migration.publish_due {
+        let voters: Vec<PeerKey> =
+            self.checking_peers.iter().copied().filter(|p| self.peers.get(p).is_some_and(|s| s.is_active())).collect();
+        if ranked == self.migration.succession && voters == self.migration.voters && !self.migration.publish_due {
             return;
         }
         self.migration.publish_due = false;
         self.migration.succession = ranked;
-        let list = Succession { epoch: self.config.epoch, peers: self.migration.succession.clone() }.encode();
+        self.migration.voters = voters;
+        let list = Succession {
+            epoch: self.config.epoch,
+            peers: self.migration.succession.clone(),
+            voters: Some(self.migration.voters.clone()),
+        }
+        .encode();
         for session in self.peers.values_mut().filter(|s| s.is_active()) {
             session.send(Channel::Reliable, op::SUCCESSION, &list);
         }
