@@ -294,7 +294,7 @@ pub fn host(args: &HostArgs, game: &Game) -> anyhow::Result<i32> {
         node.update(now);
         while let Some(event) = node.server_mut().and_then(ServerCore::poll_event) {
             // A better claim and a handoff are the node's changes of role, below.
-            if let ServerEvent::Joined { .. } | ServerEvent::Left { .. } = event {
+            if let ServerEvent::Joined { .. } | ServerEvent::Left { .. } | ServerEvent::KeptTheMatch { .. } = event {
                 eprintln!("{event}");
             }
         }
@@ -436,6 +436,9 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
     let mut said_shadow = false;
     let mut snapshots_at_change = 0;
     let mut rtts = Vec::new();
+    // The gaps between the host's snapshots as they arrived, ms (after the first), and when
+    // the last one came with how many had come by then.
+    let (mut gaps, mut last_snapshot) = (Vec::new(), None::<(Duration, u64)>);
     let mut said = false;
     let mut next_sample = Duration::ZERO;
     let mut score = None;
@@ -463,6 +466,15 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
         let (checkpoints, transport_failure) = (node.checkpoints(), node.transport().failure());
         let host_path_now = node.client().and_then(ClientCore::host_peer).and_then(|h| node.transport().path(h));
         let client = node.client_mut().expect("a player's node has its client");
+        let snapshots = client.stats().snapshots;
+        match last_snapshot {
+            Some((at, seen)) if snapshots > seen => {
+                gaps.push((now - at).as_secs_f64() as f32 * 1000.0);
+                last_snapshot = Some((now, snapshots));
+            }
+            None if snapshots > 0 => last_snapshot = Some((now, snapshots)),
+            _ => {}
+        }
         while let Some(change) = client.poll_event() {
             eprintln!("{change}");
             if let ClientChange::HostChanged { .. } = change {
@@ -675,6 +687,10 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
     report["takeovers_held"] = json!(stats.takeovers_held);
     report["host_checks_answered"] = json!(stats.host_checks_answered);
     report["witness_answers"] = json!(stats.witness_answers);
+    // How steadily the host's frames came.
+    report["snapshot_gap_ms_p50"] = json!((!gaps.is_empty()).then(|| percentile(&gaps, 0.5)));
+    report["snapshot_gap_ms_p99"] = json!((!gaps.is_empty()).then(|| percentile(&gaps, 0.99)));
+    report["snapshot_gap_ms_max"] = json!(gaps.iter().copied().reduce(f32::max));
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
