@@ -271,7 +271,12 @@ pub fn host(args: &HostArgs, game: &Game) -> anyhow::Result<i32> {
         maps: vote_maps,
         ..ServerConfig::default()
     };
-    let mut node = Node::hosting(*game, transport, ServerCore::new(host, server_config), None);
+    // Unseated by a claim that holds the room (this host's line was cut, or it slept), it
+    // stays in the room as a member that may take the match back.
+    let member = Hello { spectator: true, ..Hello::new("host", env!("CARGO_PKG_VERSION")) };
+    let mut node = Node::hosting(*game, transport, ServerCore::new(host, server_config), None)
+        .stays_as_member(member, Witnesser::config(client_config(500)));
+    let mut witness = Witnesser::new(&url);
     println!("lobby code: {}", code.grouped());
     println!("friends join with: vimp join {url}");
     if args.signal.is_none() {
@@ -322,16 +327,25 @@ pub fn host(args: &HostArgs, game: &Game) -> anyhow::Result<i32> {
                 break;
             }
             Some(RoleChange::SteppedDown { winner, claim }) => {
-                // This host went silent (a stall, a sleeping laptop) long enough for a
-                // successor to take the match over: the match is theirs now.
+                // This host went silent (a stall, a sleeping laptop, a cut line) long enough
+                // for a successor to take the match over with the room behind it: the match
+                // is theirs now, and this process stays in the room to take it back should
+                // they leave.
                 eprintln!(
-                    "{winner} took the match over at epoch {} while this host was silent: stepping down",
+                    "{winner} took the match over at epoch {} while this host was silent: stepping down, \
+                     staying in the room as a member",
                     claim.epoch
                 );
                 hosting = false;
-                break;
             }
-            Some(RoleChange::Promoted { .. }) | None => {}
+            Some(change @ RoleChange::Promoted { .. }) => {
+                eprintln!("{change}");
+                hosting = true;
+            }
+            None => {}
+        }
+        if let Some(witness) = witness.as_mut() {
+            witness.turn(&mut node);
         }
         if args.seconds.is_some_and(|s| now.as_secs_f64() >= s) {
             break;

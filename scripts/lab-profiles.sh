@@ -79,9 +79,9 @@ if [ -n "${LAB_SIGNAL:-}" ]; then
   out="$LAB_DIR/profile"
   mkdir -p "$out"
   # Joins.
-  host_in_a JOINSS 3600 "$out/join-host.out"
+  host_in_a J2NSSS 3600 "$out/join-host.out"
   for i in $(seq "$tries"); do
-    ip netns exec b "$LAB_VIMP" join "$LAB_SIGNAL/JOINSS" --headless --name "p$i" --seconds 2 \
+    ip netns exec b "$LAB_VIMP" join "$LAB_SIGNAL/J2NSSS" --headless --name "p$i" --seconds 2 \
       --join-timeout 5 --json > "$out/join$i.json" 2>/dev/null || true
   done
   kill "$host" 2>/dev/null || true
@@ -95,7 +95,8 @@ if [ -n "${LAB_SIGNAL:-}" ]; then
   wait "$host" 2>/dev/null || true
   # Line cuts.
   for k in $(seq "$cuts"); do
-    code="CUT$(printf '%03d' "$k")"
+    letters=23456789ABCDEFGHJKMNPQRSTUVWXYZ
+    code="CUT${letters:$((k % 31)):1}${letters:$((k / 31 % 31)):1}2"
     host_in_a "$code" 120 "$out/cut$k-host.out"
     players_join "$code" 30 "$out/cut$k"
     # Both in and shadowing (or 20 s), then the host's line goes dead.

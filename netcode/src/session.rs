@@ -200,6 +200,11 @@ pub struct Hello {
     /// are voters, and a successor waits for no other's answer.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub checks: bool,
+    /// The client watches and may take the match over, though it does not play: a headless
+    /// host that stepped down stays in the room this way, so that the match goes on with it
+    /// when the players who hold it leave. Only a spectator's hello says so.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub keeper: bool,
 }
 
 impl Hello {
@@ -218,6 +223,7 @@ impl Hello {
             can_host: true,
             aim: true,
             checks: true,
+            keeper: false,
         }
     }
 

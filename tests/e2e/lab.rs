@@ -199,3 +199,49 @@ fn the_match_goes_on_in_another_home_when_its_host_is_killed() {
         assert!(r["snapshots_after_host_change"].as_u64().is_some_and(|n| n > 100), "the match goes on: {r}");
     }
 }
+
+#[test]
+#[ignore = "needs the home-network lab (root, iptables, coturn): .ci/run runs it"]
+fn at_the_average_profile_a_join_plays_and_the_match_survives_its_host_s_line_cut() {
+    // The average profile of scripts/lab-profiles.sh on every home: about 100 ms between
+    // homes, ~2 % lost each way.
+    if !in_lab(
+        "lab::at_the_average_profile_a_join_plays_and_the_match_survives_its_host_s_line_cut",
+        &[
+            "--home", "a:cone", "--home", "b:cone", "--home", "c:cone", "--line", "a:25:8:1", "--line", "b:25:8:1",
+            "--line", "c:25:8:1",
+        ],
+    ) {
+        return;
+    }
+    let host = host_in("a", &["--seconds", "120"]);
+    let (ann, bob) = (join_from("b", "ann", "30", &[]), join_from("c", "bob", "30", &[]));
+    let mut log = ErrLog::default();
+    log.wait_each(&[&ann, &bob], "linked to 2 peer(s)", Duration::from_secs(40));
+    log.wait_each(&[&ann, &bob], "shadowing the host", Duration::from_secs(20));
+    // The host's home line goes dead: its router drops everything, its process lives on.
+    let cut = |op: &str| {
+        for chain in ["FORWARD", "INPUT"] {
+            let mut rule = vec!["netns", "exec", "a-router", "iptables", op, chain];
+            rule.extend(if op == "-I" { &["1", "-j", "DROP"][..] } else { &["1"][..] });
+            let status = Command::new("ip").args(&rule).status().expect("ip runs");
+            assert!(status.success(), "iptables {op} {chain}");
+        }
+    };
+    cut("-I");
+    log.wait(&[&ann, &bob], "took the match over", Duration::from_secs(10));
+    log.wait_each(&[&ann, &bob], "the host changed", Duration::from_secs(10));
+    let (out_a, status_a) = ann.finish(Duration::from_secs(60));
+    let (out_b, status_b) = bob.finish(Duration::from_secs(60));
+    cut("-D");
+    let (out_h, _) = host.finish(Duration::from_secs(120));
+    let (ra, rb) = (report(&out_a), report(&out_b));
+    println!("ann: {ra}\nbob: {rb}\nstderr:\n{}\nhost:\n{out_h}", log.text());
+    assert!(status_a.success() && status_b.success(), "both leave cleanly");
+    assert_eq!(log.count("took the match over"), 1, "one successor took over:\n{}", log.text());
+    for r in [&ra, &rb] {
+        assert!(r["join_ms"].as_f64().is_some(), "{r}");
+        assert!(r["snapshots_after_host_change"].as_u64().is_some_and(|n| n > 100), "the match goes on: {r}");
+        assert!(r["freeze_ms"].as_f64().is_some(), "{r}");
+    }
+}

@@ -33,7 +33,9 @@
 //!   claim ([`ClientCore::follow_handoff`]) — [`RoleChange::HandedOff`].
 //!
 //! A node without a player ([`Node::hosting`] with no client: the headless `vimp host`)
-//! does nothing more once it stopped hosting.
+//! does nothing more once it stopped hosting, unless it [stays as a
+//! member](Node::stays_as_member): unseated, it joins the winner as a spectator that may take
+//! the match over, and hosts it again when its turn comes.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -41,8 +43,9 @@ use std::time::Duration;
 use crate::engine::game::Game;
 use crate::engine::migration::{Checkpoint, LogBatch, MigrationConfig, MigrationError, Shadow};
 use crate::engine::server::{ServerConfig, ServerCore, Takeover};
-use vimp_netcode::client::ClientCore;
+use vimp_netcode::client::{ClientConfig, ClientCore};
 use vimp_netcode::migration::{Claim, MigrationPayload};
+use vimp_netcode::session::Hello;
 use vimp_netcode::transport::{PeerKey, Transport, TransportEvent};
 
 /// A change of the node's role ([`Node::update`] says).
@@ -121,6 +124,9 @@ pub struct Node<T: Transport> {
     errors: Vec<String>,
     checkpoints: u64,
     tap: Option<Tap>,
+    /// What a node without a player says when it stops hosting to stay in the room
+    /// ([`Node::stays_as_member`]).
+    member: Option<(Hello, ClientConfig)>,
 }
 
 impl<T: Transport> std::fmt::Debug for Node<T> {
@@ -160,6 +166,7 @@ impl<T: Transport> Node<T> {
             errors: Vec::new(),
             checkpoints: 0,
             tap: None,
+            member: None,
         }
     }
 
@@ -192,6 +199,17 @@ impl<T: Transport> Node<T> {
         if let Some(change) = self.due_change() {
             self.change_role(change, now);
         }
+    }
+
+    /// A node without a player that, should another claimant unseat it, stays in the room as
+    /// a member instead of stopping: its client joins the winner saying `hello` (a
+    /// spectator's, [`Hello::keeper`]: it may take the match over, so the match goes on with
+    /// it when the players who hold it leave), over the links it has, and shadows the match
+    /// like any successor. The headless `vimp host` does this.
+    pub fn stays_as_member(mut self, hello: Hello, config: ClientConfig) -> Self {
+        let hello = Hello { spectator: true, keeper: true, can_host: true, ..hello };
+        self.member = Some((hello, config));
+        self
     }
 
     /// The one place the role changes (see the module docs).
@@ -232,8 +250,20 @@ impl<T: Transport> Node<T> {
             }
             (Role::Hosting(server), Change::StepDown { winner, claim }) => {
                 let peers = mesh_peers(&server);
-                if let Some(client) = self.client.as_mut() {
-                    client.step_down(peers, winner, claim);
+                match (self.client.as_mut(), self.member.take()) {
+                    (Some(client), _) => client.step_down(peers, winner, claim),
+                    // A headless host stays as a member: a new client, which meets the peers
+                    // its links reach (the transport announced them to the server) and says
+                    // hello to them; the winner answers.
+                    (None, Some((hello, config))) => {
+                        let mut client = ClientCore::new(hello, config);
+                        client.set_local_id(me);
+                        for peer in peers {
+                            client.handle(now, TransportEvent::Connected(peer));
+                        }
+                        self.client = Some(client);
+                    }
+                    (None, None) => {}
                 }
                 (Role::Following { shadow: None }, RoleChange::SteppedDown { winner, claim })
             }

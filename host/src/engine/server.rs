@@ -190,6 +190,9 @@ pub struct ServerCore {
     hosting_peers: std::collections::BTreeSet<PeerKey>,
     /// The peers whose hello said they answer the room's check before a claim: the voters.
     checking_peers: std::collections::BTreeSet<PeerKey>,
+    /// The watching peers whose hello said they may take the match over all the same
+    /// ([`Hello::keeper`](vimp_netcode::session::Hello::keeper)): successors like players.
+    keeper_peers: std::collections::BTreeSet<PeerKey>,
     latency: BTreeMap<PlayerId, f64>,
     last: Option<Duration>,
     stats: ServerStats,
@@ -347,6 +350,7 @@ impl ServerCore {
             delta_peers: std::collections::BTreeSet::new(),
             hosting_peers: std::collections::BTreeSet::new(),
             checking_peers: std::collections::BTreeSet::new(),
+            keeper_peers: std::collections::BTreeSet::new(),
             latency: BTreeMap::new(),
             last: None,
             stats: ServerStats::default(),
@@ -698,6 +702,11 @@ impl ServerCore {
             self.checking_peers.insert(peer);
         } else {
             self.checking_peers.remove(&peer);
+        }
+        if hello.keeper && hello.spectator && hello.can_host {
+            self.keeper_peers.insert(peer);
+        } else {
+            self.keeper_peers.remove(&peer);
         }
         // A new session holds no frame of the old one's: its first is a keyframe.
         self.host.world_mut().resource_mut::<DeltaViewers>().viewers.remove(&a.player);
@@ -1083,6 +1092,7 @@ impl ServerCore {
         self.delta_peers.remove(&peer);
         self.hosting_peers.remove(&peer);
         self.checking_peers.remove(&peer);
+        self.keeper_peers.remove(&peer);
         self.panels.remove(&peer);
         self.migration.links(peer, None);
         if self.leaving.remove(&peer)

@@ -1373,6 +1373,74 @@ fn a_live_host_keeps_the_match_against_a_claim_that_does_not_hold_the_room() {
 }
 
 #[test]
+fn a_headless_host_unseated_stays_in_the_room_and_takes_the_match_back_when_its_player_leaves() {
+    let config = vimp_host::tanks::init_config(SEED);
+    let mut match_host = Host::new(config.clone(), GAME).expect("host");
+    match_host.load_map_json("small", SMALL).expect("map");
+    for i in 0..2 {
+        match_host.push(HostCommand::Join {
+            player: PlayerId(100 + i),
+            name: format!("bot{i}"),
+            team: None,
+            bot: true,
+        });
+    }
+    match_host.step();
+    let (mut h_t, mut a_t) = (MemoryTransport::new(HOST), MemoryTransport::new(PeerKey(1)));
+    MemoryTransport::connect(&mut a_t, &mut h_t, LinkConfig::new().latency(Duration::from_millis(20)).seed(3));
+    let server_config =
+        ServerConfig { client_config: vimp_host::tanks::client_config(&config), ..ServerConfig::default() };
+    // A headless host (no player of its own) that stays in the room when unseated, and ann.
+    let headless = Node::hosting(GAME, h_t, ServerCore::new(match_host, server_config), None)
+        .stays_as_member(hello("host"), ClientConfig::default());
+    let ann = peer(a_t, hello("ann"), ClientConfig::default(), Arc::new(AtomicBool::new(false)));
+    let mut nodes = vec![headless, ann];
+    let (h, a) = (0, 1);
+    let now = std::cell::Cell::new(Duration::ZERO);
+    let run = |nodes: &mut Vec<Peer>, frozen: Option<usize>, limit: Duration, done: &dyn Fn(&[Peer]) -> bool| {
+        let end = now.get() + limit;
+        while now.get() < end {
+            now.set(now.get() + STEP);
+            for (i, node) in nodes.iter_mut().enumerate() {
+                if Some(i) != frozen {
+                    node.update(now.get());
+                }
+            }
+            if done(nodes) {
+                return true;
+            }
+        }
+        false
+    };
+    let shadowing = |n: &[Peer]| n[a].client().is_some_and(|c| c.welcome().is_some()) && n[a].checkpoints() >= 1;
+    assert!(run(&mut nodes, None, Duration::from_secs(5), &shadowing), "ann plays and shadows the host");
+    // The host's process stalls (a sleeping laptop): ann, with nobody else to ask and no
+    // rendezvous, takes the match over, on the word of the whole room that answered: hers.
+    assert!(run(&mut nodes, Some(h), Duration::from_secs(2), &|n| n[a].is_hosting()), "ann took over");
+    assert_eq!(nodes[a].server().map(ServerCore::epoch), Some(2));
+    // The host wakes, hears a claim that holds the room, steps down, and stays as a member:
+    // a spectator of ann's match that may take it over.
+    let member = |n: &[Peer]| {
+        !n[h].is_hosting() && n[h].client().and_then(ClientCore::welcome).is_some_and(|w| w.spectator && w.epoch == 2)
+    };
+    assert!(run(&mut nodes, None, Duration::from_secs(3), &member), "the old host is a member of ann's match");
+    let listed = |n: &[Peer]| n[a].server().is_some_and(|s| s.succession().contains(&HOST)) && n[h].checkpoints() >= 1;
+    assert!(run(&mut nodes, None, Duration::from_secs(5), &listed), "ann's host lists it and streams to it");
+    // ann leaves: the match goes to the old host, which hosts it again.
+    let tick = nodes[a].server().map(|s| s.host().tick()).expect("ann hosts");
+    assert!(nodes[a].hand_off(now.get()), "someone to hand the match to");
+    let back = |n: &[Peer]| n[h].is_hosting();
+    assert!(run(&mut nodes, None, Duration::from_secs(2), &back), "the old host has the match back");
+    let server = nodes[h].server().expect("hosting");
+    assert_eq!(server.epoch(), 3);
+    assert!(server.host().tick() >= tick, "from where ann left it, no tick lost");
+    let tick = server.host().tick();
+    assert!(run(&mut nodes, None, Duration::from_secs(1), &|n| n[h]
+        .server()
+        .is_some_and(|s| s.host().tick() > tick + 100)));
+}
+
+#[test]
 fn when_the_first_successor_is_gone_too_the_next_takes_over() {
     let (mut m, _) = three_clients(4);
     // Peer keys are 1, 2, 3 for clients 0, 1, 2.

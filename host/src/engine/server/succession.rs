@@ -3,7 +3,9 @@
 //! Every update, after the ticks ran, [`ServerCore::stream_migration`]:
 //!
 //! 1. ranks the connected players by [`vimp_netcode::migration::rank`] (smoothed RTT in
-//!    buckets, then join order; spectators and [`MigrationConfig::local_peers`] never, nor a
+//!    buckets, then join order; spectators (but keepers: a headless host that stepped down,
+//!    [`Hello::keeper`](vimp_netcode::session::Hello::keeper)) and
+//!    [`MigrationConfig::local_peers`] never, nor a
 //!    player whose hello did not say it can host, nor one that has not reported its links or
 //!    whose last `LINKS` report misses another connected remote peer) and publishes
 //!    the list to every peer when it changed or someone new came in (`SUCCESSION`);
@@ -393,7 +395,7 @@ impl ServerCore {
                 let player = self.roster.player_of(*peer)?;
                 let eligible = session.is_active()
                     && self.hosting_peers.contains(peer)
-                    && !self.watching.contains_key(&player)
+                    && (!self.watching.contains_key(&player) || self.keeper_peers.contains(peer))
                     && !local.contains(peer);
                 Some(Candidate {
                     peer: *peer,
