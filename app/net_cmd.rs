@@ -450,9 +450,6 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
     let mut said_shadow = false;
     let mut snapshots_at_change = 0;
     let mut rtts = Vec::new();
-    // The gaps between the host's snapshots as they arrived, ms (after the first), and when
-    // the last one came with how many had come by then.
-    let (mut gaps, mut last_snapshot) = (Vec::new(), None::<(Duration, u64)>);
     let mut said = false;
     let mut next_sample = Duration::ZERO;
     let mut score = None;
@@ -460,9 +457,13 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
     let (mut called, mut seen_vote, mut said_passed) = (false, 0, false);
     let mut failure: Option<JoinFailure> = None;
     let mut host_path = None;
+    let mut watch = JoinWatch::default();
     loop {
         let now = start.elapsed();
         node.update(now);
+        if let Some(client) = node.client() {
+            watch.turn(now, node.transport().local_id().is_some(), client.linked_peers() > 0, client.stats().snapshots);
+        }
         while let Some(change) = node.poll_change() {
             eprintln!("{change}");
             if let RoleChange::Promoted { tick, epoch } = change {
@@ -480,15 +481,6 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
         let (checkpoints, transport_failure) = (node.checkpoints(), node.transport().failure());
         let host_path_now = node.client().and_then(ClientCore::host_peer).and_then(|h| node.transport().path(h));
         let client = node.client_mut().expect("a player's node has its client");
-        let snapshots = client.stats().snapshots;
-        match last_snapshot {
-            Some((at, seen)) if snapshots > seen => {
-                gaps.push((now - at).as_secs_f64() as f32 * 1000.0);
-                last_snapshot = Some((now, snapshots));
-            }
-            None if snapshots > 0 => last_snapshot = Some((now, snapshots)),
-            _ => {}
-        }
         while let Some(change) = client.poll_event() {
             eprintln!("{change}");
             if let ClientChange::HostChanged { .. } = change {
@@ -701,10 +693,10 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
     report["takeovers_held"] = json!(stats.takeovers_held);
     report["host_checks_answered"] = json!(stats.host_checks_answered);
     report["witness_answers"] = json!(stats.witness_answers);
-    // How steadily the host's frames came.
-    report["snapshot_gap_ms_p50"] = json!((!gaps.is_empty()).then(|| percentile(&gaps, 0.5)));
-    report["snapshot_gap_ms_p99"] = json!((!gaps.is_empty()).then(|| percentile(&gaps, 0.99)));
-    report["snapshot_gap_ms_max"] = json!(gaps.iter().copied().reduce(f32::max));
+    report["join_phases_ms"] = watch.phases_ms(&stats);
+    report["snapshot_gap_ms_p50"] = json!(watch.gap_ms(0.5));
+    report["snapshot_gap_ms_p99"] = json!(watch.gap_ms(0.99));
+    report["snapshot_gap_ms_max"] = json!(watch.gap_ms(1.0));
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -717,4 +709,83 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
         _ if client.welcome().is_none() => 1,
         _ => 0,
     })
+}
+
+/// A join's phases and the host's snapshots' arrivals, as the join's loop sees them (its turns
+/// are about a millisecond apart).
+#[derive(Debug, Default)]
+struct JoinWatch {
+    /// When the signalling server's id came (its websocket is up).
+    id_assigned: Option<Duration>,
+    /// When the first peer's data channels were all open (alone in a room with the host: the
+    /// host's link).
+    first_link: Option<Duration>,
+    /// Snapshots decoded so far, and when the newest came.
+    snapshots: u64,
+    last_snapshot: Option<Duration>,
+    /// The gaps between consecutive snapshots' arrivals, after the first.
+    gaps_ms: Vec<f32>,
+}
+
+impl JoinWatch {
+    /// Notes what changed since the last turn.
+    fn turn(&mut self, now: Duration, id_assigned: bool, linked: bool, snapshots: u64) {
+        if id_assigned {
+            self.id_assigned.get_or_insert(now);
+        }
+        if linked {
+            self.first_link.get_or_insert(now);
+        }
+        if snapshots > self.snapshots {
+            if let Some(last) = self.last_snapshot {
+                self.gaps_ms.push(now.saturating_sub(last).as_micros() as f32 / 1000.0);
+            }
+            // Two or more in one turn came together.
+            let together = snapshots - self.snapshots - 1;
+            self.gaps_ms.extend((0..together).map(|_| 0.0));
+            self.snapshots = snapshots;
+            self.last_snapshot = Some(now);
+        }
+    }
+
+    /// The `q` quantile of the gaps (`1.0` is the longest), `None` before two snapshots.
+    fn gap_ms(&self, q: f64) -> Option<f32> {
+        (!self.gaps_ms.is_empty()).then(|| percentile(&self.gaps_ms, q))
+    }
+
+    /// Milliseconds from the start of the join to the end of each phase: the signalling
+    /// server's id, the first peer link (offer and answer, ICE, DTLS, SCTP), the host's
+    /// welcome, the first snapshot.
+    fn phases_ms(&self, stats: &vimp_netcode::client::ClientStats) -> serde_json::Value {
+        let ms = |t: Option<Duration>| t.map(|t| t.as_secs_f64() * 1000.0);
+        json!({
+            "id_assigned": ms(self.id_assigned),
+            "link": ms(self.first_link),
+            "welcome": ms(stats.welcomed_at),
+            "first_snapshot": ms(stats.first_snapshot_at),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snapshot_gaps_are_counted_between_arrivals_after_the_first() {
+        let mut watch = JoinWatch::default();
+        let ms = Duration::from_millis;
+        watch.turn(ms(10), true, false, 0);
+        watch.turn(ms(300), true, true, 0);
+        assert_eq!(watch.gap_ms(1.0), None, "no gap before two snapshots");
+        watch.turn(ms(400), true, true, 1);
+        watch.turn(ms(450), true, true, 2);
+        // Two in one turn: the second came with the first.
+        watch.turn(ms(650), true, true, 4);
+        assert_eq!(watch.gaps_ms, vec![50.0, 200.0, 0.0]);
+        assert_eq!(watch.gap_ms(1.0), Some(200.0));
+        let phases = watch.phases_ms(&Default::default());
+        assert_eq!(phases["id_assigned"], json!(10.0));
+        assert_eq!(phases["link"], json!(300.0));
+    }
 }

@@ -22,6 +22,9 @@
 #              cut (its router drops everything): how many runs went on with both players,
 #              and the freeze they saw (the lost host last heard → the first snapshot from
 #              the new host) p50 and p99 over every player.
+#
+# Every report and log of a profile is kept in $LAB_PROFILES_KEEP/PROFILE (default
+# /tmp/lab-profiles/PROFILE).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -113,6 +116,9 @@ if [ -n "${LAB_SIGNAL:-}" ]; then
     kill "$host" 2>/dev/null || true
     wait "$host" 2>/dev/null || true
   done
+  # Every report and log, kept after the lab is gone.
+  keep="${LAB_PROFILES_KEEP:-/tmp/lab-profiles}/$PROFILE"
+  rm -rf "$keep" && mkdir -p "$keep" && cp -r "$out"/. "$keep"/ && cp "$LAB_DIR"/*.log "$keep"/ 2>/dev/null || true
   /usr/bin/env python3 - "$out" "$tries" "$cuts" "$PROFILE" "$LINE" "$minutes" <<'PY'
 import glob, json, os, sys
 d, tries, cuts, profile, line, minutes = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]

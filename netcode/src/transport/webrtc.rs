@@ -99,6 +99,21 @@
 //!     answer), ICE's check, DTLS's three (with its HelloVerifyRequest), SCTP's two, then the
 //!     hello and welcome. With homes 400 ms apart and the rendezvous 200 ms from each, a
 //!     join takes about 5 s.
+//!   - On a lossy line the timers came back: a lost DTLS flight was sent again only after 1 s
+//!     (rtc-dtls's fixed interval; webrtc sets none), a lost SCTP INIT, COOKIE-ECHO or lone
+//!     DATA chunk (a hello, a welcome) after SCTP's 1 s minimum RTO, backing off to 60 s. Now
+//!     a flight goes again after 250 ms, doubling (`patches/rtc-dtls/PATCHED.md`), and SCTP's
+//!     RTO starts at 500 ms and stays between 300 ms and 3 s (`patches/rtc-sctp/PATCHED.md`).
+//!     Measured in the lab (`--home a:cone --home b:cone`, both lines `25:8:1`, about 100 ms
+//!     and 2 % loss each way between the homes; 20 joins): p50 1.38 s → 1.37 s, p90 2.3 s →
+//!     1.7 s, worst 4.7 s → 1.8 s; on `50:15:2` (200 ms, 4 %) p50 3.0 s → 3.2 s, p90 4.6 s
+//!     → 3.7 s, 18 → 19 of 20 in within 5 s, the DTLS handshake's p50 1.1 s → 0.76 s. Where a
+//!     join's time goes: `vimp join --json` has `join_phases_ms` (the websocket's id, the link,
+//!     the welcome, the first snapshot), and `RUST_LOG=matchbox_socket::phases=info` logs each
+//!     handshake's phases per peer (offer, answer, candidates, ICE, DTLS, each data channel).
+//!     Lossless at 25:8:1 the link takes ~950 ms from the offer: candidates ~190 ms, ICE
+//!     ~210 ms more, DTLS ~350 ms (three round trips), SCTP ~200 ms (two); then hello and
+//!     welcome one round trip, and the first snapshot another.
 //! - **Loopback is never an ICE candidate.** In a network namespace with only `lo`, the host
 //!   candidate is the wildcard address `0.0.0.0`, which Linux delivers to loopback: the pair
 //!   that works is then peer-reflexive, nominated after its 300 ms wait.

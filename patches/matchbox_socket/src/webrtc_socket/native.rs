@@ -33,16 +33,17 @@ use futures_util::select;
 use log::{debug, error, info, trace, warn};
 use matchbox_protocol::PeerId;
 use std::{
+    fmt::Display,
     pin::Pin,
     sync::{Arc, Mutex},
-    time::Duration,
+    time::{Duration, Instant},
 };
 use webrtc::{
     data_channel::{DataChannel, DataChannelEvent, RTCDataChannelInit},
     peer_connection::{
         PeerConnection, PeerConnectionBuilder, PeerConnectionEventHandler, RTCConfigurationBuilder,
-        RTCIceCandidateInit, RTCIceCandidateType, RTCIceServer, RTCPeerConnectionIceEvent,
-        RTCPeerConnectionState, RTCSessionDescription, SettingEngine, SettingEngineBuilder,
+        RTCIceCandidateInit, RTCIceCandidateType, RTCIceConnectionState, RTCIceServer,
+        RTCPeerConnectionIceEvent, RTCPeerConnectionState, RTCSessionDescription, SettingEngine, SettingEngineBuilder,
     },
     runtime::{Runtime, SmolRuntime},
 };
@@ -157,8 +158,10 @@ impl Messenger for NativeMessenger {
         let (peer_disconnected_tx, peer_disconnected_rx) = futures_channel::mpsc::channel(1);
 
         debug!("making offer");
+        let phases = Phases::new(signal_peer.id);
         let (connection, trickle) = create_rtc_peer_connection(
             signal_peer.clone(),
+            phases,
             ice_server_config,
             peer_disconnected_tx.clone(),
         )
@@ -171,7 +174,7 @@ impl Messenger for NativeMessenger {
         let (data_channels, mut event_forwarding) = create_data_channels(
             &**connection,
             data_channel_ready_txs,
-            signal_peer.id,
+            phases,
             peer_disconnected_tx,
             messages_from_peers_tx,
             channel_configs,
@@ -183,6 +186,7 @@ impl Messenger for NativeMessenger {
         let sdp = offer.sdp.clone();
         connection.set_local_description(offer).await.unwrap();
         signal_peer.send(PeerSignal::Offer(sdp));
+        phases.note("offer sent");
 
         let answer = loop {
             let Some(signal) = peer_signal_rx.next().await else {
@@ -192,6 +196,7 @@ impl Messenger for NativeMessenger {
 
             match signal {
                 PeerSignal::Answer(answer) => {
+                    phases.note("answer in");
                     break answer;
                 }
                 PeerSignal::Offer(_) => {
@@ -221,8 +226,10 @@ impl Messenger for NativeMessenger {
             data_channels_ready_fut,
             &mut event_forwarding,
             signaled.clone(),
+            phases,
         )
         .await?;
+        phases.note("every data channel open: connected");
 
         Some(HandshakeResult::<Self::DataChannel, Self::HandshakeMeta> {
             peer_id: signal_peer.id,
@@ -250,8 +257,10 @@ impl Messenger for NativeMessenger {
         let (peer_disconnected_tx, peer_disconnected_rx) = futures_channel::mpsc::channel(1);
 
         debug!("handshake_accept");
+        let phases = Phases::new(signal_peer.id);
         let (connection, trickle) = create_rtc_peer_connection(
             signal_peer.clone(),
+            phases,
             ice_server_config,
             peer_disconnected_tx.clone(),
         )
@@ -264,7 +273,7 @@ impl Messenger for NativeMessenger {
         let (data_channels, mut event_forwarding) = create_data_channels(
             &**connection,
             data_channel_ready_txs,
-            signal_peer.id,
+            phases,
             peer_disconnected_tx,
             messages_from_peers_tx,
             channel_configs,
@@ -278,6 +287,7 @@ impl Messenger for NativeMessenger {
             };
             match signal {
                 PeerSignal::Offer(offer) => {
+                    phases.note("offer in");
                     break offer;
                 }
                 _ => {
@@ -302,6 +312,7 @@ impl Messenger for NativeMessenger {
             .map_err(|e| warn!("peer {}: cannot answer its offer: {e}", signal_peer.id))
             .ok()?;
         signal_peer.send(PeerSignal::Answer(answer.sdp.clone()));
+        phases.note("answer sent");
         connection
             .set_local_description(answer)
             .await
@@ -316,8 +327,10 @@ impl Messenger for NativeMessenger {
             data_channels_ready_fut,
             &mut event_forwarding,
             signaled.clone(),
+            phases,
         )
         .await?;
+        phases.note("every data channel open: connected");
 
         Some(HandshakeResult::<Self::DataChannel, Self::HandshakeMeta> {
             peer_id: signal_peer.id,
@@ -480,12 +493,18 @@ impl Drop for ConnectionGuard {
 struct ConnectionEventHandler {
     trickle: Arc<CandidateTrickle>,
     peer_disconnected_tx: Sender<()>,
+    phases: Phases,
 }
 
 #[async_trait]
 impl PeerConnectionEventHandler for ConnectionEventHandler {
     async fn on_ice_candidate(&self, event: RTCPeerConnectionIceEvent) {
         self.trickle.on_local_candidate(event);
+    }
+
+    /// `checking` once the remote candidates are in, `connected` once a pair answered.
+    async fn on_ice_connection_state_change(&self, state: RTCIceConnectionState) {
+        self.phases.note(format_args!("ICE {state}"));
     }
 
     /// Treats the peer connection failing like a data channel closing.
@@ -496,6 +515,8 @@ impl PeerConnectionEventHandler for ConnectionEventHandler {
     /// signaling connection is lost). ICE declares the connection failed about 30 seconds after
     /// the peer stops answering.
     async fn on_connection_state_change(&self, state: RTCPeerConnectionState) {
+        // `connected` is ICE connected and the DTLS handshake done.
+        self.phases.note(format_args!("peer connection {state}"));
         if matches!(
             state,
             RTCPeerConnectionState::Failed | RTCPeerConnectionState::Closed
@@ -524,6 +545,7 @@ async fn complete_handshake<T: Future<Output = bool>>(
     mut wait_for_channels: Pin<Box<Fuse<T>>>,
     event_forwarding: &mut EventForwarding,
     signaled: SignaledCandidates,
+    phases: Phases,
 ) -> Option<CandidateListener> {
     trickle.send_pending_candidates();
     let mut trickle_fut = Box::pin(
@@ -531,6 +553,7 @@ async fn complete_handshake<T: Future<Output = bool>>(
             Arc::clone(connection),
             peer_signal_rx,
             signaled,
+            phases,
         )
         .fuse(),
     );
@@ -608,6 +631,7 @@ impl CandidateTrickle {
         peer_connection: Arc<dyn PeerConnection>,
         mut peer_signal_rx: UnboundedReceiver<PeerSignal>,
         signaled: SignaledCandidates,
+        phases: Phases,
     ) -> Result<(), webrtc::error::Error> {
         while let Some(signal) = peer_signal_rx.next().await {
             match signal {
@@ -616,6 +640,9 @@ impl CandidateTrickle {
                     match serde_json::from_str::<RTCIceCandidateInit>(&candidate_json) {
                         Ok(candidate_init) => {
                             debug!("ice candidate received: {}", candidate_init.candidate);
+                            let typ = candidate_init.candidate.split(" typ ").nth(1);
+                            let typ = typ.and_then(|rest| rest.split(' ').next()).unwrap_or("?");
+                            phases.note(format_args!("remote {typ} candidate in"));
                             record_signaled_candidate(&signaled, &candidate_init.candidate);
                             // A candidate this stack cannot use (malformed, or of a kind it
                             // does not know) is that one candidate lost, not the rest.
@@ -649,6 +676,7 @@ impl CandidateTrickle {
 
 async fn create_rtc_peer_connection(
     signal_peer: SignalPeer,
+    phases: Phases,
     ice_server_config: &RtcIceServerConfig,
     peer_disconnected_tx: Sender<()>,
 ) -> Result<(ConnectionGuard, Arc<CandidateTrickle>), webrtc::error::Error> {
@@ -664,6 +692,7 @@ async fn create_rtc_peer_connection(
     let handler = ConnectionEventHandler {
         trickle: Arc::clone(&trickle),
         peer_disconnected_tx,
+        phases,
     };
 
     let connection = PeerConnectionBuilder::new()
@@ -703,7 +732,7 @@ fn ice_timing() -> SettingEngine {
 async fn create_data_channels(
     connection: &dyn PeerConnection,
     mut data_channel_ready_txs: Vec<futures_channel::mpsc::Sender<()>>,
-    peer_id: PeerId,
+    phases: Phases,
     peer_disconnected_tx: Sender<()>,
     from_peer_message_tx: Vec<UnboundedSender<(PeerId, Packet)>>,
     channel_configs: &[ChannelConfig],
@@ -716,7 +745,8 @@ async fn create_data_channels(
         event_forwarding.push(forward_data_channel_events(
             Arc::clone(&channel),
             data_channel_ready_txs.pop().unwrap(),
-            peer_id,
+            phases,
+            i,
             peer_disconnected_tx.clone(),
             from_peer_message_tx.get(i).unwrap().clone(),
         ));
@@ -751,7 +781,8 @@ async fn create_data_channel(
 async fn forward_data_channel_events(
     channel: Arc<dyn DataChannel>,
     mut channel_ready: futures_channel::mpsc::Sender<()>,
-    peer_id: PeerId,
+    phases: Phases,
+    channel_index: usize,
     mut peer_disconnected_tx: Sender<()>,
     from_peer_message_tx: UnboundedSender<(PeerId, Packet)>,
 ) {
@@ -759,6 +790,7 @@ async fn forward_data_channel_events(
         match event {
             DataChannelEvent::OnOpen => {
                 debug!("Data channel ready");
+                phases.note(format_args!("data channel {channel_index} open"));
                 // Fails if the socket was dropped mid-handshake
                 if let Err(e) = channel_ready.try_send(()) {
                     debug!("data channel opened after handshake teardown: {e:?}");
@@ -767,7 +799,7 @@ async fn forward_data_channel_events(
             DataChannelEvent::OnMessage(message) => {
                 let packet = message.data.freeze();
                 trace!("data channel message received: {packet:?}");
-                if let Err(e) = from_peer_message_tx.unbounded_send((peer_id, packet)) {
+                if let Err(e) = from_peer_message_tx.unbounded_send((phases.peer, packet)) {
                     // should only happen if the socket is dropped, or we are out of memory
                     warn!("failed to notify about data channel message: {e:?}");
                 }
@@ -785,5 +817,28 @@ async fn forward_data_channel_events(
     if let Err(err) = peer_disconnected_tx.try_send(()) {
         // should only happen if the socket is dropped, or we are out of memory
         warn!("failed to notify about data channel closing: {err:?}");
+    }
+}
+
+/// The log target of a handshake's phases: `RUST_LOG=matchbox_socket::phases=info` shows,
+/// for each peer, when the offer and answer went and came, each remote candidate came, ICE
+/// and the peer connection changed state (`connected` is ICE and DTLS done) and each data
+/// channel opened (SCTP's association up), in milliseconds since the handshake began.
+const PHASES: &str = "matchbox_socket::phases";
+
+/// When one peer's handshake began, to log its phases ([`PHASES`]).
+#[derive(Debug, Clone, Copy)]
+struct Phases {
+    peer: PeerId,
+    start: Instant,
+}
+
+impl Phases {
+    fn new(peer: PeerId) -> Self {
+        Self { peer, start: Instant::now() }
+    }
+
+    fn note(&self, what: impl Display) {
+        info!(target: PHASES, "peer {}: {what} at +{} ms", self.peer, self.start.elapsed().as_millis());
     }
 }
