@@ -84,8 +84,8 @@ if [ -n "${LAB_SIGNAL:-}" ]; then
   # Joins.
   host_in_a J2NSSS 3600 "$out/join-host.out"
   for i in $(seq "$tries"); do
-    ip netns exec b "$LAB_VIMP" join "$LAB_SIGNAL/J2NSSS" --headless --name "p$i" --seconds 2 \
-      --join-timeout 5 --json > "$out/join$i.json" 2>/dev/null || true
+    ip netns exec b "$LAB_VIMP" join "$LAB_SIGNAL/J2NSSS" --headless --name "p$i" --seconds 7 \
+      --join-timeout 6 --json > "$out/join$i.json" 2>/dev/null || true
   done
   kill "$host" 2>/dev/null || true
   wait "$host" 2>/dev/null || true

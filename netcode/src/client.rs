@@ -534,9 +534,15 @@ impl ClientCore {
                 let ask = HostCheck { epoch: check.epoch() }.encode();
                 let mut bytes = Vec::new();
                 frame::encode(op::HOST_CHECK, &ask, &mut bytes);
+                // On both channels: a mesh link that carries little else recovers a lost
+                // reliable chunk only by its retransmission timer, and the unreliable copy does
+                // not wait behind it. A peer answers one asker at most once per
+                // MIN_CHECK_INTERVAL, so the copy costs no second answer.
                 for peer in check.room().iter().filter(|p| self.peers.contains(p)) {
-                    self.stats.bytes_out += bytes.len() as u64;
-                    self.outbox.push_back((*peer, Channel::Reliable, bytes.clone()));
+                    for channel in [Channel::Reliable, Channel::Unreliable] {
+                        self.stats.bytes_out += bytes.len() as u64;
+                        self.outbox.push_back((*peer, channel, bytes.clone()));
+                    }
                 }
             }
         }
@@ -550,6 +556,9 @@ impl ClientCore {
     fn on_peer_frame(&mut self, peer: PeerKey, channel: Channel, bytes: &[u8], now: Duration) {
         let taken = match frame::parse(bytes) {
             Ok(f) if f.opcode == op::HELLO => true,
+            // The check of the room comes on both channels (see `check_the_room`).
+            Ok(f) if f.opcode == op::HOST_CHECK => self.on_host_check(peer, f.payload, now),
+            Ok(f) if f.opcode == op::HOST_SEEN => self.on_host_seen(peer, f.payload),
             Ok(f) if channel == Channel::Reliable => match f.opcode {
                 op::CLAIM => {
                     match Claim::decode(f.payload) {
@@ -601,6 +610,9 @@ impl ClientCore {
         frame::encode(op::HOST_SEEN, &seen.encode(), &mut bytes);
         self.stats.bytes_out += bytes.len() as u64;
         self.stats.host_checks_answered += 1;
+        // On both channels, as the question came (see `check_the_room`).
+        self.stats.bytes_out += bytes.len() as u64;
+        self.outbox.push_back((peer, Channel::Unreliable, bytes.clone()));
         self.outbox.push_back((peer, Channel::Reliable, bytes));
         true
     }

@@ -158,7 +158,8 @@
 //! process: a stall, a starved CPU) can be the one that failed while the host plays on for
 //! everyone else. So before it claims, a successor whose turn it is asks the room (Raft's
 //! pre-vote, in spirit): `HOST_CHECK` to every fellow peer it was linked to when it lost the
-//! host, on the reliable channel, again every turn until it decides. Each answers with
+//! host, on both channels (a copy that does not wait behind a lost reliable chunk), again every
+//! turn until it decides. Each answers, on both channels too, with
 //! `HOST_SEEN`: the epoch of the host it follows and how long ago it last heard that host.
 //!
 //! - An answer says **the host is alive** when it is about the same epoch and the host was

@@ -6,9 +6,11 @@
 //!    buckets, then join order; spectators (but keepers: a headless host that stepped down,
 //!    [`Hello::keeper`](vimp_netcode::session::Hello::keeper)) and
 //!    [`MigrationConfig::local_peers`] never, nor a
-//!    player whose hello did not say it can host, nor one that has not reported its links or
-//!    whose last `LINKS` report misses another connected remote peer) and publishes
-//!    the list to every peer when it changed or someone new came in (`SUCCESSION`);
+//!    player whose hello did not say it can host, nor one that has not reported its links);
+//!    those whose last `LINKS` report reaches every other connected remote peer come first,
+//!    then those that reach only some, and each is listed only if linked both ways to every
+//!    successor listed before it (successors always reach one another); the list goes to
+//!    every peer when it changed or someone new came in (`SUCCESSION`);
 //! 2. keeps a stream for each of the first [`MigrationConfig::successors`]; a stream
 //!    outlives its peer's place among them by [`MigrationConfig::checkpoint_interval`] while
 //!    the peer stays connected, so a successor that leaves the list for a moment (its links
@@ -410,7 +412,24 @@ impl ServerCore {
                 })
             })
             .collect();
-        let ranked = migration::rank(&candidates);
+        // Those that reach everyone first, in the rule's order; then those that reached some
+        // (a newcomer's mesh still coming up, a pair of homes whose link never does), in the
+        // same order. Each is listed only if it is linked, both ways, to every successor
+        // listed before it: successors always reach one another, so two of them never claim
+        // apart, and a player a successor cannot reach dials the new host again.
+        let full = migration::rank(&candidates);
+        let partial: Vec<Candidate> = candidates
+            .iter()
+            .filter(|c| !c.reaches_all && self.migration.links.contains_key(&c.peer))
+            .map(|c| Candidate { reaches_all: true, ..*c })
+            .collect();
+        let links = |p: &PeerKey| self.migration.links.get(p).map(Vec::as_slice).unwrap_or_default();
+        let mut ranked: Vec<PeerKey> = Vec::new();
+        for peer in full.into_iter().chain(migration::rank(&partial)) {
+            if ranked.iter().all(|q| links(&peer).contains(q) && links(q).contains(&peer)) {
+                ranked.push(peer);
+            }
+        }
         let voters: Vec<PeerKey> =
             self.checking_peers.iter().copied().filter(|p| self.peers.get(p).is_some_and(|s| s.is_active())).collect();
         if ranked == self.migration.succession && voters == self.migration.voters && !self.migration.publish_due {
