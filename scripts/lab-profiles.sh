@@ -19,9 +19,10 @@
 #              takeovers (a player that took the match over, or a host that stepped down,
 #              while the host was alive);
 #   line cuts  K times (default 5): the host and two players, then the host's home line is
-#              cut (its router drops everything): how many runs went on with both players,
-#              and the freeze they saw (the lost host last heard → the first snapshot from
-#              the new host) p50 and p99 over every player.
+#              cut (its router drops everything): how many runs went on with both players
+#              (following the new host, or back in by dialing again), and the freeze those
+#              that followed saw (the lost host last heard → the first snapshot from the new
+#              host) p50 and p99.
 #
 # Every report and log of a profile is kept in $LAB_PROFILES_KEEP/PROFILE (default
 # /tmp/lab-profiles/PROFILE).
@@ -141,16 +142,21 @@ errs = "".join(open(f).read() for f in glob.glob(d + "/match-*.err"))
 host_out = open(d + "/match-host.out").read() if os.path.exists(d + "/match-host.out") else ""
 false = errs.count("took the match over") + host_out.count("stepping down")
 drops = sum(1 for r in match if r.get("close_code") not in (None,)) + sum(len(r.get("reconnects") or []) for r in match)
-went_on, freezes = 0, []
+went_on, redialed, freezes = 0, 0, []
 for k in range(1, cuts + 1):
     rs = [load(d + f"/cut{k}-{w}.json") for w in "bc"]
+    # A player went on when it followed the new host, or dialed the match again and was
+    # back in it (its list of successors was older than the host's death).
     ok = [r for r in rs if r and (r.get("snapshots_after_host_change") or 0) > 100]
-    went_on += len(ok) == 2
+    back = [r for r in rs if r and r not in ok and any(x.get("back_after_ms") is not None for x in r.get("reconnects") or [])]
+    went_on += len(ok) + len(back) == 2
+    redialed += len(back)
     freezes += [r["freeze_ms"] for r in ok if r.get("freeze_ms") is not None]
 print(f"{profile:<8} {line:<8} | joins {within:>2}/{tries} in 5 s, p50 {pct(ms, 50):6.0f} ms, p99 {pct(ms, 99):6.0f} ms"
       f" | {minutes} min: {per_s:5.1f} snapshots/s, gap p99 {gap99:5.0f} max {gapmax:5.0f} ms,"
       f" {false} false takeovers, {drops} drops"
-      f" | line cut: {went_on}/{cuts} went on, freeze p50 {pct(freezes, 50):5.0f} p99 {pct(freezes, 99):5.0f} ms")
+      f" | line cut: {went_on}/{cuts} went on ({redialed} players by dialing again),"
+      f" freeze p50 {pct(freezes, 50):5.0f} p99 {pct(freezes, 99):5.0f} ms")
 PY
   exit 0
 fi
