@@ -145,12 +145,13 @@ drops = sum(1 for r in match if r.get("close_code") not in (None,)) + sum(len(r.
 went_on, redialed, freezes = 0, 0, []
 for k in range(1, cuts + 1):
     rs = [load(d + f"/cut{k}-{w}.json") for w in "bc"]
-    # A player went on when it followed the new host, or dialed the match again and was
-    # back in it (its list of successors was older than the host's death).
-    ok = [r for r in rs if r and (r.get("snapshots_after_host_change") or 0) > 100]
-    back = [r for r in rs if r and r not in ok and any(x.get("back_after_ms") is not None for x in r.get("reconnects") or [])]
-    went_on += len(ok) + len(back) == 2
-    redialed += len(back)
+    # A player went on when it ended its run in the match at a later host's epoch: it
+    # followed the new host, or dialed the match again and was back in it (its list of
+    # successors was older than the host's death).
+    ok = [r for r in rs if r and r.get("close_code") is None and not r.get("reconnect_gave_up")
+          and (r.get("host_epoch") or 0) >= 2]
+    redialed += sum(1 for r in ok if any(x.get("back_after_ms") is not None for x in r.get("reconnects") or []))
+    went_on += len(ok) == 2
     freezes += [r["freeze_ms"] for r in ok if r.get("freeze_ms") is not None]
 print(f"{profile:<8} {line:<8} | joins {within:>2}/{tries} in 5 s, p50 {pct(ms, 50):6.0f} ms, p99 {pct(ms, 99):6.0f} ms"
       f" | {minutes} min: {per_s:5.1f} snapshots/s, gap p99 {gap99:5.0f} max {gapmax:5.0f} ms,"
