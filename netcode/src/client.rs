@@ -519,8 +519,12 @@ impl ClientCore {
         let epoch = self.following.0;
         let alive_within = (lost.turn / 2).max(ALIVE_WITHIN);
         let witnessed = self.settings.witness;
-        let check =
-            lost.check.get_or_insert_with(|| host_check::Check::new(epoch, lost.room.clone(), alive_within, witnessed));
+        let voters = self.succession.as_ref().and_then(|s| s.voters.clone());
+        let check = lost.check.get_or_insert_with(|| {
+            let room = lost.room.clone();
+            let voters = room.iter().copied().filter(|p| voters.as_ref().is_none_or(|v| v.contains(p))).collect();
+            host_check::Check::new(epoch, room, alive_within, witnessed).with_voters(voters)
+        });
         match check.step(now, round) {
             host_check::Step::Claim(evidence) => {
                 lost.cleared = true;
@@ -1329,16 +1333,9 @@ impl ClientCore {
         });
     }
 
-    /// The fellow peers linked now that answer the room's check (the voters the host
-    /// published; all of them when it published none), but for `host` and this client.
+    /// The fellow peers linked now, but for `host` and this client: whom a successor asks.
     fn room_without(&self, host: Option<PeerKey>) -> Vec<PeerKey> {
-        let voters = self.succession.as_ref().and_then(|s| s.voters.as_ref());
-        self.peers
-            .iter()
-            .copied()
-            .filter(|p| Some(*p) != host && Some(*p) != self.me)
-            .filter(|p| voters.is_none_or(|v| v.contains(p)))
-            .collect()
+        self.peers.iter().copied().filter(|p| Some(*p) != host && Some(*p) != self.me).collect()
     }
 
     /// The lost host to ask the rendezvous about, while this successor's check of the room

@@ -180,9 +180,10 @@
 //!   frames. A lying peer cannot hold a takeover, nor push one, against the room's majority.
 //! - **Only voters count.** A client says in its hello that it answers checks
 //!   ([`Hello::checks`](crate::session::Hello::checks)); the host lists those peers in its
-//!   succession list ([`Succession::voters`]), and a successor asks only the voters it is
-//!   linked to. A peer of another make that never answers is no voter, and cannot hold a
-//!   takeover by its silence.
+//!   succession list ([`Succession::voters`]). A successor asks every peer it is linked to,
+//!   but counts toward the majority only the voters and whoever else answers: a peer of
+//!   another make that never answers cannot hold a takeover by its silence, and a newcomer
+//!   the host's last list had not named yet counts once it answers.
 //! - **The rendezvous is a witness.** With a rendezvous to ask
 //!   ([`ClientConfig::witness`](crate::client::ClientConfig::witness)), a successor alone with
 //!   its host, or whose room is silent, does not claim on its own silence: its driver asks

@@ -536,8 +536,8 @@ fn a_member_that_never_answers_checks_cannot_hold_the_takeover() {
     }
     host.child.kill().expect("SIGKILL the host");
     let _ = host.child.wait();
-    // ann asks nobody (zed is no voter), the rendezvous says the host's process left, and
-    // she carries the match on; zed follows her.
+    // zed is no voter: its silence counts for nothing; the rendezvous says the host's
+    // process left, and ann carries the match on; zed follows her.
     log.wait(&[&ann], "took the match over", Duration::from_secs(10));
     let deadline = Instant::now() + Duration::from_secs(10);
     let snapshots = loop {
@@ -561,7 +561,6 @@ fn a_member_that_never_answers_checks_cannot_hold_the_takeover() {
     println!("ann: {r}\nstderr:\n{}", log.text());
     assert!(status.success(), "ann leaves cleanly");
     assert_eq!(r["host_epoch"], 2, "{r}");
-    assert_eq!(r["host_checks"], 0, "nobody to ask: zed is no voter: {r}");
     assert!(r["witness_answers"].as_u64().is_some_and(|n| n >= 1), "the rendezvous was asked: {r}");
     assert!(r["freeze_ms"].as_f64().is_some(), "{r}");
     assert_eq!(seen.lock().expect("not poisoned").3, 0, "zed never answered a check");

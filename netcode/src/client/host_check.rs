@@ -47,9 +47,11 @@ fn evidence(lost: usize, answered: usize) -> Evidence {
 #[derive(Clone, Debug)]
 pub(super) struct Check {
     epoch: u32,
-    /// The fellow peers linked when the host was lost that take part in the room's check
-    /// (the voters): whom the successor asks.
+    /// The fellow peers linked when the host was lost: whom the successor asks.
     room: Vec<PeerKey>,
+    /// Those of them the host named as voters (they answer the room's check); any other
+    /// that answers counts as one too.
+    voters: Vec<PeerKey>,
     /// This round's answers: whether each says the host is alive.
     answers: BTreeMap<PeerKey, bool>,
     /// When this round's time is up, once it began.
@@ -66,7 +68,16 @@ impl Check {
     /// A check about the host of `epoch`, asking `room`; an answer says the host is alive
     /// when it heard the host within `alive_within`; `witnessed` when a rendezvous may be asked.
     pub(super) fn new(epoch: u32, room: Vec<PeerKey>, alive_within: Duration, witnessed: bool) -> Check {
-        Check { epoch, room, answers: BTreeMap::new(), round_end: None, alive_within, witnessed, witness: None }
+        let voters = room.clone();
+        Check { epoch, room, voters, answers: BTreeMap::new(), round_end: None, alive_within, witnessed, witness: None }
+    }
+
+    /// As [`Check::new`], with only `voters` of the `room` counted until they answer: a
+    /// peer the host's last list did not name (one of another make that never answers, or
+    /// a newcomer the list has not caught up with) is asked too, and counts once it answers.
+    pub(super) fn with_voters(mut self, voters: Vec<PeerKey>) -> Check {
+        self.voters = voters.into_iter().filter(|p| self.room.contains(p)).collect();
+        self
     }
 
     /// Whom to ask.
@@ -108,8 +119,8 @@ impl Check {
 
     /// What to do at `now`, rounds lasting `round`:
     ///
-    /// - claim once, with this successor's own view, a strict majority of the room says the
-    ///   host is lost;
+    /// - claim once, with this successor's own view, a strict majority of the room (its
+    ///   voters, and whoever else answered) says the host is lost;
     /// - claim once the rendezvous says the host's process is gone and no answer of this
     ///   round says it plays on;
     /// - with nobody else in the room and no rendezvous to ask, claim at once;
@@ -120,7 +131,8 @@ impl Check {
     ///   whose own links all died, or alone with a host that only hiccuped, would otherwise
     ///   host a match beside the real one).
     pub(super) fn step(&mut self, now: Duration, round: Duration) -> Step {
-        let n = self.room.len();
+        let unnamed = self.answers.keys().filter(|p| !self.voters.contains(p)).count();
+        let n = self.voters.len() + unnamed;
         let alive = self.answers.values().filter(|a| **a).count();
         let lost = self.answers.len() - alive;
         if n > 0 && (lost + 1) * 2 > n + 1 {
@@ -278,6 +290,22 @@ mod tests {
         c.answer(PeerKey(1), HostSeen { asked: 3, following: 3, silence_ms: 180 });
         c.answer(PeerKey(2), HostSeen { asked: 3, following: 3, silence_ms: 180 });
         assert_eq!(s(c.step(ms(200), ROUND)), Step::AskAgain, "180 ms is a lossy line's gap, not a crash, at 250");
+    }
+
+    #[test]
+    fn a_peer_the_list_does_not_name_is_asked_and_counts_once_it_answers() {
+        // Nobody named: alone by the list, but a newcomer is linked and answers.
+        let mut c = Check::new(3, room(1), crate::migration::ALIVE_WITHIN, true).with_voters(vec![]);
+        assert_eq!(s(c.step(ms(0), ROUND)), Step::Ask, "it is asked");
+        assert!(c.answer(PeerKey(1), lost()));
+        assert_eq!(c.step(ms(10), ROUND), Step::Claim(Evidence { lost: 2, answered: 2 }));
+        // One that never answers holds nothing: with no rendezvous, alone by the list, at once.
+        let mut c = new(3, room(1)).with_voters(vec![]);
+        assert!(claims(c.step(ms(0), ROUND)));
+        // A named voter that is silent still counts.
+        let mut c = new(3, room(2)).with_voters(vec![PeerKey(2)]);
+        assert_eq!(s(c.step(ms(0), ROUND)), Step::Ask);
+        assert_eq!(s(c.step(ms(200), ROUND)), Step::AskAgain, "the voter said nothing");
     }
 
     #[test]
