@@ -273,7 +273,7 @@ pub fn host(args: &HostArgs, game: &Game) -> anyhow::Result<i32> {
     };
     // Unseated by a claim that holds the room (this host's line was cut, or it slept), it
     // stays in the room as a member that may take the match back.
-    let member = Hello { spectator: true, ..Hello::new("host", env!("CARGO_PKG_VERSION")) };
+    let member = Hello::new("host", env!("CARGO_PKG_VERSION"));
     let mut node = Node::hosting(*game, transport, ServerCore::new(host, server_config), None)
         .stays_as_member(member, Witnesser::config(client_config(500)));
     let mut witness = Witnesser::new(&url);
@@ -293,7 +293,6 @@ pub fn host(args: &HostArgs, game: &Game) -> anyhow::Result<i32> {
     let mut next_links = Duration::ZERO;
     // What the JSON report says of the match, as of the last turn this process hosted it.
     let (mut stats, mut ticks) = (Default::default(), 0);
-    let mut hosting = true;
     loop {
         let now = start.elapsed();
         node.update(now);
@@ -323,7 +322,6 @@ pub fn host(args: &HostArgs, game: &Game) -> anyhow::Result<i32> {
                 // The players voted for another host (@changeHost): it has the match now.
                 eprintln!("{change}");
                 linger();
-                hosting = false;
                 break;
             }
             Some(RoleChange::SteppedDown { winner, claim }) => {
@@ -336,12 +334,8 @@ pub fn host(args: &HostArgs, game: &Game) -> anyhow::Result<i32> {
                      staying in the room as a member",
                     claim.epoch
                 );
-                hosting = false;
             }
-            Some(change @ RoleChange::Promoted { .. }) => {
-                eprintln!("{change}");
-                hosting = true;
-            }
+            Some(change @ RoleChange::Promoted { .. }) => eprintln!("{change}"),
             None => {}
         }
         if let Some(witness) = witness.as_mut() {
@@ -353,8 +347,9 @@ pub fn host(args: &HostArgs, game: &Game) -> anyhow::Result<i32> {
         std::thread::sleep(Duration::from_millis(1));
     }
     // Leaving gracefully: the first successor gets the log, a final checkpoint and the
-    // handoff, and continues from this very tick.
-    if hosting && node.hand_off(start.elapsed()) {
+    // handoff, and continues from this very tick (nothing to hand off unless this process
+    // hosts now).
+    if node.hand_off(start.elapsed()) {
         node.update(start.elapsed());
         if let Some(change) = node.poll_change() {
             eprintln!("{change}");

@@ -392,8 +392,6 @@ pub struct Witnesser {
     room: String,
     asked: Option<(vimp_netcode::transport::PeerKey, std::sync::mpsc::Receiver<Witness>)>,
     last: Option<std::time::Instant>,
-    /// Answers passed to the client so far.
-    pub answers: u32,
 }
 
 impl Witnesser {
@@ -407,7 +405,6 @@ impl Witnesser {
             room: room.to_owned(),
             asked: None,
             last: None,
-            answers: 0,
         })
     }
 
@@ -423,7 +420,6 @@ impl Witnesser {
             match rx.try_recv() {
                 Ok(witness) => {
                     client.witness(*host, witness);
-                    self.answers += 1;
                     self.asked = None;
                 }
                 Err(std::sync::mpsc::TryRecvError::Empty) => return,

@@ -519,11 +519,10 @@ impl ClientCore {
         let epoch = self.following.0;
         let alive_within = (lost.turn / 2).max(ALIVE_WITHIN);
         let witnessed = self.settings.witness;
-        let voters = self.succession.as_ref().and_then(|s| s.voters.clone());
+        let published = self.succession.as_ref().and_then(|s| s.voters.as_ref());
         let check = lost.check.get_or_insert_with(|| {
-            let room = lost.room.clone();
-            let voters = room.iter().copied().filter(|p| voters.as_ref().is_none_or(|v| v.contains(p))).collect();
-            host_check::Check::new(epoch, room, alive_within, witnessed).with_voters(voters)
+            let voters = lost.room.iter().copied().filter(|p| published.is_none_or(|v| v.contains(p))).collect();
+            host_check::Check::new(epoch, lost.room.clone(), alive_within, witnessed).with_voters(voters)
         });
         match check.step(now, round) {
             host_check::Step::Claim(evidence) => {

@@ -186,13 +186,8 @@ pub struct ServerCore {
     /// The accepted peers that get delta frames (format 6, their hello's choice); the others
     /// get format 5.
     delta_peers: std::collections::BTreeSet<PeerKey>,
-    /// The peers whose hello said they can take the match over: only they are successors.
-    hosting_peers: std::collections::BTreeSet<PeerKey>,
-    /// The peers whose hello said they answer the room's check before a claim: the voters.
-    checking_peers: std::collections::BTreeSet<PeerKey>,
-    /// The watching peers whose hello said they may take the match over all the same
-    /// ([`Hello::keeper`](vimp_netcode::session::Hello::keeper)): successors like players.
-    keeper_peers: std::collections::BTreeSet<PeerKey>,
+    /// What each accepted peer's hello said it can do in a host change.
+    roles: BTreeMap<PeerKey, MigrationRoles>,
     latency: BTreeMap<PlayerId, f64>,
     last: Option<Duration>,
     stats: ServerStats,
@@ -316,6 +311,28 @@ pub struct Takeover {
     pub evidence: vimp_netcode::migration::Evidence,
 }
 
+/// What a peer's hello said it can do in a host change.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct MigrationRoles {
+    /// It can take the match over: only such a peer is a successor.
+    pub(crate) can_host: bool,
+    /// It answers the room's check before a claim: a voter.
+    pub(crate) checks: bool,
+    /// It watches and may take the match over all the same
+    /// ([`Hello::keeper`](vimp_netcode::session::Hello::keeper)): a successor like a player.
+    pub(crate) keeper: bool,
+}
+
+impl MigrationRoles {
+    fn of(hello: &vimp_netcode::session::Hello) -> MigrationRoles {
+        MigrationRoles {
+            can_host: hello.can_host,
+            checks: hello.checks,
+            keeper: hello.keeper && hello.spectator && hello.can_host,
+        }
+    }
+}
+
 /// How often the stat table's changes are broadcast.
 pub const STAT_INTERVAL: Duration = Duration::from_millis(500);
 
@@ -348,9 +365,7 @@ impl ServerCore {
             roster,
             peers: BTreeMap::new(),
             delta_peers: std::collections::BTreeSet::new(),
-            hosting_peers: std::collections::BTreeSet::new(),
-            checking_peers: std::collections::BTreeSet::new(),
-            keeper_peers: std::collections::BTreeSet::new(),
+            roles: BTreeMap::new(),
             latency: BTreeMap::new(),
             last: None,
             stats: ServerStats::default(),
@@ -693,21 +708,7 @@ impl ServerCore {
         if welcome.snapshot_format == vimp_netcode::delta::DELTA_FORMAT_VERSION {
             self.delta_peers.insert(peer);
         }
-        if hello.can_host {
-            self.hosting_peers.insert(peer);
-        } else {
-            self.hosting_peers.remove(&peer);
-        }
-        if hello.checks {
-            self.checking_peers.insert(peer);
-        } else {
-            self.checking_peers.remove(&peer);
-        }
-        if hello.keeper && hello.spectator && hello.can_host {
-            self.keeper_peers.insert(peer);
-        } else {
-            self.keeper_peers.remove(&peer);
-        }
+        self.roles.insert(peer, MigrationRoles::of(hello));
         // A new session holds no frame of the old one's: its first is a keyframe.
         self.host.world_mut().resource_mut::<DeltaViewers>().viewers.remove(&a.player);
         let Some(session) = self.peers.get_mut(&peer) else { return };
@@ -1090,9 +1091,7 @@ impl ServerCore {
     fn drop_peer(&mut self, peer: PeerKey, now: Duration) {
         self.peers.remove(&peer);
         self.delta_peers.remove(&peer);
-        self.hosting_peers.remove(&peer);
-        self.checking_peers.remove(&peer);
-        self.keeper_peers.remove(&peer);
+        self.roles.remove(&peer);
         self.panels.remove(&peer);
         self.migration.links(peer, None);
         if self.leaving.remove(&peer)

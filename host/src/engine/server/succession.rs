@@ -395,9 +395,10 @@ impl ServerCore {
             .iter()
             .filter_map(|(peer, session)| {
                 let player = self.roster.player_of(*peer)?;
+                let roles = self.roles.get(peer).copied().unwrap_or_default();
                 let eligible = session.is_active()
-                    && self.hosting_peers.contains(peer)
-                    && (!self.watching.contains_key(&player) || self.keeper_peers.contains(peer))
+                    && roles.can_host
+                    && (!self.watching.contains_key(&player) || roles.keeper)
                     && !local.contains(peer);
                 Some(Candidate {
                     peer: *peer,
@@ -430,8 +431,12 @@ impl ServerCore {
                 ranked.push(peer);
             }
         }
-        let voters: Vec<PeerKey> =
-            self.checking_peers.iter().copied().filter(|p| self.peers.get(p).is_some_and(|s| s.is_active())).collect();
+        let voters: Vec<PeerKey> = self
+            .roles
+            .iter()
+            .filter(|(p, r)| r.checks && self.peers.get(p).is_some_and(|s| s.is_active()))
+            .map(|(p, _)| *p)
+            .collect();
         if ranked == self.migration.succession && voters == self.migration.voters && !self.migration.publish_due {
             return;
         }

@@ -595,10 +595,10 @@ mod tests {
     #[test]
     fn on_the_overpass_a_route_climbs_crosses_and_drops() {
         let nav = NavigationSystem::generate_layered(&overpass());
-        let tank = PathQuery { min_width: 46.0, ..PathQuery::default() };
+        let body = PathQuery { min_width: 46.0, ..PathQuery::default() };
         // From the ground west of the west ramp to the ground north of the ledge.
         let (west, north) = (PathPoint::new(0, tile(5, 15)), PathPoint::new(0, tile(24, 12)));
-        let route = nav.find_route_on(west, north, &tank).expect("a route");
+        let route = nav.find_route_on(west, north, &body).expect("a route");
         let legs = kinds(&route);
         let ramp = legs.iter().position(|&k| k == (LegKind::Ramp { axis: Axis::X, sign: 1 }, 1)).expect("up the ramp");
         let ledge = legs.iter().position(|&k| k == (LegKind::Ledge { height: 1 }, 0)).expect("off the ledge");
@@ -610,9 +610,9 @@ mod tests {
         walks_stay_on_their_levels(&nav, west, &route);
         // The same from the bridge: off the ledge, or, with drops forbidden, down a ramp.
         let bridge = PathPoint::new(1, tile(22, 15));
-        let drop = nav.find_route_on(bridge, north, &tank).expect("a route");
+        let drop = nav.find_route_on(bridge, north, &body).expect("a route");
         assert!(kinds(&drop).contains(&(LegKind::Ledge { height: 1 }, 0)), "{drop:?}");
-        let no_drops = PathQuery { ledge_cost_scale: f32::INFINITY, ..tank };
+        let no_drops = PathQuery { ledge_cost_scale: f32::INFINITY, ..body };
         let ramps = nav.find_route_on(bridge, north, &no_drops).expect("a route by a ramp");
         assert!(ramps.legs.iter().all(|l| !matches!(l.kind, LegKind::Ledge { .. })), "{ramps:?}");
         assert!(ramps.legs.iter().any(|l| matches!(l.kind, LegKind::Ramp { .. }) && l.level == 0), "{ramps:?}");
@@ -620,7 +620,7 @@ mod tests {
         walks_stay_on_their_levels(&nav, bridge, &ramps);
         // Under the bridge on the ground, the ground's route: the levels do not leak.
         let (under_w, under_e) = (PathPoint::new(0, tile(17, 12)), PathPoint::new(0, tile(17, 19)));
-        let under = nav.find_route_on(under_w, under_e, &tank).expect("under the bridge");
+        let under = nav.find_route_on(under_w, under_e, &body).expect("under the bridge");
         assert_eq!(kinds(&under), [(LegKind::Walk, 0)], "straight under it: {under:?}");
     }
 }
