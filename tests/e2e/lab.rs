@@ -126,12 +126,15 @@ fn a_join_over_a_slow_lossy_line_plays() {
     ) {
         return;
     }
-    let _host = host_in("a", &["--seconds", "90"]);
+    let host = host_in("a", &["--seconds", "90"]);
     // 20 s: a lost handshake packet costs a DTLS or SCTP retransmission (1 s, then doubling),
     // and the host measures the round trip with a ping every 3 s after the welcome.
-    let (out, status) = join_from("b", "ann", "20", &[]).finish(Duration::from_secs(60));
+    let (out, status, errs) = join_from("b", "ann", "20", &[]).finish_with_errs(Duration::from_secs(60));
     let r = report(&out);
     println!("ann: {r}");
+    if r["joined"] != true {
+        println!("ann's stderr:\n{}\nthe host's stderr:\n{}", errs.join("\n"), host.err_lines().join("\n"));
+    }
     assert!(status.success(), "{r}");
     assert_eq!(r["joined"], true, "{r}");
     let per_s = r["snapshots_per_s"].as_f64().expect("snapshots_per_s");

@@ -203,7 +203,11 @@ impl DTLSConn {
                 srv_cli_str(self.state.is_client),
                 self.current_flight
             );
-            self.current_retransmit_timer = None;
+            // What came may not complete the peer's flight (a part of it, or a copy of an
+            // earlier one): then the flight just sent is still unanswered, and its
+            // retransmission stays due when it was. Cleared here for good, a lost packet
+            // left both sides waiting on each other until the connection gave up.
+            let unanswered = self.current_retransmit_timer.take();
             let result = self.current_flight.parse(
                 /*&mut self.handle_queue_tx,*/ &mut self.state,
                 &self.cache,
@@ -211,6 +215,7 @@ impl DTLSConn {
             );
             match result {
                 Err((alert, err)) => {
+                    self.current_retransmit_timer = unanswered;
                     debug!(
                         "[handshake:{}] {} result alert:{:?}, err:{:?}",
                         srv_cli_str(self.state.is_client),
