@@ -616,12 +616,14 @@ impl ServerCore {
                 vimp_netcode::transport::TransportEvent::Disconnected(peer) => self.drop_peer(peer, now),
                 vimp_netcode::transport::TransportEvent::Message { peer, channel, bytes } => {
                     self.stats.bytes_in += bytes.len() as u64;
-                    // The host this one took over from, until it says hello as a client: what
+                    // The host this one took over from, until it is admitted as a client: what
                     // it still sends as a host (frames, meta, streams to its successors) is
                     // dropped rather than taken for a client's protocol error; its claim (it
-                    // played on and kept the match) and its hello count.
+                    // played on and kept the match) and its hello count. Until admitted, not
+                    // only until its hello: a turn's messages come reliable channel first, so
+                    // the snapshots it sent just before its hello come in just after it.
                     let from_predecessor = Some(peer) == self.predecessor
-                        && self.peers.get(&peer).is_some_and(HostSession::awaits_hello)
+                        && self.peers.get(&peer).is_some_and(|s| !s.is_active())
                         && !vimp_netcode::frame::parse(&bytes)
                             .is_ok_and(|f| f.opcode == op::CLAIM || f.opcode == op::HELLO);
                     if from_predecessor {

@@ -187,10 +187,6 @@ impl Messenger for NativeMessenger {
         connection.set_local_description(offer).await.unwrap();
         signal_peer.send(PeerSignal::Offer(sdp));
         phases.note("offer sent");
-        // Signals reach the peer in order, so this side's candidates may follow the offer at
-        // once: the peer has them before it answers, and its checks start as soon as it has
-        // candidates of its own.
-        trickle.send_pending_candidates();
 
         let answer = loop {
             let Some(signal) = peer_signal_rx.next().await else {
@@ -584,8 +580,8 @@ async fn complete_handshake<T: Future<Output = bool>>(
 
 struct CandidateTrickle {
     signal_peer: SignalPeer,
-    /// Local candidates gathered before this side sent its offer or answer, `None` once they
-    /// have been sent.
+    /// Local candidates gathered before the remote description was set, `None` once they have
+    /// been sent.
     pending: Mutex<Option<Vec<String>>>,
 }
 
@@ -609,7 +605,7 @@ impl CandidateTrickle {
         let candidate_json =
             serde_json::to_string(&candidate_init).expect("failed to serialize candidate to json");
 
-        // A candidate goes out once this side's offer or answer has: until then it waits.
+        // Local candidates can only be sent after the remote description
         let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
         match pending.as_mut() {
             Some(pending) => {

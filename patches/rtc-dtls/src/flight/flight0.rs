@@ -1,4 +1,4 @@
-use super::flight4::*;
+use super::flight2::*;
 use super::*;
 use crate::config::*;
 use crate::conn::*;
@@ -168,13 +168,7 @@ impl Flight for Flight0 {
                 };
             }
 
-            // No HelloVerifyRequest: the server answers the first ClientHello with its
-            // flight, a round trip sooner. The cookie exchange proves that the client owns
-            // its address; a WebRTC peer connection runs DTLS over a path whose ICE
-            // connectivity checks proved that already, and it sends to no other address.
-            // The client side accepts a ServerHello in place of a HelloVerifyRequest
-            // (flight 1), as RFC 6347 4.2.1 allows.
-            Ok(Box::new(Flight4 {}))
+            Ok(Box::new(Flight2 {}))
         } else {
             Err((
                 Some(Alert {

@@ -66,9 +66,6 @@ pub(crate) mod timer;
 #[cfg(test)]
 mod association_test;
 
-/// The congestion window an association starts with, in MTUs.
-const INITIAL_CWND_MTUS: u32 = 10;
-
 /// Reasons why an association might be lost
 #[derive(Debug, Error, Clone, PartialEq)]
 #[non_exhaustive]
@@ -384,11 +381,7 @@ impl Association {
         // panicked for effective MTUs below ~1095 (`Ord::clamp` with
         // min > max) and overflowed near `u32::MAX`, both reachable through
         // `EndpointConfig::max_payload_size` and MTU-derived payload budgets.
-        //
-        // Here: 10 MTUs, as libwebrtc's dcsctp starts (`cwnd_mtus_initial`) and TCP may (RFC
-        // 6928). A session's first flight (a welcome, the map, the schema, the first keyframe)
-        // is larger than 4 MTUs, and the rest of it waited a round trip for the first SACK.
-        let cwnd = mtu.saturating_mul(INITIAL_CWND_MTUS);
+        let cwnd = mtu.saturating_mul(2).max(4380).min(mtu.saturating_mul(4));
         // RFC 4960 requires an unpredictable initial TSN. SCTP remains usable without an RTC
         // crypto provider, so this deliberately uses `rand`'s thread-local CSPRNG.
         let mut tsn = random::<u32>();
