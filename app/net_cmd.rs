@@ -290,8 +290,9 @@ pub fn host(args: &HostArgs, game: &Game) -> anyhow::Result<i32> {
     let mut peak_peers = 0;
     // Every player's link while it was there, last seen.
     let mut links = std::collections::BTreeMap::<PlayerId, vimp_host::engine::server::PlayerLink>::new();
-    // What this process last said of its place as a member (after stepping down).
-    let mut member_said: Option<(bool, Option<u16>)> = None;
+    // What this process last said of its place as a member (after stepping down):
+    // (the epoch it was welcomed at, the code its client closed with), so each is said once.
+    let mut member_said = (None, None);
     let mut next_links = Duration::ZERO;
     // What the JSON report says of the match, as of the last turn this process hosted it.
     let (mut stats, mut ticks) = (Default::default(), 0);
@@ -343,14 +344,14 @@ pub fn host(args: &HostArgs, game: &Game) -> anyhow::Result<i32> {
         if node.server().is_none()
             && let Some(client) = node.client()
         {
-            let now_member = (client.welcome().is_some(), client.closed().map(|(code, _)| *code));
-            if member_said != Some(now_member) {
-                match (client.welcome(), client.closed()) {
+            let now_member = (client.welcome().map(|w| w.epoch), client.closed().map(|(code, _)| *code));
+            if now_member != member_said {
+                match (now_member.0, client.closed()) {
                     (_, Some((code, why))) => eprintln!("as a member: {why} ({code})"),
-                    (Some(w), None) => eprintln!("a member of the match at epoch {}, ready to host it again", w.epoch),
+                    (Some(epoch), None) => eprintln!("a member of the match at epoch {epoch}, ready to host it again"),
                     (None, None) => {}
                 }
-                member_said = Some(now_member);
+                member_said = now_member;
             }
         }
         if let Some(witness) = witness.as_mut() {

@@ -539,11 +539,6 @@ impl HostSession {
         self.state == HostState::Active
     }
 
-    /// Whether the peer has not said hello yet.
-    pub fn awaits_hello(&self) -> bool {
-        matches!(self.state, HostState::AwaitingHello { .. })
-    }
-
     /// The close code, once closed.
     pub fn close_code(&self) -> Option<u16> {
         match self.state {
