@@ -261,7 +261,8 @@ pub fn host(args: &HostArgs, game: &Game) -> anyhow::Result<i32> {
         vote_maps.push(vimp_host::engine::map::MapConfig::from_json(&label, &text)?);
     }
     let url = room_url(&signal_url, &code);
-    let transport = WebRtcTransport::connect(&url, &args.ice.resolve(&signal_url)?)?;
+    let ice = args.ice.resolve(&signal_url)?;
+    let transport: Box<dyn vimp_netcode::transport::Transport> = Box::new(WebRtcTransport::connect(&url, &ice)?);
     let server_config = ServerConfig {
         match_id: format!("{code}-{seed:016x}"),
         max_players: args.max_players,
@@ -277,6 +278,13 @@ pub fn host(args: &HostArgs, game: &Game) -> anyhow::Result<i32> {
     let mut node = Node::hosting(*game, transport, ServerCore::new(host, server_config), None)
         .stays_as_member(member, Witnesser::config(client_config(500)));
     let mut witness = Witnesser::new(&url);
+    let (dial_url, dial_ice) = (url.clone(), ice.clone());
+    let dial = move || -> anyhow::Result<Box<dyn vimp_netcode::transport::Transport>> {
+        Ok(Box::new(WebRtcTransport::connect(&dial_url, &dial_ice)?))
+    };
+    // As a member, a hello nobody answered, or a link that dropped, is dialed again: the
+    // links it had may have failed while this process slept.
+    let mut redialer = Redialer::new(Box::new(dial.clone()));
     println!("lobby code: {}", code.grouped());
     println!("friends join with: vimp join {url}");
     if args.signal.is_none() {
@@ -296,6 +304,8 @@ pub fn host(args: &HostArgs, game: &Game) -> anyhow::Result<i32> {
     let mut next_links = Duration::ZERO;
     // What the JSON report says of the match, as of the last turn this process hosted it.
     let (mut stats, mut ticks) = (Default::default(), 0);
+    // Asking the room whether the match went on without this host (every player dropped).
+    let mut rechecking = false;
     loop {
         let now = start.elapsed();
         node.update(now);
@@ -338,8 +348,31 @@ pub fn host(args: &HostArgs, game: &Game) -> anyhow::Result<i32> {
                     claim.epoch
                 );
             }
-            Some(change @ RoleChange::Promoted { .. }) => eprintln!("{change}"),
+            Some(change @ (RoleChange::Promoted { .. } | RoleChange::Rejoined { .. })) => eprintln!("{change}"),
             None => {}
+        }
+        // Every player's link dropped: the match may have gone on without this host (it
+        // slept, or its line was cut, for longer than its players' links lasted), with no
+        // link left to tell it so. It asks the room over a fresh socket.
+        if node.wants_recheck() {
+            match dial() {
+                Ok(transport) => {
+                    eprintln!(
+                        "every player's link dropped: asking the room whether the match went on without this host"
+                    );
+                    rechecking = node.recheck(transport, now);
+                }
+                Err(e) => eprintln!("every player's link dropped, and the room cannot be asked again: {e}"),
+            }
+        }
+        if rechecking && !node.is_rechecking() {
+            rechecking = false;
+            if node.is_hosting() {
+                eprintln!("no other host in the room: hosting on");
+            }
+        }
+        for note in redialer.turn(&mut node, now) {
+            eprintln!("as a member: {note}");
         }
         if node.server().is_none()
             && let Some(client) = node.client()

@@ -329,6 +329,7 @@ impl MatchState {
                     format!("hosting (took the match over at tick {tick}, epoch {epoch})")
                 }
                 RoleChange::SteppedDown { .. } => "joined (another player took the match over first)".into(),
+                RoleChange::Rejoined { .. } => "joined (the match went on without this host)".into(),
                 RoleChange::HandedOff { voted: true, .. } => "joined (the players voted for another host)".into(),
                 RoleChange::HandedOff { voted: false, .. } => "joined (the match was handed on)".into(),
             };

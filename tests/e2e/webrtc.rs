@@ -795,8 +795,9 @@ fn a_host_frozen_while_its_players_take_over_steps_down_when_it_wakes() {
     log.wait(&[&ann, &bob], "took the match over", Duration::from_secs(15));
     log.wait_each(&[&ann, &bob], "the host changed", Duration::from_secs(10));
     signal("-CONT");
-    // It wakes, hears a claim that holds the room, steps down and stays as a member.
-    log.wait(&[&ann, &bob, &host], "staying in the room as a member", Duration::from_secs(20));
+    // It wakes and hears a claim that holds the room, or, its links gone while it slept,
+    // finds its players dropped and asks the room again; either way it stays as a member.
+    log.wait(&[&ann, &bob, &host], "staying in the room as a member", Duration::from_secs(30));
     // While the old host slept and after it woke, one successor hosted: no second takeover.
     log.drain(&[&ann, &bob, &host]);
     assert_eq!(log.count("took the match over at tick"), 1, "one successor took over:\n{}", log.text());

@@ -36,6 +36,20 @@
 //! does nothing more once it stopped hosting, unless it [stays as a
 //! member](Node::stays_as_member): unseated, it joins the winner as a spectator that may take
 //! the match over, and hosts it again when its turn comes.
+//!
+//! # A host that finds itself alone
+//!
+//! A host whose process slept, or whose line was cut, long enough for its players' links to
+//! fail may never hear the claim of the successor that took the match over meanwhile: no
+//! link is left to carry it. Its players' sessions drop one by one, and it would host on
+//! alone beside the real match. A headless host that [stays as a
+//! member](Node::stays_as_member) and sees every seated player drop asks the room again
+//! ([`Node::wants_recheck`], [`Node::recheck`]): over a fresh transport into the same room,
+//! a member's hello goes to every peer but its own old socket. A host at a later epoch that
+//! welcomes it has the match: the node drops its own, keeps the fresh transport and follows
+//! that host as a member ([`RoleChange::Rejoined`]). When nobody welcomes it within
+//! [`RECHECK_WINDOW`], the fresh transport is dropped and the node hosts on, as it did all
+//! the while.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -65,6 +79,14 @@ pub enum RoleChange {
         /// Its claim.
         claim: Claim,
     },
+    /// Every player of this host dropped, and asked again ([`Node::recheck`]) the room
+    /// showed a host at a later epoch: this process follows it as a member.
+    Rejoined {
+        /// The host that has the match.
+        host: PeerKey,
+        /// Its epoch.
+        epoch: u32,
+    },
     /// The match went to `to` (this host left gracefully, or the players voted for another
     /// host); this process follows it as a client.
     HandedOff {
@@ -82,6 +104,10 @@ impl std::fmt::Display for RoleChange {
             RoleChange::SteppedDown { winner, claim } => {
                 write!(f, "stepped down: {winner} took the match over first (epoch {})", claim.epoch)
             }
+            RoleChange::Rejoined { host, epoch } => write!(
+                f,
+                "the match went on without this host: {host} hosts it at epoch {epoch}; staying in the room as a member"
+            ),
             RoleChange::HandedOff { to, voted: true } => {
                 write!(f, "the players voted for another host: handed the match to {to}")
             }
@@ -103,6 +129,18 @@ enum Change {
     Promote,
     StepDown { winner: PeerKey, claim: Claim },
     HandedOff { to: PeerKey },
+}
+
+/// How long a host asking the room again ([`Node::recheck`]) waits for another host to
+/// welcome it before it hosts on.
+pub const RECHECK_WINDOW: Duration = Duration::from_secs(10);
+
+/// A host asking the room whether the match went on without it: a member's client over a
+/// fresh transport into the room, until `until`.
+struct Recheck<T> {
+    transport: T,
+    client: ClientCore,
+    until: Duration,
 }
 
 /// Sees, and may change, every migration payload before the shadow does: tests tamper with
@@ -127,6 +165,10 @@ pub struct Node<T: Transport> {
     /// What a node without a player says when it stops hosting to stay in the room
     /// ([`Node::stays_as_member`]).
     member: Option<(Hello, ClientConfig)>,
+    /// Asking the room whether the match went on without this host ([`Node::recheck`]).
+    recheck: Option<Box<Recheck<T>>>,
+    /// The server's count of dropped players when the room was last asked again.
+    drops_asked: u64,
 }
 
 impl<T: Transport> std::fmt::Debug for Node<T> {
@@ -167,6 +209,8 @@ impl<T: Transport> Node<T> {
             checkpoints: 0,
             tap: None,
             member: None,
+            recheck: None,
+            drops_asked: 0,
         }
     }
 
@@ -198,6 +242,86 @@ impl<T: Transport> Node<T> {
         self.flush(now);
         if let Some(change) = self.due_change() {
             self.change_role(change, now);
+        }
+        self.recheck_turn(now);
+    }
+
+    /// Whether this node, a headless host that stays as a member, should ask the room
+    /// whether the match went on without it (see the module docs): every seated player's
+    /// link dropped, and none is linked now. True once per such loss; the caller dials a
+    /// fresh transport into the room and hands it to [`Self::recheck`].
+    pub fn wants_recheck(&mut self) -> bool {
+        let Role::Hosting(server) = &self.role else { return false };
+        let dropped = server.stats().dropped;
+        let alone = server.peer_count() == 0 && self.client.is_none();
+        if self.member.is_none() || self.recheck.is_some() || !alone || dropped <= self.drops_asked {
+            return false;
+        }
+        self.drops_asked = dropped;
+        true
+    }
+
+    /// Asks the room whether the match went on without this host, over `transport` (a fresh
+    /// one into the same room): a member's hello goes to every peer it meets but this node's
+    /// own old socket, for [`RECHECK_WINDOW`]. Returns whether it asks (only a hosting node
+    /// that stays as a member does).
+    pub fn recheck(&mut self, transport: T, now: Duration) -> bool {
+        let (Role::Hosting(_), Some((hello, config)), None) = (&self.role, &self.member, &self.client) else {
+            return false;
+        };
+        let client = ClientCore::new(hello.clone(), config.clone());
+        self.recheck = Some(Box::new(Recheck { transport, client, until: now + RECHECK_WINDOW }));
+        true
+    }
+
+    /// Whether this host is asking the room again ([`Self::recheck`]).
+    pub fn is_rechecking(&self) -> bool {
+        self.recheck.is_some()
+    }
+
+    /// One turn of asking the room again: a host at a later epoch that welcomes this node has
+    /// the match, and the node follows it over the fresh transport; none by the deadline (or
+    /// this node no longer hosts), and the fresh transport goes.
+    fn recheck_turn(&mut self, now: Duration) {
+        let Some(recheck) = self.recheck.as_mut() else { return };
+        let Role::Hosting(server) = &self.role else {
+            self.recheck = None;
+            return;
+        };
+        let own = self.transport.local_id();
+        recheck.client.set_local_id(recheck.transport.local_id());
+        for event in recheck.transport.poll(now) {
+            let (TransportEvent::Connected(peer)
+            | TransportEvent::Disconnected(peer)
+            | TransportEvent::Message { peer, .. }) = &event;
+            // This host's own old socket is no one to ask.
+            if Some(*peer) != own {
+                recheck.client.handle(now, event);
+            }
+        }
+        recheck.client.handle_timeout(now);
+        while let Some((peer, channel, bytes)) = recheck.client.poll_transmit() {
+            recheck.transport.send(now, peer, channel, bytes);
+        }
+        let later = match (recheck.client.welcome(), recheck.client.host_peer()) {
+            (Some(welcome), Some(host)) if welcome.epoch > server.epoch() => Some((host, welcome.epoch)),
+            _ => None,
+        };
+        if let Some((host, epoch)) = later {
+            let Some(recheck) = self.recheck.take() else { return };
+            let Recheck { transport, client, .. } = *recheck;
+            self.transport = transport;
+            self.client = Some(client);
+            self.member = None;
+            self.role = Role::Following { shadow: None };
+            self.changes.push_back(RoleChange::Rejoined { host, epoch });
+        } else if now >= recheck.until
+            || recheck.client.welcome().is_some()
+            || recheck.client.closed().is_some()
+            || recheck.transport.failure().is_some()
+        {
+            // Nobody else hosts (or one at no later epoch, or the room refused us): host on.
+            self.recheck = None;
         }
     }
 
@@ -478,7 +602,8 @@ impl<T: Transport> Node<T> {
             Role::Following { .. } => None,
         };
         let client = self.client.as_ref().and_then(ClientCore::poll_timeout);
-        server.into_iter().chain(client).min()
+        let recheck = self.recheck.as_ref().and_then(|r| r.client.poll_timeout());
+        server.into_iter().chain(client).chain(recheck).min()
     }
 
     /// While hosting, the link to each seated player's peer: how it goes across the network

@@ -153,6 +153,8 @@ pub struct ServerStats {
     pub bytes_in: u64,
     /// Sessions closed by the host, by misbehaviour or timeouts.
     pub kicked: u64,
+    /// Seated players whose link dropped (their slots wait for their tokens).
+    pub dropped: u64,
     /// Snapshot ticks whose frames could not be packed (a game bug: rows that do not fit the
     /// schema; the first is logged with its reason).
     pub pack_errors: u64,
@@ -1115,6 +1117,7 @@ impl ServerCore {
         }
         if let Some(player) = self.roster.disconnected(peer, now) {
             self.migration.meta_dirty = true;
+            self.stats.dropped += 1;
             if let Some(name) = self.roster.seat(player).map(|s| s.nickname.clone()) {
                 self.note(ServerEvent::Left { player, nickname: name.clone() });
                 self.announce(EngineLine::Left, [name]);

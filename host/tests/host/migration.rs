@@ -787,6 +787,8 @@ impl Migrating {
                         let (tick, at) = self.hosting.remove(&i).unwrap_or_default();
                         self.retired.push((i, None, Some(to), tick, at));
                     }
+                    // Only a headless host asks the room again; these are players.
+                    RoleChange::Rejoined { .. } => {}
                 }
             }
             if let Some(server) = peer.server() {
@@ -1379,6 +1381,50 @@ fn a_live_host_keeps_the_match_against_a_claim_that_does_not_hold_the_room() {
 
 #[test]
 fn a_headless_host_unseated_stays_in_the_room_and_takes_the_match_back_when_its_player_leaves() {
+    // A headless host (no player of its own) that stays in the room when unseated, and ann.
+    let (mut nodes, _) = headless_and_ann();
+    let (h, a) = (0, 1);
+    let mut now = Duration::ZERO;
+    let shadowing = |n: &[Peer]| n[a].client().is_some_and(|c| c.welcome().is_some()) && n[a].checkpoints() >= 1;
+    assert!(
+        run_nodes(&mut nodes, &mut now, None, Duration::from_secs(5), &shadowing),
+        "ann plays and shadows the host"
+    );
+    // The host's process stalls (a sleeping laptop): ann, with nobody else to ask and no
+    // rendezvous, takes the match over, on the word of the whole room that answered: hers.
+    assert!(run_nodes(&mut nodes, &mut now, Some(h), Duration::from_secs(2), &|n| n[a].is_hosting()), "ann took over");
+    assert_eq!(nodes[a].server().map(ServerCore::epoch), Some(2));
+    // The host wakes, hears a claim that holds the room, steps down, and stays as a member:
+    // a spectator of ann's match that may take it over.
+    let member = |n: &[Peer]| {
+        !n[h].is_hosting() && n[h].client().and_then(ClientCore::welcome).is_some_and(|w| w.spectator && w.epoch == 2)
+    };
+    assert!(
+        run_nodes(&mut nodes, &mut now, None, Duration::from_secs(3), &member),
+        "the old host is a member of ann's match"
+    );
+    let listed = |n: &[Peer]| n[a].server().is_some_and(|s| s.succession().contains(&HOST)) && n[h].checkpoints() >= 1;
+    assert!(
+        run_nodes(&mut nodes, &mut now, None, Duration::from_secs(5), &listed),
+        "ann's host lists it and streams to it"
+    );
+    // ann leaves: the match goes to the old host, which hosts it again.
+    let tick = nodes[a].server().map(|s| s.host().tick()).expect("ann hosts");
+    assert!(nodes[a].hand_off(now), "someone to hand the match to");
+    let back = |n: &[Peer]| n[h].is_hosting();
+    assert!(run_nodes(&mut nodes, &mut now, None, Duration::from_secs(2), &back), "the old host has the match back");
+    let server = nodes[h].server().expect("hosting");
+    assert_eq!(server.epoch(), 3);
+    assert!(server.host().tick() >= tick, "from where ann left it, no tick lost");
+    let tick = server.host().tick();
+    assert!(run_nodes(&mut nodes, &mut now, None, Duration::from_secs(1), &|n| n[h]
+        .server()
+        .is_some_and(|s| s.host().tick() > tick + 100)));
+}
+
+/// A headless host that stays as a member, with two bots and ann linked at 20 ms; and the
+/// runner of a mesh of nodes (`frozen`: one that does not run).
+fn headless_and_ann() -> (Vec<Peer>, MemoryTransport) {
     let config = vimp_host::tanks::init_config(SEED);
     let mut match_host = Host::new(config.clone(), GAME).expect("host");
     match_host.load_map_json("small", SMALL).expect("map");
@@ -1395,54 +1441,100 @@ fn a_headless_host_unseated_stays_in_the_room_and_takes_the_match_back_when_its_
     MemoryTransport::connect(&mut a_t, &mut h_t, LinkConfig::new().latency(Duration::from_millis(20)).seed(3));
     let server_config =
         ServerConfig { client_config: vimp_host::tanks::client_config(&config), ..ServerConfig::default() };
-    // A headless host (no player of its own) that stays in the room when unseated, and ann.
     let headless = Node::hosting(GAME, h_t, ServerCore::new(match_host, server_config), None)
         .stays_as_member(hello("host"), ClientConfig::default());
     let ann = peer(a_t, hello("ann"), ClientConfig::default(), Arc::new(AtomicBool::new(false)));
-    let mut nodes = vec![headless, ann];
-    let (h, a) = (0, 1);
-    let now = std::cell::Cell::new(Duration::ZERO);
-    let run = |nodes: &mut Vec<Peer>, frozen: Option<usize>, limit: Duration, done: &dyn Fn(&[Peer]) -> bool| {
-        let end = now.get() + limit;
-        while now.get() < end {
-            now.set(now.get() + STEP);
-            for (i, node) in nodes.iter_mut().enumerate() {
-                if Some(i) != frozen {
-                    node.update(now.get());
-                }
-            }
-            if done(nodes) {
-                return true;
+    (vec![headless, ann], MemoryTransport::new(PeerKey(50)))
+}
+
+/// Runs `nodes` (but `frozen`) in steps of [`STEP`] from `now` until `done` or `limit`.
+fn run_nodes(
+    nodes: &mut [Peer],
+    now: &mut Duration,
+    frozen: Option<usize>,
+    limit: Duration,
+    done: &dyn Fn(&[Peer]) -> bool,
+) -> bool {
+    let end = *now + limit;
+    while *now < end {
+        *now += STEP;
+        for (i, node) in nodes.iter_mut().enumerate() {
+            if Some(i) != frozen {
+                node.update(*now);
             }
         }
-        false
-    };
+        if done(nodes) {
+            return true;
+        }
+    }
+    false
+}
+
+#[test]
+fn a_host_that_wakes_with_no_link_left_asks_the_room_and_joins_the_match_that_went_on() {
+    let (mut nodes, mut fresh) = headless_and_ann();
+    let (h, a) = (0, 1);
+    let mut now = Duration::ZERO;
     let shadowing = |n: &[Peer]| n[a].client().is_some_and(|c| c.welcome().is_some()) && n[a].checkpoints() >= 1;
-    assert!(run(&mut nodes, None, Duration::from_secs(5), &shadowing), "ann plays and shadows the host");
-    // The host's process stalls (a sleeping laptop): ann, with nobody else to ask and no
-    // rendezvous, takes the match over, on the word of the whole room that answered: hers.
-    assert!(run(&mut nodes, Some(h), Duration::from_secs(2), &|n| n[a].is_hosting()), "ann took over");
-    assert_eq!(nodes[a].server().map(ServerCore::epoch), Some(2));
-    // The host wakes, hears a claim that holds the room, steps down, and stays as a member:
-    // a spectator of ann's match that may take it over.
+    assert!(run_nodes(&mut nodes, &mut now, None, Duration::from_secs(5), &shadowing), "ann plays and shadows");
+    // The host's process sleeps; ann takes the match over, and the link between them fails
+    // while it sleeps: the claim never reaches it.
+    assert!(run_nodes(&mut nodes, &mut now, Some(h), Duration::from_secs(2), &|n| n[a].is_hosting()), "ann took over");
+    nodes[a].transport_mut().disconnect(HOST);
+    run_nodes(&mut nodes, &mut now, Some(h), Duration::from_millis(100), &|_| false);
+    // It wakes: its player dropped, it hosts nobody. Nothing tells it of ann's match but
+    // the room, so it asks it again, over a fresh transport linked to ann (and, in the real
+    // room, to its own old socket, which the transport here lacks).
+    let wakes = |n: &[Peer]| n[h].server().is_some_and(|s| s.peer_count() == 0 && s.stats().dropped == 1);
+    assert!(run_nodes(&mut nodes, &mut now, None, Duration::from_secs(1), &wakes), "ann's seat dropped");
+    assert!(nodes[h].is_hosting(), "no claim reached it");
+    assert!(nodes[h].wants_recheck(), "every player dropped: it asks the room");
+    assert!(!nodes[h].wants_recheck(), "once per loss");
+    MemoryTransport::connect(
+        &mut fresh,
+        nodes[a].transport_mut(),
+        LinkConfig::new().latency(Duration::from_millis(20)),
+    );
+    assert!(nodes[h].recheck(fresh, now));
     let member = |n: &[Peer]| {
         !n[h].is_hosting() && n[h].client().and_then(ClientCore::welcome).is_some_and(|w| w.spectator && w.epoch == 2)
     };
-    assert!(run(&mut nodes, None, Duration::from_secs(3), &member), "the old host is a member of ann's match");
-    let listed = |n: &[Peer]| n[a].server().is_some_and(|s| s.succession().contains(&HOST)) && n[h].checkpoints() >= 1;
-    assert!(run(&mut nodes, None, Duration::from_secs(5), &listed), "ann's host lists it and streams to it");
-    // ann leaves: the match goes to the old host, which hosts it again.
-    let tick = nodes[a].server().map(|s| s.host().tick()).expect("ann hosts");
-    assert!(nodes[a].hand_off(now.get()), "someone to hand the match to");
-    let back = |n: &[Peer]| n[h].is_hosting();
-    assert!(run(&mut nodes, None, Duration::from_secs(2), &back), "the old host has the match back");
-    let server = nodes[h].server().expect("hosting");
-    assert_eq!(server.epoch(), 3);
-    assert!(server.host().tick() >= tick, "from where ann left it, no tick lost");
-    let tick = server.host().tick();
-    assert!(run(&mut nodes, None, Duration::from_secs(1), &|n| n[h]
-        .server()
-        .is_some_and(|s| s.host().tick() > tick + 100)));
+    assert!(run_nodes(&mut nodes, &mut now, None, Duration::from_secs(3), &member), "a member of ann's match");
+    assert_eq!(nodes[h].poll_change(), Some(RoleChange::Rejoined { host: PeerKey(1), epoch: 2 }));
+    assert!(!nodes[h].is_rechecking());
+    // On the fresh transport, it is listed and streamed to, and takes the match back when
+    // ann leaves.
+    let listed =
+        |n: &[Peer]| n[a].server().is_some_and(|s| s.succession().contains(&PeerKey(50))) && n[h].checkpoints() >= 1;
+    assert!(run_nodes(&mut nodes, &mut now, None, Duration::from_secs(5), &listed), "listed and shadowing");
+    assert!(nodes[a].hand_off(now));
+    assert!(run_nodes(&mut nodes, &mut now, None, Duration::from_secs(2), &|n| n[h].is_hosting()), "back");
+    assert_eq!(nodes[h].server().map(ServerCore::epoch), Some(3));
+}
+
+#[test]
+fn a_host_whose_players_dropped_and_whom_nobody_else_hosts_for_hosts_on() {
+    let (mut nodes, fresh) = headless_and_ann();
+    let (h, a) = (0, 1);
+    let mut now = Duration::ZERO;
+    let welcomed = |n: &[Peer]| n[a].client().is_some_and(|c| c.welcome().is_some());
+    assert!(run_nodes(&mut nodes, &mut now, None, Duration::from_secs(5), &welcomed), "ann plays");
+    // ann's process dies: its link fails. The host asks the room, where nobody answers.
+    nodes[a].transport_mut().disconnect(HOST);
+    let ann = nodes.pop().expect("ann");
+    drop(ann);
+    let dropped = |n: &[Peer]| n[h].server().is_some_and(|s| s.stats().dropped == 1 && s.peer_count() == 0);
+    assert!(run_nodes(&mut nodes, &mut now, None, Duration::from_secs(1), &dropped));
+    assert!(nodes[h].wants_recheck());
+    assert!(nodes[h].recheck(fresh, now));
+    let tick = nodes[h].server().map(|s| s.host().tick()).expect("hosting");
+    let until = now + vimp_host::engine::node::RECHECK_WINDOW;
+    assert!(run_nodes(&mut nodes, &mut now, None, Duration::from_secs(11), &|n| !n[0].is_rechecking()));
+    assert!(now >= until, "it waited the whole window: {now:?}");
+    let server = nodes[h].server().expect("it hosts on");
+    assert_eq!(server.epoch(), 1);
+    assert!(server.host().tick() > tick + 1000, "the match ran on all the while");
+    assert_eq!(nodes[h].poll_change(), None);
 }
 
 #[test]
