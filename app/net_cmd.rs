@@ -141,6 +141,11 @@ pub struct JoinArgs {
     /// after each failed attempt, with the slot's token).
     #[arg(long)]
     pub no_reconnect: bool,
+    /// Never answer the room's check before a takeover, and say so in the hello, as a
+    /// client of another make may: a member that is no voter (for soaks and tests of a room
+    /// with a silent member).
+    #[arg(long)]
+    pub no_host_checks: bool,
     /// ICE servers for the WebRTC links.
     #[command(flatten)]
     pub ice: IceArgs,
@@ -470,6 +475,7 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
         spectator: args.spectate,
         snapshot_formats: if args.snapshot_format == 6 { vec![6] } else { Vec::new() },
         resume_token: args.token_file.as_deref().filter(|_| !args.spectate).and_then(read_token),
+        checks: !args.no_host_checks,
         ..Hello::new(args.name.as_deref().unwrap_or("player"), env!("CARGO_PKG_VERSION"))
     };
     let signal = url.rsplit_once('/').map_or(url.as_str(), |(server, _)| server).to_owned();
