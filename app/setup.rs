@@ -329,7 +329,9 @@ impl Redialer {
                 let why = match (client.closed(), node.transport().failure()) {
                     (Some((code, reason)), _) => Some((format!("{reason} ({code})"), !is_drop(*code))),
                     (None, Some(failure)) => Some((failure, false)),
-                    (None, None) if redial.timed_out(now) => {
+                    // A successor that found nobody hosting counts its old host lost until
+                    // it takes the match over or gives up (a close).
+                    (None, None) if redial.timed_out(now) && !client.host_lost() => {
                         Some((format!("no welcome in {} s", ATTEMPT_TIMEOUT.as_secs()), false))
                     }
                     (None, None) => None,

@@ -39,6 +39,19 @@
 //!   (the welcome says which). Stale and lower-ranked claims are refused and counted;
 //! - nobody claiming within [`ClientConfig::give_up`] closes the client with 4408.
 //!
+//! # A successor that finds nobody hosting
+//!
+//! A successor that gave up on its lost host (its rendezvous could not say the host had gone,
+//! or said it was still there) keeps what it knew: the host, the succession list and its
+//! place in it ([`Orphaned`]). Its driver dials the room again ([`ClientCore::reconnect`]).
+//! When nobody answers that hello within [`UNANSWERED_HELLO`] — nobody took the match over —
+//! the successor counts its old host lost again, on the new links: the `k`-th of the list
+//! waits `k` turns of [`ORPHAN_TURN`] (an earlier successor that took over welcomes it
+//! meanwhile, since its hello is said again every second), then asks the room and the
+//! rendezvous as before a first claim, and claims at the next epoch when the host's socket
+//! has left the room and no peer says the host plays on. Without a rendezvous to ask it
+//! never does: a successor cut off from a live host must not host a match beside it.
+//!
 //! # Two hosts at once, and the process that hosted
 //!
 //! Two successors may claim at the same epoch (both promoted at once). The loser's
@@ -303,7 +316,25 @@ struct Lost {
     cleared: bool,
     /// What the claim rests on, once cleared by the room.
     evidence: Evidence,
+    /// Counted lost again after dialing the room anew and finding nobody hosting: the
+    /// successors' keys are the old mesh's, so each waits its place in the whole list.
+    orphan: bool,
 }
+
+/// What a successor knew of the host it gave up on (see [Finding nobody
+/// hosting](self#a-successor-that-finds-nobody-hosting)).
+#[derive(Clone, Debug)]
+struct Orphaned {
+    host: Option<PeerKey>,
+    successors: Vec<PeerKey>,
+    /// This client's key in that mesh.
+    me: PeerKey,
+}
+
+/// The turn of each successor before it, for a successor that found nobody hosting after
+/// dialing the room again (see [Finding nobody hosting](self#a-successor-that-finds-nobody-hosting)):
+/// enough for an earlier one to claim and answer this one's hello.
+pub const ORPHAN_TURN: Duration = Duration::from_secs(3);
 
 /// A host change in progress, until the new host's first snapshot.
 #[derive(Clone, Copy, Debug)]
@@ -390,6 +421,8 @@ pub struct ClientCore {
     /// The followed host's (epoch, rank): its claim's, or (welcome epoch, 0) for the first host.
     following: (u32, u8),
     lost: Option<Lost>,
+    /// What this successor knew of a host it gave up on, while it dials the room again.
+    orphaned: Option<Orphaned>,
     resuming: Option<Resuming>,
     /// Dialing again after a drop ([`Self::reconnect`]), until a welcome.
     redialing: bool,
@@ -452,6 +485,7 @@ impl ClientCore {
             searching: true,
             following: (0, 0),
             lost: None,
+            orphaned: None,
             resuming: None,
             redialing: false,
             host_heard_at: Duration::ZERO,
@@ -497,7 +531,9 @@ impl ClientCore {
         let (Some(lost), Some(me)) = (&self.lost, self.me) else { return false };
         let mut order: Vec<PeerKey> = lost.handoff_to.into_iter().collect();
         order.extend(lost.successors.iter().copied().filter(|p| Some(*p) != lost.handoff_to));
-        let alive: Vec<PeerKey> = order.into_iter().filter(|p| *p == me || self.peers.contains(p)).collect();
+        // After a redial nobody else's old key is linked: the whole list's order holds.
+        let alive: Vec<PeerKey> =
+            order.into_iter().filter(|p| *p == me || lost.orphan || self.peers.contains(p)).collect();
         let Some(k) = alive.iter().position(|p| *p == me) else { return false };
         self.now >= lost.at + lost.turn * k as u32
     }
@@ -720,6 +756,7 @@ impl ClientCore {
                     check: None,
                     cleared: false,
                     evidence: Evidence::default(),
+                    orphan: false,
                 });
             }
             None => {}
@@ -1213,7 +1250,13 @@ impl ClientCore {
         {
             self.on_host_silent(now);
         }
-        if self.lost.as_ref().is_some_and(|l| now.saturating_sub(l.at) >= self.settings.give_up) {
+        if let Some(lost) = self.lost.as_ref().filter(|l| now.saturating_sub(l.at) >= self.settings.give_up) {
+            // A successor keeps what it knew, to take the match over should dialing the room
+            // again find nobody hosting it.
+            let me = self.me.filter(|me| lost.successors.contains(me));
+            if let (Some(me), false) = (me, lost.orphan) {
+                self.orphaned = Some(Orphaned { host: lost.host, successors: lost.successors.clone(), me });
+            }
             self.lost = None;
             self.resuming = None;
             let reason = "the host is gone and nobody took over".to_owned();
@@ -1237,13 +1280,44 @@ impl ClientCore {
         if joining
             && self.host.is_none()
             && self.closed.is_none()
+            && self.lost.is_none()
             && !self.candidates.is_empty()
             && now.saturating_sub(self.last_candidate_at) >= UNANSWERED_HELLO
         {
+            if self.redialing && self.orphan_lost(now) {
+                return;
+            }
             self.candidates.clear();
             let reason = format!("no host answered the hello in {} s", UNANSWERED_HELLO.as_secs());
             self.closed = Some((crate::session::close::HEARTBEAT, reason));
         }
+    }
+
+    /// A successor that dialed the room again and whose hello nobody answered: nobody took
+    /// the match over. With a rendezvous to ask, it counts its old host lost again on the new
+    /// links (see [Finding nobody hosting](self#a-successor-that-finds-nobody-hosting)); its
+    /// hello goes on being said. Returns whether it did.
+    fn orphan_lost(&mut self, now: Duration) -> bool {
+        let (Some(orphaned), Some(me), true) = (self.orphaned.as_ref(), self.me, self.settings.witness) else {
+            return false;
+        };
+        let successors: Vec<PeerKey> =
+            orphaned.successors.iter().map(|p| if *p == orphaned.me { me } else { *p }).collect();
+        let room = self.room_without(orphaned.host);
+        self.lost = Some(Lost {
+            at: now,
+            turn: ORPHAN_TURN,
+            host: orphaned.host,
+            successors,
+            handoff_to: None,
+            stalled: None,
+            room,
+            check: None,
+            cleared: false,
+            evidence: Evidence::default(),
+            orphan: true,
+        });
+        true
     }
 
     /// Queues what changed since the last turn ([`ClientChange`]).
@@ -1329,6 +1403,7 @@ impl ClientCore {
             check: None,
             cleared: false,
             evidence: Evidence::default(),
+            orphan: false,
         });
     }
 
@@ -1387,6 +1462,7 @@ impl ClientCore {
             check: None,
             cleared: false,
             evidence: Evidence::default(),
+            orphan: false,
         });
     }
 
@@ -1454,6 +1530,11 @@ impl ClientCore {
                 self.stats.welcomed_at = Some(now);
                 if std::mem::take(&mut self.redialing) {
                     self.stats.reconnects += 1;
+                }
+                // Someone hosts the match: nothing left to take over.
+                self.orphaned = None;
+                if self.lost.as_ref().is_some_and(|l| l.orphan) {
+                    self.lost = None;
                 }
                 self.links_reported = None;
                 // A new session: the host knows no baseline of this client's yet, and the old

@@ -1309,6 +1309,74 @@ fn alone_with_its_host_a_successor_claims_only_once_the_rendezvous_says_the_host
     assert!(m.client(ann).stats().witness_answers >= 3);
 }
 
+/// ann (a successor that asks the rendezvous) and zed (plays, never answers a check, cannot
+/// host); the host dies while the rendezvous cannot be reached, and ann, having held,
+/// gives up (4408). Then she dials the room again: a fresh transport, linked to zed alone.
+fn ann_gave_up_and_dialed_again() -> (Migrating, [usize; 2]) {
+    let config = ClientConfig { witness: true, ..ClientConfig::default() };
+    let (mut m, [ann, zed]) = ann_and(config, Hello { checks: false, can_host: false, ..hello("zed") });
+    m.kill_first_host();
+    let gave_up = m.run_until(Duration::from_secs(15), |m| {
+        witness(m, ann, Witness::Unreachable);
+        m.client(ann).closed().is_some()
+    });
+    assert!(gave_up && m.takeovers.is_empty(), "ann held, then gave up: {:?}", m.client(ann).stats());
+    assert_eq!(m.client(ann).closed().map(|c| c.0), Some(vimp_netcode::session::close::HEARTBEAT));
+    let mut fresh = MemoryTransport::new(PeerKey(77));
+    let link = LinkConfig::new().latency(Duration::from_millis(20));
+    MemoryTransport::connect(&mut fresh, m.mesh.peers[zed].transport_mut(), link);
+    let now = m.mesh.now;
+    assert!(m.mesh.peers[ann].reconnect(fresh, now), "ann dials again");
+    (m, [ann, zed])
+}
+
+#[test]
+fn a_successor_that_dials_again_and_finds_nobody_hosting_takes_the_match_over() {
+    let (mut m, [ann, zed]) = ann_gave_up_and_dialed_again();
+    let zed_player = m.client(zed).welcome().map(|w| w.player_id).expect("zed was welcomed");
+    let (dialed, checks) = (m.mesh.now, m.client(ann).stats().host_checks);
+    // Nobody answers her hello; asked again, the rendezvous says the host's socket is gone:
+    // she takes the match over from her shadow.
+    let took = m.run_until(Duration::from_secs(9), |m| {
+        witness(m, ann, Witness::Gone);
+        m.takeovers.len() == 1
+    });
+    assert!(took, "ann took over: {:?}", m.client(ann).stats());
+    let waited = m.mesh.now - dialed;
+    assert!(waited >= vimp_netcode::client::UNANSWERED_HELLO, "only once nobody answered her hello: {waited:?}");
+    assert_eq!(m.new_host(ann).epoch(), 2);
+    assert_eq!(m.client(ann).stats().host_checks, checks + 1, "she asked zed (who never answers) once");
+    // zed gave up on the lost host too, dials again, and is back in its seat.
+    let mut fresh = MemoryTransport::new(PeerKey(78));
+    let link = LinkConfig::new().latency(Duration::from_millis(20));
+    MemoryTransport::connect(&mut fresh, m.mesh.peers[ann].transport_mut(), link);
+    let now = m.mesh.now;
+    assert!(m.mesh.peers[zed].reconnect(fresh, now), "zed dials again");
+    let back = m.run_until(Duration::from_secs(3), |m| {
+        m.client(zed).welcome().is_some_and(|w| w.epoch == 2 && w.resumed && w.player_id == zed_player)
+            && m.client(zed).stats().snapshots > 0
+    });
+    assert!(back, "zed is back in its seat: {:?}", m.client(zed).welcome());
+    let tick = m.new_host(ann).host().tick();
+    m.run(Duration::from_secs(1));
+    assert!(m.new_host(ann).host().tick() >= tick + 100, "the match goes on");
+}
+
+#[test]
+fn a_successor_that_dials_again_holds_while_the_rendezvous_has_the_host() {
+    let (mut m, [ann, _]) = ann_gave_up_and_dialed_again();
+    // Nobody answers her hello, but the rendezvous says the host's socket is there (a host
+    // alive and cut off from her): she counts it lost again, holds, and gives up again.
+    let lost = m.run_until(Duration::from_secs(8), |m| m.client(ann).host_lost());
+    assert!(lost, "nobody answered: the host is lost again");
+    let closed = m.run_until(Duration::from_secs(12), |m| {
+        witness(m, ann, Witness::There);
+        m.client(ann).closed().is_some()
+    });
+    assert!(closed && m.takeovers.is_empty(), "no match beside the host's: {:?}", m.client(ann).stats());
+    assert!(m.client(ann).stats().witness_answers >= 3);
+}
+
 #[test]
 fn the_rendezvous_saying_the_host_left_decides_a_room_whose_voter_is_silent() {
     let config = ClientConfig { witness: true, ..ClientConfig::default() };
