@@ -119,9 +119,15 @@ pub struct MigrationConfig {
     pub enabled: bool,
     /// How many of the first successors get checkpoints and the log (2).
     pub successors: usize,
-    /// Longest time between two checkpoints to a successor (2 s); there is one at every
-    /// join and leave besides.
+    /// Longest time between two checkpoints to a successor (30 s); there is one at every
+    /// change of what only a checkpoint carries besides (a join, a leave, a spectator's
+    /// choice, a vote), and whenever a successor's shadow asks. The log keeps a shadow in
+    /// step between them (its hashes checked): a checkpoint is a burst on the reliable
+    /// channel, which shares its link's congestion window with the snapshots.
     pub checkpoint_interval: Duration,
+    /// How long a stream outlives its peer's place among the first successors while the
+    /// peer stays connected (2 s).
+    pub stream_grace: Duration,
     /// Shortest time between two log batches (25 ms; zero sends every update that stepped).
     pub log_interval: Duration,
     /// Ticks between two state hashes in the log (30).
@@ -137,7 +143,8 @@ impl Default for MigrationConfig {
         MigrationConfig {
             enabled: true,
             successors: 2,
-            checkpoint_interval: Duration::from_secs(2),
+            checkpoint_interval: Duration::from_secs(30),
+            stream_grace: Duration::from_secs(2),
             log_interval: Duration::from_millis(25),
             hash_interval: log::DEFAULT_HASH_INTERVAL,
             recent_chat: 32,

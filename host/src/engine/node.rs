@@ -169,6 +169,9 @@ pub struct Node<T: Transport> {
     recheck: Option<Box<Recheck<T>>>,
     /// The server's count of dropped players when the room was last asked again.
     drops_asked: u64,
+    /// The host streams its log to this node, which has no shadow to apply it to: it asks
+    /// for a checkpoint (its first was spent before the shadow was forgotten, say).
+    log_unshadowed: bool,
 }
 
 impl<T: Transport> std::fmt::Debug for Node<T> {
@@ -211,6 +214,7 @@ impl<T: Transport> Node<T> {
             member: None,
             recheck: None,
             drops_asked: 0,
+            log_unshadowed: false,
         }
     }
 
@@ -521,6 +525,7 @@ impl<T: Transport> Node<T> {
                         // the checkpoint carries with the state and the random generator.
                         let init = checkpoint.init_config()?;
                         *shadow = Some(Box::new(Shadow::from_checkpoint(init, self.game, &checkpoint)?));
+                        self.log_unshadowed = false;
                         Ok(())
                     }
                 }
@@ -529,8 +534,12 @@ impl<T: Transport> Node<T> {
                 let batch = LogBatch::decode(&bytes)?;
                 match shadow {
                     Some(shadow) => shadow.apply(&batch).map(|_| ()),
-                    // Log before the first checkpoint: nothing to apply it to yet.
-                    None => Ok(()),
+                    // Log before the first checkpoint: nothing to apply it to yet, and a
+                    // checkpoint to ask for.
+                    None => {
+                        self.log_unshadowed = true;
+                        Ok(())
+                    }
                 }
             }
             MigrationPayload::Handoff(_) => Ok(()),
@@ -691,10 +700,12 @@ impl<T: Transport> Node<T> {
         self.shadow().map_or(0, Shadow::mismatches)
     }
 
-    /// Whether the shadow diverged from the host (a hash mismatch, a gap in the log) and
-    /// needs a fresh checkpoint (the node asks for one).
+    /// Whether the node needs a fresh checkpoint (it asks for one): its shadow diverged from
+    /// the host (a hash mismatch, a gap in the log), or the host streams it a log with no
+    /// shadow to apply it to.
     pub fn wants_checkpoint(&self) -> bool {
-        self.shadow().is_some_and(Shadow::wants_checkpoint)
+        let unshadowed = self.log_unshadowed && matches!(self.role, Role::Following { shadow: None });
+        unshadowed || self.shadow().is_some_and(Shadow::wants_checkpoint)
     }
 
     /// Checkpoints received.

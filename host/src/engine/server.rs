@@ -887,6 +887,7 @@ impl ServerCore {
             (Some(i), false) => ids.get((i + ids.len() - 1) % ids.len()).copied(),
         };
         *watched = next;
+        self.migration.meta_dirty = true;
         self.update_receivers();
     }
 
@@ -913,6 +914,7 @@ impl ServerCore {
         }
         let map_name = vote.map.clone();
         self.map_vote = None;
+        self.migration.meta_dirty = true;
         let chosen = if passed {
             let current = self.host.world().resource::<crate::engine::mapstate::MapState>().config.clone();
             current
@@ -957,6 +959,7 @@ impl ServerCore {
                     };
                     vote.yes.insert(player);
                     self.map_vote = Some(vote);
+                    self.migration.meta_dirty = true;
                     let ask = Vote {
                         name: MAP_CHANGE_VOTE.into(),
                         params: Some(vec![wanted]),
@@ -975,6 +978,7 @@ impl ServerCore {
                         if value == "yes" { (&mut vote.yes, &mut vote.no) } else { (&mut vote.no, &mut vote.yes) };
                     remove.remove(&player);
                     add.insert(player);
+                    self.migration.meta_dirty = true;
                 }
                 None
             }

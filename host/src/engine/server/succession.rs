@@ -12,14 +12,15 @@
 //!    successor listed before it (successors always reach one another); the list goes to
 //!    every peer when it changed or someone new came in (`SUCCESSION`);
 //! 2. keeps a stream for each of the first [`MigrationConfig::successors`]; a stream
-//!    outlives its peer's place among them by [`MigrationConfig::checkpoint_interval`] while
+//!    outlives its peer's place among them by [`MigrationConfig::stream_grace`] while
 //!    the peer stays connected, so a successor that leaves the list for a moment (its links
 //!    report racing a newcomer's handshake) keeps its shadow in step instead of starting over;
 //! 3. sends the log entries recorded since the last batch (`INPUT_LOG`, at most every
 //!    [`MigrationConfig::log_interval`], reliable) to every stream that has had a checkpoint;
 //! 4. sends a checkpoint (`CHECKPOINT` parts) to a stream that is new, whose last one is
-//!    [`MigrationConfig::checkpoint_interval`] old, or to all of them after a join or a
-//!    leave (the roster's tokens live only in checkpoints), or that asked for one
+//!    [`MigrationConfig::checkpoint_interval`] old, or to all of them after a change of what
+//!    only checkpoints carry (a join or a leave: the roster's tokens; a spectator's choice; the
+//!    map vote), or that asked for one
 //!    (`CHECKPOINT_REQUEST`: its shadow diverged; at most one per
 //!    [`MIN_REQUEST_INTERVAL`] per peer, and a peer without a stream is ignored). The log is
 //!    flushed first, so a successor always gets the log up to a checkpoint before the
@@ -313,7 +314,7 @@ impl ServerCore {
         self.publish_succession();
         let wanted: Vec<PeerKey> =
             self.migration.succession.iter().take(self.migration.config.successors).copied().collect();
-        let grace = self.migration.config.checkpoint_interval;
+        let grace = self.migration.config.stream_grace;
         let peers = &self.peers;
         self.migration.streams.retain(|p, s| {
             s.unlisted_since = if wanted.contains(p) { None } else { Some(s.unlisted_since.unwrap_or(now)) };
