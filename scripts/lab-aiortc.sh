@@ -47,7 +47,7 @@ scripts/lab.sh --vimp "$vimp" --home a:cone --home b:cone --line "a:$line" --lin
     ip netns exec a "$python" lab/aiortc_link.py offer "$d" "$stun" 2> "$keep/aiortc$i-offer.err" & offerer=$!
     ip netns exec b "$python" lab/aiortc_link.py answer "$d" "$stun" > "$keep/aiortc$i.json" 2> "$keep/aiortc$i.err" || true
     wait "$offerer" || true
-    code="AIO${letters:$((i % 31)):1}${letters:$((i / 31 % 31)):1}2"
+    code="ARC${letters:$((i % 31)):1}${letters:$((i / 31 % 31)):1}2"
     ip netns exec a "$LAB_VIMP" host --headless --signal "$LAB_SIGNAL" --code "$code" \
       --map maps/test-small.json --bots 2 --seconds 60 > "$keep/vimp$i-host.out" 2>&1 & host=$!
     for _ in $(seq 600); do grep -q "lobby code" "$keep/vimp$i-host.out" && break; sleep 0.05; done
