@@ -311,6 +311,7 @@ pub fn host(args: &HostArgs, game: &Game) -> anyhow::Result<i32> {
     let (mut stats, mut ticks) = (Default::default(), 0);
     // Asking the room whether the match went on without this host (every player dropped).
     let mut rechecking = false;
+    let mut asking_room: Option<std::sync::mpsc::Receiver<Option<bool>>> = None;
     loop {
         let now = start.elapsed();
         node.update(now);
@@ -359,7 +360,30 @@ pub fn host(args: &HostArgs, game: &Game) -> anyhow::Result<i32> {
         // Every player's link dropped: the match may have gone on without this host (it
         // slept, or its line was cut, for longer than its players' links lasted), with no
         // link left to tell it so. It asks the room over a fresh socket.
+        // First the rendezvous: a room with nobody else in it holds no match that went on
+        // (the players' processes left: the usual end of a player's run).
         if node.wants_recheck() {
+            asking_room = Some(match (witness.as_ref(), node.transport().local_id()) {
+                (Some(w), Some(me)) => w.others_than(me),
+                _ => {
+                    let (tx, rx) = std::sync::mpsc::channel();
+                    let _ = tx.send(None);
+                    rx
+                }
+            });
+        }
+        let others = match asking_room.as_ref().map(std::sync::mpsc::Receiver::try_recv) {
+            Some(Ok(others)) => Some(others),
+            Some(Err(std::sync::mpsc::TryRecvError::Disconnected)) => Some(None),
+            Some(Err(std::sync::mpsc::TryRecvError::Empty)) | None => None,
+        };
+        if others.is_some() {
+            asking_room = None;
+        }
+        if others == Some(Some(false)) {
+            eprintln!("every player's link dropped, and nobody else is in the room: hosting on");
+        }
+        if matches!(others, Some(Some(true) | None)) {
             match dial() {
                 Ok(transport) => {
                     eprintln!(
@@ -690,6 +714,11 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
         linger();
     }
     node.leave(end);
+    if node.client().is_some_and(|c| c.welcome().is_some() && c.closed().is_none()) {
+        // The close frame on its way, the links still open: the host sees a player who
+        // left, not one whose link dropped.
+        linger();
+    }
     let client = node.client().expect("a player's node has its client");
     let stats = client.stats().clone();
     let wall = end.as_secs_f64();

@@ -83,6 +83,16 @@ impl RoomInfo {
         let id = peer_id(peer);
         Some(self.members.iter().any(|m| m.id == id && m.idle_ms < MEMBER_GONE_AFTER.as_millis() as u64))
     }
+
+    /// Whether the room holds a process other than `peer`'s: a member listed and heard
+    /// within [`MEMBER_GONE_AFTER`]. `None` from a server that lists no members.
+    pub fn holds_others_than(&self, peer: PeerKey) -> Option<bool> {
+        if self.members.is_empty() && self.peers > 0 {
+            return None;
+        }
+        let id = peer_id(peer);
+        Some(self.members.iter().any(|m| m.id != id && m.idle_ms < MEMBER_GONE_AFTER.as_millis() as u64))
+    }
 }
 
 /// A peer key as the rendezvous writes peer ids: the UUID of which it is the 128 bits,

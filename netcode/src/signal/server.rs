@@ -505,6 +505,8 @@ mod tests {
         assert_eq!(idle(&b_id), None, "b left");
         let info = fetch_room(&server.url(), "W1TNES", Duration::from_secs(2)).expect("the room answers");
         assert_eq!(info.holds(peer(&b_id)), Some(false));
+        assert_eq!(info.holds_others_than(peer(&a_id)), Some(false), "a is alone in the room");
+        assert_eq!(info.holds_others_than(peer(&b_id)), Some(true), "a is there besides b");
         server.stop().expect("stops");
     }
 
