@@ -290,6 +290,17 @@ pub fn host(args: &HostArgs, game: &Game) -> anyhow::Result<i32> {
     // As a member, a hello nobody answered, or a link that dropped, is dialed again: the
     // links it had may have failed while this process slept.
     let mut redialer = Redialer::new(Box::new(dial.clone()));
+    // Asks the room over a fresh socket whether the match went on without this host.
+    let recheck = |node: &mut Node<Box<dyn vimp_netcode::transport::Transport>>, now| match dial() {
+        Ok(transport) => {
+            eprintln!("every player's link dropped: asking the room whether the match went on without this host");
+            node.recheck(transport, now)
+        }
+        Err(e) => {
+            eprintln!("every player's link dropped, and the room cannot be asked again: {e}");
+            false
+        }
+    };
     println!("lobby code: {}", code.grouped());
     println!("friends join with: vimp join {url}");
     if args.signal.is_none() {
@@ -363,35 +374,29 @@ pub fn host(args: &HostArgs, game: &Game) -> anyhow::Result<i32> {
         // First the rendezvous: a room with nobody else in it holds no match that went on
         // (the players' processes left: the usual end of a player's run).
         if node.wants_recheck() {
-            asking_room = Some(match (witness.as_ref(), node.transport().local_id()) {
-                (Some(w), Some(me)) => w.others_than(me),
-                _ => {
-                    let (tx, rx) = std::sync::mpsc::channel();
-                    let _ = tx.send(None);
-                    rx
-                }
-            });
+            // Without a rendezvous to ask, the room is asked at once.
+            asking_room = match (witness.as_ref(), node.transport().local_id()) {
+                (Some(w), Some(me)) => Some(w.others_than(me)),
+                _ => None,
+            };
+            if asking_room.is_none() {
+                rechecking = recheck(&mut node, now);
+            }
         }
-        let others = match asking_room.as_ref().map(std::sync::mpsc::Receiver::try_recv) {
-            Some(Ok(others)) => Some(others),
-            Some(Err(std::sync::mpsc::TryRecvError::Disconnected)) => Some(None),
-            Some(Err(std::sync::mpsc::TryRecvError::Empty)) | None => None,
-        };
-        if others.is_some() {
-            asking_room = None;
-        }
-        if others == Some(Some(false)) {
-            eprintln!("every player's link dropped, and nobody else is in the room: hosting on");
-        }
-        if matches!(others, Some(Some(true) | None)) {
-            match dial() {
-                Ok(transport) => {
-                    eprintln!(
-                        "every player's link dropped: asking the room whether the match went on without this host"
-                    );
-                    rechecking = node.recheck(transport, now);
-                }
-                Err(e) => eprintln!("every player's link dropped, and the room cannot be asked again: {e}"),
+        let others = asking_room.as_ref().and_then(|rx| match rx.try_recv() {
+            Ok(others) => Some(others),
+            Err(std::sync::mpsc::TryRecvError::Disconnected) => Some(None),
+            Err(std::sync::mpsc::TryRecvError::Empty) => None,
+        });
+        match others {
+            None => {}
+            Some(Some(false)) => {
+                asking_room = None;
+                eprintln!("every player's link dropped, and nobody else is in the room: hosting on");
+            }
+            Some(Some(true) | None) => {
+                asking_room = None;
+                rechecking = recheck(&mut node, now);
             }
         }
         if rechecking && !node.is_rechecking() {

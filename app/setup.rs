@@ -375,21 +375,6 @@ impl Redialer {
     }
 }
 
-impl Witnesser {
-    /// Asks the rendezvous, off the calling thread, whether the room holds a process other
-    /// than `me`'s: the answer comes on the receiver (`None`: it could not say).
-    pub fn others_than(&self, me: vimp_netcode::transport::PeerKey) -> std::sync::mpsc::Receiver<Option<bool>> {
-        let (tx, rx) = std::sync::mpsc::channel();
-        let (server, room) = (self.server.clone(), self.room.clone());
-        // Without a thread the sender is dropped: nothing said, and the caller asks the room.
-        let _ = std::thread::Builder::new().name("vimp-witness".into()).spawn(move || {
-            let info = vimp_netcode::signal::fetch_room(&server, &room, WITNESS_TIMEOUT).ok();
-            let _ = tx.send(info.and_then(|i| i.holds_others_than(me)));
-        });
-        rx
-    }
-}
-
 /// How often a successor may ask the rendezvous about its lost host.
 pub const WITNESS_INTERVAL: Duration = Duration::from_millis(250);
 
@@ -423,6 +408,19 @@ impl Witnesser {
             asked: None,
             last: None,
         })
+    }
+
+    /// Asks the rendezvous, off the calling thread, whether the room holds a process other
+    /// than `me`'s: the answer comes on the receiver (`None`: it could not say).
+    pub fn others_than(&self, me: vimp_netcode::transport::PeerKey) -> std::sync::mpsc::Receiver<Option<bool>> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (server, room) = (self.server.clone(), self.room.clone());
+        // Without a thread the sender is dropped: nothing said, and the caller asks the room.
+        let _ = std::thread::Builder::new().name("vimp-witness".into()).spawn(move || {
+            let info = vimp_netcode::signal::fetch_room(&server, &room, WITNESS_TIMEOUT).ok();
+            let _ = tx.send(info.and_then(|i| i.holds_others_than(me)));
+        });
+        rx
     }
 
     /// The client's settings for a node that runs this witness: it asks before it claims.

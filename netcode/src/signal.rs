@@ -77,21 +77,25 @@ impl RoomInfo {
     /// Whether `peer`'s process is still in the room: listed, and heard within
     /// [`MEMBER_GONE_AFTER`]. `None` from a server that lists no members.
     pub fn holds(&self, peer: PeerKey) -> Option<bool> {
-        if self.members.is_empty() && self.peers > 0 {
-            return None;
-        }
         let id = peer_id(peer);
-        Some(self.members.iter().any(|m| m.id == id && m.idle_ms < MEMBER_GONE_AFTER.as_millis() as u64))
+        self.holds_any(|member| member == id)
     }
 
     /// Whether the room holds a process other than `peer`'s: a member listed and heard
     /// within [`MEMBER_GONE_AFTER`]. `None` from a server that lists no members.
     pub fn holds_others_than(&self, peer: PeerKey) -> Option<bool> {
+        let id = peer_id(peer);
+        self.holds_any(|member| member != id)
+    }
+
+    /// Whether a member whose id passes `which` was heard within [`MEMBER_GONE_AFTER`];
+    /// `None` from a server that lists no members.
+    fn holds_any(&self, which: impl Fn(&str) -> bool) -> Option<bool> {
         if self.members.is_empty() && self.peers > 0 {
             return None;
         }
-        let id = peer_id(peer);
-        Some(self.members.iter().any(|m| m.id != id && m.idle_ms < MEMBER_GONE_AFTER.as_millis() as u64))
+        let gone_after = MEMBER_GONE_AFTER.as_millis() as u64;
+        Some(self.members.iter().any(|m| which(&m.id) && m.idle_ms < gone_after))
     }
 }
 

@@ -256,9 +256,11 @@ impl<T: Transport> Node<T> {
     /// fresh transport into the room and hands it to [`Self::recheck`].
     pub fn wants_recheck(&mut self) -> bool {
         let Role::Hosting(server) = &self.role else { return false };
+        if self.member.is_none() || self.client.is_some() || self.recheck.is_some() || server.peer_count() > 0 {
+            return false;
+        }
         let dropped = server.stats().dropped;
-        let alone = server.peer_count() == 0 && self.client.is_none();
-        if self.member.is_none() || self.recheck.is_some() || !alone || dropped <= self.drops_asked {
+        if dropped <= self.drops_asked {
             return false;
         }
         self.drops_asked = dropped;
