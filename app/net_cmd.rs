@@ -777,6 +777,7 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
     report["takeovers_held"] = json!(stats.takeovers_held);
     report["host_checks_answered"] = json!(stats.host_checks_answered);
     report["witness_answers"] = json!(stats.witness_answers);
+    report["claims_dialed"] = json!(stats.claims_dialed);
     report["join_phases_ms"] = watch.phases_ms(&stats);
     report["snapshot_gap_ms_p50"] = json!(watch.gap_ms(0.5));
     report["snapshot_gap_ms_p99"] = json!(watch.gap_ms(0.99));

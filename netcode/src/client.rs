@@ -37,6 +37,10 @@
 //!   that beats the host it follows by `(epoch, −rank)`, opens a new session to it with its
 //!   session token and sends again every recent input the new host has not applied
 //!   (the welcome says which). Stale and lower-ranked claims are refused and counted;
+//! - a claim from a peer of the mesh that its list does not name is refused too, but once
+//!   its host is lost the client says hello to the claimer with its token, as after dialing
+//!   the room again, and follows it only if it hosts and welcomes it: the list naming the
+//!   claimer may have been lost with the host's line;
 //! - nobody claiming within [`ClientConfig::give_up`] closes the client with 4408.
 //!
 //! # A successor that finds nobody hosting
@@ -208,6 +212,9 @@ pub struct ClientStats {
     /// Claims refused: stale (an epoch not above the one known), lower-ranked, or from a peer
     /// outside the succession list.
     pub claims_refused: u64,
+    /// Claimers the list did not name to whom this client, its host lost, said hello (the
+    /// list it had may have been stale).
+    pub claims_dialed: u64,
     /// Times the host went silent past the timeout and then spoke again before anyone took over.
     pub stalls_survived: u64,
     /// Times this client's process stopped hosting and the client went back onto the mesh
@@ -428,6 +435,12 @@ pub struct ClientCore {
     redialing: bool,
     /// When the host followed was last heard.
     host_heard_at: Duration,
+    /// Whether a whole checkpoint came from the host followed: this client (its node) keeps a
+    /// shadow of it.
+    shadowed: bool,
+    /// The peer whose claim this client refused because its list did not name it: said hello
+    /// to once the host is lost (see `dial_unlisted_claimer`).
+    unlisted_claimer: Option<PeerKey>,
     sent: VecDeque<WireInput>,
     /// The last aim sent (`None`: let go) and when.
     last_aim: Option<(Duration, Option<Aim>)>,
@@ -489,6 +502,8 @@ impl ClientCore {
             resuming: None,
             redialing: false,
             host_heard_at: Duration::ZERO,
+            unlisted_claimer: None,
+            shadowed: false,
             sent: VecDeque::new(),
             last_aim: None,
             now: Duration::ZERO,
@@ -622,16 +637,16 @@ impl ClientCore {
     }
 
     /// A fellow peer asks whether this client still hears its host (`HOST_CHECK`): answered
-    /// when this client said it answers checks ([`Hello::checks`]) and the asker is a
-    /// successor it knows of, at most once per
-    /// [`MIN_CHECK_INTERVAL`]; `false` when refused.
+    /// when this client was welcomed and said it answers checks ([`Hello::checks`]), at most
+    /// once per [`MIN_CHECK_INTERVAL`] to each asker; `false` when refused.
+    ///
+    /// Any peer of the mesh may ask, not only a successor of this client's list: the lists
+    /// travel on lossy lines, and the newest may not have reached this client when its host
+    /// went silent. The answer says only what this client hears, and the asker weighs it
+    /// (see [Before a claim](crate::migration#before-a-claim-asking-the-room)).
     fn on_host_check(&mut self, peer: PeerKey, payload: &[u8], now: Duration) -> bool {
         let Ok(check) = HostCheck::decode(payload) else { return false };
-        let listed = match &self.lost {
-            Some(l) => l.successors.contains(&peer),
-            None => self.succession.as_ref().is_some_and(|s| s.peers.contains(&peer)),
-        };
-        if !listed || self.welcome.is_none() || !self.hello.checks {
+        if self.welcome.is_none() || !self.hello.checks {
             return false;
         }
         if self.checks_answered.get(&peer).is_some_and(|at| now.saturating_sub(*at) < MIN_CHECK_INTERVAL) {
@@ -696,6 +711,7 @@ impl ClientCore {
         self.candidates.clear();
         self.searching = true;
         self.checkpoints = CheckpointAssembler::new();
+        self.shadowed = false;
         self.following = (epoch + 1, rank);
         self.resuming = Some(Resuming { lost_at, last_time_ms, heard_at: self.host_heard_at });
         self.resume_tick = None;
@@ -771,6 +787,7 @@ impl ClientCore {
         self.candidates.clear();
         self.searching = false;
         self.checkpoints = CheckpointAssembler::new();
+        self.shadowed = false;
         self.host_vote = None;
         self.stats.step_downs += 1;
     }
@@ -1122,6 +1139,7 @@ impl ClientCore {
         self.candidates.clear();
         self.peers.clear();
         self.lost = None;
+        self.unlisted_claimer = None;
         self.resuming = None;
         self.resume_tick = None;
         self.baselines.clear();
@@ -1225,6 +1243,8 @@ impl ClientCore {
             self.candidates.clear();
             self.searching = false;
             self.silence.reset();
+            // What the candidate said so far (its welcome, at least) was heard from the host.
+            self.host_heard_at = session.last_heard();
             self.host = Some((peer, session));
         }
         if let Some((host, session)) = self.host.as_mut() {
@@ -1381,7 +1401,7 @@ impl ClientCore {
     /// without one, the client is closed.
     fn on_host_lost(&mut self, now: Duration, handoff_to: Option<PeerKey>, why: &str) {
         let host = self.host.take().map(|(p, _)| p);
-        let successors = self.succession.as_ref().map(|s| s.peers.clone()).unwrap_or_default();
+        let successors = self.successors_at_loss();
         if successors.is_empty() || self.welcome.is_none() {
             self.closed.get_or_insert((crate::session::close::HEARTBEAT, why.to_owned()));
             return;
@@ -1405,6 +1425,25 @@ impl ClientCore {
             evidence: Evidence::default(),
             orphan: false,
         });
+        self.dial_unlisted_claimer(now);
+    }
+
+    /// The succession list to go by once the host is lost: the host's newest. A client that
+    /// keeps a shadow of the host (a whole checkpoint came) but that list does not name, and
+    /// that is linked to every successor it names, comes after them: the host streamed to it
+    /// as a successor, and the list that named it may have been lost with the host's line. If
+    /// those ahead of it cannot take over (one without a shadow yet), the match is not left
+    /// without a host. Linked to them all, it hears their claims, so none claims apart.
+    fn successors_at_loss(&self) -> Vec<PeerKey> {
+        let mut successors = self.succession.as_ref().map(|s| s.peers.clone()).unwrap_or_default();
+        if let Some(me) = self.me
+            && self.shadowed
+            && !successors.contains(&me)
+            && successors.iter().all(|p| self.peers.contains(p))
+        {
+            successors.push(me);
+        }
+        successors
     }
 
     /// The fellow peers linked now, but for `host` and this client: whom a successor asks.
@@ -1443,7 +1482,7 @@ impl ClientCore {
             self.closed.get_or_insert((crate::session::close::HEARTBEAT, "no frame from the host in time".into()));
             return;
         }
-        let successors = self.succession.as_ref().map(|s| s.peers.clone()).unwrap_or_default();
+        let successors = self.successors_at_loss();
         self.stats.host_lost_at = Some(now);
         let last_time_ms = self.last_frame.as_ref().map(|f| f.server_time_ms);
         self.resuming = Some(Resuming { lost_at: now, last_time_ms, heard_at: self.host_heard_at });
@@ -1464,6 +1503,7 @@ impl ClientCore {
             evidence: Evidence::default(),
             orphan: false,
         });
+        self.dial_unlisted_claimer(now);
     }
 
     /// A peer claims the match: follow it if it beats the host followed and is a known successor.
@@ -1476,8 +1516,17 @@ impl ClientCore {
         // A claim that does not hold the room over a host this client still hears: the host
         // keeps the match (see [Claims a live host refuses](crate::migration#claims-a-live-host-refuses)).
         let over_a_live_host = self.lost.is_none() && self.host.is_some() && !claim.evidence.holds_the_room();
-        if !listed || !claim.beats(self.following.0, self.following.1) || self.closed.is_some() || over_a_live_host {
+        if !claim.beats(self.following.0, self.following.1) || self.closed.is_some() || over_a_live_host {
             self.stats.claims_refused += 1;
+            return;
+        }
+        if !listed {
+            self.stats.claims_refused += 1;
+            // A peer of the mesh that the list this client has does not name: the newest list
+            // may not have reached it. Once its host is lost (now, or when it notices), it
+            // says hello to the claimer (see `dial_unlisted_claimer`).
+            self.unlisted_claimer = Some(peer);
+            self.dial_unlisted_claimer(now);
             return;
         }
         if self.lost.take().is_none() {
@@ -1490,10 +1539,30 @@ impl ClientCore {
         self.resume_tick = Some(claim.tick);
         self.following = (claim.epoch, claim.rank);
         self.checkpoints = CheckpointAssembler::new();
+        self.shadowed = false;
         self.candidates.clear();
         self.searching = false;
         self.silence.reset();
         self.host = Some((peer, ClientSession::new(ClientSessionConfig::new(self.hello.clone()), now)));
+    }
+
+    /// A client that lost its host and heard a claim from a peer its list does not name says
+    /// hello there with its token, as it would to every peer after dialing the room again,
+    /// and follows the claimer only if that one hosts the match and welcomes it: the list
+    /// naming the claimer may have been lost with the host's line.
+    fn dial_unlisted_claimer(&mut self, now: Duration) {
+        let Some(token) = self.welcome.as_ref().map(|w| w.token) else { return };
+        if self.lost.is_none() || self.host.is_some() || self.closed.is_some() {
+            return;
+        }
+        let Some(peer) = self.unlisted_claimer.take() else { return };
+        if !self.peers.contains(&peer) || self.candidates.contains_key(&peer) {
+            return;
+        }
+        self.hello.resume_token = Some(token);
+        let session = ClientSession::new(ClientSessionConfig::new(self.hello.clone()), now);
+        self.candidates.insert(peer, session);
+        self.stats.claims_dialed += 1;
     }
 
     /// The host named the key set: the spectator's keys or the game's (the welcome's, until
@@ -1531,11 +1600,11 @@ impl ClientCore {
                 if std::mem::take(&mut self.redialing) {
                     self.stats.reconnects += 1;
                 }
-                // Someone hosts the match: nothing left to take over.
+                // Someone hosts the match: nothing left to take over (a host lost before, whose
+                // claimer this client dialed, or an orphan's).
                 self.orphaned = None;
-                if self.lost.as_ref().is_some_and(|l| l.orphan) {
-                    self.lost = None;
-                }
+                self.lost = None;
+                self.unlisted_claimer = None;
                 self.links_reported = None;
                 // A new session: the host knows no baseline of this client's yet, and the old
                 // host's seqs mean nothing to it.
@@ -1688,7 +1757,10 @@ impl ClientCore {
                 return;
             }
             op::CHECKPOINT => match self.checkpoints.push(payload) {
-                Ok(Some(bytes)) => MigrationPayload::Checkpoint(bytes),
+                Ok(Some(bytes)) => {
+                    self.shadowed = true;
+                    MigrationPayload::Checkpoint(bytes)
+                }
                 Ok(None) => return,
                 Err(_) => {
                     self.stats.bad_migration_frames += 1;

@@ -175,9 +175,11 @@
 //!   for most of the room, and while nobody answers (a successor whose own links all died
 //!   would otherwise host a match of one beside the real one). With nobody else in the room
 //!   but the host, it claims at once. A handed-off successor (the host named it) never asks.
-//! - A peer answers a peer of its own succession list only, at most once per
-//!   [`MIN_CHECK_INTERVAL`] each; a host (a process that took the match over) ignores both
-//!   frames. A lying peer cannot hold a takeover, nor push one, against the room's majority.
+//! - A welcomed client answers any peer of the mesh, at most once per [`MIN_CHECK_INTERVAL`]
+//!   each: the host's lists travel on lossy lines, and the newest (naming the asker) may have
+//!   been lost with the host's line. The answer says only what the client hears. A host (a
+//!   process that took the match over) ignores both frames. A lying peer cannot hold a
+//!   takeover, nor push one, against the room's majority.
 //! - **Only voters count.** A client says in its hello that it answers checks
 //!   ([`Hello::checks`](crate::session::Hello::checks)); the host lists those peers in its
 //!   succession list ([`Succession::voters`]). A successor asks every peer it is linked to,

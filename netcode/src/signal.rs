@@ -46,12 +46,14 @@ pub const ROOMS_PATH: &str = "/rooms";
 /// How often a peer's socket speaks to the rendezvous when nothing else is said (matchbox's
 /// keep-alive): the room list's `idle_ms` of a live member stays under this, give or take a
 /// lost segment's retransmission.
-pub const KEEP_ALIVE: std::time::Duration = std::time::Duration::from_millis(500);
+pub const KEEP_ALIVE: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// A member whose socket said nothing for this long is gone as far as the witness goes: its
-/// line was cut, or its process froze (six keep-alives missed; TCP retransmits a lost one
-/// within a second or two even on a poor line).
-pub const MEMBER_GONE_AFTER: std::time::Duration = std::time::Duration::from_millis(3000);
+/// line was cut, or its process froze. Six keep-alives missed: on a line losing 2 % of its
+/// packets, TCP brings a lost keep-alive within one retransmission timeout (a few hundred
+/// ms), and a keep-alive lost twice over (about one in 2,500) still arrives within 1.2 s; a
+/// successor alone with its host waits this long after the host's line went dead.
+pub const MEMBER_GONE_AFTER: std::time::Duration = std::time::Duration::from_millis(1500);
 
 /// What `GET /rooms/CODE` answers.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

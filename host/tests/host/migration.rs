@@ -750,6 +750,11 @@ impl Migrating {
         drop(std::mem::replace(self.mesh.server.transport_mut(), MemoryTransport::new(HOST)));
     }
 
+    /// The first host's line goes dead: nothing more comes from it, and no link closes.
+    fn cut_first_host(&mut self) {
+        self.first_alive = false;
+    }
+
     /// The new hosts, in peer order.
     fn new_hosts(&self) -> Vec<(usize, &NewHost)> {
         self.mesh.peers.iter().enumerate().filter_map(|(i, p)| Some((i, p.server()?))).collect()
@@ -1715,6 +1720,118 @@ fn stale_and_lower_ranked_claims_are_refused() {
         assert_eq!(m.client(i).stats().migrations, 1);
     }
     assert!(m.client(cy).stats().snapshots > snapshots + 10, "frames keep coming from ann");
+}
+
+/// cy (who cannot host) and a host whose link to cy stalls, cy counting the host lost after
+/// `cy_timeout` of silence; bob joins after the stall, so the host's lists naming him never
+/// reach cy. Runs until bob shadows the host.
+fn cy_with_a_stale_list(cy_timeout: Duration) -> (Migrating, [usize; 2]) {
+    let mut mesh = Mesh::new();
+    let usual = mesh.client_config.clone();
+    mesh.client_config = ClientConfig { min_host_timeout: cy_timeout, host_timeout: cy_timeout, ..usual.clone() };
+    let cy = mesh.join_with(30, Hello { can_host: false, ..hello("cy") });
+    mesh.client_config = usual;
+    mesh.run(Duration::from_secs(1));
+    let cy_key = mesh.peers[cy].transport().local_id().expect("an id");
+    assert!(mesh.peers[cy].player().welcome().is_some(), "cy was welcomed");
+    // The host's link to cy stalls without closing: nothing more reaches cy from the host.
+    let stalled = LinkConfig::new().latency(Duration::from_secs(3600));
+    assert!(mesh.server.transport_mut().condition(cy_key, stalled));
+    assert!(mesh.peers[cy].transport_mut().condition(HOST, stalled));
+    let bob = mesh.join("bob", 15);
+    let bob_key = mesh.peers[bob].transport().local_id().expect("an id");
+    let mut m = Migrating::new(mesh);
+    let shadowing = m.run_until(Duration::from_secs(5), |m| {
+        m.mesh.server.succession() == [bob_key] && m.mesh.peers[bob].checkpoints() > 0
+    });
+    assert!(shadowing, "bob is the successor, with a shadow");
+    assert!(
+        m.client(cy).succession().is_none_or(|s| !s.peers.contains(&bob_key)),
+        "cy's list does not name bob: {:?}",
+        m.client(cy).succession()
+    );
+    (m, [cy, bob])
+}
+
+/// Whether bob took the match over and cy is back in its own seat at his host.
+fn cy_back_with_bob(m: &Migrating, cy: usize, bob: usize, cy_player: u8) -> bool {
+    let bob_key = m.mesh.peers[bob].transport().local_id();
+    m.takeovers.len() == 1
+        && m.client(cy).host_peer() == bob_key
+        && m.client(cy).welcome().is_some_and(|w| w.epoch == 2 && w.resumed && w.player_id == cy_player)
+}
+
+/// cy lost the host, then the host's line is cut: bob asks the room, cy answers though its
+/// list does not name him, bob takes over, and cy says hello to the claimer and is back in its seat at once,
+/// not after giving the host up.
+#[test]
+fn a_player_whose_list_is_stale_answers_the_claimer_and_follows_it_by_its_hello() {
+    let (mut m, [cy, bob]) = cy_with_a_stale_list(Duration::from_millis(500));
+    let cy_player = m.client(cy).welcome().map(|w| w.player_id).expect("cy was welcomed");
+    assert!(m.run_until(Duration::from_secs(2), |m| m.client(cy).host_lost()), "cy lost the host");
+    m.cut_first_host();
+    let back = m.run_until(Duration::from_secs(3), |m| cy_back_with_bob(m, cy, bob, cy_player));
+    assert!(back, "bob took over and cy is back in its seat: {:?} {:?}", m.client(bob).stats(), m.client(cy).stats());
+    assert!(m.client(cy).stats().host_checks_answered >= 1, "cy answered bob's check");
+    assert_eq!(m.client(cy).stats().claims_dialed, 1, "cy said hello to the claimer");
+    let snapshots = m.client(cy).stats().snapshots;
+    m.run(Duration::from_secs(1));
+    assert!(m.client(cy).stats().snapshots > snapshots + 10, "frames come from bob");
+}
+
+/// As above, with the host's line cut, but bob's claim comes before cy counts its host lost:
+/// cy keeps the claimer in mind and says hello there once it does.
+#[test]
+fn a_claim_heard_before_the_host_is_lost_is_dialed_once_it_is() {
+    let (mut m, [cy, bob]) = cy_with_a_stale_list(Duration::from_secs(4));
+    let cy_player = m.client(cy).welcome().map(|w| w.player_id).expect("cy was welcomed");
+    m.cut_first_host();
+    let claimed =
+        m.run_until(Duration::from_secs(2), |m| m.takeovers.len() == 1 && m.client(cy).stats().claims_refused == 1);
+    assert!(claimed, "bob took over and his claim reached cy: {:?}", m.client(cy).stats());
+    assert!(!m.client(cy).host_lost(), "cy still waits on its host");
+    assert_eq!(m.client(cy).stats().claims_dialed, 0);
+    let back = m.run_until(Duration::from_secs(5), |m| cy_back_with_bob(m, cy, bob, cy_player));
+    assert!(back, "cy is back in its seat: {:?}", m.client(cy).stats());
+    assert_eq!(m.client(cy).stats().claims_dialed, 1, "cy said hello to the claimer once it lost its host");
+}
+
+/// cy keeps a shadow, but the host's newest list, which reached her, no longer names her:
+/// bob, nearer the host, came in unlinked to her and was ranked alone. bob's shadow never
+/// forms (his checkpoints come broken). cy and bob link just as the host's line is cut, too
+/// late for the host to list them again. bob's turn comes first and he cannot take over;
+/// cy's comes after his, and she does: the room is not left without a host.
+#[test]
+fn a_shadow_the_list_no_longer_names_takes_over_when_the_successor_ahead_cannot() {
+    let mut mesh = Mesh::new();
+    let cy = mesh.join("cy", 70);
+    let bob = mesh.join_except("bob", 15, &[cy]);
+    mesh.peers[bob].tap_migration(Box::new(|payload| match payload {
+        MigrationPayload::Checkpoint(_) => MigrationPayload::Checkpoint(vec![0; 8]),
+        other => other,
+    }));
+    let bob_key = mesh.peers[bob].transport().local_id().expect("an id");
+    let deadline = mesh.now + Duration::from_secs(10);
+    while !(mesh.server.latencies().len() == 2
+        && mesh.server.succession() == [bob_key]
+        && mesh.peers[cy].checkpoints() > 0
+        && mesh.peers[cy].player().succession().is_some_and(|s| s.peers == [bob_key]))
+        && mesh.now < deadline
+    {
+        mesh.run(Duration::from_millis(100));
+    }
+    assert_eq!(mesh.server.succession(), [bob_key], "bob alone is listed");
+    assert!(mesh.peers[cy].checkpoints() > 0, "cy keeps a shadow");
+    assert_eq!(mesh.peers[bob].checkpoints(), 0, "bob has none");
+    mesh.link(cy, bob);
+    let mut m = Migrating::new(mesh);
+    m.cut_first_host();
+    let took = m.run_until(Duration::from_secs(4), |m| {
+        m.takeovers.len() == 1 && m.client(bob).welcome().is_some_and(|w| w.epoch == 2 && w.resumed)
+    });
+    assert!(took, "cy took over and bob follows her: {:?} {:?}", m.client(cy).stats(), m.client(bob).stats());
+    assert_eq!(m.takeovers[0].0, cy, "cy hosts");
+    assert_eq!(m.client(bob).stats().claims_dialed, 1, "bob's list did not name cy");
 }
 
 /// Each client's (player, token): what it resumes with after a host change.
