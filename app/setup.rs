@@ -381,18 +381,29 @@ pub const WITNESS_INTERVAL: Duration = Duration::from_millis(250);
 /// How long one question to the rendezvous may take before it counts as unanswered.
 pub const WITNESS_TIMEOUT: Duration = Duration::from_secs(1);
 
+/// Most questions to the rendezvous in flight at once.
+pub const WITNESS_IN_FLIGHT: usize = 4;
+
 /// Asks the rendezvous, off the node's thread, whether a lost host's process is still in its
 /// room, for the client's check before a claim ([`ClientCore::witness_wanted`]; see
 /// [the rule](vimp_netcode::migration#before-a-claim-asking-the-room)): `GET /rooms/CODE` on
-/// its own thread, one question at a time, at most one per [`WITNESS_INTERVAL`]. The
-/// headless client and the window's node thread run one each turn.
+/// its own thread, a new question every [`WITNESS_INTERVAL`] while the client wants one,
+/// up to [`WITNESS_IN_FLIGHT`] at once. On a lossy line a question whose connection lost a
+/// packet waits a retransmission (a lost SYN, a second); the next one, asked meanwhile, may
+/// answer first. An answer older than one already given is dropped: a host there at the
+/// older question may be gone at the newer. The headless client and the window's node
+/// thread run one each turn.
 ///
 /// [`ClientCore::witness_wanted`]: vimp_netcode::client::ClientCore::witness_wanted
 #[derive(Debug)]
 pub struct Witnesser {
     server: String,
     room: String,
-    asked: Option<(vimp_netcode::transport::PeerKey, std::sync::mpsc::Receiver<Witness>)>,
+    /// The questions in flight, oldest first: their number, the host asked about, the answer.
+    asked: std::collections::VecDeque<(u64, vimp_netcode::transport::PeerKey, std::sync::mpsc::Receiver<Witness>)>,
+    /// The next question's number, and the newest one whose answer went to the client.
+    next: u64,
+    answered: Option<u64>,
     last: Option<std::time::Instant>,
 }
 
@@ -405,7 +416,9 @@ impl Witnesser {
         (server.starts_with("ws://") && !room.is_empty()).then(|| Witnesser {
             server: server.to_owned(),
             room: room.to_owned(),
-            asked: None,
+            asked: std::collections::VecDeque::new(),
+            next: 0,
+            answered: None,
             last: None,
         })
     }
@@ -431,18 +444,20 @@ impl Witnesser {
     /// One turn: an answer that came goes to the client; a question the client has is asked.
     pub fn turn<T: Transport>(&mut self, node: &mut Node<T>) {
         let Some(client) = node.client_mut() else { return };
-        if let Some((host, rx)) = &self.asked {
-            match rx.try_recv() {
-                Ok(witness) => {
+        let answered = &mut self.answered;
+        self.asked.retain(|(n, host, rx)| match rx.try_recv() {
+            Ok(witness) => {
+                if answered.is_none_or(|a| *n > a) {
                     client.witness(*host, witness);
-                    self.asked = None;
+                    *answered = Some(*n);
                 }
-                Err(std::sync::mpsc::TryRecvError::Empty) => return,
-                Err(std::sync::mpsc::TryRecvError::Disconnected) => self.asked = None,
+                false
             }
-        }
+            Err(std::sync::mpsc::TryRecvError::Empty) => true,
+            Err(std::sync::mpsc::TryRecvError::Disconnected) => false,
+        });
         let Some(host) = client.witness_wanted() else { return };
-        if self.last.is_some_and(|at| at.elapsed() < WITNESS_INTERVAL) {
+        if self.asked.len() >= WITNESS_IN_FLIGHT || self.last.is_some_and(|at| at.elapsed() < WITNESS_INTERVAL) {
             return;
         }
         self.last = Some(std::time::Instant::now());
@@ -460,7 +475,8 @@ impl Witnesser {
             let _ = tx.send(witness);
         });
         if asked.is_ok() {
-            self.asked = Some((host, rx));
+            self.asked.push_back((self.next, host, rx));
+            self.next += 1;
         }
     }
 }
