@@ -710,8 +710,7 @@ impl ClientCore {
         self.host = None;
         self.candidates.clear();
         self.searching = true;
-        self.checkpoints = CheckpointAssembler::new();
-        self.shadowed = false;
+        self.forget_shadow();
         self.following = (epoch + 1, rank);
         self.resuming = Some(Resuming { lost_at, last_time_ms, heard_at: self.host_heard_at });
         self.resume_tick = None;
@@ -786,8 +785,7 @@ impl ClientCore {
         self.peers = peers.into_iter().filter(|p| Some(*p) != own).collect();
         self.candidates.clear();
         self.searching = false;
-        self.checkpoints = CheckpointAssembler::new();
-        self.shadowed = false;
+        self.forget_shadow();
         self.host_vote = None;
         self.stats.step_downs += 1;
     }
@@ -1538,12 +1536,18 @@ impl ClientCore {
         self.hello.resume_token = Some(token);
         self.resume_tick = Some(claim.tick);
         self.following = (claim.epoch, claim.rank);
-        self.checkpoints = CheckpointAssembler::new();
-        self.shadowed = false;
+        self.forget_shadow();
         self.candidates.clear();
         self.searching = false;
         self.silence.reset();
         self.host = Some((peer, ClientSession::new(ClientSessionConfig::new(self.hello.clone()), now)));
+    }
+
+    /// A new host to follow: the old one's checkpoint parts, and the shadow they made, are
+    /// of no use to it.
+    fn forget_shadow(&mut self) {
+        self.checkpoints = CheckpointAssembler::new();
+        self.shadowed = false;
     }
 
     /// A client that lost its host and heard a claim from a peer its list does not name says
