@@ -119,6 +119,7 @@ pub struct ConfigBuilder {
     psk: Option<PskCallback>,
     psk_identity_hint: Option<Vec<u8>>,
     insecure_skip_verify: bool,
+    insecure_skip_hello_verify: bool,
     insecure_hashes: bool,
     insecure_verification: bool,
     verify_peer_certificate: Option<VerifyPeerCertificateFn>,
@@ -144,6 +145,7 @@ impl Default for ConfigBuilder {
             psk: None,
             psk_identity_hint: None,
             insecure_skip_verify: false,
+            insecure_skip_hello_verify: true,
             insecure_hashes: false,
             insecure_verification: false,
             verify_peer_certificate: None,
@@ -245,6 +247,18 @@ impl ConfigBuilder {
     /// This should be used only for testing.
     pub fn with_insecure_skip_verify(mut self, insecure_skip_verify: bool) -> Self {
         self.insecure_skip_verify = insecure_skip_verify;
+        self
+    }
+
+    /// insecure_skip_hello_verify: a server answers the first ClientHello with its ServerHello
+    /// flight, without the HelloVerifyRequest cookie round trip (RFC 6347 4.2.1 lets a server
+    /// skip it). The cookie proves that the client receives at its address; on a WebRTC path
+    /// ICE's connectivity checks, keyed by the credentials traded in the offer and answer,
+    /// have proven that already, so the cookie costs a round trip and two packets for
+    /// nothing. On by default (as WebRTC builds its config with the defaults); a server
+    /// listening on a public address should turn it off.
+    pub fn with_insecure_skip_hello_verify(mut self, insecure_skip_hello_verify: bool) -> Self {
+        self.insecure_skip_hello_verify = insecure_skip_hello_verify;
         self
     }
 
@@ -585,6 +599,7 @@ impl ConfigBuilder {
             local_certificates: self.certificates,
             name_to_certificate: Default::default(),
             insecure_skip_verify: self.insecure_skip_verify,
+            insecure_skip_hello_verify: self.insecure_skip_hello_verify,
             insecure_verification: self.insecure_verification,
             verify_peer_certificate: self.verify_peer_certificate.take(),
             roots_cas: self.roots_cas,
@@ -644,6 +659,7 @@ pub struct HandshakeConfig {
     pub(crate) local_certificates: Vec<Certificate>,
     pub(crate) name_to_certificate: HashMap<String, Certificate>,
     pub(crate) insecure_skip_verify: bool,
+    pub(crate) insecure_skip_hello_verify: bool,
     pub(crate) insecure_verification: bool,
     pub(crate) verify_peer_certificate: Option<VerifyPeerCertificateFn>,
     pub(crate) roots_cas: rustls::RootCertStore,
@@ -674,6 +690,10 @@ impl fmt::Debug for HandshakeConfig {
             .field("local_certificates", &self.local_certificates)
             .field("name_to_certificate", &self.name_to_certificate)
             .field("insecure_skip_verify", &self.insecure_skip_verify)
+            .field(
+                "insecure_skip_hello_verify",
+                &self.insecure_skip_hello_verify,
+            )
             .field("insecure_verification", &self.insecure_verification)
             .field("roots_cas", &self.roots_cas)
             .field("retransmit_interval", &self.retransmit_interval)
@@ -701,6 +721,7 @@ impl HandshakeConfig {
             local_certificates: vec![],
             name_to_certificate: HashMap::new(),
             insecure_skip_verify: false,
+            insecure_skip_hello_verify: false,
             insecure_verification: false,
             verify_peer_certificate: None,
             roots_cas: rustls::RootCertStore::empty(),

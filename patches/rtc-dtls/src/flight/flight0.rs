@@ -1,4 +1,5 @@
 use super::flight2::*;
+use super::flight4::*;
 use super::*;
 use crate::config::*;
 use crate::conn::*;
@@ -168,7 +169,12 @@ impl Flight for Flight0 {
                 };
             }
 
-            Ok(Box::new(Flight2 {}))
+            if cfg.insecure_skip_hello_verify {
+                // No cookie round trip: the ServerHello flight answers this ClientHello.
+                Ok(Box::new(Flight4 {}))
+            } else {
+                Ok(Box::new(Flight2 {}))
+            }
         } else {
             Err((
                 Some(Alert {
