@@ -660,9 +660,9 @@ fn initial_cwnd_is_computed_safely_for_non_default_mtus() {
     // below ~1095 (`Ord::clamp` with min > max) and overflowed near
     // `u32::MAX` — reachable through `EndpointConfig::max_payload_size`
     // and MTU-derived payload budgets. RFC 4960 §7.2.1:
-    // cwnd = min(4*MTU, max(2*MTU, 4380)); for a small MTU that is 4*MTU.
+    // cwnd = min(4*MTU, max(2*MTU, 4380)); this copy starts at ten MTUs instead.
     let a = create_association_with_mtu(100);
-    assert_eq!(a.cwnd, 4 * a.mtu);
+    assert_eq!(a.cwnd, INITIAL_CWND_MTUS * a.mtu);
 
     // Directly via the low-level `max_payload_size` setter path: the
     // effective-MTU reconstruction (`max_payload_size + 28`) must saturate

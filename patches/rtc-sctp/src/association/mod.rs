@@ -66,6 +66,9 @@ pub(crate) mod timer;
 #[cfg(test)]
 mod association_test;
 
+/// The initial congestion window, in MTUs (see `Association::new`).
+const INITIAL_CWND_MTUS: u32 = 10;
+
 /// Reasons why an association might be lost
 #[derive(Debug, Error, Clone, PartialEq)]
 #[non_exhaustive]
@@ -381,7 +384,13 @@ impl Association {
         // panicked for effective MTUs below ~1095 (`Ord::clamp` with
         // min > max) and overflowed near `u32::MAX`, both reachable through
         // `EndpointConfig::max_payload_size` and MTU-derived payload budgets.
-        let cwnd = mtu.saturating_mul(2).max(4380).min(mtu.saturating_mul(4));
+        //
+        // Here ten MTUs instead, as libwebrtc's dcsctp (`cwnd_mtus_initial = 10`) and Linux TCP
+        // (RFC 6928) start: a data channel's association starts inside an ICE and DTLS link
+        // that has already made several round trips, and a game's first flight (its welcome,
+        // config and map, ~5.5 kB, then the first snapshot) overflowed 4380 bytes and waited
+        // a round trip for the first SACK.
+        let cwnd = mtu.saturating_mul(INITIAL_CWND_MTUS);
         // RFC 4960 requires an unpredictable initial TSN. SCTP remains usable without an RTC
         // crypto provider, so this deliberately uses `rand`'s thread-local CSPRNG.
         let mut tsn = random::<u32>();
