@@ -508,8 +508,10 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
         ..Hello::new(args.name.as_deref().unwrap_or("player"), env!("CARGO_PKG_VERSION"))
     };
     let signal = url.rsplit_once('/').map_or(url.as_str(), |(server, _)| server).to_owned();
-    let ice = args.ice.resolve(&signal)?;
+    // The join's clock counts the ICE list's fetch: the player waits for it too.
     let start = Instant::now();
+    let ice = args.ice.resolve(&signal)?;
+    let ice_servers_at = start.elapsed();
     let transport: Box<dyn vimp_netcode::transport::Transport> = Box::new(WebRtcTransport::connect(&url, &ice)?);
     let mut witness = Witnesser::new(&url);
     let config = match witness {
@@ -536,7 +538,7 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
     let (mut called, mut seen_vote, mut said_passed) = (false, 0, false);
     let mut failure: Option<JoinFailure> = None;
     let mut host_path = None;
-    let mut watch = JoinWatch::default();
+    let mut watch = JoinWatch { ice_servers: Some(ice_servers_at), ..JoinWatch::default() };
     loop {
         let now = start.elapsed();
         node.update(now);
@@ -800,6 +802,8 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
 /// are about a millisecond apart).
 #[derive(Debug, Default)]
 struct JoinWatch {
+    /// When the ICE servers were in (the rendezvous's list, `GET /ice`).
+    ice_servers: Option<Duration>,
     /// When the signalling server's id came (its websocket is up).
     id_assigned: Option<Duration>,
     /// When the first peer's data channels were all open (alone in a room with the host: the
@@ -838,12 +842,13 @@ impl JoinWatch {
         (!self.gaps_ms.is_empty()).then(|| percentile(&self.gaps_ms, q))
     }
 
-    /// Milliseconds from the start of the join to the end of each phase: the signalling
-    /// server's id, the first peer link (offer and answer, ICE, DTLS, SCTP), the host's
-    /// welcome, the first snapshot.
+    /// Milliseconds from the start of the join to the end of each phase: the ICE servers'
+    /// list, the signalling server's id, the first peer link (offer and answer, ICE, DTLS,
+    /// SCTP), the host's welcome, the first snapshot.
     fn phases_ms(&self, stats: &vimp_netcode::client::ClientStats) -> serde_json::Value {
         let ms = |t: Option<Duration>| t.map(|t| t.as_secs_f64() * 1000.0);
         json!({
+            "ice_servers": ms(self.ice_servers),
             "id_assigned": ms(self.id_assigned),
             "link": ms(self.first_link),
             "welcome": ms(stats.welcomed_at),
@@ -858,8 +863,8 @@ mod tests {
 
     #[test]
     fn snapshot_gaps_are_counted_between_arrivals_after_the_first() {
-        let mut watch = JoinWatch::default();
         let ms = Duration::from_millis;
+        let mut watch = JoinWatch { ice_servers: Some(ms(4)), ..JoinWatch::default() };
         watch.turn(ms(10), true, false, 0);
         watch.turn(ms(300), true, true, 0);
         assert_eq!(watch.gap_ms(1.0), None, "no gap before two snapshots");
@@ -870,6 +875,7 @@ mod tests {
         assert_eq!(watch.gaps_ms, vec![50.0, 200.0, 0.0]);
         assert_eq!(watch.gap_ms(1.0), Some(200.0));
         let phases = watch.phases_ms(&Default::default());
+        assert_eq!(phases["ice_servers"], json!(4.0));
         assert_eq!(phases["id_assigned"], json!(10.0));
         assert_eq!(phases["link"], json!(300.0));
     }

@@ -169,6 +169,52 @@ pub fn fetch_room(server: &str, room: &str, timeout: std::time::Duration) -> Res
     http_get(server, &format!("{ROOMS_PATH}/{room}"), "the room", timeout)
 }
 
+/// How long a connection attempt to the signalling server waits before another one starts
+/// beside it (see [`connect_racing`]).
+#[cfg(any(feature = "webrtc", feature = "signal-server"))]
+const CONNECT_STAGGER: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// Connects to `addr`, starting another attempt beside the ones still waiting every
+/// [`CONNECT_STAGGER`] until one connects or `timeout` runs out. A lost SYN or SYN-ACK costs
+/// TCP its initial retransmission timeout, 1 s (then 2 s, 4 s): on a line that loses 2 % each
+/// way that was one join in a dozen waiting a second or more before anything else began.
+#[cfg(any(feature = "webrtc", feature = "signal-server"))]
+fn connect_racing(addr: std::net::SocketAddr, timeout: std::time::Duration) -> std::io::Result<std::net::TcpStream> {
+    use std::sync::mpsc;
+    let deadline = std::time::Instant::now() + timeout;
+    let (tx, rx) = mpsc::channel();
+    let mut attempts = 0;
+    let mut last_error = None;
+    loop {
+        let now = std::time::Instant::now();
+        if now < deadline {
+            let tx = tx.clone();
+            let left = deadline - now;
+            attempts += 1;
+            // A losing attempt that connects later is dropped, which closes it.
+            std::thread::spawn(move || {
+                let _ = tx.send(std::net::TcpStream::connect_timeout(&addr, left));
+            });
+        }
+        let wait = CONNECT_STAGGER.min(deadline.saturating_duration_since(std::time::Instant::now()));
+        match rx.recv_timeout(wait) {
+            Ok(Ok(stream)) => return Ok(stream),
+            Ok(Err(e)) => {
+                attempts -= 1;
+                last_error = Some(e);
+                // Refused or unreachable at once: no use trying again and again.
+                if attempts == 0 {
+                    return Err(last_error.expect("just set"));
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) if std::time::Instant::now() < deadline => {}
+            Err(_) => {
+                return Err(last_error.unwrap_or_else(|| std::io::Error::from(std::io::ErrorKind::TimedOut)));
+            }
+        }
+    }
+}
+
 /// `GET path` on the signalling server's HTTP side, its JSON answer parsed.
 #[cfg(any(feature = "webrtc", feature = "signal-server"))]
 fn http_get<T: serde::de::DeserializeOwned>(
@@ -178,7 +224,7 @@ fn http_get<T: serde::de::DeserializeOwned>(
     timeout: std::time::Duration,
 ) -> Result<T, SignalError> {
     use std::io::{Read, Write};
-    use std::net::{TcpStream, ToSocketAddrs};
+    use std::net::ToSocketAddrs;
 
     let fail = |reason: String| SignalError::Serve(format!("fetching {what} from {server}: {reason}"));
     let authority = server
@@ -191,10 +237,14 @@ fn http_get<T: serde::de::DeserializeOwned>(
         .map_err(|e| fail(e.to_string()))?
         .next()
         .ok_or_else(|| fail("the address resolves to nothing".into()))?;
-    let mut stream = TcpStream::connect_timeout(&addr, timeout).map_err(|e| fail(e.to_string()))?;
+    let mut stream = connect_racing(addr, timeout).map_err(|e| fail(e.to_string()))?;
     stream.set_read_timeout(Some(timeout)).map_err(|e| fail(e.to_string()))?;
-    write!(stream, "GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n")
-        .map_err(|e| fail(e.to_string()))?;
+    // One segment, sent at once: `write!` straight to the socket wrote each piece of the
+    // format on its own, and Nagle's algorithm held each after the first for the server's
+    // delayed ACK, a round trip and more before every join.
+    stream.set_nodelay(true).map_err(|e| fail(e.to_string()))?;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).map_err(|e| fail(e.to_string()))?;
     let mut answer = Vec::new();
     stream.take(64 * 1024).read_to_end(&mut answer).map_err(|e| fail(e.to_string()))?;
     let text = String::from_utf8_lossy(&answer);
@@ -203,4 +253,24 @@ fn http_get<T: serde::de::DeserializeOwned>(
         return Err(fail(head.lines().next().unwrap_or_default().to_owned()));
     }
     serde_json::from_str(body).map_err(|e| fail(e.to_string()))
+}
+
+#[cfg(all(test, any(feature = "webrtc", feature = "signal-server")))]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_racing_connect_reaches_a_listener_and_a_refusal_ends_it() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binds");
+        let addr = listener.local_addr().expect("an address");
+        let stream = connect_racing(addr, Duration::from_secs(10)).expect("connects");
+        assert_eq!(stream.peer_addr().expect("a peer"), addr);
+        let (_accepted, from) = listener.accept().expect("accepts");
+        assert_eq!(from, stream.local_addr().expect("an address"));
+        // Nothing listens there any more: refused, not waited for until the timeout.
+        drop(listener);
+        let refused = connect_racing(addr, Duration::from_secs(3600)).expect_err("nothing listens");
+        assert_eq!(refused.kind(), std::io::ErrorKind::ConnectionRefused);
+    }
 }

@@ -111,9 +111,23 @@
 //!     join's time goes: `vimp join --json` has `join_phases_ms` (the websocket's id, the link,
 //!     the welcome, the first snapshot), and `RUST_LOG=matchbox_socket::phases=info` logs each
 //!     handshake's phases per peer (offer, answer, candidates, ICE, DTLS, each data channel).
-//!     Lossless at 25:8:1 the link takes ~950 ms from the offer: candidates ~190 ms, ICE
+//!     Lossless at 25:8:1 the link took ~950 ms from the offer: candidates ~190 ms, ICE
 //!     ~210 ms more, DTLS ~350 ms (three round trips), SCTP ~200 ms (two); then hello and
 //!     welcome one round trip, and the first snapshot another.
+//!   - Several of those waits were not the protocol's. The offerer held its candidates until
+//!     the answer came back; the signalling websockets ran Nagle's algorithm, so a message
+//!     sent right after another (an answer, then its candidates) waited for the ACK of the
+//!     first; `GET /ice` wrote its request in pieces, each after the first held the same way;
+//!     a lost SYN to the rendezvous cost TCP's 1 s initial timeout; DTLS made a cookie round
+//!     trip that ICE's checks had already made pointless; and SCTP's 4380-byte initial window
+//!     held the first snapshot behind the welcome, config and map for a round trip. Now
+//!     candidates follow the offer, nothing is Nagled, connection attempts race every 250 ms,
+//!     the DTLS server skips the cookie and SCTP starts with ten MTUs
+//!     (`patches/*/PATCHED.md`). At 25:8:1 the link takes ~720 ms from the offer (candidates
+//!     in within 50 ms, ICE ~290 ms, DTLS ~230 ms, SCTP ~200 ms) and the first snapshot
+//!     follows the welcome by 15–40 ms. `join_phases_ms` now starts with `ice_servers` (the
+//!     list fetched from the rendezvous before anything else, ~100 ms there), which the
+//!     join's clock now counts.
 //! - **Loopback is never an ICE candidate.** In a network namespace with only `lo`, the host
 //!   candidate is the wildcard address `0.0.0.0`, which Linux delivers to loopback: the pair
 //!   that works is then peer-reflexive, nominated after its 300 ms wait.
