@@ -201,11 +201,11 @@ fn connect_racing(addr: std::net::SocketAddr, timeout: std::time::Duration) -> s
             Ok(Ok(stream)) => return Ok(stream),
             Ok(Err(e)) => {
                 attempts -= 1;
-                last_error = Some(e);
                 // Refused or unreachable at once: no use trying again and again.
                 if attempts == 0 {
-                    return Err(last_error.expect("just set"));
+                    return Err(e);
                 }
+                last_error = Some(e);
             }
             Err(mpsc::RecvTimeoutError::Timeout) if std::time::Instant::now() < deadline => {}
             Err(_) => {
