@@ -360,9 +360,10 @@ pub fn host(args: &HostArgs, game: &Game) -> anyhow::Result<i32> {
                 // is theirs now, and this process stays in the room to take it back should
                 // they leave.
                 eprintln!(
-                    "{winner} took the match over at epoch {} while this host was silent: stepping down, \
+                    "{winner} took the match over at epoch {} ({}) while this host was silent: stepping down, \
                      staying in the room as a member",
-                    claim.epoch
+                    claim.epoch,
+                    claim.evidence.said()
                 );
             }
             Some(change @ (RoleChange::Promoted { .. } | RoleChange::Rejoined { .. })) => eprintln!("{change}"),
@@ -547,7 +548,7 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
         }
         while let Some(change) = node.poll_change() {
             eprintln!("{change}");
-            if let RoleChange::Promoted { tick, epoch } = change {
+            if let RoleChange::Promoted { tick, epoch, .. } = change {
                 promoted = Some((tick, epoch));
             }
         }

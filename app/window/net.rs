@@ -321,11 +321,11 @@ impl MatchState {
         for change in &net.changes {
             bevy::log::info!("{change}");
             self.promoted = match change {
-                RoleChange::Promoted { tick, epoch } => Some((*tick, *epoch)),
+                RoleChange::Promoted { tick, epoch, .. } => Some((*tick, *epoch)),
                 _ => None,
             };
             self.title = match change {
-                RoleChange::Promoted { tick, epoch } => {
+                RoleChange::Promoted { tick, epoch, .. } => {
                     format!("hosting (took the match over at tick {tick}, epoch {epoch})")
                 }
                 RoleChange::SteppedDown { .. } => "joined (another player took the match over first)".into(),

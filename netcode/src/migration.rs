@@ -191,7 +191,10 @@
 //!   its host, or whose room is silent, does not claim on its own silence: its driver asks
 //!   the rendezvous's room list ([`RoomInfo::holds`](crate::signal::RoomInfo::holds)) whether
 //!   the host's socket is still there and speaking. Once it says the host is gone, and no
-//!   answer of the round says the host plays on, the successor claims at once. While the
+//!   answer of the round says the host plays on, the successor claims: at once when alone
+//!   with the host or when a round already ended with the room silent, else at the round's
+//!   end. A room that may still answer is heard first: the rendezvous hears only the host's
+//!   signalling socket, which a lossy line can stall while the match plays on. While the
 //!   rendezvous says the host is there, or cannot be reached, the successor holds (until
 //!   [`ClientConfig::give_up`](crate::client::ClientConfig::give_up)).
 //!
@@ -408,6 +411,15 @@ impl Evidence {
     /// had lost the host.
     pub fn holds_the_room(&self) -> bool {
         u16::from(self.lost) * 2 > u16::from(self.answered)
+    }
+
+    /// What it says, for a log line: `handed over`, or `2 of 3 lost the host`.
+    pub fn said(&self) -> String {
+        if *self == Evidence::HANDED {
+            "handed over".to_owned()
+        } else {
+            format!("{} of {} lost the host", self.lost, self.answered)
+        }
     }
 }
 

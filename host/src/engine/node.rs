@@ -58,7 +58,7 @@ use crate::engine::game::Game;
 use crate::engine::migration::{Checkpoint, LogBatch, MigrationConfig, MigrationError, Shadow};
 use crate::engine::server::{ServerConfig, ServerCore, Takeover};
 use vimp_netcode::client::{ClientConfig, ClientCore};
-use vimp_netcode::migration::{Claim, MigrationPayload};
+use vimp_netcode::migration::{Claim, Evidence, MigrationPayload};
 use vimp_netcode::session::Hello;
 use vimp_netcode::transport::{PeerKey, Transport, TransportEvent};
 
@@ -71,6 +71,8 @@ pub enum RoleChange {
         tick: u32,
         /// The new host's epoch.
         epoch: u32,
+        /// What the claim rested on: the room's answers, or the old host's handoff.
+        evidence: Evidence,
     },
     /// Another claimant won the race to take over: this process follows it as a client.
     SteppedDown {
@@ -100,7 +102,9 @@ pub enum RoleChange {
 impl std::fmt::Display for RoleChange {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            RoleChange::Promoted { tick, epoch } => write!(f, "took the match over at tick {tick} (epoch {epoch})"),
+            RoleChange::Promoted { tick, epoch, evidence } => {
+                write!(f, "took the match over at tick {tick} (epoch {epoch}, {})", evidence.said())
+            }
             RoleChange::SteppedDown { winner, claim } => {
                 write!(f, "stepped down: {winner} took the match over first (epoch {})", claim.epoch)
             }
@@ -376,7 +380,8 @@ impl<T: Transport> Node<T> {
                 let server = ServerCore::from_shadow(*shadow, config, takeover);
                 let epoch = server.epoch();
                 (self.player_linked, self.leaving) = (false, false);
-                (Role::Hosting(Box::new(server)), RoleChange::Promoted { tick, epoch })
+                let evidence = handover.evidence;
+                (Role::Hosting(Box::new(server)), RoleChange::Promoted { tick, epoch, evidence })
             }
             (Role::Hosting(server), Change::StepDown { winner, claim }) => {
                 let peers = mesh_peers(&server);

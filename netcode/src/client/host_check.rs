@@ -62,6 +62,9 @@ pub(super) struct Check {
     witnessed: bool,
     /// What the rendezvous said last, since the host was lost.
     witness: Option<Witness>,
+    /// Whether a round ended with no answer saying the host plays on: the room is silent
+    /// (or says lost), and the rendezvous's word may decide.
+    quiet: bool,
 }
 
 impl Check {
@@ -69,7 +72,17 @@ impl Check {
     /// when it heard the host within `alive_within`; `witnessed` when a rendezvous may be asked.
     pub(super) fn new(epoch: u32, room: Vec<PeerKey>, alive_within: Duration, witnessed: bool) -> Check {
         let voters = room.clone();
-        Check { epoch, room, voters, answers: BTreeMap::new(), round_end: None, alive_within, witnessed, witness: None }
+        Check {
+            epoch,
+            room,
+            voters,
+            answers: BTreeMap::new(),
+            round_end: None,
+            alive_within,
+            witnessed,
+            witness: None,
+            quiet: false,
+        }
     }
 
     /// As [`Check::new`], with only `voters` of the `room` counted until they answer: a
@@ -122,7 +135,9 @@ impl Check {
     /// - claim once, with this successor's own view, a strict majority of the room (its
     ///   voters, and whoever else answered) says the host is lost;
     /// - claim once the rendezvous says the host's process is gone and no answer of this
-    ///   round says it plays on;
+    ///   round says it plays on, when nobody else is in the room or a round ended with no
+    ///   answer saying so (a silent room): a room that may still answer is heard first, as
+    ///   the rendezvous hears only the host's signalling, which a lossy line stalls;
     /// - with nobody else in the room and no rendezvous to ask, claim at once;
     /// - at a round's end, claim when more answers said lost than alive (a majority of those
     ///   who answered);
@@ -138,7 +153,8 @@ impl Check {
         if n > 0 && (lost + 1) * 2 > n + 1 {
             return Step::Claim(evidence(lost, self.answers.len()));
         }
-        if alive == 0 && self.witness == Some(Witness::Gone) {
+        let gone = alive == 0 && self.witness == Some(Witness::Gone);
+        if gone && (n == 0 || self.quiet) {
             return Step::Claim(evidence(lost, self.answers.len()));
         }
         if n == 0 && !self.witnessed {
@@ -150,9 +166,10 @@ impl Check {
                 Step::Ask
             }
             Some(end) if now >= end => {
-                if lost > alive {
+                if lost > alive || gone {
                     return Step::Claim(evidence(lost, self.answers.len()));
                 }
+                self.quiet = alive == 0;
                 self.answers.clear();
                 self.round_end = Some(now + round);
                 Step::AskAgain
@@ -279,8 +296,38 @@ mod tests {
         c.witness(Witness::Gone);
         assert_eq!(s(c.step(ms(10), ROUND)), Step::Wait);
         assert_eq!(s(c.step(ms(200), ROUND)), Step::AskAgain);
-        // Next round it is silent too: the rendezvous's word stands.
-        assert_eq!(s(c.step(ms(210), ROUND)), CLAIM);
+        // Next round the room may answer again: it is heard out first.
+        assert_eq!(s(c.step(ms(210), ROUND)), Step::Wait);
+        // It was silent all round: the rendezvous's word stands.
+        assert_eq!(s(c.step(ms(400), ROUND)), CLAIM);
+    }
+
+    #[test]
+    fn a_room_that_may_still_answer_is_heard_before_the_rendezvous() {
+        // The rendezvous says gone before the room's answers could come (its word rests on
+        // the host's signalling socket, which a lossy line stalls): no claim yet.
+        let mut c = Check::new(3, room(2), crate::migration::ALIVE_WITHIN, true);
+        assert_eq!(s(c.step(ms(0), ROUND)), Step::Ask);
+        c.witness(Witness::Gone);
+        assert_eq!(s(c.step(ms(1), ROUND)), Step::Wait, "the room has not had time to answer");
+        // The room hears the host: it played on.
+        c.answer(PeerKey(1), alive());
+        c.answer(PeerKey(2), alive());
+        assert_eq!(s(c.step(ms(200), ROUND)), Step::AskAgain);
+        // Had the room said nothing all round, the rendezvous would decide at its end.
+        let mut c = Check::new(3, room(2), crate::migration::ALIVE_WITHIN, true);
+        c.step(ms(0), ROUND);
+        c.witness(Witness::Gone);
+        assert_eq!(s(c.step(ms(199), ROUND)), Step::Wait);
+        assert_eq!(c.step(ms(200), ROUND), Step::Claim(Evidence { lost: 1, answered: 1 }));
+        // One answer of lost with the rendezvous's gone is no majority of three, but the
+        // round's end with nobody saying alive claims.
+        let mut c = Check::new(3, room(3), crate::migration::ALIVE_WITHIN, true);
+        c.step(ms(0), ROUND);
+        c.witness(Witness::Gone);
+        c.answer(PeerKey(1), lost());
+        assert_eq!(s(c.step(ms(50), ROUND)), Step::Wait);
+        assert_eq!(c.step(ms(200), ROUND), Step::Claim(Evidence { lost: 2, answered: 2 }));
     }
 
     #[test]
