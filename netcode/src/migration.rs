@@ -41,7 +41,10 @@
 //! # `CHECKPOINT` payload (big-endian)
 //!
 //! A checkpoint of any size up to [`MAX_CHECKPOINT`] is split into parts of at most
-//! [`MAX_PART_DATA`] bytes, one frame each (which the reliable channel chunks further):
+//! [`MAX_PART_DATA`] bytes, one frame each. A host sends parts of [`PART_DATA`] bytes: each
+//! is then one chunk of the reliable channel's SCTP association, a message of its own, so the
+//! unreliable channel's snapshots go out between two parts instead of waiting behind a
+//! checkpoint whose chunks must leave in one run:
 //!
 //! | offset | size | field   | meaning                                          |
 //! |-------:|-----:|---------|--------------------------------------------------|
@@ -272,8 +275,15 @@ pub const MAX_CHECKPOINT: usize = 16 * 1024 * 1024;
 /// Size of a checkpoint part's header.
 pub const PART_HEADER_LEN: usize = 4 + 2 + 2;
 
-/// Most checkpoint bytes in one part (the frame stays well under the 256 KiB frame limit).
+/// Most checkpoint bytes in one part a receiver takes (the frame stays well under the 256 KiB
+/// frame limit).
 pub const MAX_PART_DATA: usize = 192 * 1024;
+
+/// Checkpoint bytes in one part a sender makes ([`checkpoint_parts`]): the part's frame fits
+/// one DATA chunk of the SCTP association under a data channel (about 1,150 bytes at its
+/// 1,200-byte MTU). A message of several chunks must leave in one run of TSNs, and while the
+/// congestion window holds its rest back, nothing else of the association goes.
+pub const PART_DATA: usize = 1024;
 
 /// Why a migration frame was refused.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -727,7 +737,7 @@ pub fn checkpoint_parts(id: u32, bytes: &[u8]) -> Result<Vec<Vec<u8>>, Migration
     if bytes.len() > MAX_CHECKPOINT {
         return Err(MigrationError::TooLarge { len: bytes.len() });
     }
-    let slices: Vec<&[u8]> = if bytes.is_empty() { vec![&[][..]] } else { bytes.chunks(MAX_PART_DATA).collect() };
+    let slices: Vec<&[u8]> = if bytes.is_empty() { vec![&[][..]] } else { bytes.chunks(PART_DATA).collect() };
     let count = slices.len() as u16;
     Ok(slices
         .into_iter()
@@ -923,10 +933,10 @@ mod tests {
 
     #[test]
     fn a_big_checkpoint_goes_in_parts_and_comes_back() {
-        let bytes: Vec<u8> = (0..(2 * MAX_PART_DATA + 10)).map(|i| (i % 251) as u8).collect();
+        let bytes: Vec<u8> = (0..(2 * PART_DATA + 10)).map(|i| (i % 251) as u8).collect();
         let parts = checkpoint_parts(9, &bytes).expect("parts");
         assert_eq!(parts.len(), 3);
-        assert!(parts.iter().all(|p| p.len() <= PART_HEADER_LEN + MAX_PART_DATA));
+        assert!(parts.iter().all(|p| p.len() <= PART_HEADER_LEN + PART_DATA));
         let mut a = CheckpointAssembler::new();
         assert_eq!(a.push(&parts[0]), Ok(None));
         assert_eq!(a.push(&parts[1]), Ok(None));

@@ -2972,7 +2972,19 @@ impl Association {
                     continue;
                 }
 
-                if self.inflight_queue.get_num_bytes() + data_len > self.cwnd as usize {
+                // A chunk sent once and never again (a channel with maxRetransmits 0, used
+                // for state that the next message replaces) has a window of its own beside
+                // the reliable data's: it waits only behind other such chunks, not behind a
+                // reliable burst or the retransmissions of a loss (fast recovery halves cwnd,
+                // a T3 expiry makes it one MTU). In flight there are then at most two
+                // windows, the second only as full as such chunks make it.
+                let sent_once = self.use_forward_tsn && crate::queue::payload_queue::is_sent_once(c);
+                let in_flight = if sent_once {
+                    self.inflight_queue.get_num_bytes_sent_once()
+                } else {
+                    self.inflight_queue.get_num_bytes()
+                };
+                if in_flight + data_len > self.cwnd as usize {
                     break; // would exceeds cwnd
                 }
 

@@ -71,6 +71,8 @@ pub(crate) struct PayloadQueue {
     pub(crate) sorted: VecDeque<u32>,
     dup_tsn: Vec<u32>,
     n_bytes: usize,
+    /// Of `n_bytes`, those of chunks sent once and never again (see [`is_sent_once`]).
+    n_bytes_sent_once: usize,
     /// Sent fragments of messages eligible for abandonment. A whole message
     /// uses its candidate TSN directly; only fragmented messages need a group.
     message_tsns: FxHashMap<MessageId, MessageTsns>,
@@ -78,6 +80,13 @@ pub(crate) struct PayloadQueue {
     pub(crate) track_lookups: bool,
     #[cfg(test)]
     pub(crate) lookups: std::cell::Cell<usize>,
+}
+
+/// Whether `p` belongs to a message sent once and never again (partial reliability with no
+/// retransmission, a data channel's `maxRetransmits: 0`): such a chunk is abandoned, not sent
+/// again, once it is found lost.
+pub(crate) fn is_sent_once(p: &ChunkPayloadData) -> bool {
+    matches!(p.reliability, MessageReliability::Rexmit { max_retransmits: 0 })
 }
 
 impl PayloadQueue {
@@ -109,6 +118,10 @@ impl PayloadQueue {
         }
     }
 
+    fn sent_once_len(p: &ChunkPayloadData) -> usize {
+        if is_sent_once(p) { p.user_data.len() } else { 0 }
+    }
+
     pub(crate) fn push_no_check(&mut self, p: ChunkPayloadData) {
         if let Some(id) = Self::abandonment_id(&p) {
             self.message_tsns
@@ -117,6 +130,7 @@ impl PayloadQueue {
                 .or_insert(MessageTsns::One(p.tsn));
         }
         self.n_bytes += p.user_data.len();
+        self.n_bytes_sent_once += Self::sent_once_len(&p);
         self.insert_sorted(p.tsn);
         self.chunk_map.insert(p.tsn, p);
         //self.length += 1;
@@ -156,6 +170,7 @@ impl PayloadQueue {
         let c = entry.remove();
         self.sorted.pop_front();
         self.n_bytes -= c.user_data.len();
+        self.n_bytes_sent_once -= Self::sent_once_len(&c);
         Some(c)
     }
 
@@ -237,6 +252,7 @@ impl PayloadQueue {
         if let Some(c) = self.chunk_map.get_mut(&tsn) {
             let n = c.user_data.len();
             self.n_bytes -= n;
+            self.n_bytes_sent_once -= Self::sent_once_len(c);
             c.user_data.clear();
             n
         } else {
@@ -259,6 +275,11 @@ impl PayloadQueue {
 
     pub(crate) fn get_num_bytes(&self) -> usize {
         self.n_bytes
+    }
+
+    /// Of [`Self::get_num_bytes`], those of chunks sent once and never again.
+    pub(crate) fn get_num_bytes_sent_once(&self) -> usize {
+        self.n_bytes_sent_once
     }
 
     pub(crate) fn len(&self) -> usize {
