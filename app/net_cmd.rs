@@ -1,6 +1,7 @@
 //! `vimp host` and `vimp join`: a match over WebRTC, found by lobby code (headless for now).
 
 use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -13,7 +14,7 @@ use vimp_netcode::client::{ClientChange, ClientCore};
 use vimp_netcode::input::KeyAction;
 use vimp_netcode::lobby::{JoinTarget, LobbyCode, room_url};
 use vimp_netcode::session::{Hello, close};
-use vimp_netcode::signal::{SignalConfig, SignalServer};
+use vimp_netcode::signal::{IceServer, SignalConfig, SignalServer};
 use vimp_netcode::transport::webrtc::WebRtcTransport;
 
 use crate::setup::{
@@ -509,20 +510,40 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
         ..Hello::new(args.name.as_deref().unwrap_or("player"), env!("CARGO_PKG_VERSION"))
     };
     let signal = url.rsplit_once('/').map_or(url.as_str(), |(server, _)| server).to_owned();
-    // The join's clock counts the ICE list's fetch: the player waits for it too.
+    // The join's clock counts the ICE list's fetch, which runs while the websocket connects:
+    // no handshake starts before it is in.
     let start = Instant::now();
-    let ice = args.ice.resolve(&signal)?;
-    let ice_servers_at = start.elapsed();
-    let transport: Box<dyn vimp_netcode::transport::Transport> = Box::new(WebRtcTransport::connect(&url, &ice)?);
+    let known = args.ice.known()?;
+    // The list in use and when it came, for `join_phases_ms` and for dialing again.
+    let ice: Arc<OnceLock<(Vec<IceServer>, Duration)>> = Arc::default();
+    let fetch = {
+        let (signal, known, ice) = (signal.clone(), known.clone(), ice.clone());
+        move || {
+            let fetched = crate::setup::fetch_ice(&signal, known.len());
+            let all: Vec<_> = known.iter().chain(&fetched).cloned().collect();
+            let list = match WebRtcTransport::check_ice_servers(&all) {
+                Ok(()) => all,
+                Err(e) => {
+                    eprintln!("note: {e}; going on without the rendezvous's ICE servers");
+                    known
+                }
+            };
+            let _ = ice.set((list.clone(), start.elapsed()));
+            list
+        }
+    };
+    let transport: Box<dyn vimp_netcode::transport::Transport> =
+        Box::new(WebRtcTransport::connect_fetching(&url, &known, fetch)?);
     let mut witness = Witnesser::new(&url);
     let config = match witness {
         Some(_) => Witnesser::config(client_config(args.host_timeout)),
         None => client_config(args.host_timeout),
     };
     let mut node = Node::playing(*game, transport, ClientCore::new(hello, config));
-    let (dial_url, dial_ice) = (url.clone(), ice.clone());
+    let (dial_url, dial_ice, dial_known) = (url.clone(), ice.clone(), known.clone());
     let mut redialer = Redialer::new(Box::new(move || {
-        Ok(Box::new(WebRtcTransport::connect(&dial_url, &dial_ice)?) as Box<dyn vimp_netcode::transport::Transport>)
+        let servers = dial_ice.get().map_or(&dial_known, |(list, _)| list);
+        Ok(Box::new(WebRtcTransport::connect(&dial_url, servers)?) as Box<dyn vimp_netcode::transport::Transport>)
     }));
     let mut token_written = None;
     let mut predicting = Predicting::default();
@@ -539,9 +560,12 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
     let (mut called, mut seen_vote, mut said_passed) = (false, 0, false);
     let mut failure: Option<JoinFailure> = None;
     let mut host_path = None;
-    let mut watch = JoinWatch { ice_servers: Some(ice_servers_at), ..JoinWatch::default() };
+    let mut watch = JoinWatch::default();
     loop {
         let now = start.elapsed();
+        if watch.ice_servers.is_none() {
+            watch.ice_servers = ice.get().map(|(_, at)| *at);
+        }
         node.update(now);
         if let Some(client) = node.client() {
             watch.turn(now, node.transport().local_id().is_some(), client.linked_peers() > 0, client.stats().snapshots);
@@ -579,9 +603,13 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
             // `--seconds` first), is the end, and says why.
             let why = match transport_failure {
                 Some(reason) => Some(JoinFailure { code: UNREACHABLE, reason }),
-                None if now.as_secs_f64() >= args.join_timeout.min(args.seconds) => {
-                    Some(JoinFailure::diagnose(&signal, &url, &ice, client.linked_peers(), now.as_secs_f64()))
-                }
+                None if now.as_secs_f64() >= args.join_timeout.min(args.seconds) => Some(JoinFailure::diagnose(
+                    &signal,
+                    &url,
+                    ice.get().map_or(&known, |(list, _)| list),
+                    client.linked_peers(),
+                    now.as_secs_f64(),
+                )),
                 None => None,
             };
             if let Some(why) = why {

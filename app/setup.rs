@@ -42,15 +42,18 @@ impl IceArgs {
     /// The ICE servers to use: these flags, then `VIMP_ICE_SERVERS`, then what the signalling
     /// server at `signal` hands out. None of them by default.
     pub fn resolve(&self, signal: &str) -> anyhow::Result<Vec<IceServer>> {
+        let mut out = self.known()?;
+        out.extend(fetch_ice(signal, out.len()));
+        Ok(out)
+    }
+
+    /// The ICE servers named here: these flags, then `VIMP_ICE_SERVERS`.
+    pub fn known(&self) -> anyhow::Result<Vec<IceServer>> {
         let mut out = self.servers();
         if let Ok(json) = std::env::var(ICE_ENV) {
             let more: Vec<IceServer> =
                 serde_json::from_str(&json).with_context(|| format!("{ICE_ENV} is not a JSON list of ICE servers"))?;
             out.extend(more);
-        }
-        match vimp_netcode::signal::fetch_ice(signal, Duration::from_secs(3)) {
-            Ok(list) => out.extend(list.ice_servers),
-            Err(e) => eprintln!("note: {e}; going on with {} ICE server(s)", out.len()),
         }
         Ok(out)
     }
@@ -69,6 +72,18 @@ impl IceArgs {
             });
         }
         out
+    }
+}
+
+/// The ICE servers the signalling server at `signal` hands out; none, with a note, if it does
+/// not answer (`known` servers are there beside them).
+pub fn fetch_ice(signal: &str, known: usize) -> Vec<IceServer> {
+    match vimp_netcode::signal::fetch_ice(signal, Duration::from_secs(3)) {
+        Ok(list) => list.ice_servers,
+        Err(e) => {
+            eprintln!("note: {e}; going on with {known} ICE server(s)");
+            Vec::new()
+        }
     }
 }
 

@@ -105,12 +105,34 @@ pub(crate) struct SocketConfig {
     pub(crate) room_url: String,
     /// Configuration for the (single) ICE server
     pub(crate) ice_server: RtcIceServerConfig,
+    /// The ICE server configuration still on its way, which replaces `ice_server` when it comes
+    pub(crate) ice_server_later: Option<LateIceServer>,
     /// Configuration for one or multiple reliable or unreliable data channels
     pub(crate) channels: Vec<ChannelConfig>,
     /// The amount of attempts to initiate connection
     pub(crate) attempts: Option<u16>,
     /// Interval at which to send empty requests to the signaling server
     pub(crate) keep_alive_interval: Option<Duration>,
+}
+
+/// An ICE server configuration that comes after the socket starts: fetched while the
+/// signalling websocket connects, so that the two waits overlap.
+#[derive(Clone)]
+pub(crate) struct LateIceServer(
+    Arc<Mutex<Option<futures_channel::oneshot::Receiver<RtcIceServerConfig>>>>,
+);
+
+impl LateIceServer {
+    /// The receiver, for the one socket run that awaits it.
+    fn take(&self) -> Option<futures_channel::oneshot::Receiver<RtcIceServerConfig>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).take()
+    }
+}
+
+impl std::fmt::Debug for LateIceServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LateIceServer")
+    }
 }
 
 /// Builder for [`WebRtcSocket`]s.
@@ -135,6 +157,7 @@ impl WebRtcSocketBuilder {
             config: SocketConfig {
                 room_url: room_url.into(),
                 ice_server: RtcIceServerConfig::default(),
+                ice_server_later: None,
                 channels: Vec::default(),
                 attempts: Some(3),
                 keep_alive_interval: Some(Duration::from_secs(10)),
@@ -146,6 +169,20 @@ impl WebRtcSocketBuilder {
     /// Sets the socket ICE server configuration.
     pub fn ice_server(mut self, ice_server: RtcIceServerConfig) -> Self {
         self.config.ice_server = ice_server;
+        self
+    }
+
+    /// Takes the socket's ICE server configuration from `later` when it comes, while the
+    /// signalling websocket connects: no peer handshake starts before it is in. If `later`'s
+    /// sender is dropped unsent, the configuration set by [`Self::ice_server`] is used.
+    ///
+    /// For ICE servers fetched from the signalling server itself (e.g. TURN credentials
+    /// minted per client): the fetch and the websocket's connect overlap instead of adding up.
+    pub fn ice_server_later(
+        mut self,
+        later: futures_channel::oneshot::Receiver<RtcIceServerConfig>,
+    ) -> Self {
+        self.config.ice_server_later = Some(LateIceServer(Arc::new(Mutex::new(Some(later)))));
         self
     }
 
@@ -858,9 +895,22 @@ async fn run_socket(
     // means no room was ever joined and no data channel exists, so the error
     // must still surface to the caller (as `Error::ConnectionFailed` /
     // `Error::Disconnected` on the message loop future).
-    let signaller = builder
-        .new_signaller(config.attempts, config.room_url)
-        .await?;
+    //
+    // A configuration still on its way is awaited beside the connect, so that the two waits
+    // overlap; a failed connect ends the socket without waiting for it.
+    let later = config.ice_server_later.as_ref().and_then(LateIceServer::take);
+    let fallback = config.ice_server.clone();
+    let ice_server = async move {
+        Ok(match later {
+            Some(later) => later.await.unwrap_or(fallback),
+            None => fallback,
+        })
+    };
+    let (signaller, ice_server) = futures::future::try_join(
+        builder.new_signaller(config.attempts, config.room_url),
+        ice_server,
+    )
+    .await?;
 
     let (requests_sender, requests_receiver) = futures_channel::mpsc::unbounded::<PeerRequest>();
     let (events_sender, events_receiver) = futures_channel::mpsc::unbounded::<PeerEvent>();
@@ -877,7 +927,7 @@ async fn run_socket(
     };
     let message_loop_fut = message_loop::<UseMessenger>(
         id_tx,
-        &config.ice_server,
+        &ice_server,
         &config.channels,
         channels,
         config.keep_alive_interval,
@@ -1010,6 +1060,7 @@ mod test {
         let config = SocketConfig {
             room_url: "wss://irrelevant.invalid".into(),
             ice_server: Default::default(),
+            ice_server_later: None,
             channels: vec![ChannelConfig::reliable()],
             attempts: Some(1),
             keep_alive_interval: None,
