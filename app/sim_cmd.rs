@@ -6,7 +6,9 @@ use std::time::Instant;
 use anyhow::Context;
 use serde_json::json;
 use vimp_host::engine::game::{BotSkill, Game};
-use vimp_host::engine::snapshot::{DeltaStats, DeltaViewers, FrameReceivers, SnapshotBudget, SnapshotStats};
+use vimp_host::engine::snapshot::{
+    DeltaStats, DeltaViewers, FrameReceivers, SnapshotBudget, SnapshotStats, ViewErrors,
+};
 use vimp_host::{Host, HostCommand, PlayerId};
 
 /// What `vimp sim` was asked to do.
@@ -50,6 +52,33 @@ fn new_host(args: &SimArgs, game: &Game, map_label: &str, map_text: &str) -> any
     Ok(host)
 }
 
+/// The view figures of [`ViewErrors`] (see `vimp sim --help`), named as in the JSON report.
+fn view_figures(errors: Option<&ViewErrors>) -> serde_json::Value {
+    let Some(e) = errors else { return json!({}) };
+    let sorted = |v: &[f32]| {
+        let mut v: Vec<f64> = v.iter().map(|x| f64::from(*x)).collect();
+        v.sort_by(f64::total_cmp);
+        v
+    };
+    let (on, beyond) = (sorted(&e.on_screen), sorted(&e.beyond));
+    let (age_on, age_beyond) = (sorted(&e.age_on_screen_ms), sorted(&e.age_beyond_ms));
+    json!({
+        "view_error_on_screen_p50": percentile(&on, 0.50),
+        "view_error_on_screen_p99": percentile(&on, 0.99),
+        "view_error_on_screen_max": on.last().copied().unwrap_or(0.0),
+        "view_error_beyond_p50": percentile(&beyond, 0.50),
+        "view_error_beyond_p99": percentile(&beyond, 0.99),
+        "view_error_beyond_max": beyond.last().copied().unwrap_or(0.0),
+        "view_age_on_screen_p50_ms": percentile(&age_on, 0.50),
+        "view_age_on_screen_p99_ms": percentile(&age_on, 0.99),
+        "view_age_beyond_p50_ms": percentile(&age_beyond, 0.50),
+        "view_age_beyond_p99_ms": percentile(&age_beyond, 0.99),
+        "view_rows_on_screen": on.len(),
+        "view_rows_beyond": beyond.len(),
+        "view_rows_missing": e.missing,
+    })
+}
+
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
@@ -68,11 +97,29 @@ pub fn run(args: &SimArgs, game: &Game) -> anyhow::Result<i32> {
         host.push(HostCommand::Join { player: PlayerId(i as u8), name: format!("bot{i}"), team: None, bot: true });
     }
     host.world_mut().insert_resource(receivers.clone());
-    host.world_mut().insert_resource(DeltaViewers::perfect(receivers.0.iter().copied()));
+    host.world_mut().insert_resource(DeltaViewers::perfect(receivers.0.iter().copied()).measuring());
     if let Some(budget) = args.snapshot_budget {
         host.world_mut().insert_resource(SnapshotBudget(budget));
     }
     let budget = host.world().resource::<SnapshotBudget>().0;
+    // The same match with no byte budget, beside it: what the budget costs the eye.
+    let mut unbudgeted = match budget {
+        0 => None,
+        _ => {
+            let mut twin = new_host(args, game, &label, &text)?;
+            for i in 0..args.bots {
+                twin.push(HostCommand::Join {
+                    player: PlayerId(i as u8),
+                    name: format!("bot{i}"),
+                    team: None,
+                    bot: true,
+                });
+            }
+            twin.world_mut().insert_resource(DeltaViewers::perfect(receivers.0.iter().copied()).measuring());
+            twin.world_mut().insert_resource(SnapshotBudget(0));
+            Some(twin)
+        }
+    };
 
     let dt = host.world().resource::<vimp_host::engine::sim::FixedClock>().step;
     let ticks = (args.seconds / dt).round().max(0.0) as u32;
@@ -88,18 +135,24 @@ pub fn run(args: &SimArgs, game: &Game) -> anyhow::Result<i32> {
         let t0 = Instant::now();
         let delta_time = |host: &Host| {
             let p = host.world().resource::<DeltaStats>();
-            p.world_us + p.encode_us
+            (p.world_us + p.encode_us, p.measure_us)
         };
         let before = delta_time(&host);
         host.step();
         // The tick without the delta frames, which a host writes only for clients that
-        // asked for them (instead of format 5).
-        let delta_us = delta_time(&host) - before;
-        let elapsed = t0.elapsed().as_secs_f64() * 1e6;
+        // asked for them (instead of format 5), and without measuring what they cost the eye.
+        let after = delta_time(&host);
+        let (delta_us, measure_us) = (after.0 - before.0, after.1 - before.1);
+        let elapsed = t0.elapsed().as_secs_f64() * 1e6 - measure_us;
         elapsed_us += elapsed;
         tick_us.push(elapsed - delta_us);
         host.take_frames();
         host.take_meta();
+        if let Some(twin) = unbudgeted.as_mut() {
+            twin.step();
+            twin.take_frames();
+            twin.take_meta();
+        }
         figures.observe(host.world_mut());
         let tick = host.tick();
         if let Some(twin) = twin.as_mut() {
@@ -177,6 +230,17 @@ pub fn run(args: &SimArgs, game: &Game) -> anyhow::Result<i32> {
         "state_hash": state_hash,
         "dump_check": args.check_dump_at.map(|t| json!({ "at": t, "first_diverging_tick": diverged })),
     });
+    // What the budget costs the eye: the receivers' worlds against the host's, under the
+    // budget and (the same match beside it) with none.
+    let view = view_figures(host.world().resource::<DeltaViewers>().view_errors());
+    let view_unbudgeted = match &unbudgeted {
+        Some(twin) => view_figures(twin.world().resource::<DeltaViewers>().view_errors()),
+        None => view.clone(),
+    };
+    if let (Some(fields), Some(view)) = (report.as_object_mut(), view.as_object()) {
+        fields.extend(view.clone());
+        fields.insert("view_unbudgeted".into(), view_unbudgeted.clone());
+    }
     if let Some(fields) = report.as_object_mut() {
         fields.extend(game_figures.clone());
     }
@@ -196,6 +260,19 @@ pub fn run(args: &SimArgs, game: &Game) -> anyhow::Result<i32> {
             v6_share_of_tick * 100.0,
             v6_client_share_of_tick * 100.0
         );
+        let f = |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap_or(f64::NAN);
+        for (what, v) in [("under the budget", &view), ("with no budget", &view_unbudgeted)] {
+            println!(
+                "the receivers' worlds {what}: on screen (within {} units) off by p50 {:.2} p99 {:.2} units, \
+                 age p99 {:.0} ms; beyond off by p99 {:.2} units, age p99 {:.0} ms",
+                vimp_host::engine::snapshot::ON_SCREEN,
+                f(v, "view_error_on_screen_p50"),
+                f(v, "view_error_on_screen_p99"),
+                f(v, "view_age_on_screen_p99_ms"),
+                f(v, "view_error_beyond_p99"),
+                f(v, "view_age_beyond_p99_ms"),
+            );
+        }
         for line in figures.lines(&game_figures) {
             println!("{line}");
         }

@@ -186,7 +186,35 @@ pub struct DeltaViewers {
     worlds: delta::Worlds,
     /// Buffers used again from frame to frame.
     scratch: Scratch,
+    /// How far each receiver's world is from the host's, when measured
+    /// ([`DeltaViewers::measuring`]).
+    errors: Option<ViewErrors>,
 }
+
+/// How far what each receiver of delta frames holds is from the host's world, frame by frame
+/// ([`DeltaViewers::measuring`]): for each row in its view that it holds, the distance between
+/// its place as the receiver decodes it and as the host has it now, and how long ago the
+/// receiver's value stopped being the host's (0 while it is). A row within [`ON_SCREEN`] of
+/// the player the receiver watches counts as on screen, any other as beyond.
+#[derive(Clone, Debug, Default)]
+pub struct ViewErrors {
+    /// Distances, world units, of rows on screen.
+    pub on_screen: Vec<f32>,
+    /// Distances, world units, of rows beyond.
+    pub beyond: Vec<f32>,
+    /// Ages, ms, of rows on screen.
+    pub age_on_screen_ms: Vec<f32>,
+    /// Ages, ms, of rows beyond.
+    pub age_beyond_ms: Vec<f32>,
+    /// Rows in view the receiver does not hold at all yet (a budget let them wait).
+    pub missing: u64,
+    /// The last frame (server time, ms) in which each receiver's value of each row was the
+    /// host's, by `(receiver, key, id)`.
+    fresh_at: BTreeMap<(PlayerId, u8, u32), f64>,
+}
+
+/// How far from the player a client watches a row counts as on screen, world units.
+pub const ON_SCREEN: f32 = 640.0;
 
 #[derive(Debug, Default)]
 struct Scratch {
@@ -202,6 +230,7 @@ impl Default for DeltaViewers {
             viewers: BTreeMap::new(),
             worlds: delta::Worlds::new(DELTA_HISTORY + 1),
             scratch: Scratch::default(),
+            errors: None,
         }
     }
 }
@@ -212,6 +241,18 @@ impl DeltaViewers {
     pub fn perfect(players: impl IntoIterator<Item = PlayerId>) -> Self {
         let viewers = players.into_iter().map(|p| (p, DeltaViewer::perfect(p))).collect();
         DeltaViewers { viewers, ..DeltaViewers::default() }
+    }
+
+    /// These receivers, with how far their worlds are from the host's measured on every frame
+    /// ([`ViewErrors`]; for figures: it costs time, kept out of [`DeltaStats`]' timings).
+    pub fn measuring(mut self) -> Self {
+        self.errors = Some(ViewErrors::default());
+        self
+    }
+
+    /// What was measured so far, when measuring.
+    pub fn view_errors(&self) -> Option<&ViewErrors> {
+        self.errors.as_ref()
     }
 }
 
@@ -250,6 +291,9 @@ pub struct DeltaStats {
     pub world_us: f64,
     /// Time spent writing every receiver's frame, µs.
     pub encode_us: f64,
+    /// Time spent measuring how far the receivers' worlds are from the host's
+    /// ([`DeltaViewers::measuring`]), µs: no part of a host's work.
+    pub measure_us: f64,
 }
 
 /// Run condition: this tick builds a snapshot.
@@ -373,7 +417,7 @@ fn write_deltas(
     stats: &mut DeltaStats,
 ) -> Result<(), PackError> {
     let t = std::time::Instant::now();
-    let DeltaViewers { viewers, worlds, scratch } = viewers;
+    let DeltaViewers { viewers, worlds, scratch, errors } = viewers;
     let world = worlds.push(schema, frame)?;
     let watched = |p: &PlayerId| rows.observers.contains_key(p);
     let grid = viewers
@@ -462,7 +506,64 @@ fn write_deltas(
         out.push((seat, bytes));
     }
     stats.encode_us += t.elapsed().as_secs_f64() * 1e6;
+    if let Some(errors) = errors.as_mut() {
+        let t = std::time::Instant::now();
+        for (&seat, viewer) in viewers.iter() {
+            let (Some(sight), Some(held)) = (sights.get(&viewer.watches), viewer.sent.back()) else { continue };
+            let Some(observer) = sight.observer else { continue };
+            let view = sight.view.as_ref().map_or(&[][..], |v| v.rows());
+            errors.measure(schema, worlds, held, (seat, observer), view, frame.server_time_ms);
+        }
+        stats.measure_us += t.elapsed().as_secs_f64() * 1e6;
+    }
     Ok(())
+}
+
+impl ViewErrors {
+    /// One receiver's frame: `held` is what it holds of the newest of `worlds`, `view` the rows
+    /// it sees, `observer` where it watches from.
+    fn measure(
+        &mut self,
+        schema: &vimp_netcode::schema::SnapshotSchema,
+        worlds: &delta::Worlds,
+        held: &delta::Held,
+        (seat, observer): (PlayerId, &Observer),
+        view: &[bool],
+        now_ms: f64,
+    ) {
+        let Some(world) = worlds.latest() else { return };
+        for key in world.keys() {
+            let Some((_, bs)) = schema.by_id(key) else { continue };
+            let Some((x, y)) = bs.point() else { continue };
+            for (index, &id) in world.ids(key).iter().enumerate() {
+                let Some(row) = world.row(key, index) else { continue };
+                if !view.get(row).copied().unwrap_or(true) || observer.own == Some((key, id)) {
+                    continue;
+                }
+                let (Some(tx), Some(ty)) = (world.f32_at(bs, index, x), world.f32_at(bs, index, y)) else { continue };
+                let Some((hx, hy)) = worlds.held_point(bs, held, row, x, y) else {
+                    self.missing += 1;
+                    continue;
+                };
+                let fresh = held.version(row) == world.version(row);
+                let age = if fresh {
+                    self.fresh_at.insert((seat, key, id), now_ms);
+                    0.0
+                } else {
+                    now_ms - self.fresh_at.get(&(seat, key, id)).copied().unwrap_or(now_ms)
+                };
+                let error = ((hx - tx).powi(2) + (hy - ty).powi(2)).sqrt();
+                let on_screen = ((tx - observer.x).powi(2) + (ty - observer.y).powi(2)).sqrt() <= ON_SCREEN;
+                let (errors, ages) = if on_screen {
+                    (&mut self.on_screen, &mut self.age_on_screen_ms)
+                } else {
+                    (&mut self.beyond, &mut self.age_beyond_ms)
+                };
+                errors.push(error);
+                ages.push(age as f32);
+            }
+        }
+    }
 }
 
 /// What one watched player sees of a frame: its place, the rows in view, the events in

@@ -284,6 +284,38 @@ fn frames_decode_with_the_tanks_schema() {
     assert_eq!(frames[0].1[1..5], 1u32.to_be_bytes(), "the first frame has seq 1");
 }
 
+/// What a budget costs the eye, as `vimp sim` measures it: with no budget every receiver holds
+/// the host's world on every frame; under a tight one, rows in view wait, and the measure sees
+/// them off and old.
+#[test]
+fn the_view_error_is_nil_with_no_budget_and_shows_what_a_tight_budget_holds_back() {
+    use vimp_host::engine::snapshot::{DeltaViewers, SnapshotBudget, ViewErrors};
+    let run = |budget: u32| -> ViewErrors {
+        let mut h = host(4, DEFAULT, 8);
+        let bots = (0..8).map(PlayerId);
+        h.world_mut().insert_resource(DeltaViewers::perfect(bots).measuring());
+        h.world_mut().insert_resource(SnapshotBudget(budget));
+        // Ten seconds: the bots spawn, drive and fight.
+        for _ in 0..1200 {
+            h.step();
+            h.take_frames();
+        }
+        h.world().resource::<DeltaViewers>().view_errors().cloned().expect("measured")
+    };
+    let max = |v: &[f32]| v.iter().copied().fold(0.0f32, f32::max);
+    let free = run(0);
+    assert!(free.on_screen.len() > 1000, "{} rows on screen measured", free.on_screen.len());
+    assert_eq!(max(&free.on_screen), 0.0, "with no budget every receiver holds the world");
+    assert_eq!(max(&free.beyond), 0.0);
+    assert_eq!(max(&free.age_on_screen_ms), 0.0);
+    assert_eq!(free.missing, 0);
+    let tight = run(1500);
+    let off = tight.on_screen.iter().chain(&tight.beyond).filter(|e| **e > 0.0).count();
+    let (n, missing) = (tight.on_screen.len() + tight.beyond.len(), tight.missing);
+    assert!(off > 100, "1,500 B/s holds rows back: {off} of {n} measured off, {missing} missing");
+    assert!(max(&tight.age_beyond_ms).max(max(&tight.age_on_screen_ms)) >= 100.0, "and old");
+}
+
 /// Every crate of a map rides in each frame's map block, whose ids and count are 8-bit: a map
 /// with as many crates as that block holds plays with all of them in every frame, and one
 /// with more is refused when it loads, saying why, instead of silencing the match.

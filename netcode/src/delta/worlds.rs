@@ -147,6 +147,13 @@ impl Steps {
         })
     }
 
+    /// The version of row `row` (`0..rows()`): the generation of the world its numbers were
+    /// set in.
+    pub fn version(&self, row: usize) -> Option<u32> {
+        let k = self.keys.iter().rev().find(|k| k.start <= row)?;
+        k.versions.get(row - k.start).copied()
+    }
+
     fn key_rows(&self, key: u8) -> Option<&KeyRows> {
         self.keys.iter().find(|k| k.key == key)
     }
@@ -169,6 +176,12 @@ impl Held {
     /// The seq of the frame it holds: the baseline that later frames name.
     pub fn seq(&self) -> u32 {
         self.seq
+    }
+
+    /// The version it holds of row `row` of the world its frame was written from; `None` for
+    /// a row it does not hold.
+    pub fn version(&self, row: usize) -> Option<u32> {
+        self.versions.get(row).copied().filter(|v| *v != WHOLE)
     }
 
     /// A receiver that holds every row of `world`, as that world has it.
@@ -699,6 +712,19 @@ impl Worlds {
             put_varint(&mut varint, count);
             out.splice(start + 1..start + 2, varint);
         }
+    }
+
+    /// Fields `x` and `y` (`f32` fields of key `bs`) of row `row` as a receiver holding `held`
+    /// decodes them, `held` being of the newest world; `None` for a row it does not hold, or
+    /// whose version is no longer kept.
+    pub fn held_point(&self, bs: &BlockSchema, held: &Held, row: usize, x: usize, y: usize) -> Option<(f32, f32)> {
+        let newest = self.kept.back().filter(|w| w.generation == held.generation)?;
+        let version = held.version(row)?;
+        let &(key, id) = held.ids.get(row)?;
+        let rows = newest.key_rows(key).filter(|k| k.key == bs.id && x < k.width && y < k.width)?;
+        let numbers = numbers_at(&self.kept, key, rows.width, id, version, row - rows.start)?;
+        let quant = |f: usize| bs.fields.get(f).and_then(|f| f.quant).unwrap_or(Quant::DEFAULT);
+        Some((value(quant(x), numbers[x]), value(quant(y), numbers[y])))
     }
 
     /// The world a receiver holding `held` has, as the host believes it: its rows as they
