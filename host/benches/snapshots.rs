@@ -9,7 +9,10 @@
 //! run: v5 and v6 bytes per client per second, their ratio, host upload for all clients,
 //! the µs per client frame and per frame's world, and that work as a share of the host's tick
 //! when every client takes delta frames (its ticks' time, less the format 5 packing the bench
-//! also does), and the clients' frames alone.
+//! also does), and the clients' frames alone; then what the budget costs the eye
+//! ([`DeltaViewers::measuring`]: for the rows in each receiver's view, how far the place it
+//! decodes is from the host's, world units, and how old its value is, ms; on screen — within
+//! 640 units of its tank — and beyond).
 //!
 //! Run: `cargo bench -p vimp-host --bench snapshots`
 
@@ -35,7 +38,7 @@ fn main() {
                 host.push(HostCommand::Join { player: PlayerId(i as u8), name, team: None, bot: true });
             }
             host.world_mut().insert_resource(FrameReceivers((0..tanks).map(|i| PlayerId(i as u8)).collect()));
-            host.world_mut().insert_resource(DeltaViewers::perfect((0..tanks).map(|i| PlayerId(i as u8))));
+            host.world_mut().insert_resource(DeltaViewers::perfect((0..tanks).map(|i| PlayerId(i as u8))).measuring());
             if let Some(b) = budget {
                 host.world_mut().insert_resource(SnapshotBudget(b));
             }
@@ -52,6 +55,14 @@ fn main() {
             }
             let stats = *host.world().resource::<SnapshotStats>();
             let delta = host.world().resource::<DeltaStats>();
+            // Measuring is no part of a host's work.
+            let tick_s = tick_s - delta.measure_us / 1e6;
+            let view = host.world().resource::<DeltaViewers>().view_errors().cloned().unwrap_or_default();
+            let pct = |v: &[f32], p: f64| {
+                let mut v = v.to_vec();
+                v.sort_by(f32::total_cmp);
+                v.get(((v.len().saturating_sub(1)) as f64 * p).round() as usize).copied().unwrap_or(0.0)
+            };
             let delta_s = (delta.world_us + delta.encode_us) / 1e6;
             // The ticks of a host whose clients all take delta frames: no format 5 frame packed.
             let all_v6_s = (tick_s - stats.pack_us / 1e6).max(1e-9);
@@ -61,7 +72,8 @@ fn main() {
             lines.push(format!(
                 "{tanks:2} tanks ({map}), {budget:>15}: v5 {v5:7.0} B/s per client, v6 {v6:6.0} B/s ({:4.1} % of \
                  v5); host upload v5 {:5.2} Mbit/s, v6 {:5.2} Mbit/s; v6 {:4.1} µs per client frame, {:4.1} µs a \
-                 frame's world, {:4.1} % of the tick ({:4.1} % for the clients' frames alone)",
+                 frame's world, {:4.1} % of the tick ({:4.1} % for the clients' frames alone); view error on \
+                 screen p50 {:.2} p99 {:.2}, beyond p99 {:.2} units; age on screen p99 {:.0}, beyond p99 {:.0} ms",
                 v6 / v5 * 100.0,
                 v5 * tanks as f64 * 8.0 / 1e6,
                 v6 * tanks as f64 * 8.0 / 1e6,
@@ -69,6 +81,11 @@ fn main() {
                 delta.world_us / delta.worlds.max(1) as f64,
                 delta_s / all_v6_s * 100.0,
                 delta.encode_us / 1e6 / all_v6_s * 100.0,
+                pct(&view.on_screen, 0.5),
+                pct(&view.on_screen, 0.99),
+                pct(&view.beyond, 0.99),
+                pct(&view.age_on_screen_ms, 0.99),
+                pct(&view.age_beyond_ms, 0.99),
             ));
         }
     }
