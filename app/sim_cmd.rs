@@ -261,7 +261,13 @@ pub fn run(args: &SimArgs, game: &Game) -> anyhow::Result<i32> {
             v6_client_share_of_tick * 100.0
         );
         let f = |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap_or(f64::NAN);
-        for (what, v) in [("under the budget", &view), ("with no budget", &view_unbudgeted)] {
+        let under = format!("under the budget of {budget} B/s");
+        let runs = if budget == 0 {
+            vec![("with no budget", &view)]
+        } else {
+            vec![(under.as_str(), &view), ("with no budget", &view_unbudgeted)]
+        };
+        for (what, v) in runs {
             println!(
                 "the receivers' worlds {what}: on screen (within {} units) off by p50 {:.2} p99 {:.2} units, \
                  age p99 {:.0} ms; beyond off by p99 {:.2} units, age p99 {:.0} ms",
