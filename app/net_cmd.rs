@@ -747,7 +747,7 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
     let end = start.elapsed();
     if node.hand_off(end) {
         eprintln!("handed the match on");
-        linger();
+        crate::setup::await_successor(&mut node, || start.elapsed());
     }
     node.leave(end);
     if node.client().is_some_and(|c| c.welcome().is_some() && c.closed().is_none()) {

@@ -96,6 +96,24 @@ pub(crate) fn linger() {
     std::thread::sleep(HANDOFF_LINGER);
 }
 
+/// The longest a player's process that handed the match off waits for the successor to take it.
+const HANDOFF_WAIT: Duration = Duration::from_secs(2);
+
+/// After a player's process handed the match off ([`Node::hand_off`]): keeps its links going
+/// until the successor's claim is heard (the process's own client follows a host again) or
+/// [`HANDOFF_WAIT`] passed, then [`linger`]s. On a lossy line a `HANDOFF` lost once goes again
+/// only after SCTP's retransmission timeout, later than a fixed linger: the process would be
+/// gone, its links with it, and every successor would claim on its own, at the same epoch.
+/// `now` is the node's clock.
+pub(crate) fn await_successor<T: Transport>(node: &mut Node<T>, now: impl Fn() -> Duration) {
+    let until = now() + HANDOFF_WAIT;
+    while node.client().is_some_and(|c| c.host_peer().is_none()) && now() < until {
+        node.update(now());
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    linger();
+}
+
 /// The client's settings with a host timeout of `host_timeout_ms`.
 pub fn client_config(host_timeout_ms: u64) -> ClientConfig {
     ClientConfig { host_timeout: Duration::from_millis(host_timeout_ms.max(1)), ..ClientConfig::default() }

@@ -558,7 +558,7 @@ impl Turns {
         }
         // Friends play on: the match goes to the first successor, not a tick lost.
         if self.node.hand_off(clock.elapsed()) {
-            crate::setup::linger();
+            crate::setup::await_successor(&mut self.node, || clock.elapsed());
         } else if !self.node.is_hosting() && self.node.client().is_some_and(|c| c.closed().is_none()) {
             // The window closed: the player leaves (its slot freed, its tank gone at once), it
             // does not drop.
