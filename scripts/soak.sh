@@ -9,8 +9,9 @@
 # way (10 ± 2 ms) with a 10 Mbit/s uplink cap, holding a headless host (2 bots, the default
 # map) and one player; homes `b` and `c` (10 ± 2 ms lines) with three players each. Every
 # player is a headless client that predicts its own tank and says a numbered chat line every
-# 4 s. A third of the way in, the last player (gus, in `c`) is killed (SIGKILL) and started
-# again 2 s later with its token file: it must be back in its slot.
+# 4 s. A third of the way in (10 s after the host is killed, should that come within 10 s of
+# it), the last player (gus, in `c`) is killed (SIGKILL) and started again 2 s later with its
+# token file: it must be back in its slot.
 #
 #   --players N         the first N of ann (a), bob (b), eve (c), cy (b), fay (c), dan (b),
 #                       gus (c); the last of them is the one killed and started again
@@ -88,13 +89,19 @@ scripts/lab.sh --vimp "$target/release/vimp" \
       ( sleep "$kill_at"; date +%s.%N > "$out/host.killed_at"; kill -9 "$host" ) & pids+=($!)
     fi
     if [ ${#roster[@]} -gt 1 ]; then
+      # A third of the way in; but not within 10 s of the host killed, or the restarted
+      # player would not be in the match when the host goes.
+      restart_at=$((seconds / 3))
+      if [ "$kill_at" != 0 ] && [ $((restart_at - kill_at)) -lt 10 ] && [ $((kill_at - restart_at)) -lt 10 ]; then
+        restart_at=$((kill_at + 10))
+      fi
       join "${last%%:*}" "${last#*:}" "$seconds" ".first" & restarted=$!
-      sleep $((seconds / 3))
+      sleep "$restart_at"
       kill -9 "$restarted" 2>/dev/null || true
       wait "$restarted" 2>/dev/null || true
       sleep 2
       date +%s.%N > "$out/restarted_at"
-      join "${last%%:*}" "${last#*:}" $((seconds - seconds / 3 - 2)) "" & pids+=($!)
+      join "${last%%:*}" "${last#*:}" $((seconds - restart_at - 2)) "" & pids+=($!)
     fi
     wait "${pids[@]}" || true
     wait "$host" || true
