@@ -30,7 +30,8 @@
 //! [`SilenceWatch`]), its link dropping, or its `HANDOFF` means the host is lost. From then on:
 //!
 //! - the successor whose turn it is ([`ClientCore::takeover_due`]: the `k`-th successor still
-//!   linked waits `k` of its timeouts, a handed-off one none) promotes its shadow, and its client
+//!   linked waits `k` of its timeouts, each with the time a check of the room and a claim
+//!   take to come, a handed-off one none) promotes its shadow, and its client
 //!   follows that new host in its own process ([`ClientCore::follow_own_host`]), which it
 //!   reaches under its own mesh key;
 //! - every other client waits for a `CLAIM` ([`Claim`]) from a peer of the succession list
@@ -302,12 +303,30 @@ pub struct Handover {
     pub evidence: Evidence,
 }
 
+/// How recent a shadow's stream must be for a client its list does not name to take its turn
+/// after the successors listed: longer than the host's longest timeout and a retransmission
+/// of a log batch on a lossy line; far shorter than a stream stopped for good.
+const STREAM_FRESH: Duration = Duration::from_secs(2);
+
+/// How long a successor's check of the room and its claim take, on a link whose round trip
+/// to the host was `rtt_ms`: a check round ([`CHECK_TIME`]), or a round trip between two
+/// peers for the answers and half of one for the claim, as far as the host's link tells.
+fn claim_way(rtt_ms: Option<f64>) -> Duration {
+    let rtt = rtt_ms.filter(|r| r.is_finite() && *r > 0.0).unwrap_or(0.0).min(5_000.0);
+    CHECK_TIME.max(Duration::from_secs_f64(rtt * 1.5 / 1000.0))
+}
+
 /// The host is lost and nobody has been followed since.
 #[derive(Debug)]
 struct Lost {
     at: Duration,
-    /// The silence allowed when the host was lost: each successor's turn to claim lasts this.
+    /// The silence allowed when the host was lost: each successor's turn to claim lasts this,
+    /// and `way` more.
     turn: Duration,
+    /// How long a successor's check of the room and its claim take to reach this client
+    /// ([`claim_way`]): a successor ahead that claims at the end of its turn is heard before
+    /// the next one's turn begins.
+    way: Duration,
     host: Option<PeerKey>,
     successors: Vec<PeerKey>,
     handoff_to: Option<PeerKey>,
@@ -438,6 +457,9 @@ pub struct ClientCore {
     /// Whether a whole checkpoint came from the host followed: this client (its node) keeps a
     /// shadow of it.
     shadowed: bool,
+    /// When the shadow's stream (a checkpoint or a log batch) last came: a shadow the host
+    /// stopped streaming to (this client left its first successors) falls behind the match.
+    streamed_at: Option<Duration>,
     /// The peer whose claim this client refused because its list did not name it: said hello
     /// to once the host is lost (see `dial_unlisted_claimer`).
     unlisted_claimer: Option<PeerKey>,
@@ -504,6 +526,7 @@ impl ClientCore {
             host_heard_at: Duration::ZERO,
             unlisted_claimer: None,
             shadowed: false,
+            streamed_at: None,
             sent: VecDeque::new(),
             last_aim: None,
             now: Duration::ZERO,
@@ -532,7 +555,8 @@ impl ClientCore {
 
     /// Whether it is this client's turn to take the match over and the room agreed: the host
     /// is lost, this client is in the succession list, every successor still linked ahead of
-    /// it had its turn to claim (the host timeout it had when the host was lost), and, asked,
+    /// it had its turn to claim (the host timeout it had when the host was lost, and the time
+    /// a check of the room and a claim take to come, [`claim_way`]), and, asked,
     /// the room did not hear the host either (see [Before a
     /// claim](crate::migration#before-a-claim-asking-the-room)). A handed-off successor goes
     /// at once. Whoever can (it keeps a shadow) promotes it and calls
@@ -550,7 +574,7 @@ impl ClientCore {
         let alive: Vec<PeerKey> =
             order.into_iter().filter(|p| *p == me || lost.orphan || self.peers.contains(p)).collect();
         let Some(k) = alive.iter().position(|p| *p == me) else { return false };
-        self.now >= lost.at + lost.turn * k as u32
+        self.now >= lost.at + (lost.turn + lost.way) * k as u32
     }
 
     /// A successor whose turn has come asks the room, and counts its answers, until it may
@@ -757,12 +781,13 @@ impl ClientCore {
                 }
                 self.stats.host_lost_at = Some(now);
                 self.begin_resume(now);
-                let turn = self.host_timeout();
+                let (turn, way) = (self.host_timeout(), CHECK_TIME);
                 self.silence.reset();
                 let room = self.room_without(old);
                 self.lost = Some(Lost {
                     at: now,
                     turn,
+                    way,
                     host: old,
                     successors,
                     handoff_to: Some(to),
@@ -1325,6 +1350,7 @@ impl ClientCore {
         self.lost = Some(Lost {
             at: now,
             turn: ORPHAN_TURN,
+            way: CHECK_TIME,
             host: orphaned.host,
             successors,
             handoff_to: None,
@@ -1398,6 +1424,7 @@ impl ClientCore {
     /// The host is gone: with a succession list, wait for a successor (see the module docs);
     /// without one, the client is closed.
     fn on_host_lost(&mut self, now: Duration, handoff_to: Option<PeerKey>, why: &str) {
+        let way = claim_way(self.rtt_ms());
         let host = self.host.take().map(|(p, _)| p);
         let successors = self.successors_at_loss();
         if successors.is_empty() || self.welcome.is_none() {
@@ -1413,6 +1440,7 @@ impl ClientCore {
         self.lost = Some(Lost {
             at: now,
             turn,
+            way,
             host,
             successors,
             handoff_to,
@@ -1427,15 +1455,20 @@ impl ClientCore {
     }
 
     /// The succession list to go by once the host is lost: the host's newest. A client that
-    /// keeps a shadow of the host (a whole checkpoint came) but that list does not name, and
+    /// keeps a shadow of the host (a whole checkpoint came, and the stream still came within
+    /// [`STREAM_FRESH`]) but that list does not name, and
     /// that is linked to every successor it names, comes after them: the host streamed to it
     /// as a successor, and the list that named it may have been lost with the host's line. If
     /// those ahead of it cannot take over (one without a shadow yet), the match is not left
     /// without a host. Linked to them all, it hears their claims, so none claims apart.
     fn successors_at_loss(&self) -> Vec<PeerKey> {
         let mut successors = self.succession.as_ref().map(|s| s.peers.clone()).unwrap_or_default();
+        // Only a shadow still streamed: one the host stopped streaming to is behind the match,
+        // and taking over from it would set everyone back to where it stopped.
+        let streamed = self.streamed_at.is_some_and(|t| self.now.saturating_sub(t) <= STREAM_FRESH);
         if let Some(me) = self.me
             && self.shadowed
+            && streamed
             && !successors.contains(&me)
             && successors.iter().all(|p| self.peers.contains(p))
         {
@@ -1476,6 +1509,7 @@ impl ClientCore {
     /// the client gives up after [`ClientConfig::give_up`] (with no successor listed too).
     fn on_host_silent(&mut self, now: Duration) {
         let Some((peer, session)) = self.host.take() else { return };
+        let way = claim_way(session.rtt_ms());
         if self.welcome.is_none() {
             self.closed.get_or_insert((crate::session::close::HEARTBEAT, "no frame from the host in time".into()));
             return;
@@ -1491,6 +1525,7 @@ impl ClientCore {
         self.lost = Some(Lost {
             at: now,
             turn,
+            way,
             host: Some(peer),
             successors,
             handoff_to: None,
@@ -1548,6 +1583,7 @@ impl ClientCore {
     fn forget_shadow(&mut self) {
         self.checkpoints = CheckpointAssembler::new();
         self.shadowed = false;
+        self.streamed_at = None;
     }
 
     /// A client that lost its host and heard a claim from a peer its list does not name says
@@ -1763,6 +1799,7 @@ impl ClientCore {
             op::CHECKPOINT => match self.checkpoints.push(payload) {
                 Ok(Some(bytes)) => {
                     self.shadowed = true;
+                    self.streamed_at = Some(self.now);
                     MigrationPayload::Checkpoint(bytes)
                 }
                 Ok(None) => return,
@@ -1771,7 +1808,10 @@ impl ClientCore {
                     return;
                 }
             },
-            op::INPUT_LOG => MigrationPayload::Log(payload.to_vec()),
+            op::INPUT_LOG => {
+                self.streamed_at = Some(self.now);
+                MigrationPayload::Log(payload.to_vec())
+            }
             // The host kept the match against a claim that did not hold the room and took a
             // new epoch (see [Claims a live host refuses](crate::migration#claims-a-live-host-refuses)).
             op::CLAIM => {
