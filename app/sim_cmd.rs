@@ -46,37 +46,25 @@ fn config(args: &SimArgs, game: &Game) -> vimp_host::InitConfig {
     (game.init_config)(args.seed, args.bot_skill)
 }
 
+/// A match of `args.bots` bots on the map.
 fn new_host(args: &SimArgs, game: &Game, map_label: &str, map_text: &str) -> anyhow::Result<Host> {
     let mut host = Host::new(config(args, game), *game)?;
     host.load_map_json(map_label, map_text)?;
+    for i in 0..args.bots {
+        host.push(HostCommand::Join { player: PlayerId(i as u8), name: format!("bot{i}"), team: None, bot: true });
+    }
     Ok(host)
 }
 
-/// The view figures of [`ViewErrors`] (see `vimp sim --help`), named as in the JSON report.
+/// The view figures of [`ViewErrors`] (see `vimp sim --help`), named as in the JSON report:
+/// [`ViewFigures`]' fields with `view_` before them.
 fn view_figures(errors: Option<&ViewErrors>) -> serde_json::Value {
-    let Some(e) = errors else { return json!({}) };
-    let sorted = |v: &[f32]| {
-        let mut v: Vec<f64> = v.iter().map(|x| f64::from(*x)).collect();
-        v.sort_by(f64::total_cmp);
-        v
+    let figures = errors.map(ViewErrors::figures).unwrap_or_default();
+    let fields = match serde_json::to_value(figures) {
+        Ok(serde_json::Value::Object(fields)) => fields,
+        _ => serde_json::Map::new(),
     };
-    let (on, beyond) = (sorted(&e.on_screen), sorted(&e.beyond));
-    let (age_on, age_beyond) = (sorted(&e.age_on_screen_ms), sorted(&e.age_beyond_ms));
-    json!({
-        "view_error_on_screen_p50": percentile(&on, 0.50),
-        "view_error_on_screen_p99": percentile(&on, 0.99),
-        "view_error_on_screen_max": on.last().copied().unwrap_or(0.0),
-        "view_error_beyond_p50": percentile(&beyond, 0.50),
-        "view_error_beyond_p99": percentile(&beyond, 0.99),
-        "view_error_beyond_max": beyond.last().copied().unwrap_or(0.0),
-        "view_age_on_screen_p50_ms": percentile(&age_on, 0.50),
-        "view_age_on_screen_p99_ms": percentile(&age_on, 0.99),
-        "view_age_beyond_p50_ms": percentile(&age_beyond, 0.50),
-        "view_age_beyond_p99_ms": percentile(&age_beyond, 0.99),
-        "view_rows_on_screen": on.len(),
-        "view_rows_beyond": beyond.len(),
-        "view_rows_missing": e.missing,
-    })
+    fields.into_iter().map(|(k, v)| (format!("view_{k}"), v)).collect()
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -93,9 +81,6 @@ pub fn run(args: &SimArgs, game: &Game) -> anyhow::Result<i32> {
     let text = std::fs::read_to_string(&args.map).with_context(|| format!("reading {label}"))?;
     let mut host = new_host(args, game, &label, &text)?;
     let receivers: FrameReceivers = FrameReceivers((0..args.bots).map(|i| PlayerId(i as u8)).collect());
-    for i in 0..args.bots {
-        host.push(HostCommand::Join { player: PlayerId(i as u8), name: format!("bot{i}"), team: None, bot: true });
-    }
     host.world_mut().insert_resource(receivers.clone());
     host.world_mut().insert_resource(DeltaViewers::perfect(receivers.0.iter().copied()).measuring());
     if let Some(budget) = args.snapshot_budget {
@@ -107,14 +92,6 @@ pub fn run(args: &SimArgs, game: &Game) -> anyhow::Result<i32> {
         0 => None,
         _ => {
             let mut twin = new_host(args, game, &label, &text)?;
-            for i in 0..args.bots {
-                twin.push(HostCommand::Join {
-                    player: PlayerId(i as u8),
-                    name: format!("bot{i}"),
-                    team: None,
-                    bot: true,
-                });
-            }
             twin.world_mut().insert_resource(DeltaViewers::perfect(receivers.0.iter().copied()).measuring());
             twin.world_mut().insert_resource(SnapshotBudget(0));
             Some(twin)

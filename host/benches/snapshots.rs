@@ -57,12 +57,7 @@ fn main() {
             let delta = host.world().resource::<DeltaStats>();
             // Measuring is no part of a host's work.
             let tick_s = tick_s - delta.measure_us / 1e6;
-            let view = host.world().resource::<DeltaViewers>().view_errors().cloned().unwrap_or_default();
-            let pct = |v: &[f32], p: f64| {
-                let mut v = v.to_vec();
-                v.sort_by(f32::total_cmp);
-                v.get(((v.len().saturating_sub(1)) as f64 * p).round() as usize).copied().unwrap_or(0.0)
-            };
+            let view = host.world().resource::<DeltaViewers>().view_errors().map(|e| e.figures()).unwrap_or_default();
             let delta_s = (delta.world_us + delta.encode_us) / 1e6;
             // The ticks of a host whose clients all take delta frames: no format 5 frame packed.
             let all_v6_s = (tick_s - stats.pack_us / 1e6).max(1e-9);
@@ -81,11 +76,11 @@ fn main() {
                 delta.world_us / delta.worlds.max(1) as f64,
                 delta_s / all_v6_s * 100.0,
                 delta.encode_us / 1e6 / all_v6_s * 100.0,
-                pct(&view.on_screen, 0.5),
-                pct(&view.on_screen, 0.99),
-                pct(&view.beyond, 0.99),
-                pct(&view.age_on_screen_ms, 0.99),
-                pct(&view.age_beyond_ms, 0.99),
+                view.error_on_screen_p50,
+                view.error_on_screen_p99,
+                view.error_beyond_p99,
+                view.age_on_screen_p99_ms,
+                view.age_beyond_p99_ms,
             ));
         }
     }

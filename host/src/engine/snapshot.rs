@@ -519,7 +519,66 @@ fn write_deltas(
     Ok(())
 }
 
+/// [`ViewErrors`] summed up: distances in world units, ages in ms.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct ViewFigures {
+    /// How far off the rows on screen are: median.
+    pub error_on_screen_p50: f32,
+    /// 99th percentile.
+    pub error_on_screen_p99: f32,
+    /// Most.
+    pub error_on_screen_max: f32,
+    /// How far off the rows beyond are: median.
+    pub error_beyond_p50: f32,
+    /// 99th percentile.
+    pub error_beyond_p99: f32,
+    /// Most.
+    pub error_beyond_max: f32,
+    /// How old the values of the rows on screen are: median.
+    pub age_on_screen_p50_ms: f32,
+    /// 99th percentile.
+    pub age_on_screen_p99_ms: f32,
+    /// How old the values of the rows beyond are: median.
+    pub age_beyond_p50_ms: f32,
+    /// 99th percentile.
+    pub age_beyond_p99_ms: f32,
+    /// Rows measured on screen (one per row in view per frame per receiver).
+    pub rows_on_screen: usize,
+    /// Rows measured beyond.
+    pub rows_beyond: usize,
+    /// Rows in view a receiver did not hold at all yet.
+    pub rows_missing: u64,
+}
+
+/// The `p`-th quantile (0 to 1) of `values`, sorted in place; 0 for none.
+fn quantile(values: &mut [f32], p: f64) -> f32 {
+    values.sort_unstable_by(f32::total_cmp);
+    let last = values.len().saturating_sub(1);
+    values.get((last as f64 * p).round() as usize).copied().unwrap_or(0.0)
+}
+
 impl ViewErrors {
+    /// Its percentiles.
+    pub fn figures(&self) -> ViewFigures {
+        let (mut on, mut beyond) = (self.on_screen.clone(), self.beyond.clone());
+        let (mut age_on, mut age_beyond) = (self.age_on_screen_ms.clone(), self.age_beyond_ms.clone());
+        ViewFigures {
+            error_on_screen_p50: quantile(&mut on, 0.50),
+            error_on_screen_p99: quantile(&mut on, 0.99),
+            error_on_screen_max: quantile(&mut on, 1.0),
+            error_beyond_p50: quantile(&mut beyond, 0.50),
+            error_beyond_p99: quantile(&mut beyond, 0.99),
+            error_beyond_max: quantile(&mut beyond, 1.0),
+            age_on_screen_p50_ms: quantile(&mut age_on, 0.50),
+            age_on_screen_p99_ms: quantile(&mut age_on, 0.99),
+            age_beyond_p50_ms: quantile(&mut age_beyond, 0.50),
+            age_beyond_p99_ms: quantile(&mut age_beyond, 0.99),
+            rows_on_screen: on.len(),
+            rows_beyond: beyond.len(),
+            rows_missing: self.missing,
+        }
+    }
+
     /// One receiver's frame: `held` is what it holds of the newest of `worlds`, `view` the rows
     /// it sees, `observer` where it watches from.
     fn measure(

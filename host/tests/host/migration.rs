@@ -1798,13 +1798,10 @@ fn a_claim_heard_before_the_host_is_lost_is_dialed_once_it_is() {
     assert_eq!(m.client(cy).stats().claims_dialed, 1, "cy said hello to the claimer once it lost its host");
 }
 
-/// cy keeps a shadow, but the host's newest list, which reached her, no longer names her:
-/// bob, nearer the host, came in unlinked to her and was ranked alone. bob's shadow never
-/// forms (his checkpoints come broken). cy and bob link just as the host's line is cut, too
-/// late for the host to list them again. bob's turn comes first and he cannot take over;
-/// cy's comes after his, and she does: the room is not left without a host.
-#[test]
-fn a_shadow_the_list_no_longer_names_takes_over_when_the_successor_ahead_cannot() {
+/// cy (70 ms from the host) keeps a shadow; bob (15 ms), who came in unlinked to her, is
+/// listed alone, and his checkpoints come broken, so his shadow never forms; the host's
+/// newest list, naming only bob, reached cy. Returns the mesh, cy and bob.
+fn cy_shadowed_bob_listed() -> (Mesh, usize, usize) {
     let mut mesh = Mesh::new();
     let cy = mesh.join("cy", 70);
     let bob = mesh.join_except("bob", 15, &[cy]);
@@ -1824,6 +1821,17 @@ fn a_shadow_the_list_no_longer_names_takes_over_when_the_successor_ahead_cannot(
     }
     assert_eq!(mesh.server.succession(), [bob_key], "bob alone is listed");
     assert!(mesh.peers[cy].checkpoints() > 0, "cy keeps a shadow");
+    (mesh, cy, bob)
+}
+
+/// cy keeps a shadow, but the host's newest list, which reached her, no longer names her:
+/// bob, nearer the host, came in unlinked to her and was ranked alone. bob's shadow never
+/// forms (his checkpoints come broken). cy and bob link just as the host's line is cut, too
+/// late for the host to list them again. bob's turn comes first and he cannot take over;
+/// cy's comes after his, and she does: the room is not left without a host.
+#[test]
+fn a_shadow_the_list_no_longer_names_takes_over_when_the_successor_ahead_cannot() {
+    let (mut mesh, cy, bob) = cy_shadowed_bob_listed();
     assert_eq!(mesh.peers[bob].checkpoints(), 0, "bob has none");
     mesh.link(cy, bob);
     let mut m = Migrating::new(mesh);
@@ -1841,28 +1849,9 @@ fn a_shadow_the_list_no_longer_names_takes_over_when_the_successor_ahead_cannot(
 /// taking over from it would set everyone back to where it stopped. She does not.
 #[test]
 fn a_shadow_no_longer_streamed_does_not_take_the_match_back_to_where_it_stopped() {
-    let mut mesh = Mesh::new();
-    let cy = mesh.join("cy", 70);
-    let bob = mesh.join_except("bob", 15, &[cy]);
-    mesh.peers[bob].tap_migration(Box::new(|payload| match payload {
-        MigrationPayload::Checkpoint(_) => MigrationPayload::Checkpoint(vec![0; 8]),
-        other => other,
-    }));
-    let bob_key = mesh.peers[bob].transport().local_id().expect("an id");
-    let deadline = mesh.now + Duration::from_secs(10);
-    while !(mesh.server.succession() == [bob_key]
-        && mesh.peers[cy].checkpoints() > 0
-        && mesh.peers[cy].player().succession().is_some_and(|s| s.peers == [bob_key]))
-        && mesh.now < deadline
-    {
-        mesh.run(Duration::from_millis(100));
-    }
-    assert!(mesh.peers[cy].checkpoints() > 0, "cy keeps a shadow");
+    let (mut mesh, cy, bob) = cy_shadowed_bob_listed();
     // The stream's grace (2 s) and then some: nothing streamed to cy for longer than a loss.
-    let stale = mesh.now + Duration::from_secs(5);
-    while mesh.now < stale {
-        mesh.run(Duration::from_millis(100));
-    }
+    mesh.run(Duration::from_secs(5));
     mesh.link(cy, bob);
     let mut m = Migrating::new(mesh);
     m.cut_first_host();

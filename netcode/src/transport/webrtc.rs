@@ -344,42 +344,32 @@ impl WebRtcTransport {
         Self::start(WebRtcSocket::builder(room_url).ice_server(ice_server))
     }
 
-    /// As [`connect`](Self::connect), with the ICE servers beyond `known` coming from `fetch`
-    /// (e.g. [`fetch_ice`](crate::signal::fetch_ice) from the rendezvous), which runs on a
-    /// thread of its own while the websocket connects: the two waits overlap instead of adding
-    /// up. No peer handshake starts before `fetch` returns.
+    /// As [`connect`](Self::connect), with the ICE servers to use coming from `fetch` (e.g.
+    /// `known` and what [`fetch_ice`](crate::signal::fetch_ice) gets from the rendezvous),
+    /// which runs on a thread of its own while the websocket connects: the two waits overlap
+    /// instead of adding up. No peer handshake starts before `fetch` returns.
     ///
-    /// `known` is checked here ([`WebRtcError::InvalidIceServer`]). What `fetch` returns is
-    /// merged after `known`, a server at a time; one that cannot be merged (a TURN server with
-    /// other credentials than one already in) is left out: check the list with
-    /// [`check_ice_servers`](Self::check_ice_servers) inside `fetch` to report it.
+    /// `known` is checked here ([`WebRtcError::InvalidIceServer`]), and used should `fetch`'s
+    /// list not go to [`connect`](Self::connect) as it is (check it there with
+    /// [`check_ice_servers`](Self::check_ice_servers) to say so) or `fetch` panic.
     pub fn connect_fetching(
         room_url: &str,
         known: &[IceServer],
         fetch: impl FnOnce() -> Vec<IceServer> + Send + 'static,
     ) -> Result<Self, WebRtcError> {
         check_room_url(room_url)?;
-        let known_merged = merge_ice_servers(known)?;
-        let (known, fallback) = (known.to_vec(), known_merged.clone());
+        let known = merge_ice_servers(known)?;
         let (ice_tx, ice_rx) = oneshot::channel();
         std::thread::Builder::new()
             .name("vimp-ice-fetch".into())
             .spawn(move || {
-                let mut servers = known;
-                let mut merged = known_merged;
-                for server in fetch() {
-                    servers.push(server);
-                    match merge_ice_servers(&servers) {
-                        Ok(more) => merged = more,
-                        Err(_) => drop(servers.pop()),
-                    }
-                }
                 // The socket may have ended already; then nobody waits for this.
-                let _ = ice_tx.send(merged);
+                if let Ok(fetched) = merge_ice_servers(&fetch()) {
+                    let _ = ice_tx.send(fetched);
+                }
             })
             .map_err(WebRtcError::Spawn)?;
-        // Should `fetch` panic, the socket goes on with `known`.
-        Self::start(WebRtcSocket::builder(room_url).ice_server(fallback).ice_server_later(ice_rx))
+        Self::start(WebRtcSocket::builder(room_url).ice_server(known).ice_server_later(ice_rx))
     }
 
     /// Whether `ice_servers` can go to [`connect`](Self::connect) as they are.
@@ -953,11 +943,9 @@ mod tests {
         }
     }
 
-    #[test]
-    fn an_unreachable_signalling_server_closes_the_transport_with_its_reason() {
-        // A port that was just free: nothing listens there.
-        let addr = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port");
-        let mut transport = WebRtcTransport::connect(&format!("ws://{addr}/K7MP2Q"), &[]).expect("starts");
+    /// Polls `transport` until it closes, within [`DEADLINE`], having met nobody: the
+    /// signalling server could not be reached.
+    fn closes_unconnected(transport: &mut WebRtcTransport) {
         let deadline = Instant::now() + DEADLINE;
         while !transport.is_closed() {
             assert_eq!(transport.poll(Duration::ZERO), [], "no peer, no message");
@@ -965,6 +953,14 @@ mod tests {
             std::thread::park_timeout(Duration::from_millis(1));
         }
         assert!(matches!(transport.close_reason(), Some(WebRtcError::ConnectFailed { .. })), "{transport:?}");
+    }
+
+    #[test]
+    fn an_unreachable_signalling_server_closes_the_transport_with_its_reason() {
+        // A port that was just free: nothing listens there.
+        let addr = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port");
+        let mut transport = WebRtcTransport::connect(&format!("ws://{addr}/K7MP2Q"), &[]).expect("starts");
+        closes_unconnected(&mut transport);
         assert_eq!(transport.local_id(), None);
         let refused = transport.try_send(PeerKey(1), Channel::Reliable, b"x".to_vec());
         assert!(matches!(refused, Err(WebRtcError::Closed)), "{refused:?}");
@@ -982,13 +978,7 @@ mod tests {
             Vec::new()
         };
         let mut transport = WebRtcTransport::connect_fetching(&url, &[], fetch).expect("starts");
-        let deadline = Instant::now() + DEADLINE;
-        while !transport.is_closed() {
-            assert_eq!(transport.poll(Duration::ZERO), [], "no peer, no message");
-            assert!(Instant::now() < deadline, "still open after {DEADLINE:?}, waiting for the ICE servers");
-            std::thread::park_timeout(Duration::from_millis(1));
-        }
-        assert!(matches!(transport.close_reason(), Some(WebRtcError::ConnectFailed { .. })), "{transport:?}");
+        closes_unconnected(&mut transport);
         // A known server matchbox would fail on is refused at once, before anything starts.
         let bad = IceServer { urls: vec!["stun:".into()], ..IceServer::default() };
         let refused = WebRtcTransport::connect_fetching(&url, &[bad], Vec::new);
