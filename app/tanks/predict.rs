@@ -6,9 +6,11 @@ use std::collections::BTreeMap;
 use vimp_host::PlayerId;
 use vimp_host::engine::map::MapConfig;
 use vimp_host::tanks::predict::{LocalShot, Predictor, PredictorConfig, suppress_own_events};
+use vimp_host::tanks::rows::key;
 use vimp_host::tanks::tank::Weapon;
 use vimp_netcode::divergence::DivergenceRecord;
 use vimp_netcode::input::{Aim, KeyAction};
+use vimp_netcode::interp::Sample;
 use vimp_netcode::snapshot::Frame;
 
 use crate::window::predict::{Correction, LocalPrediction};
@@ -69,6 +71,11 @@ impl LocalPrediction for TankPrediction {
 
     fn aim(&mut self, seq: u32, aim: Option<Aim>) {
         self.0.aim(seq, aim);
+    }
+
+    fn seen(&mut self, sample: &Sample) {
+        let tanks = sample.hot.get(&key::TANKS);
+        self.0.set_seen(tanks.into_iter().flat_map(|rows| rows.iter().map(|(id, row)| (*id, row))));
     }
 
     fn panel(&mut self, panel: &BTreeMap<String, String>) {

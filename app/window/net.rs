@@ -157,6 +157,9 @@ pub struct MatchState {
     previous_render: Option<[f32; 8]>,
     /// Tracers fired locally, not drawn yet.
     local_shots: Vec<([f32; 2], [f32; 2])>,
+    /// The server time of the world last drawn (the interpolation's render time), ms: what
+    /// a press of a one-shot key says the player saw (lag compensation).
+    seen_ms: Option<f64>,
     /// Host changes seen so far (for the banner).
     migrations_seen: u32,
     /// A "host changed" banner and when it came.
@@ -271,6 +274,7 @@ impl MatchState {
             predicted_to: Duration::ZERO,
             previous_render: None,
             local_shots: Vec::new(),
+            seen_ms: None,
             last_divergence: None,
             migrations_seen: 0,
             host_banner: None,
@@ -405,6 +409,10 @@ impl MatchState {
                 interp.push(frame, server_now);
             }
             self.sample = interp.sample(server_now);
+            self.seen_ms = Some(self.sample.drawn_time_ms);
+            if let Some(p) = self.predictor.as_mut() {
+                p.seen(&self.sample);
+            }
         }
         let before = std::mem::replace(&mut self.stats_seen, stats);
         let after = &self.stats_seen;
@@ -550,7 +558,8 @@ impl MatchState {
             _ => {}
         }
         let owned = name.to_owned();
-        let seq = self.with_client(move |c| c.key(action, &owned)).flatten()?;
+        let seen = self.seen_ms;
+        let seq = self.with_client(move |c| c.key_seen(action, &owned, seen)).flatten()?;
         if let Some(p) = self.predictor.as_mut() {
             p.key(seq, action, name);
         }

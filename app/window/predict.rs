@@ -11,6 +11,7 @@ use vimp_host::PlayerId;
 use vimp_host::engine::map::MapConfig;
 use vimp_netcode::divergence::DivergenceRecord;
 use vimp_netcode::input::{Aim, KeyAction};
+use vimp_netcode::interp::Sample;
 use vimp_netcode::snapshot::Frame;
 
 /// A reconciliation: how far the host's state moved the predicted actor, and whether it
@@ -51,6 +52,12 @@ pub trait LocalPrediction: Send + Sync {
     /// input seq `seq` (the spec's `apply_aim`). A game with no use for the pointer ignores it.
     fn aim(&mut self, seq: u32, aim: Option<Aim>) {
         let _ = (seq, aim);
+    }
+    /// The world as the player sees it drawn now (the interpolation's sample at its render
+    /// time): what the player's shots aim at, which the host judges them by (lag
+    /// compensation). A game with nothing to aim at ignores it.
+    fn seen(&mut self, sample: &Sample) {
+        let _ = sample;
     }
     /// The player's panel as the host last sent it (what the game's prediction reads of it,
     /// a weapon and its ammo say).

@@ -14,7 +14,9 @@
 
 pub mod bots;
 pub mod config;
+pub mod duel;
 pub mod figures;
+pub mod lagcomp;
 pub mod level;
 pub mod movement;
 pub mod predict;
@@ -29,7 +31,7 @@ use bevy::prelude::*;
 use crate::engine::config::InitConfig;
 use crate::engine::game::{Game, MatchFigures};
 use crate::engine::migration::GameMigration;
-use crate::engine::players::PlayerKeys;
+use crate::engine::players::{MaxRewind, PlayerKeys};
 use crate::engine::sim::{GameInit, HostSystems, HostTick};
 use crate::engine::snapshot::RowsSystems;
 use config::TanksConfig;
@@ -127,6 +129,8 @@ impl Plugin for TanksPlugin {
         });
         app.insert_resource(PlayerKeys(rules.player_keys.clone()))
             .insert_resource(GameMigration { mid_round: rules.migration.mid_round })
+            .insert_resource(MaxRewind(std::time::Duration::from_millis(u64::from(rules.max_rewind_ms))))
+            .init_resource::<lagcomp::HullHistory>()
             .insert_resource(TanksRules(rules))
             .insert_resource(save::hooks())
             .init_resource::<rounds::Round>()
@@ -149,7 +153,7 @@ impl Plugin for TanksPlugin {
         )
         .add_systems(
             HostTick,
-            (tank::step_tank_levels, weapons::step_bomb_levels, weapons::burst_bombs)
+            (tank::step_tank_levels, weapons::step_bomb_levels, weapons::burst_bombs, lagcomp::record_hulls)
                 .chain()
                 .in_set(HostSystems::Contacts),
         )

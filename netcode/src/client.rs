@@ -85,7 +85,7 @@ use std::time::Duration;
 
 use crate::delta;
 use crate::frame::{self, Channel, op};
-use crate::input::{Aim, AimEvent, BinaryKeyEvent, KeyAction, KeyTable, WireInput};
+use crate::input::{Aim, AimEvent, BinaryKeyEvent, KeyAction, KeyKind, KeyTable, ViewEvent, ViewTime, WireInput};
 use crate::meta::{ChatHistory, ChatMessage, Keyset, MetaMessage};
 use crate::migration::{
     ALIVE_WITHIN, CHECK_TIME, CheckpointAssembler, Claim, Evidence, Handoff, HostBallot, HostCheck, HostSeen, HostVote,
@@ -1064,13 +1064,35 @@ impl ClientCore {
 
     /// Presses or releases a key by name (from the host's key table); returns its seq.
     pub fn key(&mut self, action: KeyAction, name: &str) -> Option<u32> {
+        self.key_seen(action, name, None)
+    }
+
+    /// Presses or releases a key by name, as [`Self::key`] does, saying which world the
+    /// player saw: `view_ms`, the server time of the world drawn (its interpolation time, in
+    /// the ms of [`Frame::server_time_ms`]). A one-shot press goes right after a view event
+    /// ([`ViewEvent`]) to a host that takes them ([`Welcome::view`]), which then judges its
+    /// shots by what the player saw. Returns the key's seq.
+    pub fn key_seen(&mut self, action: KeyAction, name: &str, view_ms: Option<f64>) -> Option<u32> {
         let spec = self.keys.as_ref()?.lookup(name)?;
-        let (_, session) = self.host.as_mut()?;
+        self.host.as_ref()?;
+        let takes_views = self.welcome.as_ref().is_some_and(|w| w.view) && self.keyset != Some(Keyset::Spectator);
+        let view = view_ms
+            .filter(|_| takes_views && action == KeyAction::Down && spec.kind == KeyKind::OneShot)
+            .and_then(|ms| ViewTime::from_ticks(ms / self.tick_ms()));
+        let mut events = Vec::with_capacity(2);
+        if let Some(view) = view {
+            events.push(WireInput::View(ViewEvent { seq: self.next_seq, view }));
+            self.next_seq += 1;
+        }
         let seq = self.next_seq;
         self.next_seq += 1;
-        let event = WireInput::Key(BinaryKeyEvent { seq, action, bit: spec.bit });
-        session.push(event);
-        self.remember_sent(event);
+        events.push(WireInput::Key(BinaryKeyEvent { seq, action, bit: spec.bit }));
+        for event in events {
+            if let Some((_, session)) = self.host.as_mut() {
+                session.push(event);
+            }
+            self.remember_sent(event);
+        }
         Some(seq)
     }
 
@@ -1662,7 +1684,12 @@ impl ClientCore {
                 // A new host: the inputs it has not applied go again.
                 if let Some((_, session)) = self.host.as_mut() {
                     for e in self.sent.iter().filter(|e| e.seq() > w.input_seq) {
-                        if w.aim || matches!(e, WireInput::Key(_)) {
+                        let taken = match e {
+                            WireInput::Key(_) => true,
+                            WireInput::Aim(_) => w.aim,
+                            WireInput::View(_) => w.view,
+                        };
+                        if taken {
                             session.push(*e);
                         }
                     }

@@ -81,11 +81,26 @@
 //! | `aim[i]`   | 0/9  | event i's aim, only after code `0x40`                                |
 //!
 //! A code is `(action == Down) << 7 | bit` for a key event (`bit < 64`: `0x00..=0x3F` up,
-//! `0x80..=0xBF` down), `0x40` for an aim at a point (the 9 bytes follow) and `0x41` for
-//! letting go of the aim; every other code (`0x42..=0x7F`, `0xC0..=0xFF`) is refused. A
-//! batch of `count ≥ 1` events is therefore `4 + 2·count + 9·aims` bytes long, and one of
+//! `0x80..=0xBF` down), `0x40` for an aim at a point (the 9 bytes follow), `0x41` for
+//! letting go of the aim and `0x42` for a view (5 bytes follow: `tick` u32 and `frac` u8,
+//! see below); every other code (`0x43..=0x7F`, `0xC0..=0xFF`) is refused. A batch of
+//! `count ≥ 1` events is therefore `4 + 2·count + 9·aims + 5·views` bytes long, and one of
 //! key events only is exactly what vimp sent before aims existed (a host says in its
-//! welcome whether it takes aims, [`crate::session::Welcome::aim`]).
+//! welcome whether it takes aims, [`crate::session::Welcome::aim`], and views,
+//! [`crate::session::Welcome::view`]).
+//!
+//! # Views (lag compensation)
+//!
+//! A client draws everyone else in the past (its interpolation time), so a shot aimed at
+//! what it sees is aimed at where the target was. A [`ViewEvent`] says which world the
+//! player saw: the host's tick of it, `tick + frac / 256` (the server time of the world
+//! drawn, in ticks: [`Frame::server_time_ms`](crate::snapshot::Frame::server_time_ms) over
+//! the tick's length). A client sends one right before each one-shot press, in the same
+//! batch; [`KeyState`] holds it for the next [`KeyState::step`] only ([`KeyBits::view`]), so
+//! it goes with the shots of that step and no later one. What the game does with it (the
+//! tanks cast a hitscan shot against the hulls as they were then) is the game's; the host
+//! bounds how far back a view may go before it reaches the sim.
+//!
 //! Seqs in a batch are strictly increasing with gaps of at most 255; a batch that breaks
 //! this cannot be encoded ([`encode_inputs`] returns an error and leaves the output
 //! untouched). [`decode_inputs`] rejects truncated input, bytes after the batch, bits
@@ -124,6 +139,12 @@ const CODE_AIM_OFF: u8 = 0x41;
 
 /// Bytes an aim's point and flags take in the binary form.
 const AIM_BYTES: usize = 9;
+
+/// Binary event code of a view (its 5 bytes follow).
+const CODE_VIEW: u8 = 0x42;
+
+/// Bytes a view's tick and fraction take in the binary form.
+const VIEW_BYTES: usize = 5;
 
 /// Largest aim coordinate, in absolute value, on either axis (world units).
 pub const MAX_AIM_COORD: f32 = 1_000_000.0;
@@ -678,6 +699,45 @@ impl std::hash::Hash for Aim {
     }
 }
 
+/// A moment of the host's match as a client drew it: tick `tick` and `frac / 256` of the
+/// next (see [Views](self#views-lag-compensation)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+pub struct ViewTime {
+    /// The whole tick.
+    pub tick: u32,
+    /// How far on to the next tick, in 256ths.
+    pub frac: u8,
+}
+
+impl ViewTime {
+    /// The moment `ticks` (a tick count with its fraction), rounded down to a 256th; `None`
+    /// for a moment that is not finite, before tick 0 or past `u32::MAX`.
+    pub fn from_ticks(ticks: f64) -> Option<ViewTime> {
+        if !ticks.is_finite() || ticks < 0.0 || ticks >= f64::from(u32::MAX) {
+            return None;
+        }
+        let whole = ticks.floor();
+        let frac = ((ticks - whole) * 256.0).floor().clamp(0.0, 255.0) as u8;
+        Some(ViewTime { tick: whole as u32, frac })
+    }
+
+    /// The moment in ticks.
+    pub fn ticks(self) -> f64 {
+        f64::from(self.tick) + f64::from(self.frac) / 256.0
+    }
+
+    /// The moment in 256ths of a tick: what the host compares and clamps.
+    pub fn in_256ths(self) -> u64 {
+        u64::from(self.tick) << 8 | u64::from(self.frac)
+    }
+
+    /// The moment `n` 256ths of a tick after tick 0 (`u32::MAX` ticks at most).
+    pub fn from_256ths(n: u64) -> ViewTime {
+        let n = n.min((u64::from(u32::MAX) << 8) | 0xFF);
+        ViewTime { tick: (n >> 8) as u32, frac: (n & 0xFF) as u8 }
+    }
+}
+
 /// The input of one fixed step, as produced by [`KeyState::step`]: key bits and the aim in force.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 pub struct KeyBits {
@@ -687,6 +747,9 @@ pub struct KeyBits {
     pub fired: u64,
     /// The pointer's aim, while there is one (the latest [`AimEvent`]'s).
     pub aim: Option<Aim>,
+    /// The world the player saw when it pressed this step's one-shots (the step's
+    /// [`ViewEvent`], if one came since the last step).
+    pub view: Option<ViewTime>,
 }
 
 /// The mask with only `bit` set, or 0 for a bit of 64 or above.
@@ -723,6 +786,9 @@ pub struct KeyState {
     last_input_seq: Option<u32>,
     /// The latest aim, until one lets go of it.
     aim: Option<Aim>,
+    /// The view that came since the last step, for its one-shots.
+    #[serde(default)]
+    view: Option<ViewTime>,
 }
 
 impl KeyState {
@@ -788,18 +854,32 @@ impl KeyState {
         true
     }
 
-    /// Applies a binary event of either kind ([`apply_binary`](Self::apply_binary),
-    /// [`apply_aim`](Self::apply_aim)).
+    /// Applies a view: the world the player saw for the one-shots of the next step (a later
+    /// view before that step replaces it).
+    ///
+    /// Returns whether it was accepted, by the keys' seq rule ([`apply`](Self::apply)).
+    pub fn apply_view(&mut self, seq: u32, view: ViewTime) -> bool {
+        if self.last_input_seq.is_some_and(|last| seq <= last) {
+            return false;
+        }
+        self.view = Some(view);
+        self.last_input_seq = Some(seq);
+        true
+    }
+
+    /// Applies a binary event of any kind ([`apply_binary`](Self::apply_binary),
+    /// [`apply_aim`](Self::apply_aim), [`apply_view`](Self::apply_view)).
     pub fn apply_input(&mut self, table: &KeyTable, input: &WireInput) -> Result<bool, InputError> {
         match input {
             WireInput::Key(ev) => self.apply_binary(table, ev),
             WireInput::Aim(ev) => Ok(self.apply_aim(ev.seq, ev.aim)),
+            WireInput::View(ev) => Ok(self.apply_view(ev.seq, ev.view)),
         }
     }
 
-    /// Produces the input of one fixed step and clears the pending one-shots.
+    /// Produces the input of one fixed step and clears the pending one-shots and view.
     pub fn step(&mut self) -> KeyBits {
-        let bits = KeyBits { held: self.held, fired: self.pending, aim: self.aim };
+        let bits = KeyBits { held: self.held, fired: self.pending, aim: self.aim, view: self.view.take() };
         self.pending = 0;
         bits
     }
@@ -810,6 +890,7 @@ impl KeyState {
         self.held = 0;
         self.pending = 0;
         self.aim = None;
+        self.view = None;
     }
 
     /// The aim in force, if any.
@@ -870,13 +951,25 @@ pub struct AimEvent {
     pub aim: Option<Aim>,
 }
 
-/// One event of a binary batch: a key event or an aim.
+/// A view event: the world the player saw for the one-shots that follow (see
+/// [Views](self#views-lag-compensation)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ViewEvent {
+    /// The event's sequence number.
+    pub seq: u32,
+    /// The moment drawn.
+    pub view: ViewTime,
+}
+
+/// One event of a binary batch: a key event, an aim or a view.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum WireInput {
     /// A key went down or up.
     Key(BinaryKeyEvent),
     /// The pointer aims somewhere, or lets go.
     Aim(AimEvent),
+    /// The world the player saw, for the one-shots that follow.
+    View(ViewEvent),
 }
 
 impl WireInput {
@@ -885,7 +978,14 @@ impl WireInput {
         match self {
             WireInput::Key(e) => e.seq,
             WireInput::Aim(e) => e.seq,
+            WireInput::View(e) => e.seq,
         }
+    }
+}
+
+impl From<ViewEvent> for WireInput {
+    fn from(ev: ViewEvent) -> Self {
+        WireInput::View(ev)
     }
 }
 
@@ -930,6 +1030,7 @@ pub fn encode_inputs(events: &[WireInput], out: &mut Vec<u8>) -> Result<(), Inpu
                 return Err(InputError::InvalidAim { index });
             }
             WireInput::Aim(AimEvent { aim: Some(_), .. }) => len += AIM_BYTES,
+            WireInput::View(_) => len += VIEW_BYTES,
             _ => {}
         }
         let seq = event.seq();
@@ -962,6 +1063,11 @@ pub fn encode_inputs(events: &[WireInput], out: &mut Vec<u8>) -> Result<(), Inpu
                 out.extend_from_slice(&aim.x.to_be_bytes());
                 out.extend_from_slice(&aim.y.to_be_bytes());
                 out.push(aim.flags);
+            }
+            WireInput::View(ViewEvent { view, .. }) => {
+                out.push(CODE_VIEW);
+                out.extend_from_slice(&view.tick.to_be_bytes());
+                out.push(view.frac);
             }
         }
         previous = Some(seq);
@@ -1014,6 +1120,11 @@ pub fn decode_inputs(bytes: &[u8]) -> Result<Vec<WireInput>, InputError> {
                 WireInput::Aim(AimEvent { seq, aim: Some(aim) })
             }
             CODE_AIM_OFF => WireInput::Aim(AimEvent { seq, aim: None }),
+            CODE_VIEW => {
+                expected += VIEW_BYTES;
+                let [t0, t1, t2, t3, frac] = r.array::<VIEW_BYTES>("view").map_err(|_| truncated(expected))?;
+                WireInput::View(ViewEvent { seq, view: ViewTime { tick: u32::from_be_bytes([t0, t1, t2, t3]), frac } })
+            }
             code if code & !CODE_DOWN >= KEY_BITS => {
                 return Err(InputError::InvalidEventBit { index, bit: code & !CODE_DOWN });
             }
@@ -1212,10 +1323,10 @@ mod tests {
         assert_eq!(s.pending(), 1 << 6);
         assert_eq!(s.held(), 0);
         let first = s.step();
-        assert_eq!(first, KeyBits { held: 0, fired: 1 << 6, aim: None });
+        assert_eq!(first, KeyBits { held: 0, fired: 1 << 6, aim: None, view: None });
         assert!(first.fired(6));
         assert!(!first.is_held(6));
-        assert_eq!(s.step(), KeyBits { held: 0, fired: 0, aim: None });
+        assert_eq!(s.step(), KeyBits { held: 0, fired: 0, aim: None, view: None });
         assert_eq!(s.pending(), 0);
     }
 
@@ -1224,12 +1335,12 @@ mod tests {
         let t = table();
         let mut s = KeyState::new();
         assert_eq!(s.apply(&t, &ev(5, KeyAction::Down, "forward")), Ok(true));
-        assert_eq!(s.step(), KeyBits { held: 1, fired: 0, aim: None });
-        assert_eq!(s.step(), KeyBits { held: 1, fired: 0, aim: None });
-        assert!(KeyBits { held: 1, fired: 0, aim: None }.is_held(0));
+        assert_eq!(s.step(), KeyBits { held: 1, fired: 0, aim: None, view: None });
+        assert_eq!(s.step(), KeyBits { held: 1, fired: 0, aim: None, view: None });
+        assert!(KeyBits { held: 1, fired: 0, aim: None, view: None }.is_held(0));
         assert_eq!(s.apply(&t, &ev(6, KeyAction::Up, "forward")), Ok(true));
         assert_eq!(s.held(), 0);
-        assert_eq!(s.step(), KeyBits { held: 0, fired: 0, aim: None });
+        assert_eq!(s.step(), KeyBits { held: 0, fired: 0, aim: None, view: None });
     }
 
     #[test]
@@ -1238,8 +1349,8 @@ mod tests {
         let mut s = KeyState::new();
         assert_eq!(s.apply(&t, &ev(1, KeyAction::Down, "forward")), Ok(true));
         assert_eq!(s.apply(&t, &ev(2, KeyAction::Down, "fire")), Ok(true));
-        assert_eq!(s.step(), KeyBits { held: 1, fired: 0x40, aim: None });
-        assert_eq!(s.step(), KeyBits { held: 1, fired: 0, aim: None });
+        assert_eq!(s.step(), KeyBits { held: 1, fired: 0x40, aim: None, view: None });
+        assert_eq!(s.step(), KeyBits { held: 1, fired: 0, aim: None, view: None });
     }
 
     #[test]
@@ -1259,7 +1370,7 @@ mod tests {
         assert_eq!(s.apply(&t, &ev(10, KeyAction::Down, "fire")), Ok(false));
         assert_eq!(s.apply(&t, &ev(7, KeyAction::Down, "fire")), Ok(false));
         assert_eq!(s.apply(&t, &ev(9, KeyAction::Up, "forward")), Ok(false));
-        assert_eq!(s.step(), KeyBits { held: 1, fired: 0, aim: None });
+        assert_eq!(s.step(), KeyBits { held: 1, fired: 0, aim: None, view: None });
         assert_eq!(s.last_input_seq(), 10);
     }
 
@@ -1287,8 +1398,8 @@ mod tests {
         // A bit no table can hold is ignored and leaves the seq free.
         assert!(!s.apply_bit(2, KeyAction::Down, spec(64, KeyKind::Held)));
         assert!(s.apply_bit(2, KeyAction::Down, spec(63, KeyKind::Held)));
-        assert_eq!(s.step(), KeyBits { held: 1 << 63, fired: 1 << 6, aim: None });
-        assert!(!KeyBits { held: u64::MAX, fired: u64::MAX, aim: None }.is_held(64));
+        assert_eq!(s.step(), KeyBits { held: 1 << 63, fired: 1 << 6, aim: None, view: None });
+        assert!(!KeyBits { held: u64::MAX, fired: u64::MAX, aim: None, view: None }.is_held(64));
     }
 
     #[test]
@@ -1419,6 +1530,63 @@ mod tests {
     }
 
     #[test]
+    fn encodes_golden_batch_with_a_view_before_a_press() {
+        let events = [
+            WireInput::View(ViewEvent { seq: 300, view: ViewTime { tick: 0x0102_0304, frac: 0x80 } }),
+            WireInput::from((301, KeyAction::Down, 6)),
+        ];
+        let mut out = Vec::new();
+        assert_eq!(encode_inputs(&events, &mut out), Ok(()));
+        assert_eq!(out, [0x02, 0, 0, 0x01, 0x2C, 0x42, 0x01, 0x02, 0x03, 0x04, 0x80, 0x01, 0x86]);
+        assert_eq!(decode_inputs(&out).as_deref(), Ok(&events[..]));
+        // Cut anywhere inside the view: truncated, never a panic.
+        for cut in 6..11 {
+            assert!(matches!(decode_inputs(&out[..cut]), Err(InputError::Truncated { .. })), "cut at {cut}");
+        }
+        // The codes after the view's are refused.
+        for code in [0x43u8, 0x7F] {
+            let bad = [0x01, 0, 0, 0, 1, code];
+            assert!(decode_inputs(&bad).is_err(), "code {code:#x}");
+        }
+    }
+
+    #[test]
+    fn a_view_goes_with_the_next_step_only_and_by_the_seq_rule() {
+        let table = table();
+        let mut state = KeyState::new();
+        let view = ViewTime { tick: 40, frac: 3 };
+        assert!(state.apply_view(5, view));
+        assert!(!state.apply_view(5, ViewTime { tick: 1, frac: 0 }), "a repeat is ignored");
+        assert_eq!(state.apply(&table, &ev(6, KeyAction::Down, "fire")), Ok(true));
+        let bits = state.step();
+        assert_eq!((bits.view, bits.fired(6)), (Some(view), true));
+        assert_eq!(state.step().view, None, "a view is for the step after it only");
+        assert!(!state.apply_view(4, view), "an old seq");
+        assert_eq!(state.step().view, None);
+        // A later view before the step replaces an earlier one.
+        assert!(state.apply_view(7, ViewTime { tick: 41, frac: 0 }));
+        assert!(state.apply_view(8, ViewTime { tick: 42, frac: 0 }));
+        assert_eq!(state.step().view, Some(ViewTime { tick: 42, frac: 0 }));
+        assert!(state.apply_view(9, view));
+        state.release_all();
+        assert_eq!(state.step().view, None, "let go with the keys");
+    }
+
+    #[test]
+    fn view_times_convert_from_ticks_and_in_256ths() {
+        assert_eq!(ViewTime::from_ticks(12.5), Some(ViewTime { tick: 12, frac: 128 }));
+        assert_eq!(ViewTime::from_ticks(0.0), Some(ViewTime { tick: 0, frac: 0 }));
+        for bad in [-0.5, f64::NAN, f64::INFINITY, f64::from(u32::MAX)] {
+            assert_eq!(ViewTime::from_ticks(bad), None, "{bad}");
+        }
+        let v = ViewTime { tick: 7, frac: 9 };
+        assert_eq!(v.in_256ths(), 7 * 256 + 9);
+        assert_eq!(ViewTime::from_256ths(v.in_256ths()), v);
+        assert_eq!(ViewTime::from_256ths(u64::MAX), ViewTime { tick: u32::MAX, frac: 255 });
+        assert!(ViewTime { tick: 7, frac: 10 } > v && (v.ticks() - 7.035_156_25).abs() < 1e-12);
+    }
+
+    #[test]
     fn hostile_aims_are_refused() {
         let batch = |x: f32, y: f32| {
             let mut b = vec![0x01, 0, 0, 0, 1, 0x40];
@@ -1474,8 +1642,8 @@ mod tests {
         let b = Aim::new(-5.0, 3.0, AIM_PRESSED).expect("an aim");
         assert!(s.apply_aim(3, Some(a)));
         assert_eq!(s.apply(&t, &ev(4, KeyAction::Down, "fire")), Ok(true));
-        assert_eq!(s.step(), KeyBits { held: 0, fired: 1 << 6, aim: Some(a) });
-        assert_eq!(s.step(), KeyBits { held: 0, fired: 0, aim: Some(a) }, "the aim stays");
+        assert_eq!(s.step(), KeyBits { held: 0, fired: 1 << 6, aim: Some(a), view: None });
+        assert_eq!(s.step(), KeyBits { held: 0, fired: 0, aim: Some(a), view: None }, "the aim stays");
         assert!(!s.apply_aim(4, Some(b)), "a seq a key used");
         assert!(!s.apply_aim(2, None), "an old seq");
         assert_eq!(s.apply_input(&t, &aim_at(5, -5.0, 3.0, AIM_PRESSED)), Ok(true));
@@ -1509,8 +1677,9 @@ mod tests {
     /// A valid batch of key events and aims.
     fn mixed_batch() -> impl Strategy<Value = Vec<WireInput>> {
         let kind = prop_oneof![
-            (action(), 0u8..64).prop_map(|(action, bit)| (Some((action, bit)), None)),
-            proptest::option::of(aim()).prop_map(|aim| (None, aim)),
+            (action(), 0u8..64).prop_map(|(action, bit)| (Some((action, bit)), None, None)),
+            proptest::option::of(aim()).prop_map(|aim| (None, aim, None)),
+            (any::<u32>(), any::<u8>()).prop_map(|(tick, frac)| (None, None, Some(ViewTime { tick, frac }))),
         ];
         (any::<u32>(), proptest::collection::vec((1u8..=255, kind), 0..=255)).prop_map(|(first, steps)| {
             let mut seq = Some(first);
@@ -1518,8 +1687,9 @@ mod tests {
             for (delta, kind) in steps {
                 let Some(current) = seq else { break };
                 out.push(match kind {
-                    (Some((action, bit)), _) => WireInput::Key(BinaryKeyEvent { seq: current, action, bit }),
-                    (None, aim) => WireInput::Aim(AimEvent { seq: current, aim }),
+                    (Some((action, bit)), ..) => WireInput::Key(BinaryKeyEvent { seq: current, action, bit }),
+                    (None, _, Some(view)) => WireInput::View(ViewEvent { seq: current, view }),
+                    (None, aim, None) => WireInput::Aim(AimEvent { seq: current, aim }),
                 });
                 seq = current.checked_add(u32::from(delta));
             }
@@ -1562,7 +1732,8 @@ mod tests {
             let mut bytes = Vec::new();
             prop_assert_eq!(encode_inputs(&events, &mut bytes), Ok(()));
             let aims = events.iter().filter(|e| matches!(e, WireInput::Aim(AimEvent { aim: Some(_), .. }))).count();
-            let expected_len = if events.is_empty() { 1 } else { 4 + 2 * events.len() + 9 * aims };
+            let views = events.iter().filter(|e| matches!(e, WireInput::View(_))).count();
+            let expected_len = if events.is_empty() { 1 } else { 4 + 2 * events.len() + 9 * aims + 5 * views };
             prop_assert_eq!(bytes.len(), expected_len);
             prop_assert_eq!(decode_inputs(&bytes), Ok(events));
         }
@@ -1580,9 +1751,10 @@ mod tests {
         #[test]
         fn batches_with_garbage_aims_never_panic(
             first in any::<u32>(),
-            events in proptest::collection::vec((1u8..=255, prop_oneof![Just(0x40u8), Just(0x41), any::<u8>()], any::<[u8; 9]>()), 1..40),
+            events in proptest::collection::vec((1u8..=255, prop_oneof![Just(0x40u8), Just(0x41), Just(0x42), any::<u8>()], any::<[u8; 9]>()), 1..40),
         ) {
-            // Aim codes followed by arbitrary bit patterns (NaN, infinities, huge values).
+            // Aim codes followed by arbitrary bit patterns (NaN, infinities, huge values), and
+            // view codes followed by any tick (the first 5 of the 9 bytes).
             let mut bytes = vec![u8::try_from(events.len()).expect("below 40")];
             bytes.extend_from_slice(&first.to_be_bytes());
             for (i, (delta, code, point)) in events.iter().enumerate() {
@@ -1590,8 +1762,10 @@ mod tests {
                     bytes.push(*delta);
                 }
                 bytes.push(*code);
-                if *code == 0x40 {
-                    bytes.extend_from_slice(point);
+                match *code {
+                    0x40 => bytes.extend_from_slice(point),
+                    0x42 => bytes.extend_from_slice(&point[..5]),
+                    _ => {}
                 }
             }
             if let Ok(decoded) = decode_inputs(&bytes) {

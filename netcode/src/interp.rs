@@ -87,6 +87,10 @@ pub struct EventFrame {
 pub struct Sample {
     /// The time drawn, ms of server time.
     pub render_time_ms: f64,
+    /// The moment the world drawn is of, ms of server time: the render time, or the newest
+    /// frame's when render time has gone past it (nothing is extrapolated: the newest state
+    /// holds). What a shot says its shooter saw (lag compensation).
+    pub drawn_time_ms: f64,
     /// Per hot key id (ascending): its entities, blended.
     pub hot: BTreeMap<u8, Entities>,
     /// Event frames that became due since the previous sample, oldest first.
@@ -256,7 +260,13 @@ impl Interpolator {
         }
         events.sort_by_key(|e| e.seq);
         let hot = self.blend_at(rt);
-        Sample { render_time_ms: rt, hot, events, streamed_out }
+        Sample { render_time_ms: rt, drawn_time_ms: self.drawn_at(rt), hot, events, streamed_out }
+    }
+
+    /// The moment the world blended at render time `rt` is of: `rt`, or the newest frame's
+    /// time when `rt` is past it.
+    fn drawn_at(&self, rt: f64) -> f64 {
+        self.frames.back().map_or(rt, |newest| rt.min(newest.time))
     }
 
     /// The blended hot state at render time `rt` (no event delivery, no dropping).
@@ -436,13 +446,14 @@ mod tests {
         assert_eq!(i.push(tank(2, 1040.0, 8.0, 0.0, 2), 1040.0), PushOutcome::Accepted);
         // now 1120 → render time 1020: halfway between the frames.
         let s = i.sample(1120.0);
-        assert_eq!(s.render_time_ms, 1020.0);
+        assert_eq!((s.render_time_ms, s.drawn_time_ms), (1020.0, 1020.0));
         assert_eq!(x_of(&s, 7), Some(4.0));
         assert_eq!(s.hot[&1][&7][2], FieldValue::U8(1), "discrete holds the older value");
-        // Past the newest frame: hold, no extrapolation.
+        // Past the newest frame: hold, no extrapolation; what is drawn is of the newest frame.
         let s = i.sample(1500.0);
         assert_eq!(x_of(&s, 7), Some(8.0));
         assert_eq!(s.hot[&1][&7][2], FieldValue::U8(2));
+        assert_eq!((s.render_time_ms, s.drawn_time_ms), (1400.0, 1040.0));
     }
 
     #[test]

@@ -205,6 +205,13 @@ pub struct Hello {
     /// when the players who hold it leave. Only a spectator's hello says so.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub keeper: bool,
+    /// The client says which world it saw when it pressed a one-shot key (a
+    /// [`ViewEvent`](crate::input::ViewEvent) right before the press in its input batch), so
+    /// that the host can judge a shot by what its shooter saw (lag compensation), at a host
+    /// that takes them: one that says so in its welcome ([`Welcome::view`]). A client that
+    /// does not offer them is not compensated.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub view: bool,
 }
 
 impl Hello {
@@ -224,6 +231,7 @@ impl Hello {
             aim: true,
             checks: true,
             keeper: false,
+            view: true,
         }
     }
 
@@ -268,6 +276,10 @@ pub struct Welcome {
     /// refuses a welcome with a field it does not know.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub aim: bool,
+    /// The host takes this client's views ([`ViewEvent`](crate::input::ViewEvent)s before
+    /// its presses) and judges its shots by them. Said only to a client whose hello offered them ([`Hello::view`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub view: bool,
 }
 
 fn format_5() -> u8 {
@@ -1128,10 +1140,11 @@ impl ClientSession {
     }
 
     /// Too many events wait for the host (a stall): only each key's last press and last
-    /// release, and the last aim, stay, in order. Applied from any state the host may be in,
-    /// they leave every held key as the player holds it, fire every one-shot key pressed
-    /// since and aim where the player aims last; nothing is dropped that would leave a key
-    /// down on the host.
+    /// release, and the last aim, stay, in order, with the view right before a press kept.
+    /// Applied from any state the host may be in, they leave every held key as the player
+    /// holds it, fire every one-shot key pressed since (with what the player saw then) and
+    /// aim where the player aims last; nothing is dropped that would leave a key down on the
+    /// host.
     fn collapse_inputs(&mut self) {
         let mut last = [[false; 2]; 256];
         let mut last_aim = false;
@@ -1140,6 +1153,10 @@ impl ClientSession {
             let slot = match e {
                 WireInput::Key(e) => &mut last[usize::from(e.bit)][usize::from(e.action == KeyAction::Up)],
                 WireInput::Aim(_) => &mut last_aim,
+                WireInput::View(_) => {
+                    keep[i] = keep.get(i + 1).copied().unwrap_or(false);
+                    continue;
+                }
             };
             keep[i] = !std::mem::replace(slot, true);
         }
@@ -1260,6 +1277,7 @@ pub(crate) mod test_support {
             spectator: false,
             snapshot_format: 6,
             aim: true,
+            view: true,
         }
     }
 
@@ -1773,6 +1791,7 @@ mod tests {
             let apply = |state: &mut KeyState, e: &WireInput| match e {
                 WireInput::Key(e) => state.apply_bit(e.seq, e.action, spec(e.bit)),
                 WireInput::Aim(e) => state.apply_aim(e.seq, e.aim),
+                WireInput::View(e) => state.apply_view(e.seq, e.view),
             };
             let (mut host, mut truth) = (KeyState::default(), KeyState::default());
             let mut client = ClientSession::new(ClientSessionConfig::new(hello("a")), Duration::ZERO);
@@ -1781,6 +1800,13 @@ mod tests {
             for (k, &(bit, down, gap)) in events.iter().enumerate() {
                 seq += gap;
                 let action = if down { KeyAction::Down } else { KeyAction::Up };
+                // A one-shot press goes after the view the player saw, as the client sends it.
+                if (4..8).contains(&bit) && down {
+                    let view = crate::input::ViewEvent { seq, view: crate::input::ViewTime { tick: seq, frac: 0 } };
+                    client.push(WireInput::View(view));
+                    apply(&mut truth, &WireInput::View(view));
+                    seq += 1;
+                }
                 let event = match bit {
                     8 => WireInput::Aim(AimEvent { seq, aim: down.then_some(Aim { x: seq as f32, y: 1.0, flags: 0 }) }),
                     _ => WireInput::Key(BinaryKeyEvent { seq, action, bit }),
@@ -1796,6 +1822,23 @@ mod tests {
                     client.ack_inputs(host.last_input_seq());
                 }
                 proptest::prop_assert!(client.unacked_inputs() <= client.config.max_repeated_inputs.max(16));
+            }
+            // A press kept keeps the view it went with; no view is kept without its press.
+            let left: Vec<WireInput> = client.unacked.iter().copied().collect();
+            for (i, e) in left.iter().enumerate() {
+                let next = left.get(i + 1);
+                match e {
+                    WireInput::Key(k) if k.bit >= 4 && k.action == KeyAction::Down && i > 0 => {
+                        let before = left[i - 1];
+                        let kept = matches!(before, WireInput::View(v) if v.seq + 1 == k.seq && v.view.tick == v.seq);
+                        proptest::prop_assert!(kept || k.seq == left[0].seq(), "press {} without its view", k.seq);
+                    }
+                    WireInput::View(v) => {
+                        let press = matches!(next, Some(WireInput::Key(k)) if k.seq == v.seq + 1 && k.action == KeyAction::Down);
+                        proptest::prop_assert!(press, "view {} without its press", v.seq);
+                    }
+                    _ => {}
+                }
             }
             // The host gets what is left: every held key ends as the player holds it, every
             // one-shot pressed at some point fires at some point, and it aims where the player does.

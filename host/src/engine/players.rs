@@ -1,7 +1,7 @@
 //! Who takes part in the match and what they pressed: commands in, key bits per step out.
 //!
 //! Everything that reaches the sim from outside arrives as a [`HostCommand`] in
-//! the [`HostCommands`] queue (joins, leaves, team changes, key events, aims) and is
+//! the [`HostCommands`] queue (joins, leaves, team changes, key events, aims, views) and is
 //! applied, in queue order, at the start of the next tick. That ordered list is
 //! the whole input of the simulation: replaying it against a dump reproduces the
 //! match (host migration's log is exactly this).
@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use bevy::prelude::*;
 use serde::{Deserialize, Serialize};
-use vimp_netcode::input::{Aim, InputEvent, KeyBits, KeyState, KeyTable};
+use vimp_netcode::input::{Aim, InputEvent, KeyBits, KeyState, KeyTable, ViewTime};
 
 /// A player slot in the match: the id every block row and event names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -64,6 +64,34 @@ pub enum HostCommand {
         /// The point and the pointer's flags.
         aim: Option<Aim>,
     },
+    /// The world a player saw when it pressed the one-shots that follow
+    /// ([`KeyState::apply_view`]), already bounded by what its link explains and by
+    /// [`MaxRewind`] (the server does that as it takes the event, so that a replay of the
+    /// log decides every shot as the host did).
+    View {
+        /// The slot.
+        player: PlayerId,
+        /// The event's seq.
+        seq: u32,
+        /// The moment seen, in the host's ticks.
+        view: ViewTime,
+    },
+}
+
+/// [`MaxRewind`] by default, ms: the game config's `maxRewindMs`.
+pub const DEFAULT_MAX_REWIND_MS: u32 = 300;
+
+/// How far back a player's view may take a shot: the game config's `maxRewindMs` (300 ms by
+/// default), which the game puts here. Whatever a client says it saw, its shots are judged
+/// against a world at most this old, and no older than its link explains (its round trip,
+/// the interpolation delay and a frame).
+#[derive(Resource, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MaxRewind(pub std::time::Duration);
+
+impl Default for MaxRewind {
+    fn default() -> Self {
+        MaxRewind(std::time::Duration::from_millis(u64::from(DEFAULT_MAX_REWIND_MS)))
+    }
 }
 
 /// The queue of commands for the next tick.
@@ -197,6 +225,12 @@ pub(crate) fn apply_commands(
                 let Some(p) = participants.0.get_mut(&player) else { continue };
                 if !p.bot {
                     p.keys.apply_aim(seq, aim);
+                }
+            }
+            HostCommand::View { player, seq, view } => {
+                let Some(p) = participants.0.get_mut(&player) else { continue };
+                if !p.bot {
+                    p.keys.apply_view(seq, view);
                 }
             }
         }

@@ -5,8 +5,9 @@
 //!
 //! 1. transport events in: peers connect (a [`HostSession`] each), drop, send messages;
 //! 2. session events: hellos go through the [`Roster`] (admission, resume, takeover),
-//!    key events become [`HostCommand::Input`] and aims [`HostCommand::Aim`], chat is
-//!    relayed, latencies recorded;
+//!    key events become [`HostCommand::Input`], aims [`HostCommand::Aim`] and views
+//!    [`HostCommand::View`] (bounded by [`ServerCore::view_bounds`]), chat is relayed,
+//!    latencies recorded;
 //! 3. the match steps as many fixed ticks as the elapsed time covers, and each tick's
 //!    frames go to their receivers on the unreliable channel, its meta messages on the
 //!    reliable one;
@@ -57,7 +58,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
 use vimp_netcode::frame::{Channel, op};
-use vimp_netcode::input::WireInput;
+use vimp_netcode::input::{ViewTime, WireInput};
 use vimp_netcode::meta::{
     ChatHistory, ChatMessage, ClientMeta, EngineLine, ListRequest, MetaMessage, PanelState, PlayerStat, StatTable,
     TechInform, Vote, VoteAnswer, VoteValues,
@@ -67,9 +68,10 @@ use vimp_netcode::session::{HostEvent, HostSession, HostSessionConfig, SessionTo
 use vimp_netcode::transport::{PeerKey, Transport};
 
 use crate::engine::migration::{GameMigration, MigrationConfig, Shadow};
-use crate::engine::players::{HostCommand, Participants, PlayerId, PlayerKeys, Scores};
+use crate::engine::players::{HostCommand, MaxRewind, Participants, PlayerId, PlayerKeys, Scores};
 use crate::engine::roster::Roster;
 use crate::engine::schedule::Host;
+use crate::engine::sim::EngineSettings;
 use crate::engine::snapshot::{DeltaViewer, DeltaViewers, FrameReceivers};
 pub use succession::MigrationStats;
 
@@ -158,6 +160,13 @@ pub struct ServerStats {
     /// Snapshot ticks whose frames could not be packed (a game bug: rows that do not fit the
     /// schema; the first is logged with its reason).
     pub pack_errors: u64,
+    /// Views (what a shooter saw) taken for lag compensation.
+    pub views: u64,
+    /// Of those, views older than the shooter's link explains or `maxRewindMs` allows,
+    /// clamped to the oldest allowed ([`ServerCore::view_bounds`]).
+    pub views_clamped: u64,
+    /// Views from a client whose welcome did not take them, dropped.
+    pub views_refused: u64,
 }
 
 /// The link to one seated player ([`Server::links`]).
@@ -188,6 +197,10 @@ pub struct ServerCore {
     /// The accepted peers that get delta frames (format 6, their hello's choice); the others
     /// get format 5.
     delta_peers: std::collections::BTreeSet<PeerKey>,
+    /// The accepted peers whose views this host takes (their hello offered them).
+    view_peers: std::collections::BTreeSet<PeerKey>,
+    /// The seq of each player's newest view counted ([`ServerStats::views`]).
+    view_seqs: BTreeMap<PlayerId, u32>,
     /// What each accepted peer's hello said it can do in a host change.
     roles: BTreeMap<PeerKey, MigrationRoles>,
     latency: BTreeMap<PlayerId, f64>,
@@ -367,6 +380,8 @@ impl ServerCore {
             roster,
             peers: BTreeMap::new(),
             delta_peers: std::collections::BTreeSet::new(),
+            view_peers: std::collections::BTreeSet::new(),
+            view_seqs: BTreeMap::new(),
             roles: BTreeMap::new(),
             latency: BTreeMap::new(),
             last: None,
@@ -708,9 +723,15 @@ impl ServerCore {
             snapshot_format: hello.snapshot_format(),
             // Aims go to a host that takes them; a seat that watches now may play later.
             aim: hello.aim,
+            view: hello.view,
         };
         if welcome.snapshot_format == vimp_netcode::delta::DELTA_FORMAT_VERSION {
             self.delta_peers.insert(peer);
+        }
+        if welcome.view {
+            self.view_peers.insert(peer);
+        } else {
+            self.view_peers.remove(&peer);
         }
         self.roles.insert(peer, MigrationRoles::of(hello));
         // A new session holds no frame of the old one's: its first is a keyframe.
@@ -768,14 +789,33 @@ impl ServerCore {
                     }
                     return;
                 }
-                let table = &self.host.world().resource::<PlayerKeys>().0;
-                let inputs: Vec<HostCommand> = events
-                    .iter()
-                    .filter_map(|e| match e {
-                        WireInput::Key(e) => table.to_event(e).ok().map(|event| HostCommand::Input { player, event }),
+                let mut inputs = Vec::with_capacity(events.len());
+                for e in &events {
+                    let input = match e {
+                        WireInput::Key(e) => {
+                            let table = &self.host.world().resource::<PlayerKeys>().0;
+                            table.to_event(e).ok().map(|event| HostCommand::Input { player, event })
+                        }
                         WireInput::Aim(e) => Some(HostCommand::Aim { player, seq: e.seq, aim: e.aim }),
-                    })
-                    .collect();
+                        WireInput::View(e) if self.view_peers.contains(&peer) => {
+                            let (oldest, newest) = self.view_bounds(player);
+                            let said = e.view.in_256ths();
+                            // A batch repeats what is not acknowledged yet: count each view once.
+                            if self.view_seqs.get(&player).is_none_or(|last| e.seq > *last) {
+                                self.view_seqs.insert(player, e.seq);
+                                self.stats.views += 1;
+                                self.stats.views_clamped += u64::from(said < oldest);
+                            }
+                            let view = ViewTime::from_256ths(said.clamp(oldest, newest));
+                            Some(HostCommand::View { player, seq: e.seq, view })
+                        }
+                        WireInput::View(_) => {
+                            self.stats.views_refused += 1;
+                            None
+                        }
+                    };
+                    inputs.extend(input);
+                }
                 for input in inputs {
                     self.host.push(input);
                 }
@@ -1093,12 +1133,35 @@ impl ServerCore {
         }
     }
 
+    /// The moments a view of `player` may name, in 256ths of a tick: from the oldest its link
+    /// explains — its round trip, the interpolation delay its client draws with and a
+    /// snapshot interval, at most [`MaxRewind`] — to the present (the last tick run). A view
+    /// in the future is the present; an older one is clamped to the oldest
+    /// ([`ServerStats::views_clamped`]).
+    pub fn view_bounds(&self, player: PlayerId) -> (u64, u64) {
+        let world = self.host.world();
+        let settings = world.resource::<EngineSettings>();
+        let tick_ms = f64::from(settings.dt()) * 1000.0;
+        let frame_ms = tick_ms * f64::from(settings.config.network_send_rate.max(1));
+        let delay_ms = self.config.client_config["engine"]["interpolation"]["delay"]
+            .as_f64()
+            .filter(|ms| ms.is_finite() && *ms >= 0.0)
+            .unwrap_or(vimp_netcode::interp::InterpolationConfig::default().delay);
+        let rtt_ms = self.latency.get(&player).copied().filter(|ms| ms.is_finite()).unwrap_or(0.0).max(0.0);
+        let max_ms = world.get_resource::<MaxRewind>().copied().unwrap_or_default().0.as_secs_f64() * 1000.0;
+        let back_ms = (rtt_ms + delay_ms + frame_ms).min(max_ms);
+        let newest = u64::from(self.host.tick()) << 8;
+        let back = (back_ms / tick_ms * 256.0).round() as u64;
+        (newest.saturating_sub(back), newest)
+    }
+
     /// `peer` is gone. One that left (it closed with a normal close: the window's Leave, a
     /// quit) gives its slot up at once, its tank with it; one that dropped (its link went, it
     /// timed out, it was kicked) keeps its slot for [`Roster::resume_window`].
     fn drop_peer(&mut self, peer: PeerKey, now: Duration) {
         self.peers.remove(&peer);
         self.delta_peers.remove(&peer);
+        self.view_peers.remove(&peer);
         self.roles.remove(&peer);
         self.panels.remove(&peer);
         self.migration.links(peer, None);

@@ -22,7 +22,7 @@ use crate::engine::sim::{FixedClock, SimRng, Tick};
 use crate::engine::snapshot::{EventRows, FrameSeq};
 
 /// Format version of the state dump; bump it with any change to what is serialised.
-pub const STATE_VERSION: u16 = 2;
+pub const STATE_VERSION: u16 = 3;
 
 /// The game's part in dumps and map loads: plain functions over the ECS world.
 #[derive(Resource, Clone, Copy)]

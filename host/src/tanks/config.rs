@@ -215,6 +215,11 @@ pub struct TanksConfig {
     pub migration: MigrationRules,
     /// Bots.
     pub bots: BotRules,
+    /// How far back, at most, a shot of the hitscan gun is judged against the hulls as its
+    /// shooter saw them (lag compensation), ms; 0 judges every shot against the present.
+    /// The host also keeps a view within what the shooter's link explains
+    /// ([`MaxRewind`](crate::engine::players::MaxRewind)).
+    pub max_rewind_ms: u32,
 }
 
 /// Bots (`bots`).
@@ -260,6 +265,7 @@ impl Default for TanksConfig {
             rounds: RoundRules::default(),
             migration: MigrationRules::default(),
             bots: BotRules::default(),
+            max_rewind_ms: crate::engine::players::DEFAULT_MAX_REWIND_MS,
         }
     }
 }

@@ -139,7 +139,7 @@ mod tests {
     use super::*;
 
     fn bits(held: &[u8]) -> KeyBits {
-        KeyBits { held: held.iter().fold(0, |m, b| m | 1 << b), fired: 0, aim: None }
+        KeyBits { held: held.iter().fold(0, |m, b| m | 1 << b), fired: 0, aim: None, view: None }
     }
 
     const DT: f32 = 1.0 / 120.0;

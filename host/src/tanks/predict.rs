@@ -75,7 +75,9 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use rapier2d::prelude::{ColliderBuilder, InteractionGroups, RigidBodyBuilder, RigidBodyHandle, Rotation, Vector};
+use rapier2d::prelude::{
+    ColliderBuilder, InteractionGroups, Pose, RigidBodyBuilder, RigidBodyHandle, Rotation, Vector,
+};
 use vimp_netcode::divergence::{DivergenceConfig, DivergenceDetector, DivergenceRecord};
 use vimp_netcode::input::{Aim, InputError, InputEvent, KeyAction, KeyBits, KeyState};
 use vimp_netcode::snapshot::{Block, FieldValue, Frame, Row};
@@ -87,11 +89,13 @@ use crate::engine::map::{
 };
 use crate::engine::physics::Physics;
 use crate::engine::players::PlayerId;
+use crate::engine::tags::encode_tag;
 use crate::tanks::config::TanksConfig;
+use crate::tanks::lagcomp::SeenHull;
 use crate::tanks::level::{Footing, TankLevel, fall_levels, footing, state_from_row, step_tank_level};
 use crate::tanks::movement::{Motion, wrap};
 use crate::tanks::rows::{key, tank_row_level};
-use crate::tanks::tank::{TANK_FRICTION, TANK_RESTITUTION, Weapon, body_motion, drive_body, spawn_body};
+use crate::tanks::tank::{TANK_FRICTION, TANK_KIND, TANK_RESTITUTION, Weapon, body_motion, drive_body, spawn_body};
 use crate::tanks::weapons::{bomb_launch, cool_down, trace, trigger};
 
 /// How the predictor reconciles and smooths.
@@ -280,6 +284,9 @@ pub struct Predictor {
     ammo: [u32; 2],
     reload: [f32; 2],
     shots: Vec<LocalShot>,
+    /// The other tanks' hulls as the player sees them drawn ([`Predictor::set_seen`]): what a
+    /// shot is traced against, as the host judges it (lag compensation); `None` until set.
+    seen: Option<Vec<SeenHull>>,
     next_shot: u32,
     obstacles: BTreeMap<ObstacleId, RigidBodyHandle>,
     /// How far a box row read from a frame may be from the host's state, per field (one step
@@ -368,6 +375,7 @@ impl Predictor {
             ammo,
             reload: [0.0; 2],
             shots: Vec::new(),
+            seen: None,
             next_shot: 1,
             obstacles: BTreeMap::new(),
             box_tolerance,
@@ -719,7 +727,16 @@ impl Predictor {
         }
         let motion = body_motion(&self.physics, body, self.gun, self.throttle);
         let on = self.ray_level(&motion);
-        let path = trace(&self.physics, &motion, body, &self.rules.models.tank, &self.rules.weapons.w1, 0.0, on);
+        let path = trace(
+            &self.physics,
+            &motion,
+            body,
+            &self.rules.models.tank,
+            &self.rules.weapons.w1,
+            0.0,
+            on,
+            self.seen.as_deref(),
+        );
         Some(LocalShot::Tracer {
             id: self.next_shot,
             start: [path.start.x, path.start.y],
@@ -747,7 +764,7 @@ impl Predictor {
         let (model, weapons) = (&self.rules.models.tank, &self.rules.weapons);
         let shot = match weapon {
             Weapon::Gun => {
-                let path = trace(&self.physics, &motion, body, model, &weapons.w1, 0.0, on);
+                let path = trace(&self.physics, &motion, body, model, &weapons.w1, 0.0, on, self.seen.as_deref());
                 LocalShot::Tracer {
                     id,
                     start: [path.start.x, path.start.y],
@@ -844,6 +861,42 @@ impl Predictor {
         } else {
             state_from_row(levels, &self.fall, self.dt(), level, z, p, LevelState::default()).groups(levels, p, true)
         })
+    }
+
+    /// Sets the other tanks as the player sees them drawn (`m1` rows by id, at the
+    /// interpolation's render time): a shot fired from now on is traced against these hulls,
+    /// and against walls and boxes as predicted, as the host judges a shot whose press says
+    /// what its shooter saw ([`crate::tanks::lagcomp`]). Without it, shots are traced against
+    /// the tanks of the latest frame.
+    pub fn set_seen<'a>(&mut self, tanks: impl IntoIterator<Item = (u32, &'a Row)>) {
+        let f = |row: &Row, i: usize| row.get(i).map_or(0.0, |v| v.as_f32());
+        let model = &self.rules.models.tank;
+        let seen = tanks
+            .into_iter()
+            .filter(|(index, _)| *index != u32::from(self.player.0))
+            .map(|(index, row)| {
+                let o = Obstacle {
+                    id: ObstacleId { key: key::TANKS, index },
+                    x: f(row, 0),
+                    y: f(row, 1),
+                    angle: f(row, 2),
+                    half_extents: [model.length / 2.0, model.width / 2.0],
+                    offset: [0.0; 2],
+                    friction: TANK_FRICTION,
+                    restitution: TANK_RESTITUTION,
+                    velocity: [0.0; 3],
+                    level: tank_row_level(row),
+                };
+                SeenHull {
+                    player: PlayerId(index.min(u32::from(u8::MAX)) as u8),
+                    body: self.obstacles.get(&o.id).copied().unwrap_or_else(RigidBodyHandle::invalid),
+                    tag: encode_tag(TANK_KIND, u64::from(index)),
+                    pose: Pose::new(Vector::new(o.x, o.y), o.angle),
+                    groups: self.obstacle_groups(&o, false).unwrap_or_default(),
+                }
+            })
+            .collect();
+        self.seen = Some(seen);
     }
 
     /// The obstacles a frame shows: other living tanks (`m1`) and the map's boxes (the

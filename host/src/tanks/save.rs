@@ -15,6 +15,7 @@ use crate::engine::state::GameHooks;
 use crate::tanks::TanksRules;
 use crate::tanks::bots::{Bot, RecentBlasts};
 use crate::tanks::config::BotRules;
+use crate::tanks::lagcomp::HullHistory;
 use crate::tanks::level::TankLevel;
 use crate::tanks::rounds::Round;
 use crate::tanks::tank::{Spawn, TEAMS, Tank, free_respawn_point, layered, respawn};
@@ -22,10 +23,15 @@ use crate::tanks::weapons::{Bomb, NextShotId};
 
 /// Magic of the tanks game's part of a dump.
 const KIND: DumpKind = DumpKind(*b"VMPT");
-/// Its format version on a flat map.
-const VERSION: u16 = 2;
-/// Its format version on a layered map: [`TanksDump`], then [`LevelsDump`].
-const LAYERED_VERSION: u16 = 3;
+/// Its format version on a flat map before lag compensation: [`TanksDump`] (still read).
+const VERSION_2: u16 = 2;
+/// Its format version on a layered map before lag compensation: [`TanksDump`], then
+/// [`LevelsDump`] (still read).
+const LAYERED_VERSION_3: u16 = 3;
+/// Its format version on a flat map: [`TanksDump`], then [`HullHistory`].
+const VERSION: u16 = 4;
+/// Its format version on a layered map: [`TanksDump`], [`LevelsDump`], then [`HullHistory`].
+const LAYERED_VERSION: u16 = 5;
 
 #[derive(Serialize, Deserialize)]
 struct TanksDump {
@@ -68,35 +74,53 @@ fn collect(world: &mut World) -> TanksDump {
 
 fn save(world: &mut World) -> Result<Vec<u8>, String> {
     let state = collect(world);
+    let history = world.resource::<HullHistory>();
     let encoded = if world.resource::<MapState>().is_layered() {
         let levels = LevelsDump {
             tanks: state.tanks.iter().map(|(t, _)| t.level).collect(),
             bombs: state.bombs.iter().map(|b| b.level).collect(),
         };
-        dump::encode(KIND, LAYERED_VERSION, &(&state, &levels))
+        dump::encode(KIND, LAYERED_VERSION, &(&state, &levels, history))
     } else {
-        dump::encode(KIND, VERSION, &state)
+        dump::encode(KIND, VERSION, &(&state, history))
     };
     encoded.map_err(|e| e.to_string())
 }
 
+/// Puts each tank's and bomb's level of `levels` on them.
+fn put_levels(state: &mut TanksDump, levels: LevelsDump) -> Result<(), String> {
+    if levels.tanks.len() != state.tanks.len() || levels.bombs.len() != state.bombs.len() {
+        return Err("the levels of the tanks and bombs do not match them".into());
+    }
+    for ((tank, _), level) in state.tanks.iter_mut().zip(levels.tanks) {
+        tank.level = level;
+    }
+    for (bomb, level) in state.bombs.iter_mut().zip(levels.bombs) {
+        bomb.level = level;
+    }
+    Ok(())
+}
+
 fn load(world: &mut World, bytes: &[u8]) -> Result<(), String> {
     let version = dump::peek_version(KIND, bytes).map_err(|e| e.to_string())?;
-    let mut state: TanksDump = if version == LAYERED_VERSION {
-        let (mut state, levels): (TanksDump, LevelsDump) =
-            dump::decode(KIND, LAYERED_VERSION, bytes).map_err(|e| e.to_string())?;
-        if levels.tanks.len() != state.tanks.len() || levels.bombs.len() != state.bombs.len() {
-            return Err("the levels of the tanks and bombs do not match them".into());
+    let err = |e: dump::DumpError| e.to_string();
+    // A dump from before lag compensation has no hulls to look back on: shots judge the
+    // present until the history fills again.
+    let (mut state, history): (TanksDump, HullHistory) = match version {
+        LAYERED_VERSION => {
+            let (mut state, levels, history): (TanksDump, LevelsDump, HullHistory) =
+                dump::decode(KIND, LAYERED_VERSION, bytes).map_err(err)?;
+            put_levels(&mut state, levels)?;
+            (state, history)
         }
-        for ((tank, _), level) in state.tanks.iter_mut().zip(levels.tanks) {
-            tank.level = level;
+        LAYERED_VERSION_3 => {
+            let (mut state, levels): (TanksDump, LevelsDump) =
+                dump::decode(KIND, LAYERED_VERSION_3, bytes).map_err(err)?;
+            put_levels(&mut state, levels)?;
+            (state, HullHistory::default())
         }
-        for (bomb, level) in state.bombs.iter_mut().zip(levels.bombs) {
-            bomb.level = level;
-        }
-        state
-    } else {
-        dump::decode(KIND, VERSION, bytes).map_err(|e| e.to_string())?
+        VERSION_2 => (dump::decode(KIND, VERSION_2, bytes).map_err(err)?, HullHistory::default()),
+        _ => dump::decode(KIND, VERSION, bytes).map_err(err)?,
     };
     if !world.resource::<MapState>().is_layered() {
         for (tank, _) in &mut state.tanks {
@@ -119,6 +143,7 @@ fn load(world: &mut World, bytes: &[u8]) -> Result<(), String> {
     world.insert_resource(state.round);
     world.insert_resource(state.next_shot_id);
     world.insert_resource(state.blasts);
+    world.insert_resource(history);
     world.resource_mut::<TanksRules>().0.bots = state.bot_rules;
     prepare_routes(world);
     Ok(())
@@ -152,6 +177,8 @@ fn on_map_loaded(world: &mut World) -> Result<(), String> {
     }
     world.resource_mut::<Physics>().apply_removals();
     world.resource_mut::<RecentBlasts>().0.clear();
+    // The hulls of the map before are nowhere on this one.
+    world.resource_mut::<HullHistory>().0.clear();
     prepare_routes(world);
     for (tank, mut bot) in world.query::<(&Tank, &mut Bot)>().iter_mut(world) {
         bot.reset(tank.player);
@@ -191,5 +218,6 @@ fn debug(world: &mut World) -> serde_json::Value {
         "tanks": state.tanks.iter().map(|(t, b)| json!({ "tank": t, "bot": b })).collect::<Vec<_>>(),
         "bombs": state.bombs,
         "recentBlasts": state.blasts.0,
+        "hullTicks": world.resource::<HullHistory>().0.iter().map(|(tick, _)| *tick).collect::<Vec<_>>(),
     })
 }

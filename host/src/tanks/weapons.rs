@@ -1,6 +1,7 @@
 //! Weapons: the hitscan gun (`w1` tracers), bombs (`w2`) and their blasts (`w2e`).
 
 use bevy::prelude::*;
+use rapier2d::parry::query::RayCast;
 use rapier2d::prelude::*;
 use serde::{Deserialize, Serialize};
 use vimp_netcode::input::KeyBits;
@@ -14,12 +15,13 @@ use crate::engine::meta::MetaOutbox;
 use crate::engine::nav::level_segments;
 use crate::engine::physics::{Physics, RayHit};
 use crate::engine::players::{Participants, PlayerId};
-use crate::engine::sim::{EngineSettings, SimRng};
+use crate::engine::sim::{EngineSettings, SimRng, Tick};
 use crate::engine::snapshot::EventRows;
 use crate::engine::tags::{encode_tag, is_map_object, tag_kind, tag_payload};
 use crate::tanks::TanksRules;
 use crate::tanks::bots::RecentBlasts;
 use crate::tanks::config::{BombWeapon, TankModel, TracerWeapon, Weapons, keys};
+use crate::tanks::lagcomp::{HullHistory, SeenHull, seen_hulls};
 use crate::tanks::movement::Motion;
 use crate::tanks::rounds::Round;
 use crate::tanks::rows::key;
@@ -107,12 +109,18 @@ pub struct TracerPath {
 }
 
 /// Where a hitscan shot from a tank in `motion` (its body `body`, which the ray ignores)
-/// goes, `spread` rad off the gun's heading, against everything in `physics`.
+/// goes, `spread` rad off the gun's heading, against everything in `physics`; with `seen`,
+/// against the tanks' hulls where the shooter saw them instead of their bodies now (lag
+/// compensation, see [`crate::tanks::lagcomp`]), and everything else as it is now.
 ///
 /// On a layered map (`on` is the map's levels and the level the tank meets walls and bodies
 /// on) the ray flies level by level ([`level_segments`], walked from the hull's centre): it
 /// meets only the walls and bodies of the level each stretch is on, drops off a slab's open
 /// edge and climbs across a slab's edge from outside.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the shot, the shooter and the world it flies through, as host and predictor each have them"
+)]
 pub fn trace(
     physics: &Physics,
     motion: &Motion,
@@ -121,6 +129,7 @@ pub fn trace(
     gun: &TracerWeapon,
     spread: f32,
     on: Option<(&MapLevels, u8)>,
+    seen: Option<&[SeenHull]>,
 ) -> TracerPath {
     let heading = motion.gun_heading();
     let dir_angle = heading + spread;
@@ -128,9 +137,43 @@ pub fn trace(
     let reach = muzzle_reach(model);
     let center = Vector::new(motion.x, motion.y);
     let start = center + Vector::new(libm::cosf(heading), libm::sinf(heading)) * reach;
-    let filter = QueryFilter::default().exclude_rigid_body(body);
+    let bodies = &physics.world().bodies;
+    let not_a_tank = |_: ColliderHandle, c: &Collider| {
+        c.parent().and_then(|b| bodies.get(b)).is_none_or(|b| tag_kind(b.user_data) != TANK_KIND)
+    };
+    let mut filter = QueryFilter::default().exclude_rigid_body(body);
+    if seen.is_some() {
+        filter = filter.predicate(&not_a_tank);
+    }
+    let hull = rapier2d::parry::shape::Cuboid::new(Vector::new(model.length / 2.0, model.width / 2.0));
+    let cast = |origin: Vector, len: f32, groups: Option<InteractionGroups>| {
+        let filter = match groups {
+            Some(g) => filter.groups(g),
+            None => filter,
+        };
+        let hit = physics.cast_ray(origin, dir, len, filter);
+        let Some(seen) = seen else { return hit };
+        let ray = Ray::new(origin, dir);
+        let nearest = seen
+            .iter()
+            .filter(|h| h.body != body && groups.is_none_or(|g| g.test(h.groups)))
+            .filter_map(|h| hull.cast_ray(&h.pose, &ray, len, true).map(|toi| (toi, h)))
+            .min_by(|a, b| a.0.total_cmp(&b.0));
+        match (hit, nearest) {
+            (Some(hit), Some((toi, _))) if hit.toi <= toi => Some(hit),
+            (_, Some((toi, h))) => Some(RayHit {
+                collider: ColliderHandle::invalid(),
+                body: Some(h.body),
+                user_data: h.tag,
+                toi,
+                point: ray.point_at(toi),
+                normal: Vector::ZERO,
+            }),
+            (hit, None) => hit,
+        }
+    };
     let hit = match on {
-        None => physics.cast_ray(start, dir, gun.range, filter),
+        None => cast(start, gun.range, None),
         Some((levels, level)) => {
             // The stretches are walked from the centre along the shot's direction; the shot
             // itself leaves the muzzle, `reach` ahead.
@@ -138,7 +181,7 @@ pub fn trace(
             segments.iter().filter(|s| s.end > reach).find_map(|s| {
                 let from = s.start.max(reach);
                 let origin = start + dir * (from - reach);
-                physics.cast_ray(origin, dir, s.end - from, filter.groups(ray_groups(s.level)))
+                cast(origin, s.end - from, Some(ray_groups(s.level)))
             })
         }
     };
@@ -167,6 +210,7 @@ pub(crate) fn fire_weapons(
     mut outbox: ResMut<MetaOutbox>,
     rules: Res<TanksRules>,
     map: Res<MapState>,
+    (tick, history): (Res<Tick>, Res<HullHistory>),
     mut tanks: Query<&mut Tank>,
 ) {
     let dt = settings.dt();
@@ -174,6 +218,7 @@ pub(crate) fn fire_weapons(
     let (gun, launcher, model) = (&rules.0.weapons.w1, &rules.0.weapons.w2, &rules.0.models.tank);
     let mut tanks = sorted(tanks.iter_mut());
     let mut damage = Vec::new();
+    let mut shots = Vec::new();
     let playing = round.is_playing();
     for tank in tanks.iter_mut() {
         cool_down(&mut tank.reload, dt);
@@ -185,19 +230,31 @@ pub(crate) fn fire_weapons(
         let Some(weapon) = trigger(&mut tank.weapon, &mut tank.ammo, &mut tank.reload, bits, &rules.0.weapons) else {
             continue;
         };
+        shots.push((tank.player, weapon, bits.view));
+    }
+    for (player, weapon, view) in shots {
+        let Some(tank) = tanks.iter().find(|t| t.player == player) else { continue };
         let motion = tank.motion(&physics);
-        let (player, body) = (tank.player, tank.body);
+        let body = tank.body;
         let on = levels.map(|l| (l, tank.level.state.effective_level(l, [motion.x, motion.y], true)));
         match weapon {
             Weapon::Gun => {
                 let spread = rng.range_f32(-gun.spread, gun.spread);
-                let path = trace(&physics, &motion, body, model, gun, spread, on);
+                // The world of this tick's start is the one of the last tick run.
+                let now = tick.0.saturating_sub(1);
+                let seen = view.map(|view| seen_hulls(&history, view, now, player, &tanks, &physics));
+                let path = trace(&physics, &motion, body, model, gun, spread, on, seen.as_deref());
                 let (end, dir) = (path.end, path.dir);
                 let hit_body = path.hit.and_then(|h| h.body.map(|b| (b, h.user_data)));
                 let was_hit = path.hit.is_some();
                 let mut body_pos = end;
                 if let Some((b, tag)) = hit_body {
-                    if let Some(rb) = physics.world().bodies.get(b) {
+                    // A hull hit where its shooter saw it is shown there.
+                    let seen_at =
+                        seen.as_ref().and_then(|s| s.iter().find(|h| h.body == b)).map(|h| h.pose.translation);
+                    if let Some(at) = seen_at {
+                        body_pos = at;
+                    } else if let Some(rb) = physics.world().bodies.get(b) {
                         body_pos = rb.translation();
                     }
                     if tag_kind(tag) == TANK_KIND {

@@ -9,7 +9,7 @@ use vimp_host::tanks::bots::{Bot, BotSkill, Mode};
 use vimp_host::tanks::figures::BotFigures;
 use vimp_host::tanks::tank::Tank;
 use vimp_host::tanks::weapons::Bomb;
-use vimp_netcode::input::{Aim, InputEvent, KeyAction};
+use vimp_netcode::input::{Aim, InputEvent, KeyAction, ViewTime};
 use vimp_netcode::schema::SnapshotSchema;
 use vimp_netcode::snapshot::{Block, unpack};
 
@@ -44,9 +44,15 @@ fn script(tick: u32, seq: &mut u32) -> Vec<HostCommand> {
         *seq += 1;
         HostCommand::Aim { player, seq: *seq, aim: at.and_then(|(x, y)| Aim::new(x, y, 0)) }
     };
+    // What the player saw as it fired: the world of 150 ms ago, as a client over a 100 ms
+    // round trip draws it (the shot is judged against the hulls as they were then).
+    let view = |seq: &mut u32| {
+        *seq += 1;
+        HostCommand::View { player, seq: *seq, view: ViewTime { tick: tick.saturating_sub(18), frac: 77 } }
+    };
     match tick % 240 {
         0 => vec![key(seq, KeyAction::Down, "forward"), key(seq, KeyAction::Down, "gunLeft")],
-        60 => vec![key(seq, KeyAction::Down, "left"), key(seq, KeyAction::Down, "fire")],
+        60 => vec![key(seq, KeyAction::Down, "left"), view(seq), key(seq, KeyAction::Down, "fire")],
         90 => vec![
             key(seq, KeyAction::Up, "left"),
             key(seq, KeyAction::Up, "gunLeft"),
@@ -57,8 +63,12 @@ fn script(tick: u32, seq: &mut u32) -> Vec<HostCommand> {
         120 => vec![
             key(seq, KeyAction::Up, "forward"),
             key(seq, KeyAction::Down, "back"),
+            view(seq),
             key(seq, KeyAction::Down, "fire"),
         ],
+        // The gun again, fired with a view as often as it reloads while bots move about.
+        150 | 170 | 190 => vec![view(seq), key(seq, KeyAction::Down, "fire")],
+        148 => vec![key(seq, KeyAction::Down, "nextWeapon")],
         200 => vec![key(seq, KeyAction::Up, "back"), key(seq, KeyAction::Down, "right")],
         180 => vec![aim(seq, Some((470.0, 350.0)))],
         230 => vec![key(seq, KeyAction::Up, "right"), aim(seq, None)],
@@ -125,6 +135,8 @@ fn a_dump_restored_into_a_fresh_host_continues_bit_identically() {
         let mut why = None;
         if [1, 100, 480].contains(&tick) {
             why = Some("fixed tick");
+        } else if tick == 240 + 169 {
+            why = Some("right before a shot judged against the hulls of 150 ms ago");
         } else if !saw_bomb && has_bomb(&mut original) {
             saw_bomb = true;
             why = Some("bomb in flight");

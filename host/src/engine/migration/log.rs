@@ -25,7 +25,7 @@ use crate::engine::players::HostCommand;
 pub const LOG_KIND: DumpKind = DumpKind(*b"VMPL");
 
 /// Format version of [`LogBatch`]; bump it with any change to its serialised shape.
-pub const LOG_VERSION: u16 = 3;
+pub const LOG_VERSION: u16 = 4;
 
 /// Ticks between two state hashes in the log, by default.
 pub const DEFAULT_HASH_INTERVAL: u32 = 30;
@@ -144,7 +144,7 @@ impl LogRecorder {
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
-    use vimp_netcode::input::{Aim, InputEvent, KeyAction};
+    use vimp_netcode::input::{Aim, InputEvent, KeyAction, ViewTime};
 
     use super::*;
     use crate::engine::players::PlayerId;
@@ -162,6 +162,9 @@ mod tests {
             (player.clone(), any::<u32>(), any::<bool>(), "[a-zA-Z]{0,10}").prop_map(|(player, seq, down, name)| {
                 let action = if down { KeyAction::Down } else { KeyAction::Up };
                 HostCommand::Input { player, event: InputEvent { seq, action, name } }
+            }),
+            (player.clone(), any::<u32>(), any::<u32>(), any::<u8>()).prop_map(|(player, seq, tick, frac)| {
+                HostCommand::View { player, seq, view: ViewTime { tick, frac } }
             }),
             (player, any::<u32>(), proptest::option::of((-1e6f32..1e6, -1e6f32..1e6, any::<u8>()))).prop_map(
                 |(player, seq, aim)| HostCommand::Aim {
