@@ -869,24 +869,11 @@ impl Predictor {
     /// what its shooter saw ([`crate::tanks::lagcomp`]). Without it, shots are traced against
     /// the tanks of the latest frame.
     pub fn set_seen<'a>(&mut self, tanks: impl IntoIterator<Item = (u32, &'a Row)>) {
-        let f = |row: &Row, i: usize| row.get(i).map_or(0.0, |v| v.as_f32());
-        let model = &self.rules.models.tank;
         let seen = tanks
             .into_iter()
             .filter(|(index, _)| *index != u32::from(self.player.0))
             .map(|(index, row)| {
-                let o = Obstacle {
-                    id: ObstacleId { key: key::TANKS, index },
-                    x: f(row, 0),
-                    y: f(row, 1),
-                    angle: f(row, 2),
-                    half_extents: [model.length / 2.0, model.width / 2.0],
-                    offset: [0.0; 2],
-                    friction: TANK_FRICTION,
-                    restitution: TANK_RESTITUTION,
-                    velocity: [0.0; 3],
-                    level: tank_row_level(row),
-                };
+                let o = self.tank_obstacle(index, row);
                 SeenHull {
                     player: PlayerId(index.min(u32::from(u8::MAX)) as u8),
                     body: self.obstacles.get(&o.id).copied().unwrap_or_else(RigidBodyHandle::invalid),
@@ -899,27 +886,31 @@ impl Predictor {
         self.seen = Some(seen);
     }
 
+    /// Tank `index` where its `m1` row puts it, as an obstacle.
+    fn tank_obstacle(&self, index: u32, row: &Row) -> Obstacle {
+        let f = |i: usize| row.get(i).map_or(0.0, |v| v.as_f32());
+        let model = &self.rules.models.tank;
+        Obstacle {
+            id: ObstacleId { key: key::TANKS, index },
+            x: f(0),
+            y: f(1),
+            angle: f(2),
+            half_extents: [model.length / 2.0, model.width / 2.0],
+            offset: [0.0; 2],
+            friction: TANK_FRICTION,
+            restitution: TANK_RESTITUTION,
+            velocity: [0.0; 3],
+            level: tank_row_level(row),
+        }
+    }
+
     /// The obstacles a frame shows: other living tanks (`m1`) and the map's boxes (the
     /// map's set key), for [`Predictor::set_obstacles`].
     pub fn obstacles_from(&self, frame: &Frame) -> Vec<Obstacle> {
         let f = |row: &Row, i: usize| row.get(i).map_or(0.0, |v| v.as_f32());
-        let model = &self.rules.models.tank;
         let rows =
             |id: u8| frame.block(id).into_iter().flat_map(|b| b.entries()).filter_map(|(i, row)| Some((i?, row?)));
-        let mut out: Vec<Obstacle> = rows(key::TANKS)
-            .map(|(index, row)| Obstacle {
-                id: ObstacleId { key: key::TANKS, index },
-                x: f(row, 0),
-                y: f(row, 1),
-                angle: f(row, 2),
-                half_extents: [model.length / 2.0, model.width / 2.0],
-                offset: [0.0; 2],
-                friction: TANK_FRICTION,
-                restitution: TANK_RESTITUTION,
-                velocity: [0.0; 3],
-                level: tank_row_level(row),
-            })
-            .collect();
+        let mut out: Vec<Obstacle> = rows(key::TANKS).map(|(index, row)| self.tank_obstacle(index, row)).collect();
         if let Some(crate_key) = self.crate_key {
             out.extend(rows(crate_key).filter_map(|(index, row)| {
                 let &(w, h) = self.boxes.get(index as usize)?;
