@@ -1074,23 +1074,20 @@ impl ClientCore {
     /// shots by what the player saw. Returns the key's seq.
     pub fn key_seen(&mut self, action: KeyAction, name: &str, view_ms: Option<f64>) -> Option<u32> {
         let spec = self.keys.as_ref()?.lookup(name)?;
-        self.host.as_ref()?;
         let takes_views = self.welcome.as_ref().is_some_and(|w| w.view) && self.keyset != Some(Keyset::Spectator);
         let view = view_ms
             .filter(|_| takes_views && action == KeyAction::Down && spec.kind == KeyKind::OneShot)
             .and_then(|ms| ViewTime::from_ticks(ms / self.tick_ms()));
-        let mut events = Vec::with_capacity(2);
-        if let Some(view) = view {
-            events.push(WireInput::View(ViewEvent { seq: self.next_seq, view }));
-            self.next_seq += 1;
+        let (_, session) = self.host.as_mut()?;
+        let first = self.next_seq;
+        let view = view.map(|view| WireInput::View(ViewEvent { seq: first, view }));
+        let seq = first + u32::from(view.is_some());
+        let key = WireInput::Key(BinaryKeyEvent { seq, action, bit: spec.bit });
+        self.next_seq = seq + 1;
+        for event in view.into_iter().chain([key]) {
+            session.push(event);
         }
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        events.push(WireInput::Key(BinaryKeyEvent { seq, action, bit: spec.bit }));
-        for event in events {
-            if let Some((_, session)) = self.host.as_mut() {
-                session.push(event);
-            }
+        for event in view.into_iter().chain([key]) {
             self.remember_sent(event);
         }
         Some(seq)
@@ -2185,6 +2182,46 @@ mod tests {
             w.aim = false;
         }
         assert_eq!(core.aim(ms(200), a), None);
+    }
+
+    #[test]
+    fn a_one_shot_press_says_what_was_drawn_to_a_host_that_takes_views_and_nothing_else_does() {
+        let ms = Duration::from_millis;
+        let mut core = welcomed_core();
+        core.keys = Some(
+            KeyTable::from_json(r#"{ "forward": { "bit": 0, "type": 0 }, "fire": { "bit": 6, "type": 1 } }"#)
+                .expect("keys"),
+        );
+        let _ = std::iter::from_fn(|| core.poll_transmit()).count();
+        let tick_ms = core.tick_ms();
+        let fire = core.key_seen(KeyAction::Down, "fire", Some(tick_ms * 40.5)).expect("fire goes");
+        let up = core.key_seen(KeyAction::Up, "fire", Some(tick_ms * 41.0)).expect("its release goes");
+        let forward = core.key_seen(KeyAction::Down, "forward", Some(tick_ms * 41.0)).expect("a held key goes");
+        core.handle_timeout(ms(100));
+        let sent: Vec<WireInput> = std::iter::from_fn(|| core.poll_transmit())
+            .filter_map(|(_, _, bytes)| {
+                let frame = frame::parse(&bytes).ok()?;
+                (frame.opcode == op::client::KEYS_DATA).then(|| crate::input::decode_inputs(frame.payload).ok())?
+            })
+            .last()
+            .expect("a batch");
+        let view = ViewTime { tick: 40, frac: 128 };
+        assert_eq!(
+            sent,
+            [
+                WireInput::View(ViewEvent { seq: fire - 1, view }),
+                WireInput::Key(BinaryKeyEvent { seq: fire, action: KeyAction::Down, bit: 6 }),
+                WireInput::Key(BinaryKeyEvent { seq: up, action: KeyAction::Up, bit: 6 }),
+                WireInput::Key(BinaryKeyEvent { seq: forward, action: KeyAction::Down, bit: 0 }),
+            ],
+            "a view before the one-shot press only"
+        );
+        // A host that does not say it takes views gets none.
+        if let Some(w) = core.welcome.as_mut() {
+            w.view = false;
+        }
+        let again = core.key_seen(KeyAction::Down, "fire", Some(tick_ms * 50.0)).expect("fire goes");
+        assert_eq!(again, forward + 1, "no seq spent on a view");
     }
 
     /// A core welcomed by a host session on peer 1 whose config names the game's keys, and

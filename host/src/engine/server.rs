@@ -1173,6 +1173,7 @@ impl ServerCore {
             self.note(ServerEvent::Left { player, nickname: seat.nickname.clone() });
             self.announce(EngineLine::Left, [seat.nickname]);
             self.latency.remove(&player);
+            self.view_seqs.remove(&player);
             self.watching.remove(&player);
             self.auth_values.remove(&player);
             self.migration.freed(player);

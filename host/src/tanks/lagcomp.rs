@@ -27,6 +27,7 @@ use bevy::prelude::*;
 use rapier2d::prelude::*;
 use serde::{Deserialize, Serialize};
 use vimp_netcode::input::ViewTime;
+use vimp_netcode::interp::lerp;
 
 use crate::engine::physics::Physics;
 use crate::engine::players::{MaxRewind, PlayerId};
@@ -60,15 +61,14 @@ impl HullPose {
 
     /// This hull `t` of the way to `to`, as a client blends it.
     fn toward(&self, to: &HullPose, t: f32) -> HullPose {
-        let lerp = |a: f32, b: f32| a + (b - a) * t;
-        let (mut cos, mut sin) = (lerp(self.cos, to.cos), lerp(self.sin, to.sin));
+        let (mut cos, mut sin) = (lerp(self.cos, to.cos, t), lerp(self.sin, to.sin, t));
         let norm = (cos * cos + sin * sin).sqrt();
         if norm > 1e-6 {
             (cos, sin) = (cos / norm, sin / norm);
         } else {
             (cos, sin) = (self.cos, self.sin);
         }
-        HullPose { x: lerp(self.x, to.x), y: lerp(self.y, to.y), cos, sin, ..*self }
+        HullPose { x: lerp(self.x, to.x, t), y: lerp(self.y, to.y, t), cos, sin, ..*self }
     }
 }
 

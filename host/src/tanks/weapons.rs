@@ -162,7 +162,11 @@ pub fn trace(
         match (hit, nearest) {
             (Some(hit), Some((toi, _))) if hit.toi <= toi => Some(hit),
             (_, Some((toi, h))) => Some(RayHit {
-                collider: ColliderHandle::invalid(),
+                // The hull's collider, where it is now.
+                collider: bodies
+                    .get(h.body)
+                    .and_then(|b| b.colliders().first().copied())
+                    .unwrap_or(ColliderHandle::invalid()),
                 body: Some(h.body),
                 user_data: h.tag,
                 toi,
