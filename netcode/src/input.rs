@@ -1409,8 +1409,12 @@ mod tests {
         assert_eq!(s.apply(&t, &ev(8, KeyAction::Down, "forward")), Ok(true));
         assert_eq!(s.apply(&t, &ev(9, KeyAction::Down, "fire")), Ok(true));
         assert!(s.apply_aim(10, Aim::new(1.5, -2.0, 1)));
+        assert!(s.apply_view(11, ViewTime { tick: 7, frac: 2 }));
         let json = serde_json::to_string(&s).expect("a state serializes");
-        assert_eq!(json, r#"{"held":1,"pending":64,"last_input_seq":10,"aim":{"x":1.5,"y":-2.0,"flags":1}}"#);
+        assert_eq!(
+            json,
+            r#"{"held":1,"pending":64,"last_input_seq":11,"aim":{"x":1.5,"y":-2.0,"flags":1},"view":{"tick":7,"frac":2}}"#
+        );
         let back: KeyState = serde_json::from_str(&json).expect("and reads back");
         assert_eq!(back, s);
         let fresh: KeyState = serde_json::from_str(r#"{"held":0,"pending":0,"last_input_seq":null,"aim":null}"#)
@@ -1613,7 +1617,7 @@ mod tests {
         // Cut inside the point, codes beside the aim's, an aim cut short before a later event.
         let whole = batch(1.0, 2.0);
         assert_eq!(decode_inputs(&whole[..10]), Err(InputError::Truncated { expected: 15, found: 10 }));
-        assert_eq!(decode_inputs(&[0x01, 0, 0, 0, 1, 0x42]), Err(InputError::InvalidEventBit { index: 0, bit: 0x42 }));
+        assert_eq!(decode_inputs(&[0x01, 0, 0, 0, 1, 0x43]), Err(InputError::InvalidEventBit { index: 0, bit: 0x43 }));
         assert_eq!(decode_inputs(&[0x01, 0, 0, 0, 1, 0xC1]), Err(InputError::InvalidEventBit { index: 0, bit: 0x41 }));
         let mut two = whole.clone();
         two[0] = 2;

@@ -1153,8 +1153,9 @@ impl ClientSession {
             let slot = match e {
                 WireInput::Key(e) => &mut last[usize::from(e.bit)][usize::from(e.action == KeyAction::Up)],
                 WireInput::Aim(_) => &mut last_aim,
+                // A view goes with the press after it; the newest one's press is still to come.
                 WireInput::View(_) => {
-                    keep[i] = keep.get(i + 1).copied().unwrap_or(false);
+                    keep[i] = keep.get(i + 1).copied().unwrap_or(true);
                     continue;
                 }
             };
