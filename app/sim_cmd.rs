@@ -7,7 +7,7 @@ use anyhow::Context;
 use serde_json::json;
 use vimp_host::engine::game::{BotSkill, Game};
 use vimp_host::engine::snapshot::{
-    DeltaStats, DeltaViewers, FrameReceivers, SnapshotBudget, SnapshotStats, ViewErrors,
+    DeltaStats, DeltaViewers, FrameReceivers, SnapshotBudget, SnapshotStats, ViewErrors, ViewFigures,
 };
 use vimp_host::{Host, HostCommand, PlayerId};
 
@@ -33,7 +33,7 @@ pub struct SimArgs {
     #[arg(long)]
     pub json: bool,
     /// The byte budget of each client's delta frames, per second (0: none); the game
-    /// config's `snapshotBudget` (3,000) when not given.
+    /// config's `snapshotBudget` (5,000) when not given.
     #[arg(long, value_name = "BYTES")]
     pub snapshot_budget: Option<u32>,
     /// Dump the match after this tick, restore it into a fresh host, run both to the end and
@@ -58,8 +58,8 @@ fn new_host(args: &SimArgs, game: &Game, map_label: &str, map_text: &str) -> any
 
 /// The view figures of [`ViewErrors`] (see `vimp sim --help`), named as in the JSON report:
 /// [`ViewFigures`]' fields with `view_` before them.
-fn view_figures(errors: Option<&ViewErrors>) -> serde_json::Value {
-    let figures = errors.map(ViewErrors::figures).unwrap_or_default();
+fn view_figures(errors: Option<&ViewErrors>, of: fn(&ViewErrors) -> ViewFigures) -> serde_json::Value {
+    let figures = errors.map(of).unwrap_or_default();
     let fields = match serde_json::to_value(figures) {
         Ok(serde_json::Value::Object(fields)) => fields,
         _ => serde_json::Map::new(),
@@ -209,14 +209,17 @@ pub fn run(args: &SimArgs, game: &Game) -> anyhow::Result<i32> {
     });
     // What the budget costs the eye: the receivers' worlds against the host's, under the
     // budget and (the same match beside it) with none.
-    let view = view_figures(host.world().resource::<DeltaViewers>().view_errors());
+    let errors = host.world().resource::<DeltaViewers>().view_errors();
+    let view = view_figures(errors, ViewErrors::figures);
     let view_unbudgeted = match &unbudgeted {
-        Some(twin) => view_figures(twin.world().resource::<DeltaViewers>().view_errors()),
+        Some(twin) => view_figures(twin.world().resource::<DeltaViewers>().view_errors(), ViewErrors::figures),
         None => view.clone(),
     };
+    let view_v5 = view_figures(errors, ViewErrors::full_figures);
     if let (Some(fields), Some(view)) = (report.as_object_mut(), view.as_object()) {
         fields.extend(view.clone());
         fields.insert("view_unbudgeted".into(), view_unbudgeted.clone());
+        fields.insert("view_v5".into(), view_v5.clone());
     }
     if let Some(fields) = report.as_object_mut() {
         fields.extend(game_figures.clone());
@@ -239,11 +242,12 @@ pub fn run(args: &SimArgs, game: &Game) -> anyhow::Result<i32> {
         );
         let f = |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap_or(f64::NAN);
         let under = format!("under the budget of {budget} B/s");
-        let runs = if budget == 0 {
+        let mut runs = if budget == 0 {
             vec![("with no budget", &view)]
         } else {
             vec![(under.as_str(), &view), ("with no budget", &view_unbudgeted)]
         };
+        runs.push(("as format 5 frames", &view_v5));
         for (what, v) in runs {
             println!(
                 "the receivers' worlds {what}: on screen (within {} units) off by p50 {:.2} p99 {:.2} units, \

@@ -1,5 +1,6 @@
-//! The net graph (F3): RTT, snapshot rate, bytes in and out, prediction corrections,
-//! as plots over the last seconds.
+//! The net graph (F3): RTT, snapshot rate, bytes in and out, rows carried forward while the
+//! host's byte budget holds them back, prediction corrections, as plots over the last
+//! seconds.
 //!
 //! [`NetGraph`] gathers per-frame counters into one bucket per [`BUCKET`] and keeps
 //! [`HISTORY`] of them; the overlay draws each series as a line plot with its current
@@ -32,6 +33,8 @@ pub struct Bucket {
     pub max_correction: f32,
     /// Divergence records of the predictor.
     pub divergences: u32,
+    /// The most rows a frame showed carried forward (held back by the host's byte budget).
+    pub rows_carried: u32,
 }
 
 /// A series the overlay can plot.
@@ -49,12 +52,21 @@ pub enum Series {
     Corrections,
     /// Largest correction, world units.
     CorrectionSize,
+    /// Rows shown carried forward, the most in a frame.
+    RowsCarried,
 }
 
 impl Series {
     /// Every series, in drawing order.
-    pub const ALL: [Series; 6] =
-        [Series::Rtt, Series::SnapshotRate, Series::KbIn, Series::KbOut, Series::Corrections, Series::CorrectionSize];
+    pub const ALL: [Series; 7] = [
+        Series::Rtt,
+        Series::SnapshotRate,
+        Series::KbIn,
+        Series::KbOut,
+        Series::RowsCarried,
+        Series::Corrections,
+        Series::CorrectionSize,
+    ];
 
     /// The label and unit.
     pub fn label(self) -> &'static str {
@@ -65,6 +77,7 @@ impl Series {
             Series::KbOut => "KB/s out",
             Series::Corrections => "corrections/s",
             Series::CorrectionSize => "max correction",
+            Series::RowsCarried => "rows carried",
         }
     }
 
@@ -77,6 +90,7 @@ impl Series {
             Series::KbOut => b.bytes_out as f64 * per_s / 1000.0,
             Series::Corrections => b.corrections as f64 * per_s,
             Series::CorrectionSize => b.max_correction as f64,
+            Series::RowsCarried => f64::from(b.rows_carried),
         }
     }
 }
@@ -112,6 +126,12 @@ impl NetGraph {
         b.snapshots += snapshots;
         b.bytes_in += bytes_in;
         b.bytes_out += bytes_out;
+    }
+
+    /// Notes how many rows the newest frame showed carried forward.
+    pub fn carried(&mut self, now: Duration, rows: u32) {
+        let b = self.bucket(now);
+        b.rows_carried = b.rows_carried.max(rows);
     }
 
     /// Counts a prediction correction of `distance` world units.

@@ -148,9 +148,17 @@ pub struct ClientView {
     pack_errors: u64,
     /// A reconnection under way, or given up.
     redial: Option<Redial>,
+    /// Rows of the newest frame shown carried forward ([`ClientCore::rows_carried`]).
+    rows_carried: usize,
 }
 
 impl ClientView {
+    /// Rows of the newest frame shown carried forward by their rates: rows on the move the
+    /// host held back for its byte budget ([`ClientCore::rows_carried`]).
+    pub fn rows_carried(&self) -> usize {
+        self.rows_carried
+    }
+
     /// The welcome, once in ([`ClientCore::welcome`]).
     pub fn welcome(&self) -> Option<&Welcome> {
         self.welcome.as_ref()
@@ -607,6 +615,7 @@ fn publish(node: &mut WindowNode, shared: &Shared, now: Duration, chat_seen: &mu
         view.rtt_ms = client.rtt_ms();
         view.server_offset_ms = client.server_time_ms(now).map(|ms| ms - now.as_secs_f64() * 1000.0);
         view.linked_peers = client.linked_peers();
+        view.rows_carried = client.rows_carried();
         view.failure = failure;
         (view.hosting, view.shadowing, view.figures, view.local_id) = (hosting, shadowing, figures, local_id);
         view.pack_errors = pack_errors;

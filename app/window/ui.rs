@@ -772,11 +772,19 @@ fn match_ui(
                 let rtt = m.client().rtt_ms().map_or_else(String::new, |ms| format!(", round trip {ms:.0} ms"));
                 w.label(format!("link to the host: {}{rtt}", path.as_str()));
             }
-            // Hosting: how each friend's link goes.
+            // Hosting: how each friend's link goes, and what its frames make of their budget.
             for link in m.node.links() {
                 let path = link.path.map_or("?", vimp_netcode::transport::LinkPath::as_str);
                 let rtt = link.rtt_ms.map_or_else(String::new, |ms| format!(", round trip {ms:.0} ms"));
                 w.label(format!("link to {}: {path}{rtt}", link.nickname));
+                if let Some(b) = link.budget {
+                    w.label(format!(
+                        "  budget in use {:.1} of {:.1} KB/s, {} rows waiting",
+                        b.in_use / 1000.0,
+                        f64::from(b.per_second) / 1000.0,
+                        b.waiting
+                    ));
+                }
             }
             let (checkpoints, mismatches, errors) = m.node.figures();
             let role = match (m.node.is_hosting(), m.node.is_shadowing()) {

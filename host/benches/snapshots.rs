@@ -11,8 +11,9 @@
 //! when every client takes delta frames (its ticks' time, less the format 5 packing the bench
 //! also does), and the clients' frames alone; then what the budget costs the eye
 //! ([`DeltaViewers::measuring`]: for the rows in each receiver's view, how far the place it
-//! decodes is from the host's, world units, and how old its value is, ms; on screen — within
-//! 640 units of its tank — and beyond).
+//! shows — as it decodes it, carried forward by its rates — is from the host's, world units,
+//! and how old its value is, ms; on screen — within 640 units of its tank — and beyond), and
+//! the same for the format 5 frames of the match as they decode.
 //!
 //! Run: `cargo bench -p vimp-host --bench snapshots`
 
@@ -57,7 +58,9 @@ fn main() {
             let delta = host.world().resource::<DeltaStats>();
             // Measuring is no part of a host's work.
             let tick_s = tick_s - delta.measure_us / 1e6;
-            let view = host.world().resource::<DeltaViewers>().view_errors().map(|e| e.figures()).unwrap_or_default();
+            let errors = host.world().resource::<DeltaViewers>().view_errors();
+            let view = errors.map(|e| e.figures()).unwrap_or_default();
+            let view_v5 = errors.map(|e| e.full_figures()).unwrap_or_default();
             let delta_s = (delta.world_us + delta.encode_us) / 1e6;
             // The ticks of a host whose clients all take delta frames: no format 5 frame packed.
             let all_v6_s = (tick_s - stats.pack_us / 1e6).max(1e-9);
@@ -68,7 +71,8 @@ fn main() {
                 "{tanks:2} tanks ({map}), {budget:>15}: v5 {v5:7.0} B/s per client, v6 {v6:6.0} B/s ({:4.1} % of \
                  v5); host upload v5 {:5.2} Mbit/s, v6 {:5.2} Mbit/s; v6 {:4.1} µs per client frame, {:4.1} µs a \
                  frame's world, {:4.1} % of the tick ({:4.1} % for the clients' frames alone); view error on \
-                 screen p50 {:.2} p99 {:.2}, beyond p99 {:.2} units; age on screen p99 {:.0}, beyond p99 {:.0} ms",
+                 screen p50 {:.2} p99 {:.2}, beyond p99 {:.2} units; age on screen p99 {:.0}, beyond p99 {:.0} ms; \
+                 as v5 frames on screen p99 {:.2}, beyond p99 {:.2} units",
                 v6 / v5 * 100.0,
                 v5 * tanks as f64 * 8.0 / 1e6,
                 v6 * tanks as f64 * 8.0 / 1e6,
@@ -81,6 +85,8 @@ fn main() {
                 view.error_beyond_p99,
                 view.age_on_screen_p99_ms,
                 view.age_beyond_p99_ms,
+                view_v5.error_on_screen_p99,
+                view_v5.error_beyond_p99,
             ));
         }
     }

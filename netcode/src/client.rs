@@ -271,6 +271,10 @@ pub struct ClientConfig {
     /// claims only once the rendezvous says the host's process is gone. Without one (false,
     /// the default: a match over in-memory links or on a LAN), its own silence decides.
     pub witness: bool,
+    /// Shows the rows the host held back for its byte budget carried forward by their rates
+    /// ([`delta::Reckoner`]; true, the default). False shows each delta frame as it decodes:
+    /// for comparing worlds row by row.
+    pub reckon: bool,
 }
 
 impl Default for ClientConfig {
@@ -281,6 +285,7 @@ impl Default for ClientConfig {
             give_up: Duration::from_secs(10),
             input_history: 64,
             witness: false,
+            reckon: true,
         }
     }
 }
@@ -424,6 +429,8 @@ pub struct ClientCore {
     /// The worlds of the last [`DELTA_BASELINES`] delta frames decoded from the host followed,
     /// by seq: the baselines its next frames may name.
     baselines: VecDeque<Frame>,
+    /// What it shows of the delta frames: rows held back carried forward by their rates.
+    reckoner: delta::Reckoner,
     chat: Vec<serde_json::Value>,
     meta: Vec<(u8, Vec<u8>)>,
     succession: Option<Succession>,
@@ -504,6 +511,7 @@ impl ClientCore {
             last_frame: None,
             frames: VecDeque::new(),
             baselines: VecDeque::new(),
+            reckoner: delta::Reckoner::default(),
             chat: Vec::new(),
             meta: Vec::new(),
             succession: None,
@@ -975,6 +983,12 @@ impl ClientCore {
         self.closed.as_ref()
     }
 
+    /// How many rows of the newest delta frame it shows carried forward by their rates: rows
+    /// on the move that the host held back for its byte budget ([`delta::Reckoner`]).
+    pub fn rows_carried(&self) -> usize {
+        self.reckoner.carried()
+    }
+
     /// The newest decoded snapshot.
     pub fn last_frame(&self) -> Option<&Frame> {
         self.last_frame.as_ref()
@@ -1185,6 +1199,7 @@ impl ClientCore {
         self.resuming = None;
         self.resume_tick = None;
         self.baselines.clear();
+        self.reckoner.clear();
         self.succession = None;
         self.links_reported = None;
         self.checkpoint_requested = None;
@@ -1668,6 +1683,7 @@ impl ClientCore {
                 // A new session: the host knows no baseline of this client's yet, and the old
                 // host's seqs mean nothing to it.
                 self.baselines.clear();
+                self.reckoner.clear();
                 if self.resuming.is_some() {
                     self.resume_tick.get_or_insert(w.tick);
                 }
@@ -1707,6 +1723,7 @@ impl ClientCore {
             ClientEvent::Meta { port: op::CONFIG_DATA, payload } => {
                 let config: serde_json::Value = serde_json::from_slice(&payload).unwrap_or_default();
                 self.schema = SnapshotSchema::from_value(config["engine"]["snapshot"].clone()).ok();
+                self.reckoner.clear();
                 self.player_keys = serde_json::from_value(config["game"]["playerKeys"].clone()).ok();
                 if self.keyset != Some(Keyset::Spectator) {
                     self.keys.clone_from(&self.player_keys);
@@ -1737,13 +1754,17 @@ impl ClientCore {
                 };
                 match decoded {
                     Err(DecodeError::MissingBaseline { .. }) => self.stats.missing_baselines += 1,
-                    Ok(frame) => {
+                    Ok(mut frame) => {
                         if is_delta {
                             self.stats.delta_frames += 1;
                             if delta::baseline_of(&bytes).is_ok_and(|b| b == 0) {
                                 self.stats.keyframes += 1;
                             }
                             self.keep_baseline(&frame);
+                            // Kept as decoded; shown with the rows held back carried forward.
+                            if let Some(schema) = self.schema.as_ref().filter(|_| self.settings.reckon) {
+                                frame = self.reckoner.shown(schema, &frame);
+                            }
                         }
                         self.stats.snapshots += 1;
                         self.stats.first_snapshot_at.get_or_insert(now);

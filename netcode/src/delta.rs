@@ -69,9 +69,11 @@ use crate::snapshot::{
     Block, DecodeError, FieldValue, Frame, PackError, PlayerBlock, Row, put_player, read_player, round2, unpack_block,
 };
 
+mod reckon;
 mod worlds;
 
-pub use worlds::{Change, Held, Pick, Steps, Version, Worlds};
+pub use reckon::{RECKON_MS, Reckoner};
+pub use worlds::{Change, Drift, Held, Pick, Steps, Version, Worlds};
 
 /// The delta frame's format version.
 pub const DELTA_FORMAT_VERSION: u8 = 6;
@@ -332,11 +334,35 @@ struct Fields {
     floats: u64,
     /// Per field: the full circle of an angle's steps, 0 for any other field.
     circles: [i64; crate::schema::MAX_DELTA_FIELDS],
+    /// The key's place, when both its fields are counted in units.
+    point: Option<PointFields>,
+}
+
+/// A key's place ([`BlockSchema::point`]): its `x` and `y` fields, each with the units of its
+/// step, and their rate fields ([`FieldSchema::rate`](crate::schema::FieldSchema::rate)) with
+/// the units a second of their steps.
+#[derive(Clone, Copy, Debug)]
+struct PointFields {
+    x: (usize, f64),
+    y: (usize, f64),
+    rate_x: Option<(usize, f64)>,
+    rate_y: Option<(usize, f64)>,
 }
 
 impl Fields {
     fn of(bs: &BlockSchema) -> Fields {
-        let mut fields = Fields { floats: 0, circles: [0; crate::schema::MAX_DELTA_FIELDS] };
+        let unit = |i: usize| match bs.fields.get(i)?.quant.unwrap_or(Quant::DEFAULT) {
+            Quant::PerUnit(n) if n > 0 && i < crate::schema::MAX_DELTA_FIELDS => Some((i, 1.0 / f64::from(n))),
+            _ => None,
+        };
+        let rate = |i: usize| {
+            let name = bs.fields.get(i)?.rate.as_deref()?;
+            unit(bs.fields.iter().position(|f| f.name == name)?)
+        };
+        let point = bs
+            .point()
+            .and_then(|(x, y)| Some(PointFields { x: unit(x)?, y: unit(y)?, rate_x: rate(x), rate_y: rate(y) }));
+        let mut fields = Fields { floats: 0, circles: [0; crate::schema::MAX_DELTA_FIELDS], point };
         for (i, f) in bs.fields.iter().enumerate().take(crate::schema::MAX_DELTA_FIELDS) {
             if f.ty == FieldType::F32 {
                 fields.floats |= 1 << i;
@@ -346,6 +372,25 @@ impl Fields {
             }
         }
         fields
+    }
+
+    /// The place of a row's numbers and its rate, in units and units a second; `None` for a
+    /// key with no place counted in units.
+    fn place(&self, numbers: &[i64]) -> Option<([f32; 2], [f32; 2])> {
+        let p = self.point?;
+        let at = |(i, unit): (usize, f64)| numbers.get(i).map_or(0.0, |&n| (n as f64 * unit) as f32);
+        let rate = |r: Option<(usize, f64)>| r.map_or(0.0, at);
+        Some(([at(p.x), at(p.y)], [rate(p.rate_x), rate(p.rate_y)]))
+    }
+
+    /// How a row's place now (`now`'s numbers) drifts from where a receiver holds it (`was`).
+    fn drift(&self, now: &[i64], was: &[i64]) -> Option<Drift> {
+        let p = self.point?;
+        let off = |(i, unit): (usize, f64)| {
+            now.get(i).zip(was.get(i)).map_or(0.0, |(a, b)| (a.wrapping_sub(*b) as f64 * unit) as f32)
+        };
+        let (_, rate) = self.place(was)?;
+        Some(Drift { off: [off(p.x), off(p.y)], rate })
     }
 
     /// The difference `now − was` of field `i`, the shorter way round for an angle.

@@ -193,6 +193,11 @@ pub struct FieldSchema {
     /// decimals of format 5.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quant: Option<Quant>,
+    /// The `f32` field of the same row that is this one's rate, per second (`x`'s is `vx`): a
+    /// receiver of delta frames carries a row the host held back forward by it, for up to
+    /// [`crate::delta::RECKON_MS`] ([`crate::delta::Reckoner`]). Only on `f32` fields of hot keys.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<String>,
 }
 
 /// The most fields a hot key with ids may have: a delta frame names a row's changed fields in
@@ -232,7 +237,7 @@ impl Quant {
 impl FieldSchema {
     /// A discrete field without a role.
     pub fn new(name: impl Into<String>, ty: FieldType) -> Self {
-        FieldSchema { name: name.into(), ty, interp: Interp::Discrete, role: None, quant: None }
+        FieldSchema { name: name.into(), ty, interp: Interp::Discrete, role: None, quant: None, rate: None }
     }
 
     /// The same field with another interpolation mode.
@@ -250,6 +255,12 @@ impl FieldSchema {
     /// The same field with a quantisation for delta frames.
     pub fn quant(mut self, quant: Quant) -> Self {
         self.quant = Some(quant);
+        self
+    }
+
+    /// The same field with field `rate` its rate per second.
+    pub fn rate(mut self, rate: impl Into<String>) -> Self {
+        self.rate = Some(rate.into());
         self
     }
 }
@@ -378,6 +389,22 @@ impl BlockSchema {
                     return Err(err(Some(&f.name), SchemaRule::QuantOutOfRange(quant)));
                 }
             }
+            if let Some(rate) = &f.rate {
+                if f.ty != FieldType::F32 {
+                    return Err(err(Some(&f.name), SchemaRule::RateOnNonFloat(f.ty)));
+                }
+                if self.class == BlockClass::Event {
+                    return Err(err(Some(&f.name), SchemaRule::RateInEvent));
+                }
+                match self.fields.iter().find(|g| &g.name == rate) {
+                    None => return Err(err(Some(&f.name), SchemaRule::RateUnknownField(rate.clone()))),
+                    Some(g) if g.name == f.name => return Err(err(Some(&f.name), SchemaRule::RateOfItself)),
+                    Some(g) if g.ty != FieldType::F32 => {
+                        return Err(err(Some(&f.name), SchemaRule::RateNonFloat(g.ty)));
+                    }
+                    Some(_) => {}
+                }
+            }
         }
         if !self.at.is_empty() {
             if !matches!(self.at.len(), 2 | 4) {
@@ -486,6 +513,21 @@ pub enum SchemaRule {
     /// `quant` with a step out of its range.
     #[error("quantisation {0:?} is out of range (perUnit 1 to 100, angleBits 4 to 16)")]
     QuantOutOfRange(Quant),
+    /// `rate` on a field that is not f32.
+    #[error("only an f32 field has a rate, this one is {0}")]
+    RateOnNonFloat(FieldType),
+    /// `rate` in an event block.
+    #[error("fields of an event block have no rate")]
+    RateInEvent,
+    /// `rate` names a field the row does not have.
+    #[error("`rate` names {0:?}, a field the row does not have")]
+    RateUnknownField(String),
+    /// `rate` names the field itself.
+    #[error("`rate` names the field itself")]
+    RateOfItself,
+    /// `rate` names a field that is not f32.
+    #[error("`rate` names only an f32 field, this one is {0}")]
+    RateNonFloat(FieldType),
     /// `at` names neither a point (2 fields) nor a segment (4).
     #[error("`at` names a point (2 fields) or a segment (4), not {0}")]
     AtCount(usize),
@@ -768,6 +810,34 @@ mod tests {
             );
             assert!(matches!(SnapshotSchema::from_json(&json).expect_err(bad).rule, SchemaRule::Json(_)), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_rate_is_another_f32_field_of_a_hot_row() {
+        let json = r#"{ "m1": { "id": 1, "kind": "indexed8", "class": "hot", "fields": [
+            { "name": "x", "ty": "f32", "interp": "lerp", "rate": "vx" },
+            { "name": "vx", "ty": "f32" } ] } }"#;
+        let schema = SnapshotSchema::from_json(json).expect("valid");
+        assert_eq!(schema.by_name("m1").unwrap().fields[0].rate.as_deref(), Some("vx"));
+        let hot = || BlockSchema::new(1, BlockKind::Indexed8, BlockClass::Hot);
+        let t = || FieldSchema::new("t", FieldType::U8);
+        assert_eq!(
+            rule_of(hot().field(t().rate("vx")).field(f32f("vx"))),
+            (Some("t".into()), SchemaRule::RateOnNonFloat(FieldType::U8))
+        );
+        assert_eq!(
+            rule_of(hot().field(f32f("x").rate("vx"))),
+            (Some("x".into()), SchemaRule::RateUnknownField("vx".into()))
+        );
+        assert_eq!(rule_of(hot().field(f32f("x").rate("x"))), (Some("x".into()), SchemaRule::RateOfItself));
+        assert_eq!(
+            rule_of(hot().field(f32f("x").rate("t")).field(t())),
+            (Some("x".into()), SchemaRule::RateNonFloat(FieldType::U8))
+        );
+        let event =
+            BlockSchema::new(2, BlockKind::List16, BlockClass::Event).field(f32f("x").rate("vx")).field(f32f("vx"));
+        assert_eq!(rule_of(event), (Some("x".into()), SchemaRule::RateInEvent));
+        hot().field(f32f("x").rate("vx")).field(f32f("vx")).validate("k").expect("a rate");
     }
 
     #[test]

@@ -180,6 +180,19 @@ pub struct PlayerLink {
     pub path: Option<vimp_netcode::transport::LinkPath>,
     /// The smoothed round trip, ms, once measured.
     pub rtt_ms: Option<f64>,
+    /// Its delta frames' byte budget, when it takes delta frames under one.
+    pub budget: Option<BudgetUse>,
+}
+
+/// What a player's delta frames make of their byte budget ([`PlayerLink::budget`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BudgetUse {
+    /// The budget, bytes a second.
+    pub per_second: u32,
+    /// What its recent frames took, bytes a second.
+    pub in_use: f64,
+    /// Changed rows in its view waiting for room in a frame.
+    pub waiting: usize,
 }
 
 /// The host on the network without a transport (see the module docs), like the sessions
@@ -600,15 +613,26 @@ impl ServerCore {
     /// The link to each seated player's peer: how it goes across the network (`path` says,
     /// once known) and its smoothed round trip.
     pub fn links_by(&self, path: impl Fn(PeerKey) -> Option<vimp_netcode::transport::LinkPath>) -> Vec<PlayerLink> {
+        let world = self.host.world();
+        let per_second = world.resource::<crate::engine::snapshot::SnapshotBudget>().0;
+        let viewers = world.resource::<crate::engine::snapshot::DeltaViewers>();
+        let settings = world.resource::<crate::engine::sim::EngineSettings>();
+        let frames_per_second = 1.0 / (f64::from(settings.dt()) * f64::from(settings.config.network_send_rate));
         self.roster
             .seats()
             .filter_map(|seat| {
                 let peer = seat.peer?;
+                let budget = viewers.viewers.get(&seat.player).filter(|_| per_second > 0).map(|v| BudgetUse {
+                    per_second,
+                    in_use: v.budget().bytes_per_frame() * frames_per_second,
+                    waiting: v.budget().waiting(),
+                });
                 Some(PlayerLink {
                     player: seat.player,
                     nickname: seat.nickname.clone(),
                     path: path(peer),
                     rtt_ms: self.latency.get(&seat.player).copied(),
+                    budget,
                 })
             })
             .collect()

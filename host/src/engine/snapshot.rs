@@ -151,6 +151,11 @@ impl DeltaViewer {
         self.acked
     }
 
+    /// Its byte budget: what is in use, and how many rows wait.
+    pub fn budget(&self) -> &views::Budget {
+        &self.budget
+    }
+
     /// It was sent a frame, and holds `held` once it decodes it; returns what aged out of
     /// the history, for its buffers to be used again.
     fn sent(&mut self, held: delta::Held) -> Option<delta::Held> {
@@ -191,13 +196,33 @@ pub struct DeltaViewers {
     errors: Option<ViewErrors>,
 }
 
-/// How far what each receiver of delta frames holds is from the host's world, frame by frame
+/// How far what each receiver of delta frames shows is from the host's world, frame by frame
 /// ([`DeltaViewers::measuring`]): for each row in its view that it holds, the distance between
-/// its place as the receiver decodes it and as the host has it now, and how long ago the
-/// receiver's value stopped being the host's (0 while it is). A row within [`ON_SCREEN`] of
+/// its place as the receiver shows it (as it decodes it, carried forward by its rates as
+/// [`delta::Reckoner`] does) and as the host has it now, and how long ago the receiver's value
+/// stopped being the host's (0 while it is). A row within [`ON_SCREEN`] of
 /// the player the receiver watches counts as on screen, any other as beyond.
 #[derive(Clone, Debug, Default)]
 pub struct ViewErrors {
+    /// What the receivers of delta frames show.
+    pub delta: ViewSamples,
+    /// What they would show of the format 5 frames of the same match, as those decode
+    /// (measured when the host also writes format 5 frames).
+    pub full: ViewSamples,
+    /// Rows in view the receiver does not hold at all yet (a budget let them wait).
+    pub missing: u64,
+    /// The last frame (server time, ms) in which each receiver's value of each row was the
+    /// host's, by `(receiver, key, id)`.
+    fresh_at: BTreeMap<(PlayerId, u8, u32), f64>,
+    /// The version of each row each receiver holds and the server time of the frame that first
+    /// brought it (from which it carries the row forward, [`delta::Reckoner`]), by
+    /// `(receiver, key, id)`.
+    shown_since: BTreeMap<(PlayerId, u8, u32), (u32, f64)>,
+}
+
+/// The distances and ages [`ViewErrors`] measured of one kind of frame.
+#[derive(Clone, Debug, Default)]
+pub struct ViewSamples {
     /// Distances, world units, of rows on screen.
     pub on_screen: Vec<f32>,
     /// Distances, world units, of rows beyond.
@@ -206,11 +231,58 @@ pub struct ViewErrors {
     pub age_on_screen_ms: Vec<f32>,
     /// Ages, ms, of rows beyond.
     pub age_beyond_ms: Vec<f32>,
-    /// Rows in view the receiver does not hold at all yet (a budget let them wait).
-    pub missing: u64,
-    /// The last frame (server time, ms) in which each receiver's value of each row was the
-    /// host's, by `(receiver, key, id)`.
-    fresh_at: BTreeMap<(PlayerId, u8, u32), f64>,
+}
+
+impl ViewSamples {
+    fn push(&mut self, on_screen: bool, error: f32, age_ms: f32) {
+        let (errors, ages) = if on_screen {
+            (&mut self.on_screen, &mut self.age_on_screen_ms)
+        } else {
+            (&mut self.beyond, &mut self.age_beyond_ms)
+        };
+        errors.push(error);
+        ages.push(age_ms);
+    }
+
+    /// Its percentiles (`missing`: rows in view not held at all).
+    pub fn figures(&self, missing: u64) -> ViewFigures {
+        let (mut on, mut beyond) = (self.on_screen.clone(), self.beyond.clone());
+        let (mut age_on, mut age_beyond) = (self.age_on_screen_ms.clone(), self.age_beyond_ms.clone());
+        ViewFigures {
+            error_on_screen_p50: quantile(&mut on, 0.50),
+            error_on_screen_p99: quantile(&mut on, 0.99),
+            error_on_screen_max: quantile(&mut on, 1.0),
+            error_beyond_p50: quantile(&mut beyond, 0.50),
+            error_beyond_p99: quantile(&mut beyond, 0.99),
+            error_beyond_max: quantile(&mut beyond, 1.0),
+            age_on_screen_p50_ms: quantile(&mut age_on, 0.50),
+            age_on_screen_p99_ms: quantile(&mut age_on, 0.99),
+            age_beyond_p50_ms: quantile(&mut age_beyond, 0.50),
+            age_beyond_p99_ms: quantile(&mut age_beyond, 0.99),
+            rows_on_screen: on.len(),
+            rows_beyond: beyond.len(),
+            rows_missing: missing,
+        }
+    }
+}
+
+/// The places of the rows of a frame's delta-coded keys that have one, by `(key, id)`.
+type Places = BTreeMap<(u8, u32), (f32, f32)>;
+
+/// The places of `frame`'s rows of delta-coded keys with a place, as its `f32`s are.
+fn places(schema: &vimp_netcode::schema::SnapshotSchema, frame: &Frame) -> Places {
+    let mut out = Places::new();
+    for (key, block) in &frame.blocks {
+        let Some((_, bs)) = schema.by_id(*key).filter(|(_, bs)| delta::is_delta_coded(bs)) else { continue };
+        let Some((x, y)) = bs.point() else { continue };
+        for (id, row) in block.entries() {
+            let (Some(id), Some(row)) = (id, row) else { continue };
+            if let (Some(FieldValue::F32(x)), Some(FieldValue::F32(y))) = (row.get(x), row.get(y)) {
+                out.insert((*key, id), (*x, *y));
+            }
+        }
+    }
+    out
 }
 
 /// How far from the player a client watches a row counts as on screen, world units.
@@ -257,7 +329,7 @@ impl DeltaViewers {
 }
 
 /// The byte budget of each client's delta frames, per second (the game config's
-/// `snapshotBudget`, 3,000 by default as Quake 3 shipped; 0: none). See [`views::Budget`].
+/// `snapshotBudget`, [`DEFAULT_SNAPSHOT_BUDGET`] by default; 0: none). See [`views::Budget`].
 #[derive(Resource, Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SnapshotBudget(pub u32);
 
@@ -269,8 +341,11 @@ impl SnapshotBudget {
     }
 }
 
-/// [`SnapshotBudget`] by default, bytes per second per client.
-pub const DEFAULT_SNAPSHOT_BUDGET: u32 = 3_000;
+/// [`SnapshotBudget`] by default, bytes per second per client: what keeps the tanks on a
+/// client's screen within 2 units of the host's at 16 tanks (`vimp sim --bots 16`: on-screen
+/// p99 0.8 units; at 3,000 B/s, Quake 3's, it was 30). A frame's header and player block alone
+/// take 1,600 B/s of it at 30 frames a second.
+pub const DEFAULT_SNAPSHOT_BUDGET: u32 = 5_000;
 
 /// Running totals of the delta frames written, for figures.
 #[derive(Resource, Clone, Copy, Debug, Default, PartialEq)]
@@ -386,8 +461,14 @@ pub(crate) fn pack_frames(
             max: settings.config.max_streamed_entities,
             per_frame: f64::from(budget.0) / frames_per_second,
         };
+        // What the format 5 frames decode to, beside what the delta frames do, when measured.
+        let full = match (&viewers.errors, out.frames.first()) {
+            (Some(_), Some((_, bytes))) => vimp_netcode::snapshot::unpack(&settings.schema, bytes).ok(),
+            _ => None,
+        };
         let outbox = &mut out.deltas;
-        if let Err(e) = write_deltas(&settings.schema, &frame, &rows, reach, &mut viewers, outbox, &mut delta_stats) {
+        let frames = (&frame, full.as_ref());
+        if let Err(e) = write_deltas(&settings.schema, frames, &rows, reach, &mut viewers, outbox, &mut delta_stats) {
             if stats.pack_errors == 0 {
                 tracing::error!("no delta frame could be written: {e}");
             }
@@ -409,7 +490,7 @@ struct Reach {
 /// when there is none).
 fn write_deltas(
     schema: &vimp_netcode::schema::SnapshotSchema,
-    frame: &Frame,
+    (frame, full): (&Frame, Option<&Frame>),
     rows: &SnapshotRows,
     reach: Reach,
     viewers: &mut DeltaViewers,
@@ -470,19 +551,28 @@ fn write_deltas(
             let player_bytes = player.map_or(0, |_| vimp_netcode::snapshot::PLAYER_BLOCK_LEN);
             let fixed = delta::DELTA_HEADER_LEN + player_bytes + sight.events_bytes;
             stats.fixed_bytes += fixed as u64;
-            let weigh = |c: &delta::Change| {
+            let weigh = |c: &delta::Change, seconds: f32| {
                 let placed = grid.as_ref().and_then(|g| g.place_of(c.row));
+                let off = views::shown_off(c, seconds);
                 match (sight.observer, placed) {
                     (Some(o), Some((x, y))) if o.own != Some((c.key, c.id)) => {
-                        Some(views::weight(c.magnitude, ((x - o.x).powi(2) + (y - o.y).powi(2)).sqrt()))
+                        Some(views::weight(c.magnitude, off, ((x - o.x).powi(2) + (y - o.y).powi(2)).sqrt()))
                     }
-                    (None, Some(_)) => Some(views::weight(c.magnitude, 0.0)),
+                    (None, Some(_)) => Some(views::weight(c.magnitude, off, 0.0)),
                     _ => None,
                 }
             };
             let base_seq = baseline.map_or(0, |b| b.seq());
             let choices = &mut scratch.choices;
-            viewer.budget.choose(changes, frame.seq, base_seq, reach.per_frame, fixed, weigh, choices);
+            viewer.budget.choose(
+                changes,
+                (frame.seq, frame.server_time_ms),
+                base_seq,
+                reach.per_frame,
+                fixed,
+                weigh,
+                choices,
+            );
             for (c, choice) in changes.iter().zip(choices.iter()) {
                 picks[c.row] = match *choice {
                     views::Choice::Send => delta::Pick::Update,
@@ -508,11 +598,13 @@ fn write_deltas(
     stats.encode_us += t.elapsed().as_secs_f64() * 1e6;
     if let Some(errors) = errors.as_mut() {
         let t = std::time::Instant::now();
+        let truth = places(schema, frame);
+        let full = full.map(|f| places(schema, f));
         for (&seat, viewer) in viewers.iter() {
             let (Some(sight), Some(held)) = (sights.get(&viewer.watches), viewer.sent.back()) else { continue };
             let Some(observer) = sight.observer else { continue };
             let view = sight.view.as_ref().map_or(&[][..], |v| v.rows());
-            errors.measure(schema, worlds, held, (seat, observer), view, frame.server_time_ms);
+            errors.measure(schema, worlds, held, (seat, observer), view, (&truth, full.as_ref()), frame.server_time_ms);
         }
         stats.measure_us += t.elapsed().as_secs_f64() * 1e6;
     }
@@ -558,29 +650,20 @@ fn quantile(values: &mut [f32], p: f64) -> f32 {
 }
 
 impl ViewErrors {
-    /// Its percentiles.
+    /// The delta frames' percentiles.
     pub fn figures(&self) -> ViewFigures {
-        let (mut on, mut beyond) = (self.on_screen.clone(), self.beyond.clone());
-        let (mut age_on, mut age_beyond) = (self.age_on_screen_ms.clone(), self.age_beyond_ms.clone());
-        ViewFigures {
-            error_on_screen_p50: quantile(&mut on, 0.50),
-            error_on_screen_p99: quantile(&mut on, 0.99),
-            error_on_screen_max: quantile(&mut on, 1.0),
-            error_beyond_p50: quantile(&mut beyond, 0.50),
-            error_beyond_p99: quantile(&mut beyond, 0.99),
-            error_beyond_max: quantile(&mut beyond, 1.0),
-            age_on_screen_p50_ms: quantile(&mut age_on, 0.50),
-            age_on_screen_p99_ms: quantile(&mut age_on, 0.99),
-            age_beyond_p50_ms: quantile(&mut age_beyond, 0.50),
-            age_beyond_p99_ms: quantile(&mut age_beyond, 0.99),
-            rows_on_screen: on.len(),
-            rows_beyond: beyond.len(),
-            rows_missing: self.missing,
-        }
+        self.delta.figures(self.missing)
+    }
+
+    /// The format 5 frames' percentiles (all zero when none were measured).
+    pub fn full_figures(&self) -> ViewFigures {
+        self.full.figures(0)
     }
 
     /// One receiver's frame: `held` is what it holds of the newest of `worlds`, `view` the rows
-    /// it sees, `observer` where it watches from.
+    /// it sees, `observer` where it watches from; `truth` the places of the frame's rows as the
+    /// host has them, `full` as the frame's format 5 decodes (when measured).
+    #[expect(clippy::too_many_arguments, reason = "one measurement, its inputs spelled out")]
     fn measure(
         &mut self,
         schema: &vimp_netcode::schema::SnapshotSchema,
@@ -588,38 +671,45 @@ impl ViewErrors {
         held: &delta::Held,
         (seat, observer): (PlayerId, &Observer),
         view: &[bool],
+        (truth, full): (&Places, Option<&Places>),
         now_ms: f64,
     ) {
         let Some(world) = worlds.latest() else { return };
         for key in world.keys() {
             let Some((_, bs)) = schema.by_id(key) else { continue };
-            let Some((x, y)) = bs.point() else { continue };
+            if bs.point().is_none() {
+                continue;
+            }
             for (index, &id) in world.ids(key).iter().enumerate() {
                 let Some(row) = world.row(key, index) else { continue };
                 if !view.get(row).copied().unwrap_or(true) || observer.own == Some((key, id)) {
                     continue;
                 }
-                let (Some(tx), Some(ty)) = (world.f32_at(bs, index, x), world.f32_at(bs, index, y)) else { continue };
-                let Some((hx, hy)) = worlds.held_point(bs, held, row, x, y) else {
+                let Some(&(tx, ty)) = truth.get(&(key, id)) else { continue };
+                let on_screen = ((tx - observer.x).powi(2) + (ty - observer.y).powi(2)).sqrt() <= ON_SCREEN;
+                let off = |(x, y): (f32, f32)| ((x - tx).powi(2) + (y - ty).powi(2)).sqrt();
+                if let Some(&place) = full.and_then(|f| f.get(&(key, id))) {
+                    self.full.push(on_screen, off(place), 0.0);
+                }
+                let (Some(version), Some((held_at, rate))) = (held.version(row), worlds.held_place(bs, held, row))
+                else {
                     self.missing += 1;
                     continue;
                 };
-                let fresh = held.version(row) == world.version(row);
-                let age = if fresh {
+                let since = match self.shown_since.get(&(seat, key, id)) {
+                    Some(&(v, since)) if v == version => since,
+                    _ => now_ms,
+                };
+                self.shown_since.insert((seat, key, id), (version, since));
+                let carried = ((now_ms - since).clamp(0.0, delta::RECKON_MS) / 1000.0) as f32;
+                let shown = (held_at[0] + rate[0] * carried, held_at[1] + rate[1] * carried);
+                let age = if Some(version) == world.version(row) {
                     self.fresh_at.insert((seat, key, id), now_ms);
                     0.0
                 } else {
                     now_ms - self.fresh_at.get(&(seat, key, id)).copied().unwrap_or(now_ms)
                 };
-                let error = ((hx - tx).powi(2) + (hy - ty).powi(2)).sqrt();
-                let on_screen = ((tx - observer.x).powi(2) + (ty - observer.y).powi(2)).sqrt() <= ON_SCREEN;
-                let (errors, ages) = if on_screen {
-                    (&mut self.on_screen, &mut self.age_on_screen_ms)
-                } else {
-                    (&mut self.beyond, &mut self.age_beyond_ms)
-                };
-                errors.push(error);
-                ages.push(age as f32);
+                self.delta.push(on_screen, off(shown), age as f32);
             }
         }
     }

@@ -341,3 +341,17 @@ fn a_shot_at_what_its_shooter_sees_hits_with_lag_compensation_and_often_misses_w
         with.shots
     );
 }
+
+/// The same duel at a 200 ms round trip under a tight byte budget (3,000 B/s): the host holds
+/// the target's row back for frames at a time, and a client that drew it where its last row
+/// left it would aim at where the tank was, not where the host's history has it at the view
+/// (three shots in four hit so). The client carries a held row forward by its rates
+/// (`delta::Reckoner`), so it draws the circling tank near enough where it is, and its shots
+/// hit.
+#[test]
+fn under_a_tight_budget_a_shooter_draws_a_held_back_target_carried_forward_and_hits_it() {
+    let duel = Duel { firing: Duration::from_secs(6), budget: 3_000, ..Duel::new(Duration::from_millis(200), true) };
+    let figures = duel::run(duel);
+    assert!(figures.shots >= 15, "shots fired: {figures:?}");
+    assert!(figures.hit_rate() >= 0.9, "{} of {} hit: {figures:?}", figures.hits, figures.shots);
+}

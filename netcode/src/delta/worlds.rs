@@ -38,7 +38,7 @@ pub enum Pick {
 }
 
 /// A row of the newest world that differs from what a receiver holds ([`Worlds::changes`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Change {
     /// The key.
     pub key: u8,
@@ -53,6 +53,10 @@ pub struct Change {
     /// The largest difference of a field, in steps (or values), from what the receiver
     /// holds; `u64::MAX` for a row it does not hold, or holds in a version no longer kept.
     pub magnitude: u64,
+    /// How its place drifts from where the receiver holds it: `None` for a key with no place
+    /// counted in units ([`BlockSchema::point`](crate::schema::BlockSchema::point)) and for a
+    /// row the receiver does not hold (or holds in a version no longer kept).
+    pub drift: Option<Drift>,
     /// The bytes its entry takes, but for the id's gap (one byte, mostly).
     ///
     /// Exact, but for a receiver that holds a version of the row older than the last one no
@@ -60,6 +64,26 @@ pub struct Change {
     /// change took, and `magnitude` that change's (the entry is worked out when written; a
     /// budget that keeps to what is spent absorbs the difference).
     pub bytes: usize,
+}
+
+/// How a row's place drifts from where a receiver holds it ([`Change::drift`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Drift {
+    /// Where it is now less where the receiver holds it, in units.
+    pub off: [f32; 2],
+    /// The rate of the place the receiver holds, units a second ([`crate::schema::FieldSchema::rate`];
+    /// 0 without one).
+    pub rate: [f32; 2],
+}
+
+impl Drift {
+    /// How far from where it is the receiver shows the row when it carried what it holds
+    /// forward for `seconds` ([`super::Reckoner`]).
+    pub fn after(&self, seconds: f32) -> f32 {
+        let (x, y) = (self.off[0] - self.rate[0] * seconds, self.off[1] - self.rate[1] * seconds);
+        // No `hypot`: a library call, and this runs for every changed row of every receiver.
+        (x * x + y * y).sqrt()
+    }
 }
 
 /// One world: a frame's delta-coded rows as numbers (steps for `f32`, values for integers),
@@ -238,6 +262,8 @@ struct Diff {
     version: u32,
     what: What,
     magnitude: u64,
+    /// How the row's place drifts from the version's ([`Change::drift`]).
+    drift: Option<Drift>,
     /// The entry's payload (after its head) in [`Diffs::bytes`].
     start: u32,
     len: u32,
@@ -548,19 +574,26 @@ impl Worlds {
                 // What the entry takes when it was worked out for another receiver already, a
                 // whole row (at hand), or else what the row's last change took: a receiver that
                 // holds an older version is rarer, and the entry is worked out when written.
-                let (what, magnitude, bytes) = match cached(&self.kept, &self.diffs, n, k, version) {
-                    Some(d) => (d.what, d.magnitude, d.len),
+                let (what, magnitude, bytes, drift) = match cached(&self.kept, &self.diffs, n, k, version) {
+                    Some(d) => (d.what, d.magnitude, d.len, d.drift),
                     None if version == WHOLE => {
                         let d = diff(&self.kept, &mut self.diffs, n, k, version);
-                        (d.what, d.magnitude, d.len)
+                        (d.what, d.magnitude, d.len, d.drift)
                     }
-                    None => (What::Changed, rows.last[k].1, rows.last[k].0),
+                    None => match numbers_at(&self.kept, rows.key, rows.width, id, version, k) {
+                        Some(was) => {
+                            (What::Changed, rows.last[k].1, rows.last[k].0, rows.fields.drift(rows.row(k), was))
+                        }
+                        // A version no longer kept: the row goes whole.
+                        None => (What::Whole, u64::MAX, rows.last[k].0, None),
+                    },
                 };
                 if what != What::Same {
                     let magnitude = if what == What::Whole { u64::MAX } else { magnitude };
                     let held = version != WHOLE;
                     let version = Version(rows.versions[k]);
-                    out.push(Change { key: rows.key, id, row: r, version, held, magnitude, bytes: bytes as usize });
+                    let bytes = bytes as usize;
+                    out.push(Change { key: rows.key, id, row: r, version, held, magnitude, drift, bytes });
                 }
             }
         }
@@ -714,17 +747,17 @@ impl Worlds {
         }
     }
 
-    /// Fields `x` and `y` (`f32` fields of key `bs`) of row `row` as a receiver holding `held`
-    /// decodes them, `held` being of the newest world; `None` for a row it does not hold, or
-    /// whose version is no longer kept.
-    pub fn held_point(&self, bs: &BlockSchema, held: &Held, row: usize, x: usize, y: usize) -> Option<(f32, f32)> {
+    /// The place of row `row` (of key `bs`) and its rate, in units and units a second, as a
+    /// receiver holding `held` decodes them, `held` being of the newest world; `None` for a row
+    /// it does not hold, whose version is no longer kept, or of a key with no place counted in
+    /// units.
+    pub fn held_place(&self, bs: &BlockSchema, held: &Held, row: usize) -> Option<([f32; 2], [f32; 2])> {
         let newest = self.kept.back().filter(|w| w.generation == held.generation)?;
         let version = held.version(row)?;
         let &(key, id) = held.ids.get(row)?;
-        let rows = newest.key_rows(key).filter(|k| k.key == bs.id && x < k.width && y < k.width)?;
+        let rows = newest.key_rows(key).filter(|k| k.key == bs.id)?;
         let numbers = numbers_at(&self.kept, key, rows.width, id, version, row - rows.start)?;
-        let quant = |f: usize| bs.fields.get(f).and_then(|f| f.quant).unwrap_or(Quant::DEFAULT);
-        Some((value(quant(x), numbers[x]), value(quant(y), numbers[y])))
+        rows.fields.place(numbers)
     }
 
     /// The world a receiver holding `held` has, as the host believes it: its rows as they
@@ -774,17 +807,11 @@ fn numbers_at(kept: &VecDeque<Steps>, key: u8, width: usize, id: u32, version: u
     if let Some((rows, j)) = by_generation(kept, version).and_then(find) {
         return (rows.versions[j] == version).then(|| rows.row(j));
     }
-    // Newest first: a row's versions only grow from one world to the next (a row that went and
-    // came back has a newer one).
-    for w in kept.iter().rev() {
-        let Some((rows, j)) = find(w) else { continue };
-        match rows.versions[j].cmp(&version) {
-            std::cmp::Ordering::Equal => return Some(rows.row(j)),
-            std::cmp::Ordering::Less => return None,
-            std::cmp::Ordering::Greater => {}
-        }
-    }
-    None
+    // A version set in a world no longer kept: its numbers stay in every world until the row
+    // changes, and a row's versions only grow from one world to the next (a row that went and
+    // came back has a newer one), so the oldest world kept has them, or none has.
+    let (rows, j) = find(kept.front()?)?;
+    (rows.versions[j] == version).then(|| rows.row(j))
 }
 
 fn by_generation(kept: &VecDeque<Steps>, generation: u32) -> Option<&Steps> {
@@ -822,7 +849,8 @@ fn diff(kept: &VecDeque<Steps>, diffs: &mut Diffs, n: usize, k: usize, version: 
     let rows = &world.keys[n];
     let id = rows.ids[k];
     let base = (version != WHOLE).then(|| numbers_at(kept, rows.key, rows.width, id, version, k)).flatten();
-    let d = Diff { version, ..compute(rows, k, base, &mut diffs.bytes) };
+    let drift = base.and_then(|base| rows.fields.drift(rows.row(k), base));
+    let d = Diff { version, drift, ..compute(rows, k, base, &mut diffs.bytes) };
     let at = slot(world, diffs, n, k, version);
     diffs.slots[at] = (diffs.stamp, diffs.entries.len() as u32);
     diffs.entries.push(d);
@@ -898,7 +926,7 @@ fn write_entry(rows: &KeyRows, row: &[i64], base: Option<&[i64]>, out: &mut Vec<
             (What::Whole, u64::MAX)
         }
     };
-    Diff { version: WHOLE, what, magnitude, start: start as u32, len: (out.len() - start) as u32 }
+    Diff { version: WHOLE, what, magnitude, drift: None, start: start as u32, len: (out.len() - start) as u32 }
 }
 
 #[cfg(test)]
