@@ -1,6 +1,6 @@
-//! The net graph (F3): RTT, snapshot rate, bytes in and out, rows carried forward while the
-//! host's byte budget holds them back, prediction corrections, as plots over the last
-//! seconds.
+//! The net graph (F3): RTT, snapshot rate, bytes in and out, the host's byte budget in use
+//! and the rows carried forward while it holds them back, prediction corrections, as plots
+//! over the last seconds.
 //!
 //! [`NetGraph`] gathers per-frame counters into one bucket per [`BUCKET`] and keeps
 //! [`HISTORY`] of them; the overlay draws each series as a line plot with its current
@@ -35,6 +35,8 @@ pub struct Bucket {
     pub divergences: u32,
     /// The most rows a frame showed carried forward (held back by the host's byte budget).
     pub rows_carried: u32,
+    /// Bytes of delta frames received: the host's byte budget in use.
+    pub delta_bytes: u64,
 }
 
 /// A series the overlay can plot.
@@ -54,15 +56,18 @@ pub enum Series {
     CorrectionSize,
     /// Rows shown carried forward, the most in a frame.
     RowsCarried,
+    /// Kilobytes per second of delta frames: the byte budget in use.
+    BudgetInUse,
 }
 
 impl Series {
     /// Every series, in drawing order.
-    pub const ALL: [Series; 7] = [
+    pub const ALL: [Series; 8] = [
         Series::Rtt,
         Series::SnapshotRate,
         Series::KbIn,
         Series::KbOut,
+        Series::BudgetInUse,
         Series::RowsCarried,
         Series::Corrections,
         Series::CorrectionSize,
@@ -78,6 +83,7 @@ impl Series {
             Series::Corrections => "corrections/s",
             Series::CorrectionSize => "max correction",
             Series::RowsCarried => "rows carried",
+            Series::BudgetInUse => "budget KB/s",
         }
     }
 
@@ -91,6 +97,7 @@ impl Series {
             Series::Corrections => b.corrections as f64 * per_s,
             Series::CorrectionSize => b.max_correction as f64,
             Series::RowsCarried => f64::from(b.rows_carried),
+            Series::BudgetInUse => b.delta_bytes as f64 * per_s / 1000.0,
         }
     }
 }
@@ -128,10 +135,12 @@ impl NetGraph {
         b.bytes_out += bytes_out;
     }
 
-    /// Notes how many rows the newest frame showed carried forward.
-    pub fn carried(&mut self, now: Duration, rows: u32) {
+    /// Notes how many rows the newest frame showed carried forward, and counts bytes of delta
+    /// frames received.
+    pub fn delta(&mut self, now: Duration, rows_carried: u32, bytes: u64) {
         let b = self.bucket(now);
-        b.rows_carried = b.rows_carried.max(rows);
+        b.rows_carried = b.rows_carried.max(rows_carried);
+        b.delta_bytes += bytes;
     }
 
     /// Counts a prediction correction of `distance` world units.

@@ -423,8 +423,8 @@ impl MatchState {
             after.bytes_in.saturating_sub(before.bytes_in),
             after.bytes_out.saturating_sub(before.bytes_out),
         );
-        let carried = self.client().rows_carried();
-        self.graph.carried(now, u32::try_from(carried).unwrap_or(u32::MAX));
+        let carried = u32::try_from(self.client().rows_carried()).unwrap_or(u32::MAX);
+        self.graph.delta(now, carried, after.delta_bytes.saturating_sub(before.delta_bytes));
         if let Some((_, at)) = &self.banner
             && now.saturating_sub(*at) > BANNER_TIME
         {

@@ -766,6 +766,13 @@ fn match_ui(
             }
             w.label(format!("corrections {}  divergences {}", m.graph.total_corrections, m.graph.total_divergences));
             let stats = m.client().stats().clone();
+            // Delta frames: what of the host's byte budget they use, and the rows it holds back.
+            let budget = m.client().config().and_then(|c| c["engine"]["snapshotBudget"].as_f64()).filter(|b| *b > 0.0);
+            if let (true, Some(budget)) = (stats.delta_frames > 0, budget) {
+                let in_use = m.graph.current(Series::BudgetInUse).unwrap_or(0.0);
+                let carried = m.client().rows_carried();
+                w.label(format!("budget in use {in_use:.1} of {:.1} KB/s, {carried} rows carried", budget / 1000.0));
+            }
             w.label(format!("host epoch {}  host changes {}", stats.host_epoch, stats.migrations));
             // How the link to the host goes; nothing for a host in this process.
             if let Some(path) = m.host_path() {

@@ -99,7 +99,8 @@ pub fn map_warnings(
 }
 
 /// What clients get on `CONFIG_DATA`: the engine's client half (time step in MILLISECONDS,
-/// the map scale, the snapshot schema, interpolation) and the game's (keys, models, weapons).
+/// the map scale, the snapshot schema, interpolation, the delta frames' byte budget) and the
+/// game's (keys, models, weapons).
 /// The predictor ([`predict::Predictor`]) is built from it and the map.
 pub fn client_config(config: &InitConfig) -> serde_json::Value {
     let rules = TanksConfig::from_value(&config.game).unwrap_or_default();
@@ -110,6 +111,8 @@ pub fn client_config(config: &InitConfig) -> serde_json::Value {
             "mapFallTime": config.engine.map_fall_time,
             "snapshot": config.engine.snapshot,
             "interpolation": vimp_netcode::interp::InterpolationConfig::default(),
+            // Each client's delta frames' byte budget, per second (the net graph shows it).
+            "snapshotBudget": crate::engine::snapshot::SnapshotBudget::from_game(&config.game).0,
         },
         "game": {
             "playerKeys": rules.player_keys,

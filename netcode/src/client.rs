@@ -178,6 +178,8 @@ pub struct ClientStats {
     pub bad_snapshots: u64,
     /// Of the frames decoded, the delta frames (format 6).
     pub delta_frames: u64,
+    /// Their bytes: what the host's byte budget for this client let through.
+    pub delta_bytes: u64,
     /// Of those, the keyframes (written against no baseline).
     pub keyframes: u64,
     /// Delta frames written against a baseline this client no longer (or never) held: skipped,
@@ -1757,6 +1759,7 @@ impl ClientCore {
                     Ok(mut frame) => {
                         if is_delta {
                             self.stats.delta_frames += 1;
+                            self.stats.delta_bytes += bytes.len() as u64;
                             if delta::baseline_of(&bytes).is_ok_and(|b| b == 0) {
                                 self.stats.keyframes += 1;
                             }

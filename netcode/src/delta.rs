@@ -789,6 +789,40 @@ mod tests {
     }
 
     #[test]
+    fn a_change_says_how_far_its_place_drifted_from_what_the_receiver_holds_and_for_how_long() {
+        let f = FieldSchema::new;
+        let tank = BlockSchema::new(1, BlockKind::Indexed8, BlockClass::Hot)
+            .field(f("x", FieldType::F32).quant(Quant::PerUnit(20)).rate("vx"))
+            .field(f("y", FieldType::F32).quant(Quant::PerUnit(20)).rate("vy"))
+            .field(f("vx", FieldType::F32).quant(Quant::PerUnit(10)))
+            .field(f("vy", FieldType::F32).quant(Quant::PerUnit(10)));
+        let s = SnapshotSchema::new([("m".to_owned(), tank)]).unwrap();
+        // 30 units a second along x, then turning up.
+        let at = |seq: u32, x: f32, y: f32, vx: f32, vy: f32| {
+            let row = [x, y, vx, vy].map(FieldValue::F32).to_vec();
+            frame(seq, vec![(1, Block::Indexed8(vec![(4, Some(row))]))])
+        };
+        let mut worlds = Worlds::new(3);
+        let held = Held::all(worlds.push(&s, &at(1, 0.0, 0.0, 30.0, 0.0)).unwrap());
+        worlds.push(&s, &at(2, 1.0, 0.0, 30.0, 0.0)).unwrap();
+        worlds.push(&s, &at(3, 2.0, 0.5, 20.0, 20.0)).unwrap();
+        let mut c = Vec::new();
+        worlds.changes(Some(&held), |_| true, &mut c);
+        let drift = c[0].drift.expect("a placed row held");
+        assert_eq!((drift.off, drift.rate), ([2.0, 0.5], [30.0, 0.0]), "against frame 1's place and rate");
+        assert!((c[0].held_for - 0.0666).abs() < 1e-3, "held two frames: {}", c[0].held_for);
+        assert!((drift.after(c[0].held_for) - 0.5).abs() < 1e-3, "carried 2 units on, it is off by the turn");
+        worlds.changes(None, |_| true, &mut c);
+        assert_eq!((c[0].held, c[0].drift, c[0].held_for), (false, None, 0.0), "a row not held");
+        // Frame 1 ages out of the worlds kept: the receiver's value is gone with it.
+        worlds.push(&s, &at(4, 3.0, 1.0, 20.0, 20.0)).unwrap();
+        worlds.push(&s, &at(5, 4.0, 1.5, 20.0, 20.0)).unwrap();
+        worlds.changes(Some(&held), |_| true, &mut c);
+        assert_eq!((c[0].magnitude, c[0].drift), (u64::MAX, None), "goes whole");
+        assert_eq!(c[0].held_for, (RECKON_MS / 1000.0) as f32);
+    }
+
+    #[test]
     fn a_key_of_more_than_127_entries_counts_them_in_a_longer_varint() {
         let s = schema();
         let rows = (0..300u32).map(|i| (i * 3, Some(vec![FieldValue::U16(i as u16), FieldValue::U32(i)]))).collect();

@@ -551,9 +551,9 @@ fn write_deltas(
             let player_bytes = player.map_or(0, |_| vimp_netcode::snapshot::PLAYER_BLOCK_LEN);
             let fixed = delta::DELTA_HEADER_LEN + player_bytes + sight.events_bytes;
             stats.fixed_bytes += fixed as u64;
-            let weigh = |c: &delta::Change, seconds: f32| {
+            let weigh = |c: &delta::Change| {
                 let placed = grid.as_ref().and_then(|g| g.place_of(c.row));
-                let off = views::shown_off(c, seconds);
+                let off = views::shown_off(c);
                 match (sight.observer, placed) {
                     (Some(o), Some((x, y))) if o.own != Some((c.key, c.id)) => {
                         Some(views::weight(c.magnitude, off, ((x - o.x).powi(2) + (y - o.y).powi(2)).sqrt()))
@@ -564,15 +564,7 @@ fn write_deltas(
             };
             let base_seq = baseline.map_or(0, |b| b.seq());
             let choices = &mut scratch.choices;
-            viewer.budget.choose(
-                changes,
-                (frame.seq, frame.server_time_ms),
-                base_seq,
-                reach.per_frame,
-                fixed,
-                weigh,
-                choices,
-            );
+            viewer.budget.choose(changes, frame.seq, base_seq, reach.per_frame, fixed, weigh, choices);
             for (c, choice) in changes.iter().zip(choices.iter()) {
                 picks[c.row] = match *choice {
                     views::Choice::Send => delta::Pick::Update,

@@ -196,16 +196,11 @@ pub struct Budget {
     /// The frame each row was sent in and the version it was sent at, until the receiver
     /// acknowledges that frame or a later one, by `(key, id)`, sorted.
     sent_at: Vec<((u8, u32), (u32, delta::Version))>,
-    /// The server time each row last went as it was then ([`Choice::Send`]), for the rows
-    /// that went within [`delta::RECKON_MS`], by `(key, id)`, sorted: the receiver carries a
-    /// row it holds forward from then ([`delta::Reckoner`]).
-    since: Vec<((u8, u32), f64)>,
     /// Scratch: the changes that wait their turn, by priority; the priority of each one left
-    /// waiting; what `sent_at` and `since` were.
+    /// waiting; what `sent_at` was.
     queue: Vec<u128>,
     priority: Vec<Option<f64>>,
     old: Vec<((u8, u32), (u32, delta::Version))>,
-    old_since: Vec<((u8, u32), f64)>,
 }
 
 /// What a [`Budget`] makes of a changed row in a frame.
@@ -246,13 +241,13 @@ pub fn weight(magnitude: u64, off: f32, distance: f32) -> f64 {
     if distance <= screen { wrong } else { wrong * (screen / distance).powi(2) / 8.0 }
 }
 
-/// How far off a change shows when the receiver has carried what it holds forward for
-/// `seconds`, units ([`weight`]'s `off`): infinite for a row it does not hold, 0 for a row
-/// with no place.
-pub fn shown_off(change: &delta::Change, seconds: f32) -> f32 {
+/// How far off a change shows, units ([`weight`]'s `off`): what the receiver holds, carried
+/// forward for as long as it has held it ([`delta::Change::held_for`]); infinite for a row it
+/// does not hold, 0 for a row with no place.
+pub fn shown_off(change: &delta::Change) -> f32 {
     match change.drift {
         _ if !change.held || change.magnitude == u64::MAX => f32::INFINITY,
-        Some(drift) => drift.after(seconds),
+        Some(drift) => drift.after(change.held_for),
         None => 0.0,
     }
 }
@@ -271,26 +266,6 @@ fn log2_1p(m: u64) -> f64 {
     let e = n.ilog2();
     // 2^-e, exactly: a multiplication, not a division.
     f64::from(e) + (n - (1 << e)) as f64 * f64::from_bits(u64::from(1023 - e) << 52)
-}
-
-/// `new` (sorted by row) over `list` (sorted by row): both merged in one pass, `new` winning;
-/// `scratch` is what `list` was.
-fn merge_over<T: Copy>(
-    list: &mut Vec<((u8, u32), T)>,
-    scratch: &mut Vec<((u8, u32), T)>,
-    new: impl Iterator<Item = ((u8, u32), T)>,
-) {
-    std::mem::swap(scratch, list);
-    list.clear();
-    let mut old = scratch.iter().copied().peekable();
-    for (row, value) in new {
-        while let Some(e) = old.next_if(|e| e.0 < row) {
-            list.push(e);
-        }
-        old.next_if(|e| e.0 == row);
-        list.push((row, value));
-    }
-    list.extend(old);
 }
 
 /// Walks `list` (sorted by row) along with rows asked for in rising order: the entry of `row`.
@@ -322,11 +297,11 @@ impl Budget {
     pub fn choose(
         &mut self,
         changes: &[delta::Change],
-        (seq, now_ms): (u32, f64),
+        seq: u32,
         baseline: u32,
         per_frame: f64,
         fixed: usize,
-        weigh: impl Fn(&delta::Change, f32) -> Option<f64>,
+        weigh: impl Fn(&delta::Change) -> Option<f64>,
         choices: &mut Vec<Choice>,
     ) {
         debug_assert!(changes.is_sorted_by_key(|c| (c.key, c.id)), "changes by rising key and id");
@@ -334,21 +309,17 @@ impl Budget {
         // host keeps no older one): no longer in question.
         let history = crate::engine::snapshot::DELTA_HISTORY as u32;
         self.sent_at.retain(|(_, (at, _))| *at > baseline && seq.wrapping_sub(*at) <= history);
-        self.since.retain(|(_, at)| now_ms - *at < delta::RECKON_MS);
         self.credit = (self.credit + per_frame).min(2.0 * per_frame);
         choices.clear();
         choices.resize(changes.len(), Choice::Wait);
         let mut left = self.credit - fixed as f64;
         self.queue.clear();
-        let (mut in_sent, mut in_waiting, mut in_since) = (0, 0, 0);
+        let (mut in_sent, mut in_waiting) = (0, 0);
         for (i, c) in changes.iter().enumerate() {
             let row = (c.key, c.id);
             let owed = seek(&self.sent_at, &mut in_sent, row);
             let waited = seek(&self.waiting, &mut in_waiting, row).unwrap_or(0.0);
-            // Carried forward since it last went, as long as the receiver carries a row.
-            let since = seek(&self.since, &mut in_since, row).map_or(delta::RECKON_MS, |at| now_ms - at);
-            let seconds = (since.clamp(0.0, delta::RECKON_MS) / 1000.0) as f32;
-            let choice = match (weigh(c, seconds), owed) {
+            let choice = match (weigh(c), owed) {
                 (None, _) => Choice::Send,
                 (Some(_), Some((_, version))) => Choice::Resend(version),
                 (Some(w), None) => {
@@ -402,11 +373,20 @@ impl Budget {
         self.waiting.clear();
         let waits = changes.iter().zip(&self.priority).filter_map(|(c, p)| Some(((c.key, c.id), (*p)?)));
         self.waiting.extend(waits);
-        // The rows sent now as they are over what the lists had of them (a row sent again keeps
-        // its frame and version until acknowledged; it is carried forward from now).
-        let sent = || changes.iter().zip(choices.iter()).filter(|(_, s)| **s == Choice::Send).map(|(c, _)| c);
-        merge_over(&mut self.sent_at, &mut self.old, sent().map(|c| ((c.key, c.id), (seq, c.version))));
-        merge_over(&mut self.since, &mut self.old_since, sent().map(|c| ((c.key, c.id), now_ms)));
+        // The rows sent now as they are over what the list had of them: both sorted, merged in
+        // one pass, the new frame winning (a row sent again keeps its frame and version).
+        std::mem::swap(&mut self.old, &mut self.sent_at);
+        self.sent_at.clear();
+        let mut old = self.old.iter().copied().peekable();
+        for c in changes.iter().zip(choices.iter()).filter(|(_, s)| **s == Choice::Send).map(|(c, _)| c) {
+            let row = (c.key, c.id);
+            while let Some(e) = old.next_if(|e| e.0 < row) {
+                self.sent_at.push(e);
+            }
+            old.next_if(|e| e.0 == row);
+            self.sent_at.push((row, (seq, c.version)));
+        }
+        self.sent_at.extend(old);
     }
 
     /// `bytes` went out in the frame: taken from the credit. A debt (what went out beyond
@@ -568,11 +548,12 @@ mod tests {
             held: true,
             magnitude: 10,
             drift: None,
+            held_for: 0.0,
             bytes,
         };
         // Own row 0, a near row 1 and a far row 2, 9 bytes each (10 with the head).
         let changes = [change(0, 9, 1), change(1, 9, 1), change(2, 9, 1)];
-        let weigh = |c: &Change, _| match c.id {
+        let weigh = |c: &Change| match c.id {
             0 => None,
             1 => Some(weight(10, 2.0, 50.0)),
             _ => Some(weight(10, 2.0, 800.0)),
@@ -583,7 +564,7 @@ mod tests {
         // 40 bytes a frame, 20 fixed: room for the own row and one more.
         let mut count = [0; 3];
         for seq in 1..=30 {
-            b.choose(&changes, (seq, f64::from(seq) * 33.3), seq - 1, 40.0, 20, weigh, &mut choices);
+            b.choose(&changes, seq, seq - 1, 40.0, 20, weigh, &mut choices);
             assert_eq!(choices[0], Choice::Send, "the own row goes in every frame");
             for (n, s) in count.iter_mut().zip(sent(&choices)) {
                 *n += usize::from(s);
@@ -597,27 +578,27 @@ mod tests {
 
         // A row sent after the receiver's baseline goes again, as it went, until acknowledged.
         let mut b = Budget::default();
-        let some = |_: &Change, _| Some(1.0);
-        b.choose(&changes, (10, 10.0 * 33.3), 9, 1000.0, 0, some, &mut choices);
+        let some = |_: &Change| Some(1.0);
+        b.choose(&changes, 10, 9, 1000.0, 0, some, &mut choices);
         assert_eq!(choices, vec![Choice::Send; 3]);
         // The rows move on (version 2); frame 10 is not acknowledged yet.
         let moved = [change(0, 9, 2), change(1, 9, 2), change(2, 9, 2)];
-        b.choose(&moved, (11, 11.0 * 33.3), 9, 0.0, 1000, some, &mut choices);
+        b.choose(&moved, 11, 9, 0.0, 1000, some, &mut choices);
         assert_eq!(choices, vec![Choice::Resend(Version(1)); 3], "no room, but the receiver may hold frame 10 of them");
-        b.choose(&moved[1..], (12, 12.0 * 33.3), 11, 0.0, 1000, some, &mut choices);
+        b.choose(&moved[1..], 12, 11, 0.0, 1000, some, &mut choices);
         assert_eq!(choices, vec![Choice::Wait; 2], "frame 10 acknowledged (in 11): they may wait");
-        b.choose(&moved, (13, 13.0 * 33.3), 11, 1000.0, 0, some, &mut choices);
+        b.choose(&moved, 13, 11, 1000.0, 0, some, &mut choices);
         assert_eq!(choices, vec![Choice::Send; 3], "room again");
         let again = [change(0, 9, 3), change(1, 9, 3)];
-        b.choose(&again, (14, 14.0 * 33.3), 11, 0.0, 1000, some, &mut choices);
+        b.choose(&again, 14, 11, 0.0, 1000, some, &mut choices);
         assert_eq!(choices, vec![Choice::Resend(Version(2)); 2], "as frame 13 had them, not newer");
-        b.choose(&again, (15, 15.0 * 33.3), 12, 0.0, 1000, some, &mut choices);
+        b.choose(&again, 15, 12, 0.0, 1000, some, &mut choices);
         assert_eq!(
             choices,
             vec![Choice::Resend(Version(2)); 2],
             "still owed: resending did not make them owed for longer"
         );
-        b.choose(&again, (16, 16.0 * 33.3), 13, 0.0, 1000, some, &mut choices);
+        b.choose(&again, 16, 13, 0.0, 1000, some, &mut choices);
         assert_eq!(choices, vec![Choice::Wait; 2], "frame 13 acknowledged");
     }
 
@@ -631,9 +612,9 @@ mod tests {
         let mut last_sent = [0u32; 2];
         let mut count = [0; 2];
         for seq in 1..=60u32 {
-            let now = f64::from(seq) * 1000.0 / 30.0;
             let change = |i: usize| {
-                let off = 100.0 * (seq - last_sent[i]) as f32 / 30.0;
+                let held_for = (seq - last_sent[i]) as f32 / 30.0;
+                let off = 100.0 * held_for;
                 let rate = if i == 0 { 100.0 } else { 0.0 };
                 let drift = Some(Drift { off: [off, 0.0], rate: [rate, 0.0] });
                 Change {
@@ -644,12 +625,14 @@ mod tests {
                     held: true,
                     magnitude: 60,
                     drift,
+                    // The receiver carries a row for a quarter of a second at most.
+                    held_for: held_for.min(0.25),
                     bytes: 9,
                 }
             };
             let changes = [change(0), change(1)];
-            let weigh = |c: &Change, seconds| Some(weight(c.magnitude, shown_off(c, seconds), 100.0));
-            b.choose(&changes, (seq, now), seq - 1, 12.0, 0, weigh, &mut choices);
+            let weigh = |c: &Change| Some(weight(c.magnitude, shown_off(c), 100.0));
+            b.choose(&changes, seq, seq - 1, 12.0, 0, weigh, &mut choices);
             for (i, c) in choices.iter().enumerate() {
                 if *c == Choice::Send {
                     count[i] += 1;

@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 use std::f32::consts::{PI, TAU};
 
-use crate::schema::{Interp, SnapshotSchema};
+use crate::schema::{Interp, Quant, SnapshotSchema};
 use crate::snapshot::{Block, FieldValue, Frame, Row};
 
 use super::is_delta_coded;
@@ -33,35 +33,51 @@ pub struct Reckoner {
     rows: BTreeMap<(u8, u32), (Row, f64)>,
     /// The newest frame shown.
     newest: Option<u32>,
-    /// Of its rows, how many were shown carried forward.
+    /// Of its rows, how many were shown carried forward by a step or more.
     carried: usize,
 }
 
-/// The fields of a key that have rates: `(field, its rate field, whether it is an angle)`.
-fn rated(bs: &crate::schema::BlockSchema) -> Vec<(usize, usize, bool)> {
+/// A field of a key that has a rate.
+#[derive(Clone, Copy, Debug)]
+struct Rated {
+    field: usize,
+    rate: usize,
+    angle: bool,
+    /// The field's step in a delta frame.
+    step: f32,
+}
+
+/// The fields of a key that have rates.
+fn rated(bs: &crate::schema::BlockSchema) -> Vec<Rated> {
     bs.fields
         .iter()
         .enumerate()
-        .filter_map(|(i, f)| {
+        .filter_map(|(field, f)| {
             let rate = bs.fields.iter().position(|g| Some(&g.name) == f.rate.as_ref())?;
-            Some((i, rate, f.interp == Interp::LerpAngle))
+            let step = f.quant.unwrap_or(Quant::DEFAULT).step();
+            Some(Rated { field, rate, angle: f.interp == Interp::LerpAngle, step })
         })
         .collect()
 }
 
 /// `row` carried forward by its rates for `seconds` (`rated`: what [`rated`] gives for its
-/// key); an angle stays in `[-π, π)`.
-fn carried(row: &Row, rated: &[(usize, usize, bool)], seconds: f32) -> Row {
+/// key; an angle stays in `[-π, π)`), and whether that moved a field by a step or more.
+fn carried(row: &Row, rated: &[Rated], seconds: f32) -> (Row, bool) {
     let mut out = row.clone();
-    for &(i, rate, angle) in rated {
-        let (Some(FieldValue::F32(v)), Some(FieldValue::F32(r))) = (row.get(i), row.get(rate)) else { continue };
-        let moved = v + r * seconds;
+    let mut stepped = false;
+    for r in rated {
+        let (Some(FieldValue::F32(v)), Some(FieldValue::F32(rate))) = (row.get(r.field), row.get(r.rate)) else {
+            continue;
+        };
+        let by = rate * seconds;
+        let moved = v + by;
         if !moved.is_finite() {
             continue;
         }
-        out[i] = FieldValue::F32(if angle { (moved + PI).rem_euclid(TAU) - PI } else { moved });
+        stepped |= by.abs() >= r.step;
+        out[r.field] = FieldValue::F32(if r.angle { (moved + PI).rem_euclid(TAU) - PI } else { moved });
     }
-    out
+    (out, stepped)
 }
 
 impl Reckoner {
@@ -95,8 +111,9 @@ impl Reckoner {
                     _ => now,
                 };
                 let seconds = ((now - since).clamp(0.0, RECKON_MS) / 1000.0) as f32;
-                let row_shown = if seconds > 0.0 { carried(row, &rated, seconds) } else { row.clone() };
-                self.carried += usize::from(row_shown != *row);
+                let (row_shown, stepped) =
+                    if seconds > 0.0 { carried(row, &rated, seconds) } else { (row.clone(), false) };
+                self.carried += usize::from(stepped);
                 carried_block.push(id, Some(row_shown));
                 rows.insert((*key, id), (row.clone(), since));
             }
@@ -106,8 +123,8 @@ impl Reckoner {
         shown
     }
 
-    /// How many rows of the newest frame shown were carried forward: rows on the move that
-    /// the host held back for its byte budget.
+    /// How many rows of the newest frame shown were carried forward by a step or more: rows
+    /// on the move that the host held back for its byte budget.
     pub fn carried(&self) -> usize {
         self.carried
     }
@@ -160,17 +177,21 @@ mod tests {
         let s = schema();
         let mut r = Reckoner::default();
         let moving = [10.0, 20.0, 3.0, 30.0, -60.0, 3.0];
-        let first = r.shown(&s, &frame(1, &[(1, 7, moving), (2, 1, [5.0, 9.0, 0.0, 0.0, 0.0, 0.0])]));
-        assert_eq!(first, frame(1, &[(1, 7, moving), (2, 1, [5.0, 9.0, 0.0, 0.0, 0.0, 0.0])]), "nothing to carry yet");
+        // Row 8 creeps: carried less than a step in a frame or two.
+        let creeping = [1.0, 1.0, 0.0, 0.01, 0.0, 0.0];
+        let rows = [(1, 7, moving), (1, 8, creeping), (2, 1, [5.0, 9.0, 0.0, 0.0, 0.0, 0.0])];
+        let first = r.shown(&s, &frame(1, &rows));
+        assert_eq!(first, frame(1, &rows), "nothing to carry yet");
         // Two frames later (66.7 ms) the row came as it was: carried 2/30 s on.
-        let held = r.shown(&s, &frame(3, &[(1, 7, moving), (2, 1, [5.0, 9.0, 0.0, 0.0, 0.0, 0.0])]));
+        let held = r.shown(&s, &frame(3, &rows));
         assert!((f(&held, 1, 7, 0) - 12.0).abs() < 1e-4, "x {}", f(&held, 1, 7, 0));
         assert!((f(&held, 1, 7, 1) - 16.0).abs() < 1e-4, "y {}", f(&held, 1, 7, 1));
         // 3 + 0.2 rad is past π: the angle comes round to the other side.
         assert!((f(&held, 1, 7, 2) - (3.2 - TAU)).abs() < 1e-4, "angle {}", f(&held, 1, 7, 2));
         assert_eq!(f(&held, 1, 7, 3), 30.0, "a rate itself is not carried");
         assert_eq!(f(&held, 2, 1, 0), 5.0, "a key without rates is shown as decoded");
-        assert_eq!(r.carried(), 1, "the tank's row was carried");
+        assert_eq!(r.carried(), 1, "the tank's row was carried by a step or more, the creeping one not");
+        assert!(f(&held, 1, 8, 0) > 1.0, "though it was carried too");
         // A new value is the truth: shown as it is, and carried from this frame on.
         let fresh = [14.0, 16.0, 0.0, 30.0, -60.0, 0.0];
         let now = r.shown(&s, &frame(4, &[(1, 7, fresh)]));

@@ -57,6 +57,10 @@ pub struct Change {
     /// counted in units ([`BlockSchema::point`](crate::schema::BlockSchema::point)) and for a
     /// row the receiver does not hold (or holds in a version no longer kept).
     pub drift: Option<Drift>,
+    /// How long the receiver has held its value, seconds, as the host can tell: since the
+    /// frame in which the value was set, at most [`super::RECKON_MS`] (and that much for a
+    /// value set before the worlds kept): how far it has carried the row forward.
+    pub held_for: f32,
     /// The bytes its entry takes, but for the id's gap (one byte, mostly).
     ///
     /// Exact, but for a receiver that holds a version of the row older than the last one no
@@ -92,6 +96,8 @@ impl Drift {
 #[derive(Clone, Debug, Default)]
 pub struct Steps {
     seq: u32,
+    /// The server time of its frame, ms.
+    time_ms: f64,
     /// Which of the [`Worlds`] this is (its versions count them).
     generation: u32,
     keys: Vec<KeyRows>,
@@ -414,6 +420,7 @@ impl Worlds {
         };
         let mut next = self.spare.take().unwrap_or_default();
         next.seq = frame.seq;
+        next.time_ms = frame.server_time_ms;
         next.generation = generation;
         next.rows = 0;
         let mut keys = std::mem::take(&mut next.keys);
@@ -591,9 +598,15 @@ impl Worlds {
                 if what != What::Same {
                     let magnitude = if what == What::Whole { u64::MAX } else { magnitude };
                     let held = version != WHOLE;
+                    let held_for = if held {
+                        let set = by_generation(&self.kept, version).map_or(f64::NEG_INFINITY, |w| w.time_ms);
+                        ((world.time_ms - set).clamp(0.0, super::RECKON_MS) / 1000.0) as f32
+                    } else {
+                        0.0
+                    };
                     let version = Version(rows.versions[k]);
                     let bytes = bytes as usize;
-                    out.push(Change { key: rows.key, id, row: r, version, held, magnitude, drift, bytes });
+                    out.push(Change { key: rows.key, id, row: r, version, held, magnitude, drift, held_for, bytes });
                 }
             }
         }
