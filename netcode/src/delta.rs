@@ -355,10 +355,7 @@ impl Fields {
             Quant::PerUnit(n) if n > 0 && i < crate::schema::MAX_DELTA_FIELDS => Some((i, 1.0 / f64::from(n))),
             _ => None,
         };
-        let rate = |i: usize| {
-            let name = bs.fields.get(i)?.rate.as_deref()?;
-            unit(bs.fields.iter().position(|f| f.name == name)?)
-        };
+        let rate = |i: usize| unit(bs.rate_of(i)?);
         let point = bs
             .point()
             .and_then(|(x, y)| Some(PointFields { x: unit(x)?, y: unit(y)?, rate_x: rate(x), rate_y: rate(y) }));

@@ -311,6 +311,13 @@ impl BlockSchema {
         self.at.iter().map(|name| find(name)).collect()
     }
 
+    /// The position of the field that is field `i`'s rate ([`FieldSchema::rate`]), if it names
+    /// one the row has.
+    pub fn rate_of(&self, i: usize) -> Option<usize> {
+        let rate = self.fields.get(i)?.rate.as_deref()?;
+        self.fields.iter().position(|f| f.name == rate)
+    }
+
     /// The positions of the fields of the first point that places a row ([`BlockSchema::place`]),
     /// or `None` for a key seen by everyone.
     pub fn point(&self) -> Option<(usize, usize)> {

@@ -616,8 +616,7 @@ impl ServerCore {
         let world = self.host.world();
         let per_second = world.resource::<crate::engine::snapshot::SnapshotBudget>().0;
         let viewers = world.resource::<crate::engine::snapshot::DeltaViewers>();
-        let settings = world.resource::<crate::engine::sim::EngineSettings>();
-        let frames_per_second = 1.0 / (f64::from(settings.dt()) * f64::from(settings.config.network_send_rate));
+        let frames_per_second = world.resource::<crate::engine::sim::EngineSettings>().frames_per_second();
         self.roster
             .seats()
             .filter_map(|seat| {

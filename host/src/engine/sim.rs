@@ -66,6 +66,11 @@ impl EngineSettings {
     pub fn dt(&self) -> f32 {
         self.config.time_step
     }
+
+    /// Snapshot frames per second: one every `networkSendRate` ticks.
+    pub fn frames_per_second(&self) -> f64 {
+        1.0 / (f64::from(self.dt()) * f64::from(self.config.network_send_rate.max(1)))
+    }
 }
 
 /// The init config the match was made with, whole: what a checkpoint carries so that a

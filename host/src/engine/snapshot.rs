@@ -341,9 +341,9 @@ impl SnapshotBudget {
     }
 }
 
-/// [`SnapshotBudget`] by default, bytes per second per client: what keeps the tanks on a
-/// client's screen within 2 units of the host's at 16 tanks (`vimp sim --bots 16`: on-screen
-/// p99 0.8 units; at 3,000 B/s, Quake 3's, it was 30). A frame's header and player block alone
+/// [`SnapshotBudget`] by default, bytes per second per client: what keeps the rows on a
+/// client's screen within 2 units of the host's in the reference game's 16-player match
+/// (`vimp sim --bots 16`: on-screen p99 0.8 units; at 3,000 B/s, Quake 3's, it was 30). A frame's header and player block alone
 /// take 1,600 B/s of it at 30 frames a second.
 pub const DEFAULT_SNAPSHOT_BUDGET: u32 = 5_000;
 
@@ -455,11 +455,10 @@ pub(crate) fn pack_frames(
         viewers.worlds.clear();
     } else {
         let frame = Frame { seq: seq.0, server_time_ms, player: None, blocks, streamed_out: Vec::new() };
-        let frames_per_second = 1.0 / (f64::from(settings.dt()) * f64::from(settings.config.network_send_rate));
         let reach = Reach {
             distance: settings.config.streaming_distance,
             max: settings.config.max_streamed_entities,
-            per_frame: f64::from(budget.0) / frames_per_second,
+            per_frame: f64::from(budget.0) / settings.frames_per_second(),
         };
         // What the format 5 frames decode to, beside what the delta frames do, when measured.
         let full = match (&viewers.errors, out.frames.first()) {
@@ -679,9 +678,8 @@ impl ViewErrors {
                 }
                 let Some(&(tx, ty)) = truth.get(&(key, id)) else { continue };
                 let on_screen = ((tx - observer.x).powi(2) + (ty - observer.y).powi(2)).sqrt() <= ON_SCREEN;
-                let off = |(x, y): (f32, f32)| ((x - tx).powi(2) + (y - ty).powi(2)).sqrt();
-                if let Some(&place) = full.and_then(|f| f.get(&(key, id))) {
-                    self.full.push(on_screen, off(place), 0.0);
+                if let Some(&(x, y)) = full.and_then(|f| f.get(&(key, id))) {
+                    self.full.push(on_screen, ((x - tx).powi(2) + (y - ty).powi(2)).sqrt(), 0.0);
                 }
                 let (Some(version), Some((held_at, rate))) = (held.version(row), worlds.held_place(bs, held, row))
                 else {
@@ -694,14 +692,14 @@ impl ViewErrors {
                 };
                 self.shown_since.insert((seat, key, id), (version, since));
                 let carried = ((now_ms - since).clamp(0.0, delta::RECKON_MS) / 1000.0) as f32;
-                let shown = (held_at[0] + rate[0] * carried, held_at[1] + rate[1] * carried);
+                let drift = delta::Drift { off: [tx - held_at[0], ty - held_at[1]], rate };
                 let age = if Some(version) == world.version(row) {
                     self.fresh_at.insert((seat, key, id), now_ms);
                     0.0
                 } else {
                     now_ms - self.fresh_at.get(&(seat, key, id)).copied().unwrap_or(now_ms)
                 };
-                self.delta.push(on_screen, off(shown), age as f32);
+                self.delta.push(on_screen, drift.after(carried), age as f32);
             }
         }
     }

@@ -228,8 +228,8 @@ pub const DEBT_FRAMES: f64 = 30.0;
 /// - `off`: how far from its place the receiver shows the row, in units (what it holds,
 ///   carried forward by its rates: [`delta::Drift::after`]); infinite for a row it does not
 ///   hold, which weighs as [`STREAM_IN`] units.
-/// - `magnitude`: its largest change of a field in steps; what did not move the place (a
-///   turn, a gun, health) weighs [`TURN`] units for each doubling, gathered frame by frame
+/// - `magnitude`: its largest change of a field in steps; what did not move the place (an
+///   angle, a count) weighs [`TURN`] units for each doubling, gathered frame by frame
 ///   while it waits, so it goes when a frame has room, and never waits forever.
 /// - `distance`: from the player the receiver watches. Within [`ON_SCREEN`] a unit off weighs
 ///   a unit; beyond, an eighth of that, falling with the square of the distance: rows off

@@ -4,9 +4,9 @@
 //! ([`Pick::Hold`](super::Pick::Hold)): the receiver decodes the row as it last had it. A row
 //! whose fields name their rates ([`FieldSchema::rate`](crate::schema::FieldSchema::rate):
 //! `x` by `vx`) need not stand still meanwhile: [`Reckoner::shown`] carries it forward by its
-//! rates for the time since the receiver last decoded it anew, for at most [`RECKON_MS`]. A
-//! tank that drives straight on is shown where it is though its row waits; only a turn, a
-//! stop or a start shows, as far as it took the tank in that time.
+//! rates for the time since the receiver last decoded it anew, for at most [`RECKON_MS`]. An
+//! entity that goes straight on is shown where it is though its row waits; only a turn, a
+//! stop or a start shows, as far as it took the entity in that time.
 //!
 //! The frames a receiver keeps as baselines stay as decoded: the next frame is written
 //! against them. Only what it shows (its interpolation buffer) is carried forward. The host
@@ -22,7 +22,7 @@ use crate::snapshot::{Block, FieldValue, Frame, Row};
 use super::is_delta_coded;
 
 /// The longest a row is carried forward, ms: past it the row stands where it was carried to
-/// (a second of a tank's speed guessed wrong would be a long way off).
+/// (a second of a fast entity's speed guessed wrong would be a long way off).
 pub const RECKON_MS: f64 = 250.0;
 
 /// What a receiver shows of the delta frames it decodes ([`Reckoner::shown`]).
@@ -53,7 +53,7 @@ fn rated(bs: &crate::schema::BlockSchema) -> Vec<Rated> {
         .iter()
         .enumerate()
         .filter_map(|(field, f)| {
-            let rate = bs.fields.iter().position(|g| Some(&g.name) == f.rate.as_ref())?;
+            let rate = bs.rate_of(field)?;
             let step = f.quant.unwrap_or(Quant::DEFAULT).step();
             Some(Rated { field, rate, angle: f.interp == Interp::LerpAngle, step })
         })
@@ -190,7 +190,7 @@ mod tests {
         assert!((f(&held, 1, 7, 2) - (3.2 - TAU)).abs() < 1e-4, "angle {}", f(&held, 1, 7, 2));
         assert_eq!(f(&held, 1, 7, 3), 30.0, "a rate itself is not carried");
         assert_eq!(f(&held, 2, 1, 0), 5.0, "a key without rates is shown as decoded");
-        assert_eq!(r.carried(), 1, "the tank's row was carried by a step or more, the creeping one not");
+        assert_eq!(r.carried(), 1, "the moving row was carried by a step or more, the creeping one not");
         assert!(f(&held, 1, 8, 0) > 1.0, "though it was carried too");
         // A new value is the truth: shown as it is, and carried from this frame on.
         let fresh = [14.0, 16.0, 0.0, 30.0, -60.0, 0.0];
