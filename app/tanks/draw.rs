@@ -19,9 +19,10 @@ use std::collections::BTreeMap;
 use bevy::prelude::*;
 use bevy::sprite::Anchor;
 use vimp_host::engine::map::MapLevels;
-use vimp_host::tanks::rows::tank_row_level;
-use vimp_netcode::schema::Role;
-use vimp_netcode::snapshot::{Block, FieldValue, Row};
+use vimp_host::tanks::movement::Motion;
+use vimp_host::tanks::rows::Rows;
+use vimp_netcode::schema::MapBodyFields;
+use vimp_netcode::snapshot::Block;
 
 use self::levels::{BodyLook, Look, Piece, ShadowShape, band, body_look, bomb_level, covered, depth, see_through};
 use crate::window::{ActiveMatch, Screen};
@@ -134,6 +135,8 @@ struct Drawn {
     crates: BTreeMap<u32, BodyView>,
     bombs: BTreeMap<u32, (Entity, u8)>,
     crate_sizes: Vec<(f32, f32)>,
+    /// Where the host's schema keeps the game's fields, found when the map is drawn.
+    rows: Option<Rows>,
     /// While the player's own tank is under a slab: where it is and the band it is drawn in.
     see_through: Option<([f32; 2], u8)>,
 }
@@ -187,14 +190,6 @@ fn turn(angle: f32) -> Quat {
     Quat::from_rotation_z(-angle)
 }
 
-fn f(row: &Row, i: usize) -> f32 {
-    row.get(i).copied().map_or(0.0, FieldValue::as_f32)
-}
-
-fn u(row: &Row, i: usize) -> u32 {
-    row.get(i).copied().map_or(0, FieldValue::as_u32)
-}
-
 /// The host's `mapScale`, from the game's config (1 when it does not say).
 fn map_scale(config: Option<&serde_json::Value>) -> f32 {
     let scale = config.and_then(|c| c["engine"]["mapScale"].as_f64()).map_or(1.0, |s| s as f32);
@@ -209,9 +204,12 @@ fn rebuild_map(
 ) {
     let m = active.get();
     let scale = map_scale(m.client().config());
-    if m.map_version == drawn.map_version && scale == drawn.scale {
+    let schema = m.client().schema();
+    if m.map_version == drawn.map_version && scale == drawn.scale && (drawn.rows.is_some() || schema.is_none()) {
         return;
     }
+    drawn.rows = schema
+        .and_then(|schema| Rows::of(schema).map_err(|e| tracing::warn!("the host's rows cannot be drawn: {e}")).ok());
     drawn.map_version = m.map_version;
     drawn.scale = scale;
     drawn.levels = None;
@@ -375,7 +373,9 @@ fn sync_tanks(
     let drawn = &mut *drawn;
     drawn.see_through = None;
     drawn.tank_levels.clear();
-    let Some(levels) = drawn.levels.as_ref() else { return };
+    let (Some(levels), Some(t)) = (drawn.levels.as_ref(), drawn.rows.as_ref().map(|r| r.tanks.clone())) else {
+        return;
+    };
     let names = names(m);
     let hull = hull_size(m.client().config());
     let local = m.player_id();
@@ -389,13 +389,12 @@ fn sync_tanks(
         }
     }
     for (&pid, row) in rows {
-        let view =
-            *drawn.tanks.entry(pid).or_insert_with(|| spawn_tank(&mut commands, &sprites, hull, u(row, 9) as u8));
-        let (mut x, mut y, mut angle, mut gun) = (f(row, 0), f(row, 1), f(row, 2), f(row, 3));
-        let (mut level, mut z) = tank_row_level(row);
+        let view = *drawn.tanks.entry(pid).or_insert_with(|| spawn_tank(&mut commands, &sprites, hull, t.team.u8(row)));
+        let (mut x, mut y, mut angle, mut gun) = (t.x.f32(row), t.y.f32(row), t.angle.f32(row), t.gun.f32(row));
+        let (mut level, mut z) = t.level(row);
         let mine = Some(pid) == local;
-        if mine && let Some(p) = local_motion {
-            (x, y, angle, gun) = (p[0], p[1], p[2], p[6]);
+        if mine && let Some(p) = local_motion.map(Motion::from_state) {
+            (x, y, angle, gun) = (p.x, p.y, p.angle, p.gun);
             (level, z) = local_level.unwrap_or((level, z));
         }
         drawn.tank_levels.insert(pid, (level, z));
@@ -431,7 +430,7 @@ fn sync_tanks(
             v.set_if_neq(if hidden { Visibility::Inherited } else { Visibility::Hidden });
         }
         if hidden && let Ok(mut s) = colors.get_mut(view.outline) {
-            let [r, g, b] = super::hud::team_rgb(u(row, 9) as u8);
+            let [r, g, b] = super::hud::team_rgb(t.team.u8(row));
             let color =
                 if mine { Color::srgba(1.0, 1.0, 1.0, 0.95) } else { Color::srgba(r, g, b, HIDDEN_OUTLINE_ALPHA) };
             if s.color != color {
@@ -450,7 +449,7 @@ fn sync_tanks(
                 t.translation = Vec3::new(dx, dy, z::LABEL + dz - root_z);
             }
         }
-        let health = (u(row, 7) as f32 / 100.0).clamp(0.0, 1.0);
+        let health = (f32::from(t.condition.u8(row)) / 100.0).clamp(0.0, 1.0);
         if let Ok(mut t) = transforms.get_mut(view.bar) {
             t.scale.x = health.max(0.001);
         }
@@ -484,15 +483,14 @@ fn sync_crates(
     let m = active.get();
     let (Some(schema), Some(map)) = (m.client().schema(), m.map.as_ref()) else { return };
     let Some(block) = schema.by_name(&map.set_id) else { return };
-    // Where the crates' rows keep their z and level, when they do (layered maps' schemas).
-    let height = block.role_position(Role::Z).zip(block.role_position(Role::Level));
+    let fields = MapBodyFields::of(block);
     let Some(rows) = m.sample.hot.get(&block.id) else { return };
     let drawn = &mut *drawn;
     let Some(levels) = drawn.levels.as_ref() else { return };
     for (&i, row) in rows {
         let (w, h) = drawn.crate_sizes.get(i as usize).copied().unwrap_or((32.0, 32.0));
-        let (x, y, a) = (f(row, 0), f(row, 1), f(row, 2));
-        let (level, z) = height.map_or((0, 0.0), |(z, level)| (u(row, level) as u8, f(row, z)));
+        let (x, y, a) = (fields.x.f32(row), fields.y.f32(row), fields.angle.f32(row));
+        let (level, z) = fields.level(row);
         let look = body_look(levels, level, z);
         let view = *drawn.crates.entry(i).or_insert_with(|| {
             let sprite = |color| Sprite {
@@ -552,12 +550,14 @@ fn sync_bombs(
             commands.entity(e).despawn();
         }
     }
-    let Some(levels) = drawn.levels.as_ref() else { return };
+    let (Some(levels), Some(b)) = (drawn.levels.as_ref(), drawn.rows.as_ref().map(|r| r.bombs.clone())) else {
+        return;
+    };
     for (bid, row) in bombs {
-        let (x, y) = (f(row, 0), f(row, 1));
-        let owner = drawn.tank_levels.get(&u(row, 5)).copied();
+        let (x, y) = (b.x.f32(row), b.y.f32(row));
+        let owner = drawn.tank_levels.get(&b.owner.u32(row)).copied();
         let level = bomb_level(levels, drawn.bombs.get(bid).map(|b| b.1), owner, [x, y]);
-        let size = f(row, 3).max(6.0);
+        let size = b.size.f32(row).max(6.0);
         let (e, _) = *drawn.bombs.entry(*bid).or_insert_with(|| {
             let sprite =
                 Sprite { image: sprites.bomb.clone(), custom_size: Some(Vec2::splat(size * 2.0)), ..default() };
@@ -566,7 +566,7 @@ fn sync_bombs(
         drawn.bombs.insert(*bid, (e, level));
         if let Ok(mut t) = transforms.get_mut(e) {
             t.translation = world(x, y, band(level) + depth::BOMB);
-            t.rotation = turn(f(row, 2));
+            t.rotation = turn(b.angle.f32(row));
         }
     }
 }
@@ -578,9 +578,12 @@ fn spawn_effects(
     sprites: Res<Sprites>,
     time: Res<Time>,
     mut sounds: ResMut<crate::window::sound::SoundQueue>,
+    drawn: Res<Drawn>,
 ) {
     let m = active.get();
-    let Some(schema) = m.client().schema() else { return };
+    let (Some(schema), Some(Rows { tracers: t, blasts: b, .. })) = (m.client().schema(), drawn.rows.as_ref()) else {
+        return;
+    };
     let (tracers_key, blasts_key) = (schema.id_of("w1"), schema.id_of("w2e"));
     let now = time.elapsed_secs();
     for frame in &m.sample.events {
@@ -590,21 +593,23 @@ fn spawn_effects(
                 && let Block::List16(rows) = block
             {
                 for row in rows {
-                    spawn_tracer(&mut commands, &sprites, [f(row, 0), f(row, 1)], [f(row, 2), f(row, 3)], now);
-                    sounds.0.push(("shot".into(), Some([f(row, 0), f(row, 1)])));
+                    let (from, to) = ([t.start_x.f32(row), t.start_y.f32(row)], [t.end_x.f32(row), t.end_y.f32(row)]);
+                    spawn_tracer(&mut commands, &sprites, from, to, now);
+                    sounds.0.push(("shot".into(), Some(from)));
                 }
             } else if key == blasts_key
                 && let Block::List16(rows) = block
             {
                 for row in rows {
-                    sounds.0.push(("blast".into(), Some([f(row, 0), f(row, 1)])));
+                    let at = [b.x.f32(row), b.y.f32(row)];
+                    sounds.0.push(("blast".into(), Some(at)));
                     commands.spawn((
                         Sprite {
                             image: sprites.explosion.clone(),
-                            custom_size: Some(Vec2::splat(f(row, 2).max(8.0) * 2.0)),
+                            custom_size: Some(Vec2::splat(b.radius.f32(row).max(8.0) * 2.0)),
                             ..default()
                         },
-                        Transform::from_translation(world(f(row, 0), f(row, 1), z::BLAST)),
+                        Transform::from_translation(world(at[0], at[1], z::BLAST)),
                         Effect { born: now, life: BLAST_LIFE, grow: true },
                         MatchDrawing,
                     ));
@@ -685,8 +690,9 @@ fn follow_camera(
     });
     let target = m
         .local_tank()
-        .map(|s| (s[0], s[1]))
-        .or_else(|| m.client().last_frame().and_then(|f| f.player).map(|p| (p.state[0], p.state[1])))
+        .or_else(|| m.client().last_frame().and_then(|f| f.player).map(|p| p.state))
+        .map(Motion::from_state)
+        .map(|s| (s.x, s.y))
         .or_else(|| size.map(|(w, h)| (w / 2.0, h / 2.0)));
     let Some((x, y)) = target else { return };
     // Keep the view inside the map when the map is larger than the window.

@@ -19,7 +19,7 @@ use vimp_host::engine::server::{Server, ServerConfig};
 use vimp_host::prelude::*;
 use vimp_host::tanks::GAME;
 use vimp_host::tanks::predict::{Correction, LocalShot, Predictor, PredictorConfig, suppress_own_events};
-use vimp_host::tanks::rows::key;
+use vimp_host::tanks::rows::{Rows, TankRow, key};
 use vimp_netcode::client::Client;
 use vimp_netcode::frame::op;
 use vimp_netcode::input::KeyAction;
@@ -43,6 +43,8 @@ struct Driver {
     phase: u64,
     predictor: Option<(Predictor, Duration)>,
     interp: Option<Interpolator>,
+    /// Where the host's tank rows keep their fields.
+    tank: Option<TankRow>,
     last_frame: u32,
     held: Option<&'static str>,
     corrections: Vec<Correction>,
@@ -65,6 +67,7 @@ impl Driver {
             phase,
             predictor: None,
             interp: None,
+            tank: None,
             last_frame: 0,
             held: None,
             corrections: Vec::new(),
@@ -88,9 +91,14 @@ impl Driver {
                 let p = Predictor::new(client_config, &map, player, PredictorConfig::default()).expect("predictor");
                 self.predictor = Some((p, now));
                 self.interp = Some(Interpolator::new(schema.clone(), InterpolationConfig::default()));
+                self.tank = Some(Rows::of(schema).expect("the tanks' rows").tanks);
             }
         }
-        let (Some((p, since)), Some(interp)) = (self.predictor.as_mut(), self.interp.as_mut()) else { return };
+        let (Some((p, since)), Some(interp), Some(tank)) =
+            (self.predictor.as_mut(), self.interp.as_mut(), self.tank.as_ref())
+        else {
+            return;
+        };
         let server_now = self.client.server_time_ms(now);
         if let Some(mut frame) = self.client.last_frame().filter(|f| f.seq > self.last_frame).cloned() {
             self.last_frame = frame.seq;
@@ -143,7 +151,7 @@ impl Driver {
                     let sample = interp.sample(sn);
                     let tanks = sample.hot.get(&key::TANKS)?;
                     let (_, row) = tanks.iter().find(|(id, _)| **id != p.player().0 as u32)?;
-                    Some([row.first()?.as_f32(), row.get(1)?.as_f32()])
+                    Some([tank.x.f32(row), tank.y.f32(row)])
                 });
                 self.others.push(other);
             }

@@ -32,7 +32,7 @@ use crate::engine::config::InitConfig;
 use crate::engine::game::{Game, MatchFigures};
 use crate::engine::migration::GameMigration;
 use crate::engine::players::{MaxRewind, PlayerKeys};
-use crate::engine::sim::{GameInit, HostSystems, HostTick};
+use crate::engine::sim::{EngineSettings, GameInit, HostSystems, HostTick};
 use crate::engine::snapshot::RowsSystems;
 use config::TanksConfig;
 
@@ -130,7 +130,9 @@ impl Plugin for TanksPlugin {
             tracing::error!("the game config does not parse ({e}); playing with the default rules");
             TanksConfig::default()
         });
+        let layout = rows::Rows::of_or_builtin(&app.world().resource::<EngineSettings>().schema);
         app.insert_resource(PlayerKeys(rules.player_keys.clone()))
+            .insert_resource(layout)
             .insert_resource(GameMigration { mid_round: rules.migration.mid_round })
             .insert_resource(MaxRewind(std::time::Duration::from_millis(u64::from(rules.max_rewind_ms))))
             .init_resource::<lagcomp::HullHistory>()

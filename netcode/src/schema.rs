@@ -21,6 +21,9 @@
 //! [`SnapshotSchema::from_json`] and [`SnapshotSchema::new`] validate every rule of
 //! the spec and return a [`SchemaError`] naming the key (and field) at fault.
 //!
+//! Code outside the codec reads and writes rows by the names the schema declares, never by
+//! position: [`BlockSchema::named`], [`row_fields!`](crate::row_fields) ([`names`] module docs).
+//!
 //! # The map-dynamics row, for a decoder of its own
 //!
 //! The engine writes the map's movable bodies itself, in the block of the map's set key
@@ -48,6 +51,10 @@ use std::fmt;
 
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
+
+pub mod names;
+
+pub use names::{Field, MapBodyFields, MissingField, set_all};
 
 /// The snapshot frame format version this crate speaks (`SNAPSHOT_FORMAT_VERSION`).
 pub const SNAPSHOT_FORMAT_VERSION: u8 = 5;

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use vimp::window::net::MatchState;
 use vimp::window::settings::Settings;
 use vimp::window::{MatchKind, start_match};
+use vimp_host::tanks::movement::Motion;
 use vimp_netcode::input::KeyAction;
 
 use crate::repo;
@@ -62,22 +63,21 @@ fn a_local_match_plays_on_the_embedded_host_and_its_map_reloads_on_save() {
     assert_eq!(name_of(&m).as_deref(), Some("Designer"));
 
     // Driving moves the tank on the host (the player block comes back changed).
-    let start = m.client().last_frame().and_then(|f| f.player).expect("a player block").state;
+    let start = Motion::from_state(m.client().last_frame().and_then(|f| f.player).expect("a player block").state);
     m.key(KeyAction::Down, "forward");
     until(&mut m, limit, "the tank to move", |m| {
         m.client().last_frame().and_then(|f| f.player).is_some_and(|p| {
-            let (dx, dy) = (p.state[0] - start[0], p.state[1] - start[1]);
+            let now = Motion::from_state(p.state);
+            let (dx, dy) = (now.x - start.x, now.y - start.y);
             (dx * dx + dy * dy).sqrt() > 20.0
         })
     });
     m.key(KeyAction::Up, "forward");
     // The window's own prediction drove the same tank, and it follows the host's.
     until(&mut m, limit, "the predicted tank beside the host's", |m| {
-        let host = m.client().last_frame().and_then(|f| f.player).map(|p| p.state);
-        match (m.local_tank(), host) {
-            (Some(p), Some(h)) => {
-                (p[0] - start[0]).hypot(p[1] - start[1]) > 20.0 && (p[0] - h[0]).hypot(p[1] - h[1]) < 40.0
-            }
+        let host = m.client().last_frame().and_then(|f| f.player).map(|p| Motion::from_state(p.state));
+        match (m.local_tank().map(Motion::from_state), host) {
+            (Some(p), Some(h)) => (p.x - start.x).hypot(p.y - start.y) > 20.0 && (p.x - h.x).hypot(p.y - h.y) < 40.0,
             _ => false,
         }
     });

@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use bevy::prelude::*;
 use serde::{Deserialize, Serialize};
 use vimp_netcode::delta;
-use vimp_netcode::schema::{BlockKind, FieldType, Role};
+use vimp_netcode::schema::{BlockKind, FieldType, MapBodyFields};
 use vimp_netcode::snapshot::{Block, FieldValue, Frame, PackError, PlayerBlock, Row, pack_body, pack_header, round2};
 
 use crate::engine::mapstate::MapState;
@@ -738,6 +738,7 @@ pub fn map_dynamics_block(settings: &EngineSettings, physics: &Physics, map: &Ma
     if schema.kind != BlockKind::IndexedNoNull8 {
         return None;
     }
+    let fields = MapBodyFields::of(schema);
     let bodies = &physics.world().bodies;
     let mut rows = Vec::with_capacity(game_map.dynamic_count());
     for i in 0..game_map.dynamic_count().min(u8::MAX as usize + 1) {
@@ -747,35 +748,14 @@ pub fn map_dynamics_block(settings: &EngineSettings, physics: &Physics, map: &Ma
         let (v, w) = if body.is_enabled() { (body.linvel(), body.angvel()) } else { (Default::default(), 0.0) };
         let velocities = [v.x, v.y, w];
         let level = map.levels.get(i).copied().unwrap_or_default();
-        let mut next_velocity = 0;
-        let row: Row = schema
-            .fields
-            .iter()
-            .enumerate()
-            .map(|(j, f)| {
-                let value = match (j, f.role) {
-                    (_, Some(Role::State)) => {
-                        return FieldValue::U8(map.body_state.get(i).copied().unwrap_or_default());
-                    }
-                    (_, Some(Role::Z)) => level.z,
-                    (_, Some(Role::Level)) => f32::from(level.level),
-                    (0, _) => p.x,
-                    (1, _) => p.y,
-                    (2, _) => angle,
-                    _ => {
-                        let v = velocities.get(next_velocity).copied().unwrap_or_default();
-                        next_velocity += 1;
-                        v
-                    }
-                };
-                match f.ty {
-                    FieldType::F32 => FieldValue::F32(round2(value)),
-                    FieldType::U8 => FieldValue::U8(value as u8),
-                    FieldType::U16 => FieldValue::U16(value as u16),
-                    FieldType::U32 => FieldValue::U32(value as u32),
-                }
-            })
-            .collect();
+        let mut row = schema.zero_row();
+        let mut values = vec![(fields.x, p.x), (fields.y, p.y), (fields.angle, angle)];
+        values.extend(fields.height.map(|(z, l)| [(z, level.z), (l, f32::from(level.level))]).into_iter().flatten());
+        values.extend(fields.state.map(|s| (s, f32::from(map.body_state.get(i).copied().unwrap_or_default()))));
+        values.extend(fields.velocity.into_iter().zip(velocities).filter_map(|(f, v)| Some((f?, v))));
+        for (field, value) in values {
+            field.set(&mut row, if field.ty() == FieldType::F32 { round2(value) } else { value });
+        }
         rows.push((i as u8, row));
     }
     Some((schema.id, Block::IndexedNoNull8(rows)))

@@ -119,6 +119,7 @@ pub fn run(duel: Duel) -> DuelFigures {
     init.game["snapshotBudget"] = serde_json::json!(duel.budget);
     let client_config = crate::tanks::client_config(&init);
     let schema = SnapshotSchema::from_value(client_config["engine"]["snapshot"].clone()).expect("the tanks schema");
+    let tank = crate::tanks::rows::Rows::of(&schema).expect("the tanks schema carries the tanks' rows").tanks;
     let damage = crate::tanks::config::TracerWeapon::default().damage;
     let mut host = Host::new(init, GAME).expect("host");
     host.load_map_json("duel", &arena()).expect("the arena is a valid map");
@@ -165,7 +166,7 @@ pub fn run(duel: Duel) -> DuelFigures {
         }
         let sample = interp.sample(server_now);
         let seen = sample.hot.get(&key::TANKS).and_then(|rows| rows.get(&u32::from(them)));
-        let Some(point) = seen.and_then(|row| Aim::new(row.first()?.as_f32(), row.get(1)?.as_f32(), 0)) else {
+        let Some(point) = seen.and_then(|row| Aim::new(tank.x.f32(row), tank.y.f32(row), 0)) else {
             continue;
         };
         let firing = now >= start + AT_SPEED && now < start + AT_SPEED + duel.firing;

@@ -80,6 +80,7 @@ use rapier2d::prelude::{
 };
 use vimp_netcode::divergence::{DivergenceConfig, DivergenceDetector, DivergenceRecord};
 use vimp_netcode::input::{Aim, InputError, InputEvent, KeyAction, KeyBits, KeyState};
+use vimp_netcode::schema::MapBodyFields;
 use vimp_netcode::snapshot::{Block, FieldValue, Frame, Row};
 
 use crate::engine::config::EngineConfig;
@@ -94,7 +95,7 @@ use crate::tanks::config::TanksConfig;
 use crate::tanks::lagcomp::SeenHull;
 use crate::tanks::level::{Footing, TankLevel, fall_levels, footing, state_from_row, step_tank_level};
 use crate::tanks::movement::{Motion, wrap};
-use crate::tanks::rows::{key, tank_row_level};
+use crate::tanks::rows::{Rows, RowsError, key};
 use crate::tanks::tank::{TANK_FRICTION, TANK_KIND, TANK_RESTITUTION, Weapon, body_motion, drive_body, spawn_body};
 use crate::tanks::weapons::{bomb_launch, cool_down, trace, trigger};
 
@@ -148,6 +149,9 @@ pub enum PredictError {
     /// The map does not build.
     #[error(transparent)]
     Map(#[from] Box<MapError>),
+    /// The snapshot schema cannot carry the game's rows.
+    #[error("client config: engine.snapshot: {0}")]
+    Rows(#[from] RowsError),
 }
 
 /// What one reconciliation changed in the present.
@@ -241,26 +245,6 @@ struct Record {
 /// A box's state as a snapshot row carries it: `[x, y, angle, vx, vy, angvel]`.
 type BoxState = [f32; 6];
 
-/// Where a map box's row keeps `[x, y, angle, vx, vy, angvel]`, and its `z` and `level` (the
-/// schema's roles), so that the rows read right whether or not the schema declares them.
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct BoxFields {
-    state: [usize; 6],
-    level: Option<(usize, usize)>,
-}
-
-impl BoxFields {
-    fn of(block: Option<&vimp_netcode::schema::BlockSchema>) -> BoxFields {
-        use vimp_netcode::schema::Role;
-        let Some(block) = block else { return BoxFields { state: [0, 1, 2, 3, 4, 5], level: None } };
-        let level = block.role_position(Role::Z).zip(block.role_position(Role::Level));
-        // The velocities are the fields after the head without a role.
-        let mut tail = (3..block.fields.len()).filter(|&i| block.fields[i].role.is_none());
-        let mut next = || tail.next().unwrap_or(usize::MAX);
-        BoxFields { state: [0, 1, 2, next(), next(), next()], level }
-    }
-}
-
 /// The client's predictor of its own tank (see the module docs).
 #[derive(Debug)]
 pub struct Predictor {
@@ -298,8 +282,10 @@ pub struct Predictor {
     /// The near boxes as the last [`Predictor::set_obstacles`] showed them: where the next
     /// rewind puts them.
     box_states: Vec<(RigidBodyHandle, Obstacle)>,
-    /// Where a box row keeps its fields.
-    box_fields: BoxFields,
+    /// Where a box row keeps its fields (none when the schema has no key for the map's set).
+    box_fields: Option<MapBodyFields>,
+    /// Where the game's rows keep theirs.
+    rows: Rows,
     divergence: DivergenceDetector,
     /// The tank's level (layered maps).
     level: TankLevel,
@@ -331,16 +317,21 @@ impl Predictor {
         }
         let scale = scale as f32;
         let rules = TanksConfig::from_value(&client_config["game"])?;
-        let crate_block = vimp_netcode::schema::SnapshotSchema::from_value(engine["snapshot"].clone())
-            .ok()
-            .and_then(|s| s.by_name(if map.set_id.is_empty() { "c1" } else { &map.set_id }).cloned());
-        let crate_key = crate_block.as_ref().map(|b| b.id);
-        let box_fields = BoxFields::of(crate_block.as_ref());
+        let schema = vimp_netcode::schema::SnapshotSchema::from_value(engine["snapshot"].clone()).ok();
+        let rows = match &schema {
+            Some(schema) => Rows::of(schema)?,
+            None => Rows::builtin(),
+        };
+        let crate_block =
+            schema.as_ref().and_then(|s| s.by_name(if map.set_id.is_empty() { "c1" } else { &map.set_id }));
+        let crate_key = crate_block.map(|b| b.id);
+        let box_fields = crate_block.map(MapBodyFields::of);
         let mut box_tolerance = [vimp_netcode::schema::Quant::DEFAULT.step(); 6];
-        if let Some(block) = &crate_block {
-            for (t, &at) in box_tolerance.iter_mut().zip(&box_fields.state) {
-                if let Some(field) = block.fields.get(at) {
-                    *t = field.quant.unwrap_or(vimp_netcode::schema::Quant::DEFAULT).step();
+        if let Some((block, f)) = crate_block.zip(box_fields) {
+            let [vx, vy, angvel] = f.velocity;
+            for (t, field) in box_tolerance.iter_mut().zip([Some(f.x), Some(f.y), Some(f.angle), vx, vy, angvel]) {
+                if let Some(field) = field {
+                    *t = block.step_of(field);
                 }
             }
         }
@@ -382,6 +373,7 @@ impl Predictor {
             boxes: map.physics_dynamic.iter().map(|o| (o.width * scale, o.height * scale)).collect(),
             box_states: Vec::new(),
             box_fields,
+            rows,
             level: TankLevel::default(),
             fall,
         })
@@ -888,46 +880,41 @@ impl Predictor {
 
     /// Tank `index` where its `m1` row puts it, as an obstacle.
     fn tank_obstacle(&self, index: u32, row: &Row) -> Obstacle {
-        let f = |i: usize| row.get(i).map_or(0.0, |v| v.as_f32());
-        let model = &self.rules.models.tank;
+        let (t, model) = (&self.rows.tanks, &self.rules.models.tank);
         Obstacle {
             id: ObstacleId { key: key::TANKS, index },
-            x: f(0),
-            y: f(1),
-            angle: f(2),
+            x: t.x.f32(row),
+            y: t.y.f32(row),
+            angle: t.angle.f32(row),
             half_extents: [model.length / 2.0, model.width / 2.0],
             offset: [0.0; 2],
             friction: TANK_FRICTION,
             restitution: TANK_RESTITUTION,
             velocity: [0.0; 3],
-            level: tank_row_level(row),
+            level: t.level(row),
         }
     }
 
     /// The obstacles a frame shows: other living tanks (`m1`) and the map's boxes (the
     /// map's set key), for [`Predictor::set_obstacles`].
     pub fn obstacles_from(&self, frame: &Frame) -> Vec<Obstacle> {
-        let f = |row: &Row, i: usize| row.get(i).map_or(0.0, |v| v.as_f32());
         let rows =
             |id: u8| frame.block(id).into_iter().flat_map(|b| b.entries()).filter_map(|(i, row)| Some((i?, row?)));
         let mut out: Vec<Obstacle> = rows(key::TANKS).map(|(index, row)| self.tank_obstacle(index, row)).collect();
-        if let Some(crate_key) = self.crate_key {
+        if let Some((crate_key, b)) = self.crate_key.zip(self.box_fields) {
             out.extend(rows(crate_key).filter_map(|(index, row)| {
                 let &(w, h) = self.boxes.get(index as usize)?;
                 Some(Obstacle {
                     id: ObstacleId { key: crate_key, index },
-                    x: f(row, 0),
-                    y: f(row, 1),
-                    angle: f(row, 2),
+                    x: b.x.f32(row),
+                    y: b.y.f32(row),
+                    angle: b.angle.f32(row),
                     half_extents: [w / 2.0, h / 2.0],
                     offset: [w / 2.0, h / 2.0],
                     friction: DEFAULT_FRICTION,
                     restitution: DEFAULT_RESTITUTION,
-                    velocity: [3, 4, 5].map(|k| f(row, self.box_fields.state[k])),
-                    level: match self.box_fields.level {
-                        Some((z, level)) => (row.get(level).map_or(0, |l| l.as_f32() as u8), f(row, z)),
-                        None => (0, 0.0),
-                    },
+                    velocity: b.velocity(row),
+                    level: b.level(row),
                 })
             }));
         }
@@ -944,7 +931,12 @@ impl Predictor {
                     .into_iter()
                     .flat_map(|b| b.entries())
                     .find_map(|(i, row)| (i == Some(u32::from(self.player.0))).then_some(row).flatten());
-                self.reconcile(frame.server_time_ms, p.last_input_seq, p.state, own.map(tank_row_level))
+                self.reconcile(
+                    frame.server_time_ms,
+                    p.last_input_seq,
+                    p.state,
+                    own.map(|row| self.rows.tanks.level(row)),
+                )
             }
             None => {
                 let tick = (frame.server_time_ms / (self.dt() as f64 * 1000.0)).round();

@@ -1,7 +1,8 @@
 //! The tanks game's snapshot rows: tanks (`m1`), bombs in flight (`w2`) and each player's own state.
 
 use bevy::prelude::*;
-use vimp_netcode::snapshot::{Block, FieldValue, PlayerBlock, Row, round2};
+use vimp_netcode::schema::{SnapshotSchema, set_all};
+use vimp_netcode::snapshot::{Block, FieldValue, PlayerBlock, round2};
 
 use crate::engine::physics::Physics;
 use crate::engine::players::{Panels, Participants, Score, Scores};
@@ -27,19 +28,92 @@ pub mod key {
     pub const BLASTS: u8 = 4;
 }
 
-/// Where a tank row (`m1`) keeps its height above its level, `z` (f32).
-pub const TANK_Z: usize = 11;
-/// Where a tank row keeps its level (u8).
-pub const TANK_LEVEL: usize = 12;
-
-/// A tank row's `(level, z)` (0 where the row is shorter).
-pub fn tank_row_level(row: &Row) -> (u8, f32) {
-    let level = row.get(TANK_LEVEL).map_or(0, |v| v.as_f32() as u8);
-    (level, row.get(TANK_Z).map_or(0.0, |v| v.as_f32()))
+vimp_netcode::row_fields! {
+    /// A tank's row (`m1`), by name.
+    pub struct TankRow {
+        x: "x", y: "y", angle: "angle", gun: "gunRotation", vx: "vx", vy: "vy",
+        engine_load: "engineLoad", condition: "condition", size: "size", team: "teamId",
+        angvel: "angvel", z: "z", level: "level",
+    }
 }
 
-fn f(v: f32) -> FieldValue {
-    FieldValue::F32(round2(v))
+vimp_netcode::row_fields! {
+    /// A bomb's row (`w2`), by name.
+    pub struct BombRow { x: "x", y: "y", angle: "angle", size: "size", time: "time", owner: "ownerId" }
+}
+
+vimp_netcode::row_fields! {
+    /// A tracer's row (`w1`), by name.
+    pub struct TracerRow {
+        start_x: "startX", start_y: "startY", end_x: "endX", end_y: "endY",
+        body_x: "bodyX", body_y: "bodyY", was_hit: "wasHit", shooter: "shooterId",
+    }
+}
+
+vimp_netcode::row_fields! {
+    /// A blast's row (`w2e`), by name.
+    pub struct BlastRow { x: "x", y: "y", radius: "radius" }
+}
+
+/// The tanks game's rows, each key's fields found by name once when the schema loads: what
+/// the host writes, the predictor and the window read.
+#[derive(Resource, Clone, Debug, PartialEq)]
+pub struct Rows {
+    /// `m1`.
+    pub tanks: TankRow,
+    /// `w2`.
+    pub bombs: BombRow,
+    /// `w1`.
+    pub tracers: TracerRow,
+    /// `w2e`.
+    pub blasts: BlastRow,
+}
+
+/// Why a schema cannot carry the tanks game's rows.
+#[derive(Debug, thiserror::Error)]
+pub enum RowsError {
+    /// It has no key of this name, or the key has another id.
+    #[error("the snapshot schema has no key {0:?} with id {1}")]
+    Key(&'static str, u8),
+    /// A key lacks a field the game writes.
+    #[error(transparent)]
+    Field(#[from] vimp_netcode::schema::MissingField),
+}
+
+impl Rows {
+    /// Finds every field the game uses in `schema`.
+    pub fn of(schema: &SnapshotSchema) -> Result<Rows, RowsError> {
+        let block =
+            |name: &'static str, id: u8| schema.by_name(name).filter(|b| b.id == id).ok_or(RowsError::Key(name, id));
+        Ok(Rows {
+            tanks: TankRow::of(block("m1", key::TANKS)?)?,
+            bombs: BombRow::of(block("w2", key::BOMBS)?)?,
+            tracers: TracerRow::of(block("w1", key::TRACERS)?)?,
+            blasts: BlastRow::of(block("w2e", key::BLASTS)?)?,
+        })
+    }
+
+    /// The rows of the game's own schema ([`SCHEMA_JSON`]).
+    pub fn builtin() -> Rows {
+        let schema = SnapshotSchema::from_json(SCHEMA_JSON).expect("the tanks schema is valid");
+        Rows::of(&schema).expect("the tanks schema has the tanks' rows")
+    }
+
+    /// `schema`'s rows, or, when it cannot carry them, the game's own (said once: the rows the
+    /// host writes then do not fit its frames, which count and log it).
+    pub fn of_or_builtin(schema: &SnapshotSchema) -> Rows {
+        Rows::of(schema).unwrap_or_else(|e| {
+            tracing::error!("{e}: the tanks game's rows do not fit this schema");
+            Rows::builtin()
+        })
+    }
+}
+
+impl TankRow {
+    /// A tank row's `(level, z)`.
+    pub fn level(&self, row: &[FieldValue]) -> (u8, f32) {
+        (self.level.u8(row), self.z.f32(row))
+    }
 }
 
 /// Keeps the engine's scoreboard in step with the tanks (score, deaths, and "dead" while waiting).
@@ -78,6 +152,7 @@ pub(crate) fn build_rows(
     rules: Res<TanksRules>,
     tanks: Query<&Tank>,
     bombs: Query<&Bomb>,
+    layout: Res<Rows>,
     mut rows: ResMut<SnapshotRows>,
 ) {
     let model = &rules.0.models.tank;
@@ -91,25 +166,28 @@ pub(crate) fn build_rows(
             tank_rows.push((tank.player.0, None));
             continue;
         }
-        let condition = (100.0 * tank.health / model.health).clamp(0.0, 100.0).round() as u8;
-        tank_rows.push((
-            tank.player.0,
-            Some(vec![
-                f(m.x),
-                f(m.y),
-                f(m.angle),
-                f(m.gun),
-                f(m.vx),
-                f(m.vy),
-                f(m.throttle.abs()),
-                FieldValue::U8(condition),
-                FieldValue::U8(1),
-                FieldValue::U8(tank.team),
-                f(m.angvel),
-                f(tank.level.state.z),
-                FieldValue::U8(tank.level.state.level),
-            ]),
-        ));
+        let condition = (100.0 * tank.health / model.health).clamp(0.0, 100.0).round();
+        let t = &layout.tanks;
+        let mut row = t.row();
+        set_all(
+            &mut row,
+            [
+                (t.x, round2(m.x)),
+                (t.y, round2(m.y)),
+                (t.angle, round2(m.angle)),
+                (t.gun, round2(m.gun)),
+                (t.vx, round2(m.vx)),
+                (t.vy, round2(m.vy)),
+                (t.engine_load, round2(m.throttle.abs())),
+                (t.condition, condition),
+                (t.size, 1.0),
+                (t.team, f32::from(tank.team)),
+                (t.angvel, round2(m.angvel)),
+                (t.z, round2(tank.level.state.z)),
+                (t.level, f32::from(tank.level.state.level)),
+            ],
+        );
+        tank_rows.push((tank.player.0, Some(row)));
         if let Some(p) = participants.0.get(&tank.player) {
             rows.players.insert(
                 tank.player,
@@ -126,17 +204,20 @@ pub(crate) fn build_rows(
         .filter_map(|b| {
             let body = physics.world().bodies.get(b.body)?;
             let p = body.translation();
-            Some((
-                b.id,
-                Some(vec![
-                    f(p.x),
-                    f(p.y),
-                    f(body.rotation().angle()),
-                    f(b.size),
-                    f(b.fuse.max(0.0)),
-                    FieldValue::U8(b.owner.0),
-                ]),
-            ))
+            let r = &layout.bombs;
+            let mut row = r.row();
+            set_all(
+                &mut row,
+                [
+                    (r.x, round2(p.x)),
+                    (r.y, round2(p.y)),
+                    (r.angle, round2(body.rotation().angle())),
+                    (r.size, round2(b.size)),
+                    (r.time, round2(b.fuse.max(0.0))),
+                    (r.owner, f32::from(b.owner.0)),
+                ],
+            );
+            Some((b.id, Some(row)))
         })
         .collect();
     rows.blocks.push((key::BOMBS, Block::Indexed32(bomb_rows)));

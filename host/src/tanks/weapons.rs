@@ -5,8 +5,8 @@ use rapier2d::parry::query::RayCast;
 use rapier2d::prelude::*;
 use serde::{Deserialize, Serialize};
 use vimp_netcode::input::KeyBits;
-use vimp_netcode::schema::BlockKind;
-use vimp_netcode::snapshot::{FieldValue, round2};
+use vimp_netcode::schema::{BlockKind, set_all};
+use vimp_netcode::snapshot::round2;
 
 use crate::engine::map::bodies::{ray_groups, set_body_groups};
 use crate::engine::map::{LevelState, MapLevels, step_body_level};
@@ -24,7 +24,7 @@ use crate::tanks::config::{BombWeapon, TankModel, TracerWeapon, Weapons, keys};
 use crate::tanks::lagcomp::{HullHistory, SeenHull, seen_hulls};
 use crate::tanks::movement::Motion;
 use crate::tanks::rounds::Round;
-use crate::tanks::rows::key;
+use crate::tanks::rows::{Rows, key};
 use crate::tanks::tank::{BOMB_KIND, Damage, TANK_KIND, Tank, Weapon, apply_damage, layered, sorted};
 
 /// A bomb in flight.
@@ -48,10 +48,6 @@ pub struct Bomb {
 /// The next bomb id.
 #[derive(Resource, Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NextShotId(pub u32);
-
-fn f(v: f32) -> FieldValue {
-    FieldValue::F32(round2(v))
-}
 
 /// How far ahead of the hull's centre a shot starts: half the hull plus a small gap.
 pub fn muzzle_reach(model: &TankModel) -> f32 {
@@ -214,7 +210,7 @@ pub(crate) fn fire_weapons(
     mut outbox: ResMut<MetaOutbox>,
     rules: Res<TanksRules>,
     map: Res<MapState>,
-    (tick, history): (Res<Tick>, Res<HullHistory>),
+    (tick, history, layout): (Res<Tick>, Res<HullHistory>, Res<Rows>),
     mut tanks: Query<&mut Tank>,
 ) {
     let dt = settings.dt();
@@ -273,16 +269,21 @@ pub(crate) fn fire_weapons(
                         rb.apply_impulse_at_point(dir * gun.push, end, true);
                     }
                 }
-                let row = vec![
-                    f(path.start.x),
-                    f(path.start.y),
-                    f(end.x),
-                    f(end.y),
-                    f(body_pos.x),
-                    f(body_pos.y),
-                    FieldValue::U8(was_hit as u8),
-                    FieldValue::U8(player.0),
-                ];
+                let t = &layout.tracers;
+                let mut row = t.row();
+                set_all(
+                    &mut row,
+                    [
+                        (t.start_x, round2(path.start.x)),
+                        (t.start_y, round2(path.start.y)),
+                        (t.end_x, round2(end.x)),
+                        (t.end_y, round2(end.y)),
+                        (t.body_x, round2(body_pos.x)),
+                        (t.body_y, round2(body_pos.y)),
+                        (t.was_hit, f32::from(u8::from(was_hit))),
+                        (t.shooter, f32::from(player.0)),
+                    ],
+                );
                 events.push(key::TRACERS, BlockKind::List16, 0, Some(row));
             }
             Weapon::Bomb => {
@@ -346,6 +347,7 @@ pub(crate) fn burst_bombs(
     map: Res<MapState>,
     mut bombs: Query<(Entity, &mut Bomb)>,
     mut tanks: Query<&mut Tank>,
+    layout: Res<Rows>,
 ) {
     let hit: Vec<u32> = physics
         .contacts()
@@ -398,7 +400,10 @@ pub(crate) fn burst_bombs(
                 }
             }
         }
-        events.push(key::BLASTS, BlockKind::List16, 0, Some(vec![f(center.x), f(center.y), f(launcher.radius)]));
+        let b = &layout.blasts;
+        let mut row = b.row();
+        set_all(&mut row, [(b.x, round2(center.x)), (b.y, round2(center.y)), (b.radius, round2(launcher.radius))]);
+        events.push(key::BLASTS, BlockKind::List16, 0, Some(row));
         blasts.0.push(([center.x, center.y], launcher.radius, 0.0));
         events.push(key::BOMBS, BlockKind::Indexed32, bomb.id, None);
         physics.queue_removal(bomb.body);

@@ -6,6 +6,8 @@ use std::time::Duration;
 use vimp_host::engine::server::{Server, ServerConfig};
 use vimp_host::prelude::*;
 use vimp_host::tanks::GAME;
+use vimp_host::tanks::movement::Motion;
+use vimp_host::tanks::rows::Rows;
 use vimp_host::tanks::tank::Tank;
 use vimp_netcode::client::{Client, ClientConfig};
 use vimp_netcode::frame::{Channel, op};
@@ -175,9 +177,12 @@ fn clients_join_play_and_chat() {
         assert_eq!(c.stats().bad_snapshots, 0);
     }
     let p = lan.clients[a].last_frame().and_then(|f| f.player).expect("ann's player block");
-    assert_eq!(p.state[7], 1.0, "the host applied ann's forward key: full throttle");
+    assert_eq!(Motion::from_state(p.state).throttle, 1.0, "the host applied ann's forward key: full throttle");
     let moved = |lan: &Lan| {
-        let p = lan.clients[a].last_frame().and_then(|f| f.player).map_or([x0.x, x0.y], |p| [p.state[0], p.state[1]]);
+        let p = lan.clients[a]
+            .last_frame()
+            .and_then(|f| f.player)
+            .map_or([x0.x, x0.y], |p| [p.state].map(Motion::from_state).map(|m| [m.x, m.y])[0]);
         ((p[0] - x0.x).powi(2) + (p[1] - x0.y).powi(2)).sqrt()
     };
     assert!(lan.run_until(Duration::from_secs(3), |l| moved(l) > 20.0), "ann's tank drove {} units", moved(&lan));
@@ -367,7 +372,9 @@ fn a_spectator_watches_a_player_and_switches_with_next_player() {
     assert!(lan.tank(w.player_id).is_none(), "a spectator gets no tank");
     assert!(lan.clients[s].take_meta().contains(&(vimp_netcode::meta::KEYSET_DATA, b"0".to_vec())));
     // Eve watches the first participant, the bot: her frames carry the bot's player block.
-    let watched = |l: &Lan| l.clients[s].last_frame().and_then(|f| f.player).map(|p| (p.state[0], p.state[1]));
+    let watched = |l: &Lan| {
+        l.clients[s].last_frame().and_then(|f| f.player).map(|p| Motion::from_state(p.state)).map(|m| (m.x, m.y))
+    };
     let tank_at = |l: &mut Lan, id: u8| {
         let t = l.tank(id).expect("tank");
         let b = l.server.host().world().resource::<vimp_host::engine::physics::Physics>().world().bodies[t.body]
@@ -573,6 +580,7 @@ fn a_client_gets_no_row_and_no_event_from_outside_its_view() {
     let schema = lan.clients[ann].schema().cloned().expect("schema");
     let place = |key: u8| schema.by_id(key).and_then(|(_, bs)| bs.place());
     let xy = |row: &[FieldValue], i: usize| row[i].as_f32();
+    let tank = Rows::of(&schema).expect("the tanks' rows").tanks;
     let (mut checked, mut streamed_out, mut v5_rows, mut v6_rows) = (0, 0, 0, 0);
     let (mut events_ann, mut events_bob) = (0, 0);
     for _ in 0..40 {
@@ -587,7 +595,7 @@ fn a_client_gets_no_row_and_no_event_from_outside_its_view() {
             let Some(Some(own)) = tanks.iter().find(|(id, _)| u32::from(*id) == me).map(|(_, r)| r.as_ref()) else {
                 continue;
             };
-            let (ox, oy) = (own[0].as_f32(), own[1].as_f32());
+            let (ox, oy) = (tank.x.f32(own), tank.y.f32(own));
             let near = |x: f32, y: f32| (x - ox).powi(2) + (y - oy).powi(2) <= (DISTANCE + 1.0).powi(2);
             checked += 1;
             for (key, block) in &f.blocks {

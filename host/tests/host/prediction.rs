@@ -247,6 +247,8 @@ fn aim_moves_the_gun_on_the_host_and_in_the_predictor_identically() {
     let bob_gun = lan.tank(bob_id.0).expect("Bob's tank").gun;
     let (mut aims, mut sweep_end, mut rest) = (0u32, None, None);
     let start = lan.now;
+    let schema = vimp_netcode::schema::SnapshotSchema::from_value(client_config["engine"]["snapshot"].clone());
+    let gun = vimp_host::tanks::rows::Rows::of(&schema.expect("the schema")).expect("the tanks' rows").tanks.gun;
     let mut bob_saw = Vec::new();
     while lan.now < start + Duration::from_secs(5) {
         let t = (lan.now - start).as_secs_f32();
@@ -281,7 +283,7 @@ fn aim_moves_the_gun_on_the_host_and_in_the_predictor_identically() {
         if let Some(Block::Indexed8(rows)) = lan.clients[bob].last_frame().and_then(|f| f.block(1))
             && let Some((_, Some(row))) = rows.iter().find(|(id, _)| *id == ann_id.0)
         {
-            bob_saw.push(row[3].as_f32());
+            bob_saw.push(gun.f32(row));
         }
     }
     let sweep = sweep_end.expect("the sweep sent aims") - start;
@@ -354,4 +356,145 @@ fn under_a_tight_budget_a_shooter_draws_a_held_back_target_carried_forward_and_h
     let figures = duel::run(duel);
     assert!(figures.shots >= 15, "shots fired: {figures:?}");
     assert!(figures.hit_rate() >= 0.9, "{} of {} hit: {figures:?}", figures.hits, figures.shots);
+}
+
+/// What a client's readers make of a match: every field they read by name from the frames
+/// (tanks, bombs, tracers, blasts, the map's boxes) and the obstacles the predictor builds.
+#[derive(Debug, Default, PartialEq)]
+struct Readings {
+    values: Vec<Vec<f32>>,
+    bombs: usize,
+    tracers: usize,
+    blasts: usize,
+}
+
+/// A match with two bots and a client that drives, fires and throws bombs, `setup` given the
+/// init config; what the client's readers read, frame by frame.
+fn read_by_name(setup: impl FnOnce(&mut vimp_host::engine::config::InitConfig)) -> Readings {
+    use vimp_host::engine::server::{Server, ServerConfig};
+    use vimp_host::tanks::rows::Rows;
+    use vimp_netcode::client::Client;
+    use vimp_netcode::frame::op;
+    use vimp_netcode::link::LinkConfig;
+    use vimp_netcode::schema::{MapBodyFields, SnapshotSchema};
+    use vimp_netcode::session::Hello;
+    use vimp_netcode::snapshot::Block;
+    use vimp_netcode::transport::{MemoryTransport, PeerKey};
+
+    let mut init = vimp_host::tanks::init_config(5);
+    setup(&mut init);
+    let client_config = vimp_host::tanks::client_config(&init);
+    let mut host = Host::new(init, GAME).expect("host");
+    host.load_map_json("small", super::SMALL).expect("map");
+    for i in 0..2 {
+        host.push(HostCommand::Join { player: PlayerId(i), name: format!("bot{i}"), team: None, bot: true });
+    }
+    let mut server_transport = MemoryTransport::new(PeerKey(1000));
+    let mut transport = MemoryTransport::new(PeerKey(1));
+    let link = LinkConfig::new().latency(Duration::from_millis(20)).jitter(Duration::from_millis(2)).seed(3);
+    MemoryTransport::connect(&mut transport, &mut server_transport, link);
+    let config = ServerConfig { client_config: client_config.clone(), ..ServerConfig::default() };
+    let mut server = Server::new(host, server_transport, config);
+    // Format 5: every row in every frame, whatever a row's bytes.
+    let mut client = Client::new(transport, Hello { snapshot_formats: Vec::new(), ..Hello::new("driver", "test") });
+    let schema = SnapshotSchema::from_value(client_config["engine"]["snapshot"].clone()).expect("the schema");
+    let rows = Rows::of(&schema).expect("the tanks' rows");
+    let boxes = schema.by_name("c1").expect("the map's set key");
+    let (box_key, box_fields) = (boxes.id, MapBodyFields::of(boxes));
+
+    let mut out = Readings::default();
+    let (mut predictor, mut last_frame) = (None, 0);
+    let keys = [(0, "forward"), (1, "fire"), (2, "nextWeapon"), (3, "left"), (4, "fire"), (5, "fire")];
+    for ms in 1..=6_000u64 {
+        let now = Duration::from_millis(ms);
+        client.update(now);
+        for (port, payload) in client.take_meta() {
+            if port == op::MAP_DATA && predictor.is_none() {
+                let map = MapConfig::from_json("map", std::str::from_utf8(&payload).expect("utf-8")).expect("map");
+                let player = PlayerId(client.welcome().expect("welcomed").player_id);
+                predictor = Some(Predictor::new(&client_config, &map, player, PredictorConfig::default()).expect("p"));
+            }
+        }
+        if ms % 500 == 0 {
+            let (_, key) = keys[(ms / 500) as usize % keys.len()];
+            client.key(KeyAction::Down, key);
+        }
+        if let Some(frame) = client.last_frame().filter(|f| f.seq > last_frame).cloned() {
+            last_frame = frame.seq;
+            for (key, block) in &frame.blocks {
+                for (id, row) in block.entries() {
+                    let Some(row) = row else { continue };
+                    let id = id.map_or(-1.0, |id| id as f32);
+                    let read: Vec<f32> = match (*key, block) {
+                        (1, _) => {
+                            let t = &rows.tanks;
+                            let (level, z) = t.level(row);
+                            let named = [t.x, t.y, t.angle, t.gun, t.vx, t.vy, t.engine_load, t.condition, t.size];
+                            let mut read: Vec<f32> = named.iter().map(|f| f.f32(row)).collect();
+                            read.extend([f32::from(t.team.u8(row)), t.angvel.f32(row), f32::from(level), z]);
+                            read
+                        }
+                        (3, _) => {
+                            out.bombs += 1;
+                            let b = &rows.bombs;
+                            [b.x, b.y, b.angle, b.size, b.time, b.owner].iter().map(|f| f.f32(row)).collect()
+                        }
+                        (2, Block::List16(_)) => {
+                            out.tracers += 1;
+                            let t = &rows.tracers;
+                            let named =
+                                [t.start_x, t.start_y, t.end_x, t.end_y, t.body_x, t.body_y, t.was_hit, t.shooter];
+                            named.iter().map(|f| f.f32(row)).collect()
+                        }
+                        (4, Block::List16(_)) => {
+                            out.blasts += 1;
+                            let b = &rows.blasts;
+                            [b.x, b.y, b.radius].iter().map(|f| f.f32(row)).collect()
+                        }
+                        (k, _) if k == box_key => {
+                            let f = &box_fields;
+                            let (level, z) = f.level(row);
+                            let mut read = vec![f.x.f32(row), f.y.f32(row), f.angle.f32(row), f32::from(level), z];
+                            read.extend(f.velocity(row));
+                            read
+                        }
+                        _ => continue,
+                    };
+                    out.values.push([vec![f32::from(*key), id], read].concat());
+                }
+            }
+            if let Some(p) = predictor.as_mut() {
+                let obstacles = p.obstacles_from(&frame);
+                for o in &obstacles {
+                    out.values.push(vec![o.x, o.y, o.angle, f32::from(o.level.0), o.level.1, o.velocity[0]]);
+                }
+                p.set_obstacles(&obstacles);
+                p.on_frame(&frame);
+                out.values.extend(p.motion().map(|m| m.to_state().to_vec()));
+            }
+        }
+        server.update(now);
+    }
+    out
+}
+
+/// A field inserted in the middle of each of the game's keys moves every position after it,
+/// and no reader notices: the host writes, and the client and its predictor read, by name.
+#[test]
+fn a_field_inserted_in_the_middle_of_every_key_changes_no_reader() {
+    use vimp_netcode::schema::{FieldSchema, FieldType};
+    let plain = read_by_name(|_| {});
+    let spare = read_by_name(|init| {
+        for (key, at) in [("m1", 3), ("w2", 2), ("w1", 4), ("w2e", 1)] {
+            let block = init.engine.snapshot.keys.get_mut(key).expect("the tanks' key");
+            block.fields.insert(at, FieldSchema::new("spare", FieldType::U16));
+        }
+    });
+    assert!(plain.values.len() > 1_000, "{} readings", plain.values.len());
+    assert!(plain.bombs > 0 && plain.tracers > 0 && plain.blasts > 0, "{plain:?}");
+    assert_eq!(spare.values.len(), plain.values.len(), "as many readings");
+    for (i, (a, b)) in plain.values.iter().zip(&spare.values).enumerate() {
+        assert_eq!(a, b, "reading {i}");
+    }
+    assert_eq!(spare, plain);
 }
