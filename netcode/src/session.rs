@@ -1069,6 +1069,10 @@ impl ClientSession {
             (ClientState::Active, opcode) if opcode > op::CLOSE => {
                 self.events.push_back(ClientEvent::Engine { opcode, payload: frame.payload.to_vec() })
             }
+            // What a peer says in a client's role, late from before the roles changed: its
+            // hello to whoever may host, its answer to this process's pings when it hosted.
+            // Not acted on, and no reason to drop the host.
+            (ClientState::Active, op::HELLO | op::PONG) => {}
             _ => self.close(close::PROTOCOL),
         }
     }
@@ -1503,6 +1507,21 @@ mod tests {
         let (mut host, _) = connected();
         host.handle_message(MS, Channel::Reliable, &vec![op::client::CHAT; frame::MAX_MESSAGE + 1]);
         assert_eq!(host.close_code(), Some(close::PROTOCOL), "a message past the transport limit");
+    }
+
+    /// A peer that was this process's client, or a fellow client saying hello to whoever may
+    /// host, sends frames of a client's role late, after the roles changed: a host's session
+    /// ignores them; a second welcome is still a violation.
+    #[test]
+    fn a_welcomed_client_ignores_a_hello_and_a_pong_late_from_before_the_roles_changed() {
+        let (_, mut client) = connected();
+        let hello = serde_json::to_vec(&Hello::new("bob", "test")).expect("json");
+        client.handle_message(MS, Channel::Reliable, &[&[op::HELLO][..], &hello].concat());
+        client.handle_message(MS, Channel::Unreliable, &[op::PONG, 0, 0, 0, 7]);
+        assert!(client.is_active(), "{:?}", client.close_code());
+        let welcome = serde_json::to_vec(&welcome()).expect("json");
+        client.handle_message(MS, Channel::Reliable, &[&[op::WELCOME][..], &welcome].concat());
+        assert_eq!(client.close_code(), Some(close::PROTOCOL));
     }
 
     #[test]

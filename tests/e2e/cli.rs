@@ -217,12 +217,13 @@ fn signal_prints_its_address_and_serves_the_ice_list() {
     s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
     let mut answer = String::new();
     let _ = s.read_to_string(&mut answer);
+    // Its STUN address, printed once its responder is up (read before the process ends).
+    let stun = rx.recv_timeout(Duration::from_secs(30)).expect("the STUN address is printed");
     child.kill().ok();
     child.wait().ok();
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     assert!(answer.contains("stun:stun.example.net:3478"), "{answer}");
     // Its own STUN responder comes first, at the host this request named.
-    let stun = rx.recv_timeout(Duration::from_secs(30)).expect("the STUN address is printed");
     let port = stun.rsplit(':').next().expect("UDP ADDR");
     assert!(answer.contains(&format!("stun:x:{port}")), "{answer}");
     // The TURN server comes once, with a credential minted for this request (its password is
