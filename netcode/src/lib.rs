@@ -31,6 +31,20 @@
 //! - [`divergence`]: the prediction divergence detector.
 //! - [`migration`]: host migration on the wire: the succession list and its ranking rule,
 //!   checkpoint parts, what a client hands its shadow.
+//! - [`frame`]: opcodes, the two channels, the `[opcode][payload]` envelope and chunking.
+//! - [`bytes`]: the one bounds-checked big-endian reader for untrusted payloads, and its writes.
+//! - [`session`]: host and client sessions, sans-IO: handshake, heartbeat, rate limits, close
+//!   codes.
+//! - [`client`]: a client on the network: finds the host among its peers, keeps the session,
+//!   decodes snapshots, follows a new host.
+//! - [`meta`]: typed forms of the meta payloads (auth, informs, panel, stat, chat, vote,
+//!   keyset…) and their exact bytes.
+//! - [`transport`]: what sessions run over (peers, two channels, messages), the in-memory
+//!   transport, and with `webrtc` the WebRTC one.
+//! - [`link`]: the in-memory link with a seeded conditioner, for tests on fake time.
+//! - [`lobby`]: lobby codes and join targets.
+//! - [`signal`]: the signalling server's protocol, and with `signal-server` the server.
+//! - [`stun`] (with `signal-server`): a STUN binding responder.
 //!
 //! A round trip:
 //!

@@ -3,8 +3,9 @@
 //!
 //! A row is a positional `Vec<FieldValue>` on the wire and in the interpolation buffer. Code
 //! outside the codec never indexes one by a number: it holds a [`Field`] per field it uses,
-//! from [`BlockSchema::named`], or a struct of them declared with [`row_fields!`]. A field
-//! inserted in the middle of a key then moves every position, and no reader notices.
+//! from [`BlockSchema::named`], or a struct of them declared with
+//! [`row_fields!`](crate::row_fields). A field inserted in the middle of a key then moves
+//! every position, and no reader notices.
 //!
 //! ```
 //! use vimp_netcode::schema::{BlockClass, BlockKind, BlockSchema, FieldSchema, FieldType};
@@ -118,7 +119,7 @@ impl BlockSchema {
 /// Declares a struct of a key's [`Field`]s, each found by the name the schema declares:
 /// `Name::of(&block)` finds them all (the error names the first one missing), and
 /// `name.row()` gives a row of the key with every field zero, for a writer to fill. See the
-/// [module docs](self).
+/// [module docs](crate::schema::names).
 #[macro_export]
 macro_rules! row_fields {
     ($(#[$meta:meta])* $vis:vis struct $name:ident { $($(#[$field_meta:meta])* $field:ident: $wire:literal),* $(,)? }) => {
