@@ -454,6 +454,7 @@ pub fn host(args: &HostArgs, game: &Game) -> anyhow::Result<i32> {
             "frames_sent": stats.frames_sent,
             "delta_frames_sent": stats.delta_frames_sent,
             "pack_errors": stats.pack_errors,
+            "meta_refused": stats.meta_refused,
             "bytes_out_per_s": stats.bytes_out as f64 / wall,
             "bytes_in_per_s": stats.bytes_in as f64 / wall,
             "kicked": stats.kicked,

@@ -134,6 +134,9 @@ pub struct MatchState {
     pub form: Option<GameForm>,
     /// A map that failed to load on save, with its errors.
     pub map_error: Option<String>,
+    /// Meta payloads from the host that did not decode (each one logged), or a map that did
+    /// not read; the net graph shows them.
+    pub meta_refused: u64,
     /// The warnings of the map being played (one per line), and when they came.
     pub map_warnings: Option<(String, Duration)>,
     /// A short note (map reloaded…) and when it came.
@@ -262,6 +265,7 @@ impl MatchState {
             tech: None,
             keyset: None,
             form: None,
+            meta_refused: 0,
             map_error: None,
             map_warnings: None,
             note: None,
@@ -483,14 +487,25 @@ impl MatchState {
     }
 
     fn on_meta(&mut self, port: u8, payload: &[u8], now: Duration) {
-        let Ok(message) = MetaMessage::decode(port, payload) else { return };
+        let message = match MetaMessage::decode(port, payload) {
+            Ok(message) => message,
+            Err(e) => {
+                tracing::warn!("the host's meta on port {port} does not read: {e}");
+                self.meta_refused += 1;
+                return;
+            }
+        };
         match message {
-            MetaMessage::Map(json) => {
-                if let Ok(map) = serde_json::from_value::<MapConfig>(json) {
+            MetaMessage::Map(json) => match serde_json::from_value::<MapConfig>(json) {
+                Ok(map) => {
                     self.map = Some(map);
                     self.map_version += 1;
                 }
-            }
+                Err(e) => {
+                    tracing::warn!("the host's map does not read: {e}");
+                    self.meta_refused += 1;
+                }
+            },
             MetaMessage::Clear(meta::Clear::All) => {
                 if let Some(interp) = self.interp.as_mut() {
                     interp.clear();

@@ -774,6 +774,9 @@ fn match_ui(
                 w.label(format!("budget in use {in_use:.1} of {:.1} KB/s, {carried} rows carried", budget / 1000.0));
             }
             w.label(format!("host epoch {}  host changes {}", stats.host_epoch, stats.migrations));
+            if m.meta_refused > 0 {
+                w.colored_label(egui::Color32::RED, format!("{} meta messages did not read", m.meta_refused));
+            }
             // How the link to the host goes; nothing for a host in this process.
             if let Some(path) = m.host_path() {
                 let rtt = m.client().rtt_ms().map_or_else(String::new, |ms| format!(", round trip {ms:.0} ms"));

@@ -126,41 +126,34 @@ use wire::{Part, Payload};
 
 // ---- ports ----
 
-/// Server → client: the merged client config (any JSON object).
-pub const CONFIG_DATA: u8 = crate::frame::op::CONFIG_DATA;
-/// Server → client: the auth form ([`AuthData`]).
-pub const AUTH_DATA: u8 = crate::frame::op::AUTH_DATA;
-/// Server → client: auth errors or `null` ([`AuthResult`]).
-pub const AUTH_RESULT: u8 = crate::frame::op::AUTH_RESULT;
-/// Server → client: the map (any JSON object).
-pub const MAP_DATA: u8 = crate::frame::op::MAP_DATA;
-/// Server → client: the one-off first frame ([`FirstShot`]).
-pub const FIRST_SHOT_DATA: u8 = crate::frame::op::FIRST_SHOT_DATA;
-/// Server → client: a system sound name ([`Sound`]).
-pub const SOUND_DATA: u8 = crate::frame::op::SOUND_DATA;
-/// Server → client: an on-screen game message ([`GameInform`]).
-pub const GAME_INFORM_DATA: u8 = crate::frame::op::GAME_INFORM_DATA;
-/// Server → client: a "black screen" technical message ([`TechInform`]).
-pub const TECH_INFORM_DATA: u8 = crate::frame::op::TECH_INFORM_DATA;
-/// Server → client: clear the canvases, all or one set ([`Clear`]).
-pub const CLEAR: u8 = crate::frame::op::CLEAR;
-/// Server → client: the HUD panel, per user, changed keys only ([`Panel`]).
-pub const PANEL_DATA: u8 = crate::frame::op::PANEL_DATA;
-/// Server → client: the statistics delta, broadcast ([`StatUpdate`]).
-pub const STAT_DATA: u8 = crate::frame::op::STAT_DATA;
-/// Server → client: a chat message ([`ChatMessage`]).
-pub const CHAT_DATA: u8 = crate::frame::op::CHAT_DATA;
-/// Server → client: a vote ([`Vote`]).
-pub const VOTE_DATA: u8 = crate::frame::op::VOTE_DATA;
-/// Server → client: the active key set ([`Keyset`]).
-pub const KEYSET_DATA: u8 = crate::frame::op::KEYSET_DATA;
+// Each port's number is written once, in the frame layer's opcode table.
+pub use crate::frame::op::client::{AUTH_RESPONSE, CHAT, VOTE};
+pub use crate::frame::op::{
+    AUTH_DATA, AUTH_RESULT, CHAT_DATA, CLEAR, CONFIG_DATA, FIRST_SHOT_DATA, GAME_INFORM_DATA, KEYSET_DATA, MAP_DATA,
+    PANEL_DATA, SOUND_DATA, STAT_DATA, TECH_INFORM_DATA, VOTE_DATA,
+};
 
-/// Client → server: the filled auth form plus the lobby JWT ([`AuthResponse`]).
-pub const AUTH_RESPONSE: u8 = crate::frame::op::client::AUTH_RESPONSE;
-/// Client → server: a chat line or `/command` ([`ChatText`]).
-pub const CHAT: u8 = crate::frame::op::client::CHAT;
-/// Client → server: a vote answer or a list request ([`VoteAnswer`]).
-pub const VOTE: u8 = crate::frame::op::client::VOTE;
+/// A message as it goes on the wire: its port, which follows from its type, and its bytes
+/// ([`MetaMessage::encoded`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Encoded {
+    /// The port.
+    pub port: u8,
+    /// The payload: compact JSON.
+    pub bytes: Vec<u8>,
+}
+
+/// Which of a host session's token buckets a client → server meta message draws on
+/// ([`ClientMeta::rate`]): its table says, so a new message needs no other list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MetaRate {
+    /// Chat lines and commands.
+    Chat,
+    /// Votes and list requests.
+    Vote,
+    /// What a peer sends once in a while (the auth response, among others).
+    Control,
+}
 
 // ---- limits ----
 
@@ -184,11 +177,14 @@ pub const PLAYER_COLUMNS: [&str; 5] = ["name", "status", "score", "deaths", "lat
 
 // ---- the message tables ----
 
-/// Writes a meta enum from its port table, one `(PORT, Variant, Type)` row per port,
-/// `Type` being one name that implements `Payload<PORT>`: the enum, its `port`,
+/// Writes a meta enum from its port table, one `(PORT, Variant, Type)` row per port (a
+/// client → server row adds the [`MetaRate`] it draws on), `Type` being one name that
+/// implements `Payload<PORT>`: the enum, its `PORTS`, `rate`, `port`,
 /// `validate`, `to_json`, `from_json`, `encode` and `decode`, and `From<Type>` for every
 /// row but those of a bare `Value` (two ports carry one, so it cannot convert to either).
 macro_rules! meta_table {
+    (@bucket) => { None };
+    (@bucket $bucket:ident) => { Some(MetaRate::$bucket) };
     (@from $name:ident $variant:ident Value) => {};
     (@from $name:ident $variant:ident $ty:ty) => {
         impl From<$ty> for $name {
@@ -200,7 +196,7 @@ macro_rules! meta_table {
     (
         $(#[$attr:meta])*
         pub enum $name:ident {
-            $( $(#[$doc:meta])* ($port:ident, $variant:ident, $ty:tt), )*
+            $( $(#[$doc:meta])* ($port:ident, $variant:ident, $ty:tt $(, $bucket:ident)?), )*
         }
     ) => {
         $(#[$attr])*
@@ -209,6 +205,18 @@ macro_rules! meta_table {
         }
 
         impl $name {
+            /// The ports of this table, in its order.
+            pub const PORTS: &[u8] = &[$( $port, )*];
+
+            /// The token bucket a message on `port` draws on, for a table whose rows name one
+            /// (client → server); `None` for a port not in the table.
+            pub fn rate(port: u8) -> Option<MetaRate> {
+                match port {
+                    $( $port => meta_table!(@bucket $($bucket)?), )*
+                    _ => None,
+                }
+            }
+
             /// The port this message goes on.
             pub fn port(&self) -> u8 {
                 match self {
@@ -236,6 +244,11 @@ macro_rules! meta_table {
                     $( $port => <$ty as Payload<{ $port }>>::read(value).map(Self::$variant), )*
                     _ => Err(MetaError::UnknownPort { port }),
                 }
+            }
+
+            /// The message written once, for however many peers get it: its port and bytes.
+            pub fn encoded(&self) -> Encoded {
+                Encoded { port: self.port(), bytes: self.encode() }
             }
 
             /// The payload bytes: compact JSON.
@@ -295,11 +308,11 @@ meta_table! {
     #[derive(Clone, Debug, PartialEq)]
     pub enum ClientMeta {
         /// Port 1: the filled auth form.
-        (AUTH_RESPONSE, AuthResponse, AuthResponse),
+        (AUTH_RESPONSE, AuthResponse, AuthResponse, Control),
         /// Port 6: a chat line or command.
-        (CHAT, Chat, ChatText),
+        (CHAT, Chat, ChatText, Chat),
         /// Port 7: a vote answer or list request.
-        (VOTE, Vote, VoteAnswer),
+        (VOTE, Vote, VoteAnswer, Vote),
     }
 }
 
@@ -361,6 +374,19 @@ mod tests {
         ];
         assert_eq!(server, [0, 1, 2, 3, 4, 6, 7, 8, 11, 13, 14, 15, 16, 17]);
         assert_eq!([AUTH_RESPONSE, CHAT, VOTE], [1, 6, 7]);
+    }
+
+    /// The host session's allow-list and rate limits come from the client → server table:
+    /// every row names its bucket, and no port of the other direction is let in by it.
+    #[test]
+    fn the_client_table_names_each_port_s_bucket() {
+        assert_eq!(ClientMeta::PORTS, [AUTH_RESPONSE, CHAT, VOTE]);
+        let rates: Vec<_> = ClientMeta::PORTS.iter().map(|&p| ClientMeta::rate(p)).collect();
+        assert_eq!(rates, [Some(MetaRate::Control), Some(MetaRate::Chat), Some(MetaRate::Vote)]);
+        for port in (0..=u8::MAX).filter(|p| !ClientMeta::PORTS.contains(p)) {
+            assert_eq!(ClientMeta::rate(port), None, "port {port}");
+        }
+        assert!(MetaMessage::PORTS.iter().all(|&p| MetaMessage::rate(p).is_none()));
     }
 
     #[test]

@@ -67,6 +67,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::frame::{self, Channel, Chunker, Reassembler, op};
 use crate::input::{self, Aim, AimEvent, BinaryKeyEvent, KeyAction, WireInput};
+use crate::meta::{ClientMeta, MetaRate};
 
 /// The session protocol's version: hello and host must match exactly.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -579,10 +580,8 @@ impl HostSession {
         // A hello said again after the first (the client repeats it until answered) is one too.
         let repeated_hello = frame.opcode == op::HELLO && !matches!(self.state, HostState::AwaitingHello { .. });
         let control = repeated_hello
-            || matches!(
-                frame.opcode,
-                op::PONG | op::client::AUTH_RESPONSE | op::LINKS | op::CHECKPOINT_REQUEST | op::CLAIM
-            );
+            || matches!(frame.opcode, op::PONG | op::LINKS | op::CHECKPOINT_REQUEST | op::CLAIM)
+            || ClientMeta::rate(frame.opcode) == Some(MetaRate::Control);
         if control {
             match self.control.check(now) {
                 RateVerdict::Allow => {}
@@ -623,11 +622,13 @@ impl HostSession {
                     RateVerdict::Abuse => self.close(close::RATE),
                 }
             }
-            (HostState::Active, port @ (op::client::AUTH_RESPONSE | op::client::CHAT | op::client::VOTE)) => {
-                let verdict = match port {
-                    op::client::CHAT => self.chat.check(now),
-                    op::client::VOTE => self.votes.check(now),
-                    _ => RateVerdict::Allow,
+            // The client → server meta ports, as their table lists them, each with its bucket.
+            (HostState::Active, port) if let Some(rate) = ClientMeta::rate(port) => {
+                let verdict = match rate {
+                    MetaRate::Chat => self.chat.check(now),
+                    MetaRate::Vote => self.votes.check(now),
+                    // Drawn on before, with everything else a peer sends once in a while.
+                    MetaRate::Control => RateVerdict::Allow,
                 };
                 match verdict {
                     RateVerdict::Allow => {

@@ -21,7 +21,7 @@ use vimp_netcode::schema::SnapshotSchema;
 use crate::engine::config::{ConfigError, InitConfig};
 use crate::engine::map::{MapConfig, MapError};
 use crate::engine::mapstate::{self, MapLoadError, MapState};
-use crate::engine::meta::{MetaMessage, MetaOutbox};
+use crate::engine::meta::{MetaOutbox, Outgoing};
 use crate::engine::migration::log::LogRecorder;
 use crate::engine::migration::{GameMigration, LogEntry, LogEvent};
 use crate::engine::physics::Physics;
@@ -285,7 +285,7 @@ impl Host {
     }
 
     /// The meta messages produced since the last call, taken.
-    pub fn take_meta(&mut self) -> Vec<MetaMessage> {
+    pub fn take_meta(&mut self) -> Vec<Outgoing> {
         std::mem::take(&mut self.app.world_mut().resource_mut::<MetaOutbox>().0)
     }
 

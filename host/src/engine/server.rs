@@ -60,13 +60,14 @@ use std::time::Duration;
 use vimp_netcode::frame::{Channel, op};
 use vimp_netcode::input::{ViewTime, WireInput};
 use vimp_netcode::meta::{
-    ChatHistory, ChatMessage, ClientMeta, EngineLine, ListRequest, MetaMessage, PanelState, PlayerStat, StatTable,
-    TechInform, Vote, VoteAnswer, VoteValues,
+    ChatHistory, ChatMessage, ClientMeta, Encoded, EngineLine, ListRequest, MetaMessage, PanelState, PlayerStat,
+    StatTable, TechInform, Vote, VoteAnswer, VoteValues,
 };
 use vimp_netcode::migration::{Claim, Handoff, Links};
 use vimp_netcode::session::{HostEvent, HostSession, HostSessionConfig, SessionToken, Welcome, close};
 use vimp_netcode::transport::{PeerKey, Transport};
 
+use crate::engine::meta::Outgoing;
 use crate::engine::migration::{GameMigration, MigrationConfig, Shadow};
 use crate::engine::players::{HostCommand, MaxRewind, Participants, PlayerId, PlayerKeys, Scores};
 use crate::engine::roster::Roster;
@@ -167,6 +168,9 @@ pub struct ServerStats {
     pub views_clamped: u64,
     /// Views from a client whose welcome did not take them, dropped.
     pub views_refused: u64,
+    /// Meta messages of the game's that do not validate (a game bug), not sent; the first
+    /// is logged with its reason.
+    pub meta_refused: u64,
 }
 
 /// The link to one seated player ([`Server::links`]).
@@ -224,7 +228,7 @@ pub struct ServerCore {
     panels: BTreeMap<PeerKey, PanelState>,
     map_loads: u32,
     /// The `MAP_DATA` clients last got: a map loaded again unchanged clears only its set.
-    map_sent: Option<Vec<u8>>,
+    map_sent: Option<Encoded>,
     /// What each player's answer to the game's form said, once it passed.
     auth_values: BTreeMap<PlayerId, serde_json::Map<String, serde_json::Value>>,
     map_vote: Option<MapVote>,
@@ -773,7 +777,7 @@ impl ServerCore {
             let lines = self.migration.recent_chat().filter_map(|l| serde_json::from_str(l).ok());
             let history = lines.filter_map(|v| ChatMessage::from_json(v).ok()).collect::<Vec<_>>();
             if !history.is_empty() {
-                self.send_to(peer, op::CHAT_HISTORY, &ChatHistory(history).encode());
+                self.send_to(peer, &Encoded { port: op::CHAT_HISTORY, bytes: ChatHistory(history).encode() });
             }
         }
         self.migration.joined(a.player);
@@ -795,7 +799,8 @@ impl ServerCore {
                                 code: TechInform::SERVER_FULL,
                                 params: None,
                             });
-                            session.send(Channel::Reliable, op::TECH_INFORM_DATA, &full.encode());
+                            let full = full.encoded();
+                            session.send(Channel::Reliable, full.port, &full.bytes);
                         }
                         session.reject(code, None)
                     }
@@ -907,10 +912,10 @@ impl ServerCore {
     }
 
     /// The current map as a `MAP_DATA` payload (the map's JSON form).
-    fn map_message(&self) -> Option<Vec<u8>> {
+    fn map_message(&self) -> Option<Encoded> {
         let map = self.host.world().resource::<crate::engine::mapstate::MapState>();
         let json = serde_json::to_value(map.config.as_ref()?).ok()?;
-        Some(MetaMessage::Map(json).encode())
+        Some(MetaMessage::Map(json).encoded())
     }
 
     /// Frames are packed for connected players and for the players spectators watch: format 5
@@ -1028,10 +1033,7 @@ impl ServerCore {
                         params: Some(vec![wanted]),
                         values: Some(VoteValues::List(vec!["yes".into(), "no".into()])),
                     };
-                    let bytes = MetaMessage::Vote(ask).encode();
-                    for session in self.peers.values_mut().filter(|s| s.is_active()) {
-                        session.send(Channel::Reliable, op::VOTE_DATA, &bytes);
-                    }
+                    self.send_all(&MetaMessage::Vote(ask).encoded());
                 }
                 None
             }
@@ -1054,8 +1056,8 @@ impl ServerCore {
             }
             VoteAnswer::Pick { .. } => None,
         };
-        if let (Some(vote), Some(session)) = (reply, self.peers.get_mut(&peer)) {
-            session.send(Channel::Reliable, op::VOTE_DATA, &MetaMessage::Vote(vote).encode());
+        if let Some(vote) = reply {
+            self.send_to(peer, &MetaMessage::Vote(vote).encoded());
         }
     }
 
@@ -1084,10 +1086,7 @@ impl ServerCore {
             self.stat.remove_row(0, id);
         }
         if let Some(delta) = self.stat.delta() {
-            let bytes = MetaMessage::Stat(delta).encode();
-            for session in self.peers.values_mut().filter(|s| s.is_active()) {
-                session.send(Channel::Reliable, op::STAT_DATA, &bytes);
-            }
+            self.send_all(&MetaMessage::Stat(delta).encoded());
         }
     }
 
@@ -1129,12 +1128,19 @@ impl ServerCore {
         if frames.seq != 0 {
             self.send_panels();
         }
-        for message in self.host.take_meta() {
-            let payload = message.payload.to_string();
+        for Outgoing { to, message } in self.host.take_meta() {
+            // A message the wire cannot carry (a game's bug): logged once, counted always.
+            if let Err(e) = message.validate() {
+                if self.stats.meta_refused == 0 {
+                    tracing::error!("a meta message on port {} does not validate: {e}", message.port());
+                }
+                self.stats.meta_refused += 1;
+                continue;
+            }
+            let message = message.encoded();
             for (peer, session) in self.peers.iter_mut().filter(|(_, s)| s.is_active()) {
-                let to_peer = message.to.is_none_or(|p| self.roster.seat(p).and_then(|s| s.peer) == Some(*peer));
-                if to_peer {
-                    session.send(Channel::Reliable, message.port, payload.as_bytes());
+                if to.is_none_or(|p| self.roster.seat(p).and_then(|s| s.peer) == Some(*peer)) {
+                    session.send(Channel::Reliable, message.port, &message.bytes);
                 }
             }
         }

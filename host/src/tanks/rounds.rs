@@ -9,9 +9,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::engine::mapstate;
-use crate::engine::meta::{MetaOutbox, port};
+use crate::engine::meta::MetaOutbox;
 use crate::engine::sim::EngineSettings;
 use crate::tanks::TanksRules;
+use vimp_netcode::meta::{GameInform, Sound};
 
 /// Game code: a team won the round.
 pub const CODE_VICTORY: u8 = 0;
@@ -82,9 +83,14 @@ impl Round {
         self.number += 1;
         self.team_frags = [0; 2];
         self.phase = Phase::Playing(rules.0.rounds.round_seconds);
-        outbox.broadcast(port::GAME_INFORM_DATA, json!([CODE_ROUND_START, [self.number]]));
-        outbox.broadcast(port::SOUND_DATA, json!("roundStart"));
+        outbox.broadcast(inform(CODE_ROUND_START, json!(self.number)));
+        outbox.broadcast(Sound("roundStart".into()));
     }
+}
+
+/// A game inform of `code` with one parameter.
+fn inform(code: u8, param: serde_json::Value) -> GameInform {
+    GameInform { code, params: Some(vec![param]) }
 }
 
 /// Runs the round clock; ends rounds and games; reloads the map for the next round.
@@ -105,8 +111,8 @@ pub(crate) fn run_rounds(world: &mut World) {
                     if let Some(w) = round.wins.get_mut(winner.wrapping_sub(1) as usize) {
                         *w += 1;
                     }
-                    outbox.broadcast(port::GAME_INFORM_DATA, json!([CODE_VICTORY, [winner]]));
-                    outbox.broadcast(port::SOUND_DATA, json!("victory"));
+                    outbox.broadcast(inform(CODE_VICTORY, json!(winner)));
+                    outbox.broadcast(Sound("victory".into()));
                     round.phase = Phase::Intermission(rules.intermission_seconds);
                 } else {
                     round.phase = Phase::Playing(t);
@@ -123,7 +129,7 @@ pub(crate) fn run_rounds(world: &mut World) {
                             std::cmp::Ordering::Less => 2,
                             std::cmp::Ordering::Equal => 0,
                         };
-                        outbox.broadcast(port::GAME_INFORM_DATA, json!([CODE_GAME_OVER, [champion]]));
+                        outbox.broadcast(inform(CODE_GAME_OVER, json!(champion)));
                         round.number = 0;
                         round.wins = [0; 2];
                         round.games += 1;

@@ -9,7 +9,7 @@ use vimp_netcode::schema::BlockKind;
 use crate::engine::map::MapLevels;
 use crate::engine::map::bodies::set_body_groups;
 use crate::engine::mapstate::MapState;
-use crate::engine::meta::{MetaOutbox, port};
+use crate::engine::meta::MetaOutbox;
 use crate::engine::physics::Physics;
 use crate::engine::players::{Participants, PlayerId, TickEvents};
 use crate::engine::sim::{EngineSettings, SimRng};
@@ -470,7 +470,7 @@ pub fn apply_damage<T: std::ops::DerefMut<Target = Tank>>(
                 round.add_frag(killer.team);
             }
         }
-        outbox.broadcast(port::SOUND_DATA, serde_json::json!("frag"));
+        outbox.broadcast(vimp_netcode::meta::Sound("frag".into()));
     }
 }
 

@@ -608,12 +608,10 @@ fn rounds_start_end_and_the_game_ends() {
     let mut informs = Vec::new();
     for _ in 0..(120 * 4) {
         h.step();
-        informs.extend(
-            h.take_meta()
-                .into_iter()
-                .filter(|m| m.port == vimp_host::engine::meta::port::GAME_INFORM_DATA)
-                .map(|m| m.payload[0].as_u64().expect("code")),
-        );
+        informs.extend(h.take_meta().into_iter().filter_map(|m| match m.message {
+            vimp_netcode::meta::MetaMessage::GameInform(inform) => Some(u64::from(inform.code)),
+            _ => None,
+        }));
     }
     // Round 1 starts at load; 1 s later it ends (0), 0.5 s later round 2 starts (1), ends (0),
     // the game is over (2) and a new game's round 1 starts (1).

@@ -264,10 +264,28 @@ fn a_line_the_game_sends_one_player_reaches_that_player_only() {
     let ann = player_id(&lan, a);
     let line = meta::ChatMessage::System { group: "b".into(), code: 9, params: vec!["secret".into()] };
     let world = lan.server.host_mut().world_mut();
-    world.resource_mut::<vimp_host::engine::meta::MetaOutbox>().chat_to(ann, &line);
+    world.resource_mut::<vimp_host::engine::meta::MetaOutbox>().send_to(ann, line);
     assert!(lan.run_until(SECOND, |l| chat_of(l, a).contains(&json!("b:9:secret"))));
     lan.run(SECOND / 5, None);
     assert!(!chat_of(&lan, b).contains(&json!("b:9:secret")), "{:?}", chat_of(&lan, b));
+}
+
+/// A message of the game's that the wire cannot carry (a chat group with a space) is a game
+/// bug: the host sends it to nobody and counts it; the next one goes.
+#[test]
+fn a_message_the_game_sends_that_does_not_validate_goes_to_nobody_and_is_counted() {
+    let mut lan = Lan::new(None);
+    let a = lan.join(hello("ann"));
+    welcomed(&mut lan);
+    let bad = meta::ChatMessage::System { group: "b b".into(), code: 9, params: vec!["bad".into()] };
+    let good = meta::ChatMessage::System { group: "b".into(), code: 9, params: vec!["good".into()] };
+    let world = lan.server.host_mut().world_mut();
+    let mut outbox = world.resource_mut::<vimp_host::engine::meta::MetaOutbox>();
+    outbox.broadcast(bad);
+    outbox.broadcast(good);
+    assert!(lan.run_until(SECOND, |l| chat_of(l, a).contains(&json!("b:9:good"))));
+    assert!(!chat_of(&lan, a).iter().any(|l| l.as_str().is_some_and(|l| l.contains("bad"))), "{:?}", chat_of(&lan, a));
+    assert_eq!(lan.server.stats().meta_refused, 1);
 }
 
 #[test]

@@ -18,7 +18,7 @@
 //! not, comes through the session's chat bucket.
 
 use vimp_netcode::frame::{Channel, op};
-use vimp_netcode::meta::{ChatMessage, ClientMeta, EngineLine, MetaError, MetaMessage};
+use vimp_netcode::meta::{ChatMessage, ClientMeta, Encoded, EngineLine, MetaError, MetaMessage};
 use vimp_netcode::session::same_nickname;
 use vimp_netcode::transport::PeerKey;
 
@@ -136,9 +136,9 @@ impl ServerCore {
         }
         let (author, team) = self.author(player);
         let to = self.roster.seat(to_player).map(|s| s.nickname.clone()).unwrap_or_default();
-        let line = MetaMessage::from(ChatMessage::Personal { text: text.to_owned(), author, team, to }).encode();
+        let line = MetaMessage::from(ChatMessage::Personal { text: text.to_owned(), author, team, to }).encoded();
         for target in [to_peer, peer] {
-            self.send_to(target, op::CHAT_DATA, &line);
+            self.send_to(target, &line);
         }
     }
 
@@ -155,8 +155,7 @@ impl ServerCore {
         line: EngineLine,
         params: impl IntoIterator<Item = S>,
     ) {
-        let bytes = MetaMessage::from(line.line(params)).encode();
-        self.send_to(peer, op::CHAT_DATA, &bytes);
+        self.send_to(peer, &MetaMessage::from(line.line(params)).encoded());
     }
 
     /// An engine system line to everyone.
@@ -166,17 +165,22 @@ impl ServerCore {
 
     /// A chat line to everyone, kept in the recent chat.
     pub(super) fn broadcast_chat(&mut self, message: ChatMessage) {
-        let line = MetaMessage::from(message).encode();
-        self.chat_line(&line);
-        for session in self.peers.values_mut().filter(|s| s.is_active()) {
-            session.send(Channel::Reliable, op::CHAT_DATA, &line);
+        let line = MetaMessage::from(message).encoded();
+        self.chat_line(&line.bytes);
+        self.send_all(&line);
+    }
+
+    /// A meta message to one peer on the reliable channel, if its session is active.
+    pub(super) fn send_to(&mut self, peer: PeerKey, message: &Encoded) {
+        if let Some(session) = self.peers.get_mut(&peer).filter(|s| s.is_active()) {
+            session.send(Channel::Reliable, message.port, &message.bytes);
         }
     }
 
-    /// A message to one peer on the reliable channel, if its session is active.
-    pub(super) fn send_to(&mut self, peer: PeerKey, port: u8, payload: &[u8]) {
-        if let Some(session) = self.peers.get_mut(&peer).filter(|s| s.is_active()) {
-            session.send(Channel::Reliable, port, payload);
+    /// A meta message to every peer whose session is active.
+    pub(super) fn send_all(&mut self, message: &Encoded) {
+        for session in self.peers.values_mut().filter(|s| s.is_active()) {
+            session.send(Channel::Reliable, message.port, &message.bytes);
         }
     }
 }

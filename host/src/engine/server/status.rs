@@ -28,7 +28,7 @@
 
 use vimp_netcode::frame::op;
 use vimp_netcode::meta::{
-    AuthResult, Clear, ClientMeta, EngineLine, Keyset, MetaMessage, Panel, PanelState, TechInform,
+    AuthResult, Clear, ClientMeta, Encoded, EngineLine, Keyset, MetaMessage, Panel, PanelState, TechInform,
 };
 use vimp_netcode::transport::PeerKey;
 
@@ -40,17 +40,17 @@ use crate::engine::players::{HostCommand, Panels, Participants, PlayerId};
 use crate::engine::sim::EngineSettings;
 
 /// `TECH_INFORM [1]`: the black screen says "loading".
-fn loading() -> Vec<u8> {
-    MetaMessage::TechInform(TechInform::Show { code: TechInform::LOADING, params: None }).encode()
+fn loading() -> Encoded {
+    MetaMessage::TechInform(TechInform::Show { code: TechInform::LOADING, params: None }).encoded()
 }
 
 /// `TECH_INFORM null`: the black screen goes.
-fn hide() -> Vec<u8> {
-    MetaMessage::TechInform(TechInform::Hide).encode()
+fn hide() -> Encoded {
+    MetaMessage::TechInform(TechInform::Hide).encoded()
 }
 
-fn keyset(playing: bool) -> Vec<u8> {
-    MetaMessage::Keyset(if playing { Keyset::Player } else { Keyset::Spectator }).encode()
+fn keyset(playing: bool) -> Encoded {
+    MetaMessage::Keyset(if playing { Keyset::Player } else { Keyset::Spectator }).encoded()
 }
 
 impl ServerCore {
@@ -72,17 +72,16 @@ impl ServerCore {
         let playing = !self.watching.contains_key(&player);
         // The client loads the map (a first join's, or a seat's taken back after a crash or
         // at a host that restored a checkpoint) behind the black screen.
-        self.send_to(peer, op::TECH_INFORM_DATA, &loading());
+        self.send_to(peer, &loading());
         if let Some(map) = self.map_message() {
-            self.send_to(peer, op::MAP_DATA, &map);
+            self.send_to(peer, &map);
         }
-        let stat = MetaMessage::Stat(self.stat.full()).encode();
-        self.send_to(peer, op::STAT_DATA, &stat);
-        self.send_to(peer, op::KEYSET_DATA, &keyset(playing));
-        self.send_to(peer, op::TECH_INFORM_DATA, &hide());
+        self.send_to(peer, &MetaMessage::Stat(self.stat.full()).encoded());
+        self.send_to(peer, &keyset(playing));
+        self.send_to(peer, &hide());
         self.panels.insert(peer, PanelState::new());
         if let Some(form) = form.filter(|_| !resumed && !spectator) {
-            self.send_to(peer, op::AUTH_DATA, &form.encode());
+            self.send_to(peer, &form.encoded());
         }
     }
 
@@ -96,7 +95,7 @@ impl ServerCore {
         let first = self.first_other(player);
         self.watching.insert(player, first);
         self.auth_values.remove(&player);
-        self.send_to(peer, op::KEYSET_DATA, &keyset(false));
+        self.send_to(peer, &keyset(false));
         self.status_changed(player, EngineLine::Watching);
     }
 
@@ -107,8 +106,8 @@ impl ServerCore {
         }
         match self.host.world().get_resource::<AuthForm>() {
             Some(form) => {
-                let data = MetaMessage::AuthData(form.data.clone()).encode();
-                self.send_to(peer, op::AUTH_DATA, &data);
+                let data = MetaMessage::AuthData(form.data.clone()).encoded();
+                self.send_to(peer, &data);
             }
             None => self.enter_game(player),
         }
@@ -141,7 +140,7 @@ impl ServerCore {
             Err(errors) => AuthResult::Rejected(errors),
         };
         let accepted = result == AuthResult::Accepted;
-        self.send_to(peer, op::AUTH_RESULT, &MetaMessage::AuthResult(result).encode());
+        self.send_to(peer, &MetaMessage::AuthResult(result).encoded());
         if accepted {
             self.enter_game(player);
         }
@@ -154,7 +153,7 @@ impl ServerCore {
         self.watching.remove(&player);
         self.host.push(HostCommand::Join { player, name, team: None, bot: false });
         if let Some(peer) = peer {
-            self.send_to(peer, op::KEYSET_DATA, &keyset(true));
+            self.send_to(peer, &keyset(true));
             if let Some(state) = self.panels.get_mut(&peer) {
                 state.reset();
             }
@@ -196,20 +195,20 @@ impl ServerCore {
             .filter(|(_, s)| s.is_active())
             .map(|(peer, _)| (*peer, self.roster.player_of(*peer).is_none_or(|p| !self.watching.contains_key(&p))))
             .collect();
-        let clear = MetaMessage::Clear(Clear::All).encode();
+        let clear = MetaMessage::Clear(Clear::All).encoded();
         for (peer, playing) in active {
             if !playing {
-                self.send_to(peer, op::KEYSET_DATA, &keyset(false));
+                self.send_to(peer, &keyset(false));
             }
-            self.send_to(peer, op::TECH_INFORM_DATA, &loading());
-            self.send_to(peer, op::CLEAR, &clear);
+            self.send_to(peer, &loading());
+            self.send_to(peer, &clear);
             if let Some(map) = &map {
-                self.send_to(peer, op::MAP_DATA, map);
+                self.send_to(peer, map);
             }
             if playing {
-                self.send_to(peer, op::KEYSET_DATA, &keyset(true));
+                self.send_to(peer, &keyset(true));
             }
-            self.send_to(peer, op::TECH_INFORM_DATA, &hide());
+            self.send_to(peer, &hide());
         }
         for state in self.panels.values_mut() {
             state.reset();
@@ -220,10 +219,10 @@ impl ServerCore {
     fn clear_dynamic_set(&mut self) {
         let world = self.host.world();
         let set = world.resource::<MapState>().set_id(&world.resource::<EngineSettings>().config).to_owned();
-        let clear = MetaMessage::Clear(Clear::Set(set)).encode();
+        let clear = MetaMessage::Clear(Clear::Set(set)).encoded();
         let active: Vec<PeerKey> = self.peers.iter().filter(|(_, s)| s.is_active()).map(|(p, _)| *p).collect();
         for peer in active {
-            self.send_to(peer, op::CLEAR, &clear);
+            self.send_to(peer, &clear);
         }
     }
 
@@ -250,11 +249,8 @@ impl ServerCore {
                 None => panels.get(&seat.player).and_then(|panel| state.diff(panel)),
             };
             if let Some(diff) = diff.filter(|_| session.is_active()) {
-                session.send(
-                    vimp_netcode::frame::Channel::Reliable,
-                    op::PANEL_DATA,
-                    &MetaMessage::Panel(diff).encode(),
-                );
+                let panel = MetaMessage::Panel(diff).encoded();
+                session.send(vimp_netcode::frame::Channel::Reliable, panel.port, &panel.bytes);
             }
         }
     }
