@@ -23,7 +23,7 @@
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 use vimp_host::Host;
-use vimp_host::engine::mapstate::MapState;
+use vimp_host::engine::map::state::MapState;
 use vimp_host::engine::nav::{LegKind, Nav, RouteLeg};
 use vimp_host::engine::physics::Physics;
 use vimp_host::tanks::TanksRules;

@@ -727,7 +727,7 @@ pub fn reload(game: &Game, server: &mut ServerCore, path: &std::path::Path) -> V
 
 /// The warnings of the map `server` plays ([`Game::map_warnings`]), if it has any.
 fn warnings_of(game: &Game, server: &mut ServerCore) -> Option<HostNote> {
-    let map = server.host().world().resource::<vimp_host::engine::mapstate::MapState>().config.clone()?;
+    let map = server.host().world().resource::<vimp_host::engine::map::state::MapState>().config.clone()?;
     let warnings = (game.map_warnings)(&map).ok()?;
     (!warnings.is_empty()).then(|| HostNote::MapWarnings(warnings.iter().map(ToString::to_string).collect()))
 }

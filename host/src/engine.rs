@@ -4,7 +4,7 @@
 //! - [`config`]: the init config (`engine` half read, `game` half delivered);
 //! - [`players`]: participants, commands in, key bits per step;
 //! - [`physics`]: the rapier world, contacts, the deletion queue, queries;
-//! - [`map`] and [`mapstate`]: the map format, its validation, its bodies;
+//! - [`map`] (with [`map::state`], a map loaded into the match): the map format, its validation, its bodies;
 //! - [`snapshot`] and [`views`]: rows in, a v5 frame per watched player and a delta frame per
 //!   receiver out, each client's of what it sees;
 //! - [`state`] and [`dump`]: mid-round dumps and their container;
@@ -25,7 +25,6 @@ pub mod debug;
 pub mod dump;
 pub mod game;
 pub mod map;
-pub mod mapstate;
 pub mod meta;
 pub mod migration;
 pub mod nav;

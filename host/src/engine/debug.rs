@@ -8,7 +8,7 @@ use bevy::prelude::*;
 use rapier2d::prelude::*;
 use serde_json::{Value, json};
 
-use crate::engine::mapstate::MapState;
+use crate::engine::map::state::MapState;
 use crate::engine::nav::{Nav, NavigationSystem, Spatial};
 use crate::engine::physics::Physics;
 use crate::engine::sim::{EngineSettings, FixedClock, SimRng, Tick};

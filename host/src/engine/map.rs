@@ -55,6 +55,7 @@ mod dump;
 mod error;
 pub mod levels;
 mod merge;
+pub mod state;
 
 use indexmap::IndexMap;
 use rapier2d::math::Vector;

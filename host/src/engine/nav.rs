@@ -37,8 +37,8 @@ pub mod spatial;
 use bevy::prelude::*;
 use rapier2d::prelude::{PhysicsWorld, RigidBodyHandle};
 
+use crate::engine::map::state::MapState;
 use crate::engine::map::{GameMap, LevelState};
-use crate::engine::mapstate::MapState;
 use crate::engine::physics::Physics;
 
 pub use grid::{MAX_FIT, NavGrid};

@@ -19,8 +19,8 @@ use bevy::prelude::*;
 use vimp_netcode::schema::SnapshotSchema;
 
 use crate::engine::config::{ConfigError, InitConfig};
-use crate::engine::map::{MapConfig, MapError};
-use crate::engine::mapstate::{self, MapLoadError, MapState};
+use crate::engine::map::state::{MapLoadError, MapState};
+use crate::engine::map::{self, MapConfig, MapError};
 use crate::engine::meta::{MetaOutbox, Outgoing};
 use crate::engine::migration::log::LogRecorder;
 use crate::engine::migration::{GameMigration, LogEntry, LogEvent};
@@ -101,10 +101,7 @@ impl Plugin for HostPlugin {
                 .chain()
                 .in_set(HostSystems::Inputs),
         )
-        .add_systems(
-            HostTick,
-            (crate::engine::mapstate::step_map_levels, step_physics).chain().in_set(HostSystems::Physics),
-        )
+        .add_systems(HostTick, (map::state::step_map_levels, step_physics).chain().in_set(HostSystems::Physics))
         .add_systems(HostTick, apply_removals.in_set(HostSystems::Deletions))
         .add_systems(HostTick, snapshot::clear_rows.in_set(HostSystems::Snapshot).before(snapshot::RowsSystems))
         .add_systems(HostTick, snapshot::pack_frames.in_set(HostSystems::Send));
@@ -256,13 +253,13 @@ impl Host {
         self.app.world_mut().resource_mut::<HostCommands>().push(command);
     }
 
-    /// Loads a map (already validated by [`MapConfig::from_json`]); see [`mapstate::load_map`].
+    /// Loads a map (already validated by [`MapConfig::from_json`]); see [`map::state::load_map`].
     /// When logging, the load is logged whatever its outcome (a replay fails the same way).
     pub fn load_map(&mut self, map: MapConfig) -> Result<(), MapLoadError> {
         if let Some(log) = &mut self.log {
             log.record(LogEvent::Load(Box::new(map.clone())));
         }
-        mapstate::load_map(self.app.world_mut(), map)
+        map::state::load_map(self.app.world_mut(), map)
     }
 
     /// Records a chat line the server broadcast (its JSON text) in the log, between ticks, when

@@ -423,7 +423,7 @@ impl ServerCore {
             events: VecDeque::new(),
         };
         core.map_sent = core.map_message();
-        core.map_loads = core.host.world().resource::<crate::engine::mapstate::MapState>().loads;
+        core.map_loads = core.host.world().resource::<crate::engine::map::state::MapState>().loads;
         core
     }
 
@@ -441,7 +441,7 @@ impl ServerCore {
         let epoch = shadow.epoch() + 1;
         let (mut host, meta) = shadow.into_parts();
         if !host.world().get_resource::<GameMigration>().is_some_and(|g| g.mid_round) {
-            let map = host.world().resource::<crate::engine::mapstate::MapState>().config.clone();
+            let map = host.world().resource::<crate::engine::map::state::MapState>().config.clone();
             if let Some(Err(e)) = map.map(|map| host.load_map(map)) {
                 tracing::error!("restarting the round at the takeover: the map does not load again: {e}");
             }
@@ -913,7 +913,7 @@ impl ServerCore {
 
     /// The current map as a `MAP_DATA` payload (the map's JSON form).
     fn map_message(&self) -> Option<Encoded> {
-        let map = self.host.world().resource::<crate::engine::mapstate::MapState>();
+        let map = self.host.world().resource::<crate::engine::map::state::MapState>();
         let json = serde_json::to_value(map.config.as_ref()?).ok()?;
         Some(MetaMessage::Map(json).encoded())
     }
@@ -961,7 +961,7 @@ impl ServerCore {
 
     /// The maps a vote may pick: the current one, then the configured ones.
     fn map_names(&self) -> Vec<String> {
-        let current = self.host.world().resource::<crate::engine::mapstate::MapState>();
+        let current = self.host.world().resource::<crate::engine::map::state::MapState>();
         let mut names: Vec<String> = current.config.iter().map(|c| c.name.clone()).collect();
         for m in &self.config.maps {
             if !names.contains(&m.name) {
@@ -984,7 +984,7 @@ impl ServerCore {
         self.map_vote = None;
         self.migration.meta_dirty = true;
         let chosen = if passed {
-            let current = self.host.world().resource::<crate::engine::mapstate::MapState>().config.clone();
+            let current = self.host.world().resource::<crate::engine::map::state::MapState>().config.clone();
             current
                 .filter(|c| c.name == map_name)
                 .or_else(|| self.config.maps.iter().find(|m| m.name == map_name).cloned())

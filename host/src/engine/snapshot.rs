@@ -22,7 +22,7 @@ use vimp_netcode::delta;
 use vimp_netcode::schema::{BlockKind, FieldType, MapBodyFields};
 use vimp_netcode::snapshot::{Block, FieldValue, Frame, PackError, PlayerBlock, Row, pack_body, pack_header, round2};
 
-use crate::engine::mapstate::MapState;
+use crate::engine::map::state::MapState;
 use crate::engine::physics::Physics;
 use crate::engine::players::PlayerId;
 use crate::engine::sim::{EngineSettings, Tick};

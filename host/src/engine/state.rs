@@ -14,7 +14,7 @@ use bevy::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::dump::{self, DumpError, DumpKind};
-use crate::engine::mapstate::MapState;
+use crate::engine::map::state::MapState;
 use crate::engine::physics::Physics;
 use crate::engine::players::Participants;
 use crate::engine::rng::SplitMix64;

@@ -26,7 +26,7 @@ pub mod brain;
 use bevy::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::engine::mapstate::MapState;
+use crate::engine::map::state::MapState;
 use crate::engine::nav::{Nav, PenaltyZone, Spatial};
 use crate::engine::physics::Physics;
 use crate::engine::players::{Participants, PlayerId};

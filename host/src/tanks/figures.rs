@@ -26,7 +26,7 @@ use serde_json::{Map, Value, json};
 use crate::engine::game::MatchFigures;
 use crate::engine::map::MapLevels;
 use crate::engine::map::bodies::ray_groups;
-use crate::engine::mapstate::MapState;
+use crate::engine::map::state::MapState;
 use crate::engine::nav::level_segments;
 use crate::engine::physics::Physics;
 use crate::engine::players::{Participants, PlayerId};

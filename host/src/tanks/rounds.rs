@@ -8,7 +8,7 @@ use bevy::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::engine::mapstate;
+use crate::engine::map;
 use crate::engine::meta::MetaOutbox;
 use crate::engine::sim::EngineSettings;
 use crate::tanks::TanksRules;
@@ -142,9 +142,9 @@ pub(crate) fn run_rounds(world: &mut World) {
     world.insert_resource(round);
     if reload {
         // The same map again: crates back in place; the map hook respawns everyone and starts the round.
-        let map = world.resource::<mapstate::MapState>().config.clone();
+        let map = world.resource::<map::state::MapState>().config.clone();
         if let Some(map) = map
-            && let Err(e) = mapstate::load_map(world, map)
+            && let Err(e) = map::state::load_map(world, map)
         {
             tracing::error!("reloading the map for the next round failed: {e}");
             world.resource_mut::<Round>().phase = Phase::Waiting;

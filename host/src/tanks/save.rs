@@ -6,7 +6,7 @@ use serde_json::json;
 
 use crate::engine::dump::{self, DumpKind};
 use crate::engine::map::LevelState;
-use crate::engine::mapstate::MapState;
+use crate::engine::map::state::MapState;
 use crate::engine::meta::MetaOutbox;
 use crate::engine::nav::Nav;
 use crate::engine::physics::Physics;

@@ -8,7 +8,7 @@ use vimp_netcode::schema::BlockKind;
 
 use crate::engine::map::MapLevels;
 use crate::engine::map::bodies::set_body_groups;
-use crate::engine::mapstate::MapState;
+use crate::engine::map::state::MapState;
 use crate::engine::meta::MetaOutbox;
 use crate::engine::physics::Physics;
 use crate::engine::players::{Participants, PlayerId, TickEvents};

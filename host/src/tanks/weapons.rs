@@ -9,8 +9,8 @@ use vimp_netcode::schema::{BlockKind, set_all};
 use vimp_netcode::snapshot::round2;
 
 use crate::engine::map::bodies::{ray_groups, set_body_groups};
+use crate::engine::map::state::MapState;
 use crate::engine::map::{LevelState, MapLevels, step_body_level};
-use crate::engine::mapstate::MapState;
 use crate::engine::meta::MetaOutbox;
 use crate::engine::nav::level_segments;
 use crate::engine::physics::{Physics, RayHit};

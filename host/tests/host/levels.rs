@@ -2,8 +2,8 @@
 //! its open end; the predictor follows it bit for bit; dumps taken mid-climb, mid-fall and
 //! with a crate falling continue bit-identically.
 
+use vimp_host::engine::map::state::MapState;
 use vimp_host::engine::map::{LevelState, MapConfig};
-use vimp_host::engine::mapstate::MapState;
 use vimp_host::engine::physics::Physics;
 use vimp_host::prelude::*;
 use vimp_host::tanks::GAME;

@@ -165,7 +165,7 @@ fn the_same_map_again_clears_only_its_set_and_sends_no_map() {
     welcomed(&mut lan);
     meta_of(&mut lan, a);
     // A new round on the same map: only the crates start over.
-    let map = lan.server.host().world().resource::<vimp_host::engine::mapstate::MapState>().config.clone();
+    let map = lan.server.host().world().resource::<vimp_host::engine::map::state::MapState>().config.clone();
     lan.server.host_mut().load_map(map.expect("a map")).expect("reload");
     lan.run(SECOND / 2, None);
     let got = meta_of(&mut lan, a);

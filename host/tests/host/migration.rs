@@ -414,7 +414,8 @@ fn the_first_successor_shadows_a_lossy_match_without_a_mismatch() {
                 mesh.peers[bob].player_mut().send_meta(vimp_netcode::meta::VOTE, br#"["teams", 2]"#);
             }
             12000 => {
-                let map = mesh.server.host().world().resource::<vimp_host::engine::mapstate::MapState>().config.clone();
+                let map =
+                    mesh.server.host().world().resource::<vimp_host::engine::map::state::MapState>().config.clone();
                 mesh.server.host_mut().load_map(map.expect("a map")).expect("reload");
             }
             14000 => mesh.peers[ann].player_mut().say("still here"),
@@ -1036,7 +1037,7 @@ fn mid_round_migration_is_on_for_tanks_unless_the_game_config_turns_it_off() {
 
 #[test]
 fn with_mid_round_migration_off_a_takeover_restarts_the_round_and_keeps_the_standings() {
-    use vimp_host::engine::mapstate::MapState;
+    use vimp_host::engine::map::state::MapState;
     use vimp_host::engine::physics::Physics;
     use vimp_host::tanks::rounds::Round;
     use vimp_host::tanks::tank::Tank;

@@ -346,7 +346,7 @@ fn a_map_vote_passes_with_a_majority_and_loads_the_map() {
         l.server
             .host()
             .world()
-            .resource::<vimp_host::engine::mapstate::MapState>()
+            .resource::<vimp_host::engine::map::state::MapState>()
             .config
             .as_ref()
             .map(|c| c.name.clone())

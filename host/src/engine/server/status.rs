@@ -35,7 +35,7 @@ use vimp_netcode::transport::PeerKey;
 use super::ServerCore;
 use super::chat::NO_PARAMS;
 use crate::engine::auth::AuthForm;
-use crate::engine::mapstate::MapState;
+use crate::engine::map::state::MapState;
 use crate::engine::players::{HostCommand, Panels, Participants, PlayerId};
 use crate::engine::sim::EngineSettings;
 
