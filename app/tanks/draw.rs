@@ -135,8 +135,10 @@ struct Drawn {
     crates: BTreeMap<u32, BodyView>,
     bombs: BTreeMap<u32, (Entity, u8)>,
     crate_sizes: Vec<(f32, f32)>,
-    /// Where the host's schema keeps the game's fields, found when the map is drawn.
+    /// Where the host's schema keeps the game's fields, looked up once per map
+    /// (`rows_map`: the map version it was looked up at).
     rows: Option<Rows>,
+    rows_map: Option<u64>,
     /// While the player's own tank is under a slab: where it is and the band it is drawn in.
     see_through: Option<([f32; 2], u8)>,
 }
@@ -204,12 +206,15 @@ fn rebuild_map(
 ) {
     let m = active.get();
     let scale = map_scale(m.client().config());
-    let schema = m.client().schema();
-    if m.map_version == drawn.map_version && scale == drawn.scale && (drawn.rows.is_some() || schema.is_none()) {
+    if drawn.rows_map != Some(m.map_version)
+        && let Some(schema) = m.client().schema()
+    {
+        drawn.rows = Rows::of(schema).map_err(|e| tracing::warn!("the host's rows cannot be drawn: {e}")).ok();
+        drawn.rows_map = Some(m.map_version);
+    }
+    if m.map_version == drawn.map_version && scale == drawn.scale {
         return;
     }
-    drawn.rows = schema
-        .and_then(|schema| Rows::of(schema).map_err(|e| tracing::warn!("the host's rows cannot be drawn: {e}")).ok());
     drawn.map_version = m.map_version;
     drawn.scale = scale;
     drawn.levels = None;
@@ -373,9 +378,7 @@ fn sync_tanks(
     let drawn = &mut *drawn;
     drawn.see_through = None;
     drawn.tank_levels.clear();
-    let (Some(levels), Some(t)) = (drawn.levels.as_ref(), drawn.rows.as_ref().map(|r| r.tanks.clone())) else {
-        return;
-    };
+    let (Some(levels), Some(Rows { tanks: t, .. })) = (drawn.levels.as_ref(), drawn.rows.as_ref()) else { return };
     let names = names(m);
     let hull = hull_size(m.client().config());
     let local = m.player_id();
@@ -550,9 +553,7 @@ fn sync_bombs(
             commands.entity(e).despawn();
         }
     }
-    let (Some(levels), Some(b)) = (drawn.levels.as_ref(), drawn.rows.as_ref().map(|r| r.bombs.clone())) else {
-        return;
-    };
+    let (Some(levels), Some(Rows { bombs: b, .. })) = (drawn.levels.as_ref(), drawn.rows.as_ref()) else { return };
     for (bid, row) in bombs {
         let (x, y) = (b.x.f32(row), b.y.f32(row));
         let owner = drawn.tank_levels.get(&b.owner.u32(row)).copied();

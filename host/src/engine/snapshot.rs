@@ -19,8 +19,8 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use bevy::prelude::*;
 use serde::{Deserialize, Serialize};
 use vimp_netcode::delta;
-use vimp_netcode::schema::{BlockKind, FieldType, MapBodyFields};
-use vimp_netcode::snapshot::{Block, FieldValue, Frame, PackError, PlayerBlock, Row, pack_body, pack_header, round2};
+use vimp_netcode::schema::{BlockKind, MapBodyFields, set_all};
+use vimp_netcode::snapshot::{Block, FieldValue, Frame, PackError, PlayerBlock, Row, pack_body, pack_header};
 
 use crate::engine::map::state::MapState;
 use crate::engine::physics::Physics;
@@ -749,13 +749,14 @@ pub fn map_dynamics_block(settings: &EngineSettings, physics: &Physics, map: &Ma
         let velocities = [v.x, v.y, w];
         let level = map.levels.get(i).copied().unwrap_or_default();
         let mut row = schema.zero_row();
-        let mut values = vec![(fields.x, p.x), (fields.y, p.y), (fields.angle, angle)];
-        values.extend(fields.height.map(|(z, l)| [(z, level.z), (l, f32::from(level.level))]).into_iter().flatten());
-        values.extend(fields.state.map(|s| (s, f32::from(map.body_state.get(i).copied().unwrap_or_default()))));
-        values.extend(fields.velocity.into_iter().zip(velocities).filter_map(|(f, v)| Some((f?, v))));
-        for (field, value) in values {
-            field.set(&mut row, if field.ty() == FieldType::F32 { round2(value) } else { value });
+        set_all(&mut row, [(fields.x, p.x), (fields.y, p.y), (fields.angle, angle)]);
+        if let Some((z, l)) = fields.height {
+            set_all(&mut row, [(z, level.z), (l, f32::from(level.level))]);
         }
+        if let Some(state) = fields.state {
+            state.set(&mut row, f32::from(map.body_state.get(i).copied().unwrap_or_default()));
+        }
+        set_all(&mut row, fields.velocity.into_iter().zip(velocities).filter_map(|(f, v)| Some((f?, v))));
         rows.push((i as u8, row));
     }
     Some((schema.id, Block::IndexedNoNull8(rows)))

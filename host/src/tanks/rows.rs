@@ -2,7 +2,7 @@
 
 use bevy::prelude::*;
 use vimp_netcode::schema::{SnapshotSchema, set_all};
-use vimp_netcode::snapshot::{Block, FieldValue, PlayerBlock, round2};
+use vimp_netcode::snapshot::{Block, FieldValue, PlayerBlock};
 
 use crate::engine::physics::Physics;
 use crate::engine::players::{Panels, Participants, Score, Scores};
@@ -172,18 +172,18 @@ pub(crate) fn build_rows(
         set_all(
             &mut row,
             [
-                (t.x, round2(m.x)),
-                (t.y, round2(m.y)),
-                (t.angle, round2(m.angle)),
-                (t.gun, round2(m.gun)),
-                (t.vx, round2(m.vx)),
-                (t.vy, round2(m.vy)),
-                (t.engine_load, round2(m.throttle.abs())),
+                (t.x, m.x),
+                (t.y, m.y),
+                (t.angle, m.angle),
+                (t.gun, m.gun),
+                (t.vx, m.vx),
+                (t.vy, m.vy),
+                (t.engine_load, m.throttle.abs()),
                 (t.condition, condition),
                 (t.size, 1.0),
                 (t.team, f32::from(tank.team)),
-                (t.angvel, round2(m.angvel)),
-                (t.z, round2(tank.level.state.z)),
+                (t.angvel, m.angvel),
+                (t.z, tank.level.state.z),
                 (t.level, f32::from(tank.level.state.level)),
             ],
         );
@@ -209,11 +209,11 @@ pub(crate) fn build_rows(
             set_all(
                 &mut row,
                 [
-                    (r.x, round2(p.x)),
-                    (r.y, round2(p.y)),
-                    (r.angle, round2(body.rotation().angle())),
-                    (r.size, round2(b.size)),
-                    (r.time, round2(b.fuse.max(0.0))),
+                    (r.x, p.x),
+                    (r.y, p.y),
+                    (r.angle, body.rotation().angle()),
+                    (r.size, b.size),
+                    (r.time, b.fuse.max(0.0)),
                     (r.owner, f32::from(b.owner.0)),
                 ],
             );

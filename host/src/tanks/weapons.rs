@@ -6,7 +6,6 @@ use rapier2d::prelude::*;
 use serde::{Deserialize, Serialize};
 use vimp_netcode::input::KeyBits;
 use vimp_netcode::schema::{BlockKind, set_all};
-use vimp_netcode::snapshot::round2;
 
 use crate::engine::map::bodies::{ray_groups, set_body_groups};
 use crate::engine::map::state::MapState;
@@ -274,12 +273,12 @@ pub(crate) fn fire_weapons(
                 set_all(
                     &mut row,
                     [
-                        (t.start_x, round2(path.start.x)),
-                        (t.start_y, round2(path.start.y)),
-                        (t.end_x, round2(end.x)),
-                        (t.end_y, round2(end.y)),
-                        (t.body_x, round2(body_pos.x)),
-                        (t.body_y, round2(body_pos.y)),
+                        (t.start_x, path.start.x),
+                        (t.start_y, path.start.y),
+                        (t.end_x, end.x),
+                        (t.end_y, end.y),
+                        (t.body_x, body_pos.x),
+                        (t.body_y, body_pos.y),
                         (t.was_hit, f32::from(u8::from(was_hit))),
                         (t.shooter, f32::from(player.0)),
                     ],
@@ -402,7 +401,7 @@ pub(crate) fn burst_bombs(
         }
         let b = &layout.blasts;
         let mut row = b.row();
-        set_all(&mut row, [(b.x, round2(center.x)), (b.y, round2(center.y)), (b.radius, round2(launcher.radius))]);
+        set_all(&mut row, [(b.x, center.x), (b.y, center.y), (b.radius, launcher.radius)]);
         events.push(key::BLASTS, BlockKind::List16, 0, Some(row));
         blasts.0.push(([center.x, center.y], launcher.radius, 0.0));
         events.push(key::BOMBS, BlockKind::Indexed32, bomb.id, None);

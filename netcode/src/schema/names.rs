@@ -28,7 +28,7 @@
 //! ```
 
 use super::{BlockSchema, FieldType, LEVEL_POSITION, Role, Z_POSITION};
-use crate::snapshot::FieldValue;
+use crate::snapshot::{FieldValue, round2};
 
 /// Where a key's rows keep one field, and its type: found by name ([`BlockSchema::named`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,12 +68,13 @@ impl Field {
         self.u32(row).min(u32::from(u8::MAX)) as u8
     }
 
-    /// Sets the field in `row` to `value`, converted to the field's type (an integer field
-    /// takes it truncated toward zero and saturated). A row too short is left as it is.
+    /// Sets the field in `row` to `value`, converted to the field's type: an `f32` with the
+    /// two decimals every row carries ([`round2`]), an integer truncated toward zero and
+    /// saturated. A row too short is left as it is.
     pub fn set(self, row: &mut [FieldValue], value: f32) {
         if let Some(slot) = row.get_mut(self.at) {
             *slot = match self.ty {
-                FieldType::F32 => FieldValue::F32(value),
+                FieldType::F32 => FieldValue::F32(round2(value)),
                 FieldType::U8 => FieldValue::U8(value as u8),
                 FieldType::U16 => FieldValue::U16(value as u16),
                 FieldType::U32 => FieldValue::U32(value as u32),
