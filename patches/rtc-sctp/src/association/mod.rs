@@ -1018,6 +1018,14 @@ impl Association {
         } else if chunk_any.downcast_ref::<ChunkCookieAck>().is_some() {
             self.handle_cookie_ack()?
         } else if let Some(c) = chunk_any.downcast_ref::<ChunkPayloadData>() {
+            // The peer sends DATA only once it holds the association (it took our COOKIE
+            // ECHO), so DATA here while we wait for its COOKIE ACK means that ACK was lost
+            // or is still on its way behind the DATA (a path that reorders). Taken as the
+            // COOKIE ACK, the association is up and the data is delivered, instead of the
+            // data being taken before the association (and its channels) are up, and lost.
+            if self.state() == AssociationState::CookieEchoed {
+                self.handle_cookie_ack()?;
+            }
             self.handle_data(c)?
         } else if let Some(c) = chunk_any.downcast_ref::<ChunkSelectiveAck>() {
             self.handle_sack(c, now)?

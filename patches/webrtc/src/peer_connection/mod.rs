@@ -119,7 +119,8 @@ pub use rtc::peer_connection::{
         RTCIceConnectionState, RTCIceGatheringState, RTCPeerConnectionState, RTCSignalingState,
     },
     transport::{
-        RTCIceCandidate, RTCIceCandidateInit, RTCIceCandidateType, RTCIceParameters, RTCIceProtocol,
+        RTCDtlsRole, RTCIceCandidate, RTCIceCandidateInit, RTCIceCandidateType, RTCIceParameters,
+        RTCIceProtocol,
     },
 };
 

@@ -49,6 +49,14 @@ pub(crate) struct SctpHandlerContext {
     /// level-triggered re-arm that closes that hole.
     pending_readable: HashSet<(AssociationHandle, StreamId)>,
 
+    /// Associations that came up in a datagram whose `SCTPHandshakeComplete` has not yet left
+    /// this handler. Their data waits in `pending_readable` until it has: the data channel
+    /// handler opens a negotiated channel on that event, and a message delivered before it
+    /// ("data channel not existed") is lost after SCTP acknowledged it. A peer's first
+    /// message can come in the very datagram that completes the handshake (DATA bundled with
+    /// the COOKIE ACK), or ahead of it on a path that reorders.
+    announcing: HashSet<AssociationHandle>,
+
     /// Transport context of the most recent inbound datagram, **per association**.
     ///
     /// A resumed drain has no triggering packet to copy this from. A single `last_transport`
@@ -82,6 +90,7 @@ impl SctpHandlerContext {
             flush_dirty: false,
             abort_requested: false,
             pending_readable: HashSet::new(),
+            announcing: HashSet::new(),
             association_transport: HashMap::new(),
             now,
         }
@@ -153,6 +162,7 @@ impl<'a> SctpHandler<'a> {
         max_len: usize,
         budget: &mut usize,
         messages: &mut Vec<SctpMessage>,
+        held: bool,
     ) -> Result<()> {
         // An SCTP DATA chunk may arrive in the same flight as the tail of the
         // association handshake.  Do not expose that chunk to the DataChannel
@@ -161,7 +171,7 @@ impl<'a> SctpHandler<'a> {
         // established, and an immediate application send cannot be transmitted
         // reliably.  Keep the chunk in SCTP's reassembly queue and let the
         // level-triggered pending path retry it after Event::Connected.
-        if conn.is_handshaking() {
+        if conn.is_handshaking() || held {
             ctx_pending.insert((ch, id));
             return Ok(());
         }
@@ -238,6 +248,7 @@ impl<'a> SctpHandler<'a> {
                 max_len,
                 &mut budget,
                 &mut messages,
+                self.ctx.announcing.contains(&ch),
             )?;
 
             for message in messages {
@@ -284,6 +295,7 @@ impl<'a> SctpHandler<'a> {
             while association.poll().is_some() {}
         }
         self.ctx.pending_readable.clear();
+            self.ctx.announcing.clear();
         self.flush_transmits(self.ctx.now);
     }
 
@@ -405,6 +417,7 @@ impl<'a>
                             }
                             Event::Connected => {
                                 debug!("association_handle {} is connected", ch.0);
+                                self.ctx.announcing.insert(*ch);
                                 self.ctx.event_outs.push_back(TaggedRTCEventInternal {
                                     now,
                                     event: RTCEventInternal::SCTPHandshakeComplete(ch.0),
@@ -428,6 +441,7 @@ impl<'a>
                                     max_len,
                                     &mut budget,
                                     &mut messages,
+                                    self.ctx.announcing.contains(ch),
                                 )?;
                             }
                             Event::Stream(StreamEvent::BufferedAmountLow { id }) => {
@@ -493,6 +507,7 @@ impl<'a>
                     // accumulates entries for associations that no longer exist.
                     self.ctx.association_transport.remove(&ch);
                     self.ctx.pending_readable.retain(|(pch, _)| *pch != ch);
+                    self.ctx.announcing.remove(&ch);
                 }
             }
 
@@ -743,6 +758,7 @@ impl<'a>
                 }
             }
             self.ctx.pending_readable.clear();
+            self.ctx.announcing.clear();
         }
 
         self.ctx.event_outs.push_back(evt);
@@ -751,7 +767,17 @@ impl<'a>
     }
 
     fn poll_event(&mut self) -> Option<Self::Eout> {
-        self.ctx.event_outs.pop_front()
+        let evt = self.ctx.event_outs.pop_front();
+        if let Some(TaggedRTCEventInternal {
+            event: RTCEventInternal::SCTPHandshakeComplete(handle),
+            ..
+        }) = &evt
+        {
+            // On its way to the data channel handler, which opens the channels before the
+            // next read drains what `drain_stream` held back.
+            self.ctx.announcing.remove(&AssociationHandle(*handle));
+        }
+        evt
     }
 
     fn handle_timeout(&mut self, now: Instant) -> Result<()> {
@@ -796,6 +822,7 @@ impl<'a>
             sctp_associations.remove(&ch);
             self.ctx.association_transport.remove(&ch);
             self.ctx.pending_readable.retain(|(pch, _)| *pch != ch);
+                    self.ctx.announcing.remove(&ch);
         }
 
         for transmit in transmits {
