@@ -59,8 +59,9 @@
 //!
 //! # Two hosts at once, and the process that hosted
 //!
-//! Two successors may claim at the same epoch (both promoted at once). The loser's
-//! server notices the better claim ([`Claim::beats`]); its process stops it and calls
+//! Two successors may claim at the same epoch (both promoted at once, or each first in a
+//! different list). The loser's server notices the better claim ([`Claim::beats`], or at
+//! the same rank [`Claim::precedes`]); its process stops it and calls
 //! [`ClientCore::step_down`]: the client that followed its own server goes back to the mesh
 //! peers and follows the winner with its token, like any client that hears a better claim.
 //! A process whose server handed the match off (a graceful quit, or the `@changeHost` vote
@@ -455,6 +456,10 @@ pub struct ClientCore {
     searching: bool,
     /// The followed host's (epoch, rank): its claim's, or (welcome epoch, 0) for the first host.
     following: (u32, u8),
+    /// A followed host that claimed the match, its key, and until when a rival of the same
+    /// epoch and rank with a lower key goes before it ([`Claim::precedes`], within
+    /// [`RIVAL_WINDOW`](crate::migration::RIVAL_WINDOW) of the claim, as the hosts reckon it).
+    rival_until: Option<(PeerKey, Duration)>,
     lost: Option<Lost>,
     /// What this successor knew of a host it gave up on, while it dials the room again.
     orphaned: Option<Orphaned>,
@@ -529,6 +534,7 @@ impl ClientCore {
             checkpoint_requested: None,
             searching: true,
             following: (0, 0),
+            rival_until: None,
             lost: None,
             orphaned: None,
             resuming: None,
@@ -746,6 +752,8 @@ impl ClientCore {
         self.searching = true;
         self.forget_shadow();
         self.following = (epoch + 1, rank);
+        // The process's own host reckons a rival itself, and steps down (`step_down`).
+        self.rival_until = None;
         self.resuming = Some(Resuming { lost_at, last_time_ms, heard_at: self.host_heard_at });
         self.resume_tick = None;
         Some(Handover { peers, epoch, rank, successors, predecessor, evidence })
@@ -764,6 +772,7 @@ impl ClientCore {
         self.begin_resume(now);
         self.hello.resume_token = Some(token);
         self.following = (claim.epoch, claim.rank);
+        self.rival_until = Some((winner, now + crate::migration::RIVAL_WINDOW));
         self.silence.reset();
         self.host = Some((winner, ClientSession::new(ClientSessionConfig::new(self.hello.clone()), now)));
     }
@@ -1585,7 +1594,16 @@ impl ClientCore {
         // A claim that does not hold the room over a host this client still hears: the host
         // keeps the match (see [Claims a live host refuses](crate::migration#claims-a-live-host-refuses)).
         let over_a_live_host = self.lost.is_none() && self.host.is_some() && !claim.evidence.holds_the_room();
-        if !claim.beats(self.following.0, self.following.1) || self.closed.is_some() || over_a_live_host {
+        // A rival of the host followed, at its epoch and rank, whose key goes first: the two
+        // went by different lists, and the followed host steps down to it (see `CLAIM` in
+        // the migration docs).
+        let rival_first = claim.epoch == self.following.0
+            && claim.evidence.holds_the_room()
+            && self
+                .rival_until
+                .is_some_and(|(host, until)| now < until && claim.precedes(peer, self.following.1, host));
+        let better = claim.beats(self.following.0, self.following.1) || rival_first;
+        if !better || self.closed.is_some() || over_a_live_host {
             self.stats.claims_refused += 1;
             return;
         }
@@ -1607,6 +1625,7 @@ impl ClientCore {
         self.hello.resume_token = Some(token);
         self.resume_tick = Some(claim.tick);
         self.following = (claim.epoch, claim.rank);
+        self.rival_until = Some((peer, now + crate::migration::RIVAL_WINDOW));
         self.forget_shadow();
         self.candidates.clear();
         self.searching = false;
@@ -1866,6 +1885,7 @@ impl ClientCore {
                 match Claim::decode(payload) {
                     Ok(claim) if claim.epoch > self.following.0 => {
                         self.following = (claim.epoch, 0);
+                        self.rival_until = None;
                         self.stats.host_epoch = claim.epoch;
                     }
                     Ok(_) => self.stats.claims_refused += 1,

@@ -75,6 +75,14 @@
 //! a stale claim (an epoch not above the one known) or a lower-ranked one at the same
 //! epoch is refused, so two claimants resolve to one, the best ranked.
 //!
+//! Two claimants at the same epoch can hold the same rank: each went by a different list
+//! (the newest list was lost with the host's line and reached only one of them, or one
+//! claims after a list that did not name it yet). Then the lower mesh key goes first
+//! ([`Claim::precedes`]), for the hosts and their clients alike: the other host steps down,
+//! and the room follows one host. A new host heeds such a rival, which its own list may not
+//! rank where the rival's did, for [`RIVAL_WINDOW`] after its takeover, and only one whose
+//! claim holds the room.
+//!
 //! # `HANDOFF` payload (big-endian)
 //!
 //! A host that leaves gracefully sends, after a final log batch and checkpoint to its
@@ -468,7 +476,20 @@ impl Claim {
     pub fn beats(&self, epoch: u32, rank: u8) -> bool {
         (self.epoch, std::cmp::Reverse(self.rank)) > (epoch, std::cmp::Reverse(rank))
     }
+
+    /// Whether this claim, `claimer`'s, goes before a rival host's at the same epoch, `host`
+    /// at `rank`: a better rank, or the same rank and the lower mesh key (two successors
+    /// whose lists differed, see [the module docs](self#claim-payload-big-endian)). Both
+    /// sides of a race reckon the same order, so exactly one of them goes first.
+    pub fn precedes(&self, claimer: PeerKey, rank: u8, host: PeerKey) -> bool {
+        (self.rank, claimer) < (rank, host)
+    }
 }
+
+/// How long after its takeover a new host heeds a rival at its own epoch that its list does
+/// not rank where the rival's list did ([`Claim::precedes`]): rivals claim within a turn of
+/// one another (a host timeout, a second or two), and a claim that late is not a rival's.
+pub const RIVAL_WINDOW: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// A leaving host's last word (`HANDOFF`, see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -898,6 +919,12 @@ mod tests {
         assert!(c.beats(2, 3), "the same epoch and a better rank");
         assert!(!c.beats(2, 1) && !c.beats(2, 0), "an equal or better host stays");
         assert!(!c.beats(3, 9), "a stale epoch never beats");
+        // Rivals at one epoch: the better rank, then the lower key; each side agrees.
+        let (ann, bob) = (PeerKey(7), PeerKey(9));
+        assert!(c.precedes(ann, 1, bob) && !c.precedes(bob, 1, ann), "the lower key at the same rank");
+        assert!(c.precedes(bob, 2, ann), "a better rank whatever the keys");
+        assert!(!c.precedes(ann, 0, bob), "a worse rank whatever the keys");
+        assert!(!c.precedes(ann, 1, ann), "not before itself");
         assert_eq!(c.encode(), [0, 0, 0, 2, 1, 1, 2, 3, 4, 2, 3]);
         assert!(c.evidence.holds_the_room(), "2 of 3");
         assert!(!Evidence { lost: 1, answered: 2 }.holds_the_room(), "a tie is no majority");

@@ -241,6 +241,9 @@ pub struct ServerCore {
     rivals: Vec<PeerKey>,
     /// The host this one took over from, whose claim of a later epoch unseats it.
     predecessor: Option<PeerKey>,
+    /// When this host took the match over (`None` for the first host): a rival's claim is
+    /// heard until [`RIVAL_WINDOW`](vimp_netcode::migration::RIVAL_WINDOW) after it.
+    took_over_at: Option<Duration>,
     /// A peer whose claim beats this host's, and that claim.
     superseded: Option<(PeerKey, Claim)>,
     /// The successor this server handed the match off to.
@@ -416,6 +419,7 @@ impl ServerCore {
             rank: 0,
             rivals: Vec::new(),
             predecessor: None,
+            took_over_at: None,
             superseded: None,
             handed_off: None,
             release_due: Vec::new(),
@@ -469,6 +473,7 @@ impl ServerCore {
         server.rank = takeover.rank;
         server.rivals = takeover.successors;
         server.predecessor = takeover.predecessor;
+        server.took_over_at = Some(now);
         server.last = Some(now);
         server.update_receivers();
         let claim =
@@ -889,7 +894,7 @@ impl ServerCore {
                 }
             },
             HostEvent::Claim(payload) => match Claim::decode(&payload) {
-                Ok(claim) if self.may_claim(peer, &claim) => {
+                Ok(claim) if self.may_claim(peer, &claim, now) => {
                     let over_this_host = claim.epoch == self.config.epoch.wrapping_add(1);
                     if over_this_host && self.predecessor != Some(peer) && !claim.evidence.holds_the_room() {
                         self.keep_the_match(peer, claim, now);

@@ -18,7 +18,7 @@ use vimp_netcode::client::{ClientConfig, ClientCore, Witness};
 use vimp_netcode::frame::Channel;
 use vimp_netcode::input::KeyAction;
 use vimp_netcode::link::LinkConfig;
-use vimp_netcode::migration::{Claim, MigrationPayload};
+use vimp_netcode::migration::{Claim, MigrationPayload, Succession};
 use vimp_netcode::session::{Hello, SessionToken};
 use vimp_netcode::transport::{MemoryTransport, PeerKey, Transport};
 
@@ -1931,6 +1931,50 @@ fn two_claimants_at_one_epoch_resolve_to_the_better_ranked_and_the_loser_steps_d
         "bob's keys reach ann: {:?}",
         last_seq(&m)
     );
+}
+
+/// The split seen on a lossy line: the host's newest list, which put bob first, reached bob
+/// alone before the host's line died, so ann (first in the list she had) and bob (first in
+/// his) both claimed epoch 2 at rank 0, and each refused the other's claim, since neither list
+/// ranked the other there: two hosts, each with its own player. Now the rivals reckon the same
+/// order (rank, then the lower mesh key: ann's), bob steps down, and everyone follows ann.
+#[test]
+fn two_claimants_that_went_by_different_lists_resolve_to_one_host() {
+    let (mut m, [ann, bob, cy]) = three_clients(4);
+    let all = [ann, bob, cy];
+    let key = |m: &Migrating, i: usize| m.mesh.peers[i].transport().local_id().expect("an id");
+    let (ann_key, bob_key) = (key(&m, ann), key(&m, bob));
+    assert!(ann_key < bob_key);
+    assert_eq!(m.mesh.server.succession().first(), Some(&ann_key), "the host's own list puts ann first");
+    // A newer list that reaches bob alone: bob first, then ann.
+    let newer = Succession { epoch: 1, peers: vec![bob_key, ann_key], voters: None }.encode();
+    let mut frame = vec![vimp_netcode::frame::op::SUCCESSION];
+    frame.extend_from_slice(&newer);
+    let now = m.mesh.now;
+    m.mesh.server.transport_mut().send(now, bob_key, Channel::Reliable, frame);
+    m.run(Duration::from_millis(100));
+    // Each is first in its list: both ask the room at the end of their first turn, and claim.
+    m.kill_first_host();
+    let settled = m.run_until(Duration::from_secs(5), |m| {
+        !m.retired.is_empty() && all_follow(m, &all, ann_key, 2) && m.client(bob).stats().snapshots > 0
+    });
+    assert!(
+        settled,
+        "everyone follows ann: {:?}, retired {:?}, takeovers {:?}, lost {:?}",
+        all.map(|i| (m.client(i).host_peer().map(|p| p.0), m.client(i).welcome().map(|w| (w.epoch, w.resumed)))),
+        m.retired.iter().map(|r| r.0).collect::<Vec<_>>(),
+        m.takeovers.iter().map(|t| t.0).collect::<Vec<_>>(),
+        all.map(|i| (m.client(i).host_lost(), m.client(i).closed().cloned()))
+    );
+    assert_eq!(m.takeovers.len(), 2, "both promoted");
+    let ranks: Vec<u8> = m.retired.iter().filter_map(|r| r.1.map(|(_, c)| c.rank)).collect();
+    assert_eq!(ranks, vec![0], "bob stepped down to ann's claim, of his own rank");
+    assert_eq!(m.retired.iter().map(|r| r.0).collect::<Vec<_>>(), vec![bob]);
+    assert_eq!(m.new_hosts().len(), 1);
+    assert_eq!(m.new_hosts()[0].0, ann);
+    for i in all {
+        assert!(m.client(i).closed().is_none(), "{:?}", m.client(i).closed());
+    }
 }
 
 #[test]

@@ -38,7 +38,9 @@ use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
 use vimp_netcode::frame::{Channel, op};
-use vimp_netcode::migration::{self, Candidate, Claim, MIN_REQUEST_INTERVAL, StepDown, Succession, checkpoint_parts};
+use vimp_netcode::migration::{
+    self, Candidate, Claim, MIN_REQUEST_INTERVAL, RIVAL_WINDOW, StepDown, Succession, checkpoint_parts,
+};
 use vimp_netcode::transport::PeerKey;
 
 use super::{MAP_CHANGE_VOTE, ServerCore, ServerEvent};
@@ -231,8 +233,15 @@ impl ServerCore {
     /// ([`Evidence::holds_the_room`](vimp_netcode::migration::Evidence::holds_the_room));
     /// otherwise it keeps the match ([`ServerEvent::KeptTheMatch`](super::ServerEvent::KeptTheMatch)).
     ///
+    /// A rival at this host's epoch whose list differed from this host's (the newest lost
+    /// with the old host's line) may hold the same rank, or one this host's list gives it
+    /// otherwise: within [`RIVAL_WINDOW`] of the takeover, a rival whose claim holds the room
+    /// and goes first ([`Claim::precedes`]: the better rank, then the lower mesh key) unseats
+    /// this host too. Both rivals reckon the same order, so one steps down and the room
+    /// follows the other.
+    ///
     /// Any other peer of the mesh, which anyone with the lobby code is, unseats nobody.
-    pub fn may_claim(&self, peer: PeerKey, claim: &Claim) -> bool {
+    pub fn may_claim(&self, peer: PeerKey, claim: &Claim, now: Duration) -> bool {
         let epoch = self.config.epoch;
         if self.predecessor == Some(peer) && claim.epoch > epoch {
             return true;
@@ -242,7 +251,16 @@ impl ServerCore {
             e if e == epoch.wrapping_add(1) => &self.migration.succession,
             _ => return false,
         };
-        claim.beats(epoch, self.rank) && list.iter().position(|p| *p == peer) == Some(usize::from(claim.rank))
+        if claim.beats(epoch, self.rank) && list.iter().position(|p| *p == peer) == Some(usize::from(claim.rank)) {
+            return true;
+        }
+        let me = self.migration.config.local_peers.first().copied();
+        let racing = self.took_over_at.is_some_and(|t| now < t + RIVAL_WINDOW);
+        claim.epoch == epoch
+            && racing
+            && claim.evidence.holds_the_room()
+            && self.peers.contains_key(&peer)
+            && me.is_some_and(|me| claim.precedes(peer, self.rank, me))
     }
 
     /// A chat line goes out (its JSON text): kept for checkpoints, and logged, so that the
