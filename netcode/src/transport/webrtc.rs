@@ -737,6 +737,9 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 }
 
 #[cfg(test)]
+mod nomination;
+
+#[cfg(test)]
 mod tests {
     use std::collections::BTreeSet;
     use std::net::{SocketAddr, TcpListener};
