@@ -738,6 +738,8 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 
 #[cfg(test)]
 mod nomination;
+#[cfg(test)]
+mod sctp_handshake;
 
 #[cfg(test)]
 mod tests {
