@@ -487,9 +487,13 @@ impl Claim {
 }
 
 /// How long after its takeover a new host heeds a rival at its own epoch that its list does
-/// not rank where the rival's list did ([`Claim::precedes`]): rivals claim within a turn of
-/// one another (a host timeout, a second or two), and a claim that late is not a rival's.
-pub const RIVAL_WINDOW: std::time::Duration = std::time::Duration::from_secs(5);
+/// not rank where the rival's list did ([`Claim::precedes`]): rivals that each went first by
+/// their own list claim at the end of the same turn, within a check of the room and a claim's
+/// way of one another (tens to hundreds of ms), and a claim later than this is not a rival's.
+/// The window is all a member of the mesh that claims falsely gets: it
+/// unseats a new host only in the first two seconds, only with a claim that says it holds
+/// the room, and the clients follow only a claimer their list names.
+pub const RIVAL_WINDOW: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// A leaving host's last word (`HANDOFF`, see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
