@@ -84,7 +84,7 @@
 //!   - ICE checks run on a 200 ms tick, and the controlling side waits before it nominates a
 //!     pair that is not host-to-host: 500 ms for server-reflexive, 1 s for peer-reflexive, 2 s
 //!     for relayed pairs, counted from the start of the checks. matchbox now sets a 50 ms tick
-//!     and waits of 100 ms, 300 ms and 1 s (`patches/matchbox_socket/PATCHED.md`).
+//!     and waits of none, 300 ms and 1 s (`patches/matchbox_socket/PATCHED.md`).
 //!   - Over a relay every packet waited in webrtc's TURN relayer until the driver next woke
 //!     (the ICE tick, or a 1 s DTLS or SCTP retransmission), and what arrived through the relay
 //!     raised its events one wake-up late: DTLS took 0.8–1.2 s and opening the channels 1 s.
@@ -130,6 +130,16 @@
 //!     [`WebRtcTransport::connect_fetching`] fetches it while the websocket connects
 //!     (`patches/matchbox_socket`: `ice_server_later`): the websocket is up at ~105 ms
 //!     instead of ~205 ms.
+//!   - ICE then took two round trips after its checks could get through: a check, then a
+//!     nomination, and the controlled side answered a nomination only once its own check of
+//!     the pair had succeeded. Now every check nominates and the controlled side takes a
+//!     nomination at once (`patches/rtc-ice/PATCHED.md`; the `nomination` test counts the
+//!     crossings), the answerer is the DTLS server so the offerer's ClientHello finds it
+//!     ready, and the joiner's hello, which as the side established first it sends before
+//!     the host has its COOKIE ACK, is no longer dropped (`patches/rtc/PATCHED.md`,
+//!     `patches/rtc-sctp/PATCHED.md`; the `sctp_handshake` test). At 25:8:1 a join is the
+//!     offer's arrival plus about five and a half round trips between the homes: ICE ~200 ms
+//!     from the offer, DTLS ~200 ms, SCTP ~200 ms, the welcome ~100 ms.
 //!   - On a lossy line the snapshots waited behind reliable data. A checkpoint to a successor
 //!     (~13 kB, at each join and leave) was one message of a dozen SCTP chunks, which must
 //!     leave in one run of TSNs: while the congestion window held its rest back, no snapshot
