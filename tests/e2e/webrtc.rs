@@ -566,6 +566,16 @@ fn a_member_that_never_answers_checks_cannot_hold_the_takeover() {
     assert_eq!(seen.lock().expect("not poisoned").3, 0, "zed never answered a check");
 }
 
+/// Nobody is closed by a host. Both runs of a hand-over test end at about the same moment,
+/// though, and a player whose process still held the match then and did not hand it on ends
+/// it, and its own player's session with it (1000, bye).
+fn assert_not_closed_by_a_host(r: &serde_json::Value, errs: &[String]) {
+    let held_at_end = errs.iter().any(|l| l.contains("took the match over"))
+        && !errs.iter().any(|l| l.contains("handed the match on"));
+    let closed = &r["close_code"];
+    assert!(closed.is_null() || (held_at_end && *closed == 1000), "{r}\n{errs:?}");
+}
+
 #[test]
 fn a_host_that_quits_hands_the_match_over_with_no_tick_lost() {
     if !in_own_netns("webrtc::a_host_that_quits_hands_the_match_over_with_no_tick_lost") {
@@ -587,13 +597,7 @@ fn a_host_that_quits_hands_the_match_over_with_no_tick_lost() {
     println!("host: {host_json}\nann: {ra}\nbob: {rb}\nann: {errs_a:?}\nbob: {errs_b:?}");
     assert!(status_a.success() && status_b.success(), "both leave cleanly");
     for (r, errs) in [(&ra, &errs_a), (&rb, &errs_b)] {
-        // Nobody is closed by a host; but both runs end at about the same moment, and a player
-        // whose process still held the match then and did not hand it on ends it, and its own
-        // player's session with it (1000, bye).
-        let held_at_end = errs.iter().any(|l| l.contains("took the match over"))
-            && !errs.iter().any(|l| l.contains("handed the match on"));
-        let closed = &r["close_code"];
-        assert!(closed.is_null() || (held_at_end && *closed == 1000), "{r}\n{errs:?}");
+        assert_not_closed_by_a_host(r, errs);
         assert!(r["migrations"].as_u64().is_some_and(|n| n >= 1), "the host changed: {r}");
         assert!(
             r["snapshots_after_host_change"].as_u64().is_some_and(|n| n > 100)
@@ -636,13 +640,7 @@ fn the_players_vote_a_headless_host_away_and_no_tick_is_lost() {
     assert!(errs_a.iter().any(|l| l.contains("called the @changeHost vote")), "{errs_a:?}");
     assert!(status_a.success() && status_b.success(), "both leave cleanly");
     for (r, errs) in [(&ra, &errs_a), (&rb, &errs_b)] {
-        // Nobody is closed by a host; but both runs end at about the same moment, and a player
-        // whose process still held the match then and did not hand it on ends it, and its own
-        // player's session with it (1000, bye).
-        let held_at_end = errs.iter().any(|l| l.contains("took the match over"))
-            && !errs.iter().any(|l| l.contains("handed the match on"));
-        let closed = &r["close_code"];
-        assert!(closed.is_null() || (held_at_end && *closed == 1000), "{r}\n{errs:?}");
+        assert_not_closed_by_a_host(r, errs);
         assert!(r["migrations"].as_u64().is_some_and(|n| n >= 1), "the host changed: {r}");
     }
     let promoted: Vec<u64> = [&ra, &rb].iter().filter_map(|r| r["promoted_at_tick"].as_u64()).collect();

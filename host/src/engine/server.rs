@@ -1143,8 +1143,10 @@ impl ServerCore {
                 continue;
             }
             let message = message.encoded();
+            // `None`: everyone; `Some(None)`: a player not linked now, nobody.
+            let target = to.map(|p| self.roster.seat(p).and_then(|s| s.peer));
             for (peer, session) in self.peers.iter_mut().filter(|(_, s)| s.is_active()) {
-                if to.is_none_or(|p| self.roster.seat(p).and_then(|s| s.peer) == Some(*peer)) {
+                if target.is_none_or(|t| t == Some(*peer)) {
                     session.send(Channel::Reliable, message.port, &message.bytes);
                 }
             }

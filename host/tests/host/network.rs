@@ -182,7 +182,8 @@ fn clients_join_play_and_chat() {
         let p = lan.clients[a]
             .last_frame()
             .and_then(|f| f.player)
-            .map_or([x0.x, x0.y], |p| [p.state].map(Motion::from_state).map(|m| [m.x, m.y])[0]);
+            .map(|p| Motion::from_state(p.state))
+            .map_or([x0.x, x0.y], |m| [m.x, m.y]);
         ((p[0] - x0.x).powi(2) + (p[1] - x0.y).powi(2)).sqrt()
     };
     assert!(lan.run_until(Duration::from_secs(3), |l| moved(l) > 20.0), "ann's tank drove {} units", moved(&lan));
