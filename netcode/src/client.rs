@@ -311,6 +311,9 @@ pub struct Handover {
     pub evidence: Evidence,
 }
 
+/// The log target of what a takeover did and when (at debug level).
+pub const TAKEOVER_LOG: &str = "vimp_netcode::takeover";
+
 /// How recent a shadow's stream must be for a client its list does not name to take its turn
 /// after the successors listed: longer than the host's longest timeout and a retransmission
 /// of a log batch on a lossy line; far shorter than a stream stopped for good.
@@ -617,6 +620,7 @@ impl ClientCore {
         });
         match check.step(now, round) {
             host_check::Step::Claim(evidence) => {
+                tracing::debug!(target: TAKEOVER_LOG, "{:.3} s: the room agrees: {}", now.as_secs_f64(), evidence.said());
                 lost.cleared = true;
                 lost.evidence = evidence;
             }
@@ -625,21 +629,47 @@ impl ClientCore {
                 // Alone with the host, a round asks only the rendezvous.
                 self.stats.host_checks += u32::from(!check.room().is_empty());
                 self.stats.takeovers_held += u32::from(step == host_check::Step::AskAgain);
-                let ask = HostCheck { epoch: check.epoch() }.encode();
-                let mut bytes = Vec::new();
-                frame::encode(op::HOST_CHECK, &ask, &mut bytes);
-                // On both channels: a mesh link that carries little else recovers a lost
-                // reliable chunk only by its retransmission timer, and the unreliable copy does
-                // not wait behind it. A peer answers one asker at most once per
-                // MIN_CHECK_INTERVAL, so the copy costs no second answer.
-                for peer in check.room().iter().filter(|p| self.peers.contains(p)) {
-                    for channel in [Channel::Reliable, Channel::Unreliable] {
-                        self.stats.bytes_out += bytes.len() as u64;
-                        self.outbox.push_back((*peer, channel, bytes.clone()));
-                    }
-                }
+                tracing::debug!(
+                    target: TAKEOVER_LOG,
+                    "{:.3} s: asking the room {:?} about the host ({step:?})",
+                    now.as_secs_f64(),
+                    check.room(),
+                );
+                let (epoch, room) = (check.epoch(), check.room().to_vec());
+                self.ask_room(epoch, &room);
             }
         }
+    }
+
+    /// `HOST_CHECK` about the host of `epoch` to the peers of `room` still linked.
+    fn ask_room(&mut self, epoch: u32, room: &[PeerKey]) {
+        let ask = HostCheck { epoch }.encode();
+        let mut bytes = Vec::new();
+        frame::encode(op::HOST_CHECK, &ask, &mut bytes);
+        // On both channels: a mesh link that carries little else recovers a lost reliable
+        // chunk only by its retransmission timer, and the unreliable copy does not wait behind
+        // it. A peer answers one asker at most once per MIN_CHECK_INTERVAL, so the copy costs
+        // no second answer.
+        for peer in room.iter().filter(|p| self.peers.contains(p)) {
+            for channel in [Channel::Reliable, Channel::Unreliable] {
+                self.stats.bytes_out += bytes.len() as u64;
+                self.outbox.push_back((*peer, channel, bytes.clone()));
+            }
+        }
+    }
+
+    /// A client that just lost its host and whose turn has not come asks the room all the
+    /// same (answers are not counted before its turn): a fellow silent for half its own
+    /// timeout counts the host lost then, and the successor first in line takes its turn
+    /// without waiting out its own timeout (see `on_host_check`).
+    fn warn_the_room(&mut self, now: Duration) {
+        if self.my_turn() {
+            return;
+        }
+        let Some(lost) = self.lost.as_ref().filter(|l| l.handoff_to.is_none()) else { return };
+        let room = lost.room.clone();
+        tracing::debug!(target: TAKEOVER_LOG, "{:.3} s: telling the room {room:?} the host is lost", now.as_secs_f64());
+        self.ask_room(self.following.0, &room);
     }
 
     /// A frame from a mesh peer that is neither the host followed nor a candidate answering
@@ -676,6 +706,23 @@ impl ClientCore {
         }
     }
 
+    /// A frame from a peer this client says hello to, none having answered yet: its session's,
+    /// but for a fellow's check of the room, which a joiner answers too (see `on_host_check`),
+    /// and a `CLAIM`, which says that peer hosts now: the hello goes there again at once
+    /// rather than at its next repeat.
+    fn on_candidate_frame(&mut self, peer: PeerKey, channel: Channel, bytes: &[u8], now: Duration) {
+        let opcode = frame::parse(bytes).ok().map(|f| f.opcode);
+        if opcode == Some(op::HOST_CHECK) {
+            self.on_peer_frame(peer, channel, bytes, now);
+            return;
+        }
+        let Some(session) = self.candidates.get_mut(&peer) else { return };
+        if opcode == Some(op::CLAIM) && channel == Channel::Reliable {
+            session.hello_again(now);
+        }
+        session.handle_message(now, channel, bytes);
+    }
+
     /// A fellow peer asks whether this client still hears its host (`HOST_CHECK`): answered
     /// when this client was welcomed and said it answers checks ([`Hello::checks`]), at most
     /// once per [`MIN_CHECK_INTERVAL`] to each asker; `false` when refused.
@@ -686,20 +733,39 @@ impl ClientCore {
     /// (see [Before a claim](crate::migration#before-a-claim-asking-the-room)).
     fn on_host_check(&mut self, peer: PeerKey, payload: &[u8], now: Duration) -> bool {
         let Ok(check) = HostCheck::decode(payload) else { return false };
-        if self.welcome.is_none() || !self.hello.checks {
+        let joining = self.welcome.is_none() && self.closed.is_none() && !self.candidates.is_empty();
+        if !self.hello.checks || (self.welcome.is_none() && !joining) {
             return false;
         }
         if self.checks_answered.get(&peer).is_some_and(|at| now.saturating_sub(*at) < MIN_CHECK_INTERVAL) {
             return true;
         }
         self.checks_answered.insert(peer, now);
-        // A host this client counts lost (its link dropped, or it was silent past this
-        // client's own timeout) is reported as never heard.
-        let silence = match self.lost {
-            Some(_) => u32::MAX,
-            None => now.saturating_sub(self.host_heard_at).as_millis().min(u128::from(u32::MAX)) as u32,
+        let ms = |d: Duration| d.as_millis().min(u128::from(u32::MAX)) as u32;
+        let seen = if joining {
+            // Still joining: no host answered the hello yet, which a live host does a round
+            // trip after the link; the silence counts from the newest link.
+            HostSeen { asked: check.epoch, following: 0, silence_ms: ms(now.saturating_sub(self.last_candidate_at)) }
+        } else {
+            // A host this client counts lost (its link dropped, or it was silent past this
+            // client's own timeout) is reported as never heard.
+            let silence = match self.lost {
+                Some(_) => u32::MAX,
+                None => ms(now.saturating_sub(self.host_heard_at)),
+            };
+            HostSeen { asked: check.epoch, following: self.following.0, silence_ms: silence }
         };
-        let seen = HostSeen { asked: check.epoch, following: self.following.0, silence_ms: silence };
+        // The asker lost the host; silent past half its own timeout, this client has lost it
+        // too and takes its turn now rather than at the end of its own timeout.
+        let corroborated = self.silence.corroborated_after(self.settings.min_host_timeout, self.settings.host_timeout);
+        if check.epoch == self.following.0
+            && self.lost.is_none()
+            && self.host.as_ref().is_some_and(|(_, s)| s.is_active())
+            && now.saturating_sub(self.host_heard_at) >= corroborated
+        {
+            tracing::debug!(target: TAKEOVER_LOG, "{:.3} s: {peer} lost the host too", now.as_secs_f64());
+            self.on_host_silent(now);
+        }
         let mut bytes = Vec::new();
         frame::encode(op::HOST_SEEN, &seen.encode(), &mut bytes);
         self.stats.bytes_out += bytes.len() as u64;
@@ -715,6 +781,12 @@ impl ClientCore {
     /// decode. An answer nobody asked for (a check over, another epoch) is dropped.
     fn on_host_seen(&mut self, peer: PeerKey, payload: &[u8]) -> bool {
         let Ok(seen) = HostSeen::decode(payload) else { return false };
+        tracing::debug!(
+            target: TAKEOVER_LOG,
+            "{:.3} s: {peer} last heard the host {} ms ago",
+            self.now.as_secs_f64(),
+            seen.silence_ms
+        );
         if let Some(check) = self.lost.as_mut().and_then(|l| l.check.as_mut()) {
             check.answer(peer, seen);
         }
@@ -1271,8 +1343,8 @@ impl ClientCore {
                         self.silence.heard(now);
                         self.host_heard_at = now;
                         s.handle_message(now, channel, &bytes);
-                    } else if let Some(s) = self.candidates.get_mut(&peer) {
-                        s.handle_message(now, channel, &bytes);
+                    } else if self.candidates.contains_key(&peer) {
+                        self.on_candidate_frame(peer, channel, &bytes, now);
                     } else if self.host.is_none()
                         && let Some(lost) = self.lost.as_mut()
                         && lost.host == Some(peer)
@@ -1480,6 +1552,7 @@ impl ClientCore {
         let last_time_ms = self.last_frame.as_ref().map(|f| f.server_time_ms);
         self.resuming = Some(Resuming { lost_at: now, last_time_ms, heard_at: self.host_heard_at });
         let turn = self.host_timeout();
+        tracing::debug!(target: TAKEOVER_LOG, "{:.3} s: the host is lost ({why}); successors {successors:?}", now.as_secs_f64());
         self.silence.reset();
         let room = self.room_without(host);
         self.lost = Some(Lost {
@@ -1496,6 +1569,7 @@ impl ClientCore {
             evidence: Evidence::default(),
             orphan: false,
         });
+        self.warn_the_room(now);
         self.dial_unlisted_claimer(now);
     }
 
@@ -1564,6 +1638,15 @@ impl ClientCore {
         let last_time_ms = self.last_frame.as_ref().map(|f| f.server_time_ms);
         self.resuming = Some(Resuming { lost_at: now, last_time_ms, heard_at: self.host_heard_at });
         let turn = self.host_timeout();
+        tracing::debug!(
+            target: TAKEOVER_LOG,
+            "{:.3} s: the host is silent ({} ms, {} ms allowed); successors {:?}, this client {:?}",
+            now.as_secs_f64(),
+            now.saturating_sub(self.host_heard_at).as_millis(),
+            turn.as_millis(),
+            successors,
+            self.me,
+        );
         self.silence.reset();
         let stalled = Some(Box::new(session));
         let room = self.room_without(Some(peer));
@@ -1581,6 +1664,7 @@ impl ClientCore {
             evidence: Evidence::default(),
             orphan: false,
         });
+        self.warn_the_room(now);
         self.dial_unlisted_claimer(now);
     }
 
@@ -1603,6 +1687,14 @@ impl ClientCore {
                 .rival_until
                 .is_some_and(|(host, until)| now < until && claim.precedes(peer, self.following.1, host));
         let better = claim.beats(self.following.0, self.following.1) || rival_first;
+        tracing::debug!(
+            target: TAKEOVER_LOG,
+            "{:.3} s: {peer} claims epoch {} (rank {}, {}): better {better}, listed {listed}, over a live host {over_a_live_host}",
+            now.as_secs_f64(),
+            claim.epoch,
+            claim.rank,
+            claim.evidence.said(),
+        );
         if !better || self.closed.is_some() || over_a_live_host {
             self.stats.claims_refused += 1;
             return;
@@ -1692,6 +1784,7 @@ impl ClientCore {
                     return;
                 }
                 self.stats.welcomed_at = Some(now);
+                tracing::debug!(target: TAKEOVER_LOG, "{:.3} s: welcomed at epoch {}", now.as_secs_f64(), w.epoch);
                 if std::mem::take(&mut self.redialing) {
                     self.stats.reconnects += 1;
                 }
@@ -1794,6 +1887,12 @@ impl ClientCore {
                             self.stats.migrations += 1;
                             self.stats.resume = Some(now.saturating_sub(r.lost_at));
                             self.stats.freeze = Some(now.saturating_sub(r.heard_at));
+                            tracing::debug!(
+                                target: TAKEOVER_LOG,
+                                "{:.3} s: the new host's first snapshot, {} ms after the old one was last heard",
+                                now.as_secs_f64(),
+                                now.saturating_sub(r.heard_at).as_millis()
+                            );
                             let from_ms = match self.resume_tick.take() {
                                 Some(tick) => tick as f64 * self.tick_ms(),
                                 None => frame.server_time_ms,
@@ -2167,6 +2266,88 @@ mod tests {
         }
         assert!(core.welcome().is_some(), "the real host welcomed the core");
         core
+    }
+
+    /// `HOST_CHECK` about the host of `epoch`, framed.
+    fn host_check(epoch: u32) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        frame::encode(op::HOST_CHECK, &HostCheck { epoch }.encode(), &mut bytes);
+        bytes
+    }
+
+    /// The `HOST_SEEN` answers in `sent`, by receiver.
+    fn answers(sent: &[(PeerKey, Channel, Vec<u8>)]) -> Vec<(PeerKey, HostSeen)> {
+        sent.iter()
+            .filter_map(|(p, _, b)| {
+                let f = frame::parse(b).ok().filter(|f| f.opcode == op::HOST_SEEN)?;
+                Some((*p, HostSeen::decode(f.payload).expect("an answer decodes")))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_client_still_joining_answers_a_check_by_its_newest_link_and_says_hello_again_to_a_claimer() {
+        let ms = Duration::from_millis;
+        let mut core = ClientCore::new(Hello::new("cy", "test"), ClientConfig::default());
+        core.set_local_id(Some(PeerKey(9)));
+        core.handle(ms(0), TransportEvent::Connected(PeerKey(1)));
+        core.handle(ms(100), TransportEvent::Connected(PeerKey(2)));
+        core.handle_timeout(ms(100));
+        std::iter::from_fn(|| core.poll_transmit()).for_each(drop);
+        // Asked 50 ms after its newest link: a host there may not have answered the hello yet.
+        let check = TransportEvent::Message { peer: PeerKey(2), channel: Channel::Reliable, bytes: host_check(1) };
+        core.handle(ms(150), check.clone());
+        let sent: Vec<_> = std::iter::from_fn(|| core.poll_transmit()).collect();
+        let seen = answers(&sent);
+        assert_eq!(seen.len(), 2, "on both channels: {sent:?}");
+        assert_eq!(seen[0], (PeerKey(2), HostSeen { asked: 1, following: 0, silence_ms: 50 }));
+        assert!(seen[0].1.alive_within(ALIVE_WITHIN), "too soon to say the host is lost");
+        // Asked again 400 ms after its newest link, with no welcome: no live host there.
+        core.handle(ms(500), check);
+        let seen = answers(&std::iter::from_fn(|| core.poll_transmit()).collect::<Vec<_>>());
+        assert_eq!(seen[0].1, HostSeen { asked: 1, following: 0, silence_ms: 400 });
+        assert!(!seen[0].1.alive_within(ALIVE_WITHIN));
+        // Peer 2 took the match over: the hello goes there at once, not at its next repeat.
+        let mut claim = Vec::new();
+        frame::encode(op::CLAIM, &Claim::new(2, 0, 100).encode(), &mut claim);
+        core.handle(ms(600), TransportEvent::Message { peer: PeerKey(2), channel: Channel::Reliable, bytes: claim });
+        core.handle_timeout(ms(600));
+        let hellos: Vec<PeerKey> = std::iter::from_fn(|| core.poll_transmit())
+            .filter(|(_, _, b)| frame::parse(b).is_ok_and(|f| f.opcode == op::HELLO))
+            .map(|(p, ..)| p)
+            .collect();
+        assert_eq!(hellos, vec![PeerKey(2)]);
+        assert_eq!(core.closed(), None);
+    }
+
+    #[test]
+    fn a_fellow_s_check_counts_the_host_lost_once_silent_for_half_the_timeout_and_the_room_hears_of_it() {
+        let ms = Duration::from_millis;
+        let mut core = welcomed_core();
+        std::iter::from_fn(|| core.poll_transmit()).for_each(drop);
+        // No snapshot came, so the link is not judged: 500 ms allowed, 250 ms on a fellow's word.
+        assert_eq!(core.host_timeout(), ms(500));
+        let check =
+            |at| (at, TransportEvent::Message { peer: PeerKey(2), channel: Channel::Reliable, bytes: host_check(1) });
+        let (at, event) = check(ms(200));
+        core.handle(at, event);
+        core.handle_timeout(at);
+        assert!(!core.host_lost(), "200 ms of silence is no loss");
+        let seen = answers(&std::iter::from_fn(|| core.poll_transmit()).collect::<Vec<_>>());
+        assert!(seen.iter().all(|(p, s)| *p == PeerKey(2) && s.following == 1 && s.silence_ms >= 196));
+        let (at, event) = check(ms(300));
+        core.handle(at, event);
+        core.handle_timeout(at);
+        assert!(core.host_lost(), "300 ms, and a fellow lost the host too");
+        let sent: Vec<_> = std::iter::from_fn(|| core.poll_transmit()).collect();
+        let seen = answers(&sent);
+        assert!(!seen.is_empty() && seen.iter().all(|(p, s)| *p == PeerKey(2) && s.silence_ms >= 296));
+        let told: BTreeSet<PeerKey> = sent
+            .iter()
+            .filter(|(_, _, b)| frame::parse(b).is_ok_and(|f| f.opcode == op::HOST_CHECK))
+            .map(|(p, ..)| *p)
+            .collect();
+        assert_eq!(told, BTreeSet::from([PeerKey(2), PeerKey(3)]), "the room hears the host is lost");
     }
 
     #[test]

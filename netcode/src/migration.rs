@@ -191,6 +191,17 @@
 //!   been lost with the host's line. The answer says only what the client hears. A host (a
 //!   process that took the match over) ignores both frames. A lying peer cannot hold a
 //!   takeover, nor push one, against the room's majority.
+//! - A client **still joining** (linked, its hello said, no welcome yet) answers too, with
+//!   epoch 0 and the time since its newest link: a live host answers a hello a round trip
+//!   after the link comes up, so a joiner that heard nothing long after it says the host is
+//!   lost like any client. The host may have named it a voter already (its welcome lost with
+//!   the host's line), and a room waiting on its silence would wait for the rendezvous.
+//! - **Every successor asks at once.** A successor counts the host lost when it was silent
+//!   for the successor's own timeout, and a successor that waits for its turn still asks the
+//!   room when it loses the host. A client asked, silent itself for half its own timeout
+//!   (judged from the gaps it has seen, between its floor and half its ceiling), counts the
+//!   host lost then: the successor first in line, whose own timeout may be the longer, takes
+//!   its turn a timeout sooner.
 //! - **Only voters count.** A client says in its hello that it answers checks
 //!   ([`Hello::checks`](crate::session::Hello::checks)); the host lists those peers in its
 //!   succession list ([`Succession::voters`]). A successor asks every peer it is linked to,
@@ -692,7 +703,8 @@ impl HostCheck {
 pub struct HostSeen {
     /// The epoch asked about.
     pub asked: u32,
-    /// The epoch of the host the answerer follows.
+    /// The epoch of the host the answerer follows; 0 while it is still joining (no host
+    /// answered its hello yet, and the silence counts from its newest link).
     pub following: u32,
     /// Ms since the answerer last heard that host.
     pub silence_ms: u32,
@@ -723,10 +735,11 @@ impl HostSeen {
     }
 
     /// Whether this answer says the host of epoch `asked` plays on: the answerer follows it
-    /// and heard it within `within` (a successor allows half the silence that made it count
-    /// the host lost, and at least [`ALIVE_WITHIN`]: a lossy line's gaps are longer).
+    /// (or is still joining) and heard it (or linked last) within `within` (a successor
+    /// allows half the silence that made it count the host lost, and at least
+    /// [`ALIVE_WITHIN`]: a lossy line's gaps are longer).
     pub fn alive_within(&self, within: std::time::Duration) -> bool {
-        self.following == self.asked && u128::from(self.silence_ms) < within.as_millis()
+        (self.following == self.asked || self.following == 0) && u128::from(self.silence_ms) < within.as_millis()
     }
 }
 
@@ -985,7 +998,7 @@ mod tests {
     }
 
     #[test]
-    fn an_answer_says_alive_only_of_the_host_asked_about_heard_within_100_ms() {
+    fn an_answer_says_alive_only_of_the_host_asked_about_or_a_join_heard_within_100_ms() {
         let seen = |following, silence_ms| HostSeen { asked: 4, following, silence_ms };
         assert!(seen(4, 0).alive());
         assert!(seen(4, 99).alive());
@@ -993,6 +1006,8 @@ mod tests {
         assert!(!seen(4, u32::MAX).alive());
         assert!(!seen(5, 0).alive(), "a newer host: the one asked about is gone");
         assert!(!seen(3, 0).alive(), "an older host says nothing of this one");
+        assert!(seen(0, 99).alive(), "still joining, linked 99 ms ago: too soon to tell");
+        assert!(!seen(0, 100).alive(), "still joining, and no hello answered in 100 ms");
         assert_eq!(HostCheck::decode(&[0, 0, 0]), Err(MigrationError::BadControl { len: 3 }));
         assert_eq!(HostSeen::decode(&[0; 13]), Err(MigrationError::BadControl { len: 13 }));
     }

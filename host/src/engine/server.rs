@@ -476,6 +476,12 @@ impl ServerCore {
         server.took_over_at = Some(now);
         server.last = Some(now);
         server.update_receivers();
+        tracing::debug!(
+            target: vimp_netcode::client::TAKEOVER_LOG,
+            "{:.3} s: took the match over at epoch {epoch}; claiming to {:?}",
+            now.as_secs_f64(),
+            takeover.peers,
+        );
         let claim =
             Claim { epoch, rank: takeover.rank, tick: server.host.tick(), evidence: takeover.evidence }.encode();
         for peer in takeover.peers {
@@ -796,6 +802,15 @@ impl ServerCore {
         match event {
             HostEvent::Hello(hello) => {
                 let admitted = self.roster.admit(peer, &hello, now, fresh_token);
+                if self.took_over_at.is_some() {
+                    tracing::debug!(
+                        target: vimp_netcode::client::TAKEOVER_LOG,
+                        "{:.3} s: hello from {peer} (resuming {}): {}",
+                        now.as_secs_f64(),
+                        hello.resume_token.is_some(),
+                        if admitted.is_ok() { "admitted" } else { "refused" },
+                    );
+                }
                 let Some(session) = self.peers.get_mut(&peer) else { return };
                 match admitted {
                     Err(code) => {

@@ -18,8 +18,13 @@ pub const WINDOW: Duration = Duration::from_secs(10);
 /// The longest recent gap times this is the silence allowed.
 pub const GAP_FACTOR: u32 = 3;
 
-/// Gaps needed before the link is judged at all.
-pub const MIN_GAPS: usize = 30;
+/// Gaps needed before the link is judged at all: a third of a second of snapshots. A link
+/// judged on so few may be judged short of its bursts; a client that counts its host lost too
+/// soon only asks the room or the rendezvous, whose word decides (see
+/// [Before a claim](crate::migration#before-a-claim-asking-the-room)), and the longest gap
+/// seen grows the allowance as the bursts come. A host's line cut in the first seconds after
+/// a join is noticed in a third of the ceiling.
+pub const MIN_GAPS: usize = 10;
 
 /// The gaps between the host's frames over the last [`WINDOW`], kept for their maximum.
 #[derive(Clone, Debug, Default)]
@@ -54,6 +59,19 @@ impl SilenceWatch {
         *self = SilenceWatch::default();
     }
 
+    /// The silence after which a fellow peer's check of the room (it lost the host too)
+    /// makes this client count the host lost at once: half what [`Self::timeout`] would
+    /// allow, judged from the gaps seen so far even before [`MIN_GAPS`] (a link too new to be
+    /// judged on its own), at least `floor` and at most half the `ceiling`.
+    pub fn corroborated_after(&self, floor: Duration, ceiling: Duration) -> Duration {
+        let half = ceiling / 2;
+        let judged = match self.longest.front() {
+            Some(&(_, gap)) => (gap * GAP_FACTOR / 2).min(half),
+            None => half,
+        };
+        judged.max(floor.min(ceiling))
+    }
+
     /// The silence allowed: [`GAP_FACTOR`] times the longest gap of the last [`WINDOW`], at
     /// least `floor`, at most `ceiling` (the ceiling until the link was judged).
     pub fn timeout(&self, floor: Duration, ceiling: Duration) -> Duration {
@@ -81,11 +99,12 @@ mod tests {
         let mut w = SilenceWatch::default();
         assert_eq!(w.timeout(FLOOR, CEILING), CEILING, "nothing heard yet");
         let mut t = ms(0);
-        for _ in 0..20 {
+        for _ in 0..5 {
             t += ms(33);
             w.heard(t);
         }
         assert_eq!(w.timeout(FLOOR, CEILING), CEILING, "too few gaps to judge");
+        assert_eq!(w.corroborated_after(FLOOR, CEILING), FLOOR, "but enough to judge a fellow's word by");
         for _ in 0..100 {
             t += ms(33);
             w.heard(t);
@@ -95,10 +114,12 @@ mod tests {
         t += ms(100);
         w.heard(t);
         assert_eq!(w.timeout(FLOOR, CEILING), ms(300));
+        assert_eq!(w.corroborated_after(FLOOR, CEILING), FLOOR, "half of 300 ms, the floor");
         // A burst past what the ceiling allows: the ceiling.
         t += ms(400);
         w.heard(t);
         assert_eq!(w.timeout(FLOOR, CEILING), CEILING);
+        assert_eq!(w.corroborated_after(FLOOR, CEILING), CEILING / 2);
         // Ten seconds of steady frames later, the bursts have aged out.
         for _ in 0..310 {
             t += ms(33);
@@ -107,6 +128,7 @@ mod tests {
         assert_eq!(w.timeout(FLOOR, CEILING), FLOOR);
         w.reset();
         assert_eq!(w.timeout(FLOOR, CEILING), CEILING, "a new host is judged afresh");
+        assert_eq!(w.corroborated_after(FLOOR, CEILING), CEILING / 2);
     }
 
     proptest::proptest! {

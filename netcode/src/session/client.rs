@@ -260,6 +260,15 @@ impl ClientSession {
         }
     }
 
+    /// Says the hello again now, unless a peer answered: the peer announced it hosts (a
+    /// `CLAIM`), and a hello it heard before was said to a fellow client.
+    pub fn hello_again(&mut self, now: Duration) {
+        self.now = self.now.max(now);
+        if self.state == ClientState::Hello && !self.answered {
+            self.say_hello(now);
+        }
+    }
+
     /// When the hello is due again ([`Self::repeat_hello`]), until a peer answers.
     pub fn hello_due(&self) -> Option<Duration> {
         (self.state == ClientState::Hello && !self.answered).then_some(self.hello_said + HELLO_REPEAT)
