@@ -1205,6 +1205,49 @@ fn a_crash_on_a_steady_link_is_noticed_sooner_than_on_a_lossy_one_and_neither_fa
 }
 
 #[test]
+fn the_first_successor_takes_over_on_a_fellow_s_word_before_its_own_longer_timeout() {
+    // ann, the first successor, allows up to 1 s of silence, and her link shows a 300 ms
+    // burst; bob and cy allow a fixed 500 ms.
+    let mut mesh = Mesh::new();
+    let fixed = mesh.client_config.clone();
+    mesh.client_config = ClientConfig {
+        min_host_timeout: Duration::from_millis(150),
+        host_timeout: Duration::from_secs(1),
+        ..fixed.clone()
+    };
+    let ann = mesh.join("ann", 15);
+    mesh.client_config = fixed;
+    let bob = mesh.join("bob", 45);
+    let cy = mesh.join("cy", 70);
+    let deadline = mesh.now + Duration::from_secs(10);
+    while mesh.server.latencies().len() < 3 && mesh.now < deadline {
+        mesh.run(Duration::from_millis(100));
+    }
+    let mut m = Migrating::new(mesh);
+    m.run(Duration::from_secs(3));
+    m.frozen.push(ann);
+    m.run(Duration::from_millis(300));
+    m.frozen.clear();
+    m.run(Duration::from_secs(1));
+    let ann_key = m.mesh.peers[ann].transport().local_id().expect("an id");
+    assert_eq!(m.mesh.server.succession().first(), Some(&ann_key), "ann is the first successor");
+    assert!(m.mesh.peers[ann].is_shadowing());
+    let own = m.client(ann).host_timeout();
+    assert!(own >= Duration::from_millis(800), "the burst earned ann a long timeout: {own:?}");
+    assert!([bob, cy].iter().all(|&i| m.client(i).host_timeout() == Duration::from_millis(500)));
+    // The host's line goes dead: bob and cy lose it at 500 ms and tell the room; ann, silent
+    // past half her own timeout by then, takes her turn on their word.
+    let cut_at = m.mesh.now;
+    m.cut_first_host();
+    assert!(m.run_until(Duration::from_secs(3), |m| !m.takeovers.is_empty()), "somebody took over");
+    let (who, at, ..) = m.takeovers[0];
+    println!("ann's own timeout {own:?}; {who} took over {:?} after the cut", at - cut_at);
+    assert_eq!(who, ann);
+    assert!(at - cut_at < own, "taken over {:?} after the cut, ann's own timeout {own:?}", at - cut_at);
+    assert!(m.run_until(Duration::from_secs(3), |m| [bob, cy].iter().all(|&i| m.client(i).stats().migrations == 1)));
+}
+
+#[test]
 fn a_successor_cut_off_from_a_live_host_asks_the_room_and_does_not_take_the_match() {
     let (mut m, [ann, bob, cy]) = three_clients(3);
     assert_eq!(m.mesh.server.succession().first(), Some(&PeerKey(1)), "ann is the first successor");
