@@ -1,0 +1,573 @@
+//! How a client that lost its host takes its part in a takeover: it notices the silence,
+//! tells the room, waits its turn in the succession list, asks the room before it claims
+//! (the rule is [`host_check`](super::host_check)), follows a claimer or the host its own
+//! process now runs, and answers a fellow's check (see the migration docs' [Before a
+//! claim](crate::migration#before-a-claim-asking-the-room)).
+
+use super::*;
+
+/// How recent a shadow's stream must be for a client its list does not name to take its turn
+/// after the successors listed: longer than the host's longest timeout and a retransmission
+/// of a log batch on a lossy line; far shorter than a stream stopped for good.
+const STREAM_FRESH: Duration = Duration::from_secs(2);
+
+/// How long a successor's check of the room and its claim take, on a link whose round trip
+/// to the host was `rtt_ms`: a check round ([`CHECK_TIME`]), or a round trip between two
+/// peers for the answers and half of one for the claim, as far as the host's link tells.
+fn claim_way(rtt_ms: Option<f64>) -> Duration {
+    let rtt = rtt_ms.filter(|r| r.is_finite() && *r > 0.0).unwrap_or(0.0).min(5_000.0);
+    CHECK_TIME.max(Duration::from_secs_f64(rtt * 1.5 / 1000.0))
+}
+
+/// The host is lost and nobody has been followed since.
+#[derive(Debug)]
+pub(super) struct Lost {
+    pub(super) at: Duration,
+    /// The silence allowed when the host was lost: each successor's turn to claim lasts this,
+    /// and `way` more.
+    pub(super) turn: Duration,
+    /// How long a successor's check of the room and its claim take to reach this client
+    /// ([`claim_way`]): a successor ahead that claims at the end of its turn is heard before
+    /// the next one's turn begins.
+    pub(super) way: Duration,
+    pub(super) host: Option<PeerKey>,
+    pub(super) successors: Vec<PeerKey>,
+    pub(super) handoff_to: Option<PeerKey>,
+    /// The silent host's session, kept: if the host speaks again before anyone takes
+    /// over, it was only a stall and the client carries on with it.
+    pub(super) stalled: Option<Box<ClientSession>>,
+    /// The fellow peers linked when the host was lost (neither it nor this client): whom a
+    /// successor asks before it claims.
+    pub(super) room: Vec<PeerKey>,
+    /// This successor's check of the room, once its turn came.
+    pub(super) check: Option<host_check::Check>,
+    /// Whether this successor may claim: it was handed the match, or the room agreed.
+    pub(super) cleared: bool,
+    /// What the claim rests on, once cleared by the room.
+    pub(super) evidence: Evidence,
+    /// Counted lost again after dialing the room anew and finding nobody hosting: the
+    /// successors' keys are the old mesh's, so each waits its place in the whole list.
+    pub(super) orphan: bool,
+}
+
+/// What a successor knew of the host it gave up on (see [Finding nobody
+/// hosting](crate::client#a-successor-that-finds-nobody-hosting)).
+#[derive(Clone, Debug)]
+pub(super) struct Orphaned {
+    pub(super) host: Option<PeerKey>,
+    pub(super) successors: Vec<PeerKey>,
+    /// This client's key in that mesh.
+    pub(super) me: PeerKey,
+}
+
+/// The turn of each successor before it, for a successor that found nobody hosting after
+/// dialing the room again (see [Finding nobody hosting](crate::client#a-successor-that-finds-nobody-hosting)):
+/// enough for an earlier one to claim and answer this one's hello.
+pub const ORPHAN_TURN: Duration = Duration::from_secs(3);
+
+impl ClientCore {
+    /// Whether it is this client's turn to take the match over and the room agreed: the host
+    /// is lost, this client is in the succession list, every successor still linked ahead of
+    /// it had its turn to claim (the host timeout it had when the host was lost, and the time
+    /// a check of the room and a claim take to come, [`claim_way`]), and, asked,
+    /// the room did not hear the host either (see [Before a
+    /// claim](crate::migration#before-a-claim-asking-the-room)). A handed-off successor goes
+    /// at once. Whoever can (it keeps a shadow) promotes it and calls
+    /// [`ClientCore::follow_own_host`].
+    pub fn takeover_due(&self) -> bool {
+        self.my_turn() && self.lost.as_ref().is_some_and(|l| l.cleared)
+    }
+
+    /// Whether the host is lost and this successor's turn has come (see [`Self::takeover_due`]).
+    pub(super) fn my_turn(&self) -> bool {
+        let (Some(lost), Some(me)) = (&self.lost, self.me) else { return false };
+        let mut order: Vec<PeerKey> = lost.handoff_to.into_iter().collect();
+        order.extend(lost.successors.iter().copied().filter(|p| Some(*p) != lost.handoff_to));
+        // After a redial nobody else's old key is linked: the whole list's order holds.
+        let alive: Vec<PeerKey> =
+            order.into_iter().filter(|p| *p == me || lost.orphan || self.peers.contains(p)).collect();
+        let Some(k) = alive.iter().position(|p| *p == me) else { return false };
+        self.now >= lost.at + (lost.turn + lost.way) * k as u32
+    }
+
+    /// A successor whose turn has come asks the room, and counts its answers, until it may
+    /// claim (see [Before a claim](crate::migration#before-a-claim-asking-the-room)).
+    pub(super) fn check_the_room(&mut self, now: Duration) {
+        if !self.my_turn() {
+            return;
+        }
+        let me = self.me;
+        let Some(lost) = self.lost.as_mut().filter(|l| !l.cleared) else { return };
+        if lost.handoff_to.is_some() && lost.handoff_to == me {
+            lost.cleared = true;
+            lost.evidence = Evidence::HANDED;
+            return;
+        }
+        let round = lost.turn.max(CHECK_TIME);
+        let epoch = self.following.0;
+        let alive_within = (lost.turn / 2).max(ALIVE_WITHIN);
+        let witnessed = self.settings.witness;
+        let published = self.succession.as_ref().and_then(|s| s.voters.as_ref());
+        let check = lost.check.get_or_insert_with(|| {
+            let voters = lost.room.iter().copied().filter(|p| published.is_none_or(|v| v.contains(p))).collect();
+            host_check::Check::new(epoch, lost.room.clone(), alive_within, witnessed).with_voters(voters)
+        });
+        match check.step(now, round) {
+            host_check::Step::Claim(evidence) => {
+                tracing::debug!(target: TAKEOVER_LOG, "{:.3} s: the room agrees: {}", now.as_secs_f64(), evidence.said());
+                lost.cleared = true;
+                lost.evidence = evidence;
+            }
+            host_check::Step::Wait => {}
+            step @ (host_check::Step::Ask | host_check::Step::AskAgain) => {
+                // Alone with the host, a round asks only the rendezvous.
+                self.stats.host_checks += u32::from(!check.room().is_empty());
+                self.stats.takeovers_held += u32::from(step == host_check::Step::AskAgain);
+                tracing::debug!(
+                    target: TAKEOVER_LOG,
+                    "{:.3} s: asking the room {:?} about the host ({step:?})",
+                    now.as_secs_f64(),
+                    check.room(),
+                );
+                let (epoch, room) = (check.epoch(), check.room().to_vec());
+                self.ask_room(epoch, &room);
+            }
+        }
+    }
+
+    /// `HOST_CHECK` about the host of `epoch` to the peers of `room` still linked.
+    pub(super) fn ask_room(&mut self, epoch: u32, room: &[PeerKey]) {
+        let ask = HostCheck { epoch }.encode();
+        let mut bytes = Vec::new();
+        frame::encode(op::HOST_CHECK, &ask, &mut bytes);
+        // On both channels: a mesh link that carries little else recovers a lost reliable
+        // chunk only by its retransmission timer, and the unreliable copy does not wait behind
+        // it. A peer answers one asker at most once per MIN_CHECK_INTERVAL, so the copy costs
+        // no second answer.
+        for peer in room.iter().filter(|p| self.peers.contains(p)) {
+            for channel in [Channel::Reliable, Channel::Unreliable] {
+                self.stats.bytes_out += bytes.len() as u64;
+                self.outbox.push_back((*peer, channel, bytes.clone()));
+            }
+        }
+    }
+
+    /// A client that just lost its host and whose turn has not come asks the room all the
+    /// same (answers are not counted before its turn): a fellow silent for half its own
+    /// timeout counts the host lost then, and the successor first in line takes its turn
+    /// without waiting out its own timeout (see `on_host_check`).
+    pub(super) fn warn_the_room(&mut self, now: Duration) {
+        if self.my_turn() {
+            return;
+        }
+        let Some(lost) = self.lost.as_ref().filter(|l| l.handoff_to.is_none()) else { return };
+        let room = lost.room.clone();
+        tracing::debug!(target: TAKEOVER_LOG, "{:.3} s: telling the room {room:?} the host is lost", now.as_secs_f64());
+        self.ask_room(self.following.0, &room);
+    }
+
+    /// A fellow peer asks whether this client still hears its host (`HOST_CHECK`): answered
+    /// when this client was welcomed and said it answers checks ([`Hello::checks`]), at most
+    /// once per [`MIN_CHECK_INTERVAL`] to each asker; `false` when refused.
+    ///
+    /// Any peer of the mesh may ask, not only a successor of this client's list: the lists
+    /// travel on lossy lines, and the newest may not have reached this client when its host
+    /// went silent. The answer says only what this client hears, and the asker weighs it
+    /// (see [Before a claim](crate::migration#before-a-claim-asking-the-room)).
+    pub(super) fn on_host_check(&mut self, peer: PeerKey, payload: &[u8], now: Duration) -> bool {
+        let Ok(check) = HostCheck::decode(payload) else { return false };
+        let joining = self.welcome.is_none() && self.closed.is_none() && !self.candidates.is_empty();
+        if !self.hello.checks || (self.welcome.is_none() && !joining) {
+            return false;
+        }
+        if self.checks_answered.get(&peer).is_some_and(|at| now.saturating_sub(*at) < MIN_CHECK_INTERVAL) {
+            return true;
+        }
+        self.checks_answered.insert(peer, now);
+        let ms = |d: Duration| d.as_millis().min(u128::from(u32::MAX)) as u32;
+        let seen = if joining {
+            // Still joining: no host answered the hello yet, which a live host does a round
+            // trip after the link; the silence counts from the newest link.
+            HostSeen { asked: check.epoch, following: 0, silence_ms: ms(now.saturating_sub(self.last_candidate_at)) }
+        } else {
+            // A host this client counts lost (its link dropped, or it was silent past this
+            // client's own timeout) is reported as never heard.
+            let silence = match self.lost {
+                Some(_) => u32::MAX,
+                None => ms(now.saturating_sub(self.host_heard_at)),
+            };
+            HostSeen { asked: check.epoch, following: self.following.0, silence_ms: silence }
+        };
+        // The asker lost the host; silent past half its own timeout, this client has lost it
+        // too and takes its turn now rather than at the end of its own timeout.
+        let corroborated = self.silence.corroborated_after(self.settings.min_host_timeout, self.settings.host_timeout);
+        if check.epoch == self.following.0
+            && self.lost.is_none()
+            && self.host.as_ref().is_some_and(|(_, s)| s.is_active())
+            && now.saturating_sub(self.host_heard_at) >= corroborated
+        {
+            tracing::debug!(target: TAKEOVER_LOG, "{:.3} s: {peer} lost the host too", now.as_secs_f64());
+            self.on_host_silent(now);
+        }
+        let mut bytes = Vec::new();
+        frame::encode(op::HOST_SEEN, &seen.encode(), &mut bytes);
+        self.stats.bytes_out += bytes.len() as u64;
+        self.stats.host_checks_answered += 1;
+        // On both channels, as the question came (see `check_the_room`).
+        self.stats.bytes_out += bytes.len() as u64;
+        self.outbox.push_back((peer, Channel::Unreliable, bytes.clone()));
+        self.outbox.push_back((peer, Channel::Reliable, bytes));
+        true
+    }
+
+    /// A fellow peer's answer to this successor's `HOST_CHECK`; `false` when it does not
+    /// decode. An answer nobody asked for (a check over, another epoch) is dropped.
+    pub(super) fn on_host_seen(&mut self, peer: PeerKey, payload: &[u8]) -> bool {
+        let Ok(seen) = HostSeen::decode(payload) else { return false };
+        tracing::debug!(
+            target: TAKEOVER_LOG,
+            "{:.3} s: {peer} last heard the host {} ms ago",
+            self.now.as_secs_f64(),
+            seen.silence_ms
+        );
+        if let Some(check) = self.lost.as_mut().and_then(|l| l.check.as_mut()) {
+            check.answer(peer, seen);
+        }
+        true
+    }
+
+    /// This process takes the match over: the client follows the new host its own process
+    /// runs, which it reaches under its own mesh key (its driver routes what goes there to
+    /// that host, and back). It says hello there with its token and sends its recent inputs
+    /// again. Gives what the new host needs of the mesh; `None` (and nothing changes) before a
+    /// welcome.
+    pub fn follow_own_host(&mut self) -> Option<Handover> {
+        let token = self.welcome.as_ref()?.token;
+        let epoch = self.following.0;
+        let me = self.me;
+        let (lost_at, successors, predecessor, evidence) = match self.lost.take() {
+            Some(l) => (l.at, l.successors, l.host, l.evidence),
+            None => (
+                self.now,
+                self.succession.as_ref().map(|s| s.peers.clone()).unwrap_or_default(),
+                self.host.as_ref().map(|(p, _)| *p),
+                Evidence::default(),
+            ),
+        };
+        let rank = successors.iter().position(|p| Some(*p) == me).unwrap_or(usize::from(u8::MAX)).min(255) as u8;
+        let last_time_ms = self.last_frame.as_ref().map(|f| f.server_time_ms);
+        // Every linked peer gets the new host's claim, the old host too: one that handed off
+        // lives on and joins the new host as a client, and one that only went silent (a
+        // stall, a sleeping laptop) hears, when it wakes, that the match has moved on, and
+        // steps down instead of hosting beside the new host.
+        let peers = std::mem::take(&mut self.peers).into_iter().collect();
+        self.hello.resume_token = Some(token);
+        self.host = None;
+        self.candidates.clear();
+        self.searching = true;
+        self.forget_shadow();
+        self.following = (epoch + 1, rank);
+        // The process's own host reckons a rival itself, and steps down (`step_down`).
+        self.rival_until = None;
+        self.resuming = Some(Resuming { lost_at, last_time_ms, heard_at: self.host_heard_at });
+        self.resume_tick = None;
+        Some(Handover { peers, epoch, rank, successors, predecessor, evidence })
+    }
+
+    /// This process's host lost to a better claim — `winner`'s, `claim` (the server's
+    /// `superseded()`) — and was stopped: the client, which followed it
+    /// ([`Self::follow_own_host`]), goes back to the mesh peers linked, `peers` (the server's),
+    /// says hello to the winner with its token and sends again the inputs the winner has not
+    /// applied. Before a welcome only the peers change.
+    pub fn step_down(&mut self, peers: impl IntoIterator<Item = PeerKey>, winner: PeerKey, claim: Claim) {
+        self.rejoin_mesh(peers);
+        let Some(token) = self.welcome.as_ref().map(|w| w.token) else { return };
+        let now = self.now;
+        self.lost = None;
+        self.begin_resume(now);
+        self.hello.resume_token = Some(token);
+        self.following = (claim.epoch, claim.rank);
+        self.rival_until = Some((winner, now + crate::migration::RIVAL_WINDOW));
+        self.silence.reset();
+        self.host = Some((winner, ClientSession::new(ClientSessionConfig::new(self.hello.clone()), now)));
+    }
+
+    /// This process's host handed the match off to `to` (the server's `handed_off()`: a
+    /// graceful quit, or the `@changeHost` vote) and was stopped: the client goes back to the
+    /// mesh peers linked, `peers` (as for [`Self::step_down`]), and, the host lost, waits for
+    /// `to`'s claim like every other client (the successor greets this process too).
+    pub fn follow_handoff(&mut self, peers: impl IntoIterator<Item = PeerKey>, to: PeerKey) {
+        self.rejoin_mesh(peers);
+        let now = self.now;
+        let old = self.host.take().map(|(p, _)| p);
+        match self.lost.as_mut() {
+            Some(lost) => {
+                lost.handoff_to = Some(to);
+                lost.stalled = None;
+                if !lost.successors.contains(&to) {
+                    lost.successors.insert(0, to);
+                }
+            }
+            None if self.welcome.is_some() => {
+                let mut successors = self.succession.as_ref().map(|s| s.peers.clone()).unwrap_or_default();
+                if !successors.contains(&to) {
+                    successors.insert(0, to);
+                }
+                self.stats.host_lost_at = Some(now);
+                self.begin_resume(now);
+                let (turn, way) = (self.host_timeout(), CHECK_TIME);
+                self.silence.reset();
+                let room = self.room_without(old);
+                self.lost = Some(Lost {
+                    at: now,
+                    turn,
+                    way,
+                    host: old,
+                    successors,
+                    handoff_to: Some(to),
+                    stalled: None,
+                    room,
+                    check: None,
+                    cleared: false,
+                    evidence: Evidence::default(),
+                    orphan: false,
+                });
+            }
+            None => {}
+        }
+    }
+
+    /// Back among the mesh peers linked, `peers` (this process's own key left out), after
+    /// following this process's own host.
+    pub(super) fn rejoin_mesh(&mut self, peers: impl IntoIterator<Item = PeerKey>) {
+        let own = self.me;
+        self.peers = peers.into_iter().filter(|p| Some(*p) != own).collect();
+        self.candidates.clear();
+        self.searching = false;
+        self.forget_shadow();
+        self.host_vote = None;
+        self.stats.step_downs += 1;
+    }
+
+    /// A host change starts now, unless one is under way already (its first snapshot not in).
+    pub(super) fn begin_resume(&mut self, now: Duration) {
+        if self.resuming.is_none() {
+            let last_time_ms = self.last_frame.as_ref().map(|f| f.server_time_ms);
+            self.resuming = Some(Resuming { lost_at: now, last_time_ms, heard_at: self.host_heard_at });
+        }
+    }
+
+    /// The host is gone: with a succession list, wait for a successor (see the module docs);
+    /// without one, the client is closed.
+    pub(super) fn on_host_lost(&mut self, now: Duration, handoff_to: Option<PeerKey>, why: &str) {
+        let way = claim_way(self.rtt_ms());
+        let host = self.host.take().map(|(p, _)| p);
+        let successors = self.successors_at_loss();
+        if successors.is_empty() || self.welcome.is_none() {
+            self.closed.get_or_insert((crate::session::close::HEARTBEAT, why.to_owned()));
+            return;
+        }
+        self.stats.host_lost_at = Some(now);
+        let last_time_ms = self.last_frame.as_ref().map(|f| f.server_time_ms);
+        self.resuming = Some(Resuming { lost_at: now, last_time_ms, heard_at: self.host_heard_at });
+        let turn = self.host_timeout();
+        tracing::debug!(target: TAKEOVER_LOG, "{:.3} s: the host is lost ({why}); successors {successors:?}", now.as_secs_f64());
+        self.silence.reset();
+        let room = self.room_without(host);
+        self.lost = Some(Lost {
+            at: now,
+            turn,
+            way,
+            host,
+            successors,
+            handoff_to,
+            stalled: None,
+            room,
+            check: None,
+            cleared: false,
+            evidence: Evidence::default(),
+            orphan: false,
+        });
+        self.warn_the_room(now);
+        self.dial_unlisted_claimer(now);
+    }
+
+    /// The succession list to go by once the host is lost: the host's newest. A client that
+    /// keeps a shadow of the host (a whole checkpoint came, and the stream still came within
+    /// [`STREAM_FRESH`]) but that list does not name, and
+    /// that is linked to every successor it names, comes after them: the host streamed to it
+    /// as a successor, and the list that named it may have been lost with the host's line. If
+    /// those ahead of it cannot take over (one without a shadow yet), the match is not left
+    /// without a host. Linked to them all, it hears their claims, so none claims apart.
+    pub(super) fn successors_at_loss(&self) -> Vec<PeerKey> {
+        let mut successors = self.succession.as_ref().map(|s| s.peers.clone()).unwrap_or_default();
+        // Only a shadow still streamed: one the host stopped streaming to is behind the match,
+        // and taking over from it would set everyone back to where it stopped.
+        let streamed = self.streamed_at.is_some_and(|t| self.now.saturating_sub(t) <= STREAM_FRESH);
+        if let Some(me) = self.me
+            && self.shadowed
+            && streamed
+            && !successors.contains(&me)
+            && successors.iter().all(|p| self.peers.contains(p))
+        {
+            successors.push(me);
+        }
+        successors
+    }
+
+    /// The fellow peers linked now, but for `host` and this client: whom a successor asks.
+    pub(super) fn room_without(&self, host: Option<PeerKey>) -> Vec<PeerKey> {
+        self.peers.iter().copied().filter(|p| Some(*p) != host && Some(*p) != self.me).collect()
+    }
+
+    /// The lost host to ask the rendezvous about, while this successor's check of the room
+    /// waits for its word (see [`ClientConfig::witness`]): its driver asks the room list
+    /// (`GET /rooms/CODE`, [`RoomInfo::holds`](crate::signal::RoomInfo::holds)) and tells
+    /// [`Self::witness`] what it said. `None` when nothing is to be asked.
+    pub fn witness_wanted(&self) -> Option<PeerKey> {
+        let lost = self.lost.as_ref().filter(|l| !l.cleared)?;
+        lost.check.as_ref().filter(|c| c.wants_witness())?;
+        lost.host
+    }
+
+    /// What the rendezvous said of `host` (the peer [`Self::witness_wanted`] named): the
+    /// check of the room takes it into account from its next step. An answer about another
+    /// host, or once nothing waits for it, is dropped.
+    pub fn witness(&mut self, host: PeerKey, witness: Witness) {
+        let Some(lost) = self.lost.as_mut().filter(|l| !l.cleared && l.host == Some(host)) else { return };
+        if let Some(check) = lost.check.as_mut() {
+            check.witness(witness);
+            self.stats.witness_answers += 1;
+        }
+    }
+
+    /// Nothing from the host for [`Self::host_timeout`]: lost as far as taking
+    /// over goes, but its session is kept. If it speaks again before a successor claims
+    /// the match, the client carries on with it; if nobody claims and it stays silent,
+    /// the client gives up after [`ClientConfig::give_up`] (with no successor listed too).
+    pub(super) fn on_host_silent(&mut self, now: Duration) {
+        let Some((peer, session)) = self.host.take() else { return };
+        let way = claim_way(session.rtt_ms());
+        if self.welcome.is_none() {
+            self.closed.get_or_insert((crate::session::close::HEARTBEAT, "no frame from the host in time".into()));
+            return;
+        }
+        let successors = self.successors_at_loss();
+        self.stats.host_lost_at = Some(now);
+        let last_time_ms = self.last_frame.as_ref().map(|f| f.server_time_ms);
+        self.resuming = Some(Resuming { lost_at: now, last_time_ms, heard_at: self.host_heard_at });
+        let turn = self.host_timeout();
+        tracing::debug!(
+            target: TAKEOVER_LOG,
+            "{:.3} s: the host is silent ({} ms, {} ms allowed); successors {:?}, this client {:?}",
+            now.as_secs_f64(),
+            now.saturating_sub(self.host_heard_at).as_millis(),
+            turn.as_millis(),
+            successors,
+            self.me,
+        );
+        self.silence.reset();
+        let stalled = Some(Box::new(session));
+        let room = self.room_without(Some(peer));
+        self.lost = Some(Lost {
+            at: now,
+            turn,
+            way,
+            host: Some(peer),
+            successors,
+            handoff_to: None,
+            stalled,
+            room,
+            check: None,
+            cleared: false,
+            evidence: Evidence::default(),
+            orphan: false,
+        });
+        self.warn_the_room(now);
+        self.dial_unlisted_claimer(now);
+    }
+
+    /// A peer claims the match: follow it if it beats the host followed and is a known successor.
+    pub(super) fn on_claim(&mut self, peer: PeerKey, claim: Claim, now: Duration) {
+        let listed = match &self.lost {
+            Some(l) => l.successors.contains(&peer),
+            None => self.succession.as_ref().is_some_and(|s| s.peers.contains(&peer)),
+        };
+        let Some(token) = self.welcome.as_ref().map(|w| w.token) else { return };
+        // A claim that does not hold the room over a host this client still hears: the host
+        // keeps the match (see [Claims a live host refuses](crate::migration#claims-a-live-host-refuses)).
+        let over_a_live_host = self.lost.is_none() && self.host.is_some() && !claim.evidence.holds_the_room();
+        // A rival of the host followed, at its epoch and rank, whose key goes first: the two
+        // went by different lists, and the followed host steps down to it (see `CLAIM` in
+        // the migration docs).
+        let rival_first = claim.epoch == self.following.0
+            && claim.evidence.holds_the_room()
+            && self
+                .rival_until
+                .is_some_and(|(host, until)| now < until && claim.precedes(peer, self.following.1, host));
+        let better = claim.beats(self.following.0, self.following.1) || rival_first;
+        tracing::debug!(
+            target: TAKEOVER_LOG,
+            "{:.3} s: {peer} claims epoch {} (rank {}, {}): better {better}, listed {listed}, over a live host {over_a_live_host}",
+            now.as_secs_f64(),
+            claim.epoch,
+            claim.rank,
+            claim.evidence.said(),
+        );
+        if !better || self.closed.is_some() || over_a_live_host {
+            self.stats.claims_refused += 1;
+            return;
+        }
+        if !listed {
+            self.stats.claims_refused += 1;
+            // A peer of the mesh that the list this client has does not name: the newest list
+            // may not have reached it. Once its host is lost (now, or when it notices), it
+            // says hello to the claimer (see `dial_unlisted_claimer`).
+            self.unlisted_claimer = Some(peer);
+            self.dial_unlisted_claimer(now);
+            return;
+        }
+        if self.lost.take().is_none() {
+            // Taken over before this client noticed the loss: the loss is noticed now.
+            self.stats.host_lost_at = Some(now);
+            let last_time_ms = self.last_frame.as_ref().map(|f| f.server_time_ms);
+            self.resuming = Some(Resuming { lost_at: now, last_time_ms, heard_at: self.host_heard_at });
+        }
+        self.hello.resume_token = Some(token);
+        self.resume_tick = Some(claim.tick);
+        self.following = (claim.epoch, claim.rank);
+        self.rival_until = Some((peer, now + crate::migration::RIVAL_WINDOW));
+        self.forget_shadow();
+        self.candidates.clear();
+        self.searching = false;
+        self.silence.reset();
+        self.host = Some((peer, ClientSession::new(ClientSessionConfig::new(self.hello.clone()), now)));
+    }
+
+    /// A new host to follow: the old one's checkpoint parts, and the shadow they made, are
+    /// of no use to it.
+    pub(super) fn forget_shadow(&mut self) {
+        self.checkpoints = CheckpointAssembler::new();
+        self.shadowed = false;
+        self.streamed_at = None;
+    }
+
+    /// A client that lost its host and heard a claim from a peer its list does not name says
+    /// hello there with its token, as it would to every peer after dialing the room again,
+    /// and follows the claimer only if that one hosts the match and welcomes it: the list
+    /// naming the claimer may have been lost with the host's line.
+    pub(super) fn dial_unlisted_claimer(&mut self, now: Duration) {
+        let Some(token) = self.welcome.as_ref().map(|w| w.token) else { return };
+        if self.lost.is_none() || self.host.is_some() || self.closed.is_some() {
+            return;
+        }
+        let Some(peer) = self.unlisted_claimer.take() else { return };
+        if !self.peers.contains(&peer) || self.candidates.contains_key(&peer) {
+            return;
+        }
+        self.hello.resume_token = Some(token);
+        let session = ClientSession::new(ClientSessionConfig::new(self.hello.clone()), now);
+        self.candidates.insert(peer, session);
+        self.stats.claims_dialed += 1;
+    }
+}
