@@ -1,0 +1,409 @@
+use super::*;
+
+/// Without any transport: a peer whose link opens gets a hello, a peer whose link
+/// dropped gets nothing more.
+#[test]
+fn the_core_says_hello_to_the_peers_that_link_and_nothing_to_one_that_dropped() {
+    let mut core = ClientCore::new(Hello::new("ann", "test"), ClientConfig::default());
+    core.set_local_id(Some(PeerKey(7)));
+    let now = Duration::from_millis(10);
+    core.handle(now, TransportEvent::Connected(PeerKey(1)));
+    core.handle(now, TransportEvent::Connected(PeerKey(2)));
+    core.handle_timeout(now);
+    let sent: Vec<_> = std::iter::from_fn(|| core.poll_transmit()).collect();
+    let to: BTreeSet<PeerKey> = sent.iter().map(|(p, ..)| *p).collect();
+    assert_eq!(to, BTreeSet::from([PeerKey(1), PeerKey(2)]));
+    for (_, channel, bytes) in &sent {
+        assert_eq!(*channel, Channel::Reliable);
+        assert_eq!(frame::parse(bytes).expect("a frame").opcode, op::HELLO);
+    }
+    assert!(core.welcome().is_none() && core.host_peer().is_none(), "nobody answered yet");
+    assert_eq!(core.poll_event(), Some(ClientChange::Linked { peers: 2 }));
+    assert_eq!(core.poll_event(), None, "nothing else changed");
+    core.handle(now, TransportEvent::Disconnected(PeerKey(2)));
+    for later in 1..20 {
+        core.handle_timeout(now + Duration::from_millis(250 * later));
+        while let Some((peer, ..)) = core.poll_transmit() {
+            assert_eq!(peer, PeerKey(1), "nothing to the dropped peer");
+        }
+    }
+    assert_eq!(core.poll_event(), Some(ClientChange::Linked { peers: 1 }));
+    assert_eq!(core.poll_event(), None);
+}
+
+#[test]
+fn a_hello_nobody_answers_for_5_s_after_the_newest_link_closes_the_join_with_4408() {
+    let ms = Duration::from_millis;
+    let mut core = ClientCore::new(Hello::new("ann", "test"), ClientConfig::default());
+    core.set_local_id(Some(PeerKey(7)));
+    core.handle(ms(0), TransportEvent::Connected(PeerKey(1)));
+    // Another peer links 3 s in: every link gets its 5 s.
+    core.handle(ms(3000), TransportEvent::Connected(PeerKey(2)));
+    let mut t = ms(0);
+    while t < ms(7900) {
+        core.handle_timeout(t);
+        assert_eq!(core.closed(), None, "still waiting at {t:?}");
+        t += ms(100);
+    }
+    let hellos = std::iter::from_fn(|| core.poll_transmit())
+        .filter(|(p, _, b)| *p == PeerKey(1) && frame::parse(b).is_ok_and(|f| f.opcode == op::HELLO))
+        .count();
+    assert_eq!(hellos, 8, "the hello, then again every second until 7.9 s");
+    assert!(core.poll_timeout().is_some_and(|t| t <= ms(8000)), "the driver is woken by the end");
+    core.handle_timeout(ms(8000));
+    let (code, reason) = core.closed().expect("closed");
+    assert_eq!(*code, crate::session::close::HEARTBEAT);
+    assert!(reason.contains("no host answered"), "{reason}");
+    // Its driver dials again over a fresh transport: the wait starts over.
+    assert!(core.reconnect(ms(8000)));
+    core.handle(ms(8100), TransportEvent::Connected(PeerKey(3)));
+    core.handle_timeout(ms(13000));
+    assert_eq!(core.closed(), None);
+    core.handle_timeout(ms(13100));
+    assert!(core.closed().is_some());
+}
+
+/// A core welcomed by a real host session on peer 1 (a match with a snapshot schema of
+/// one block, so frames decode), linked to peers 2 and 3 too.
+fn welcomed_core() -> ClientCore {
+    use crate::session::{HostSession, HostSessionConfig};
+    let mut core = ClientCore::new(Hello::new("ann", "test"), ClientConfig::default());
+    core.set_local_id(Some(PeerKey(9)));
+    let mut host = HostSession::new(HostSessionConfig::default(), Duration::ZERO);
+    for peer in 1..=3 {
+        core.handle(Duration::ZERO, TransportEvent::Connected(PeerKey(peer)));
+    }
+    core.handle_timeout(Duration::ZERO);
+    for round in 0..4 {
+        let now = Duration::from_millis(round);
+        for (peer, channel, bytes) in std::iter::from_fn(|| core.poll_transmit()).collect::<Vec<_>>() {
+            if peer == PeerKey(1) {
+                host.handle_message(now, channel, &bytes);
+            }
+        }
+        while let Some(event) = host.poll_event() {
+            if let crate::session::HostEvent::Hello(_) = event {
+                host.accept(
+                    &crate::session::test_support::welcome(),
+                    &serde_json::json!({ "engine": { "timeStepMs": 8.333 } }),
+                );
+            }
+        }
+        while let Some((channel, bytes)) = host.poll_transmit() {
+            core.handle(now, TransportEvent::Message { peer: PeerKey(1), channel, bytes });
+        }
+        core.handle_timeout(now);
+    }
+    assert!(core.welcome().is_some(), "the real host welcomed the core");
+    core
+}
+
+/// `HOST_CHECK` about the host of `epoch`, framed.
+fn host_check(epoch: u32) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    frame::encode(op::HOST_CHECK, &HostCheck { epoch }.encode(), &mut bytes);
+    bytes
+}
+
+/// The `HOST_SEEN` answers in `sent`, by receiver.
+fn answers(sent: &[(PeerKey, Channel, Vec<u8>)]) -> Vec<(PeerKey, HostSeen)> {
+    sent.iter()
+        .filter_map(|(p, _, b)| {
+            let f = frame::parse(b).ok().filter(|f| f.opcode == op::HOST_SEEN)?;
+            Some((*p, HostSeen::decode(f.payload).expect("an answer decodes")))
+        })
+        .collect()
+}
+
+#[test]
+fn a_client_still_joining_answers_a_check_by_its_newest_link_and_says_hello_again_to_a_claimer() {
+    let ms = Duration::from_millis;
+    let mut core = ClientCore::new(Hello::new("cy", "test"), ClientConfig::default());
+    core.set_local_id(Some(PeerKey(9)));
+    core.handle(ms(0), TransportEvent::Connected(PeerKey(1)));
+    core.handle(ms(100), TransportEvent::Connected(PeerKey(2)));
+    core.handle_timeout(ms(100));
+    std::iter::from_fn(|| core.poll_transmit()).for_each(drop);
+    // Asked 50 ms after its newest link: a host there may not have answered the hello yet.
+    let check = TransportEvent::Message { peer: PeerKey(2), channel: Channel::Reliable, bytes: host_check(1) };
+    core.handle(ms(150), check.clone());
+    let sent: Vec<_> = std::iter::from_fn(|| core.poll_transmit()).collect();
+    let seen = answers(&sent);
+    assert_eq!(seen.len(), 2, "on both channels: {sent:?}");
+    assert_eq!(seen[0], (PeerKey(2), HostSeen { asked: 1, following: 0, silence_ms: 50 }));
+    assert!(seen[0].1.alive_within(ALIVE_WITHIN), "too soon to say the host is lost");
+    // Asked again 400 ms after its newest link, with no welcome: no live host there.
+    core.handle(ms(500), check);
+    let seen = answers(&std::iter::from_fn(|| core.poll_transmit()).collect::<Vec<_>>());
+    assert_eq!(seen[0].1, HostSeen { asked: 1, following: 0, silence_ms: 400 });
+    assert!(!seen[0].1.alive_within(ALIVE_WITHIN));
+    // Peer 2 took the match over: the hello goes there at once, not at its next repeat.
+    let mut claim = Vec::new();
+    frame::encode(op::CLAIM, &Claim::new(2, 0, 100).encode(), &mut claim);
+    core.handle(ms(600), TransportEvent::Message { peer: PeerKey(2), channel: Channel::Reliable, bytes: claim });
+    core.handle_timeout(ms(600));
+    let hellos: Vec<PeerKey> = std::iter::from_fn(|| core.poll_transmit())
+        .filter(|(_, _, b)| frame::parse(b).is_ok_and(|f| f.opcode == op::HELLO))
+        .map(|(p, ..)| p)
+        .collect();
+    assert_eq!(hellos, vec![PeerKey(2)]);
+    assert_eq!(core.closed(), None);
+}
+
+#[test]
+fn a_fellow_s_check_counts_the_host_lost_once_silent_for_half_the_timeout_and_the_room_hears_of_it() {
+    let ms = Duration::from_millis;
+    let mut core = welcomed_core();
+    std::iter::from_fn(|| core.poll_transmit()).for_each(drop);
+    // No snapshot came, so the link is not judged: 500 ms allowed, 250 ms on a fellow's word.
+    assert_eq!(core.host_timeout(), ms(500));
+    let check =
+        |at| (at, TransportEvent::Message { peer: PeerKey(2), channel: Channel::Reliable, bytes: host_check(1) });
+    let (at, event) = check(ms(200));
+    core.handle(at, event);
+    core.handle_timeout(at);
+    assert!(!core.host_lost(), "200 ms of silence is no loss");
+    let seen = answers(&std::iter::from_fn(|| core.poll_transmit()).collect::<Vec<_>>());
+    assert!(seen.iter().all(|(p, s)| *p == PeerKey(2) && s.following == 1 && s.silence_ms >= 196));
+    let (at, event) = check(ms(300));
+    core.handle(at, event);
+    core.handle_timeout(at);
+    assert!(core.host_lost(), "300 ms, and a fellow lost the host too");
+    let sent: Vec<_> = std::iter::from_fn(|| core.poll_transmit()).collect();
+    let seen = answers(&sent);
+    assert!(!seen.is_empty() && seen.iter().all(|(p, s)| *p == PeerKey(2) && s.silence_ms >= 296));
+    let told: BTreeSet<PeerKey> = sent
+        .iter()
+        .filter(|(_, _, b)| frame::parse(b).is_ok_and(|f| f.opcode == op::HOST_CHECK))
+        .map(|(p, ..)| *p)
+        .collect();
+    assert_eq!(told, BTreeSet::from([PeerKey(2), PeerKey(3)]), "the room hears the host is lost");
+}
+
+#[test]
+fn a_line_said_while_the_host_is_silent_goes_when_it_speaks_again() {
+    let chat_to_host = |core: &mut ClientCore| {
+        std::iter::from_fn(|| core.poll_transmit())
+            .filter(|(p, _, b)| *p == PeerKey(1) && frame::parse(b).is_ok_and(|f| f.opcode == op::client::CHAT))
+            .map(|(_, _, b)| frame::parse(&b).map(|f| f.payload.to_vec()).unwrap_or_default())
+            .collect::<Vec<_>>()
+    };
+    let mut core = welcomed_core();
+    let silent = Duration::from_millis(600);
+    core.handle_timeout(silent);
+    assert!(core.host_lost(), "the host went silent");
+    core.say("said while the host was silent");
+    core.handle_timeout(silent);
+    assert!(chat_to_host(&mut core).is_empty(), "nobody to say it to yet");
+    // The host speaks again (a ping): it was only a stall, and the line goes.
+    let mut ping = Vec::new();
+    frame::encode(op::PING, &[0; 16], &mut ping);
+    let back = silent + Duration::from_millis(50);
+    core.handle(back, TransportEvent::Message { peer: PeerKey(1), channel: Channel::Unreliable, bytes: ping });
+    core.handle_timeout(back);
+    assert!(!core.host_lost());
+    assert_eq!(chat_to_host(&mut core), vec![br#""said while the host was silent""#.to_vec()]);
+}
+
+#[test]
+fn aims_go_at_most_30_a_second_only_when_they_change_and_only_to_a_host_that_takes_them() {
+    let ms = Duration::from_millis;
+    let mut core = welcomed_core();
+    let _ = std::iter::from_fn(|| core.poll_transmit()).count();
+    let (a, b) = (Aim::new(10.0, 20.0, 0), Aim::new(-4.0, 8.5, crate::input::AIM_PRESSED));
+    assert_eq!(core.aim(ms(10), None), None, "no aim to let go of yet");
+    let first = core.aim(ms(10), a).expect("the first aim goes");
+    assert_eq!(core.aim(ms(20), b), None, "10 ms later: held back");
+    assert_eq!(core.aim(ms(43), a), None, "the same aim again says nothing new");
+    let second = core.aim(ms(44), b).expect("34 ms later, a new point goes");
+    assert_eq!(second, first + 1, "aims number on in the keys' seq space");
+    let off = core.aim(ms(45), None).expect("letting go is never held back");
+    assert_eq!(core.aim(ms(100), None), None);
+    core.handle_timeout(ms(100));
+    let batches: Vec<Vec<WireInput>> = std::iter::from_fn(|| core.poll_transmit())
+        .filter_map(|(_, _, bytes)| {
+            let frame = frame::parse(&bytes).ok()?;
+            (frame.opcode == op::client::KEYS_DATA).then(|| crate::input::decode_inputs(frame.payload).ok())?
+        })
+        .collect();
+    let expected = vec![
+        WireInput::Aim(AimEvent { seq: first, aim: a }),
+        WireInput::Aim(AimEvent { seq: second, aim: b }),
+        WireInput::Aim(AimEvent { seq: off, aim: None }),
+    ];
+    assert_eq!(batches.last(), Some(&expected), "{batches:?}");
+    // A host that does not say it takes aims gets none.
+    if let Some(w) = core.welcome.as_mut() {
+        w.aim = false;
+    }
+    assert_eq!(core.aim(ms(200), a), None);
+}
+
+#[test]
+fn a_one_shot_press_says_what_was_drawn_to_a_host_that_takes_views_and_nothing_else_does() {
+    let ms = Duration::from_millis;
+    let mut core = welcomed_core();
+    core.keys = Some(
+        KeyTable::from_json(r#"{ "forward": { "bit": 0, "type": 0 }, "fire": { "bit": 6, "type": 1 } }"#)
+            .expect("keys"),
+    );
+    let _ = std::iter::from_fn(|| core.poll_transmit()).count();
+    let tick_ms = core.tick_ms();
+    let fire = core.key_seen(KeyAction::Down, "fire", Some(tick_ms * 40.5)).expect("fire goes");
+    let up = core.key_seen(KeyAction::Up, "fire", Some(tick_ms * 41.0)).expect("its release goes");
+    let forward = core.key_seen(KeyAction::Down, "forward", Some(tick_ms * 41.0)).expect("a held key goes");
+    core.handle_timeout(ms(100));
+    let sent: Vec<WireInput> = std::iter::from_fn(|| core.poll_transmit())
+        .filter_map(|(_, _, bytes)| {
+            let frame = frame::parse(&bytes).ok()?;
+            (frame.opcode == op::client::KEYS_DATA).then(|| crate::input::decode_inputs(frame.payload).ok())?
+        })
+        .last()
+        .expect("a batch");
+    let view = ViewTime { tick: 40, frac: 128 };
+    assert_eq!(
+        sent,
+        [
+            WireInput::View(ViewEvent { seq: fire - 1, view }),
+            WireInput::Key(BinaryKeyEvent { seq: fire, action: KeyAction::Down, bit: 6 }),
+            WireInput::Key(BinaryKeyEvent { seq: up, action: KeyAction::Up, bit: 6 }),
+            WireInput::Key(BinaryKeyEvent { seq: forward, action: KeyAction::Down, bit: 0 }),
+        ],
+        "a view before the one-shot press only"
+    );
+    // A host that does not say it takes views gets none.
+    if let Some(w) = core.welcome.as_mut() {
+        w.view = false;
+    }
+    let again = core.key_seen(KeyAction::Down, "fire", Some(tick_ms * 50.0)).expect("fire goes");
+    assert_eq!(again, forward + 1, "no seq spent on a view");
+}
+
+/// A core welcomed by a host session on peer 1 whose config names the game's keys, and
+/// that host session: [`deliver`] carries what one sends to the other.
+fn core_with_keys() -> (ClientCore, crate::session::HostSession) {
+    use crate::session::{HostSession, HostSessionConfig};
+    let mut core = ClientCore::new(Hello::new("ann", "test"), ClientConfig::default());
+    core.set_local_id(Some(PeerKey(9)));
+    let mut host = HostSession::new(HostSessionConfig::default(), Duration::ZERO);
+    core.handle(Duration::ZERO, TransportEvent::Connected(PeerKey(1)));
+    let config = serde_json::json!({ "game": { "playerKeys": { "forward": { "bit": 0, "type": 0 } } } });
+    for round in 0..4 {
+        let now = Duration::from_millis(round);
+        core.handle_timeout(now);
+        for (_, channel, bytes) in std::iter::from_fn(|| core.poll_transmit()).collect::<Vec<_>>() {
+            host.handle_message(now, channel, &bytes);
+        }
+        while let Some(event) = host.poll_event() {
+            if let crate::session::HostEvent::Hello(_) = event {
+                host.accept(&crate::session::test_support::welcome(), &config);
+            }
+        }
+        deliver(&mut core, &mut host, now);
+    }
+    assert!(core.welcome().is_some());
+    (core, host)
+}
+
+/// Hands each side's frames to the other at `now`; the input events the host read.
+fn deliver(core: &mut ClientCore, host: &mut crate::session::HostSession, now: Duration) -> Vec<u32> {
+    for (_, channel, bytes) in std::iter::from_fn(|| core.poll_transmit()).collect::<Vec<_>>() {
+        host.handle_message(now, channel, &bytes);
+    }
+    let mut seqs = Vec::new();
+    while let Some(event) = host.poll_event() {
+        if let crate::session::HostEvent::Input(events) = event {
+            seqs.extend(events.iter().map(|e| e.seq()));
+        }
+    }
+    while let Some((channel, bytes)) = host.poll_transmit() {
+        core.handle(now, TransportEvent::Message { peer: PeerKey(1), channel, bytes });
+    }
+    core.handle_timeout(now);
+    seqs
+}
+
+#[test]
+fn a_keyset_from_the_host_switches_the_keys_and_drops_events_of_the_other_set() {
+    let (mut core, mut host) = core_with_keys();
+    let ms = Duration::from_millis;
+    assert_eq!(core.keyset(), None, "no key set named yet: the game's keys");
+    assert!(core.key(KeyAction::Down, "forward").is_some());
+    assert!(core.key(KeyAction::Down, "nextPlayer").is_none());
+
+    host.send(Channel::Reliable, op::KEYSET_DATA, b"0");
+    deliver(&mut core, &mut host, ms(10));
+    assert_eq!(core.keyset(), Some(Keyset::Spectator));
+    assert!(core.key(KeyAction::Down, "forward").is_none(), "a spectator has no forward key");
+    let next = core.key(KeyAction::Down, "nextPlayer").expect("a spectator key");
+    assert!(core.take_meta().contains(&(op::KEYSET_DATA, b"0".to_vec())), "the app sees it too");
+
+    // Back to playing before the host acknowledged `nextPlayer`: it is never sent again,
+    // since the host would read its bit as one of the game's keys.
+    host.send(Channel::Reliable, op::KEYSET_DATA, b"1");
+    deliver(&mut core, &mut host, ms(11));
+    assert_eq!(core.keyset(), Some(Keyset::Player));
+    let forward = core.key(KeyAction::Down, "forward").expect("the game's keys again");
+    let mut heard = Vec::new();
+    for t in (20..600).step_by(10) {
+        core.handle_timeout(ms(t));
+        heard.extend(deliver(&mut core, &mut host, ms(t)));
+    }
+    assert!(heard.contains(&forward), "{heard:?}");
+    assert!(!heard.iter().any(|seq| (next..forward).contains(seq)), "{heard:?}: nothing of the old set after {next}");
+}
+
+/// What the transport may report: a link opening or dropping, or a frame from one of
+/// four peers (the host is peer 1), an opcode either end may send with any payload.
+fn transport_event() -> impl proptest::strategy::Strategy<Value = (u16, TransportEvent)> {
+    use proptest::prelude::*;
+    let opcode = crate::session::test_support::opcode();
+    let message = (1u128..=4, any::<bool>(), opcode, proptest::collection::vec(any::<u8>(), 0..48)).prop_map(
+        |(peer, reliable, opcode, tail)| {
+            let mut bytes = vec![opcode];
+            bytes.extend(tail);
+            let channel = if reliable { Channel::Reliable } else { Channel::Unreliable };
+            TransportEvent::Message { peer: PeerKey(peer), channel, bytes }
+        },
+    );
+    let event = prop_oneof![
+        8 => message,
+        1 => (1u128..=4).prop_map(|p| TransportEvent::Connected(PeerKey(p))),
+        1 => (1u128..=4).prop_map(|p| TransportEvent::Disconnected(PeerKey(p))),
+    ];
+    (0u16..700, event)
+}
+
+proptest::proptest! {
+    /// Whatever the transport reports, in any order, at any pace (a host that answers,
+    /// peers that forge, links that drop), a client core never panics, before its welcome
+    /// or after it, and a dropped one dials back in without panicking either.
+    /// `PROPTEST_CASES=100000` for a long run.
+    #[test]
+    fn random_transport_events_never_panic_a_client_core(
+        welcomed in proptest::prelude::any::<bool>(),
+        events in proptest::collection::vec(transport_event(), 0..32),
+    ) {
+        let mut core = if welcomed {
+            welcomed_core()
+        } else {
+            let mut core = ClientCore::new(Hello::new("ann", "test"), ClientConfig::default());
+            core.set_local_id(Some(PeerKey(9)));
+            core
+        };
+        let mut now = Duration::from_millis(10);
+        for (gap_ms, event) in events {
+            now += Duration::from_millis(u64::from(gap_ms));
+            core.handle(now, event);
+            core.handle_timeout(now);
+            let _ = core.key(KeyAction::Down, "forward");
+            let _ = core.aim(now, Aim::new(f32::from(gap_ms), -1.0, 0));
+            let _ = (core.take_frames(), core.take_meta(), core.take_migration(), core.takeover_due());
+            while core.poll_transmit().is_some() {}
+            while core.poll_event().is_some() {}
+            if core.closed().is_some() {
+                let _ = core.reconnect(now);
+            }
+        }
+    }
+}
