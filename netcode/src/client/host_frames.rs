@@ -1,0 +1,269 @@
+//! What a client does with what its host says: the welcome, snapshots (decoded against
+//! their baselines), the key set, chat, and the migration streams its shadow is fed from.
+
+use super::*;
+
+impl ClientCore {
+    /// The host named the key set: the spectator's keys or the game's (the welcome's, until
+    /// the host names one). Events sent under the other set are dropped rather than
+    /// repeated, since the host would read their bits through the new one.
+    pub(super) fn switch_keyset(&mut self, keyset: Keyset) {
+        if self.keyset.replace(keyset).unwrap_or(Keyset::Player) == keyset {
+            return;
+        }
+        self.keys = match keyset {
+            Keyset::Spectator => Some(crate::session::spectator_keys()),
+            Keyset::Player => self.player_keys.clone(),
+        };
+        self.sent.clear();
+        if let Some((_, session)) = self.host.as_mut() {
+            session.ack_inputs(self.next_seq.saturating_sub(1));
+        }
+    }
+
+    pub(super) fn on_event(&mut self, event: ClientEvent, now: Duration) {
+        match event {
+            ClientEvent::Welcomed(w) => {
+                if w.epoch < self.following.0 {
+                    // A host older than the one known: refused, and the search goes on.
+                    self.stats.claims_refused += 1;
+                    if let Some((_, session)) = self.host.as_mut() {
+                        session.close(crate::session::close::NORMAL);
+                    }
+                    self.flush();
+                    self.host = None;
+                    self.searching = true;
+                    return;
+                }
+                self.stats.welcomed_at = Some(now);
+                tracing::debug!(target: TAKEOVER_LOG, "{:.3} s: welcomed at epoch {}", now.as_secs_f64(), w.epoch);
+                if std::mem::take(&mut self.redialing) {
+                    self.stats.reconnects += 1;
+                }
+                // Someone hosts the match: nothing left to take over (a host lost before, whose
+                // claimer this client dialed, or an orphan's).
+                self.orphaned = None;
+                self.lost = None;
+                self.unlisted_claimer = None;
+                self.links_reported = None;
+                // A new session: the host knows no baseline of this client's yet, and the old
+                // host's seqs mean nothing to it.
+                self.baselines.clear();
+                self.reckoner.clear();
+                if self.resuming.is_some() {
+                    self.resume_tick.get_or_insert(w.tick);
+                }
+                self.stats.host_epoch = w.epoch;
+                self.following.0 = w.epoch;
+                self.next_seq = self.next_seq.max(w.input_seq + 1);
+                if w.spectator {
+                    self.keyset = Some(Keyset::Spectator);
+                    self.keys = Some(crate::session::spectator_keys());
+                }
+                // A new host: the inputs it has not applied go again.
+                if let Some((_, session)) = self.host.as_mut() {
+                    for e in self.sent.iter().filter(|e| e.seq() > w.input_seq) {
+                        let taken = match e {
+                            WireInput::Key(_) => true,
+                            WireInput::Aim(_) => w.aim,
+                            WireInput::View(_) => w.view,
+                        };
+                        if taken {
+                            session.push(*e);
+                        }
+                    }
+                }
+                self.welcome = Some(w);
+            }
+            ClientEvent::Rejected(r) => self.closed = Some((r.code, r.reason)),
+            ClientEvent::Closed { code: crate::session::close::HEARTBEAT, by_peer: false, .. }
+                if self.welcome.is_some() =>
+            {
+                self.on_host_lost(now, None, "no frame from the host in time")
+            }
+            ClientEvent::Closed { code, reason, .. } => {
+                if self.closed.is_none() {
+                    self.closed = Some((code, reason));
+                }
+            }
+            ClientEvent::Meta { port: op::CONFIG_DATA, payload } => {
+                let config: serde_json::Value = serde_json::from_slice(&payload).unwrap_or_default();
+                self.schema = SnapshotSchema::from_value(config["engine"]["snapshot"].clone()).ok();
+                self.reckoner.clear();
+                self.player_keys = serde_json::from_value(config["game"]["playerKeys"].clone()).ok();
+                if self.keyset != Some(Keyset::Spectator) {
+                    self.keys.clone_from(&self.player_keys);
+                }
+                self.config = Some(config);
+                self.stats.configs += 1;
+            }
+            ClientEvent::Meta { port: op::CHAT_DATA, payload } => {
+                if let Ok(line) = serde_json::from_slice(&payload) {
+                    self.chat.push(line);
+                }
+            }
+            ClientEvent::Meta { port: op::KEYSET_DATA, payload } => {
+                if let Ok(MetaMessage::Keyset(keyset)) = MetaMessage::decode(op::KEYSET_DATA, &payload) {
+                    self.switch_keyset(keyset);
+                }
+                self.meta.push((op::KEYSET_DATA, payload));
+            }
+            ClientEvent::Meta { port, payload } => self.meta.push((port, payload)),
+            ClientEvent::Snapshot(bytes) => {
+                let Some(schema) = &self.schema else { return };
+                let is_delta = bytes.first() == Some(&delta::DELTA_FORMAT_VERSION);
+                let decoded = if is_delta {
+                    let baselines = &self.baselines;
+                    delta::decode(schema, &bytes, |seq| baselines.iter().find(|b| b.seq == seq))
+                } else {
+                    unpack(schema, &bytes)
+                };
+                match decoded {
+                    Err(DecodeError::MissingBaseline { .. }) => self.stats.missing_baselines += 1,
+                    Ok(mut frame) => {
+                        if is_delta {
+                            self.stats.delta_frames += 1;
+                            self.stats.delta_bytes += bytes.len() as u64;
+                            if delta::baseline_of(&bytes).is_ok_and(|b| b == 0) {
+                                self.stats.keyframes += 1;
+                            }
+                            self.keep_baseline(&frame);
+                            // Kept as decoded; shown with the rows held back carried forward.
+                            if let Some(schema) = self.schema.as_ref().filter(|_| self.settings.reckon) {
+                                frame = self.reckoner.shown(schema, &frame);
+                            }
+                        }
+                        self.stats.snapshots += 1;
+                        self.stats.first_snapshot_at.get_or_insert(now);
+                        if let Some(r) = self.resuming.take() {
+                            self.stats.migrations += 1;
+                            self.stats.resume = Some(now.saturating_sub(r.lost_at));
+                            self.stats.freeze = Some(now.saturating_sub(r.heard_at));
+                            tracing::debug!(
+                                target: TAKEOVER_LOG,
+                                "{:.3} s: the new host's first snapshot, {} ms after the old one was last heard",
+                                now.as_secs_f64(),
+                                now.saturating_sub(r.heard_at).as_millis()
+                            );
+                            let from_ms = match self.resume_tick.take() {
+                                Some(tick) => tick as f64 * self.tick_ms(),
+                                None => frame.server_time_ms,
+                            };
+                            self.stats.rewind_ms = r.last_time_ms.map(|t| (t - from_ms).max(0.0));
+                        }
+                        if let (Some(p), Some((_, session))) = (&frame.player, self.host.as_mut()) {
+                            session.ack_inputs(p.last_input_seq);
+                        }
+                        if self.frames.len() == MAX_QUEUED_FRAMES {
+                            self.frames.pop_front();
+                        }
+                        self.frames.push_back(frame.clone());
+                        self.last_frame = Some(frame);
+                    }
+                    Err(_) => self.stats.bad_snapshots += 1,
+                }
+            }
+            ClientEvent::Engine { opcode, payload } => self.on_migration(opcode, &payload),
+        }
+    }
+
+    /// Keeps a decoded delta frame's world as a baseline (the newest [`DELTA_BASELINES`] by
+    /// seq; a frame seen before is kept once) and has the host told.
+    pub(super) fn keep_baseline(&mut self, world: &Frame) {
+        if self.baselines.iter().any(|b| b.seq == world.seq) {
+            return;
+        }
+        let at = self.baselines.partition_point(|b| b.seq < world.seq);
+        if at == 0 && self.baselines.len() == DELTA_BASELINES {
+            return;
+        }
+        self.baselines.insert(at, world.clone());
+        if self.baselines.len() > DELTA_BASELINES {
+            self.baselines.pop_front();
+        }
+        if let Some((_, session)) = self.host.as_mut() {
+            session.ack_frame(world.seq);
+        }
+    }
+
+    /// The host's recent chat after a resumed welcome: the lines after the newest one this
+    /// client already has (all of them when it has none of them) join its chat.
+    pub(super) fn merge_chat(&mut self, history: Vec<serde_json::Value>) {
+        let seen = self.chat.last().and_then(|last| history.iter().rposition(|line| line == last));
+        let new = seen.map_or(0, |i| i + 1);
+        self.chat.extend(history.into_iter().skip(new));
+    }
+
+    /// Migration frames (and the chat history after a resumed welcome). One that does not decode is counted and ignored: the sender is the
+    /// host, and closing the client's only link to the match would lose more than it protects.
+    pub(super) fn on_migration(&mut self, opcode: u8, payload: &[u8]) {
+        if opcode == op::CHAT_HISTORY {
+            match ChatHistory::decode(payload) {
+                Ok(history) => self.merge_chat(history.0.iter().map(ChatMessage::to_json).collect()),
+                Err(_) => self.stats.bad_migration_frames += 1,
+            }
+            return;
+        }
+        self.stats.migration_frames += 1;
+        let payload = match opcode {
+            op::SUCCESSION => {
+                match Succession::decode(payload).map(|s| Some(s).filter(|s| s.epoch >= self.following.0)) {
+                    Ok(None) => {}
+                    Ok(Some(s)) => self.succession = Some(s),
+                    Err(_) => self.stats.bad_migration_frames += 1,
+                }
+                return;
+            }
+            op::CHECKPOINT => match self.checkpoints.push(payload) {
+                Ok(Some(bytes)) => {
+                    self.shadowed = true;
+                    self.streamed_at = Some(self.now);
+                    MigrationPayload::Checkpoint(bytes)
+                }
+                Ok(None) => return,
+                Err(_) => {
+                    self.stats.bad_migration_frames += 1;
+                    return;
+                }
+            },
+            op::INPUT_LOG => {
+                self.streamed_at = Some(self.now);
+                MigrationPayload::Log(payload.to_vec())
+            }
+            // The host kept the match against a claim that did not hold the room and took a
+            // new epoch (see [Claims a live host refuses](crate::migration#claims-a-live-host-refuses)).
+            op::CLAIM => {
+                match Claim::decode(payload) {
+                    Ok(claim) if claim.epoch > self.following.0 => {
+                        self.following = (claim.epoch, 0);
+                        self.rival_until = None;
+                        self.stats.host_epoch = claim.epoch;
+                    }
+                    Ok(_) => self.stats.claims_refused += 1,
+                    Err(_) => self.stats.bad_migration_frames += 1,
+                }
+                return;
+            }
+            op::HANDOFF => match Handoff::decode(payload) {
+                Ok(h) => {
+                    let now = self.now;
+                    self.on_host_lost(now, Some(h.to), "the host handed the match off");
+                    MigrationPayload::Handoff(payload.to_vec())
+                }
+                Err(_) => {
+                    self.stats.bad_migration_frames += 1;
+                    return;
+                }
+            },
+            _ => {
+                self.stats.bad_migration_frames += 1;
+                return;
+            }
+        };
+        if self.migration.len() == MAX_QUEUED_MIGRATION {
+            self.migration.pop_front();
+            self.stats.migration_dropped += 1;
+        }
+        self.migration.push_back(payload);
+    }
+}
