@@ -109,61 +109,65 @@ impl ClientCore {
                 self.meta.push((op::KEYSET_DATA, payload));
             }
             ClientEvent::Meta { port, payload } => self.meta.push((port, payload)),
-            ClientEvent::Snapshot(bytes) => {
-                let Some(schema) = &self.schema else { return };
-                let is_delta = bytes.first() == Some(&delta::DELTA_FORMAT_VERSION);
-                let decoded = if is_delta {
-                    let baselines = &self.baselines;
-                    delta::decode(schema, &bytes, |seq| baselines.iter().find(|b| b.seq == seq))
-                } else {
-                    unpack(schema, &bytes)
-                };
-                match decoded {
-                    Err(DecodeError::MissingBaseline { .. }) => self.stats.missing_baselines += 1,
-                    Ok(mut frame) => {
-                        if is_delta {
-                            self.stats.delta_frames += 1;
-                            self.stats.delta_bytes += bytes.len() as u64;
-                            if delta::baseline_of(&bytes).is_ok_and(|b| b == 0) {
-                                self.stats.keyframes += 1;
-                            }
-                            self.keep_baseline(&frame);
-                            // Kept as decoded; shown with the rows held back carried forward.
-                            if let Some(schema) = self.schema.as_ref().filter(|_| self.settings.reckon) {
-                                frame = self.reckoner.shown(schema, &frame);
-                            }
-                        }
-                        self.stats.snapshots += 1;
-                        self.stats.first_snapshot_at.get_or_insert(now);
-                        if let Some(r) = self.resuming.take() {
-                            self.stats.migrations += 1;
-                            self.stats.resume = Some(now.saturating_sub(r.lost_at));
-                            self.stats.freeze = Some(now.saturating_sub(r.heard_at));
-                            tracing::debug!(
-                                target: TAKEOVER_LOG,
-                                "{:.3} s: the new host's first snapshot, {} ms after the old one was last heard",
-                                now.as_secs_f64(),
-                                now.saturating_sub(r.heard_at).as_millis()
-                            );
-                            let from_ms = match self.resume_tick.take() {
-                                Some(tick) => tick as f64 * self.tick_ms(),
-                                None => frame.server_time_ms,
-                            };
-                            self.stats.rewind_ms = r.last_time_ms.map(|t| (t - from_ms).max(0.0));
-                        }
-                        if let (Some(p), Some((_, session))) = (&frame.player, self.host.as_mut()) {
-                            session.ack_inputs(p.last_input_seq);
-                        }
-                        if self.frames.len() == MAX_QUEUED_FRAMES {
-                            self.frames.pop_front();
-                        }
-                        self.frames.push_back(frame.clone());
-                        self.last_frame = Some(frame);
-                    }
-                    Err(_) => self.stats.bad_snapshots += 1,
-                }
-            }
+            ClientEvent::Snapshot(bytes) => self.on_snapshot(&bytes, now),
             ClientEvent::Engine { opcode, payload } => self.on_migration(opcode, &payload),
+        }
+    }
+
+    /// A snapshot from the host: decoded (a delta frame against the baseline it names), kept
+    /// as a baseline and shown, counted; the first from a new host ends the host change.
+    fn on_snapshot(&mut self, bytes: &[u8], now: Duration) {
+        let Some(schema) = &self.schema else { return };
+        let is_delta = bytes.first() == Some(&delta::DELTA_FORMAT_VERSION);
+        let decoded = if is_delta {
+            let baselines = &self.baselines;
+            delta::decode(schema, bytes, |seq| baselines.iter().find(|b| b.seq == seq))
+        } else {
+            unpack(schema, bytes)
+        };
+        match decoded {
+            Err(DecodeError::MissingBaseline { .. }) => self.stats.missing_baselines += 1,
+            Ok(mut frame) => {
+                if is_delta {
+                    self.stats.delta_frames += 1;
+                    self.stats.delta_bytes += bytes.len() as u64;
+                    if delta::baseline_of(bytes).is_ok_and(|b| b == 0) {
+                        self.stats.keyframes += 1;
+                    }
+                    self.keep_baseline(&frame);
+                    // Kept as decoded; shown with the rows held back carried forward.
+                    if let Some(schema) = self.schema.as_ref().filter(|_| self.settings.reckon) {
+                        frame = self.reckoner.shown(schema, &frame);
+                    }
+                }
+                self.stats.snapshots += 1;
+                self.stats.first_snapshot_at.get_or_insert(now);
+                if let Some(r) = self.resuming.take() {
+                    self.stats.migrations += 1;
+                    self.stats.resume = Some(now.saturating_sub(r.lost_at));
+                    self.stats.freeze = Some(now.saturating_sub(r.heard_at));
+                    tracing::debug!(
+                        target: TAKEOVER_LOG,
+                        "{:.3} s: the new host's first snapshot, {} ms after the old one was last heard",
+                        now.as_secs_f64(),
+                        now.saturating_sub(r.heard_at).as_millis()
+                    );
+                    let from_ms = match self.resume_tick.take() {
+                        Some(tick) => tick as f64 * self.tick_ms(),
+                        None => frame.server_time_ms,
+                    };
+                    self.stats.rewind_ms = r.last_time_ms.map(|t| (t - from_ms).max(0.0));
+                }
+                if let (Some(p), Some((_, session))) = (&frame.player, self.host.as_mut()) {
+                    session.ack_inputs(p.last_input_seq);
+                }
+                if self.frames.len() == MAX_QUEUED_FRAMES {
+                    self.frames.pop_front();
+                }
+                self.frames.push_back(frame.clone());
+                self.last_frame = Some(frame);
+            }
+            Err(_) => self.stats.bad_snapshots += 1,
         }
     }
 
