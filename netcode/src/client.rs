@@ -765,21 +765,9 @@ impl ClientCore {
         };
         let successors: Vec<PeerKey> =
             orphaned.successors.iter().map(|p| if *p == orphaned.me { me } else { *p }).collect();
-        let room = self.room_without(orphaned.host);
-        self.lost = Some(Lost {
-            at: now,
-            turn: ORPHAN_TURN,
-            way: CHECK_TIME,
-            host: orphaned.host,
-            successors,
-            handoff_to: None,
-            stalled: None,
-            room,
-            check: None,
-            cleared: false,
-            evidence: Evidence::default(),
-            orphan: true,
-        });
+        let mut lost = Lost::new(now, orphaned.host, successors, CHECK_TIME, None, None);
+        (lost.turn, lost.room, lost.orphan) = (ORPHAN_TURN, self.room_without(orphaned.host), true);
+        self.lost = Some(lost);
         true
     }
 

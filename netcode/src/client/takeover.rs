@@ -50,6 +50,34 @@ pub(super) struct Lost {
     pub(super) orphan: bool,
 }
 
+impl Lost {
+    /// The host `host` lost at `at`; its turn and room are filled in by the client that
+    /// counts it lost.
+    pub(super) fn new(
+        at: Duration,
+        host: Option<PeerKey>,
+        successors: Vec<PeerKey>,
+        way: Duration,
+        handoff_to: Option<PeerKey>,
+        stalled: Option<Box<ClientSession>>,
+    ) -> Lost {
+        Lost {
+            at,
+            turn: Duration::ZERO,
+            way,
+            host,
+            successors,
+            handoff_to,
+            stalled,
+            room: Vec::new(),
+            check: None,
+            cleared: false,
+            evidence: Evidence::default(),
+            orphan: false,
+        }
+    }
+}
+
 /// What a successor knew of the host it gave up on (see [Finding nobody
 /// hosting](crate::client#a-successor-that-finds-nobody-hosting)).
 #[derive(Clone, Debug)]
@@ -315,23 +343,10 @@ impl ClientCore {
                 }
                 self.stats.host_lost_at = Some(now);
                 self.begin_resume(now);
-                let (turn, way) = (self.host_timeout(), CHECK_TIME);
+                let mut lost = Lost::new(now, old, successors, CHECK_TIME, Some(to), None);
+                (lost.turn, lost.room) = (self.host_timeout(), self.room_without(old));
                 self.silence.reset();
-                let room = self.room_without(old);
-                self.lost = Some(Lost {
-                    at: now,
-                    turn,
-                    way,
-                    host: old,
-                    successors,
-                    handoff_to: Some(to),
-                    stalled: None,
-                    room,
-                    check: None,
-                    cleared: false,
-                    evidence: Evidence::default(),
-                    orphan: false,
-                });
+                self.lost = Some(lost);
             }
             None => {}
         }
@@ -367,29 +382,7 @@ impl ClientCore {
             self.closed.get_or_insert((crate::session::close::HEARTBEAT, why.to_owned()));
             return;
         }
-        self.stats.host_lost_at = Some(now);
-        let last_time_ms = self.last_frame.as_ref().map(|f| f.server_time_ms);
-        self.resuming = Some(Resuming { lost_at: now, last_time_ms, heard_at: self.host_heard_at });
-        let turn = self.host_timeout();
-        tracing::debug!(target: TAKEOVER_LOG, "{:.3} s: the host is lost ({why}); successors {successors:?}", now.as_secs_f64());
-        self.silence.reset();
-        let room = self.room_without(host);
-        self.lost = Some(Lost {
-            at: now,
-            turn,
-            way,
-            host,
-            successors,
-            handoff_to,
-            stalled: None,
-            room,
-            check: None,
-            cleared: false,
-            evidence: Evidence::default(),
-            orphan: false,
-        });
-        self.warn_the_room(now);
-        self.dial_unlisted_claimer(now);
+        self.count_host_lost(now, Lost::new(now, host, successors, way, handoff_to, None), why);
     }
 
     /// The succession list to go by once the host is lost: the host's newest. A client that
@@ -453,38 +446,37 @@ impl ClientCore {
             return;
         }
         let successors = self.successors_at_loss();
-        self.stats.host_lost_at = Some(now);
-        let last_time_ms = self.last_frame.as_ref().map(|f| f.server_time_ms);
-        self.resuming = Some(Resuming { lost_at: now, last_time_ms, heard_at: self.host_heard_at });
-        let turn = self.host_timeout();
+        let lost = Lost::new(now, Some(peer), successors, way, None, Some(Box::new(session)));
+        self.count_host_lost(now, lost, "silent");
+    }
+
+    /// The host followed is lost as of `now` (`lost`, its turn and room still to fill in):
+    /// the resume is timed from here, the silence watch starts afresh for whoever comes next,
+    /// the room hears of it, and a claimer heard before is dialed.
+    fn count_host_lost(&mut self, now: Duration, mut lost: Lost, why: &str) {
+        self.notice_loss(now);
+        lost.turn = self.host_timeout();
+        lost.room = self.room_without(lost.host);
         tracing::debug!(
             target: TAKEOVER_LOG,
-            "{:.3} s: the host is silent ({} ms, {} ms allowed); successors {:?}, this client {:?}",
+            "{:.3} s: the host is lost ({why}: {} ms heard nothing, {} ms allowed); successors {:?}, this client {:?}",
             now.as_secs_f64(),
             now.saturating_sub(self.host_heard_at).as_millis(),
-            turn.as_millis(),
-            successors,
+            lost.turn.as_millis(),
+            lost.successors,
             self.me,
         );
         self.silence.reset();
-        let stalled = Some(Box::new(session));
-        let room = self.room_without(Some(peer));
-        self.lost = Some(Lost {
-            at: now,
-            turn,
-            way,
-            host: Some(peer),
-            successors,
-            handoff_to: None,
-            stalled,
-            room,
-            check: None,
-            cleared: false,
-            evidence: Evidence::default(),
-            orphan: false,
-        });
+        self.lost = Some(lost);
         self.warn_the_room(now);
         self.dial_unlisted_claimer(now);
+    }
+
+    /// The loss of the host followed is counted at `now`, and the resume is timed from here.
+    fn notice_loss(&mut self, now: Duration) {
+        self.stats.host_lost_at = Some(now);
+        let last_time_ms = self.last_frame.as_ref().map(|f| f.server_time_ms);
+        self.resuming = Some(Resuming { lost_at: now, last_time_ms, heard_at: self.host_heard_at });
     }
 
     /// A peer claims the match: follow it if it beats the host followed and is a known successor.
@@ -529,9 +521,7 @@ impl ClientCore {
         }
         if self.lost.take().is_none() {
             // Taken over before this client noticed the loss: the loss is noticed now.
-            self.stats.host_lost_at = Some(now);
-            let last_time_ms = self.last_frame.as_ref().map(|f| f.server_time_ms);
-            self.resuming = Some(Resuming { lost_at: now, last_time_ms, heard_at: self.host_heard_at });
+            self.notice_loss(now);
         }
         self.hello.resume_token = Some(token);
         self.resume_tick = Some(claim.tick);
