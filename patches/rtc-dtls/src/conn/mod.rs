@@ -539,6 +539,12 @@ impl DTLSConn {
         // Drain queued future-epoch packets once the cipher suite is initialized,
         // which may happen before handshake_completed (e.g. Finished arrived before
         // ChangeCipherSpec bumped remote_epoch, so Finished was queued).
+        //
+        // A packet whose epoch is still ahead (the peer's ChangeCipherSpec has not come yet:
+        // a client's cipher suite is ready as soon as it sent its own flight) is queued again,
+        // not dropped: the server's first application data, sent right behind its Finished,
+        // can overtake that flight on a path that reorders, and dropping it cost the peer a
+        // retransmission timeout.
         let cipher_ready = self
             .state
             .cipher_suite
@@ -546,8 +552,9 @@ impl DTLSConn {
             .is_some_and(|cs| cs.is_initialized());
         let mut is_handshake = false;
         if cipher_ready {
-            while let Some(p) = self.incoming_encrypted_packets.pop_front() {
-                let (hs, alert, err) = self.handle_incoming_packet(p, false); // don't re-enqueue
+            let queued: Vec<Vec<u8>> = self.incoming_encrypted_packets.drain(..).collect();
+            for p in queued {
+                let (hs, alert, err) = self.handle_incoming_packet(p, true);
                 if hs {
                     is_handshake = true;
                     self.handshake_rx = Some(());
