@@ -76,7 +76,10 @@ pub use crate::config::{
 };
 
 mod endpoint;
-pub use crate::endpoint::{AssociationHandle, ConnectError, DatagramEvent, Endpoint};
+pub use crate::endpoint::{
+    AssociationHandle, ConnectError, DatagramEvent, Endpoint, MAX_SNAP_INIT_BYTES,
+    generate_snap_init,
+};
 
 mod packet;
 

@@ -372,6 +372,117 @@ impl Association {
         } else {
             Side::Client
         };
+        let mut this = Self::unopened(
+            side,
+            &config,
+            max_payload_size,
+            local_aid,
+            remote_addr,
+            local_addr,
+            protocol,
+        );
+
+        if side.is_client() {
+            let mut init = ChunkInit {
+                initial_tsn: this.my_next_tsn,
+                num_outbound_streams: this.my_max_num_outbound_streams,
+                num_inbound_streams: this.my_max_num_inbound_streams,
+                initiate_tag: this.my_verification_tag,
+                advertised_receiver_window_credit: this.max_receive_buffer_size,
+                ..Default::default()
+            };
+            init.set_supported_extensions();
+
+            this.set_state(AssociationState::CookieWait);
+            this.stored_init = Some(init);
+            let _ = this.send_init();
+            this.timers
+                .start(Timer::T1Init, now, this.rto_mgr.get_rto());
+        }
+
+        this
+    }
+
+    /// An association that starts established, from the two INIT chunks its endpoints
+    /// exchanged out of band (SNAP, draft-hancke-tsvwg-snap: `a=sctp-init` in the SDP offer
+    /// and answer). `local` is the INIT this endpoint gave away, whose initiate tag is this
+    /// association's local id; `remote` is the peer's. Both were checked by the caller.
+    ///
+    /// What the four-way handshake would have told each side, the two INITs already say: the
+    /// tags each side puts on its packets, each side's first TSN, its receive window, its
+    /// streams and whether it takes FORWARD-TSN. Nothing is sent here: the first packet is the
+    /// first DATA, and `Event::Connected` is queued at once.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new_snap(
+        config: Arc<TransportConfig>,
+        max_payload_size: u32,
+        local: &ChunkInit,
+        remote: &ChunkInit,
+        remote_addr: SocketAddr,
+        local_addr: SocketAddr,
+        protocol: TransportProtocol,
+    ) -> Self {
+        let mut this = Self::unopened(
+            Side::Client,
+            &config,
+            max_payload_size,
+            local.initiate_tag,
+            remote_addr,
+            local_addr,
+            protocol,
+        );
+
+        let tsn = local.initial_tsn;
+        this.my_next_tsn = tsn;
+        this.my_next_rsn = tsn;
+        this.min_tsn2measure_rtt = tsn;
+        this.cumulative_tsn_ack_point = tsn.wrapping_sub(1);
+        this.advanced_peer_tsn_ack_point = tsn.wrapping_sub(1);
+
+        // Each direction carries at most what its sender offered and its receiver takes.
+        this.my_max_num_outbound_streams = this
+            .my_max_num_outbound_streams
+            .min(local.num_outbound_streams)
+            .min(remote.num_inbound_streams);
+        this.my_max_num_inbound_streams = this
+            .my_max_num_inbound_streams
+            .min(local.num_inbound_streams)
+            .min(remote.num_outbound_streams);
+
+        this.peer_verification_tag = remote.initiate_tag;
+        this.source_port = 5000;
+        this.destination_port = 5000;
+        // 13.2: the peer's initial TSN minus one is the last TSN received in sequence.
+        this.peer_last_tsn = remote.initial_tsn.wrapping_sub(1);
+        this.rwnd = remote.advertised_receiver_window_credit;
+        this.ssthresh = this.rwnd;
+        this.use_forward_tsn = remote.params.iter().any(|param| {
+            param
+                .as_any()
+                .downcast_ref::<ParamSupportedExtensions>()
+                .is_some_and(|v| v.chunk_types.contains(&CT_FORWARD_TSN))
+        });
+        if !this.use_forward_tsn {
+            warn!("[{}] not using ForwardTSN (on SNAP)", this.side);
+        }
+
+        this.set_state(AssociationState::Established);
+        this.handshake_completed = true;
+        this.events.push_back(Event::Connected);
+        this
+    }
+
+    /// The state every association starts from, before a handshake or SNAP opens it.
+    #[allow(clippy::too_many_arguments)]
+    fn unopened(
+        side: Side,
+        config: &TransportConfig,
+        max_payload_size: u32,
+        local_aid: AssociationId,
+        remote_addr: SocketAddr,
+        local_addr: SocketAddr,
+        protocol: TransportProtocol,
+    ) -> Self {
 
         // It's a bit strange, but we're going backwards from the calculation in
         // config.rs to get max_payload_size from INITIAL_MTU.
@@ -398,7 +509,7 @@ impl Association {
             tsn += 1;
         }
 
-        let mut this = Association {
+        Association {
             side,
             handshake_completed: false,
             max_receive_buffer_size: config.max_receive_buffer_size(),
@@ -425,27 +536,7 @@ impl Association {
             error: None,
 
             ..Default::default()
-        };
-
-        if side.is_client() {
-            let mut init = ChunkInit {
-                initial_tsn: this.my_next_tsn,
-                num_outbound_streams: this.my_max_num_outbound_streams,
-                num_inbound_streams: this.my_max_num_inbound_streams,
-                initiate_tag: this.my_verification_tag,
-                advertised_receiver_window_credit: this.max_receive_buffer_size,
-                ..Default::default()
-            };
-            init.set_supported_extensions();
-
-            this.set_state(AssociationState::CookieWait);
-            this.stored_init = Some(init);
-            let _ = this.send_init();
-            this.timers
-                .start(Timer::T1Init, now, this.rto_mgr.get_rto());
         }
-
-        this
     }
 
     /// Returns application-facing event

@@ -14,6 +14,8 @@ use rustc_hash::FxHashMap;
 
 use crate::Payload;
 use crate::association::Association;
+use crate::chunk::Chunk as _;
+use crate::chunk::chunk_init::ChunkInit;
 use crate::chunk::chunk_type::CT_INIT;
 use crate::config::{ClientConfig, EndpointConfig, ServerConfig, TransportConfig};
 use crate::packet::PartialDecode;
@@ -192,6 +194,50 @@ impl Endpoint {
         Ok((ch, conn))
     }
 
+    /// Open an association without a handshake (SNAP, draft-hancke-tsvwg-snap): `local_init`
+    /// is the INIT chunk this endpoint gave the peer out of band (from [`generate_snap_init`]),
+    /// `remote_init` the one the peer gave it. Both sides call this once their secure
+    /// transport is up; the association is established at once and its first packet is DATA.
+    ///
+    /// Either INIT failing to decode, being an INIT ACK, or failing RFC 9260's checks (a zero
+    /// tag, no streams, a window under 1500 bytes) is an error and nothing is created.
+    pub fn connect_snap(
+        &mut self,
+        config: ClientConfig,
+        remote: SocketAddr,
+        local_init: &[u8],
+        remote_init: &[u8],
+    ) -> Result<(AssociationHandle, Association), ConnectError> {
+        if self.is_full() {
+            return Err(ConnectError::TooManyAssociations);
+        }
+        if remote.port() == 0 {
+            return Err(ConnectError::InvalidRemoteAddress(remote));
+        }
+        let local = parse_snap_init(local_init)
+            .map_err(|why| ConnectError::InvalidSnapInit(format!("local: {why}")))?;
+        let remote_chunk = parse_snap_init(remote_init)
+            .map_err(|why| ConnectError::InvalidSnapInit(format!("remote: {why}")))?;
+        let local_aid = local.initiate_tag;
+        if self.association_ids.contains_key(&local_aid) {
+            return Err(ConnectError::InvalidSnapInit(
+                "local: its initiate tag is already in use".to_owned(),
+            ));
+        }
+
+        let conn = Association::new_snap(
+            config.transport,
+            self.endpoint_config.get_max_payload_size(),
+            &local,
+            &remote_chunk,
+            remote,
+            self.local_addr,
+            self.transport_protocol,
+        );
+        let ch = self.insert_association(remote_chunk.initiate_tag, local_aid, remote);
+        Ok((ch, conn))
+    }
+
     fn new_aid(&mut self) -> AssociationId {
         loop {
             let aid = self.local_cid_generator.generate_aid();
@@ -282,7 +328,16 @@ impl Endpoint {
             self.transport_protocol,
             now,
         );
+        let ch = self.insert_association(remote_aid, local_aid, remote_addr);
+        (ch, conn)
+    }
 
+    fn insert_association(
+        &mut self,
+        remote_aid: AssociationId,
+        local_aid: AssociationId,
+        remote_addr: SocketAddr,
+    ) -> AssociationHandle {
         let id = self.associations.insert(AssociationMeta {
             init_cid: remote_aid,
             cids_issued: 0,
@@ -292,8 +347,7 @@ impl Endpoint {
 
         let ch = AssociationHandle(id);
         self.association_ids.insert(local_aid, ch);
-
-        (ch, conn)
+        ch
     }
 
     /// Unconditionally reject future incoming associations
@@ -387,4 +441,47 @@ pub enum ConnectError {
     /// Use `Endpoint::connect_with` to specify a client configuration.
     #[error("no default client config")]
     NoDefaultClientConfig,
+    /// An INIT chunk given for SNAP does not decode or fails RFC 9260's checks
+    #[error("invalid SNAP INIT: {0}")]
+    InvalidSnapInit(String),
+}
+
+/// The longest INIT chunk taken for SNAP, in bytes: an INIT with the usual parameters is
+/// under 100, and one from out of band should not cost more to decode than a packet would.
+pub const MAX_SNAP_INIT_BYTES: usize = 2048;
+
+/// An INIT chunk for SNAP (draft-hancke-tsvwg-snap), to give the peer out of band (its
+/// base64 is the SDP's `a=sctp-init`): a fresh random initiate tag and initial TSN, this
+/// configuration's receive window and streams, and the extensions this crate supports. Pass
+/// the same bytes as `local_init` to [`Endpoint::connect_snap`] with a `config` of the same
+/// window and streams.
+pub fn generate_snap_init(config: &TransportConfig) -> Bytes {
+    let mut init = ChunkInit {
+        initiate_tag: RandomAssociationIdGenerator::new().generate_aid(),
+        initial_tsn: loop {
+            let tsn = rand::random::<u32>();
+            if tsn != 0 {
+                break tsn;
+            }
+        },
+        num_outbound_streams: config.max_num_outbound_streams(),
+        num_inbound_streams: config.max_num_inbound_streams(),
+        advertised_receiver_window_credit: config.max_receive_buffer_size(),
+        ..Default::default()
+    };
+    init.set_supported_extensions();
+    init.marshal()
+        .expect("an INIT of this crate's own parameters marshals")
+}
+
+fn parse_snap_init(raw: &[u8]) -> Result<ChunkInit, String> {
+    if raw.len() > MAX_SNAP_INIT_BYTES {
+        return Err(format!("{} bytes, over {MAX_SNAP_INIT_BYTES}", raw.len()));
+    }
+    let init = ChunkInit::unmarshal(&Bytes::copy_from_slice(raw)).map_err(|e| e.to_string())?;
+    if init.is_ack {
+        return Err("an INIT ACK, not an INIT".to_owned());
+    }
+    init.check().map_err(|e| e.to_string())?;
+    Ok(init)
 }

@@ -245,6 +245,7 @@ impl RTCPeerConnection {
             ice_gathering_state: self.ice_transport().ice_gathering_state,
             match_bundle_group: None,
             sctp_max_message_size: self.setting_engine.sctp_max_message_size.as_usize(),
+            sctp_init: self.sctp_init_attribute(),
             ignore_rid_pause_for_recv: false,
             write_ssrc_attributes_for_simulcast: self
                 .setting_engine
@@ -390,6 +391,7 @@ impl RTCPeerConnection {
             ice_gathering_state: self.ice_transport().ice_gathering_state,
             match_bundle_group,
             sctp_max_message_size: self.setting_engine.sctp_max_message_size.as_usize(),
+            sctp_init: self.sctp_init_attribute(),
             ignore_rid_pause_for_recv,
             write_ssrc_attributes_for_simulcast: self
                 .setting_engine
@@ -670,6 +672,14 @@ impl RTCPeerConnection {
 
     pub(crate) fn sctp_transport_mut(&mut self) -> &mut SctpTransport {
         &mut self.pipeline_context.sctp_handler_context.sctp_transport
+    }
+
+    /// The value of this endpoint's `a=sctp-init` when SNAP is on: its SCTP INIT, base64.
+    fn sctp_init_attribute(&mut self) -> Option<String> {
+        use base64::Engine as _;
+        self.setting_engine.sctp_snap.then(|| {
+            base64::engine::general_purpose::STANDARD.encode(self.sctp_transport_mut().snap_init())
+        })
     }
 
     /// add_rtp_transceiver appends t into rtp_transceivers

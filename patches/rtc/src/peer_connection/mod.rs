@@ -272,7 +272,7 @@ use crate::peer_connection::sdp::MediaDescriptionExt;
 use crate::peer_connection::sdp::session_description::RTCSessionDescription;
 use crate::peer_connection::sdp::{
     extract_fingerprint, extract_ice_details, get_application_media,
-    get_application_media_section_max_message_size, get_application_media_section_sctp_port,
+    get_application_media_section_max_message_size, get_application_media_section_sctp_init, get_application_media_section_sctp_port,
     get_mid_value, get_peer_direction, has_ice_trickle_option, is_lite_set, sdp_type::RTCSdpType,
     update_sdp_origin,
 };
@@ -1225,6 +1225,8 @@ impl RTCPeerConnection {
                         get_application_media_section_sctp_port(remote_application_media)
                             .unwrap_or(5000),
                     );
+                    let remote_sctp_init =
+                        get_application_media_section_sctp_init(remote_application_media);
 
                     // we_answer: we first call set_remote_description,
                     // then, we create_answer() and set_local_description() here
@@ -1235,6 +1237,7 @@ impl RTCPeerConnection {
                         remote_caps,
                         local_sctp_port,
                         remote_sctp_port,
+                        remote_sctp_init,
                     )?;
                 }
                 self.start_rtp(remote_description)?;
@@ -1626,6 +1629,8 @@ impl RTCPeerConnection {
                         get_application_media_section_sctp_port(remote_application_media)
                             .unwrap_or(5000),
                     );
+                    let remote_sctp_init =
+                        get_application_media_section_sctp_init(remote_application_media);
 
                     // we_offer: we create_offer() and set_local_description() first
                     // then, after call set_remote_description here,
@@ -1636,6 +1641,7 @@ impl RTCPeerConnection {
                         remote_caps,
                         local_sctp_port,
                         remote_sctp_port,
+                        remote_sctp_init,
                     )?;
                 }
                 self.start_rtp(remote_description)?;
@@ -2541,6 +2547,7 @@ mod tests {
                 },
                 5000,
                 5000,
+                None,
             )
             .expect("start");
 
@@ -2587,6 +2594,7 @@ mod tests {
                 },
                 5000,
                 5000,
+                None,
             )
             .expect("start");
 
@@ -2735,6 +2743,7 @@ mod tests {
                     },
                     5000,
                     5000,
+                    None,
                 )
                 .expect("start");
             let sctp = pc.sctp().expect("SCTP is negotiated");

@@ -374,6 +374,7 @@ pub struct SettingEngine {
     /// budget via rtc-sctp's `max_payload_size_for_mtu`. `None` uses the rtc-sctp
     /// default (`INITIAL_MTU`, 1191 — the TURN-relayed IPv6 minimum-MTU budget).
     pub(crate) sctp_mtu: Option<u32>,
+    pub(crate) sctp_snap: bool,
     pub(crate) ignore_rid_pause_for_recv: bool,
     pub(crate) write_ssrc_attributes_for_simulcast: bool,
 }
@@ -1376,6 +1377,19 @@ impl SettingEngineBuilder {
         }
 
         self.0.sctp_max_receive_buffer_size = Some(size.max(MIN_SCTP_RECEIVE_BUFFER_SIZE));
+        self
+    }
+
+    /// Opens the data channels' SCTP association without its four-way handshake (SNAP,
+    /// [draft-hancke-tsvwg-snap]): each description carries this endpoint's SCTP INIT chunk as
+    /// `a=sctp-init:<base64>` on its application section, and when the remote description
+    /// carries one too, both ends start the association established as soon as DTLS is up,
+    /// two round trips sooner. A peer whose description has no `a=sctp-init` gets the usual
+    /// handshake. Off by default.
+    ///
+    /// [draft-hancke-tsvwg-snap]: https://datatracker.ietf.org/doc/draft-hancke-tsvwg-snap/
+    pub fn with_sctp_snap(mut self, enabled: bool) -> Self {
+        self.0.sctp_snap = enabled;
         self
     }
 

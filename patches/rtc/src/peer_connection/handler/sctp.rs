@@ -271,6 +271,43 @@ impl<'a> SctpHandler<'a> {
         Ok(())
     }
 
+    /// Opens the association SNAP describes (both descriptions carried an `a=sctp-init`):
+    /// established at once, with nothing sent, so the first packet either side sends is DATA.
+    /// Its `SCTPHandshakeComplete` goes out now, and it is `announcing` until that event has
+    /// left this handler, as an association that came up by handshake is.
+    fn open_by_snap(&mut self, now: Instant) -> Result<()> {
+        let Some(snap) = self.ctx.sctp_transport.snap.take() else {
+            return Ok(());
+        };
+        let sctp_endpoint = self
+            .ctx
+            .sctp_transport
+            .sctp_endpoint
+            .as_mut()
+            .ok_or(Error::ErrSCTPNotEstablished)?;
+        debug!("sctp endpoint opens its association by SNAP");
+        let (ch, mut conn) = sctp_endpoint
+            .connect_snap(
+                ClientConfig::new(snap.config),
+                TransportContext::default().peer_addr,
+                &snap.local_init,
+                &snap.remote_init,
+            )
+            .map_err(|e| Error::Other(e.to_string()))?;
+        while let Some(event) = conn.poll() {
+            if let Event::Connected = event {
+                self.ctx.announcing.insert(ch);
+                self.ctx.event_outs.push_back(TaggedRTCEventInternal {
+                    now,
+                    event: RTCEventInternal::SCTPHandshakeComplete(ch.0),
+                });
+            }
+        }
+        self.ctx.sctp_transport.sctp_associations.insert(ch, conn);
+        self.ctx.flush_dirty = true;
+        Ok(())
+    }
+
     pub(crate) fn name(&self) -> &'static str {
         "SctpHandler"
     }
@@ -343,6 +380,13 @@ impl<'a>
         let now = msg.now;
         if let RTCMessageInternal::Dtls(DTLSMessage::Raw(dtls_message)) = msg.message {
             debug!("recv sctp RAW {:?}", msg.transport.peer_addr);
+
+            // DTLS gave us application data, so it is up, though its `DTLSHandshakeComplete`
+            // may still be on its way to this handler (reads are pumped before events): the
+            // peer's first DATA can come in the datagram that finished its handshake.
+            if self.ctx.sctp_transport.snap.is_some() {
+                self.open_by_snap(now)?;
+            }
 
             if self.ctx.sctp_transport.sctp_endpoint.is_none() {
                 warn!(
@@ -716,6 +760,13 @@ impl<'a>
         let dtls_complete = matches!(&evt.event, RTCEventInternal::DTLSHandshakeComplete(_, _));
         if dtls_complete {
             debug!("sctp recv dtls handshake complete");
+
+            if self.ctx.sctp_transport.snap.is_some() {
+                // On its way first: the association's `SCTPHandshakeComplete` follows it.
+                self.ctx.event_outs.push_back(evt);
+                self.open_by_snap(now)?;
+                return Ok(());
+            }
 
             if let Some(sctp_transport_config) =
                 self.ctx.sctp_transport.sctp_transport_config.clone()

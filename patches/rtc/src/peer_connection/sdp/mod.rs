@@ -564,6 +564,7 @@ pub(crate) struct AddDataMediaSectionParams {
     dtls_role: ConnectionRole,
     ice_gathering_state: RTCIceGatheringState,
     sctp_max_message_size: usize,
+    sctp_init: Option<String>,
 }
 
 pub(crate) fn add_data_media_section(
@@ -611,6 +612,9 @@ pub(crate) fn add_data_media_section(
         params.ice_params.username_fragment,
         params.ice_params.password,
     );
+    if let Some(sctp_init) = params.sctp_init {
+        media = media.with_value_attribute(ATTR_KEY_SCTP_INIT.to_owned(), sctp_init);
+    }
 
     for f in dtls_fingerprints {
         media = media.with_fingerprint(f.algorithm.clone(), f.value.to_uppercase());
@@ -1026,6 +1030,8 @@ pub(crate) struct PopulateSdpParams {
     pub(crate) ice_gathering_state: RTCIceGatheringState,
     pub(crate) match_bundle_group: Option<String>,
     pub(crate) sctp_max_message_size: usize,
+    /// This endpoint's SCTP INIT for SNAP, base64, when the setting engine enables it.
+    pub(crate) sctp_init: Option<String>,
     pub(crate) ignore_rid_pause_for_recv: bool,
     pub(crate) write_ssrc_attributes_for_simulcast: bool,
 }
@@ -1119,6 +1125,7 @@ impl RTCPeerConnection {
                     dtls_role: params.connection_role,
                     ice_gathering_state: params.ice_gathering_state,
                     sctp_max_message_size: params.sctp_max_message_size,
+                    sctp_init: params.sctp_init.clone(),
                 };
                 d = add_data_media_section(d, &media_dtls_fingerprints, candidates, params)?;
                 true
@@ -1352,6 +1359,28 @@ pub(crate) fn get_application_media_section_sctp_port(
     }
 
     None
+}
+
+/// SNAP's `a=sctp-init` (draft-hancke-tsvwg-snap): the peer's SCTP INIT chunk, base64.
+pub(crate) const ATTR_KEY_SCTP_INIT: &str = "sctp-init";
+
+/// The SCTP INIT the application section carries for SNAP, decoded; `None` when it has none
+/// or what it has is not base64 (the association then opens with the usual handshake).
+pub(crate) fn get_application_media_section_sctp_init(
+    media_desc: &MediaDescription,
+) -> Option<bytes::Bytes> {
+    use base64::Engine as _;
+    if !media_desc.is_webrtc_datachannel() {
+        return None;
+    }
+    let value = media_desc.attribute(ATTR_KEY_SCTP_INIT)??;
+    match base64::engine::general_purpose::STANDARD.decode(value) {
+        Ok(init) => Some(init.into()),
+        Err(err) => {
+            log::warn!("ignoring an a=sctp-init that is not base64: {err}");
+            None
+        }
+    }
 }
 
 pub(crate) fn get_application_media_section_max_message_size(

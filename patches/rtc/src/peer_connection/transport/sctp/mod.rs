@@ -6,6 +6,7 @@ use crate::peer_connection::transport::sctp::state::RTCSctpTransportState;
 use sctp::{Association, AssociationHandle};
 use shared::error::Result;
 use shared::{TransportContext, TransportProtocol};
+use bytes::Bytes;
 use std::collections::HashMap;
 
 pub(crate) mod capabilities;
@@ -52,6 +53,22 @@ pub(crate) struct SctpTransport {
     pub(crate) mtu: Option<u32>,
 
     pub(crate) internal_buffer: Vec<u8>,
+
+    // This endpoint's SCTP INIT for SNAP, made once when a description first carries it and
+    // kept for every later one: the association that SNAP opens must be the one it describes.
+    pub(crate) snap_local_init: Option<Bytes>,
+
+    // Set by `start()` when both descriptions carried an INIT: the handler opens the
+    // association established from it once DTLS is up, and takes it then.
+    pub(crate) snap: Option<SnapStart>,
+}
+
+/// What opens an association by SNAP: this endpoint's INIT, the peer's, and the configuration
+/// both are built from.
+pub(crate) struct SnapStart {
+    pub(crate) config: ::sctp::TransportConfig,
+    pub(crate) local_init: Bytes,
+    pub(crate) remote_init: Bytes,
 }
 
 impl SctpTransport {
@@ -75,7 +92,27 @@ impl SctpTransport {
             max_receive_buffer_size,
             mtu,
             internal_buffer: vec![],
+            snap_local_init: None,
+            snap: None,
         }
+    }
+
+    /// This endpoint's SCTP INIT for SNAP (the SDP's `a=sctp-init`), made the first time it
+    /// is asked for and the same ever after.
+    pub(crate) fn snap_init(&mut self) -> Bytes {
+        let config = self.snap_transport_config();
+        self.snap_local_init
+            .get_or_insert_with(|| ::sctp::generate_snap_init(&config))
+            .clone()
+    }
+
+    /// The receive window and streams an INIT for SNAP announces: those `start()` configures.
+    fn snap_transport_config(&self) -> ::sctp::TransportConfig {
+        let mut config = ::sctp::TransportConfig::default();
+        if let Some(recv_buf) = self.max_receive_buffer_size {
+            config = config.with_max_receive_buffer_size(recv_buf);
+        }
+        config
     }
 
     pub(crate) fn calc_message_size(remote_max_message_size: u32, can_send_size: u32) -> u32 {
@@ -145,6 +182,7 @@ impl SctpTransport {
         remote_caps: SCTPTransportCapabilities,
         local_port: u16,
         _remote_port: u16,
+        remote_sctp_init: Option<Bytes>,
     ) -> Result<()> {
         if self.is_started {
             return Ok(());
@@ -187,7 +225,22 @@ impl SctpTransport {
         }
         //TODO: add remote_port support
 
-        if dtls_role == RTCDtlsRole::Client {
+        // SNAP when both descriptions carried an INIT: no handshake, so no client INIT either.
+        if let (Some(local_init), Some(remote_init)) =
+            (self.snap_local_init.clone(), remote_sctp_init)
+        {
+            self.snap = Some(SnapStart {
+                config: sctp_transport_config.clone(),
+                local_init,
+                remote_init,
+            });
+            self.sctp_endpoint = Some(::sctp::Endpoint::new(
+                TransportContext::default().local_addr, // placeholder; rewritten per-transmit by the ICE handler
+                TransportProtocol::UDP, // placeholder; rewritten per-transmit by the ICE handler
+                sctp_endpoint_config.into(),
+                None,
+            ));
+        } else if dtls_role == RTCDtlsRole::Client {
             self.sctp_endpoint = Some(sctp::Endpoint::new(
                 TransportContext::default().local_addr, // placeholder; rewritten per-transmit by the ICE handler
                 TransportProtocol::UDP, // placeholder; rewritten per-transmit by the ICE handler
@@ -238,6 +291,7 @@ mod tests {
                 },
                 5000,
                 5000,
+                None,
             )
             .expect("start");
         transport
@@ -345,6 +399,7 @@ mod tests {
                 },
                 5000,
                 5000,
+                None,
             )
             .expect("start");
         assert_eq!(
@@ -373,6 +428,7 @@ mod tests {
                 },
                 5000,
                 5000,
+                None,
             )
             .expect("start");
         // `None` keeps the sctp crate default (INITIAL_RECV_BUF_SIZE = 1 MiB).
@@ -405,6 +461,7 @@ mod tests {
                 },
                 5000,
                 5000,
+                None,
             )
             .expect("start");
         assert_eq!(
