@@ -233,6 +233,17 @@
 //! room never splits over it; one that had lost the host too and followed the claimant is
 //! left without a host when the claimant yields, and dials the match again.
 //!
+//! # Hellos at a new host
+//!
+//! The players of the checkpoint's roster say hello to the new host with their tokens and take
+//! their slots back. Each slot also names the peer that held it last (the rendezvous's id for
+//! it, which every member shares), and a hello *without* a token from that peer, while its
+//! slot waits, takes that slot back too, with a fresh token in the welcome: a player's join
+//! hello goes to every member it is linked to, and on a lossy link the copy to the successor
+//! can reach it only after it hosts, ahead of the player's resume hello on the same channel;
+//! and a player whose welcome was lost with the old host has no token to show. Either is that
+//! player's, not a newcomer's, and was seated a second time before.
+//!
 //! # `HOST_CHECK` payload (big-endian, client → clients)
 //!
 //! | offset | size | field   | meaning                                        |

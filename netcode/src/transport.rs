@@ -19,8 +19,9 @@ use std::time::Duration;
 use crate::frame::Channel;
 use crate::link::{LinkConfig, LinkEnd, link_pair};
 
-/// A peer in the mesh, as the transport names it (a WebRTC peer id, or a test's number).
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// A peer in the mesh, as the transport names it (a WebRTC peer id, or a test's number). The
+/// rendezvous gives each peer its id, so every member of a room names a peer alike.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 pub struct PeerKey(pub u128);
 
 impl fmt::Debug for PeerKey {

@@ -12,6 +12,14 @@
 //! nothing away. The roster travels in checkpoints to the successors, who must resume
 //! everyone after a takeover; a successor that reads its checkpoint learns no token, so it can
 //! take nobody's slot.
+//!
+//! Each slot also remembers the peer that held it last (the rendezvous's id for that peer,
+//! the same on every member). A hello without a token from that peer, while the slot waits,
+//! takes the slot back with a fresh token: the transport vouches for the peer, and such a
+//! hello is that player's, not a newcomer's. It is what a new host hears after a takeover from
+//! a player whose join hello was still on its way to it when the old host welcomed that
+//! player, or whose welcome was lost with the old host: before, that player was seated a
+//! second time, under a new name, and lost its slot and score.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -59,6 +67,9 @@ pub struct Seat {
     /// When its peer left (for the resume window), if it did.
     #[serde(skip)]
     pub left_at: Option<Duration>,
+    /// The peer that held it last, kept when it leaves and carried in checkpoints: a hello
+    /// from it without the token takes the slot back while the slot waits.
+    pub last_peer: Option<PeerKey>,
 }
 
 /// A random salt for a roster's verifiers, from the operating system.
@@ -156,6 +167,7 @@ impl Roster {
         {
             let replaced = seat.peer.replace(peer).filter(|old| *old != peer);
             seat.left_at = None;
+            seat.last_peer = Some(peer);
             return Ok(Admission {
                 player: seat.player,
                 nickname: seat.nickname.clone(),
@@ -163,6 +175,17 @@ impl Roster {
                 resumed: true,
                 replaced,
             });
+        }
+        if let Some(player) =
+            self.seats.values().find(|s| s.peer.is_none() && s.last_peer == Some(peer)).map(|s| s.player)
+        {
+            let token = fresh_token();
+            let verifier = self.verify_token(token);
+            let seat = self.seats.get_mut(&player).expect("the slot just found");
+            seat.token = verifier;
+            seat.peer = Some(peer);
+            seat.left_at = None;
+            return Ok(Admission { player, nickname: seat.nickname.clone(), token, resumed: true, replaced: None });
         }
         if self.seats.len() + self.reserved.len() >= self.max_players {
             return Err(close::SERVER_FULL);
@@ -175,7 +198,14 @@ impl Roster {
         let nickname = unique_nickname(&wanted, |n| self.seats.values().any(|s| same_nickname(&s.nickname, n)));
         let token = fresh_token();
         let verifier = self.verify_token(token);
-        let seat = Seat { player, token: verifier, nickname: nickname.clone(), peer: Some(peer), left_at: None };
+        let seat = Seat {
+            player,
+            token: verifier,
+            nickname: nickname.clone(),
+            peer: Some(peer),
+            left_at: None,
+            last_peer: Some(peer),
+        };
         self.seats.insert(player, seat);
         Ok(Admission { player, nickname, token, resumed: false, replaced: None })
     }
@@ -270,6 +300,35 @@ mod tests {
         assert_eq!(r.expire(Duration::from_secs(700)), [a.player]);
         let d = r.admit(PeerKey(4), &hello("ann", Some(token)), Duration::from_secs(701), || SessionToken([5; 16]));
         assert_eq!(d.map(|d| (d.resumed, d.token)), Ok((false, SessionToken([5; 16]))));
+    }
+
+    #[test]
+    fn a_hello_without_the_token_from_the_peer_that_held_a_waiting_slot_takes_it_back_with_a_new_token() {
+        let mut r = Roster::new(4, None, [3; 32]);
+        let ann = r.admit(PeerKey(1), &hello("ann", None), T0, || SessionToken([1; 16])).expect("ann");
+        r.admit(PeerKey(2), &hello("bob", None), T0, || SessionToken([2; 16])).expect("bob");
+        // The successor's roster, from a checkpoint: every slot waits.
+        let written = bincode::serde::encode_to_vec(&r, bincode::config::standard()).expect("a roster encodes");
+        let (mut back, _): (Roster, usize) =
+            bincode::serde::decode_from_slice(&written, bincode::config::standard()).expect("decodes");
+        back.detach_all(Some(T0));
+        // Ann's join hello, still on its way to the new host when the old one welcomed her.
+        let t1 = Duration::from_secs(1);
+        let again = back.admit(PeerKey(1), &hello("ann", None), t1, || SessionToken([7; 16])).expect("ann back");
+        assert_eq!(
+            (again.player, again.resumed, again.nickname.as_str(), again.token, again.replaced),
+            (ann.player, true, "ann", SessionToken([7; 16]), None),
+            "her slot, not a second one"
+        );
+        // The new token is the slot's now, the old one no longer takes it.
+        back.disconnected(PeerKey(1), t1);
+        let old = back.admit(PeerKey(8), &hello("ann", Some(SessionToken([1; 16]))), t1, || SessionToken([8; 16]));
+        assert_eq!(old.map(|a| (a.player, a.resumed)), Ok((PlayerId(2), false)), "the old token is a newcomer's");
+        let new = back.admit(PeerKey(9), &hello("ann", Some(SessionToken([7; 16]))), t1, || SessionToken([9; 16]));
+        assert_eq!(new.map(|a| (a.player, a.resumed)), Ok((ann.player, true)));
+        // Another peer's hello without a token is a newcomer's, whatever slots wait.
+        let cy = back.admit(PeerKey(3), &hello("bob", None), t1, || SessionToken([3; 16])).expect("cy");
+        assert_eq!((cy.player, cy.resumed, cy.nickname.as_str()), (PlayerId(3), false, "bob (2)"));
     }
 
     #[test]
