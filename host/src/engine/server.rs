@@ -4,13 +4,13 @@
 //! the host thread likes (every millisecond or every frame) with the current time:
 //!
 //! 1. transport events in: peers connect (a [`HostSession`] each), drop, send messages;
-//! 2. session events: hellos go through the [`Roster`] (admission, resume, takeover),
+//! 2. session events ([`peers`]): hellos go through the [`Roster`] (admission, resume, takeover),
 //!    key events become [`HostCommand::Input`], aims [`HostCommand::Aim`] and views
 //!    [`HostCommand::View`] (bounded by [`ServerCore::view_bounds`]), chat is relayed,
 //!    latencies recorded;
 //! 3. the match steps as many fixed ticks as the elapsed time covers, and each tick's
 //!    frames go to their receivers on the unreliable channel, its meta messages on the
-//!    reliable one;
+//!    reliable one ([`output`]);
 //! 4. every session's queued messages go out on the transport.
 //!
 //! [`ServerCore`] is all of it without a transport: steps 1 are [`ServerCore::handle`], steps
@@ -27,7 +27,7 @@
 //! and the frames of the player they watch (player block included), and
 //! `nextPlayer`/`prevPlayer` switch it; `/play` puts them in the game ([`status`]).
 //!
-//! Votes: `"teams"`/`"maps"` list requests; a team pick moves the player; a map pick opens
+//! Votes ([`vote`]): `"teams"`/`"maps"` list requests; a team pick moves the player; a map pick opens
 //! a [`MAP_CHANGE_VOTE`] (`yes`/`no`, 15 s) that loads the map when more than half of the
 //! connected players say yes.
 //!
@@ -51,30 +51,29 @@
 //! every one of these changes.
 
 mod chat;
+mod output;
+mod peers;
 mod status;
 mod succession;
+mod vote;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
 use vimp_netcode::frame::{Channel, op};
-use vimp_netcode::input::{ViewTime, WireInput};
-use vimp_netcode::meta::{
-    ChatHistory, ChatMessage, ClientMeta, Encoded, EngineLine, ListRequest, MetaMessage, PanelState, PlayerStat,
-    StatTable, TechInform, Vote, VoteAnswer, VoteValues,
-};
-use vimp_netcode::migration::{Claim, Handoff, Links};
-use vimp_netcode::session::{HostEvent, HostSession, HostSessionConfig, SessionToken, Welcome, close};
+use vimp_netcode::meta::{Encoded, MetaMessage, PanelState, StatTable};
+use vimp_netcode::migration::{Claim, Handoff};
+use vimp_netcode::session::{HostEvent, HostSession, HostSessionConfig, SessionToken, close};
 use vimp_netcode::transport::{PeerKey, Transport};
 
-use crate::engine::meta::Outgoing;
 use crate::engine::migration::{GameMigration, MigrationConfig, Shadow};
-use crate::engine::players::{HostCommand, MaxRewind, Participants, PlayerId, PlayerKeys, Scores};
+use crate::engine::players::{HostCommand, MaxRewind, Participants, PlayerId};
 use crate::engine::roster::Roster;
 use crate::engine::schedule::Host;
 use crate::engine::sim::EngineSettings;
-use crate::engine::snapshot::{DeltaViewer, DeltaViewers, FrameReceivers};
 pub use succession::MigrationStats;
+use vote::MapVote;
+pub use vote::{MAP_CHANGE_VOTE, MAP_VOTE_TIME};
 
 /// How the host meets its peers.
 #[derive(Clone, Debug)]
@@ -95,21 +94,6 @@ pub struct ServerConfig {
     pub maps: Vec<crate::engine::map::MapConfig>,
     /// The succession list and streaming to the successors.
     pub migration: MigrationConfig,
-}
-
-/// The name of the map-change vote players answer `yes` or `no`.
-pub const MAP_CHANGE_VOTE: &str = "mapChange";
-
-/// How long a map vote stays open.
-pub const MAP_VOTE_TIME: Duration = Duration::from_secs(15);
-
-/// A map vote in progress.
-#[derive(Clone, Debug, PartialEq)]
-struct MapVote {
-    map: String,
-    until: Duration,
-    yes: std::collections::BTreeSet<PlayerId>,
-    no: std::collections::BTreeSet<PlayerId>,
 }
 
 impl Default for ServerConfig {
@@ -742,225 +726,11 @@ impl ServerCore {
         self.flush(now);
     }
 
-    /// A hello the roster admitted: the welcome and config, the meta every client starts
-    /// with ([`Self::greet`]), the chat said meanwhile for a seat taken back, the line to
-    /// everyone. A seat taken back keeps playing or watching, whatever the hello says.
-    fn admit(&mut self, peer: PeerKey, hello: &vimp_netcode::session::Hello, a: crate::engine::roster::Admission) {
-        let input_seq =
-            self.host.world().resource::<Participants>().0.get(&a.player).map_or(0, |p| p.keys.last_input_seq());
-        let welcome = Welcome {
-            match_id: self.config.match_id.clone(),
-            player_id: a.player.0,
-            nickname: a.nickname.clone(),
-            token: a.token,
-            epoch: self.config.epoch,
-            tick: self.host.tick(),
-            resumed: a.resumed,
-            input_seq,
-            spectator: if a.resumed { self.watching.contains_key(&a.player) } else { hello.spectator },
-            snapshot_format: hello.snapshot_format(),
-            // Aims go to a host that takes them; a seat that watches now may play later.
-            aim: hello.aim,
-            view: hello.view,
-        };
-        if welcome.snapshot_format == vimp_netcode::delta::DELTA_FORMAT_VERSION {
-            self.delta_peers.insert(peer);
-        }
-        if welcome.view {
-            self.view_peers.insert(peer);
-        } else {
-            self.view_peers.remove(&peer);
-        }
-        self.roles.insert(peer, MigrationRoles::of(hello));
-        // A new session holds no frame of the old one's: its first is a keyframe.
-        self.host.world_mut().resource_mut::<DeltaViewers>().viewers.remove(&a.player);
-        let Some(session) = self.peers.get_mut(&peer) else { return };
-        session.accept(&welcome, &self.config.client_config);
-        self.greet(peer, a.player, a.resumed, hello.spectator);
-        if let Some(old) = a.replaced
-            && let Some(old_session) = self.peers.get_mut(&old)
-        {
-            old_session.close(close::REPLACED);
-        }
-        if a.resumed {
-            // Back in its slot (after a crash, or at a new host): the chat said meanwhile.
-            // The client drops the lines it already has.
-            let lines = self.migration.recent_chat().filter_map(|l| serde_json::from_str(l).ok());
-            let history = lines.filter_map(|v| ChatMessage::from_json(v).ok()).collect::<Vec<_>>();
-            if !history.is_empty() {
-                self.send_to(peer, &Encoded { port: op::CHAT_HISTORY, bytes: ChatHistory(history).encode() });
-            }
-        }
-        self.migration.joined(a.player);
-        let line = if a.resumed { EngineLine::Back } else { EngineLine::Joined };
-        self.note(ServerEvent::Joined { player: a.player, nickname: a.nickname.clone(), resumed: a.resumed });
-        self.announce(line, [a.nickname]);
-        self.update_receivers();
-    }
-
-    fn on_event(&mut self, peer: PeerKey, event: HostEvent, now: Duration) {
-        match event {
-            HostEvent::Hello(hello) => {
-                let admitted = self.roster.admit(peer, &hello, now, fresh_token);
-                if self.took_over_at.is_some() {
-                    tracing::debug!(
-                        target: vimp_netcode::client::TAKEOVER_LOG,
-                        "{:.3} s: hello from {peer} (resuming {}): {}",
-                        now.as_secs_f64(),
-                        hello.resume_token.is_some(),
-                        if admitted.is_ok() { "admitted" } else { "refused" },
-                    );
-                }
-                let Some(session) = self.peers.get_mut(&peer) else { return };
-                match admitted {
-                    Err(code) => {
-                        if code == close::SERVER_FULL {
-                            let full = MetaMessage::TechInform(TechInform::Show {
-                                code: TechInform::SERVER_FULL,
-                                params: None,
-                            });
-                            let full = full.encoded();
-                            session.send(Channel::Reliable, full.port, &full.bytes);
-                        }
-                        session.reject(code, None)
-                    }
-                    Ok(a) => self.admit(peer, &hello, a),
-                }
-            }
-            HostEvent::Input(events) => {
-                let Some(player) = self.roster.player_of(peer) else { return };
-                if self.watching.contains_key(&player) {
-                    for e in events.iter().filter_map(|e| if let WireInput::Key(e) = e { Some(e) } else { None }) {
-                        if e.action == vimp_netcode::input::KeyAction::Down {
-                            self.switch_watched(player, e.bit == 0);
-                        }
-                    }
-                    return;
-                }
-                let mut inputs = Vec::with_capacity(events.len());
-                for e in &events {
-                    let input = match e {
-                        WireInput::Key(e) => {
-                            let table = &self.host.world().resource::<PlayerKeys>().0;
-                            table.to_event(e).ok().map(|event| HostCommand::Input { player, event })
-                        }
-                        WireInput::Aim(e) => Some(HostCommand::Aim { player, seq: e.seq, aim: e.aim }),
-                        WireInput::View(e) if self.view_peers.contains(&peer) => {
-                            let (oldest, newest) = self.view_bounds(player);
-                            let said = e.view.in_256ths();
-                            // A batch repeats what is not acknowledged yet: count each view once.
-                            if self.view_seqs.get(&player).is_none_or(|last| e.seq > *last) {
-                                self.view_seqs.insert(player, e.seq);
-                                self.stats.views += 1;
-                                self.stats.views_clamped += u64::from(said < oldest);
-                            }
-                            let view = ViewTime::from_256ths(said.clamp(oldest, newest));
-                            Some(HostCommand::View { player, seq: e.seq, view })
-                        }
-                        WireInput::View(_) => {
-                            self.stats.views_refused += 1;
-                            None
-                        }
-                    };
-                    inputs.extend(input);
-                }
-                for input in inputs {
-                    self.host.push(input);
-                }
-            }
-            HostEvent::TextInput(event) => {
-                let Some(player) = self.roster.player_of(peer) else { return };
-                if self.watching.contains_key(&player) {
-                    // A spectator's keys: the next or the previous player to watch.
-                    let keys = vimp_netcode::session::spectator_keys();
-                    if event.action == vimp_netcode::input::KeyAction::Down
-                        && let Ok(key) = keys.resolve(&event)
-                    {
-                        self.switch_watched(player, key.bit == 0);
-                    }
-                    return;
-                }
-                // A name the game's keys do not have is dropped, as a bit outside them is.
-                if self.host.world().resource::<PlayerKeys>().0.resolve(&event).is_ok() {
-                    self.host.push(HostCommand::Input { player, event });
-                }
-            }
-            HostEvent::Meta { port: op::client::CHAT, payload } => self.on_chat(peer, &payload),
-            HostEvent::Meta { port: op::client::VOTE, payload } => self.on_vote(peer, &payload),
-            HostEvent::Meta { port: op::client::AUTH_RESPONSE, payload } => self.on_auth(peer, &payload),
-            HostEvent::Meta { .. } => {}
-            HostEvent::Latency(ms) => {
-                if let Some(player) = self.roster.player_of(peer) {
-                    self.latency.insert(player, ms);
-                }
-            }
-            HostEvent::Closed { by_peer, code } => {
-                if !by_peer {
-                    self.stats.kicked += 1;
-                } else if code == close::NORMAL {
-                    self.leaving.insert(peer);
-                }
-            }
-            HostEvent::CheckpointRequest => self.migration.checkpoint_requested(peer, now),
-            HostEvent::Links(payload) => match Links::decode(&payload) {
-                Ok(links) => self.migration.links(peer, Some(links.peers)),
-                Err(_) => {
-                    self.protocol_error(peer);
-                }
-            },
-            HostEvent::Claim(payload) => match Claim::decode(&payload) {
-                Ok(claim) if self.may_claim(peer, &claim, now) => {
-                    let over_this_host = claim.epoch == self.config.epoch.wrapping_add(1);
-                    if over_this_host && self.predecessor != Some(peer) && !claim.evidence.holds_the_room() {
-                        self.keep_the_match(peer, claim, now);
-                    } else if self.superseded.is_none_or(|(_, best)| claim.beats(best.epoch, best.rank)) {
-                        self.superseded = Some((peer, claim));
-                        self.note(ServerEvent::Superseded { winner: peer, claim });
-                    }
-                }
-                _ => self.migration.stats.claims_refused += 1,
-            },
-            HostEvent::StepDown(payload) => self.on_step_down(peer, &payload, now),
-            HostEvent::FrameAck(seq) => {
-                if let Some(player) = self.roster.player_of(peer)
-                    && let Some(viewer) = self.host.world_mut().resource_mut::<DeltaViewers>().viewers.get_mut(&player)
-                {
-                    viewer.ack(seq);
-                }
-            }
-        }
-    }
-
     /// The current map as a `MAP_DATA` payload (the map's JSON form).
     fn map_message(&self) -> Option<Encoded> {
         let map = self.host.world().resource::<crate::engine::map::state::MapState>();
         let json = serde_json::to_value(map.config.as_ref()?).ok()?;
         Some(MetaMessage::Map(json).encoded())
-    }
-
-    /// Frames are packed for connected players and for the players spectators watch: format 5
-    /// once per watched player, delta frames per receiving seat (each has its own baseline).
-    fn update_receivers(&mut self) {
-        let mut receivers = std::collections::BTreeSet::new();
-        let mut viewers = BTreeMap::new();
-        for seat in self.roster.seats() {
-            let Some(peer) = seat.peer else { continue };
-            let Some(watches) = self.watching.get(&seat.player).copied().unwrap_or(Some(seat.player)) else {
-                continue;
-            };
-            if self.delta_peers.contains(&peer) {
-                viewers.insert(seat.player, watches);
-            } else {
-                receivers.insert(watches);
-            }
-        }
-        self.host.world_mut().resource_mut::<FrameReceivers>().0 = receivers;
-        let mut deltas = self.host.world_mut().resource_mut::<DeltaViewers>();
-        deltas.viewers.retain(|seat, _| viewers.contains_key(seat));
-        for (seat, watches) in viewers {
-            let viewer = deltas.viewers.entry(seat).or_insert_with(|| DeltaViewer::new(watches));
-            viewer.watches = watches;
-        }
     }
 
     /// A spectator's `nextPlayer` (`forward`) or `prevPlayer`: the next participant in id order.
@@ -977,211 +747,6 @@ impl ServerCore {
         *watched = next;
         self.migration.meta_dirty = true;
         self.update_receivers();
-    }
-
-    /// The maps a vote may pick: the current one, then the configured ones.
-    fn map_names(&self) -> Vec<String> {
-        let current = self.host.world().resource::<crate::engine::map::state::MapState>();
-        let mut names: Vec<String> = current.config.iter().map(|c| c.name.clone()).collect();
-        for m in &self.config.maps {
-            if !names.contains(&m.name) {
-                names.push(m.name.clone());
-            }
-        }
-        names
-    }
-
-    /// Ends the map vote once more than half of the connected players said yes (the map loads),
-    /// more than half said no, or its time is up. System chat `v:1:map` — passed, `v:2:map` — failed.
-    fn settle_map_vote(&mut self, now: Duration) {
-        let Some(vote) = &self.map_vote else { return };
-        let voters = self.roster.seats().filter(|s| s.peer.is_some()).count().max(1);
-        let passed = vote.yes.len() * 2 > voters;
-        if !passed && vote.no.len() * 2 < voters && now < vote.until {
-            return;
-        }
-        let map_name = vote.map.clone();
-        self.map_vote = None;
-        self.migration.meta_dirty = true;
-        let chosen = if passed {
-            let current = self.host.world().resource::<crate::engine::map::state::MapState>().config.clone();
-            current
-                .filter(|c| c.name == map_name)
-                .or_else(|| self.config.maps.iter().find(|m| m.name == map_name).cloned())
-        } else {
-            None
-        };
-        let loaded = chosen.is_some_and(|map| self.host.load_map(map).is_ok());
-        self.announce(if loaded { EngineLine::VotePassed } else { EngineLine::VoteFailed }, [map_name]);
-    }
-
-    /// Votes: a team request answers with the teams; a team pick asks the game to move the
-    /// player (it decides); the map list is the current map until map rotation exists.
-    fn on_vote(&mut self, peer: PeerKey, payload: &[u8]) {
-        let Some(player) = self.roster.player_of(peer) else { return };
-        let answer = match ClientMeta::decode(op::client::VOTE, payload) {
-            Ok(ClientMeta::Vote(answer)) => answer,
-            _ => {
-                self.protocol_error(peer);
-                return;
-            }
-        };
-        let reply = match answer {
-            VoteAnswer::Request(ListRequest::Teams) => Some(Vote {
-                name: "teams".into(),
-                params: None,
-                values: Some(VoteValues::List(vec![1.into(), 2.into()])),
-            }),
-            VoteAnswer::Request(ListRequest::Maps) => {
-                let names = self.map_names().into_iter().map(Into::into).collect();
-                Some(Vote { name: "maps".into(), params: None, values: Some(VoteValues::List(names)) })
-            }
-            VoteAnswer::Pick { name, value } if name == "maps" => {
-                let wanted = value.as_str().unwrap_or_default().to_owned();
-                if self.map_vote.is_none() && self.map_names().contains(&wanted) {
-                    let mut vote = MapVote {
-                        map: wanted.clone(),
-                        until: self.last.unwrap_or_default() + MAP_VOTE_TIME,
-                        yes: Default::default(),
-                        no: Default::default(),
-                    };
-                    vote.yes.insert(player);
-                    self.map_vote = Some(vote);
-                    self.migration.meta_dirty = true;
-                    let ask = Vote {
-                        name: MAP_CHANGE_VOTE.into(),
-                        params: Some(vec![wanted]),
-                        values: Some(VoteValues::List(vec!["yes".into(), "no".into()])),
-                    };
-                    self.send_all(&MetaMessage::Vote(ask).encoded());
-                }
-                None
-            }
-            VoteAnswer::Pick { name, value } if name == MAP_CHANGE_VOTE => {
-                if let Some(vote) = self.map_vote.as_mut() {
-                    let (add, remove) =
-                        if value == "yes" { (&mut vote.yes, &mut vote.no) } else { (&mut vote.no, &mut vote.yes) };
-                    remove.remove(&player);
-                    add.insert(player);
-                    self.migration.meta_dirty = true;
-                }
-                None
-            }
-            VoteAnswer::Pick { name, value } if name == "teams" => {
-                let team = value.as_u64().or_else(|| value.as_str().and_then(|s| s.parse().ok()));
-                if let Some(team) = team.and_then(|t| u8::try_from(t).ok()) {
-                    self.host.push(HostCommand::SetTeam { player, team });
-                }
-                None
-            }
-            VoteAnswer::Pick { .. } => None,
-        };
-        if let Some(vote) = reply {
-            self.send_to(peer, &MetaMessage::Vote(vote).encoded());
-        }
-    }
-
-    /// Brings the stat table up to date (a row per participant: name, status, score, deaths,
-    /// latency) and sends what changed to every client.
-    fn broadcast_stat(&mut self) {
-        let world = self.host.world();
-        let participants = world.resource::<Participants>();
-        let scores = world.resource::<Scores>();
-        let mut present = Vec::new();
-        for (player, p) in &participants.0 {
-            let score = scores.0.get(player).cloned().unwrap_or_default();
-            let row = PlayerStat {
-                name: p.name.clone(),
-                status: if p.bot { format!("bot {}", score.status).trim().to_owned() } else { score.status },
-                score: score.score,
-                deaths: score.deaths,
-                latency_ms: self.latency.get(player).map_or(0, |ms| ms.round() as u32),
-            };
-            self.stat.set_row(0, player.0 as u32, 0, row.cells());
-            present.push(player.0 as u32);
-        }
-        let gone: Vec<u32> =
-            (0..=u8::MAX as u32).filter(|id| !present.contains(id) && self.stat.row(0, *id).is_some()).collect();
-        for id in gone {
-            self.stat.remove_row(0, id);
-        }
-        if let Some(delta) = self.stat.delta() {
-            self.send_all(&MetaMessage::Stat(delta).encoded());
-        }
-    }
-
-    /// Sends the last tick's frames and meta messages to their receivers.
-    fn send_tick_output(&mut self) {
-        self.announce_map_changes();
-        let frames = self.host.take_frames();
-        for (player, bytes) in &frames.frames {
-            // The player itself (unless it is a watched bot), and everyone watching it, that
-            // take format 5.
-            let viewers = self
-                .roster
-                .seat(*player)
-                .filter(|s| !self.watching.contains_key(&s.player))
-                .and_then(|s| s.peer)
-                .into_iter()
-                .chain(
-                    self.watching
-                        .iter()
-                        .filter(|(_, w)| **w == Some(*player))
-                        .filter_map(|(s, _)| self.roster.seat(*s).and_then(|s| s.peer)),
-                );
-            for peer in viewers.filter(|p| !self.delta_peers.contains(p)).collect::<Vec<_>>() {
-                if let Some(session) = self.peers.get_mut(&peer).filter(|s| s.is_active()) {
-                    session.send(Channel::Unreliable, op::SHOT_DATA, bytes);
-                    self.stats.frames_sent += 1;
-                }
-            }
-        }
-        for (seat, bytes) in &frames.deltas {
-            let Some(peer) = self.roster.seat(*seat).and_then(|s| s.peer) else { continue };
-            if let Some(session) = self.peers.get_mut(&peer).filter(|s| s.is_active()) {
-                session.send(Channel::Unreliable, op::SHOT_DATA, bytes);
-                self.stats.frames_sent += 1;
-                self.stats.delta_frames_sent += 1;
-            }
-        }
-        // The game publishes panels on snapshot ticks only (`frames.seq` is set on those).
-        if frames.seq != 0 {
-            self.send_panels();
-        }
-        for Outgoing { to, message } in self.host.take_meta() {
-            // A message the wire cannot carry (a game's bug): logged once, counted always.
-            if let Err(e) = message.validate() {
-                if self.stats.meta_refused == 0 {
-                    tracing::error!("a meta message on port {} does not validate: {e}", message.port());
-                }
-                self.stats.meta_refused += 1;
-                continue;
-            }
-            let message = message.encoded();
-            // `None`: everyone; `Some(None)`: a player not linked now, nobody.
-            let target = to.map(|p| self.roster.seat(p).and_then(|s| s.peer));
-            for (peer, session) in self.peers.iter_mut().filter(|(_, s)| s.is_active()) {
-                if target.is_none_or(|t| t == Some(*peer)) {
-                    session.send(Channel::Reliable, message.port, &message.bytes);
-                }
-            }
-        }
-    }
-
-    fn flush(&mut self, now: Duration) {
-        let mut closed = Vec::new();
-        for (peer, session) in &mut self.peers {
-            while let Some((channel, bytes)) = session.poll_transmit() {
-                self.stats.bytes_out += bytes.len() as u64;
-                self.outbox.push_back((*peer, channel, bytes));
-            }
-            if session.close_code().is_some() {
-                closed.push(*peer);
-            }
-        }
-        for peer in closed {
-            self.drop_peer(peer, now);
-        }
     }
 
     /// The moments a view of `player` may name, in 256ths of a tick: from the oldest its link
@@ -1204,49 +769,6 @@ impl ServerCore {
         let newest = u64::from(self.host.tick()) << 8;
         let back = (back_ms / tick_ms * 256.0).round() as u64;
         (newest.saturating_sub(back), newest)
-    }
-
-    /// `peer` is gone. One that left (it closed with a normal close: the window's Leave, a
-    /// quit) gives its slot up at once, its tank with it; one that dropped (its link went, it
-    /// timed out, it was kicked) keeps its slot for [`Roster::resume_window`].
-    fn drop_peer(&mut self, peer: PeerKey, now: Duration) {
-        self.peers.remove(&peer);
-        self.delta_peers.remove(&peer);
-        self.view_peers.remove(&peer);
-        self.roles.remove(&peer);
-        self.panels.remove(&peer);
-        self.migration.links(peer, None);
-        if self.leaving.remove(&peer)
-            && let Some(seat) = self.roster.leave(peer)
-        {
-            let player = seat.player;
-            self.migration.meta_dirty = true;
-            self.note(ServerEvent::Left { player, nickname: seat.nickname.clone() });
-            self.announce(EngineLine::Left, [seat.nickname]);
-            self.latency.remove(&player);
-            self.view_seqs.remove(&player);
-            self.watching.remove(&player);
-            self.auth_values.remove(&player);
-            self.migration.freed(player);
-            self.host.push(HostCommand::Leave { player });
-            // Everyone's table drops the player now, not at the next round of it.
-            self.next_stat = now;
-            self.update_receivers();
-            return;
-        }
-        if let Some(player) = self.roster.disconnected(peer, now) {
-            self.migration.meta_dirty = true;
-            self.stats.dropped += 1;
-            if let Some(name) = self.roster.seat(player).map(|s| s.nickname.clone()) {
-                self.note(ServerEvent::Left { player, nickname: name.clone() });
-                self.announce(EngineLine::Left, [name]);
-            }
-            self.latency.remove(&player);
-            if !self.watching.contains_key(&player) {
-                self.host.push(HostCommand::Release { player });
-            }
-            self.update_receivers();
-        }
     }
 }
 
