@@ -273,6 +273,9 @@ pub struct ClientCore {
     /// Whether a whole checkpoint came from the host followed: this client (its node) keeps a
     /// shadow of it.
     shadowed: bool,
+    /// Successors of the host followed that said they keep no shadow of it (their
+    /// `HOST_CHECK`s passed), by the epoch they said it of: they give their turns up.
+    passed: BTreeMap<PeerKey, u32>,
     /// When the shadow's stream (a checkpoint or a log batch) last came: a shadow the host
     /// stopped streaming to (this client left its first successors) falls behind the match.
     streamed_at: Option<Duration>,
@@ -344,6 +347,7 @@ impl ClientCore {
             host_heard_at: Duration::ZERO,
             unlisted_claimer: None,
             shadowed: false,
+            passed: BTreeMap::new(),
             streamed_at: None,
             sent: VecDeque::new(),
             last_aim: None,

@@ -202,6 +202,15 @@
 //!   (judged from the gaps it has seen, between its floor and half its ceiling), counts the
 //!   host lost then: the successor first in line, whose own timeout may be the longer, takes
 //!   its turn a timeout sooner.
+//! - **A successor that cannot take over passes.** One the host listed before its first
+//!   checkpoint came (it keeps no shadow) says so in its own `HOST_CHECK` (`passes`), and every
+//!   successor that hears it drops it from its order: the next in line takes its turn at once
+//!   instead of after the passer's turn and a claim's way. Only the asker's own turn can be
+//!   given up this way.
+//! - **Answers to a warning count.** The answers a successor gets to its warning before its
+//!   turn (the room's word that the host is lost, or not) count in its first round when they
+//!   came within a round's time of it: it claims as soon as its turn comes, rather than a
+//!   round trip later.
 //! - **Only voters count.** A client says in its hello that it answers checks
 //!   ([`Hello::checks`](crate::session::Hello::checks)); the host lists those peers in its
 //!   succession list ([`Succession::voters`]). A successor asks every peer it is linked to,
@@ -249,6 +258,7 @@
 //! | offset | size | field   | meaning                                        |
 //! |-------:|-----:|---------|------------------------------------------------|
 //! | 0      | 4    | `epoch` | the epoch of the host the asker lost (`u32`)    |
+//! | 4      | 1    | `flags` | bit 0: the asker keeps no shadow of that host and passes its turn (see [Before a claim](self#before-a-claim-asking-the-room)); other bits ignored. Absent from a client of an earlier build (4 bytes): no flags |
 //!
 //! # `HOST_SEEN` payload (big-endian, client → client)
 //!
@@ -694,18 +704,31 @@ impl StepDown {
 pub struct HostCheck {
     /// The epoch of the host the asker lost.
     pub epoch: u32,
+    /// The asker keeps no shadow of that host, so it will not take over: a successor listed
+    /// after it need not wait out its turn.
+    pub passes: bool,
 }
 
 impl HostCheck {
     /// The `HOST_CHECK` payload.
     pub fn encode(&self) -> Vec<u8> {
-        self.epoch.to_be_bytes().to_vec()
+        let mut out = Vec::with_capacity(5);
+        out.put_u32(self.epoch);
+        out.push(u8::from(self.passes));
+        out
     }
 
-    /// Reads a `HOST_CHECK` payload.
+    /// Reads a `HOST_CHECK` payload: the epoch, and the flags byte if there is one (a client
+    /// of an earlier build sends none: it does not pass). Flag bits other than the first are
+    /// ignored.
     pub fn decode(bytes: &[u8]) -> Result<HostCheck, MigrationError> {
-        whole(bytes, |r| Ok(HostCheck { epoch: r.u32("epoch")? }))
-            .ok_or(MigrationError::BadControl { len: bytes.len() })
+        let bad = || MigrationError::BadControl { len: bytes.len() };
+        match bytes.len() {
+            4 => whole(bytes, |r| Ok(HostCheck { epoch: r.u32("epoch")?, passes: false })).ok_or_else(bad),
+            5 => whole(bytes, |r| Ok(HostCheck { epoch: r.u32("epoch")?, passes: r.u8("flags")? & 1 != 0 }))
+                .ok_or_else(bad),
+            _ => Err(bad()),
+        }
     }
 }
 

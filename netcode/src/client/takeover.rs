@@ -48,6 +48,9 @@ pub(super) struct Lost {
     /// Counted lost again after dialing the room anew and finding nobody hosting: the
     /// successors' keys are the old mesh's, so each waits its place in the whole list.
     pub(super) orphan: bool,
+    /// Answers to this client's warning that came before its turn, with when: those of the
+    /// last round's time count in its first round.
+    pub(super) early: Vec<(PeerKey, HostSeen, Duration)>,
 }
 
 impl Lost {
@@ -74,6 +77,7 @@ impl Lost {
             cleared: false,
             evidence: Evidence::default(),
             orphan: false,
+            early: Vec::new(),
         }
     }
 }
@@ -136,10 +140,18 @@ impl ClientCore {
         let alive_within = (lost.turn / 2).max(ALIVE_WITHIN);
         let witnessed = self.settings.witness;
         let published = self.succession.as_ref().and_then(|s| s.voters.as_ref());
-        let check = lost.check.get_or_insert_with(|| {
+        if lost.check.is_none() {
             let voters = lost.room.iter().copied().filter(|p| published.is_none_or(|v| v.contains(p))).collect();
-            host_check::Check::new(epoch, lost.room.clone(), alive_within, witnessed).with_voters(voters)
-        });
+            let mut check =
+                host_check::Check::new(epoch, lost.room.clone(), alive_within, witnessed).with_voters(voters);
+            // The room's answers to this client's warning, if they are fresh, count now.
+            let fresh = now.saturating_sub(round);
+            for (peer, seen, _) in lost.early.drain(..).filter(|(.., at)| *at >= fresh) {
+                check.answer(peer, seen);
+            }
+            lost.check = Some(check);
+        }
+        let Some(check) = lost.check.as_mut() else { return };
         match check.step(now, round) {
             host_check::Step::Claim(evidence) => {
                 tracing::debug!(target: TAKEOVER_LOG, "{:.3} s: the room agrees: {}", now.as_secs_f64(), evidence.said());
@@ -165,7 +177,8 @@ impl ClientCore {
 
     /// `HOST_CHECK` about the host of `epoch` to the peers of `room` still linked.
     pub(super) fn ask_room(&mut self, epoch: u32, room: &[PeerKey]) {
-        let ask = HostCheck { epoch }.encode();
+        // A successor that keeps no shadow cannot take over: it gives its turn up.
+        let ask = HostCheck { epoch, passes: !self.shadowed }.encode();
         let mut bytes = Vec::new();
         frame::encode(op::HOST_CHECK, &ask, &mut bytes);
         // On both channels: a mesh link that carries little else recovers a lost reliable
@@ -204,6 +217,9 @@ impl ClientCore {
     /// (see [Before a claim](crate::migration#before-a-claim-asking-the-room)).
     pub(super) fn on_host_check(&mut self, peer: PeerKey, payload: &[u8], now: Duration) -> bool {
         let Ok(check) = HostCheck::decode(payload) else { return false };
+        if check.passes && check.epoch == self.following.0 && self.welcome.is_some() {
+            self.note_pass(peer, now);
+        }
         let joining = self.welcome.is_none() && self.closed.is_none() && !self.candidates.is_empty();
         if !self.hello.checks || (self.welcome.is_none() && !joining) {
             return false;
@@ -248,6 +264,20 @@ impl ClientCore {
         true
     }
 
+    /// `peer`, a successor of the host followed, keeps no shadow of it and passes its turn
+    /// (its own `HOST_CHECK` said so): it is left out of the order of the successors, now and
+    /// when this client counts the host lost later.
+    fn note_pass(&mut self, peer: PeerKey, now: Duration) {
+        let epoch = self.following.0;
+        self.passed.retain(|_, e| *e == epoch);
+        if self.passed.insert(peer, epoch).is_none() {
+            tracing::debug!(target: TAKEOVER_LOG, "{:.3} s: {peer} keeps no shadow and passes its turn", now.as_secs_f64());
+        }
+        if let Some(lost) = self.lost.as_mut().filter(|l| l.handoff_to.is_none()) {
+            lost.successors.retain(|p| *p != peer);
+        }
+    }
+
     /// A fellow peer's answer to this successor's `HOST_CHECK`; `false` when it does not
     /// decode. An answer nobody asked for (a check over, another epoch) is dropped.
     pub(super) fn on_host_seen(&mut self, peer: PeerKey, payload: &[u8]) -> bool {
@@ -258,8 +288,18 @@ impl ClientCore {
             self.now.as_secs_f64(),
             seen.silence_ms
         );
-        if let Some(check) = self.lost.as_mut().and_then(|l| l.check.as_mut()) {
-            check.answer(peer, seen);
+        let now = self.now;
+        if let Some(lost) = self.lost.as_mut() {
+            match lost.check.as_mut() {
+                Some(check) => {
+                    check.answer(peer, seen);
+                }
+                // An answer to this client's warning, before its turn: kept for its first round.
+                None => {
+                    lost.early.retain(|(p, ..)| *p != peer);
+                    lost.early.push((peer, seen, now));
+                }
+            }
         }
         true
     }
@@ -394,6 +434,8 @@ impl ClientCore {
     /// without a host. Linked to them all, it hears their claims, so none claims apart.
     pub(super) fn successors_at_loss(&self) -> Vec<PeerKey> {
         let mut successors = self.succession.as_ref().map(|s| s.peers.clone()).unwrap_or_default();
+        // Those that said they keep no shadow of this host give their turns up.
+        successors.retain(|p| self.passed.get(p) != Some(&self.following.0));
         // Only a shadow still streamed: one the host stopped streaming to is behind the match,
         // and taking over from it would set everyone back to where it stopped.
         let streamed = self.streamed_at.is_some_and(|t| self.now.saturating_sub(t) <= STREAM_FRESH);

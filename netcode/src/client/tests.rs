@@ -1,4 +1,5 @@
 use super::*;
+use crate::migration::Succession;
 
 /// Without any transport: a peer whose link opens gets a hello, a peer whose link
 /// dropped gets nothing more.
@@ -100,9 +101,91 @@ fn welcomed_core() -> ClientCore {
 
 /// `HOST_CHECK` about the host of `epoch`, framed.
 fn host_check(epoch: u32) -> Vec<u8> {
+    framed(op::HOST_CHECK, &HostCheck { epoch, passes: false }.encode())
+}
+
+fn framed(opcode: u8, payload: &[u8]) -> Vec<u8> {
     let mut bytes = Vec::new();
-    frame::encode(op::HOST_CHECK, &HostCheck { epoch }.encode(), &mut bytes);
+    frame::encode(opcode, payload, &mut bytes);
     bytes
+}
+
+/// A welcomed core (peer 9) that its host lists second, after peer 2, and that keeps a
+/// shadow of the host (a whole checkpoint came).
+fn second_successor() -> ClientCore {
+    let mut core = welcomed_core();
+    let epoch = core.following.0;
+    let list = Succession { epoch, peers: vec![PeerKey(2), PeerKey(9)], voters: None };
+    let mut frames = vec![framed(op::SUCCESSION, &list.encode())];
+    let parts = crate::migration::checkpoint_parts(1, b"the match").expect("parts");
+    frames.extend(parts.iter().map(|p| framed(op::CHECKPOINT, p)));
+    for bytes in frames {
+        core.handle(Duration::ZERO, TransportEvent::Message { peer: PeerKey(1), channel: Channel::Reliable, bytes });
+    }
+    core.handle_timeout(Duration::ZERO);
+    assert!(core.shadowed, "the checkpoint came");
+    std::iter::from_fn(|| core.poll_transmit()).for_each(drop);
+    core
+}
+
+/// The `HOST_CHECK`s in `sent`.
+fn checks(sent: &[(PeerKey, Channel, Vec<u8>)]) -> Vec<HostCheck> {
+    sent.iter()
+        .filter_map(|(_, _, b)| {
+            let f = frame::parse(b).ok().filter(|f| f.opcode == op::HOST_CHECK)?;
+            Some(HostCheck::decode(f.payload).expect("a check decodes"))
+        })
+        .collect()
+}
+
+#[test]
+fn a_successor_takes_its_turn_at_once_when_the_one_before_it_passes_for_want_of_a_shadow() {
+    let ms = Duration::from_millis;
+    let mut core = second_successor();
+    let epoch = core.following.0;
+    core.handle_timeout(ms(600));
+    assert!(core.host_lost(), "500 ms of silence");
+    let warned = checks(&std::iter::from_fn(|| core.poll_transmit()).collect::<Vec<_>>());
+    assert!(!warned.is_empty() && warned.iter().all(|c| !c.passes), "it keeps a shadow: it does not pass");
+    assert!(!core.my_turn(), "peer 2 goes first");
+    // Peer 2, first in line, keeps no shadow: its own check says it passes.
+    let pass = framed(op::HOST_CHECK, &HostCheck { epoch, passes: true }.encode());
+    core.handle(ms(650), TransportEvent::Message { peer: PeerKey(2), channel: Channel::Reliable, bytes: pass });
+    core.handle_timeout(ms(650));
+    assert!(core.my_turn(), "its turn now, not 500 + 200 ms after the loss");
+    let asked = checks(&std::iter::from_fn(|| core.poll_transmit()).collect::<Vec<_>>());
+    assert!(!asked.is_empty(), "it asks the room");
+    // A pass from a peer it does not list changes nothing; nor does one about another host.
+    let mut other = second_successor();
+    other.handle_timeout(ms(600));
+    let elsewhere = framed(op::HOST_CHECK, &HostCheck { epoch: epoch + 1, passes: true }.encode());
+    other.handle(ms(650), TransportEvent::Message { peer: PeerKey(2), channel: Channel::Reliable, bytes: elsewhere });
+    let stranger = framed(op::HOST_CHECK, &HostCheck { epoch, passes: true }.encode());
+    other.handle(ms(650), TransportEvent::Message { peer: PeerKey(3), channel: Channel::Reliable, bytes: stranger });
+    other.handle_timeout(ms(650));
+    assert!(!other.my_turn(), "peer 2 still goes first");
+}
+
+#[test]
+fn the_room_s_answers_to_a_successor_s_warning_count_once_its_turn_comes() {
+    let ms = Duration::from_millis;
+    let run = |answered_at: Duration, turn_at: Duration| {
+        let mut core = second_successor();
+        let epoch = core.following.0;
+        core.handle_timeout(ms(600));
+        assert!(core.host_lost());
+        // Peer 3 answers the warning: it lost the host too.
+        let seen = framed(op::HOST_SEEN, &HostSeen { asked: epoch, following: epoch, silence_ms: u32::MAX }.encode());
+        core.handle(answered_at, TransportEvent::Message { peer: PeerKey(3), channel: Channel::Reliable, bytes: seen });
+        core.handle_timeout(answered_at);
+        assert!(!core.takeover_due(), "not before its turn");
+        let pass = framed(op::HOST_CHECK, &HostCheck { epoch, passes: true }.encode());
+        core.handle(turn_at, TransportEvent::Message { peer: PeerKey(2), channel: Channel::Reliable, bytes: pass });
+        core.handle_timeout(turn_at);
+        core.takeover_due()
+    };
+    assert!(run(ms(700), ms(750)), "1 of the 2 asked and itself: the room agrees at once");
+    assert!(!run(ms(700), ms(1300)), "an answer older than a round is asked again");
 }
 
 /// The `HOST_SEEN` answers in `sent`, by receiver.

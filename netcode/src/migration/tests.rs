@@ -210,9 +210,11 @@ proptest! {
     }
 
     #[test]
-    fn host_checks_round_trip(asked in any::<u32>(), following in any::<u32>(), silence_ms in any::<u32>()) {
-        let c = HostCheck { epoch: asked };
+    fn host_checks_round_trip(asked in any::<u32>(), passes in any::<bool>(), following in any::<u32>(), silence_ms in any::<u32>()) {
+        let c = HostCheck { epoch: asked, passes };
         prop_assert_eq!(HostCheck::decode(&c.encode()), Ok(c));
+        // A client of an earlier build sends the epoch alone: it does not pass.
+        prop_assert_eq!(HostCheck::decode(&asked.to_be_bytes()), Ok(HostCheck { epoch: asked, passes: false }));
         let seen = HostSeen { asked, following, silence_ms };
         prop_assert_eq!(HostSeen::decode(&seen.encode()), Ok(seen));
     }
