@@ -262,6 +262,9 @@ pub struct ClientCore {
     /// epoch and rank with a lower key goes before it ([`Claim::precedes`], within
     /// [`RIVAL_WINDOW`](crate::migration::RIVAL_WINDOW) of the claim, as the hosts reckon it).
     rival_until: Option<(PeerKey, Duration)>,
+    /// The last claim heard, and from whom: a new host sends its claim on both channels, and
+    /// the second copy is not a second claim.
+    claim_heard: Option<(PeerKey, Claim)>,
     lost: Option<Lost>,
     /// What this successor knew of a host it gave up on, while it dials the room again.
     orphaned: Option<Orphaned>,
@@ -340,6 +343,7 @@ impl ClientCore {
             searching: true,
             following: (0, 0),
             rival_until: None,
+            claim_heard: None,
             lost: None,
             orphaned: None,
             resuming: None,
@@ -386,14 +390,15 @@ impl ClientCore {
             // The check of the room comes on both channels (see `check_the_room`).
             Ok(f) if f.opcode == op::HOST_CHECK => self.on_host_check(peer, f.payload, now),
             Ok(f) if f.opcode == op::HOST_SEEN => self.on_host_seen(peer, f.payload),
-            Ok(f) if channel == Channel::Reliable => match f.opcode {
-                op::CLAIM => {
-                    match Claim::decode(f.payload) {
-                        Ok(claim) => self.on_claim(peer, claim, now),
-                        Err(_) => self.stats.claims_refused += 1,
-                    }
-                    true
+            // A new host's claim comes on both channels (see `ServerCore::from_shadow`).
+            Ok(f) if f.opcode == op::CLAIM => {
+                match Claim::decode(f.payload) {
+                    Ok(claim) => self.on_claim(peer, claim, now),
+                    Err(_) => self.stats.claims_refused += 1,
                 }
+                true
+            }
+            Ok(f) if channel == Channel::Reliable => match f.opcode {
                 op::HOST_VOTE | op::HOST_BALLOT => {
                     self.on_vote_frame(peer, f.opcode, f.payload, now);
                     true
@@ -420,7 +425,7 @@ impl ClientCore {
             return;
         }
         let Some(session) = self.candidates.get_mut(&peer) else { return };
-        if opcode == Some(op::CLAIM) && channel == Channel::Reliable {
+        if opcode == Some(op::CLAIM) {
             session.hello_again(now);
         }
         session.handle_message(now, channel, bytes);

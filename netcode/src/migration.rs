@@ -169,9 +169,13 @@
 //! process: a stall, a starved CPU) can be the one that failed while the host plays on for
 //! everyone else. So before it claims, a successor whose turn it is asks the room (Raft's
 //! pre-vote, in spirit): `HOST_CHECK` to every fellow peer it was linked to when it lost the
-//! host, on both channels (a copy that does not wait behind a lost reliable chunk), again every
-//! turn until it decides. Each answers, on both channels too, with
-//! `HOST_SEEN`: the epoch of the host it follows and how long ago it last heard that host.
+//! host, on the unreliable channel, again every round until it decides. Each answers, on the
+//! unreliable channel too, with `HOST_SEEN`: the epoch of the host it follows and how long ago
+//! it last heard that host. A lost check or answer is made up for by the next round; a reliable
+//! copy, lost, would hold up what follows it on that mesh link's reliable channel (the claim,
+//! the hello to the new host, its welcome) until its retransmission, 500 ms or more on a link
+//! that has carried little. For the same reason the new host sends its `CLAIM` on both
+//! channels, and a follower its hello to the claimer; the second copy of either is ignored.
 //!
 //! - An answer says **the host is alive** when it is about the same epoch and the host was
 //!   heard within [`ALIVE_WITHIN`]: a host that plays on sends every client 30 snapshots a

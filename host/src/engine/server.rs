@@ -470,7 +470,10 @@ impl ServerCore {
             Claim { epoch, rank: takeover.rank, tick: server.host.tick(), evidence: takeover.evidence }.encode();
         for peer in takeover.peers {
             let mut session = HostSession::new(server.config.session.clone(), now);
+            // On both channels: the mesh link to a fellow may have a reliable chunk lost just
+            // before (the room's check), and the claim would wait behind its retransmission.
             session.send(Channel::Reliable, op::CLAIM, &claim);
+            session.send(Channel::Unreliable, op::CLAIM, &claim);
             server.peers.insert(peer, session);
         }
         server.flush(now);

@@ -243,6 +243,9 @@ impl ClientCore {
                         self.rival_until = None;
                         self.stats.host_epoch = claim.epoch;
                     }
+                    // The other copy of the claim that made this peer the host (it comes on
+                    // both channels).
+                    Ok(claim) if claim.epoch == self.following.0 && claim.rank == self.following.1 => {}
                     Ok(_) => self.stats.claims_refused += 1,
                     Err(_) => self.stats.bad_migration_frames += 1,
                 }

@@ -181,15 +181,13 @@ impl ClientCore {
         let ask = HostCheck { epoch, passes: !self.shadowed }.encode();
         let mut bytes = Vec::new();
         frame::encode(op::HOST_CHECK, &ask, &mut bytes);
-        // On both channels: a mesh link that carries little else recovers a lost reliable
-        // chunk only by its retransmission timer, and the unreliable copy does not wait behind
-        // it. A peer answers one asker at most once per MIN_CHECK_INTERVAL, so the copy costs
-        // no second answer.
+        // On the unreliable channel only: a round that hears nothing asks again, and a lost
+        // reliable copy would hold up, until its retransmission (500 ms and more on a mesh link
+        // with no round trip measured), whatever follows it on that link's reliable channel:
+        // the claim, the hello to the new host and its welcome.
         for peer in room.iter().filter(|p| self.peers.contains(p)) {
-            for channel in [Channel::Reliable, Channel::Unreliable] {
-                self.stats.bytes_out += bytes.len() as u64;
-                self.outbox.push_back((*peer, channel, bytes.clone()));
-            }
+            self.stats.bytes_out += bytes.len() as u64;
+            self.outbox.push_back((*peer, Channel::Unreliable, bytes.clone()));
         }
     }
 
@@ -257,10 +255,8 @@ impl ClientCore {
         frame::encode(op::HOST_SEEN, &seen.encode(), &mut bytes);
         self.stats.bytes_out += bytes.len() as u64;
         self.stats.host_checks_answered += 1;
-        // On both channels, as the question came (see `check_the_room`).
-        self.stats.bytes_out += bytes.len() as u64;
-        self.outbox.push_back((peer, Channel::Unreliable, bytes.clone()));
-        self.outbox.push_back((peer, Channel::Reliable, bytes));
+        // Unreliably, as the question came (see `ask_room`).
+        self.outbox.push_back((peer, Channel::Unreliable, bytes));
         true
     }
 
@@ -523,6 +519,10 @@ impl ClientCore {
 
     /// A peer claims the match: follow it if it beats the host followed and is a known successor.
     pub(super) fn on_claim(&mut self, peer: PeerKey, claim: Claim, now: Duration) {
+        if self.claim_heard.replace((peer, claim)) == Some((peer, claim)) {
+            // The other copy of a claim already heard (it comes on both channels).
+            return;
+        }
         let listed = match &self.lost {
             Some(l) => l.successors.contains(&peer),
             None => self.succession.as_ref().is_some_and(|s| s.peers.contains(&peer)),
@@ -573,7 +573,11 @@ impl ClientCore {
         self.candidates.clear();
         self.searching = false;
         self.silence.reset();
-        self.host = Some((peer, ClientSession::new(ClientSessionConfig::new(self.hello.clone()), now)));
+        let mut session = ClientSession::new(ClientSessionConfig::new(self.hello.clone()), now);
+        // The claim may have come unreliably ahead of a reliable copy held up on a lossy link;
+        // the hello goes both ways for the same reason.
+        session.hello_unreliably();
+        self.host = Some((peer, session));
     }
 
     /// A new host to follow: the old one's checkpoint parts, and the shadow they made, are

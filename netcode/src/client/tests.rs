@@ -212,7 +212,8 @@ fn a_client_still_joining_answers_a_check_by_its_newest_link_and_says_hello_agai
     core.handle(ms(150), check.clone());
     let sent: Vec<_> = std::iter::from_fn(|| core.poll_transmit()).collect();
     let seen = answers(&sent);
-    assert_eq!(seen.len(), 2, "on both channels: {sent:?}");
+    assert_eq!(seen.len(), 1, "once, unreliably: {sent:?}");
+    assert!(sent.iter().all(|(_, c, _)| *c == Channel::Unreliable), "a lost answer holds nothing up");
     assert_eq!(seen[0], (PeerKey(2), HostSeen { asked: 1, following: 0, silence_ms: 50 }));
     assert!(seen[0].1.alive_within(ALIVE_WITHIN), "too soon to say the host is lost");
     // Asked again 400 ms after its newest link, with no welcome: no live host there.
@@ -489,4 +490,29 @@ proptest::proptest! {
             }
         }
     }
+}
+
+#[test]
+fn a_claim_that_comes_unreliably_is_followed_with_a_hello_both_ways_and_its_reliable_copy_is_no_second_claim() {
+    let ms = Duration::from_millis;
+    let mut core = second_successor();
+    core.handle_timeout(ms(600));
+    assert!(core.host_lost());
+    std::iter::from_fn(|| core.poll_transmit()).for_each(drop);
+    let claim = framed(op::CLAIM, &Claim::new(2, 0, 100).encode());
+    core.handle(
+        ms(700),
+        TransportEvent::Message { peer: PeerKey(2), channel: Channel::Unreliable, bytes: claim.clone() },
+    );
+    core.handle_timeout(ms(700));
+    let mut hellos: Vec<Channel> = std::iter::from_fn(|| core.poll_transmit())
+        .filter(|(p, _, b)| *p == PeerKey(2) && frame::parse(b).is_ok_and(|f| f.opcode == op::HELLO))
+        .map(|(_, c, _)| c)
+        .collect();
+    hellos.sort_by_key(|c| *c == Channel::Unreliable);
+    assert_eq!(hellos, [Channel::Reliable, Channel::Unreliable], "the claimer is followed, the hello said both ways");
+    core.handle(ms(800), TransportEvent::Message { peer: PeerKey(2), channel: Channel::Reliable, bytes: claim });
+    core.handle_timeout(ms(800));
+    assert_eq!(core.stats().claims_refused, 0, "the copy is not a claim refused");
+    assert_eq!(core.closed(), None);
 }

@@ -260,6 +260,16 @@ impl ClientSession {
         }
     }
 
+    /// Says the hello once more on the unreliable channel, while no answer came: a hello to
+    /// a new host whose mesh link may hold its reliable channel up behind a lost chunk. The
+    /// host takes the first copy and ignores the other.
+    pub fn hello_unreliably(&mut self) {
+        if self.state == ClientState::Hello && !self.answered {
+            let hello = serde_json::to_vec(&self.config.hello).unwrap_or_default();
+            push_frame(&mut self.out, &mut self.chunker, Channel::Unreliable, op::HELLO, &hello);
+        }
+    }
+
     /// Says the hello again now, unless a peer answered: the peer announced it hosts (a
     /// `CLAIM`), and a hello it heard before was said to a fellow client.
     pub fn hello_again(&mut self, now: Duration) {
