@@ -602,7 +602,9 @@ impl ClientCore {
             return;
         }
         self.hello.resume_token = Some(token);
-        let session = ClientSession::new(ClientSessionConfig::new(self.hello.clone()), now);
+        let mut session = ClientSession::new(ClientSessionConfig::new(self.hello.clone()), now);
+        // Both ways, as to a listed claimer (see `on_claim`).
+        session.hello_unreliably();
         self.candidates.insert(peer, session);
         self.stats.claims_dialed += 1;
     }
