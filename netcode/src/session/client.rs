@@ -134,8 +134,12 @@ impl ClientSession {
     /// Says hello (again).
     fn say_hello(&mut self, now: Duration) {
         self.hello_said = now;
+        self.push_hello(Channel::Reliable);
+    }
+
+    fn push_hello(&mut self, channel: Channel) {
         let hello = serde_json::to_vec(&self.config.hello).unwrap_or_default();
-        push_frame(&mut self.out, &mut self.chunker, Channel::Reliable, op::HELLO, &hello);
+        push_frame(&mut self.out, &mut self.chunker, channel, op::HELLO, &hello);
     }
 
     /// Whether the host accepted and the session is open.
@@ -265,8 +269,7 @@ impl ClientSession {
     /// host takes the first copy and ignores the other.
     pub fn hello_unreliably(&mut self) {
         if self.state == ClientState::Hello && !self.answered {
-            let hello = serde_json::to_vec(&self.config.hello).unwrap_or_default();
-            push_frame(&mut self.out, &mut self.chunker, Channel::Unreliable, op::HELLO, &hello);
+            self.push_hello(Channel::Unreliable);
         }
     }
 

@@ -15,7 +15,8 @@ use rtc_sctp::{
 };
 use shared::TransportProtocol;
 
-fn datagrams(association: &mut Association, now: Instant) -> Vec<Bytes> {
+/// What `association` sends at `now`, datagram by datagram.
+pub(super) fn datagrams(association: &mut Association, now: Instant) -> Vec<Bytes> {
     std::iter::from_fn(|| association.poll_transmit(now))
         .flat_map(|t| match t.message {
             Payload::RawEncode(contents) => contents,

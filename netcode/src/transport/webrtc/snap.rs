@@ -9,19 +9,12 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use rtc_sctp::{
-    Association, ClientConfig, ConnectError, DatagramEvent, Endpoint, EndpointConfig, Event, Payload,
-    PayloadProtocolIdentifier, StreamEvent, TransportConfig, generate_snap_init,
+    Association, ClientConfig, ConnectError, DatagramEvent, Endpoint, EndpointConfig, Event, PayloadProtocolIdentifier,
+    StreamEvent, TransportConfig, generate_snap_init,
 };
 use shared::TransportProtocol;
 
-fn datagrams(association: &mut Association, now: Instant) -> Vec<Bytes> {
-    std::iter::from_fn(|| association.poll_transmit(now))
-        .flat_map(|t| match t.message {
-            Payload::RawEncode(contents) => contents,
-            _ => Vec::new(),
-        })
-        .collect()
-}
+use super::sctp_handshake::datagrams;
 
 /// The chunk type of each chunk in an SCTP packet (after its 12-byte common header).
 fn chunk_types(packet: &[u8]) -> Vec<u8> {

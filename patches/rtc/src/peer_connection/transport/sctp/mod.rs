@@ -100,14 +100,15 @@ impl SctpTransport {
     /// This endpoint's SCTP INIT for SNAP (the SDP's `a=sctp-init`), made the first time it
     /// is asked for and the same ever after.
     pub(crate) fn snap_init(&mut self) -> Bytes {
-        let config = self.snap_transport_config();
+        let config = self.receive_config();
         self.snap_local_init
             .get_or_insert_with(|| ::sctp::generate_snap_init(&config))
             .clone()
     }
 
-    /// The receive window and streams an INIT for SNAP announces: those `start()` configures.
-    fn snap_transport_config(&self) -> ::sctp::TransportConfig {
+    /// The receive window and streams this endpoint announces: what an INIT for SNAP says,
+    /// and what `start()` configures the association with.
+    fn receive_config(&self) -> ::sctp::TransportConfig {
         let mut config = ::sctp::TransportConfig::default();
         if let Some(recv_buf) = self.max_receive_buffer_size {
             config = config.with_max_receive_buffer_size(recv_buf);
@@ -217,12 +218,10 @@ impl SctpTransport {
         if let Some(mtu) = self.mtu {
             sctp_endpoint_config.max_payload_size(::sctp::max_payload_size_for_mtu(mtu));
         }
-        let mut sctp_transport_config = ::sctp::TransportConfig::default()
+        let sctp_transport_config = self
+            .receive_config()
             .with_max_message_size(max_message_size)
             .with_sctp_port(local_port);
-        if let Some(recv_buf) = self.max_receive_buffer_size {
-            sctp_transport_config = sctp_transport_config.with_max_receive_buffer_size(recv_buf);
-        }
         //TODO: add remote_port support
 
         // SNAP when both descriptions carried an INIT: no handshake, so no client INIT either.
