@@ -217,12 +217,17 @@ pub struct Hello {
     /// does not offer them is not compensated.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub view: bool,
+    /// The client takes its welcome on either channel and lets the second copy pass: the host
+    /// sends it on both, so that a lost reliable copy costs nothing (a host of a build before
+    /// sends it reliably only, and a client of such a build would refuse a second copy).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub welcome_twice: bool,
 }
 
 impl Hello {
     /// A hello of this protocol version from `nickname` (build `build`): no password, no
     /// token, to play, decoding every snapshot format this build knows, able to host and
-    /// to aim, answering the room's checks.
+    /// to aim, answering the room's checks, taking its welcome on either channel.
     pub fn new(nickname: impl Into<String>, build: impl Into<String>) -> Self {
         Hello {
             version: PROTOCOL_VERSION,
@@ -237,6 +242,7 @@ impl Hello {
             checks: true,
             keeper: false,
             view: true,
+            welcome_twice: true,
         }
     }
 

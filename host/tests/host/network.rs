@@ -870,8 +870,14 @@ fn a_client_that_stops_answering_is_kicked_with_4004() {
     let mut lan = Lan::new(None);
     let a = lan.join(hello("quiet"));
     assert!(lan.run_until(Duration::from_secs(2), |l| l.clients[a].welcome().is_some()));
-    // The client's process hangs: nothing answers the pings any more.
-    lan.run(Duration::from_secs(16), Some(&[]));
+    // The client's process hangs: nothing answers the pings any more. The fifth missed in a
+    // row, 3 s apart, comes within 3 + 5 × 3 s of the last answer; not before 12 s.
+    lan.run(Duration::from_secs(12), Some(&[]));
+    assert_eq!(lan.server.peer_count(), 1, "not kicked before five pings went unanswered");
+    let deadline = lan.now + Duration::from_secs(8);
+    while lan.server.peer_count() > 0 && lan.now < deadline {
+        lan.run(Duration::from_millis(100), Some(&[]));
+    }
     assert_eq!(lan.server.peer_count(), 0);
     assert_eq!(lan.server.stats().kicked, 1);
     lan.run(Duration::from_millis(100), None);

@@ -95,6 +95,8 @@ pub struct ClientSession {
     /// The newest frame to acknowledge, and whether it went out.
     frame_ack: Option<(u32, bool)>,
     answered: bool,
+    /// The welcome as it came, while its second copy may still come ([`Hello::welcome_twice`]).
+    welcome_copy: Option<Vec<u8>>,
     /// When the hello was last said: it is said again every [`HELLO_REPEAT`] until answered.
     hello_said: Duration,
     now: Duration,
@@ -123,6 +125,7 @@ impl ClientSession {
             last_input_sent_seq: None,
             frame_ack: None,
             answered: false,
+            welcome_copy: None,
             hello_said: now,
             now,
             config,
@@ -183,6 +186,9 @@ impl ClientSession {
                 Ok(welcome) => {
                     self.state = ClientState::Active;
                     self.answered = true;
+                    if self.config.hello.welcome_twice {
+                        self.welcome_copy = Some(frame.payload.to_vec());
+                    }
                     self.events.push_back(ClientEvent::Welcomed(welcome));
                 }
                 Err(_) => self.close(close::PROTOCOL),
@@ -240,6 +246,11 @@ impl ClientSession {
             // hello to whoever may host, its answer to this process's pings when it hosted.
             // Not acted on, and no reason to drop the host.
             (ClientState::Active, op::HELLO | op::PONG) => {}
+            // The welcome's second copy, once: a host sends it on both channels to a client
+            // that asked so ([`Hello::welcome_twice`]). Any other welcome is a violation.
+            (ClientState::Active, op::WELCOME) if self.welcome_copy.as_deref() == Some(frame.payload) => {
+                self.welcome_copy = None
+            }
             _ => self.close(close::PROTOCOL),
         }
     }

@@ -123,6 +123,8 @@ pub struct HostSession {
     votes: RateLimit,
     acks: RateLimit,
     control: RateLimit,
+    /// The hello asked for its welcome on both channels ([`Hello::welcome_twice`]).
+    welcome_twice: bool,
     now: Duration,
 }
 
@@ -138,6 +140,7 @@ impl HostSession {
             events: VecDeque::new(),
             next_ping: now,
             ping_nonce: 0,
+            welcome_twice: false,
             outstanding: None,
             missed: 0,
             rtt_ema: None,
@@ -201,6 +204,7 @@ impl HostSession {
                 }
                 Ok(hello) => {
                     self.state = HostState::Deciding;
+                    self.welcome_twice = hello.welcome_twice;
                     self.events.push_back(HostEvent::Hello(hello));
                 }
                 // Said back, so that the client can say why it is not in.
@@ -342,6 +346,12 @@ impl HostSession {
         self.state = HostState::Active;
         self.next_ping = self.now;
         let welcome = serde_json::to_vec(welcome).unwrap_or_default();
+        if self.welcome_twice {
+            // A lost reliable copy would hold the join up for the association's retransmission
+            // timeout (a new host's welcome over a mesh link that carried little, most of all);
+            // the unreliable one goes at once, and snapshots follow it on that channel.
+            self.send(Channel::Unreliable, op::WELCOME, &welcome);
+        }
         self.send(Channel::Reliable, op::WELCOME, &welcome);
         let config = serde_json::to_vec(client_config).unwrap_or_default();
         self.send(Channel::Reliable, op::CONFIG_DATA, &config);

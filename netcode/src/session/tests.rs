@@ -212,7 +212,7 @@ fn garbage_and_oversize_frames_are_4400() {
 
 /// A peer that was this process's client, or a fellow client saying hello to whoever may
 /// host, sends frames of a client's role late, after the roles changed: a host's session
-/// ignores them; a second welcome is still a violation.
+/// ignores them; a welcome after its two copies is still a violation.
 #[test]
 fn a_welcomed_client_ignores_a_hello_and_a_pong_late_from_before_the_roles_changed() {
     let (_, mut client) = connected();
@@ -668,6 +668,60 @@ fn before_an_answer_other_frames_are_ignored() {
     let (ch, hello_b) = b.poll_transmit().expect("b's hello");
     a.handle_message(MS, ch, &hello_b);
     assert_eq!((a.close_code(), a.answered(), a.poll_event()), (None, false, None));
+}
+
+/// The opcodes of what `host` sends, by channel.
+fn sent(host: &mut HostSession) -> Vec<(Channel, Vec<u8>)> {
+    std::iter::from_fn(|| host.poll_transmit()).collect()
+}
+
+#[test]
+fn a_welcome_goes_on_both_channels_when_asked_and_either_copy_alone_opens_the_session() {
+    let welcomes = |out: &[(Channel, Vec<u8>)]| {
+        out.iter()
+            .filter(|(_, m)| frame::parse(m).map(|f| f.opcode) == Ok(op::WELCOME))
+            .map(|(c, _)| *c)
+            .collect::<Vec<_>>()
+    };
+    // A client of a build before: reliably only, since it would refuse a second copy.
+    let mut host = HostSession::new(HostSessionConfig::default(), Duration::ZERO);
+    let mut old =
+        ClientSession::new(ClientSessionConfig::new(Hello { welcome_twice: false, ..hello("old") }), Duration::ZERO);
+    let (ch, said) = old.poll_transmit().expect("the hello");
+    host.handle_message(MS, ch, &said);
+    assert!(matches!(host.poll_event(), Some(HostEvent::Hello(_))));
+    host.accept(&welcome(), &serde_json::json!({}));
+    assert_eq!(welcomes(&sent(&mut host)), [Channel::Reliable]);
+
+    for kept in Channel::ALL {
+        let mut host = HostSession::new(HostSessionConfig::default(), Duration::ZERO);
+        let mut client = ClientSession::new(ClientSessionConfig::new(hello("ann")), Duration::ZERO);
+        let (ch, said) = client.poll_transmit().expect("the hello");
+        host.handle_message(MS, ch, &said);
+        assert_eq!(host.poll_event(), Some(HostEvent::Hello(hello("ann"))));
+        host.accept(&welcome(), &serde_json::json!({}));
+        let out = sent(&mut host);
+        assert_eq!(welcomes(&out), [Channel::Unreliable, Channel::Reliable]);
+        // One copy is lost; the other opens the session.
+        let (first, rest): (Vec<_>, Vec<_>) =
+            out.into_iter().partition(|(c, m)| *c == kept && frame::parse(m).map(|f| f.opcode) == Ok(op::WELCOME));
+        for (ch, m) in &first {
+            client.handle_message(MS * 2, *ch, m);
+        }
+        assert!(client.is_active(), "welcomed by the {kept:?} copy alone");
+        assert_eq!(events(&mut client), [ClientEvent::Welcomed(welcome())]);
+        // The other copy, when it comes after all, passes.
+        for (ch, m) in &rest {
+            client.handle_message(MS * 3, *ch, m);
+        }
+        assert_eq!(client.close_code(), None);
+        assert!(!events(&mut client).iter().any(|e| matches!(e, ClientEvent::Welcomed(_))), "welcomed once");
+        // A third is no copy.
+        let (_, again) =
+            rest.iter().find(|(_, m)| frame::parse(m).map(|f| f.opcode) == Ok(op::WELCOME)).expect("a copy");
+        client.handle_message(MS * 4, kept, again);
+        assert_eq!(client.close_code(), Some(close::PROTOCOL));
+    }
 }
 
 #[test]
