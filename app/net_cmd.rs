@@ -810,6 +810,7 @@ pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
     report["host_checks_answered"] = json!(stats.host_checks_answered);
     report["witness_answers"] = json!(stats.witness_answers);
     report["claims_dialed"] = json!(stats.claims_dialed);
+    report["hellos_ahead"] = json!(stats.hellos_ahead);
     report["join_phases_ms"] = watch.phases_ms(&stats);
     report["snapshot_gap_ms_p50"] = json!(watch.gap_ms(0.5));
     report["snapshot_gap_ms_p99"] = json!(watch.gap_ms(0.99));

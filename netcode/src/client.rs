@@ -171,6 +171,10 @@ pub struct Handover {
     pub predecessor: Option<PeerKey>,
     /// What the claim rests on: the room's answers (nothing for a handed-off successor).
     pub evidence: Evidence,
+    /// The hellos with a token that fellows said to this client ahead of its claim (see
+    /// [Hellos said ahead](crate::migration#hellos-said-ahead)), as they came: the new host
+    /// takes them as if they came now, and its welcomes go right behind its claim.
+    pub hellos: Vec<(PeerKey, Channel, Vec<u8>)>,
 }
 
 /// The log target of what a takeover did and when (at debug level).
@@ -192,6 +196,14 @@ pub const MAX_UNSENT_CHAT: usize = 16;
 /// 4408 (see [`ClientCore::reconnect`]): the host answers in a round trip, and the hello is
 /// said again every [`HELLO_REPEAT`](crate::session::HELLO_REPEAT).
 pub const UNANSWERED_HELLO: Duration = Duration::from_secs(5);
+
+/// A hello said ahead to a successor is answered by its new host if it came within this
+/// before the takeover (it is said again every [`HELLO_REPEAT`](crate::session::HELLO_REPEAT)
+/// while unanswered).
+pub const HELLO_AHEAD_FRESH: Duration = Duration::from_secs(3);
+
+/// The largest hello kept to be answered at a takeover, bytes (one is a few hundred).
+pub const MAX_HELLO_AHEAD: usize = 4096;
 
 /// How many decoded frames [`ClientCore::take_frames`] keeps for a caller that does not take them.
 pub const MAX_QUEUED_FRAMES: usize = 64;
@@ -300,6 +312,9 @@ pub struct ClientCore {
     reported: Reported,
     /// When this client last answered each peer's `HOST_CHECK`.
     checks_answered: BTreeMap<PeerKey, Duration>,
+    /// The newest hello with a token each fellow said to this client, and when (see
+    /// [`Handover::hellos`]).
+    hellos_ahead: BTreeMap<PeerKey, (Duration, Channel, Vec<u8>)>,
     /// When the newest peer this client says hello to while it looks for a host linked.
     last_candidate_at: Duration,
     /// Chat lines said while no host was followed, oldest first.
@@ -362,6 +377,7 @@ impl ClientCore {
             changes: VecDeque::new(),
             reported: Reported::default(),
             checks_answered: BTreeMap::new(),
+            hellos_ahead: BTreeMap::new(),
             last_candidate_at: Duration::ZERO,
             unsent_chat: VecDeque::new(),
         }
@@ -386,7 +402,10 @@ impl ClientCore {
     /// refused ([`ClientStats::peer_frames_refused`]).
     fn on_peer_frame(&mut self, peer: PeerKey, channel: Channel, bytes: &[u8], now: Duration) {
         let taken = match frame::parse(bytes) {
-            Ok(f) if f.opcode == op::HELLO => true,
+            Ok(f) if f.opcode == op::HELLO => {
+                self.keep_hello_ahead(peer, channel, bytes, f.payload, now);
+                true
+            }
             // The check of the room comes on both channels (see `check_the_room`).
             Ok(f) if f.opcode == op::HOST_CHECK => self.on_host_check(peer, f.payload, now),
             Ok(f) if f.opcode == op::HOST_SEEN => self.on_host_seen(peer, f.payload),
@@ -416,19 +435,42 @@ impl ClientCore {
 
     /// A frame from a peer this client says hello to, none having answered yet: its session's,
     /// but for a fellow's check of the room, which a joiner answers too (see `on_host_check`),
-    /// and a `CLAIM`, which says that peer hosts now: the hello goes there again at once
-    /// rather than at its next repeat.
+    /// the answers to this client's own check and the peer's own hello (a successor it said
+    /// hello to ahead of a claim), and a `CLAIM`, which says that peer hosts now: the hello
+    /// goes there again at once, both ways, rather than at its next repeat, and the claim is
+    /// heard as from any peer.
     fn on_candidate_frame(&mut self, peer: PeerKey, channel: Channel, bytes: &[u8], now: Duration) {
         let opcode = frame::parse(bytes).ok().map(|f| f.opcode);
-        if opcode == Some(op::HOST_CHECK) {
-            self.on_peer_frame(peer, channel, bytes, now);
+        match opcode {
+            // A fellow's hello (said ahead to this client, a successor, while this client said
+            // its own ahead there: their lists differ) is kept as from any fellow.
+            Some(op::HOST_CHECK | op::HOST_SEEN | op::HELLO) => self.on_peer_frame(peer, channel, bytes, now),
+            Some(op::CLAIM) => {
+                if let Some(session) = self.candidates.get_mut(&peer) {
+                    // Both ways, as to any claimer (see `on_claim`).
+                    session.hello_again(now);
+                    session.hello_unreliably();
+                }
+                self.on_peer_frame(peer, channel, bytes, now);
+            }
+            _ => {
+                if let Some(session) = self.candidates.get_mut(&peer) {
+                    session.handle_message(now, channel, bytes);
+                }
+            }
+        }
+    }
+
+    /// A fellow's hello, kept if it carries a token (it lost the host, and says hello ahead
+    /// to this client, a successor): should this client take the match over, its new host
+    /// answers it at once. A join's hello, said to every peer met, has no token.
+    fn keep_hello_ahead(&mut self, peer: PeerKey, channel: Channel, bytes: &[u8], payload: &[u8], now: Duration) {
+        if self.welcome.is_none() || !self.peers.contains(&peer) || bytes.len() > MAX_HELLO_AHEAD {
             return;
         }
-        let Some(session) = self.candidates.get_mut(&peer) else { return };
-        if opcode == Some(op::CLAIM) {
-            session.hello_again(now);
+        if serde_json::from_slice::<Hello>(payload).is_ok_and(|h| h.resume_token.is_some()) {
+            self.hellos_ahead.insert(peer, (now, channel, bytes.to_vec()));
         }
-        session.handle_message(now, channel, bytes);
     }
 
     /// The mesh peers this client has an open link to (the host and fellow clients).
@@ -684,6 +726,11 @@ impl ClientCore {
         // Every peer that may be the host hears the hello again until one answers.
         for session in self.candidates.values_mut() {
             session.repeat_hello(now);
+        }
+        // Following a host, nobody else's answer is wanted (a hello said ahead to a
+        // successor, when the host it lost spoke again).
+        if self.host.is_some() {
+            self.candidates.clear();
         }
         // The candidate that answered is the host.
         if self.host.is_none()

@@ -257,6 +257,19 @@
 //! and a player whose welcome was lost with the old host has no token to show. Either is that
 //! player's, not a newcomer's, and was seated a second time before.
 //!
+//! # Hellos said ahead
+//!
+//! A player that lost its host says its hello, with its token and on both channels, to the
+//! first successor of its list at once (when that is a fellow), without waiting for a claim.
+//! The successor, still a client, keeps the newest such hello of each fellow (only one with a
+//! token: a join's hello, said to every peer met, has none). When it takes the match over, its
+//! new host takes the hellos that came within [`HELLO_AHEAD_FRESH`](crate::client::HELLO_AHEAD_FRESH)
+//! as if they came then, and each welcome goes right behind the claim: the player follows
+//! the new host a claim's way after the takeover, not a claim's way and a round trip. A
+//! welcome ahead of its claim (the claim's copies lost or late) is followed as well; the
+//! claim, when it comes, only names the rank. The new host admits such a hello by the rules
+//! of any hello (the token must hold a waiting slot), so keeping one trusts nothing.
+//!
 //! # `HOST_CHECK` payload (big-endian, client → clients)
 //!
 //! | offset | size | field   | meaning                                        |

@@ -376,6 +376,7 @@ impl<T: Transport> Node<T> {
                     successors: handover.successors,
                     predecessor: handover.predecessor,
                     evidence: handover.evidence,
+                    hellos: handover.hellos,
                 };
                 let server = ServerCore::from_shadow(*shadow, config, takeover);
                 let epoch = server.epoch();

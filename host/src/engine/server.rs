@@ -328,6 +328,10 @@ pub struct Takeover {
     pub predecessor: Option<PeerKey>,
     /// What the claim rests on (the room's answers to this successor's check).
     pub evidence: vimp_netcode::migration::Evidence,
+    /// Hellos the fellows said ahead to this successor (see
+    /// [`Handover::hellos`](vimp_netcode::client::Handover::hellos)): taken as if they came
+    /// now, after the claim.
+    pub hellos: Vec<(PeerKey, Channel, Vec<u8>)>,
 }
 
 /// What a peer's hello said it can do in a host change.
@@ -476,6 +480,13 @@ impl ServerCore {
             session.send(Channel::Unreliable, op::CLAIM, &claim);
             server.peers.insert(peer, session);
         }
+        // The welcomes go right behind the claim to those that said hello ahead.
+        for (peer, channel, bytes) in takeover.hellos {
+            if let Some(session) = server.peers.get_mut(&peer) {
+                session.handle_message(now, channel, &bytes);
+            }
+        }
+        server.on_sessions(now, false);
         server.flush(now);
         server
     }
@@ -679,6 +690,25 @@ impl ServerCore {
         }
     }
 
+    /// What the sessions said (hellos, inputs, meta), acted on peer by peer, each session's
+    /// timers run first with `timers`; it stops once the match is handed off.
+    fn on_sessions(&mut self, now: Duration, timers: bool) {
+        let keys: Vec<PeerKey> = self.peers.keys().copied().collect();
+        for peer in keys {
+            let Some(session) = self.peers.get_mut(&peer) else { continue };
+            if timers {
+                session.handle_timeout(now);
+            }
+            let events: Vec<HostEvent> = std::iter::from_fn(|| session.poll_event()).collect();
+            for event in events {
+                self.on_event(peer, event, now);
+            }
+            if self.handed_off.is_some() {
+                return;
+            }
+        }
+    }
+
     /// The rest of a turn of the network loop at `now`, after the transport's events: each
     /// session's events acted on, the match stepped, the snapshots, stats and migration
     /// streams queued for [`Self::poll_transmit`]. Nothing once handed off.
@@ -686,18 +716,10 @@ impl ServerCore {
         if self.handed_off.is_some() {
             return;
         }
-        let keys: Vec<PeerKey> = self.peers.keys().copied().collect();
-        for peer in keys {
-            let Some(session) = self.peers.get_mut(&peer) else { continue };
-            session.handle_timeout(now);
-            let events: Vec<HostEvent> = std::iter::from_fn(|| session.poll_event()).collect();
-            for event in events {
-                self.on_event(peer, event, now);
-            }
-            if self.handed_off.is_some() {
-                // Voted away: the successor continues from this very tick.
-                return;
-            }
+        self.on_sessions(now, true);
+        if self.handed_off.is_some() {
+            // Voted away: the successor continues from this very tick.
+            return;
         }
         let due: Vec<PlayerId> = self.release_due.iter().filter(|(_, at)| now >= *at).map(|(p, _)| *p).collect();
         self.release_due.retain(|(_, at)| now < *at);

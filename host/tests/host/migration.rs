@@ -1248,6 +1248,31 @@ fn the_first_successor_takes_over_on_a_fellow_s_word_before_its_own_longer_timeo
 }
 
 #[test]
+fn players_that_said_hello_ahead_are_welcomed_right_behind_the_claim() {
+    let (mut m, [ann, bob, cy]) = three_clients(3);
+    assert_eq!(m.mesh.server.succession().first(), Some(&PeerKey(1)), "ann is the first successor");
+    m.kill_first_host();
+    assert!(m.run_until(Duration::from_secs(3), |m| !m.takeovers.is_empty()), "somebody took over");
+    let (who, at, ..) = m.takeovers[0];
+    assert_eq!(who, ann);
+    let welcomed = m.run_until(Duration::from_secs(3), |m| {
+        [bob, cy].iter().all(|&i| m.client(i).welcome().is_some_and(|w| w.epoch == 2 && w.resumed))
+    });
+    assert!(welcomed, "bob and cy follow ann: {:?}", [bob, cy].map(|i| m.client(i).stats()));
+    // Each said its hello to ann as soon as it lost the host, and her new host answered it
+    // with her claim: the welcome took a claim's way (45 and 70 ms from ann), not a claim's
+    // way, a hello's and a welcome's.
+    for (i, way) in [(bob, 45), (cy, 70)] {
+        let stats = m.client(i).stats();
+        assert_eq!(stats.hellos_ahead, 1, "{i} said hello ahead once");
+        let after = stats.welcomed_at.expect("welcomed") - at;
+        println!("{i}: welcomed {after:?} after the takeover, {way} ms away");
+        assert!(after < Duration::from_millis(way * 2), "{i} welcomed {after:?} after the takeover");
+    }
+    assert_eq!(m.takeovers.len(), 1, "one takeover");
+}
+
+#[test]
 fn a_successor_cut_off_from_a_live_host_asks_the_room_and_does_not_take_the_match() {
     let (mut m, [ann, bob, cy]) = three_clients(3);
     assert_eq!(m.mesh.server.succession().first(), Some(&PeerKey(1)), "ann is the first successor");

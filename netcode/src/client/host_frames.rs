@@ -54,6 +54,12 @@ impl ClientCore {
                     self.resume_tick.get_or_insert(w.tick);
                 }
                 self.stats.host_epoch = w.epoch;
+                if w.epoch > self.following.0 {
+                    // A new host welcomed this client before its claim came (a hello said
+                    // ahead, or to a claimer the list did not name): the old host's parts
+                    // are of no use to it, as at a claim.
+                    self.forget_shadow();
+                }
                 self.following.0 = w.epoch;
                 self.next_seq = self.next_seq.max(w.input_seq + 1);
                 if w.spectator {

@@ -115,6 +115,9 @@ pub struct ClientStats {
     /// Claimers the list did not name to whom this client, its host lost, said hello (the
     /// list it had may have been stale).
     pub claims_dialed: u64,
+    /// Hellos said ahead to the first successor once the host was lost, before its claim
+    /// (see [Hellos said ahead](crate::migration#hellos-said-ahead)).
+    pub hellos_ahead: u64,
     /// Times the host went silent past the timeout and then spoke again before anyone took over.
     pub stalls_survived: u64,
     /// Times this client's process stopped hosting and the client went back onto the mesh

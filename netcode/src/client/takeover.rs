@@ -325,6 +325,12 @@ impl ClientCore {
         // stall, a sleeping laptop) hears, when it wakes, that the match has moved on, and
         // steps down instead of hosting beside the new host.
         let peers = std::mem::take(&mut self.peers).into_iter().collect();
+        let now = self.now;
+        let hellos = std::mem::take(&mut self.hellos_ahead)
+            .into_iter()
+            .filter(|(_, (at, ..))| now.saturating_sub(*at) <= HELLO_AHEAD_FRESH)
+            .map(|(peer, (_, channel, bytes))| (peer, channel, bytes))
+            .collect();
         self.hello.resume_token = Some(token);
         self.host = None;
         self.candidates.clear();
@@ -335,7 +341,7 @@ impl ClientCore {
         self.rival_until = None;
         self.resuming = Some(Resuming { lost_at, last_time_ms, heard_at: self.host_heard_at });
         self.resume_tick = None;
-        Some(Handover { peers, epoch, rank, successors, predecessor, evidence })
+        Some(Handover { peers, epoch, rank, successors, predecessor, evidence, hellos })
     }
 
     /// This process's host lost to a better claim — `winner`'s, `claim` (the server's
@@ -508,6 +514,32 @@ impl ClientCore {
         self.lost = Some(lost);
         self.warn_the_room(now);
         self.dial_unlisted_claimer(now);
+        self.hello_ahead(now);
+    }
+
+    /// Says hello, with its token and both ways, to the successor whose turn comes first when
+    /// that is a fellow: should it take the match over, its new host answers at once and the
+    /// welcome comes right behind the claim, instead of a round trip after it (see
+    /// [Hellos said ahead](crate::migration#hellos-said-ahead)). The session is a candidate's,
+    /// said again until answered; the claim of another successor ends it.
+    fn hello_ahead(&mut self, now: Duration) {
+        let Some(token) = self.welcome.as_ref().map(|w| w.token) else { return };
+        let Some(lost) = self.lost.as_ref() else { return };
+        let Some(&first) = lost.successors.first() else { return };
+        if Some(first) == self.me
+            || Some(first) == lost.host
+            || self.host.is_some()
+            || self.closed.is_some()
+            || !self.peers.contains(&first)
+            || self.candidates.contains_key(&first)
+        {
+            return;
+        }
+        self.hello.resume_token = Some(token);
+        let mut session = ClientSession::new(ClientSessionConfig::new(self.hello.clone()), now);
+        session.hello_unreliably();
+        self.candidates.insert(first, session);
+        self.stats.hellos_ahead += 1;
     }
 
     /// The loss of the host followed is counted at `now`, and the resume is timed from here.
@@ -521,6 +553,12 @@ impl ClientCore {
     pub(super) fn on_claim(&mut self, peer: PeerKey, claim: Claim, now: Duration) {
         if self.claim_heard.replace((peer, claim)) == Some((peer, claim)) {
             // The other copy of a claim already heard (it comes on both channels).
+            return;
+        }
+        if self.host.as_ref().is_some_and(|(h, _)| *h == peer) && claim.epoch == self.following.0 {
+            // Its welcome came ahead of its claim (a hello said ahead): followed already.
+            self.following.1 = claim.rank;
+            self.rival_until = Some((peer, now + crate::migration::RIVAL_WINDOW));
             return;
         }
         let listed = match &self.lost {
@@ -570,13 +608,18 @@ impl ClientCore {
         self.following = (claim.epoch, claim.rank);
         self.rival_until = Some((peer, now + crate::migration::RIVAL_WINDOW));
         self.forget_shadow();
+        // A hello said ahead to the claimer is answered on its session; else one is said now.
+        let ahead = self.candidates.remove(&peer);
         self.candidates.clear();
         self.searching = false;
         self.silence.reset();
-        let mut session = ClientSession::new(ClientSessionConfig::new(self.hello.clone()), now);
-        // The claim may have come unreliably ahead of a reliable copy held up on a lossy link;
-        // the hello goes both ways for the same reason.
-        session.hello_unreliably();
+        let session = ahead.unwrap_or_else(|| {
+            let mut session = ClientSession::new(ClientSessionConfig::new(self.hello.clone()), now);
+            // The claim may have come unreliably ahead of a reliable copy held up on a lossy
+            // link; the hello goes both ways for the same reason.
+            session.hello_unreliably();
+            session
+        });
         self.host = Some((peer, session));
     }
 

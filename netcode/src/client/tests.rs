@@ -230,7 +230,7 @@ fn a_client_still_joining_answers_a_check_by_its_newest_link_and_says_hello_agai
         .filter(|(_, _, b)| frame::parse(b).is_ok_and(|f| f.opcode == op::HELLO))
         .map(|(p, ..)| p)
         .collect();
-    assert_eq!(hellos, vec![PeerKey(2)]);
+    assert_eq!(hellos, vec![PeerKey(2); 2], "to the claimer alone, both ways");
     assert_eq!(core.closed(), None);
 }
 
@@ -515,4 +515,87 @@ fn a_claim_that_comes_unreliably_is_followed_with_a_hello_both_ways_and_its_reli
     core.handle_timeout(ms(800));
     assert_eq!(core.stats().claims_refused, 0, "the copy is not a claim refused");
     assert_eq!(core.closed(), None);
+}
+
+#[test]
+fn a_player_that_lost_its_host_says_hello_ahead_to_the_first_successor_and_follows_its_welcome_before_its_claim() {
+    use crate::session::{HostEvent, HostSession, HostSessionConfig};
+    let ms = Duration::from_millis;
+    let mut core = second_successor();
+    let epoch = core.following.0;
+    let token = core.welcome().expect("welcomed").token;
+    core.handle_timeout(ms(600));
+    assert!(core.host_lost(), "500 ms of silence");
+    let sent: Vec<_> = std::iter::from_fn(|| core.poll_transmit()).collect();
+    let hellos: Vec<_> = sent.iter().filter(|(_, _, b)| frame::parse(b).is_ok_and(|f| f.opcode == op::HELLO)).collect();
+    assert!(hellos.iter().all(|(p, ..)| *p == PeerKey(2)), "to peer 2, first in line, alone");
+    let channels: Vec<Channel> = hellos.iter().map(|(_, c, _)| *c).collect();
+    assert!(channels.contains(&Channel::Reliable) && channels.contains(&Channel::Unreliable), "{channels:?}");
+    let said: Hello = serde_json::from_slice(frame::parse(&hellos[0].2).expect("a frame").payload).expect("a hello");
+    assert_eq!(said.resume_token, Some(token));
+    assert_eq!(core.stats().hellos_ahead, 1);
+
+    // Peer 2 takes the match over and its new host answers the hello; the welcome's
+    // unreliable copy comes ahead of the claim.
+    let mut host = HostSession::new(HostSessionConfig::default(), ms(650));
+    for (_, channel, bytes) in &hellos {
+        host.handle_message(ms(650), *channel, bytes);
+    }
+    assert!(matches!(host.poll_event(), Some(HostEvent::Hello(h)) if h.resume_token == Some(token)));
+    let welcome =
+        crate::session::Welcome { epoch: epoch + 1, resumed: true, ..crate::session::test_support::welcome() };
+    host.accept(&welcome, &serde_json::json!({ "engine": { "timeStepMs": 8.333 } }));
+    let out: Vec<_> = std::iter::from_fn(|| host.poll_transmit()).collect();
+    let (unreliable, reliable): (Vec<_>, Vec<_>) = out.into_iter().partition(|(c, _)| *c == Channel::Unreliable);
+    for (channel, bytes) in unreliable {
+        core.handle(ms(700), TransportEvent::Message { peer: PeerKey(2), channel, bytes });
+    }
+    core.handle_timeout(ms(700));
+    assert_eq!(core.host_peer(), Some(PeerKey(2)), "following peer 2 on its welcome");
+    assert_eq!(core.welcome().map(|w| w.epoch), Some(epoch + 1));
+    assert!(!core.host_lost());
+    std::iter::from_fn(|| core.poll_transmit()).for_each(drop);
+
+    // The claim comes after: it names the rank, and the session that was welcomed stays.
+    let claim = Claim { epoch: epoch + 1, rank: 0, tick: 120, evidence: Evidence { lost: 2, answered: 2 } };
+    for channel in Channel::ALL {
+        let bytes = framed(op::CLAIM, &claim.encode());
+        core.handle(ms(710), TransportEvent::Message { peer: PeerKey(2), channel, bytes });
+    }
+    for (channel, bytes) in reliable {
+        core.handle(ms(720), TransportEvent::Message { peer: PeerKey(2), channel, bytes });
+    }
+    core.handle_timeout(ms(720));
+    let after: Vec<_> = std::iter::from_fn(|| core.poll_transmit()).collect();
+    assert!(!after.iter().any(|(_, _, b)| frame::parse(b).is_ok_and(|f| f.opcode == op::HELLO)), "no hello again");
+    assert_eq!((core.host_peer(), core.following), (Some(PeerKey(2)), (epoch + 1, 0)));
+    assert_eq!((core.closed(), core.stats().claims_refused), (None, 0));
+}
+
+#[test]
+fn a_successor_keeps_a_fellow_s_hello_with_a_token_for_its_takeover_and_not_a_join_s() {
+    let ms = Duration::from_millis;
+    let mut core = second_successor();
+    let with_token = Hello { resume_token: Some(crate::session::SessionToken([5; 16])), ..Hello::new("bo", "test") };
+    let said = |hello: &Hello| framed(op::HELLO, &serde_json::to_vec(hello).expect("json"));
+    // A join's hello (no token) from peer 3, then a hello with a token from peer 2, twice.
+    core.handle(
+        ms(10),
+        TransportEvent::Message {
+            peer: PeerKey(3),
+            channel: Channel::Reliable,
+            bytes: said(&Hello::new("cy", "test")),
+        },
+    );
+    core.handle(
+        ms(20),
+        TransportEvent::Message { peer: PeerKey(2), channel: Channel::Unreliable, bytes: said(&with_token) },
+    );
+    core.handle(
+        ms(30),
+        TransportEvent::Message { peer: PeerKey(2), channel: Channel::Reliable, bytes: said(&with_token) },
+    );
+    core.handle_timeout(ms(30));
+    let handover = core.follow_own_host().expect("a handover");
+    assert_eq!(handover.hellos, vec![(PeerKey(2), Channel::Reliable, said(&with_token))], "the newest, peer 2's");
 }
