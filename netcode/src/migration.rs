@@ -215,6 +215,11 @@
 //!   turn (the room's word that the host is lost, or not) count in its first round when they
 //!   came within a round's time of it: it claims as soon as its turn comes, rather than a
 //!   round trip later.
+//! - **A fellow's own check is its answer.** A peer asks (or warns) only once it counts the
+//!   host of that epoch lost, so its `HOST_CHECK` says what its `HOST_SEEN` would: while the
+//!   successor counts that host lost too, a voter's check counts as that peer's answer
+//!   "lost", in the successor's round or among the answers to its warning. One of the two
+//!   lost on the line no longer costs the successor a round.
 //! - **Only voters count.** A client says in its hello that it answers checks
 //!   ([`Hello::checks`](crate::session::Hello::checks)); the host lists those peers in its
 //!   succession list ([`Succession::voters`]). A successor asks every peer it is linked to,

@@ -215,6 +215,39 @@ impl ClientCore {
     /// (see [Before a claim](crate::migration#before-a-claim-asking-the-room)).
     pub(super) fn on_host_check(&mut self, peer: PeerKey, payload: &[u8], now: Duration) -> bool {
         let Ok(check) = HostCheck::decode(payload) else { return false };
+        let answered = self.answer_check(peer, check, now);
+        self.count_fellow_lost(peer, check, now);
+        answered
+    }
+
+    /// A fellow's check of the host followed says it lost that host (a peer asks only once it
+    /// counts its host lost), as its answer to this client's own check would: while this
+    /// client counts the host lost too, the check counts as that answer, in this client's
+    /// round or, before its turn, among the answers to its warning; a voter's only (see
+    /// [`Succession::voters`]). A successor whose ask or whose fellow's answer was lost on the
+    /// line need not wait a round to ask again.
+    fn count_fellow_lost(&mut self, peer: PeerKey, check: HostCheck, now: Duration) {
+        // Only a voter's: a peer that says it answers no check is a silent member, whatever
+        // else it sends.
+        let voter = self.succession.as_ref().and_then(|s| s.voters.as_ref()).is_none_or(|v| v.contains(&peer));
+        if check.epoch != self.following.0 || self.welcome.is_none() || !voter {
+            return;
+        }
+        let Some(lost) = self.lost.as_mut().filter(|l| l.host != Some(peer)) else { return };
+        let seen = HostSeen { asked: check.epoch, following: check.epoch, silence_ms: u32::MAX };
+        match lost.check.as_mut() {
+            Some(round) => {
+                round.answer(peer, seen);
+            }
+            None => {
+                lost.early.retain(|(p, ..)| *p != peer);
+                lost.early.push((peer, seen, now));
+            }
+        }
+    }
+
+    /// Answers a fellow's check (see [`Self::on_host_check`]); `false` when refused.
+    fn answer_check(&mut self, peer: PeerKey, check: HostCheck, now: Duration) -> bool {
         if check.passes && check.epoch == self.following.0 && self.welcome.is_some() {
             self.note_pass(peer, now);
         }

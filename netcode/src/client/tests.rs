@@ -142,6 +142,9 @@ fn checks(sent: &[(PeerKey, Channel, Vec<u8>)]) -> Vec<HostCheck> {
 fn a_successor_takes_its_turn_at_once_when_the_one_before_it_passes_for_want_of_a_shadow() {
     let ms = Duration::from_millis;
     let mut core = second_successor();
+    // A room of three, peers 2, 3 and 4: peer 2's pass, which says it lost the host, is no
+    // majority of it alone.
+    core.handle(ms(1), TransportEvent::Connected(PeerKey(4)));
     let epoch = core.following.0;
     core.handle_timeout(ms(600));
     assert!(core.host_lost(), "500 ms of silence");
@@ -171,6 +174,9 @@ fn the_room_s_answers_to_a_successor_s_warning_count_once_its_turn_comes() {
     let ms = Duration::from_millis;
     let run = |answered_at: Duration, turn_at: Duration| {
         let mut core = second_successor();
+        // A room of three (peers 2, 3 and 4): peer 2's pass, which says it lost the host,
+        // and one answer more are a majority.
+        core.handle(ms(1), TransportEvent::Connected(PeerKey(4)));
         let epoch = core.following.0;
         core.handle_timeout(ms(600));
         assert!(core.host_lost());
@@ -184,7 +190,7 @@ fn the_room_s_answers_to_a_successor_s_warning_count_once_its_turn_comes() {
         core.handle_timeout(turn_at);
         core.takeover_due()
     };
-    assert!(run(ms(700), ms(750)), "1 of the 2 asked and itself: the room agrees at once");
+    assert!(run(ms(700), ms(750)), "2 of the 3 asked and itself: the room agrees at once");
     assert!(!run(ms(700), ms(1300)), "an answer older than a round is asked again");
 }
 
@@ -598,4 +604,31 @@ fn a_successor_keeps_a_fellow_s_hello_with_a_token_for_its_takeover_and_not_a_jo
     core.handle_timeout(ms(30));
     let handover = core.follow_own_host().expect("a handover");
     assert_eq!(handover.hellos, vec![(PeerKey(2), Channel::Reliable, said(&with_token))], "the newest, peer 2's");
+}
+
+#[test]
+fn a_fellow_s_own_check_counts_as_its_answer_that_it_lost_the_host() {
+    let ms = Duration::from_millis;
+    let run = |fellows_check: bool| {
+        let mut core = second_successor();
+        // A room of three: peers 2, 3 and 4.
+        core.handle(ms(1), TransportEvent::Connected(PeerKey(4)));
+        let epoch = core.following.0;
+        core.handle_timeout(ms(600));
+        assert!(core.host_lost());
+        // Peer 3 lost the host too and says so in its own check (its warning); peer 2, first
+        // in line, keeps no shadow and passes: its check says it lost the host as well.
+        if fellows_check {
+            core.handle(
+                ms(700),
+                TransportEvent::Message { peer: PeerKey(3), channel: Channel::Unreliable, bytes: host_check(epoch) },
+            );
+        }
+        let pass = framed(op::HOST_CHECK, &HostCheck { epoch, passes: true }.encode());
+        core.handle(ms(750), TransportEvent::Message { peer: PeerKey(2), channel: Channel::Unreliable, bytes: pass });
+        core.handle_timeout(ms(750));
+        core.takeover_due()
+    };
+    assert!(run(true), "two of three fellows said they lost the host: the room agrees without a round of asking");
+    assert!(!run(false), "one of three is no majority: the room is asked");
 }
