@@ -175,7 +175,10 @@
 //! copy, lost, would hold up what follows it on that mesh link's reliable channel (the claim,
 //! the hello to the new host, its welcome) until its retransmission, 500 ms or more on a link
 //! that has carried little. For the same reason the new host sends its `CLAIM` on both
-//! channels, and a follower its hello to the claimer; the second copy of either is ignored.
+//! channels, and a follower its hello to the claimer; the other copies of either are ignored.
+//! The unreliable copy is said twice, [`ECHO_AFTER`](crate::session::ECHO_AFTER) apart, so
+//! that the two never share a packet: copies on both channels said at once go in one packet,
+//! and one loss would take them all, leaving the reliable one to its retransmission.
 //!
 //! - An answer says **the host is alive** when it is about the same epoch and the host was
 //!   heard within [`ALIVE_WITHIN`]: a host that plays on sends every client 30 snapshots a

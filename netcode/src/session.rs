@@ -457,6 +457,43 @@ fn whole_frame(reassembler: &mut Reassembler, channel: Channel, bytes: &[u8]) ->
     }
 }
 
+/// How long after a frame said on the unreliable channel its echo follows ([`Echoes`]): past
+/// the moment the first copy left, so that the two never share a packet, and well within a
+/// round trip.
+pub const ECHO_AFTER: Duration = Duration::from_millis(30);
+
+/// Unreliable frames said once more a little later: a frame that must not wait for a
+/// retransmission (a new host's claim and welcome, a hello to a new host) goes on the
+/// unreliable channel at once and again [`ECHO_AFTER`] later, in a packet of its own, so that
+/// one lost packet does not lose it; the reliable copy behind them is the last resort.
+#[derive(Debug, Default)]
+struct Echoes(VecDeque<(Duration, Vec<u8>)>);
+
+impl Echoes {
+    /// Says the frame `[opcode][payload]` on the unreliable channel now, into `out`, and
+    /// keeps it to say again at `now` + [`ECHO_AFTER`].
+    fn say(&mut self, out: &mut VecDeque<(Channel, Vec<u8>)>, now: Duration, opcode: u8, payload: &[u8]) {
+        let mut bytes = Vec::with_capacity(payload.len() + 1);
+        frame::encode(opcode, payload, &mut bytes);
+        out.push_back((Channel::Unreliable, bytes.clone()));
+        self.0.push_back((now + ECHO_AFTER, bytes));
+    }
+
+    /// When the next echo is due.
+    fn due(&self) -> Option<Duration> {
+        self.0.front().map(|(at, _)| *at)
+    }
+
+    /// The echoes due at `now`, into `out`.
+    fn flush(&mut self, now: Duration, out: &mut VecDeque<(Channel, Vec<u8>)>) {
+        while self.0.front().is_some_and(|(at, _)| *at <= now) {
+            if let Some((_, bytes)) = self.0.pop_front() {
+                out.push_back((Channel::Unreliable, bytes));
+            }
+        }
+    }
+}
+
 fn push_frame(
     out: &mut VecDeque<(Channel, Vec<u8>)>,
     chunker: &mut Chunker,

@@ -475,9 +475,11 @@ impl ServerCore {
         for peer in takeover.peers {
             let mut session = HostSession::new(server.config.session.clone(), now);
             // On both channels: the mesh link to a fellow may have a reliable chunk lost just
-            // before (the room's check), and the claim would wait behind its retransmission.
+            // before (the room's check), and the claim would wait behind its retransmission;
+            // the unreliable copy is said twice, in packets of their own, so that one lost
+            // packet does not lose it.
             session.send(Channel::Reliable, op::CLAIM, &claim);
-            session.send(Channel::Unreliable, op::CLAIM, &claim);
+            session.send_echoed(op::CLAIM, &claim);
             server.peers.insert(peer, session);
         }
         // The welcomes go right behind the claim to those that said hello ahead.

@@ -95,8 +95,9 @@ pub struct ClientSession {
     /// The newest frame to acknowledge, and whether it went out.
     frame_ack: Option<(u32, bool)>,
     answered: bool,
-    /// The welcome as it came, while its second copy may still come ([`Hello::welcome_twice`]).
+    /// The welcome as it came: its other copies may still come ([`Hello::welcome_twice`]).
     welcome_copy: Option<Vec<u8>>,
+    echoes: Echoes,
     /// When the hello was last said: it is said again every [`HELLO_REPEAT`] until answered.
     hello_said: Duration,
     now: Duration,
@@ -126,6 +127,7 @@ impl ClientSession {
             frame_ack: None,
             answered: false,
             welcome_copy: None,
+            echoes: Echoes::default(),
             hello_said: now,
             now,
             config,
@@ -137,12 +139,12 @@ impl ClientSession {
     /// Says hello (again).
     fn say_hello(&mut self, now: Duration) {
         self.hello_said = now;
-        self.push_hello(Channel::Reliable);
+        let hello = self.hello_json();
+        push_frame(&mut self.out, &mut self.chunker, Channel::Reliable, op::HELLO, &hello);
     }
 
-    fn push_hello(&mut self, channel: Channel) {
-        let hello = serde_json::to_vec(&self.config.hello).unwrap_or_default();
-        push_frame(&mut self.out, &mut self.chunker, channel, op::HELLO, &hello);
+    fn hello_json(&self) -> Vec<u8> {
+        serde_json::to_vec(&self.config.hello).unwrap_or_default()
     }
 
     /// Whether the host accepted and the session is open.
@@ -246,11 +248,9 @@ impl ClientSession {
             // hello to whoever may host, its answer to this process's pings when it hosted.
             // Not acted on, and no reason to drop the host.
             (ClientState::Active, op::HELLO | op::PONG) => {}
-            // The welcome's second copy, once: a host sends it on both channels to a client
-            // that asked so ([`Hello::welcome_twice`]). Any other welcome is a violation.
-            (ClientState::Active, op::WELCOME) if self.welcome_copy.as_deref() == Some(frame.payload) => {
-                self.welcome_copy = None
-            }
+            // The welcome's other copies: a host sends it on both channels to a client that
+            // asked so ([`Hello::welcome_twice`]). Any other welcome is a violation.
+            (ClientState::Active, op::WELCOME) if self.welcome_copy.as_deref() == Some(frame.payload) => {}
             _ => self.close(close::PROTOCOL),
         }
     }
@@ -270,17 +270,22 @@ impl ClientSession {
     /// answers, and is not silent for that).
     pub fn repeat_hello(&mut self, now: Duration) {
         self.now = self.now.max(now);
+        if self.close_code().is_none() {
+            self.echoes.flush(now, &mut self.out);
+        }
         if self.state == ClientState::Hello && !self.answered && now.saturating_sub(self.hello_said) >= HELLO_REPEAT {
             self.say_hello(now);
         }
     }
 
-    /// Says the hello once more on the unreliable channel, while no answer came: a hello to
-    /// a new host whose mesh link may hold its reliable channel up behind a lost chunk. The
-    /// host takes the first copy and ignores the other.
+    /// Says the hello once more on the unreliable channel, and again a moment later (see
+    /// [`ECHO_AFTER`]), while no answer came: a hello to a new host whose mesh link may hold
+    /// its reliable channel up behind a lost chunk. The host takes the first copy and ignores
+    /// the others.
     pub fn hello_unreliably(&mut self) {
         if self.state == ClientState::Hello && !self.answered {
-            self.push_hello(Channel::Unreliable);
+            let hello = self.hello_json();
+            self.echoes.say(&mut self.out, self.now, op::HELLO, &hello);
         }
     }
 
@@ -293,9 +298,11 @@ impl ClientSession {
         }
     }
 
-    /// When the hello is due again ([`Self::repeat_hello`]), until a peer answers.
+    /// When the hello, or its echo, is due again ([`Self::repeat_hello`]), until a peer answers.
     pub fn hello_due(&self) -> Option<Duration> {
-        (self.state == ClientState::Hello && !self.answered).then_some(self.hello_said + HELLO_REPEAT)
+        let unanswered = self.state == ClientState::Hello && !self.answered;
+        let repeat = unanswered.then_some(self.hello_said + HELLO_REPEAT);
+        repeat.into_iter().chain(self.echoes.due().filter(|_| self.close_code().is_none())).min()
     }
 
     /// When [`ClientSession::handle_timeout`] next needs to run.

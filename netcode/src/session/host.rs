@@ -125,6 +125,7 @@ pub struct HostSession {
     control: RateLimit,
     /// The hello asked for its welcome on both channels ([`Hello::welcome_twice`]).
     welcome_twice: bool,
+    echoes: Echoes,
     now: Duration,
 }
 
@@ -141,6 +142,7 @@ impl HostSession {
             next_ping: now,
             ping_nonce: 0,
             welcome_twice: false,
+            echoes: Echoes::default(),
             outstanding: None,
             missed: 0,
             rtt_ema: None,
@@ -305,6 +307,9 @@ impl HostSession {
     /// Runs the session's timers (pings, missed pings, hello timeout).
     pub fn handle_timeout(&mut self, now: Duration) {
         self.now = self.now.max(now);
+        if self.close_code().is_none() {
+            self.echoes.flush(now, &mut self.out);
+        }
         match self.state {
             HostState::AwaitingHello { since } if now.saturating_sub(since) >= self.config.hello_timeout => {
                 self.close(close::HEARTBEAT)
@@ -331,11 +336,13 @@ impl HostSession {
 
     /// When [`HostSession::handle_timeout`] next needs to run.
     pub fn poll_timeout(&self) -> Option<Duration> {
-        match self.state {
+        let timer = match self.state {
             HostState::AwaitingHello { since } => Some(since + self.config.hello_timeout),
             HostState::Active => Some(self.next_ping),
             HostState::Deciding | HostState::Closed(_) => None,
-        }
+        };
+        let echo = self.echoes.due().filter(|_| self.close_code().is_none());
+        timer.into_iter().chain(echo).min()
     }
 
     /// Accepts the hello: sends `WELCOME`, then the client config on `CONFIG_DATA`.
@@ -349,8 +356,9 @@ impl HostSession {
         if self.welcome_twice {
             // A lost reliable copy would hold the join up for the association's retransmission
             // timeout (a new host's welcome over a mesh link that carried little, most of all);
-            // the unreliable one goes at once, and snapshots follow it on that channel.
-            self.send(Channel::Unreliable, op::WELCOME, &welcome);
+            // the unreliable one goes at once, and again a moment later, and snapshots follow
+            // it on that channel.
+            self.echoes.say(&mut self.out, self.now, op::WELCOME, &welcome);
         }
         self.send(Channel::Reliable, op::WELCOME, &welcome);
         let config = serde_json::to_vec(client_config).unwrap_or_default();
@@ -363,6 +371,15 @@ impl HostSession {
         let bytes = serde_json::to_vec(&reject).unwrap_or_default();
         self.send(Channel::Reliable, op::REJECT, &bytes);
         self.close(code);
+    }
+
+    /// Sends a frame `[opcode][payload]` on the unreliable channel now and again
+    /// [`ECHO_AFTER`] later (see [`Echoes`]), for a frame that must not wait for a
+    /// retransmission: a new host's `CLAIM`.
+    pub fn send_echoed(&mut self, opcode: u8, payload: &[u8]) {
+        if self.close_code().is_none() {
+            self.echoes.say(&mut self.out, self.now, opcode, payload);
+        }
     }
 
     /// Sends a frame `[opcode][payload]` (chunked on the reliable channel when large).
