@@ -675,7 +675,10 @@ impl ClientCore {
                 TransportEvent::Connected(peer) => {
                     self.peers.insert(peer);
                     if self.searching && self.host.is_none() && self.closed.is_none() {
-                        let session = ClientSession::new(ClientSessionConfig::new(self.hello.clone()), now);
+                        let mut session = ClientSession::new(ClientSessionConfig::new(self.hello.clone()), now);
+                        // Both ways: a lost reliable hello waits for the new association's
+                        // first retransmission timeout (500 ms, no round trip measured yet).
+                        session.hello_unreliably();
                         self.candidates.insert(peer, session);
                         self.last_candidate_at = now;
                     }

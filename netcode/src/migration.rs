@@ -252,7 +252,10 @@
 //! again with its token. The host's own clients take their host's claim as a new epoch
 //! and carry on. A client that still hears its host refuses such a claim itself, so the
 //! room never splits over it; one that had lost the host too and followed the claimant is
-//! left without a host when the claimant yields, and dials the match again.
+//! left without a host when the claimant yields, and dials the match again. This is about a
+//! claim of a newer epoch than the host followed: a rival of that host at its own epoch (two
+//! claimants that both promoted) is judged by rank alone, as the host itself judges it and
+//! steps down to a better one.
 //!
 //! # Hellos at a new host
 //!
@@ -268,7 +271,8 @@
 //! # Hellos said ahead
 //!
 //! A player that lost its host says its hello, with its token and on both channels, to the
-//! first successor of its list at once (when that is a fellow), without waiting for a claim.
+//! first successor of its list at once (when that is a fellow), or to every fellow when no
+//! list reached it (it had just joined), without waiting for a claim.
 //! The successor, still a client, keeps the newest such hello of each fellow (only one with a
 //! token: a join's hello, said to every peer met, has none). When it takes the match over, its
 //! new host takes the hellos that came within [`HELLO_AHEAD_FRESH`](crate::client::HELLO_AHEAD_FRESH)

@@ -551,28 +551,36 @@ impl ClientCore {
     }
 
     /// Says hello, with its token and both ways, to the successor whose turn comes first when
-    /// that is a fellow: should it take the match over, its new host answers at once and the
-    /// welcome comes right behind the claim, instead of a round trip after it (see
-    /// [Hellos said ahead](crate::migration#hellos-said-ahead)). The session is a candidate's,
-    /// said again until answered; the claim of another successor ends it.
+    /// that is a fellow, or to every fellow when no list came (a player that had just joined):
+    /// should it take the match over, its new host answers at once and the welcome comes right
+    /// behind the claim, instead of a round trip after it (see
+    /// [Hellos said ahead](crate::migration#hellos-said-ahead)). Each session is a candidate's,
+    /// said again until answered; a claim ends them.
     fn hello_ahead(&mut self, now: Duration) {
         let Some(token) = self.welcome.as_ref().map(|w| w.token) else { return };
         let Some(lost) = self.lost.as_ref() else { return };
-        let Some(&first) = lost.successors.first() else { return };
-        if Some(first) == self.me
-            || Some(first) == lost.host
-            || self.host.is_some()
-            || self.closed.is_some()
-            || !self.peers.contains(&first)
-            || self.candidates.contains_key(&first)
-        {
+        if self.host.is_some() || self.closed.is_some() {
             return;
         }
+        let to: Vec<PeerKey> = match lost.successors.first() {
+            Some(first) => vec![*first],
+            None => lost.room.clone(),
+        };
+        let host = lost.host;
         self.hello.resume_token = Some(token);
-        let mut session = ClientSession::new(ClientSessionConfig::new(self.hello.clone()), now);
-        session.hello_unreliably();
-        self.candidates.insert(first, session);
-        self.stats.hellos_ahead += 1;
+        for peer in to {
+            if Some(peer) == self.me
+                || Some(peer) == host
+                || !self.peers.contains(&peer)
+                || self.candidates.contains_key(&peer)
+            {
+                continue;
+            }
+            let mut session = ClientSession::new(ClientSessionConfig::new(self.hello.clone()), now);
+            session.hello_unreliably();
+            self.candidates.insert(peer, session);
+            self.stats.hellos_ahead += 1;
+        }
     }
 
     /// The loss of the host followed is counted at `now`, and the resume is timed from here.
@@ -599,9 +607,14 @@ impl ClientCore {
             None => self.succession.as_ref().is_some_and(|s| s.peers.contains(&peer)),
         };
         let Some(token) = self.welcome.as_ref().map(|w| w.token) else { return };
-        // A claim that does not hold the room over a host this client still hears: the host
-        // keeps the match (see [Claims a live host refuses](crate::migration#claims-a-live-host-refuses)).
-        let over_a_live_host = self.lost.is_none() && self.host.is_some() && !claim.evidence.holds_the_room();
+        // A claim of a newer epoch that does not hold the room over a host this client still
+        // hears: the host keeps the match (see [Claims a live host
+        // refuses](crate::migration#claims-a-live-host-refuses)). A rival of the host followed,
+        // at its own epoch, is judged by rank: the host steps down to a better one itself.
+        let over_a_live_host = self.lost.is_none()
+            && self.host.is_some()
+            && claim.epoch > self.following.0
+            && !claim.evidence.holds_the_room();
         // A rival of the host followed, at its epoch and rank, whose key goes first: the two
         // went by different lists, and the followed host steps down to it (see `CLAIM` in
         // the migration docs).
@@ -674,7 +687,12 @@ impl ClientCore {
             return;
         }
         let Some(peer) = self.unlisted_claimer.take() else { return };
-        if !self.peers.contains(&peer) || self.candidates.contains_key(&peer) {
+        if self.candidates.contains_key(&peer) {
+            // Said ahead already (no list had reached this client).
+            self.stats.claims_dialed += 1;
+            return;
+        }
+        if !self.peers.contains(&peer) {
             return;
         }
         self.hello.resume_token = Some(token);

@@ -125,6 +125,8 @@ pub struct HostSession {
     control: RateLimit,
     /// The hello asked for its welcome on both channels ([`Hello::welcome_twice`]).
     welcome_twice: bool,
+    /// The welcome sent, with its token, for a client that asked for it on both channels.
+    welcomed: Option<(SessionToken, Vec<u8>)>,
     echoes: Echoes,
     now: Duration,
 }
@@ -142,6 +144,7 @@ impl HostSession {
             next_ping: now,
             ping_nonce: 0,
             welcome_twice: false,
+            welcomed: None,
             echoes: Echoes::default(),
             outstanding: None,
             missed: 0,
@@ -213,7 +216,11 @@ impl HostSession {
                 Err(e) => self.reject(close::PROTOCOL, Some(&bounded(format!("the hello does not read: {e}")))),
             },
             // The client said hello again before the answer reached it: the first one counts.
-            (HostState::Deciding | HostState::Active, op::HELLO) => {}
+            // Said with the token of the welcome sent, it did not reach a session of the
+            // client's that waits for one (its process dropped the session it went to: it
+            // followed another claimer first), and it goes again.
+            (HostState::Active, op::HELLO) => self.welcome_again(frame.payload),
+            (HostState::Deciding, op::HELLO) => {}
             (HostState::Active, op::PONG) => self.on_pong(frame.payload),
             // A binary batch, or one event in the spec's text form `seq:action:name` (a batch is
             // at least 100 bytes when its first byte is an ASCII digit, a text event at most 48:
@@ -352,8 +359,10 @@ impl HostSession {
         }
         self.state = HostState::Active;
         self.next_ping = self.now;
+        let token = welcome.token;
         let welcome = serde_json::to_vec(welcome).unwrap_or_default();
         if self.welcome_twice {
+            self.welcomed = Some((token, welcome.clone()));
             // A lost reliable copy would hold the join up for the association's retransmission
             // timeout (a new host's welcome over a mesh link that carried little, most of all);
             // the unreliable one goes at once, and again a moment later, and snapshots follow
@@ -363,6 +372,16 @@ impl HostSession {
         self.send(Channel::Reliable, op::WELCOME, &welcome);
         let config = serde_json::to_vec(client_config).unwrap_or_default();
         self.send(Channel::Reliable, op::CONFIG_DATA, &config);
+    }
+
+    /// The welcome once more, both ways, to a hello with its token (see `handle_message`).
+    fn welcome_again(&mut self, hello: &[u8]) {
+        let Some((token, welcome)) = &self.welcomed else { return };
+        if serde_json::from_slice::<Hello>(hello).is_ok_and(|h| h.resume_token.as_ref() == Some(token)) {
+            let welcome = welcome.clone();
+            self.echoes.say(&mut self.out, self.now, op::WELCOME, &welcome);
+            self.send(Channel::Reliable, op::WELCOME, &welcome);
+        }
     }
 
     /// Refuses the hello with `code` (and an optional reason; the code's own by default), then closes.

@@ -844,3 +844,37 @@ fn an_echoed_frame_goes_unreliably_now_and_once_more_a_moment_later_in_a_packet_
     host.handle_timeout(ECHO_AFTER * 20);
     assert_eq!(claims(sent(&mut host)), [Channel::Unreliable], "the first copy only");
 }
+
+#[test]
+fn a_hello_with_the_token_of_the_welcome_sent_gets_the_welcome_again_and_no_other_does() {
+    let token = welcome().token;
+    let with = |token: Option<SessionToken>| Hello { resume_token: token, ..hello("ann") };
+    let mut host = HostSession::new(HostSessionConfig::default(), Duration::ZERO);
+    let mut first = ClientSession::new(ClientSessionConfig::new(with(Some(token))), Duration::ZERO);
+    let (ch, said) = first.poll_transmit().expect("the hello");
+    host.handle_message(MS, ch, &said);
+    assert!(matches!(host.poll_event(), Some(HostEvent::Hello(_))));
+    host.accept(&welcome(), &serde_json::json!({}));
+    // That session's process dropped it (it followed another claimer first) and never got
+    // the welcome; a new session says hello again, with the token.
+    sent(&mut host);
+    let mut again = ClientSession::new(ClientSessionConfig::new(with(Some(token))), MS * 5);
+    for (ch, m) in std::iter::from_fn(|| again.poll_transmit()).collect::<Vec<_>>() {
+        host.handle_message(MS * 6, ch, &m);
+    }
+    for (ch, m) in sent(&mut host) {
+        again.handle_message(MS * 7, ch, &m);
+    }
+    assert!(again.is_active(), "welcomed again");
+    assert_eq!(events(&mut again), [ClientEvent::Welcomed(welcome())]);
+    // A hello without the token, or with another, gets nothing.
+    for other in [None, Some(SessionToken([9; 16]))] {
+        let mut stranger = ClientSession::new(ClientSessionConfig::new(with(other)), MS * 8);
+        for (ch, m) in std::iter::from_fn(|| stranger.poll_transmit()).collect::<Vec<_>>() {
+            host.handle_message(MS * 9, ch, &m);
+        }
+        host.handle_timeout(MS * 9);
+        assert!(sent(&mut host).iter().all(|(_, m)| frame::parse(m).map(|f| f.opcode) != Ok(op::WELCOME)));
+        assert_eq!(host.close_code(), None);
+    }
+}
