@@ -656,7 +656,17 @@ impl<'a>
                                 ::datachannel::data_channel::DataChannel::get_reliability_params(
                                     data_channel_open.channel_type,
                                 );
-                            let mut stream = conn.open_stream(message.stream_id, message.ppi)?;
+                            // A negotiated channel's stream exists already when the peer's
+                            // first message on it came before this side opened it (the
+                            // association creates a stream for DATA on an unknown one): it
+                            // is the same stream, and takes this channel's reliability.
+                            // Failing here left it reliable and ordered, whatever the channel.
+                            let mut stream = match conn.open_stream(message.stream_id, message.ppi) {
+                                Err(Error::ErrStreamAlreadyExist) if message.negotiated => {
+                                    conn.stream(message.stream_id)?
+                                }
+                                opened => opened?,
+                            };
                             stream.set_reliability_params(
                                 unordered,
                                 reliability_type,
