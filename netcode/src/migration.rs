@@ -222,7 +222,10 @@
 //!   host of that epoch lost, so its `HOST_CHECK` says what its `HOST_SEEN` would: while the
 //!   successor counts that host lost too, a voter's check counts as that peer's answer
 //!   "lost", in the successor's round or among the answers to its warning. One of the two
-//!   lost on the line no longer costs the successor a round.
+//!   lost on the line no longer costs the successor a round. Not a fellow successor's that
+//!   may claim itself (it did not pass): its check may be its own turn's, the two having gone
+//!   by different lists, and taken for an answer it would have both claim at once, where
+//!   waiting for its answer lets one hear the other's claim first.
 //! - **Only voters count.** A client says in its hello that it answers checks
 //!   ([`Hello::checks`](crate::session::Hello::checks)); the host lists those peers in its
 //!   succession list ([`Succession::voters`]). A successor asks every peer it is linked to,

@@ -224,7 +224,7 @@ impl ClientCore {
     /// counts its host lost), as its answer to this client's own check would: while this
     /// client counts the host lost too, the check counts as that answer, in this client's
     /// round or, before its turn, among the answers to its warning; a voter's only (see
-    /// [`Succession::voters`]). A successor whose ask or whose fellow's answer was lost on the
+    /// [`Succession::voters`]), and not a successor's that may claim itself. A successor whose ask or whose fellow's answer was lost on the
     /// line need not wait a round to ask again.
     fn count_fellow_lost(&mut self, peer: PeerKey, check: HostCheck, now: Duration) {
         // Only a voter's: a peer that says it answers no check is a silent member, whatever
@@ -234,6 +234,12 @@ impl ClientCore {
             return;
         }
         let Some(lost) = self.lost.as_mut().filter(|l| l.host != Some(peer)) else { return };
+        // Not a successor's that may claim itself: its check may be its own turn's (the two
+        // went by different lists), and taking it for an answer would have both claim at once
+        // rather than one hearing the other's claim first.
+        if lost.successors.contains(&peer) && !check.passes {
+            return;
+        }
         let seen = HostSeen { asked: check.epoch, following: check.epoch, silence_ms: u32::MAX };
         match lost.check.as_mut() {
             Some(round) => {

@@ -687,3 +687,30 @@ fn a_rival_at_the_epoch_of_the_claimant_followed_wins_by_rank_whatever_its_evide
     assert_eq!(core.host_peer(), Some(PeerKey(3)), "the better-ranked rival is followed: peer 2 steps down to it");
     assert_eq!(core.following, (epoch + 1, 0));
 }
+
+#[test]
+fn a_check_from_a_successor_that_may_claim_itself_is_no_answer() {
+    let ms = Duration::from_millis;
+    let mut core = second_successor();
+    let epoch = core.following.0;
+    // This core first in line, peer 2 after it.
+    let list = Succession { epoch, peers: vec![PeerKey(9), PeerKey(2)], voters: None };
+    let bytes = framed(op::SUCCESSION, &list.encode());
+    core.handle(ms(10), TransportEvent::Message { peer: PeerKey(1), channel: Channel::Reliable, bytes });
+    core.handle_timeout(ms(600));
+    assert!(core.host_lost());
+    // Peer 2 asks too (its list may name it first): that is no answer of the room's.
+    core.handle(
+        ms(620),
+        TransportEvent::Message { peer: PeerKey(2), channel: Channel::Unreliable, bytes: host_check(epoch) },
+    );
+    core.handle_timeout(ms(620));
+    assert!(!core.takeover_due(), "a rival's check is not counted");
+    // Peer 3, no successor, says it lost the host in its own check: that counts.
+    core.handle(
+        ms(630),
+        TransportEvent::Message { peer: PeerKey(3), channel: Channel::Unreliable, bytes: host_check(epoch) },
+    );
+    core.handle_timeout(ms(630));
+    assert!(core.takeover_due(), "1 of 2 and itself");
+}
