@@ -82,6 +82,22 @@ impl Lost {
     }
 }
 
+impl Lost {
+    /// `peer`'s answer at `now`: counted in this successor's check, or, before its turn (an
+    /// answer to its warning), kept for its first round.
+    fn take_answer(&mut self, peer: PeerKey, seen: HostSeen, now: Duration) {
+        match self.check.as_mut() {
+            Some(check) => {
+                check.answer(peer, seen);
+            }
+            None => {
+                self.early.retain(|(p, ..)| *p != peer);
+                self.early.push((peer, seen, now));
+            }
+        }
+    }
+}
+
 /// What a successor knew of the host it gave up on (see [Finding nobody
 /// hosting](crate::client#a-successor-that-finds-nobody-hosting)).
 #[derive(Clone, Debug)]
@@ -240,16 +256,7 @@ impl ClientCore {
         if lost.successors.contains(&peer) && !check.passes {
             return;
         }
-        let seen = HostSeen { asked: check.epoch, following: check.epoch, silence_ms: u32::MAX };
-        match lost.check.as_mut() {
-            Some(round) => {
-                round.answer(peer, seen);
-            }
-            None => {
-                lost.early.retain(|(p, ..)| *p != peer);
-                lost.early.push((peer, seen, now));
-            }
-        }
+        lost.take_answer(peer, HostSeen { asked: check.epoch, following: check.epoch, silence_ms: u32::MAX }, now);
     }
 
     /// Answers a fellow's check (see [`Self::on_host_check`]); `false` when refused.
@@ -325,16 +332,7 @@ impl ClientCore {
         );
         let now = self.now;
         if let Some(lost) = self.lost.as_mut() {
-            match lost.check.as_mut() {
-                Some(check) => {
-                    check.answer(peer, seen);
-                }
-                // An answer to this client's warning, before its turn: kept for its first round.
-                None => {
-                    lost.early.retain(|(p, ..)| *p != peer);
-                    lost.early.push((peer, seen, now));
-                }
-            }
+            lost.take_answer(peer, seen, now);
         }
         true
     }
