@@ -210,6 +210,24 @@ pub(crate) struct NativeHandshakeMeta {
 impl Messenger for NativeMessenger {
     type DataChannel = UnboundedSender<Packet>;
     type HandshakeMeta = NativeHandshakeMeta;
+    type Spare = NativeSpare;
+
+    async fn make_spares(ice_server_config: &RtcIceServerConfig, count: usize) -> Vec<Self::Spare> {
+        let mut spares = Vec::with_capacity(count);
+        for _ in 0..count {
+            match build_rtc_peer_connection(ice_server_config).await {
+                Ok((connection, handler)) => {
+                    if let Err(e) = connection.gather_ahead().await {
+                        warn!("a connection made ahead cannot gather: {e}");
+                        continue;
+                    }
+                    spares.push(NativeSpare { connection, handler });
+                }
+                Err(e) => warn!("cannot make a connection ahead: {e}"),
+            }
+        }
+        spares
+    }
 
     async fn offer_handshake(
         signal_peer: SignalPeer,
@@ -217,20 +235,15 @@ impl Messenger for NativeMessenger {
         messages_from_peers_tx: Vec<UnboundedSender<(PeerId, Packet)>>,
         ice_server_config: &RtcIceServerConfig,
         channel_configs: &[ChannelConfig],
+        spare: Option<Self::Spare>,
     ) -> Option<HandshakeResult<Self::DataChannel, Self::HandshakeMeta>> {
         let (to_peer_message_tx, to_peer_message_rx) = new_senders_and_receivers(channel_configs);
         let (peer_disconnected_tx, peer_disconnected_rx) = futures_channel::mpsc::channel(1);
 
         debug!("making offer");
         let phases = Phases::new(signal_peer.id);
-        let (connection, trickle) = create_rtc_peer_connection(
-            signal_peer.clone(),
-            phases,
-            ice_server_config,
-            peer_disconnected_tx.clone(),
-        )
-        .await
-        .unwrap();
+        let (connection, trickle) =
+            connection_for(spare, &signal_peer, phases, ice_server_config, &peer_disconnected_tx).await;
 
         let (data_channel_ready_txs, data_channels_ready_fut) =
             create_data_channels_ready_fut(channel_configs);
@@ -320,20 +333,15 @@ impl Messenger for NativeMessenger {
         messages_from_peers_tx: Vec<UnboundedSender<(PeerId, Packet)>>,
         ice_server_config: &RtcIceServerConfig,
         channel_configs: &[ChannelConfig],
+        spare: Option<Self::Spare>,
     ) -> Option<HandshakeResult<Self::DataChannel, Self::HandshakeMeta>> {
         let (to_peer_message_tx, to_peer_message_rx) = new_senders_and_receivers(channel_configs);
         let (peer_disconnected_tx, peer_disconnected_rx) = futures_channel::mpsc::channel(1);
 
         debug!("handshake_accept");
         let phases = Phases::new(signal_peer.id);
-        let (connection, trickle) = create_rtc_peer_connection(
-            signal_peer.clone(),
-            phases,
-            ice_server_config,
-            peer_disconnected_tx.clone(),
-        )
-        .await
-        .unwrap();
+        let (connection, trickle) =
+            connection_for(spare, &signal_peer, phases, ice_server_config, &peer_disconnected_tx).await;
 
         let (data_channel_ready_txs, data_channels_ready_fut) =
             create_data_channels_ready_fut(channel_configs);
@@ -558,21 +566,61 @@ impl Drop for ConnectionGuard {
 }
 
 /// Handles the events of a peer connection.
+///
+/// A connection made ahead of its peer ([`NativeMessenger::make_spares`]) has no peer to
+/// signal its candidates to yet: they wait in [`Handled::Ahead`] until a handshake takes the
+/// connection ([`Self::bind`]).
 struct ConnectionEventHandler {
-    trickle: Arc<CandidateTrickle>,
-    peer_disconnected_tx: Sender<()>,
-    phases: Phases,
+    handled: Mutex<Handled>,
+}
+
+enum Handled {
+    /// Made ahead: the local candidates gathered so far.
+    Ahead(Vec<RTCPeerConnectionIceEvent>),
+    /// A handshake's connection to its peer.
+    Peer {
+        trickle: Arc<CandidateTrickle>,
+        peer_disconnected_tx: Sender<()>,
+        phases: Phases,
+    },
+}
+
+impl ConnectionEventHandler {
+    /// Hands the connection to a handshake with its peer: the candidates gathered ahead go
+    /// to that peer's trickle, in order, and every later event is that peer's.
+    fn bind(&self, trickle: Arc<CandidateTrickle>, peer_disconnected_tx: Sender<()>, phases: Phases) {
+        let mut handled = self.handled.lock().unwrap_or_else(|e| e.into_inner());
+        if let Handled::Ahead(gathered) = &mut *handled {
+            for event in gathered.drain(..) {
+                trickle.on_local_candidate(event);
+            }
+        }
+        *handled = Handled::Peer { trickle, peer_disconnected_tx, phases };
+    }
+
+    /// The phases and the disconnect sender of the peer this connection is bound to.
+    fn peer(&self) -> Option<(Phases, Sender<()>)> {
+        match &*self.handled.lock().unwrap_or_else(|e| e.into_inner()) {
+            Handled::Ahead(_) => None,
+            Handled::Peer { phases, peer_disconnected_tx, .. } => Some((*phases, peer_disconnected_tx.clone())),
+        }
+    }
 }
 
 #[async_trait]
 impl PeerConnectionEventHandler for ConnectionEventHandler {
     async fn on_ice_candidate(&self, event: RTCPeerConnectionIceEvent) {
-        self.trickle.on_local_candidate(event);
+        match &mut *self.handled.lock().unwrap_or_else(|e| e.into_inner()) {
+            Handled::Ahead(gathered) => gathered.push(event),
+            Handled::Peer { trickle, .. } => trickle.on_local_candidate(event),
+        }
     }
 
     /// `checking` once the remote candidates are in, `connected` once a pair answered.
     async fn on_ice_connection_state_change(&self, state: RTCIceConnectionState) {
-        self.phases.note(format_args!("ICE {state}"));
+        if let Some((phases, _)) = self.peer() {
+            phases.note(format_args!("ICE {state}"));
+        }
     }
 
     /// Treats the peer connection failing like a data channel closing.
@@ -583,15 +631,16 @@ impl PeerConnectionEventHandler for ConnectionEventHandler {
     /// signaling connection is lost). ICE declares the connection failed about 30 seconds after
     /// the peer stops answering.
     async fn on_connection_state_change(&self, state: RTCPeerConnectionState) {
+        let Some((phases, mut peer_disconnected_tx)) = self.peer() else { return };
         // `connected` is ICE connected and the DTLS handshake done.
-        self.phases.note(format_args!("peer connection {state}"));
+        phases.note(format_args!("peer connection {state}"));
         if matches!(
             state,
             RTCPeerConnectionState::Failed | RTCPeerConnectionState::Closed
         ) {
             debug!("peer connection {state}");
             // Full only when a disconnect is already pending, which is just as good.
-            let _ = self.peer_disconnected_tx.clone().try_send(());
+            let _ = peer_disconnected_tx.try_send(());
         }
     }
 }
@@ -749,6 +798,39 @@ async fn create_rtc_peer_connection(
     ice_server_config: &RtcIceServerConfig,
     peer_disconnected_tx: Sender<()>,
 ) -> Result<(ConnectionGuard, Arc<CandidateTrickle>), webrtc::error::Error> {
+    let (connection, handler) = build_rtc_peer_connection(ice_server_config).await?;
+    let trickle = Arc::new(CandidateTrickle::new(signal_peer));
+    handler.bind(Arc::clone(&trickle), peer_disconnected_tx, phases);
+    Ok((connection, trickle))
+}
+
+/// The connection a handshake with `signal_peer` makes: `spare`, bound to that peer, or a new
+/// one.
+async fn connection_for(
+    spare: Option<NativeSpare>,
+    signal_peer: &SignalPeer,
+    phases: Phases,
+    ice_server_config: &RtcIceServerConfig,
+    peer_disconnected_tx: &Sender<()>,
+) -> (ConnectionGuard, Arc<CandidateTrickle>) {
+    match spare {
+        Some(NativeSpare { connection, handler }) => {
+            phases.note("connection made ahead taken");
+            let trickle = Arc::new(CandidateTrickle::new(signal_peer.clone()));
+            handler.bind(Arc::clone(&trickle), peer_disconnected_tx.clone(), phases);
+            (connection, trickle)
+        }
+        None => create_rtc_peer_connection(signal_peer.clone(), phases, ice_server_config, peer_disconnected_tx.clone())
+            .await
+            .unwrap(),
+    }
+}
+
+/// A peer connection with no peer yet: its events wait in its handler until
+/// [`ConnectionEventHandler::bind`].
+async fn build_rtc_peer_connection(
+    ice_server_config: &RtcIceServerConfig,
+) -> Result<(ConnectionGuard, Arc<ConnectionEventHandler>), webrtc::error::Error> {
     let config = RTCConfigurationBuilder::new()
         .with_ice_servers(vec![RTCIceServer {
             urls: ice_server_config.urls.clone(),
@@ -757,24 +839,25 @@ async fn create_rtc_peer_connection(
         }])
         .build();
 
-    let trickle = Arc::new(CandidateTrickle::new(signal_peer));
-    let handler = ConnectionEventHandler {
-        trickle: Arc::clone(&trickle),
-        peer_disconnected_tx,
-        phases,
-    };
-
+    let handler = Arc::new(ConnectionEventHandler { handled: Mutex::new(Handled::Ahead(Vec::new())) });
     let connection = PeerConnectionBuilder::new()
         .with_configuration(config)
         .with_setting_engine(ice_timing())
         .with_runtime(runtime())
-        .with_handler(Arc::new(handler))
+        .with_handler(Arc::clone(&handler) as Arc<dyn PeerConnectionEventHandler>)
         // One socket per local interface. A family the host doesn't have is skipped.
         .with_udp_addrs(vec!["0.0.0.0:0", "[::]:0"])
         .build()
         .await?;
 
-    Ok((ConnectionGuard(Arc::new(connection)), trickle))
+    Ok((ConnectionGuard(Arc::new(connection)), handler))
+}
+
+/// A peer connection made ahead of the offer it will answer, gathering its candidates
+/// ([`NativeMessenger::make_spares`]).
+pub(crate) struct NativeSpare {
+    connection: ConnectionGuard,
+    handler: Arc<ConnectionEventHandler>,
 }
 
 /// ICE timing for a game's links, instead of webrtc's defaults (checks every 200 ms, and the

@@ -124,6 +124,12 @@ impl Messenger for WasmMessenger {
         SignaledCandidates,
         UnboundedReceiver<PeerSignal>,
     );
+    /// A browser gathers a connection's candidates from its description; nothing is made ahead.
+    type Spare = ();
+
+    async fn make_spares(_ice_server_config: &RtcIceServerConfig, _count: usize) -> Vec<Self::Spare> {
+        Vec::new()
+    }
 
     async fn offer_handshake(
         signal_peer: SignalPeer,
@@ -131,6 +137,7 @@ impl Messenger for WasmMessenger {
         messages_from_peers_tx: Vec<UnboundedSender<(PeerId, Packet)>>,
         ice_server_config: &RtcIceServerConfig,
         channel_configs: &[ChannelConfig],
+        _spare: Option<Self::Spare>,
     ) -> Option<HandshakeResult<Self::DataChannel, Self::HandshakeMeta>> {
         debug!("making offer");
 
@@ -229,6 +236,7 @@ impl Messenger for WasmMessenger {
         messages_from_peers_tx: Vec<UnboundedSender<(PeerId, Packet)>>,
         ice_server_config: &RtcIceServerConfig,
         channel_configs: &[ChannelConfig],
+        _spare: Option<Self::Spare>,
     ) -> Option<HandshakeResult<Self::DataChannel, Self::HandshakeMeta>> {
         debug!("handshake_accept");
 

@@ -498,6 +498,8 @@ pub(crate) enum PeerConnectionDriverEvent {
         ice_transport_policy: RTCIceTransportPolicy,
     },
     IceGathering,
+    /// Gather now, ahead of the local description (`PeerConnection::gather_ahead`).
+    IceGatheringAhead,
     Close,
 }
 
@@ -517,6 +519,9 @@ pub(crate) struct PeerConnectionDriver<A = SocketAddr> {
     ice_gathering_active: bool,
     stun_gathering_complete: bool,
     turn_gathering_complete: bool,
+    /// Candidates were gathered ahead of the local description: the gathering that
+    /// `set_local_description` starts has them already.
+    gathered_ahead: bool,
     pending_ice_configuration: Option<(Vec<RTCIceServer>, RTCIceTransportPolicy)>,
     /// Data-channel events that did not fit in their channel's queue, kept in arrival order.
     ///
@@ -597,6 +602,7 @@ where
             ice_gathering_active: false,
             stun_gathering_complete: false,
             turn_gathering_complete: false,
+            gathered_ahead: false,
             pending_ice_configuration: None,
             pending_data_channel_events: HashMap::new(),
             udp_addrs,
@@ -1000,6 +1006,7 @@ where
                             // and a configured fixed port cannot be reclaimed while its previous
                             // socket still holds it — the bind fails with `EADDRINUSE` and takes
                             // the connection down with it.
+                            self.gathered_ahead = false;
                             udp_recv_futures.clear();
                             udp_socket_list.clear();
                             udp_socket_buffers.clear();
@@ -1275,6 +1282,68 @@ where
                 self.turn_gathering_complete = true;
                 self.finish_gathering_if_ready().await;
             }
+        }
+    }
+
+    /// Starts gathering this connection's candidates: host and TCP candidates at once, server
+    /// reflexive and relayed ones as the STUN and TURN servers answer.
+    async fn gather(&mut self) {
+        self.ice_gathering_active = true;
+        self.gather_direct().await;
+        self.gather_relays().await;
+    }
+
+    /// Starts gathering the candidates of the paths without a relay: host and TCP candidates
+    /// at once, server reflexive ones as the STUN servers answer. Takes a configuration set
+    /// since the last gathering.
+    async fn gather_direct(&mut self) {
+        if let Some((ice_servers, ice_transport_policy)) =
+            self.pending_ice_configuration.take()
+        {
+            self.stun_gatherer
+                .update_configuration(ice_servers.clone(), ice_transport_policy);
+            self.turn_relayer
+                .update_configuration(ice_servers.clone(), ice_transport_policy);
+            // Also retain it: a later rebind rebuilds the gatherers from these fields,
+            // and rebuilding from the construction-time configuration would silently
+            // undo every `set_configuration` since.
+            self.ice_servers = ice_servers;
+            self.ice_gather_policy = ice_transport_policy;
+        }
+
+        self.stun_gathering_complete = false;
+        self.turn_gathering_complete = false;
+
+        // Gather TCP candidates
+        let ice_gather_policy = {
+            let core = self.inner.core.lock().await;
+            core.get_configuration().ice_transport_policy()
+        };
+
+        if ice_gather_policy != RTCIceTransportPolicy::Relay {
+            let candidates = self.tcp_transport.gather_candidates();
+            let mut core = self.inner.core.lock().await;
+            for candidate_init in candidates {
+                trace!("TCP LocalIceCandidate {:?}", candidate_init);
+                if let Err(err) = core.add_local_candidate(candidate_init) {
+                    error!("Failed to add TCP local candidate: {}", err);
+                }
+            }
+        }
+
+        if self.stun_gatherer.state() != RTCIceGatheringState::Gathering
+            && let Err(err) = self.stun_gatherer.gather().await
+        {
+            error!("Failed to gather ice gathering: {}", err);
+        }
+    }
+
+    /// Starts gathering relayed candidates, as the TURN servers answer.
+    async fn gather_relays(&mut self) {
+        if self.turn_relayer.state() != RTCIceGatheringState::Gathering
+            && let Err(err) = self.turn_relayer.gather().await
+        {
+            error!("Failed to gather relay candidates: {}", err);
         }
     }
 
@@ -1721,50 +1790,22 @@ where
                 self.pending_ice_configuration = Some((ice_servers, ice_transport_policy));
             }
             PeerConnectionDriverEvent::IceGathering => {
-                if let Some((ice_servers, ice_transport_policy)) =
-                    self.pending_ice_configuration.take()
-                {
-                    self.stun_gatherer
-                        .update_configuration(ice_servers.clone(), ice_transport_policy);
-                    self.turn_relayer
-                        .update_configuration(ice_servers.clone(), ice_transport_policy);
-                    // Also retain it: a later rebind rebuilds the gatherers from these fields,
-                    // and rebuilding from the construction-time configuration would silently
-                    // undo every `set_configuration` since.
-                    self.ice_servers = ice_servers;
-                    self.ice_gather_policy = ice_transport_policy;
+                if self.gathered_ahead && self.pending_ice_configuration.is_none() {
+                    // Host and server reflexive candidates were gathered ahead (or are under
+                    // way): they are in the agent, and were handed out. The relayed ones
+                    // start now; the end of candidates is said once every gatherer is through.
+                    self.gathered_ahead = false;
+                    self.ice_gathering_active = true;
+                    self.gather_relays().await;
+                } else {
+                    self.gathered_ahead = false;
+                    self.gather().await;
                 }
-
-                self.ice_gathering_active = true;
-                self.stun_gathering_complete = false;
-                self.turn_gathering_complete = false;
-
-                // Gather TCP candidates
-                let ice_gather_policy = {
-                    let core = self.inner.core.lock().await;
-                    core.get_configuration().ice_transport_policy()
-                };
-
-                if ice_gather_policy != RTCIceTransportPolicy::Relay {
-                    let candidates = self.tcp_transport.gather_candidates();
-                    let mut core = self.inner.core.lock().await;
-                    for candidate_init in candidates {
-                        trace!("TCP LocalIceCandidate {:?}", candidate_init);
-                        if let Err(err) = core.add_local_candidate(candidate_init) {
-                            error!("Failed to add TCP local candidate: {}", err);
-                        }
-                    }
-                }
-
-                if self.stun_gatherer.state() != RTCIceGatheringState::Gathering
-                    && let Err(err) = self.stun_gatherer.gather().await
-                {
-                    error!("Failed to gather ice gathering: {}", err);
-                }
-                if self.turn_relayer.state() != RTCIceGatheringState::Gathering
-                    && let Err(err) = self.turn_relayer.gather().await
-                {
-                    error!("Failed to gather relay candidates: {}", err);
+            }
+            PeerConnectionDriverEvent::IceGatheringAhead => {
+                if !self.gathered_ahead && !self.ice_gathering_active {
+                    self.gathered_ahead = true;
+                    self.gather_direct().await;
                 }
             }
             PeerConnectionDriverEvent::RemoteIceTcpPassiveCandidate(candidate) => {

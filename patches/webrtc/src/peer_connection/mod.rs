@@ -521,6 +521,19 @@ pub trait PeerConnection: crate::sealed::Sealed + Send + Sync + 'static {
     /// See [setLocalDescription](https://www.w3.org/TR/webrtc/#dom-peerconnection-setlocaldescription)
     async fn set_local_description(&self, desc: RTCSessionDescription) -> Result<()>;
 
+    /// Starts gathering local candidates now, ahead of the local description, as a candidate
+    /// pool does (`iceCandidatePoolSize`): a connection made before its peer's offer comes has
+    /// its server reflexive and relayed candidates by then, instead of a STUN or TURN round trip
+    /// after its answer. The candidates are raised with
+    /// [`PeerConnectionEventHandler::on_ice_candidate`] as they come, before there is a
+    /// description to signal them with; the gathering that `set_local_description` starts then
+    /// has them already. Does nothing once a gathering has begun.
+    ///
+    /// # Errors
+    ///
+    /// Returns an error if the driver could not be reached.
+    async fn gather_ahead(&self) -> Result<()>;
+
     /// Returns the description currently in effect locally: the pending one if a negotiation is
     /// in progress, otherwise the current one.
     async fn local_description(&self) -> Option<RTCSessionDescription>;
@@ -1220,6 +1233,15 @@ impl PeerConnection for PeerConnectionImpl {
         self.inner
             .driver_event_tx
             .send(PeerConnectionDriverEvent::IceGathering)
+            .await
+            .map_err(|e| Error::Other(format!("{:?}", e)))
+    }
+
+    async fn gather_ahead(&self) -> Result<()> {
+        // overflow: awaited — producer is the application in `gather_ahead`.
+        self.inner
+            .driver_event_tx
+            .send(PeerConnectionDriverEvent::IceGatheringAhead)
             .await
             .map_err(|e| Error::Other(format!("{:?}", e)))
     }
