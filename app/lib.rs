@@ -3,6 +3,16 @@
 //! `vimp` is one binary: the window (menus, rendering, prediction) and the
 //! headless modes for tests, benchmarks and home servers. This library holds what
 //! the binary runs, so that tests can call it too.
+//!
+//! - [`cli`]: the command-line contract, every subcommand and its flags (`docs/cli.md` at
+//!   length), and what each runs;
+//! - [`sim_cmd`], [`net_cmd`] (`vimp host`, `vimp join`), [`signal_cmd`], [`map_cmd`],
+//!   [`schema_cmd`]: the headless subcommands;
+//! - [`setup`]: what the window and the headless commands share (the default rendezvous, the
+//!   ICE flags, a new match, why a join did not get in);
+//! - [`window`]: the window (menus, HUD, net graph, settings, the node thread);
+//! - [`tanks`]: the game's side of the window (drawing, HUD words, prediction, the
+//!   navigation overlay).
 
 pub mod cli;
 pub mod map_cmd;

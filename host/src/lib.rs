@@ -5,8 +5,8 @@
 //!
 //! ```text
 //! HostCommands ─► Inputs ─► Game ─► Physics ─► Contacts ─► Deletions ─► Snapshot ─► Send ─► frames
-//!  (joins,          (key       (game    (rapier    (game      (removal     (game rows,  (v5, one per
-//!   inputs)          bits)      rules)   step)      reacts)    queue)       30 Hz)       receiver)
+//!  (joins,          (key       (game    (rapier    (game      (removal     (game rows,  (v6 or v5,
+//!   inputs)          bits)      rules)   step)      reacts)    queue)       30 Hz)       per receiver)
 //! ```
 //!
 //! The engine half ([`engine`]) never names a game word; the reference game

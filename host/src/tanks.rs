@@ -10,6 +10,8 @@
 //! - [`figures`]: figures of a match of bots (stalls, first contact), read from outside;
 //! - [`predict`]: the client's predictor of its own tank, and shot prediction;
 //! - [`rows`]: the snapshot schema and rows;
+//! - [`lagcomp`]: where a hit is decided: the hulls as the shooter saw them;
+//! - [`duel`]: a strafing duel over a conditioned link, the figure of lag compensation;
 //! - `save`: the game's part of dumps and map loads.
 
 pub mod bots;

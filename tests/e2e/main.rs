@@ -1,6 +1,7 @@
 //! End-to-end tests of the `vimp` package: the real binary, as a user runs it.
 
 mod cli;
+mod docs;
 mod lab;
 mod local;
 mod takeover;
