@@ -5,10 +5,10 @@
 use std::time::Duration;
 
 use vimp_netcode::frame::{Channel, op};
-use vimp_netcode::input::{ViewTime, WireInput};
+use vimp_netcode::input::{InputEvent, ViewTime, WireInput};
 use vimp_netcode::meta::{ChatHistory, ChatMessage, Encoded, EngineLine, MetaMessage, TechInform};
 use vimp_netcode::migration::{Claim, Links};
-use vimp_netcode::session::{HostEvent, Welcome, close};
+use vimp_netcode::session::{Hello, HostEvent, Welcome, close};
 use vimp_netcode::transport::PeerKey;
 
 use super::{MigrationRoles, ServerCore, ServerEvent, fresh_token};
@@ -77,93 +77,12 @@ impl ServerCore {
         self.update_receivers();
     }
 
+    /// What a peer's session says, each to its handler.
     pub(super) fn on_event(&mut self, peer: PeerKey, event: HostEvent, now: Duration) {
         match event {
-            HostEvent::Hello(hello) => {
-                let admitted = self.roster.admit(peer, &hello, now, fresh_token);
-                if self.took_over_at.is_some() {
-                    tracing::debug!(
-                        target: vimp_netcode::client::TAKEOVER_LOG,
-                        "{:.3} s: hello from {peer} (resuming {}): {}",
-                        now.as_secs_f64(),
-                        hello.resume_token.is_some(),
-                        if admitted.is_ok() { "admitted" } else { "refused" },
-                    );
-                }
-                let Some(session) = self.peers.get_mut(&peer) else { return };
-                match admitted {
-                    Err(code) => {
-                        if code == close::SERVER_FULL {
-                            let full = MetaMessage::TechInform(TechInform::Show {
-                                code: TechInform::SERVER_FULL,
-                                params: None,
-                            });
-                            let full = full.encoded();
-                            session.send(Channel::Reliable, full.port, &full.bytes);
-                        }
-                        session.reject(code, None)
-                    }
-                    Ok(a) => self.admit(peer, &hello, a),
-                }
-            }
-            HostEvent::Input(events) => {
-                let Some(player) = self.roster.player_of(peer) else { return };
-                if self.watching.contains_key(&player) {
-                    for e in events.iter().filter_map(|e| if let WireInput::Key(e) = e { Some(e) } else { None }) {
-                        if e.action == vimp_netcode::input::KeyAction::Down {
-                            self.switch_watched(player, e.bit == 0);
-                        }
-                    }
-                    return;
-                }
-                let mut inputs = Vec::with_capacity(events.len());
-                for e in &events {
-                    let input = match e {
-                        WireInput::Key(e) => {
-                            let table = &self.host.world().resource::<PlayerKeys>().0;
-                            table.to_event(e).ok().map(|event| HostCommand::Input { player, event })
-                        }
-                        WireInput::Aim(e) => Some(HostCommand::Aim { player, seq: e.seq, aim: e.aim }),
-                        WireInput::View(e) if self.view_peers.contains(&peer) => {
-                            let (oldest, newest) = self.view_bounds(player);
-                            let said = e.view.in_256ths();
-                            // A batch repeats what is not acknowledged yet: count each view once.
-                            if self.view_seqs.get(&player).is_none_or(|last| e.seq > *last) {
-                                self.view_seqs.insert(player, e.seq);
-                                self.stats.views += 1;
-                                self.stats.views_clamped += u64::from(said < oldest);
-                            }
-                            let view = ViewTime::from_256ths(said.clamp(oldest, newest));
-                            Some(HostCommand::View { player, seq: e.seq, view })
-                        }
-                        WireInput::View(_) => {
-                            self.stats.views_refused += 1;
-                            None
-                        }
-                    };
-                    inputs.extend(input);
-                }
-                for input in inputs {
-                    self.host.push(input);
-                }
-            }
-            HostEvent::TextInput(event) => {
-                let Some(player) = self.roster.player_of(peer) else { return };
-                if self.watching.contains_key(&player) {
-                    // A spectator's keys: the next or the previous player to watch.
-                    let keys = vimp_netcode::session::spectator_keys();
-                    if event.action == vimp_netcode::input::KeyAction::Down
-                        && let Ok(key) = keys.resolve(&event)
-                    {
-                        self.switch_watched(player, key.bit == 0);
-                    }
-                    return;
-                }
-                // A name the game's keys do not have is dropped, as a bit outside them is.
-                if self.host.world().resource::<PlayerKeys>().0.resolve(&event).is_ok() {
-                    self.host.push(HostCommand::Input { player, event });
-                }
-            }
+            HostEvent::Hello(hello) => self.on_hello(peer, hello, now),
+            HostEvent::Input(events) => self.on_inputs(peer, events),
+            HostEvent::TextInput(event) => self.on_text_input(peer, event),
             HostEvent::Meta { port: op::client::CHAT, payload } => self.on_chat(peer, &payload),
             HostEvent::Meta { port: op::client::VOTE, payload } => self.on_vote(peer, &payload),
             HostEvent::Meta { port: op::client::AUTH_RESPONSE, payload } => self.on_auth(peer, &payload),
@@ -187,18 +106,7 @@ impl ServerCore {
                     self.protocol_error(peer);
                 }
             },
-            HostEvent::Claim(payload) => match Claim::decode(&payload) {
-                Ok(claim) if self.may_claim(peer, &claim, now) => {
-                    let over_this_host = claim.epoch == self.config.epoch.wrapping_add(1);
-                    if over_this_host && self.predecessor != Some(peer) && !claim.evidence.holds_the_room() {
-                        self.keep_the_match(peer, claim, now);
-                    } else if self.superseded.is_none_or(|(_, best)| claim.beats(best.epoch, best.rank)) {
-                        self.superseded = Some((peer, claim));
-                        self.note(ServerEvent::Superseded { winner: peer, claim });
-                    }
-                }
-                _ => self.migration.stats.claims_refused += 1,
-            },
+            HostEvent::Claim(payload) => self.on_claim(peer, &payload, now),
             HostEvent::StepDown(payload) => self.on_step_down(peer, &payload, now),
             HostEvent::FrameAck(seq) => {
                 if let Some(player) = self.roster.player_of(peer)
@@ -207,6 +115,115 @@ impl ServerCore {
                     viewer.ack(seq);
                 }
             }
+        }
+    }
+
+    /// A hello: admitted to a slot and welcomed, or refused with its close code (a full server
+    /// says so first).
+    fn on_hello(&mut self, peer: PeerKey, hello: Hello, now: Duration) {
+        let admitted = self.roster.admit(peer, &hello, now, fresh_token);
+        if self.took_over_at.is_some() {
+            tracing::debug!(
+                target: vimp_netcode::client::TAKEOVER_LOG,
+                "{:.3} s: hello from {peer} (resuming {}): {}",
+                now.as_secs_f64(),
+                hello.resume_token.is_some(),
+                if admitted.is_ok() { "admitted" } else { "refused" },
+            );
+        }
+        let Some(session) = self.peers.get_mut(&peer) else { return };
+        match admitted {
+            Err(code) => {
+                if code == close::SERVER_FULL {
+                    let full =
+                        MetaMessage::TechInform(TechInform::Show { code: TechInform::SERVER_FULL, params: None });
+                    let full = full.encoded();
+                    session.send(Channel::Reliable, full.port, &full.bytes);
+                }
+                session.reject(code, None)
+            }
+            Ok(a) => self.admit(peer, &hello, a),
+        }
+    }
+
+    /// A batch of binary inputs: a spectator's keys switch whom it watches; a player's keys,
+    /// aims and views become the match's commands (a view only from a peer that offered them,
+    /// clamped to what its link explains).
+    fn on_inputs(&mut self, peer: PeerKey, events: Vec<WireInput>) {
+        let Some(player) = self.roster.player_of(peer) else { return };
+        if self.watching.contains_key(&player) {
+            for e in events.iter().filter_map(|e| if let WireInput::Key(e) = e { Some(e) } else { None }) {
+                if e.action == vimp_netcode::input::KeyAction::Down {
+                    self.switch_watched(player, e.bit == 0);
+                }
+            }
+            return;
+        }
+        let mut inputs = Vec::with_capacity(events.len());
+        for e in &events {
+            let input = match e {
+                WireInput::Key(e) => {
+                    let table = &self.host.world().resource::<PlayerKeys>().0;
+                    table.to_event(e).ok().map(|event| HostCommand::Input { player, event })
+                }
+                WireInput::Aim(e) => Some(HostCommand::Aim { player, seq: e.seq, aim: e.aim }),
+                WireInput::View(e) if self.view_peers.contains(&peer) => {
+                    let (oldest, newest) = self.view_bounds(player);
+                    let said = e.view.in_256ths();
+                    // A batch repeats what is not acknowledged yet: count each view once.
+                    if self.view_seqs.get(&player).is_none_or(|last| e.seq > *last) {
+                        self.view_seqs.insert(player, e.seq);
+                        self.stats.views += 1;
+                        self.stats.views_clamped += u64::from(said < oldest);
+                    }
+                    let view = ViewTime::from_256ths(said.clamp(oldest, newest));
+                    Some(HostCommand::View { player, seq: e.seq, view })
+                }
+                WireInput::View(_) => {
+                    self.stats.views_refused += 1;
+                    None
+                }
+            };
+            inputs.extend(input);
+        }
+        for input in inputs {
+            self.host.push(input);
+        }
+    }
+
+    /// A key event in the text form.
+    fn on_text_input(&mut self, peer: PeerKey, event: InputEvent) {
+        let Some(player) = self.roster.player_of(peer) else { return };
+        if self.watching.contains_key(&player) {
+            // A spectator's keys: the next or the previous player to watch.
+            let keys = vimp_netcode::session::spectator_keys();
+            if event.action == vimp_netcode::input::KeyAction::Down
+                && let Ok(key) = keys.resolve(&event)
+            {
+                self.switch_watched(player, key.bit == 0);
+            }
+            return;
+        }
+        // A name the game's keys do not have is dropped, as a bit outside them is.
+        if self.host.world().resource::<PlayerKeys>().0.resolve(&event).is_ok() {
+            self.host.push(HostCommand::Input { player, event });
+        }
+    }
+
+    /// A claim of the match: this host keeps it against one that does not hold the room, or
+    /// is superseded by the best.
+    fn on_claim(&mut self, peer: PeerKey, payload: &[u8], now: Duration) {
+        match Claim::decode(payload) {
+            Ok(claim) if self.may_claim(peer, &claim, now) => {
+                let over_this_host = claim.epoch == self.config.epoch.wrapping_add(1);
+                if over_this_host && self.predecessor != Some(peer) && !claim.evidence.holds_the_room() {
+                    self.keep_the_match(peer, claim, now);
+                } else if self.superseded.is_none_or(|(_, best)| claim.beats(best.epoch, best.rank)) {
+                    self.superseded = Some((peer, claim));
+                    self.note(ServerEvent::Superseded { winner: peer, claim });
+                }
+            }
+            _ => self.migration.stats.claims_refused += 1,
         }
     }
 

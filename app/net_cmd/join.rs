@@ -1,0 +1,722 @@
+//! `vimp join`: a match joined by lobby code or room URL, headless (the window joins through
+//! its node thread): the client drives bot inputs, takes the match over when its turn comes,
+//! and prints its figures.
+
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use vimp_host::PlayerId;
+use vimp_host::engine::game::Game;
+use vimp_host::engine::node::{Node, RoleChange};
+use vimp_netcode::client::{ClientChange, ClientCore};
+use vimp_netcode::input::KeyAction;
+use vimp_netcode::lobby::JoinTarget;
+use vimp_netcode::session::{Hello, close};
+use vimp_netcode::signal::IceServer;
+use vimp_netcode::transport::webrtc::WebRtcTransport;
+use vimp_netcode::transport::{LinkPath, Transport};
+
+use crate::setup::{DEFAULT_SIGNAL, IceArgs, JoinFailure, Redialer, UNREACHABLE, Witnesser, client_config, linger};
+
+/// What `vimp join` was asked to do.
+#[derive(Debug, Clone, clap::Args)]
+pub struct JoinArgs {
+    /// A lobby code (`K7M-P2Q`) or a room URL (`ws://HOST:PORT/K7MP2Q`).
+    pub target: String,
+    /// The signalling server for a bare code.
+    #[arg(long, default_value = DEFAULT_SIGNAL, value_name = "URL")]
+    pub signal: String,
+    /// Run without a window, driving bot inputs, and print figures (for tests and benchmarks).
+    #[arg(long)]
+    pub headless: bool,
+    /// The nickname (default: the window's settings, `player` headless).
+    #[arg(long, value_name = "NICK")]
+    pub name: Option<String>,
+    /// Watch instead of play (the headless spectator switches the observed player now and then).
+    #[arg(long)]
+    pub spectate: bool,
+    /// The lobby password.
+    #[arg(long)]
+    pub password: Option<String>,
+    /// The snapshot format to ask the host for: 6 (delta frames against the last frame this
+    /// client acknowledged) or 5 (every frame whole, as an older client gets).
+    #[arg(long, value_name = "N", default_value_t = 6, value_parser = clap::value_parser!(u8).range(5..=6))]
+    pub snapshot_format: u8,
+    /// Leave after this many seconds.
+    #[arg(long, default_value_t = 10.0)]
+    pub seconds: f64,
+    /// Give up when the host has not welcomed us after this many seconds, saying why: exit code
+    /// 4 when there is no host in the room (or it did not welcome us), 5 when there is one but
+    /// no network path to it was found (3: the signalling server could not be reached; 6: the
+    /// host refused us, and said why).
+    #[arg(long, value_name = "SECONDS", default_value_t = 15.0)]
+    pub join_timeout: f64,
+    /// A chat line to say once joined, or a chat command (`/spectate`, `/w name text`, `/help`).
+    #[arg(long)]
+    pub say: Option<String>,
+    /// Seconds after the welcome to wait before saying it (so friends joining meanwhile hear it).
+    #[arg(long, default_value_t = 3.0)]
+    pub say_after: f64,
+    /// The longest the host may stay silent (nothing on either channel) before it counts as
+    /// lost and the successors take over, ms; a link that has shown itself steady is judged
+    /// sooner (three times its longest gap between the host's frames over the last 10 s, at
+    /// least 150 ms).
+    #[arg(long, value_name = "MS", default_value_t = 500)]
+    pub host_timeout: u64,
+    /// Headless: call the `@changeHost` vote this many seconds after the welcome (or as soon
+    /// after as the host lists this player as a successor).
+    #[arg(long, value_name = "S")]
+    pub call_change_host: Option<f64>,
+    /// Headless: how to answer a `@changeHost` vote someone else called (unanswered by default).
+    #[arg(long, value_name = "yes|no", value_parser = ["yes", "no"])]
+    pub change_host_answer: Option<String>,
+    /// Print the figures as JSON when leaving.
+    #[arg(long)]
+    pub json: bool,
+    /// Headless: a file that keeps this player's session token: read when joining (back to
+    /// the slot it names, its team and score, if the host kept it: 5 minutes after a drop),
+    /// written once welcomed. A client killed and started again with it is back in its slot.
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// Headless: predict the player's own tank as the window does (the game's prediction on
+    /// the host's sim code) and report its corrections: how far each frame from the host moved it.
+    #[arg(long)]
+    pub predict: bool,
+    /// Headless: say a numbered chat line (`NICK #N`) every this many seconds after the welcome.
+    #[arg(long, value_name = "S")]
+    pub say_every: Option<f64>,
+    /// Do not dial the match again after a drop (by default: at once, then 2, 10 and 30 s
+    /// after each failed attempt, with the slot's token).
+    #[arg(long)]
+    pub no_reconnect: bool,
+    /// Never answer the room's check before a takeover, and say so in the hello, as a
+    /// client of another make may: a member that is no voter (for soaks and tests of a room
+    /// with a silent member).
+    #[arg(long)]
+    pub no_host_checks: bool,
+    /// ICE servers for the WebRTC links.
+    #[command(flatten)]
+    pub ice: IceArgs,
+    /// In the window: render frames and save a picture.
+    #[command(flatten)]
+    pub capture: crate::cli::CaptureArgs,
+}
+
+/// The token in `path`, if it holds one (a missing or unreadable file is no token).
+fn read_token(path: &std::path::Path) -> Option<vimp_netcode::session::SessionToken> {
+    vimp_netcode::session::SessionToken::parse(std::fs::read_to_string(path).ok()?.trim())
+}
+
+/// Writes `token` to `path` through a temporary file.
+fn write_token(path: &std::path::Path, token: vimp_netcode::session::SessionToken) -> std::io::Result<()> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, format!("{token}\n"))?;
+    std::fs::rename(&tmp, path)
+}
+
+/// The headless client's prediction of its own tank (`--predict`), and its corrections.
+#[derive(Default)]
+struct Predicting {
+    map: Option<vimp_host::engine::map::MapConfig>,
+    map_version: u64,
+    built: Option<(u64, u8)>,
+    predictor: Option<Box<dyn crate::window::predict::LocalPrediction>>,
+    predicted_to: Duration,
+    /// Every correction's distance, world units.
+    corrections: Vec<f32>,
+    snaps: u64,
+}
+
+impl Predicting {
+    /// A turn at `now`: the map from the meta, a predictor once config, map and welcome are
+    /// there (again after a map change or a new slot), the frames reconciled, the steps due.
+    fn turn(&mut self, client: &mut ClientCore, meta: &[(u8, Vec<u8>)], now: Duration) {
+        for (port, payload) in meta {
+            if let Ok(vimp_netcode::meta::MetaMessage::Map(json)) =
+                vimp_netcode::meta::MetaMessage::decode(*port, payload)
+                && let Ok(map) = serde_json::from_value(json)
+            {
+                self.map = Some(map);
+                self.map_version += 1;
+            }
+        }
+        if let (Some(config), Some(map), Some(w)) = (client.config(), &self.map, client.welcome())
+            && self.built != Some((self.map_version, w.player_id))
+            && !w.spectator
+        {
+            self.built = Some((self.map_version, w.player_id));
+            self.predictor = crate::PREDICTION(config, map, PlayerId(w.player_id));
+            self.predicted_to = now;
+        }
+        let frames = client.take_frames();
+        let Some(p) = self.predictor.as_mut() else { return };
+        for mut frame in frames {
+            if let Some(c) = p.on_frame(&mut frame)
+                && (c.distance > 1e-3 || c.snapped)
+            {
+                self.corrections.push(c.distance);
+                self.snaps += u64::from(c.snapped);
+            }
+        }
+        let dt = Duration::from_secs_f64(f64::from(p.dt()));
+        while self.predicted_to + dt <= now {
+            p.step();
+            self.predicted_to += dt;
+        }
+        let _ = (p.take_tracers(), p.take_divergence());
+    }
+
+    /// The player pressed or released `name`, sent with `seq`.
+    fn key(&mut self, seq: Option<u32>, action: KeyAction, name: &str) {
+        if let (Some(p), Some(seq)) = (self.predictor.as_mut(), seq) {
+            p.key(seq, action, name);
+        }
+    }
+}
+/// Joins a match by code or URL; a headless client drives bot inputs and reports figures.
+pub fn join(args: &JoinArgs, game: &Game) -> anyhow::Result<i32> {
+    let mut run = JoinRun::dial(args, game)?;
+    let failure = loop {
+        let now = run.start.elapsed();
+        match run.turn(now) {
+            Turn::GoOn => {}
+            Turn::End(failure) => break failure,
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    run.finish(failure)
+}
+
+/// How a turn of the join's loop ended.
+enum Turn {
+    /// The run goes on.
+    GoOn,
+    /// The run is over (out of time, closed, given up), or the client could not get in and
+    /// says why.
+    End(Option<JoinFailure>),
+}
+
+/// A headless join while it runs: the node and what dials it, and what the player did.
+struct JoinRun<'a> {
+    args: &'a JoinArgs,
+    start: Instant,
+    /// The room's URL, and its signalling server's.
+    url: String,
+    signal: String,
+    /// The ICE servers of the flags, and the list in use with when it came (the rendezvous's
+    /// added once fetched): for `join_phases_ms` and for dialing again.
+    known: Vec<IceServer>,
+    ice: Arc<OnceLock<(Vec<IceServer>, Duration)>>,
+    node: Node<Box<dyn Transport>>,
+    redialer: Redialer,
+    witness: Option<Witnesser>,
+    watch: JoinWatch,
+    player: Player,
+}
+
+/// What the headless player did and saw in the match.
+#[derive(Default)]
+struct Player {
+    token_written: Option<vimp_netcode::session::SessionToken>,
+    predicting: Predicting,
+    said_lines: Vec<String>,
+    said: bool,
+    next_say: Option<Duration>,
+    promoted: Option<(u32, u32)>,
+    said_shadow: bool,
+    snapshots_at_change: u64,
+    rtts: Vec<f64>,
+    next_sample: Duration,
+    score: Option<i64>,
+    held: Option<&'static str>,
+    called: bool,
+    seen_vote: u32,
+    said_passed: bool,
+    host_path: Option<LinkPath>,
+}
+
+impl<'a> JoinRun<'a> {
+    /// Dials the room: the ICE list's fetch runs while the websocket connects (no handshake
+    /// starts before it is in), and the join's clock counts it.
+    fn dial(args: &'a JoinArgs, game: &Game) -> anyhow::Result<JoinRun<'a>> {
+        let target = JoinTarget::parse(&args.target)?;
+        let url = target.room_url(&args.signal);
+        let hello = Hello {
+            password: args.password.clone(),
+            spectator: args.spectate,
+            snapshot_formats: if args.snapshot_format == 6 { vec![6] } else { Vec::new() },
+            resume_token: args.token_file.as_deref().filter(|_| !args.spectate).and_then(read_token),
+            checks: !args.no_host_checks,
+            ..Hello::new(args.name.as_deref().unwrap_or("player"), env!("CARGO_PKG_VERSION"))
+        };
+        let signal = url.rsplit_once('/').map_or(url.as_str(), |(server, _)| server).to_owned();
+        let start = Instant::now();
+        let known = args.ice.known()?;
+        let ice: Arc<OnceLock<(Vec<IceServer>, Duration)>> = Arc::default();
+        let fetch = {
+            let (signal, known, ice) = (signal.clone(), known.clone(), ice.clone());
+            move || {
+                let fetched = crate::setup::fetch_ice(&signal, known.len());
+                let all: Vec<_> = known.iter().chain(&fetched).cloned().collect();
+                let list = match WebRtcTransport::check_ice_servers(&all) {
+                    Ok(()) => all,
+                    Err(e) => {
+                        eprintln!("note: {e}; going on without the rendezvous's ICE servers");
+                        known
+                    }
+                };
+                let _ = ice.set((list.clone(), start.elapsed()));
+                list
+            }
+        };
+        let transport: Box<dyn Transport> = Box::new(WebRtcTransport::connect_fetching(&url, &known, fetch)?);
+        let witness = Witnesser::new(&url);
+        let config = match witness {
+            Some(_) => Witnesser::config(client_config(args.host_timeout)),
+            None => client_config(args.host_timeout),
+        };
+        let node = Node::playing(*game, transport, ClientCore::new(hello, config));
+        let (dial_url, dial_ice, dial_known) = (url.clone(), ice.clone(), known.clone());
+        let redialer = Redialer::new(Box::new(move || {
+            let servers = dial_ice.get().map_or(&dial_known, |(list, _)| list);
+            Ok(Box::new(WebRtcTransport::connect(&dial_url, servers)?) as Box<dyn Transport>)
+        }));
+        Ok(JoinRun {
+            args,
+            start,
+            url,
+            signal,
+            known,
+            ice,
+            node,
+            redialer,
+            witness,
+            watch: JoinWatch::default(),
+            player: Player::default(),
+        })
+    }
+
+    /// One turn at `now`: the node and its changes, dialing again, the rendezvous's word,
+    /// getting in, then what the player does and reads.
+    fn turn(&mut self, now: Duration) -> Turn {
+        let args = self.args;
+        if self.watch.ice_servers.is_none() {
+            self.watch.ice_servers = self.ice.get().map(|(_, at)| *at);
+        }
+        let node = &mut self.node;
+        node.update(now);
+        if let Some(client) = node.client() {
+            let id_assigned = node.transport().local_id().is_some();
+            self.watch.turn(now, id_assigned, client.linked_peers() > 0, client.stats().snapshots);
+        }
+        while let Some(change) = node.poll_change() {
+            eprintln!("{change}");
+            if let RoleChange::Promoted { tick, epoch, .. } = change {
+                self.player.promoted = Some((tick, epoch));
+            }
+        }
+        if !args.no_reconnect {
+            for note in self.redialer.turn(node, now) {
+                eprintln!("{note}");
+            }
+        }
+        if let Some(witness) = self.witness.as_mut() {
+            witness.turn(node);
+        }
+        let (checkpoints, transport_failure) = (node.checkpoints(), node.transport().failure());
+        let host_path = node.client().and_then(ClientCore::host_peer).and_then(|h| node.transport().path(h));
+        let client = node.client_mut().expect("a player's node has its client");
+        while let Some(change) = client.poll_event() {
+            eprintln!("{change}");
+            if let ClientChange::HostChanged { .. } = change {
+                self.player.snapshots_at_change = client.stats().snapshots;
+            }
+        }
+        // At least one: under load two can come in between two turns of this loop.
+        if checkpoints >= 1 && !self.player.said_shadow {
+            self.player.said_shadow = true;
+            eprintln!("shadowing the host (first checkpoint in)");
+        }
+        let servers = self.ice.get().map_or(&self.known, |(list, _)| list);
+        if let Some(why) = getting_in(args, client, transport_failure, (&self.signal, &self.url, servers), now) {
+            eprintln!("vimp join: {}", why.reason);
+            return Turn::End(Some(why));
+        }
+        self.player.keep_token(args, client);
+        // A drop is dialed back (until every attempt failed); any other close is the end.
+        let redialing = self.redialer.state().is_some() && !self.redialer.gave_up();
+        if (client.closed().is_some() && !redialing) || self.redialer.gave_up() || now.as_secs_f64() >= args.seconds {
+            return Turn::End(None);
+        }
+        if client.welcome().is_some() {
+            self.player.talk(args, client, now);
+            self.player.vote(args, client);
+            self.player.drive(client, now);
+        }
+        self.player.read(args, client, host_path, now);
+        Turn::GoOn
+    }
+
+    /// Leaves (handing the match on if this process hosts it now), prints the figures and
+    /// gives the exit code.
+    fn finish(mut self, failure: Option<JoinFailure>) -> anyhow::Result<i32> {
+        let end = self.start.elapsed();
+        let node = &mut self.node;
+        if node.hand_off(end) {
+            eprintln!("handed the match on");
+            crate::setup::await_successor(node, || self.start.elapsed());
+        }
+        node.leave(end);
+        if node.client().is_some_and(|c| c.welcome().is_some() && c.closed().is_none()) {
+            // The close frame on its way, the links still open: the host sees a player who
+            // left, not one whose link dropped.
+            linger();
+        }
+        let report = self.report(end, failure.as_ref());
+        if self.args.json {
+            println!("{}", serde_json::to_string_pretty(&report)?);
+        } else {
+            println!("{}", serde_json::to_string(&report)?);
+        }
+        let client = self.node.client().expect("a player's node has its client");
+        Ok(match (client.closed(), failure) {
+            (_, Some(why)) => why.code,
+            (Some((code, _)), _) if *code != close::NORMAL => 1,
+            _ if self.redialer.gave_up() => 1,
+            _ if client.welcome().is_none() => 1,
+            _ => 0,
+        })
+    }
+
+    /// The figures `vimp join` prints (`docs/cli.md` says what each means).
+    fn report(&mut self, end: Duration, failure: Option<&JoinFailure>) -> serde_json::Value {
+        let (node, redialer, player, args) = (&self.node, &self.redialer, &mut self.player, self.args);
+        let client = node.client().expect("a player's node has its client");
+        let stats = client.stats();
+        let wall = end.as_secs_f64();
+        let since_first = stats.first_snapshot_at.map(|t| (end - t).as_secs_f64()).unwrap_or(0.0);
+        player.rtts.sort_by(f64::total_cmp);
+        let predicting = &player.predicting;
+        let mut report = json!({
+            "joined": client.welcome().is_some(),
+            "reason": failure.map(|why| why.reason.clone())
+                .or_else(|| redialer.gave_up().then(|| crate::setup::RedialNote::GaveUp.to_string())),
+            "url": self.url,
+            "join_ms": stats.first_snapshot_at.map(|t| t.as_secs_f64() * 1000.0),
+            "welcome_ms": stats.welcomed_at.map(|t| t.as_secs_f64() * 1000.0),
+            "snapshots": stats.snapshots,
+            "snapshots_per_s": if since_first > 0.0 { stats.snapshots as f64 / since_first } else { 0.0 },
+            "snapshot_format": client.welcome().map(|w| w.snapshot_format),
+            "delta_frames": stats.delta_frames,
+            "keyframes": stats.keyframes,
+            "missing_baselines": stats.missing_baselines,
+            "bytes_in_per_s": stats.bytes_in as f64 / wall,
+            "bytes_out_per_s": stats.bytes_out as f64 / wall,
+            "rtt_ms_p50": player.rtts.get(player.rtts.len() / 2),
+            "host_path": player.host_path.map(LinkPath::as_str),
+            "player_id": client.welcome().map(|w| w.player_id),
+            "nickname": client.welcome().map(|w| w.nickname.clone()),
+            "score": player.score,
+            "chat": client.chat(),
+            "close_code": client.closed().map(|c| c.0),
+            "migrations": stats.migrations,
+            "snapshots_after_host_change": (stats.migrations > 0).then(|| stats.snapshots - player.snapshots_at_change),
+            "host_epoch": stats.host_epoch,
+            "resume_ms": stats.resume.map(|d| d.as_secs_f64() * 1000.0),
+            "freeze_ms": stats.freeze.map(|d| d.as_secs_f64() * 1000.0),
+            "host_timeout_ms": client.host_timeout().as_secs_f64() * 1000.0,
+            "peer_frames_refused": stats.peer_frames_refused,
+            "reconnects": redialer.history,
+            "said": player.said_lines,
+            "corrections": args.predict.then_some(predicting.corrections.len()),
+            "correction_snaps": args.predict.then_some(predicting.snaps),
+            "correction_p99": args.predict.then(|| percentile(&predicting.corrections, 0.99)),
+            "correction_p50": args.predict.then(|| percentile(&predicting.corrections, 0.5)),
+            "reconnect_gave_up": redialer.gave_up(),
+            "resumed": client.welcome().map(|w| w.resumed),
+            "rewind_ms": stats.rewind_ms,
+            "promoted_at_tick": player.promoted.map(|(tick, _)| tick),
+            "shadow_checkpoints": node.checkpoints(),
+            "shadow_mismatches": node.mismatches(),
+            "shadow_errors": node.errors(),
+        });
+        // Asking the room before a claim (one `json!` holds only so many fields).
+        report["host_checks"] = json!(stats.host_checks);
+        report["takeovers_held"] = json!(stats.takeovers_held);
+        report["host_checks_answered"] = json!(stats.host_checks_answered);
+        report["witness_answers"] = json!(stats.witness_answers);
+        report["claims_dialed"] = json!(stats.claims_dialed);
+        report["hellos_ahead"] = json!(stats.hellos_ahead);
+        report["join_phases_ms"] = self.watch.phases_ms(stats);
+        report["snapshot_gap_ms_p50"] = json!(self.watch.gap_ms(0.5));
+        report["snapshot_gap_ms_p99"] = json!(self.watch.gap_ms(0.99));
+        report["snapshot_gap_ms_max"] = json!(self.watch.gap_ms(1.0));
+        report
+    }
+}
+
+/// Whether a client not in yet has failed to get in, and why: the signalling server lost,
+/// out of time (`--join-timeout`, or `--seconds` first), or refused by the host.
+fn getting_in(
+    args: &JoinArgs,
+    client: &ClientCore,
+    transport_failure: Option<String>,
+    (signal, url, servers): (&str, &str, &[IceServer]),
+    now: Duration,
+) -> Option<JoinFailure> {
+    if client.welcome().is_some() {
+        return None;
+    }
+    if let Some((code, reason)) = client.closed() {
+        return Some(JoinFailure::refused(*code, reason));
+    }
+    match transport_failure {
+        Some(reason) => Some(JoinFailure { code: UNREACHABLE, reason }),
+        None if now.as_secs_f64() >= args.join_timeout.min(args.seconds) => {
+            Some(JoinFailure::diagnose(signal, url, servers, client.linked_peers(), now.as_secs_f64()))
+        }
+        None => None,
+    }
+}
+
+impl Player {
+    /// Keeps the session token in `--token-file` once welcomed (a player's, not a spectator's).
+    fn keep_token(&mut self, args: &JoinArgs, client: &ClientCore) {
+        if let (Some(path), Some(w)) = (&args.token_file, client.welcome())
+            && self.token_written != Some(w.token)
+            && !w.spectator
+        {
+            self.token_written = Some(w.token);
+            if let Err(e) = write_token(path, w.token) {
+                eprintln!("vimp join: cannot keep the session token in {}: {e}", path.display());
+            }
+        }
+    }
+
+    /// `--say` once, `--say-after` seconds after the welcome, and a numbered line every
+    /// `--say-every` seconds.
+    fn talk(&mut self, args: &JoinArgs, client: &mut ClientCore, now: Duration) {
+        let since_welcome = client.stats().welcomed_at.map_or(Duration::ZERO, |t| now.saturating_sub(t));
+        if !self.said
+            && since_welcome.as_secs_f64() >= args.say_after
+            && let Some(text) = &args.say
+        {
+            client.say(text);
+            self.said_lines.push(text.clone());
+            self.said = true;
+        }
+        if let Some(every) = args.say_every.filter(|s| *s > 0.0) {
+            let due = *self.next_say.get_or_insert(now + Duration::from_secs_f64(every));
+            if now >= due {
+                self.next_say = Some(due + Duration::from_secs_f64(every));
+                let nick = client.welcome().map_or("player", |w| w.nickname.as_str());
+                let line = format!("{nick} #{}", self.said_lines.len() + 1);
+                client.say(&line);
+                self.said_lines.push(line);
+            }
+        }
+        if let Some(after) = args.call_change_host
+            && !self.called
+            && since_welcome.as_secs_f64() >= after
+            && client.may_call_change_host()
+        {
+            self.called = true;
+            if let Some(id) = client.call_change_host() {
+                eprintln!("called the @changeHost vote ({id:08x})");
+            }
+        }
+    }
+
+    /// The `@changeHost` vote under way: says how it stands, answers it with
+    /// `--change-host-answer`.
+    fn vote(&mut self, args: &JoinArgs, client: &mut ClientCore) {
+        let Some(vote) = client.host_vote() else { return };
+        if vote.id != self.seen_vote {
+            self.seen_vote = vote.id;
+            eprintln!("@changeHost vote {:08x}: {} of {} say yes", vote.id, vote.yes, vote.electorate);
+        }
+        if vote.answer.is_none()
+            && let Some(answer) = &args.change_host_answer
+            && client.answer_change_host(answer == "yes")
+        {
+            eprintln!("answered the @changeHost vote: {answer}");
+        }
+        if vote.passed && !self.said_passed {
+            self.said_passed = true;
+            eprintln!("the @changeHost vote passed ({} of {})", vote.yes, vote.electorate);
+        }
+    }
+
+    /// Bot inputs: a new key every 700 ms and a shot every 300 ms; a spectator switches the
+    /// watched player every 2 s.
+    fn drive(&mut self, client: &mut ClientCore, now: Duration) {
+        if client.keyset() == Some(vimp_netcode::meta::Keyset::Spectator) {
+            if now.as_millis() % 2000 < 2 {
+                let seq = client.key(KeyAction::Down, "nextPlayer");
+                self.predicting.key(seq, KeyAction::Down, "nextPlayer");
+            }
+            return;
+        }
+        let phase = now.as_millis() / 700;
+        let keys = ["forward", "left", "forward", "right", "back", "gunLeft", "gunRight"];
+        let want = keys[(phase % 7) as usize];
+        if self.held != Some(want) {
+            if let Some(old) = self.held {
+                let seq = client.key(KeyAction::Up, old);
+                self.predicting.key(seq, KeyAction::Up, old);
+            }
+            let seq = client.key(KeyAction::Down, want);
+            self.predicting.key(seq, KeyAction::Down, want);
+            self.held = Some(want);
+        }
+        if now.as_millis() % 300 < 2 {
+            let seq = client.key(KeyAction::Down, "fire");
+            self.predicting.key(seq, KeyAction::Down, "fire");
+        }
+    }
+
+    /// What comes from the host: the link's path and round trip, the frames (predicted with
+    /// `--predict`), the game's form, the score.
+    fn read(&mut self, args: &JoinArgs, client: &mut ClientCore, host_path: Option<LinkPath>, now: Duration) {
+        if let Some(path) = host_path
+            && self.host_path != Some(path)
+        {
+            self.host_path = Some(path);
+            eprintln!("the link to the host is {}", path.as_str());
+        }
+        if now >= self.next_sample {
+            self.next_sample = now + Duration::from_secs(1);
+            if let Some(rtt) = client.rtt_ms().filter(|r| *r > 0.0) {
+                self.rtts.push(rtt);
+            }
+        }
+        let meta = client.take_meta();
+        if args.predict {
+            self.predicting.turn(client, &meta, now);
+        } else {
+            let _ = client.take_frames();
+        }
+        for (port, payload) in meta {
+            answer_form(client, port, &payload);
+            if port == vimp_netcode::meta::STAT_DATA
+                && let (Ok(stat), Some(w)) = (serde_json::from_slice::<serde_json::Value>(&payload), client.welcome())
+            {
+                for row in stat[0].as_array().into_iter().flatten() {
+                    if row[0] == w.player_id as u64 && row[2][2].is_number() {
+                        self.score = row[2][2].as_i64();
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A headless player answers the game's form (`AUTH_DATA`) with the form's own values, and
+/// says what the host thought of an answer it refused.
+fn answer_form(client: &mut vimp_netcode::client::ClientCore, port: u8, payload: &[u8]) {
+    use vimp_netcode::meta::{AuthResponse, AuthResult, ClientMeta, MetaMessage};
+    match MetaMessage::decode(port, payload) {
+        Ok(MetaMessage::AuthData(form)) => {
+            let fields = form.params.into_iter().map(|p| (p.name, p.value)).collect();
+            eprintln!("the game asks for a form: answered with its own values");
+            let answer = ClientMeta::AuthResponse(AuthResponse(fields)).encode();
+            client.send_meta(vimp_netcode::meta::AUTH_RESPONSE, &answer);
+        }
+        Ok(MetaMessage::AuthResult(AuthResult::Rejected(errors))) => {
+            let errors: Vec<String> = errors.iter().map(|(field, why)| format!("{field}: {why}")).collect();
+            eprintln!("the host refused the form: {}", errors.join("; "));
+        }
+        _ => {}
+    }
+}
+
+/// The `q` quantile of `values` (0 when empty).
+fn percentile(values: &[f32], q: f64) -> f32 {
+    let mut v = values.to_vec();
+    v.sort_by(f32::total_cmp);
+    v.get(((v.len().saturating_sub(1)) as f64 * q).round() as usize).copied().unwrap_or(0.0)
+}
+/// A join's phases and the host's snapshots' arrivals, as the join's loop sees them (its turns
+/// are about a millisecond apart).
+#[derive(Debug, Default)]
+struct JoinWatch {
+    /// When the ICE servers were in (the rendezvous's list, `GET /ice`).
+    ice_servers: Option<Duration>,
+    /// When the signalling server's id came (its websocket is up).
+    id_assigned: Option<Duration>,
+    /// When the first peer's data channels were all open (alone in a room with the host: the
+    /// host's link).
+    first_link: Option<Duration>,
+    /// Snapshots decoded so far, and when the newest came.
+    snapshots: u64,
+    last_snapshot: Option<Duration>,
+    /// The gaps between consecutive snapshots' arrivals, after the first.
+    gaps_ms: Vec<f32>,
+}
+
+impl JoinWatch {
+    /// Notes what changed since the last turn.
+    fn turn(&mut self, now: Duration, id_assigned: bool, linked: bool, snapshots: u64) {
+        if id_assigned {
+            self.id_assigned.get_or_insert(now);
+        }
+        if linked {
+            self.first_link.get_or_insert(now);
+        }
+        if snapshots > self.snapshots {
+            if let Some(last) = self.last_snapshot {
+                self.gaps_ms.push(now.saturating_sub(last).as_micros() as f32 / 1000.0);
+            }
+            // Two or more in one turn came together.
+            let together = snapshots - self.snapshots - 1;
+            self.gaps_ms.extend((0..together).map(|_| 0.0));
+            self.snapshots = snapshots;
+            self.last_snapshot = Some(now);
+        }
+    }
+
+    /// The `q` quantile of the gaps (`1.0` is the longest), `None` before two snapshots.
+    fn gap_ms(&self, q: f64) -> Option<f32> {
+        (!self.gaps_ms.is_empty()).then(|| percentile(&self.gaps_ms, q))
+    }
+
+    /// Milliseconds from the start of the join to the end of each phase: the ICE servers'
+    /// list, the signalling server's id, the first peer link (offer and answer, ICE, DTLS,
+    /// SCTP), the host's welcome, the first snapshot.
+    fn phases_ms(&self, stats: &vimp_netcode::client::ClientStats) -> serde_json::Value {
+        let ms = |t: Option<Duration>| t.map(|t| t.as_secs_f64() * 1000.0);
+        json!({
+            "ice_servers": ms(self.ice_servers),
+            "id_assigned": ms(self.id_assigned),
+            "link": ms(self.first_link),
+            "welcome": ms(stats.welcomed_at),
+            "first_snapshot": ms(stats.first_snapshot_at),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snapshot_gaps_are_counted_between_arrivals_after_the_first() {
+        let ms = Duration::from_millis;
+        let mut watch = JoinWatch { ice_servers: Some(ms(4)), ..JoinWatch::default() };
+        watch.turn(ms(10), true, false, 0);
+        watch.turn(ms(300), true, true, 0);
+        assert_eq!(watch.gap_ms(1.0), None, "no gap before two snapshots");
+        watch.turn(ms(400), true, true, 1);
+        watch.turn(ms(450), true, true, 2);
+        // Two in one turn: the second came with the first.
+        watch.turn(ms(650), true, true, 4);
+        assert_eq!(watch.gaps_ms, vec![50.0, 200.0, 0.0]);
+        assert_eq!(watch.gap_ms(1.0), Some(200.0));
+        let phases = watch.phases_ms(&Default::default());
+        assert_eq!(phases["ice_servers"], json!(4.0));
+        assert_eq!(phases["id_assigned"], json!(10.0));
+        assert_eq!(phases["link"], json!(300.0));
+    }
+}
