@@ -285,6 +285,20 @@
 //! claim, when it comes, only names the rank. The new host admits such a hello by the rules
 //! of any hello (the token must hold a waiting slot), so keeping one trusts nothing.
 //!
+//! # Claimers and shadows the list does not name
+//!
+//! A client whose host is lost and that hears a claim from a peer its list does not name
+//! (the host's newest list was lost with its line) says hello to the claimer with its token,
+//! as after dialing the room again, and follows it if it hosts and welcomes it
+//! ([`ClientStats::claims_dialed`](crate::client::ClientStats::claims_dialed)); the claim
+//! itself is still refused.
+//!
+//! A client that keeps a shadow of the host but whose list no longer names it, linked to
+//! every successor the list names, takes its turn after them: a successor ahead of it that
+//! has no shadow yet cannot take over, and the room is not left without a host. Only while
+//! its shadow is still streamed (a checkpoint or log batch within 2 s): one the host stopped
+//! streaming to is behind the match, and would set everyone back to where it stopped.
+//!
 //! # `HOST_CHECK` payload (big-endian, client → clients)
 //!
 //! | offset | size | field   | meaning                                        |
