@@ -45,43 +45,14 @@ pub struct PlayArgs {
     #[arg(long, default_value_t = 7)]
     pub bots: u8,
     /// How good the bots are: easy, normal or hard.
-    #[arg(long, default_value = "normal", value_parser = bot_skill)]
+    #[arg(long, default_value = "normal", value_parser = crate::setup::bot_skill)]
     pub bot_skill: BotSkill,
     /// Start with the navigation overlay (F4) on: the nav grid, where a tank fits, each bot's route.
     #[arg(long)]
     pub nav_overlay: bool,
     /// Render frames and save a picture.
     #[command(flatten)]
-    pub capture: CaptureArgs,
-}
-
-/// Parses `--bot-skill` (easy, normal or hard, any case).
-pub fn bot_skill(s: &str) -> Result<BotSkill, String> {
-    s.parse()
-}
-
-/// `--frames N --screenshot FILE`: a window that renders N frames, saves the last, and exits.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct CaptureArgs {
-    /// Render this many frames, then exit (window only).
-    #[arg(long, value_name = "N")]
-    pub frames: Option<u32>,
-    /// Save the last frame as a PNG (window only; alone it means 240 frames).
-    #[arg(long, value_name = "FILE")]
-    pub screenshot: Option<PathBuf>,
-}
-
-impl CaptureArgs {
-    /// The window's options for starting `start`.
-    pub fn window(self, start: Option<crate::window::MatchKind>) -> crate::window::WindowOptions {
-        let frames = self.frames.or(self.screenshot.as_ref().map(|_| 240));
-        crate::window::WindowOptions { start, frames, screenshot: self.screenshot, nav_overlay: false }
-    }
-
-    /// Whether any was given (they mean nothing without a window).
-    pub fn is_set(&self) -> bool {
-        self.frames.is_some() || self.screenshot.is_some()
-    }
+    pub capture: crate::setup::CaptureArgs,
 }
 
 /// `vimp map …`

@@ -28,5 +28,8 @@ pub mod window;
 /// [`Game`](vimp_host::engine::game::Game) description.
 pub const GAME: vimp_host::engine::game::Game = vimp_host::tanks::GAME;
 
+/// What the window draws and says of [`GAME`].
+pub const WINDOW: window::game::WindowGame = tanks::WINDOW;
+
 /// How the window predicts the player's own actor in [`GAME`].
 pub const PREDICTION: window::predict::MakePrediction = tanks::predict::make;

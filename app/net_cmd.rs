@@ -42,7 +42,7 @@ pub struct HostArgs {
     #[arg(long, default_value_t = 0)]
     pub bots: u8,
     /// How good the bots are: easy, normal or hard.
-    #[arg(long, default_value = "normal", value_parser = crate::cli::bot_skill)]
+    #[arg(long, default_value = "normal", value_parser = crate::setup::bot_skill)]
     pub bot_skill: BotSkill,
     /// The map file.
     #[arg(long, default_value = "maps/default.json")]
@@ -70,7 +70,7 @@ pub struct HostArgs {
     pub ice: IceArgs,
     /// In the window: render frames and save a picture.
     #[command(flatten)]
-    pub capture: crate::cli::CaptureArgs,
+    pub capture: crate::setup::CaptureArgs,
 }
 
 fn random_u64() -> u64 {

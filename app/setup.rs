@@ -1,7 +1,8 @@
-//! What the window and the headless commands share: the default rendezvous, the ICE server
-//! flags, the client's settings, a new match, the wait after a handoff, why a join
+//! What the window and the headless commands share: the default rendezvous, the flags of
+//! several commands (ICE servers, `--bot-skill`, `--frames`/`--screenshot`), the client's settings, a new match, the wait after a handoff, why a join
 //! did not get in, and dialing a dropped player back in.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -511,5 +512,33 @@ impl Witnesser {
             self.asked.push_back((self.next, host, rx));
             self.next += 1;
         }
+    }
+}
+/// Parses `--bot-skill` (easy, normal or hard, any case).
+pub fn bot_skill(s: &str) -> Result<BotSkill, String> {
+    s.parse()
+}
+
+/// `--frames N --screenshot FILE`: a window that renders N frames, saves the last, and exits.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct CaptureArgs {
+    /// Render this many frames, then exit (window only).
+    #[arg(long, value_name = "N")]
+    pub frames: Option<u32>,
+    /// Save the last frame as a PNG (window only; alone it means 240 frames).
+    #[arg(long, value_name = "FILE")]
+    pub screenshot: Option<PathBuf>,
+}
+
+impl CaptureArgs {
+    /// The window's options for starting `start`.
+    pub fn window(self, start: Option<crate::window::MatchKind>) -> crate::window::WindowOptions {
+        let frames = self.frames.or(self.screenshot.as_ref().map(|_| 240));
+        crate::window::WindowOptions { start, frames, screenshot: self.screenshot, nav_overlay: false }
+    }
+
+    /// Whether any was given (they mean nothing without a window).
+    pub fn is_set(&self) -> bool {
+        self.frames.is_some() || self.screenshot.is_some()
     }
 }

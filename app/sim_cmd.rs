@@ -21,7 +21,7 @@ pub struct SimArgs {
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(0..=255))]
     pub bots: u16,
     /// How good the bots are: easy, normal or hard.
-    #[arg(long, default_value = "normal", value_parser = crate::cli::bot_skill)]
+    #[arg(long, default_value = "normal", value_parser = crate::setup::bot_skill)]
     pub bot_skill: BotSkill,
     /// Seconds of match time to simulate.
     #[arg(long, default_value_t = 60.0)]

@@ -5,3 +5,17 @@ pub mod draw;
 pub mod hud;
 pub mod overlay;
 pub mod predict;
+
+/// The tanks game's side of the window.
+pub const WINDOW: crate::window::game::WindowGame = crate::window::game::WindowGame {
+    plugins: |app| {
+        app.add_plugins(draw::DrawPlugin).add_plugins(overlay::NavOverlayPlugin);
+    },
+    panel: hud::panel,
+    team_color: hud::team_color32,
+    inform_text: hud::inform_text,
+    inform_sound: hud::inform_sound,
+    tech_text: hud::tech_text,
+    vote_title: hud::vote_title,
+    capture_view: overlay::capture_view,
+};

@@ -101,7 +101,7 @@ pub struct JoinArgs {
     pub ice: IceArgs,
     /// In the window: render frames and save a picture.
     #[command(flatten)]
-    pub capture: crate::cli::CaptureArgs,
+    pub capture: crate::setup::CaptureArgs,
 }
 
 /// The token in `path`, if it holds one (a missing or unreadable file is no token).

@@ -25,11 +25,8 @@ use vimp_netcode::schema::MapBodyFields;
 use vimp_netcode::snapshot::Block;
 
 use self::levels::{BodyLook, Look, Piece, ShadowShape, band, body_look, bomb_level, covered, depth, see_through};
+use crate::window::game::MainCamera;
 use crate::window::{ActiveMatch, Screen};
-
-/// The camera that follows the player.
-#[derive(Component, Debug)]
-pub struct MainCamera;
 
 /// Adds the drawing systems.
 pub struct DrawPlugin;

@@ -31,6 +31,7 @@ use vimp_host::tanks::bots::Bot;
 use vimp_host::tanks::bots::brain::{route_legs, route_width};
 use vimp_host::tanks::tank::{Tank, layered};
 
+use crate::window::game::NavOverlayOn;
 use crate::window::{ActiveMatch, Screen};
 
 /// A bot's route as the overlay draws it.
@@ -126,10 +127,6 @@ pub fn capture(host: &mut Host) -> Option<NavSnapshot> {
         routes,
     })
 }
-
-/// Whether the overlay is on (F4 toggles it).
-#[derive(Resource, Debug, Default)]
-pub struct NavOverlayOn(pub bool);
 
 /// The level the overlay shows (F5 steps through the map's levels).
 #[derive(Resource, Debug, Default, Clone, Copy, PartialEq, Eq)]

@@ -3,10 +3,11 @@
 //! One Bevy `App` with a window draws everything; egui (bevy_egui) draws the menus and
 //! the HUD. A match is a [`net::MatchState`] in the [`ActiveMatch`] resource: the
 //! window updates it once a frame, turns keys into input events, steps the predictor
-//! and draws the interpolated world ([`crate::tanks::draw`]). When this process hosts,
+//! and draws the interpolated world (the game's drawing, [`game::WindowGame`]). When this process hosts,
 //! the host runs on its own thread ([`node`]) and this window is just its first client; in a
 //! match it joined, the same thread keeps the shadow that can take the match over.
 
+pub mod game;
 pub mod graph;
 pub mod input;
 pub mod net;
@@ -212,9 +213,8 @@ pub fn run(options: WindowOptions) -> anyhow::Result<i32> {
     )
     .add_plugins(ui::UiPlugin)
     .add_plugins(sound::SoundPlugin)
-    .add_plugins(crate::tanks::draw::DrawPlugin)
-    .add_plugins(crate::tanks::overlay::NavOverlayPlugin)
-    .insert_resource(crate::tanks::overlay::NavOverlayOn(options.nav_overlay));
+    .insert_resource(game::NavOverlayOn(options.nav_overlay));
+    (crate::WINDOW.plugins)(&mut app);
     let exit = app.run();
     if let Some(e) = failed.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
         anyhow::bail!(e);
@@ -226,7 +226,7 @@ pub fn run(options: WindowOptions) -> anyhow::Result<i32> {
 }
 
 fn spawn_camera(mut commands: Commands) {
-    commands.spawn((Camera2d, crate::tanks::draw::MainCamera));
+    commands.spawn((Camera2d, game::MainCamera));
 }
 
 /// Starts the match a menu or the command line asked for.
@@ -271,7 +271,7 @@ pub fn start_match(kind: &MatchKind, settings: &Settings) -> anyhow::Result<Matc
                 seed: random_seed(),
                 watch: true,
                 online: None,
-                capture: Some(crate::tanks::overlay::capture_view),
+                capture: Some(crate::WINDOW.capture_view),
             };
             let node = NodeThread::host(config, MatchState::hello(nickname, None, false), clock)?;
             Ok(MatchState::new(node, clock, format!("local match on {}", map.display())))
@@ -298,7 +298,7 @@ pub fn start_match(kind: &MatchKind, settings: &Settings) -> anyhow::Result<Matc
                 seed: random_seed(),
                 watch: false,
                 online: Some(online),
-                capture: Some(crate::tanks::overlay::capture_view),
+                capture: Some(crate::WINDOW.capture_view),
             };
             let hello = MatchState::hello(nickname, password.clone(), false);
             let node = NodeThread::host(config, hello, clock)?;

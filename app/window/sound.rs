@@ -30,7 +30,7 @@ fn play(
     mut queue: ResMut<SoundQueue>,
     assets: Res<AssetServer>,
     active: Option<ResMut<crate::window::ActiveMatch>>,
-    camera: Query<&Transform, With<crate::tanks::draw::MainCamera>>,
+    camera: Query<&Transform, With<crate::window::game::MainCamera>>,
     mut last_banner: Local<Option<std::time::Duration>>,
 ) {
     use bevy::audio::Volume;
@@ -43,7 +43,7 @@ fn play(
             && *last_banner != Some(*at)
         {
             *last_banner = Some(*at);
-            if let Some(name) = crate::tanks::hud::inform_sound(inform) {
+            if let Some(name) = (crate::WINDOW.inform_sound)(inform) {
                 queue.0.push((name.to_owned(), None));
             }
         }

@@ -433,7 +433,7 @@ fn game_keys(
     mut ui_state: ResMut<UiState>,
     mut active: ResMut<ActiveMatch>,
     mut contexts: EguiContexts,
-    mut overlay: ResMut<crate::tanks::overlay::NavOverlayOn>,
+    mut overlay: ResMut<crate::window::game::NavOverlayOn>,
 ) {
     let m = active.get();
     let ui = &mut ui_state.in_match;
@@ -486,7 +486,7 @@ fn pointer_aim(
     mut active: ResMut<ActiveMatch>,
     mut contexts: EguiContexts,
     windows: Query<&Window, With<bevy::window::PrimaryWindow>>,
-    camera: Query<(&Camera, &GlobalTransform), With<crate::tanks::draw::MainCamera>>,
+    camera: Query<(&Camera, &GlobalTransform), With<crate::window::game::MainCamera>>,
 ) {
     let m = active.get();
     if store.settings.aim == AimScheme::Keys {

@@ -61,7 +61,7 @@ fn panel(ctx: &egui::Context, m: &MatchState) {
     let watching = m.keyset == Some(vimp_netcode::meta::Keyset::Spectator);
     egui::Area::new(egui::Id::new("panel")).anchor(egui::Align2::LEFT_TOP, [12.0, 12.0]).show(ctx, |area| {
         egui::Frame::popup(area.style()).show(area, |area| {
-            crate::tanks::hud::panel(area, &m.panel);
+            (crate::WINDOW.panel)(area, &m.panel);
             if watching {
                 area.weak("watching: ←/→ other players, /play to join");
             }
@@ -128,7 +128,7 @@ fn chat(ctx: &egui::Context, m: &mut MatchState, ui: &mut InMatch, keys: &Button
                             Some(to) => format!("{author} → {to}:"),
                             None => format!("{author}:"),
                         };
-                        row.colored_label(crate::tanks::hud::team_color32(line.team), who);
+                        row.colored_label((crate::WINDOW.team_color)(line.team), who);
                         let text = egui::RichText::new(&line.text);
                         row.label(if line.to.is_some() { text.italics() } else { text });
                     });
@@ -182,7 +182,7 @@ fn vote(ctx: &egui::Context, m: &mut MatchState) {
             .collapsible(false)
             .resizable(false)
             .show(ctx, |w| {
-                w.label(egui::RichText::new(crate::tanks::hud::vote_title(&vote)).size(18.0));
+                w.label(egui::RichText::new((crate::WINDOW.vote_title)(&vote)).size(18.0));
                 w.horizontal(|row| {
                     for choice in &choices {
                         let text = choice.as_str().map(str::to_owned).unwrap_or_else(|| choice.to_string());
@@ -249,7 +249,7 @@ fn banners(ctx: &egui::Context, m: &MatchState, now: Duration) {
     if let Some((inform, _)) = &m.banner {
         egui::Area::new(egui::Id::new("banner")).anchor(egui::Align2::CENTER_TOP, [0.0, 120.0]).show(ctx, |area| {
             area.label(
-                egui::RichText::new(crate::tanks::hud::inform_text(inform))
+                egui::RichText::new((crate::WINDOW.inform_text)(inform))
                     .size(36.0)
                     .strong()
                     .color(egui::Color32::from_rgb(255, 220, 120)),
@@ -385,7 +385,7 @@ fn black_screen(ctx: &egui::Context, m: &mut MatchState, now: Duration) -> bool 
         _ if m.client().welcome().is_none() && failed.is_some() => {
             failed.map(|f| format!("could not join: {}", f.reason))
         }
-        (Some(TechInform::Show { code, params }), None) => Some(crate::tanks::hud::tech_text(*code, params.as_deref())),
+        (Some(TechInform::Show { code, params }), None) => Some((crate::WINDOW.tech_text)(*code, params.as_deref())),
         _ if m.client().welcome().is_none() => {
             Some(if now.as_secs() < 1 { String::new() } else { "connecting…".to_owned() })
         }
