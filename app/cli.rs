@@ -116,7 +116,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
     match command {
         Command::Play(args) => {
             let start = Some(MatchKind::Local { map: args.map, bots: args.bots, skill: args.bot_skill });
-            window(WindowOptions { nav_overlay: args.nav_overlay, ..args.capture.window(start) })
+            window(WindowOptions { nav_overlay: args.nav_overlay, ..WindowOptions::captured(start, args.capture) })
         }
         Command::Sim(args) => crate::sim_cmd::run(&args, &crate::GAME),
         Command::Signal(args) => crate::signal_cmd::run(&args),
@@ -133,7 +133,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
                 code: args.code,
                 signal: args.signal,
             });
-            window(args.capture.window(start))
+            window(WindowOptions::captured(start, args.capture))
         }
         Command::Join(args) if args.headless => {
             anyhow::ensure!(!args.capture.is_set(), "--frames and --screenshot need the window: drop --headless");
@@ -148,7 +148,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
                 nickname: args.name,
                 host_timeout_ms: Some(args.host_timeout),
             });
-            window(args.capture.window(start))
+            window(WindowOptions::captured(start, args.capture))
         }
         Command::Map(MapCommand::Check { files }) => crate::map_cmd::check(&files, &crate::GAME),
         Command::Schema(SchemaCommand::Check { files, json }) => crate::schema_cmd::check(&files, json),

@@ -531,12 +531,6 @@ pub struct CaptureArgs {
 }
 
 impl CaptureArgs {
-    /// The window's options for starting `start`.
-    pub fn window(self, start: Option<crate::window::MatchKind>) -> crate::window::WindowOptions {
-        let frames = self.frames.or(self.screenshot.as_ref().map(|_| 240));
-        crate::window::WindowOptions { start, frames, screenshot: self.screenshot, nav_overlay: false }
-    }
-
     /// Whether any was given (they mean nothing without a window).
     pub fn is_set(&self) -> bool {
         self.frames.is_some() || self.screenshot.is_some()

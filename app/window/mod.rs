@@ -50,6 +50,14 @@ pub struct WindowOptions {
     pub nav_overlay: bool,
 }
 
+impl WindowOptions {
+    /// A window that starts `start`, rendering and saving frames as `capture` says.
+    pub fn captured(start: Option<MatchKind>, capture: crate::setup::CaptureArgs) -> WindowOptions {
+        let frames = capture.frames.or(capture.screenshot.as_ref().map(|_| 240));
+        WindowOptions { start, frames, screenshot: capture.screenshot, nav_overlay: false }
+    }
+}
+
 /// A match to start.
 #[derive(Clone, Debug, PartialEq)]
 pub enum MatchKind {

@@ -646,7 +646,7 @@ fn build(config: &HostConfig, hello: Hello) -> anyhow::Result<Built> {
         // A local match's mesh has only this process on it, under a random key like a
         // WebRTC peer's.
         None => {
-            Box::new(MemoryTransport::new(PeerKey(u128::from_le_bytes(vimp_host::engine::server::fresh_token().0))))
+            Box::new(MemoryTransport::new(PeerKey(u128::from_le_bytes(vimp_host::engine::roster::fresh_token().0))))
         }
         Some(online) => {
             let signal = match &online.signal {

@@ -32,9 +32,9 @@ use bevy::prelude::*;
 
 use crate::engine::config::InitConfig;
 use crate::engine::game::{Game, MatchFigures};
-use crate::engine::migration::GameMigration;
+use crate::engine::game::{GameInit, GameMigration};
 use crate::engine::players::{MaxRewind, PlayerKeys};
-use crate::engine::sim::{EngineSettings, GameInit, HostSystems, HostTick};
+use crate::engine::sim::{EngineSettings, HostSystems, HostTick};
 use crate::engine::snapshot::RowsSystems;
 use config::TanksConfig;
 

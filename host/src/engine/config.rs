@@ -4,7 +4,7 @@
 //! `engine` (time step in SECONDS, map scale, map set id, fall time, snapshot
 //! schema, seed, streaming distance and the most streamed rows per client); `game` is opaque to it and handed to the game once, at start, but for
 //! the few keys of the spec's `gameConfig` the engine acts on: `migration.midRound`
-//! ([`GameMigration`](crate::engine::migration::GameMigration)) and the RTT overrides the
+//! ([`GameMigration`](crate::engine::game::GameMigration)) and the RTT overrides the
 //! server reads ([`session_config`](crate::engine::server::session_config)).
 
 use serde::{Deserialize, Serialize};

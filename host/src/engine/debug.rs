@@ -8,11 +8,11 @@ use bevy::prelude::*;
 use rapier2d::prelude::*;
 use serde_json::{Value, json};
 
+use crate::engine::game::GameHooks;
 use crate::engine::map::state::MapState;
 use crate::engine::nav::{Nav, NavigationSystem, Spatial};
 use crate::engine::physics::Physics;
 use crate::engine::sim::{EngineSettings, FixedClock, SimRng, Tick};
-use crate::engine::state::GameHooks;
 use crate::engine::tags;
 
 /// The curated dump of `world` (see the module docs).

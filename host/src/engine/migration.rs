@@ -24,7 +24,6 @@ pub mod shadow;
 
 use std::time::Duration;
 
-use bevy::prelude::Resource;
 pub use checkpoint::{Checkpoint, MetaState, VoteState};
 pub use log::{LogBatch, LogEntry, LogEvent};
 pub use shadow::{Divergence, Shadow};
@@ -89,27 +88,6 @@ pub enum MigrationError {
         /// The shadow's tick after stepping.
         got: u32,
     },
-}
-
-/// The game's say on host migration: `migration` in the init config's `game` half (spec 002's
-/// `gameConfig.migration`). [`HostPlugin`](crate::engine::schedule::HostPlugin) reads it; a
-/// game plugin may replace it with its own reading (and its own defaults).
-#[derive(Resource, Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct GameMigration {
-    /// `midRound`: whether a successor continues the round from the host's checkpoint, from
-    /// the very tick its shadow has (on). Off, the state dump does not carry the round over:
-    /// [`Server::from_shadow`](crate::engine::server::Server::from_shadow) reloads the current
-    /// map and the round starts again (the game's map hook respawns everyone), keeping the
-    /// participants, their tokens, teams and scores. Without the key the engine reads it off
-    /// (spec 002: without the flag the dump is not used); a game plugin may set its own default.
-    pub mid_round: bool,
-}
-
-impl GameMigration {
-    /// Reads `migration.midRound` from the `game` half of an init config (absent: off).
-    pub fn from_game(game: &serde_json::Value) -> GameMigration {
-        GameMigration { mid_round: game["migration"]["midRound"].as_bool().unwrap_or(false) }
-    }
 }
 
 /// How the [`Server`](crate::engine::server::Server) streams to its successors.

@@ -30,6 +30,20 @@ use vimp_netcode::transport::PeerKey;
 
 use crate::engine::players::PlayerId;
 
+/// Draws a fresh random session token from the operating system.
+pub fn fresh_token() -> SessionToken {
+    let mut bytes = [0u8; 16];
+    if getrandom::fill(&mut bytes).is_err() {
+        // No OS randomness: fall back to the clock and the address of a stack value, mixed.
+        let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos()
+            ^ (&bytes as *const _ as usize as u128);
+        let mut rng = crate::engine::rng::SplitMix64::new(seed as u64 ^ (seed >> 64) as u64);
+        bytes[..8].copy_from_slice(&rng.next().to_le_bytes());
+        bytes[8..].copy_from_slice(&rng.next().to_le_bytes());
+    }
+    SessionToken(bytes)
+}
+
 /// A keyed hash of a secret (a session token, the lobby password): what the roster keeps to
 /// check one presented.
 #[derive(Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -76,7 +90,7 @@ pub struct Seat {
 pub fn fresh_salt() -> [u8; 32] {
     let mut salt = [0u8; 32];
     for chunk in salt.chunks_mut(16) {
-        chunk.copy_from_slice(&crate::engine::server::fresh_token().0);
+        chunk.copy_from_slice(&fresh_token().0);
     }
     salt
 }

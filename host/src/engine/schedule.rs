@@ -19,19 +19,19 @@ use bevy::prelude::*;
 use vimp_netcode::schema::SnapshotSchema;
 
 use crate::engine::config::{ConfigError, InitConfig};
+use crate::engine::game::{GameHooks, GameInit, GameMigration};
 use crate::engine::map::state::{MapLoadError, MapState};
 use crate::engine::map::{self, MapConfig, MapError};
 use crate::engine::meta::{MetaOutbox, Outgoing};
-use crate::engine::migration::log::LogRecorder;
-use crate::engine::migration::{GameMigration, LogEntry, LogEvent};
+use crate::engine::migration::log::{LogEntry, LogEvent, LogRecorder};
 use crate::engine::physics::Physics;
 use crate::engine::players::{self, HostCommand, HostCommands, Participants, PlayerKeys, TickEvents};
 use crate::engine::rng::SplitMix64;
-use crate::engine::sim::{EngineSettings, FixedClock, GameInit, HostSystems, HostTick, MatchInit, SimRng, Tick};
+use crate::engine::sim::{EngineSettings, FixedClock, HostSystems, HostTick, MatchInit, SimRng, Tick};
 use crate::engine::snapshot::{
     self, DeltaStats, DeltaViewers, EventRows, FrameReceivers, FrameSeq, OutgoingFrames, SnapshotRows, SnapshotStats,
 };
-use crate::engine::state::{self, GameHooks, StateError};
+use crate::engine::state::{self, StateError};
 
 /// The engine: resources, the [`HostTick`] schedule and its sets. A game plugin is added after it.
 pub struct HostPlugin {

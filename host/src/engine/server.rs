@@ -63,10 +63,11 @@ use std::time::Duration;
 use vimp_netcode::frame::{Channel, op};
 use vimp_netcode::meta::{Encoded, MetaMessage, PanelState, StatTable};
 use vimp_netcode::migration::{Claim, Handoff};
-use vimp_netcode::session::{HostEvent, HostSession, HostSessionConfig, SessionToken, close};
+use vimp_netcode::session::{HostEvent, HostSession, HostSessionConfig, close};
 use vimp_netcode::transport::{PeerKey, Transport};
 
-use crate::engine::migration::{GameMigration, MigrationConfig, Shadow};
+use crate::engine::game::GameMigration;
+use crate::engine::migration::{MigrationConfig, Shadow};
 use crate::engine::players::{HostCommand, MaxRewind, Participants, PlayerId};
 use crate::engine::roster::Roster;
 use crate::engine::schedule::Host;
@@ -358,20 +359,6 @@ impl MigrationRoles {
 
 /// How often the stat table's changes are broadcast.
 pub const STAT_INTERVAL: Duration = Duration::from_millis(500);
-
-/// Draws a fresh random session token from the operating system.
-pub fn fresh_token() -> SessionToken {
-    let mut bytes = [0u8; 16];
-    if getrandom::fill(&mut bytes).is_err() {
-        // No OS randomness: fall back to the clock and the address of a stack value, mixed.
-        let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos()
-            ^ (&bytes as *const _ as usize as u128);
-        let mut rng = crate::engine::rng::SplitMix64::new(seed as u64 ^ (seed >> 64) as u64);
-        bytes[..8].copy_from_slice(&rng.next().to_le_bytes());
-        bytes[8..].copy_from_slice(&rng.next().to_le_bytes());
-    }
-    SessionToken(bytes)
-}
 
 impl ServerCore {
     /// A server for `host` (map loaded, bots joined).

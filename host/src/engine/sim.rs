@@ -77,7 +77,3 @@ impl EngineSettings {
 /// successor builds its host alike ([`Host::init_config`](crate::Host::init_config)).
 #[derive(Resource, Clone, Debug)]
 pub struct MatchInit(pub crate::engine::config::InitConfig);
-
-/// The game half of the init config, until the game takes it (once, when its plugin builds).
-#[derive(Resource, Debug, Default)]
-pub struct GameInit(pub Option<serde_json::Value>);

@@ -14,6 +14,7 @@ use bevy::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::dump::{self, DumpError, DumpKind};
+use crate::engine::game::GameHooks;
 use crate::engine::map::state::MapState;
 use crate::engine::physics::Physics;
 use crate::engine::players::Participants;
@@ -23,30 +24,6 @@ use crate::engine::snapshot::{EventRows, FrameSeq};
 
 /// Format version of the state dump; bump it with any change to what is serialised.
 pub const STATE_VERSION: u16 = 3;
-
-/// The game's part in dumps and map loads: plain functions over the ECS world.
-#[derive(Resource, Clone, Copy)]
-pub struct GameHooks {
-    /// Writes every game component and resource the sim depends on.
-    pub save: fn(&mut World) -> Result<Vec<u8>, String>,
-    /// Replaces the game's state with a saved one (in a host whose engine state is already restored).
-    pub load: fn(&mut World, &[u8]) -> Result<(), String>,
-    /// Called after every map load; an error leaves the world with no map.
-    pub on_map_loaded: fn(&mut World) -> Result<(), String>,
-    /// The game's part of [`crate::engine::debug::debug_json`].
-    pub debug: fn(&mut World) -> serde_json::Value,
-}
-
-impl Default for GameHooks {
-    fn default() -> Self {
-        GameHooks {
-            save: |_| Ok(Vec::new()),
-            load: |_, _| Ok(()),
-            on_map_loaded: |_| Ok(()),
-            debug: |_| serde_json::Value::Null,
-        }
-    }
-}
 
 /// Why a dump could not be made or restored.
 #[derive(Debug, thiserror::Error)]

@@ -5,13 +5,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::engine::dump::{self, DumpKind};
+use crate::engine::game::GameHooks;
 use crate::engine::map::LevelState;
 use crate::engine::map::state::MapState;
 use crate::engine::meta::MetaOutbox;
 use crate::engine::nav::Nav;
 use crate::engine::physics::Physics;
 use crate::engine::sim::SimRng;
-use crate::engine::state::GameHooks;
 use crate::tanks::TanksRules;
 use crate::tanks::bots::{Bot, RecentBlasts};
 use crate::tanks::config::BotRules;

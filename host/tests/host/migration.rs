@@ -1018,7 +1018,7 @@ fn the_first_successor_takes_over_a_crashed_host_and_nothing_is_lost() {
 
 #[test]
 fn mid_round_migration_is_on_for_tanks_unless_the_game_config_turns_it_off() {
-    use vimp_host::engine::migration::GameMigration;
+    use vimp_host::engine::game::GameMigration;
     let mid_round = |config: InitConfig| {
         let host = Host::new(config, GAME).expect("host");
         host.world().resource::<GameMigration>().mid_round

@@ -1,16 +1,14 @@
 //! A second, tiny game — pucks pushed by one key — proves the engine needs nothing of tanks:
-//! its own schema, its own rows, its own dump hooks.
+//! its own schema, its own rows, its own dump hooks, through the engine's game seam
+//! (`vimp_host::engine::game`) alone.
 
 use bevy::prelude::*;
 use rapier2d::prelude::*;
 use serde::{Deserialize, Serialize};
-use vimp_host::engine::config::InitConfig;
-use vimp_host::engine::physics::Physics;
-use vimp_host::engine::players::{Participants, PlayerId, PlayerKeys, TickEvents};
-use vimp_host::engine::snapshot::{RowsSystems, SnapshotRows};
-use vimp_host::engine::state::GameHooks;
-use vimp_host::engine::tags::encode_tag;
-use vimp_host::{HostSystems, HostTick};
+use vimp_host::engine::game::{
+    GameHooks, HostSystems, HostTick, InitConfig, Participants, Physics, PlayerId, PlayerKeys, RowsSystems,
+    SnapshotRows, TickEvents, encode_tag,
+};
 use vimp_netcode::input::KeyTable;
 use vimp_netcode::snapshot::{Block, FieldValue};
 

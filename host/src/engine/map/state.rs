@@ -14,10 +14,10 @@ use serde::ser::SerializeTuple;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::engine::config::EngineConfig;
+use crate::engine::game::GameHooks;
 use crate::engine::map::{FallModel, GameMap, LevelState, MapConfig, MapError};
 use crate::engine::physics::Physics;
 use crate::engine::sim::EngineSettings;
-use crate::engine::state::GameHooks;
 
 /// The current map, if any, and the engine's per-body state.
 ///

@@ -144,7 +144,7 @@ use serde_json::{Value, json};
 use crate::engine::map::Axis;
 use crate::engine::nav::grid::{FREE, NavGrid, RAMP};
 use crate::engine::nav::pathfinder::SearchScratch;
-use crate::engine::nav::raycast::slab;
+pub use crate::engine::nav::raycast::Obb;
 
 mod build;
 mod crates;
@@ -294,55 +294,6 @@ impl Route {
     /// The points of the legs, in order.
     pub fn points(&self) -> impl Iterator<Item = [f32; 2]> + '_ {
         self.legs.iter().map(|l| l.point)
-    }
-}
-
-/// A turned box: a soft obstacle's shape.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Obb {
-    /// Its centre, world units.
-    pub center: [f32; 2],
-    /// Half its size along its own axes.
-    pub half: [f32; 2],
-    /// The cosine and sine of its turn (+x towards +y).
-    pub rot: [f32; 2],
-}
-
-impl Obb {
-    /// A box at `center`, `half` its size, turned by `angle` rad.
-    pub fn new(center: [f32; 2], half: [f32; 2], angle: f32) -> Obb {
-        Obb { center, half, rot: [libm::cosf(angle), libm::sinf(angle)] }
-    }
-
-    /// The distance along the ray from `origin` in the unit direction `dir` at which it enters
-    /// the box, within `max_dist`; 0 when `origin` is inside; `None` when it misses (the slab
-    /// test in the box's own frame).
-    pub fn ray(&self, origin: [f32; 2], dir: [f32; 2], max_dist: f32) -> Option<f32> {
-        let [c, s] = self.rot;
-        // Into the box's frame: turn back by its angle.
-        let local = |v: [f32; 2]| [v[0] * c + v[1] * s, -v[0] * s + v[1] * c];
-        let o = local([origin[0] - self.center[0], origin[1] - self.center[1]]);
-        let (t_in, t_out) = slab(o, local(dir), [-self.half[0], -self.half[1]], self.half)?;
-        (t_out >= 0.0 && t_in <= max_dist).then_some(t_in.max(0.0))
-    }
-
-    /// Whether it overlaps the axis-aligned square `[lo, lo + side]²` by more than `slack`
-    /// (a separating-axis test on the square's two axes and the box's two).
-    fn overlaps_square(&self, lo: [f32; 2], side: f32, slack: f32) -> bool {
-        let h = side / 2.0;
-        let d = [lo[0] + h - self.center[0], lo[1] + h - self.center[1]];
-        let [c, s] = self.rot;
-        let (ax, ay) = ([c, s], [-s, c]);
-        // The box's extent along the world axes.
-        let ex = self.half[0] * c.abs() + self.half[1] * s.abs();
-        let ey = self.half[0] * s.abs() + self.half[1] * c.abs();
-        if d[0].abs() >= ex + h - slack || d[1].abs() >= ey + h - slack {
-            return false;
-        }
-        // The square's extent along the box's axes.
-        let sq = h * (c.abs() + s.abs());
-        let along = |a: [f32; 2]| (d[0] * a[0] + d[1] * a[1]).abs();
-        along(ax) < self.half[0] + sq - slack && along(ay) < self.half[1] + sq - slack
     }
 }
 

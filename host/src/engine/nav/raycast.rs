@@ -9,7 +9,6 @@ use std::ops::ControlFlow;
 
 use crate::engine::map::{MAX_LEVELS, MapLevels, Surface};
 use crate::engine::nav::grid::NavGrid;
-use crate::engine::nav::navigation::Obb;
 
 /// The farthest a walk goes, in cells: a longer segment is not walked at all (its callers
 /// treat it as blocked), so a point far outside every map cannot make a walk run for ever.
@@ -181,6 +180,55 @@ pub fn ray_vs_grid(grid: &NavGrid, origin: [f32; 2], dir: [f32; 2], max_dist: f3
     let s = grid.cell();
     let (lo, hi) = ([c as f32 * s, r as f32 * s], [(c + 1) as f32 * s, (r + 1) as f32 * s]);
     Some(slab(origin, dir, lo, hi).map_or(0.0, |(t, _)| t.max(0.0)))
+}
+
+/// A turned box: a soft obstacle's shape.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Obb {
+    /// Its centre, world units.
+    pub center: [f32; 2],
+    /// Half its size along its own axes.
+    pub half: [f32; 2],
+    /// The cosine and sine of its turn (+x towards +y).
+    pub rot: [f32; 2],
+}
+
+impl Obb {
+    /// A box at `center`, `half` its size, turned by `angle` rad.
+    pub fn new(center: [f32; 2], half: [f32; 2], angle: f32) -> Obb {
+        Obb { center, half, rot: [libm::cosf(angle), libm::sinf(angle)] }
+    }
+
+    /// The distance along the ray from `origin` in the unit direction `dir` at which it enters
+    /// the box, within `max_dist`; 0 when `origin` is inside; `None` when it misses (the slab
+    /// test in the box's own frame).
+    pub fn ray(&self, origin: [f32; 2], dir: [f32; 2], max_dist: f32) -> Option<f32> {
+        let [c, s] = self.rot;
+        // Into the box's frame: turn back by its angle.
+        let local = |v: [f32; 2]| [v[0] * c + v[1] * s, -v[0] * s + v[1] * c];
+        let o = local([origin[0] - self.center[0], origin[1] - self.center[1]]);
+        let (t_in, t_out) = slab(o, local(dir), [-self.half[0], -self.half[1]], self.half)?;
+        (t_out >= 0.0 && t_in <= max_dist).then_some(t_in.max(0.0))
+    }
+
+    /// Whether it overlaps the axis-aligned square `[lo, lo + side]²` by more than `slack`
+    /// (a separating-axis test on the square's two axes and the box's two).
+    pub(crate) fn overlaps_square(&self, lo: [f32; 2], side: f32, slack: f32) -> bool {
+        let h = side / 2.0;
+        let d = [lo[0] + h - self.center[0], lo[1] + h - self.center[1]];
+        let [c, s] = self.rot;
+        let (ax, ay) = ([c, s], [-s, c]);
+        // The box's extent along the world axes.
+        let ex = self.half[0] * c.abs() + self.half[1] * s.abs();
+        let ey = self.half[0] * s.abs() + self.half[1] * c.abs();
+        if d[0].abs() >= ex + h - slack || d[1].abs() >= ey + h - slack {
+            return false;
+        }
+        // The square's extent along the box's axes.
+        let sq = h * (c.abs() + s.abs());
+        let along = |a: [f32; 2]| (d[0] * a[0] + d[1] * a[1]).abs();
+        along(ax) < self.half[0] + sq - slack && along(ay) < self.half[1] + sq - slack
+    }
 }
 
 /// The distance along the ray from `origin` in the unit direction `dir` at which it enters

@@ -11,8 +11,9 @@ use vimp_netcode::migration::{Claim, Links};
 use vimp_netcode::session::{Hello, HostEvent, Welcome, close};
 use vimp_netcode::transport::PeerKey;
 
-use super::{MigrationRoles, ServerCore, ServerEvent, fresh_token};
+use super::{MigrationRoles, ServerCore, ServerEvent};
 use crate::engine::players::{HostCommand, Participants, PlayerKeys};
+use crate::engine::roster::fresh_token;
 use crate::engine::snapshot::DeltaViewers;
 
 impl ServerCore {
