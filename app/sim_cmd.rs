@@ -178,7 +178,7 @@ pub fn run(args: &SimArgs, game: &Game) -> anyhow::Result<i32> {
     let t0 = Instant::now();
     fresh.load_state(&dump)?;
     let dump_decode_us = t0.elapsed().as_secs_f64() * 1e6;
-    let state_hash = format!("{:016x}", vimp_host::engine::dump::fnv1a64(&dump));
+    let state_hash = format!("{:016x}", vimp_host::engine::container::fnv1a64(&dump));
     let mut report = json!({
         "map": label,
         "bots": args.bots,

@@ -7,7 +7,8 @@
 //! - [`map`] (with [`map::state`], a map loaded into the match): the map format, its validation, its bodies;
 //! - [`snapshot`] and [`views`]: rows in, a v5 frame per watched player and a delta frame per
 //!   receiver out, each client's of what it sees;
-//! - [`state`] and [`dump`]: mid-round dumps and their container;
+//! - [`state`]: mid-round dumps; [`container`]: the versioned, checksummed binary container they and
+//!   checkpoints, logs and the game's state go in;
 //! - [`roster`] and [`server`]: slots, tokens and resume; the host on the network;
 //! - [`auth`]: the form a game may ask for before a player plays, checked on the host;
 //! - [`migration`]: the log, checkpoints and the successor's shadow;
@@ -21,8 +22,8 @@
 
 pub mod auth;
 pub mod config;
+pub mod container;
 pub mod debug;
-pub mod dump;
 pub mod game;
 pub mod map;
 pub mod meta;

@@ -49,9 +49,9 @@
 //! [`MAP_OBJECT_TAG`]: crate::engine::tags::MAP_OBJECT_TAG
 //! [`encode_map_object_at`]: crate::engine::tags::encode_map_object_at
 
+mod binary;
 pub mod bodies;
 mod config;
-mod dump;
 mod error;
 pub mod levels;
 mod merge;
@@ -82,7 +82,7 @@ pub use levels::{
 };
 pub use merge::{TileRect, merge_static};
 
-use dump::GameMapDump;
+use binary::GameMapBinary;
 use merge::SolidGrid;
 
 /// Friction of every map collider (walls and dynamic objects); rapier combines two
@@ -479,7 +479,7 @@ impl GameMap {
         falls
     }
 
-    fn from_dump(dump: GameMapDump) -> Result<GameMap, MapError> {
+    fn from_dump(dump: GameMapBinary) -> Result<GameMap, MapError> {
         dump.config.validate("state dump")?;
         let mut map = GameMap::layout(dump.config, dump.scale)?;
         let removed = dump.static_bodies.is_empty() && dump.dynamic_bodies.is_empty();
@@ -553,7 +553,7 @@ impl Placed {
 
 impl Serialize for GameMap {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        GameMapDump {
+        GameMapBinary {
             config: self.config.clone(),
             scale: self.scale,
             static_bodies: self.static_bodies.clone(),
@@ -565,7 +565,7 @@ impl Serialize for GameMap {
 
 impl<'de> Deserialize<'de> for GameMap {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let dump = GameMapDump::deserialize(deserializer)?;
+        let dump = GameMapBinary::deserialize(deserializer)?;
         GameMap::from_dump(dump).map_err(serde::de::Error::custom)
     }
 }

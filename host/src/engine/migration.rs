@@ -29,7 +29,7 @@ pub use log::{LogBatch, LogEntry, LogEvent};
 pub use shadow::{Divergence, Shadow};
 use vimp_netcode::transport::PeerKey;
 
-use crate::engine::dump::DumpError;
+use crate::engine::container::ContainerError;
 use crate::engine::schedule::HostError;
 use crate::engine::state::StateError;
 
@@ -39,7 +39,7 @@ use crate::engine::state::StateError;
 pub enum MigrationError {
     /// The dump container or its payload is bad.
     #[error("migration payload: {0}")]
-    Dump(#[from] DumpError),
+    Dump(#[from] ContainerError),
     /// The LZ4 block is bad.
     #[error("checkpoint compression: {0}")]
     Compression(String),

@@ -62,7 +62,7 @@ use rapier2d::prelude::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::engine::dump::{self, DumpError, DumpKind, Fnv1a64};
+use crate::engine::container::{self, ContainerError, ContainerKind, Fnv1a64};
 
 /// Two colliders started or stopped touching during the last [`Physics::step`].
 ///
@@ -182,8 +182,8 @@ fn check_tree(broad_phase: &rapier2d::geometry::BroadPhaseBvh) -> Result<(), Str
 }
 
 impl Physics {
-    /// The [`DumpKind`] of [`Physics::to_dump`].
-    pub const DUMP_KIND: DumpKind = DumpKind::PHYSICS;
+    /// The [`ContainerKind`] of [`Physics::to_dump`].
+    pub const DUMP_KIND: ContainerKind = ContainerKind::PHYSICS;
     /// The format version of [`Physics::to_dump`]. Bump it on any change to this
     /// struct's fields *and on every rapier2d upgrade*: bincode is not self-describing,
     /// so a dump of another layout would otherwise decode into garbage or fail oddly.
@@ -358,14 +358,14 @@ impl Physics {
     /// This world as a standalone dump ([`Physics::DUMP_KIND`], [`Physics::DUMP_VERSION`]).
     ///
     /// A checkpoint that embeds `Physics` in a larger struct serialises it directly
-    /// instead; both go through [`dump::encode`].
-    pub fn to_dump(&self) -> Result<Vec<u8>, DumpError> {
-        dump::encode(Self::DUMP_KIND, Self::DUMP_VERSION, self)
+    /// instead; both go through [`container::encode`].
+    pub fn to_dump(&self) -> Result<Vec<u8>, ContainerError> {
+        container::encode(Self::DUMP_KIND, Self::DUMP_VERSION, self)
     }
 
     /// Restores a world written by [`Physics::to_dump`]; it continues bit-identically.
-    pub fn from_dump(bytes: &[u8]) -> Result<Self, DumpError> {
-        dump::decode(Self::DUMP_KIND, Self::DUMP_VERSION, bytes)
+    pub fn from_dump(bytes: &[u8]) -> Result<Self, ContainerError> {
+        container::decode(Self::DUMP_KIND, Self::DUMP_VERSION, bytes)
     }
 
     /// A collider's body and the user data games match on (the body's, or the
@@ -451,7 +451,7 @@ impl EventHandler for Collector {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::dump::DumpError;
+    use crate::engine::container::ContainerError;
     use rapier2d::prelude::QueryFilterFlags;
 
     const DT: f32 = 1.0 / 120.0;
@@ -809,17 +809,17 @@ mod tests {
         assert!(bytes.len() > 200, "a world with two bodies is not tiny: {} bytes", bytes.len());
         assert_eq!(
             Physics::from_dump(&bytes[..100]).unwrap_err(),
-            DumpError::Truncated { need: bytes.len(), have: 100 }
+            ContainerError::Truncated { need: bytes.len(), have: 100 }
         );
         let mut other_version = bytes.clone();
         other_version[4] ^= 1;
         assert_eq!(
             Physics::from_dump(&other_version).unwrap_err(),
-            DumpError::Version { found: Physics::DUMP_VERSION ^ 1, expected: Physics::DUMP_VERSION }
+            ContainerError::Version { found: Physics::DUMP_VERSION ^ 1, expected: Physics::DUMP_VERSION }
         );
         let mut flipped = bytes;
         let last = flipped.len() - 1;
         flipped[last] ^= 0x40;
-        assert!(matches!(Physics::from_dump(&flipped), Err(DumpError::Checksum { .. })));
+        assert!(matches!(Physics::from_dump(&flipped), Err(ContainerError::Checksum { .. })));
     }
 }

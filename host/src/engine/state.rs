@@ -7,13 +7,13 @@
 //! frame seq, and the game's own state through its [`GameHooks`]. A field missing
 //! here is a silent reset at every migration; the dump/restore tests catch it.
 //!
-//! The bytes go through [`crate::engine::dump`] (versioned header, checksum, size
-//! limit), as kind [`DumpKind::CHECKPOINT`], version [`STATE_VERSION`].
+//! The bytes go through [`crate::engine::container`] (versioned header, checksum, size
+//! limit), as kind [`ContainerKind::CHECKPOINT`], version [`STATE_VERSION`].
 
 use bevy::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::engine::dump::{self, DumpError, DumpKind};
+use crate::engine::container::{self, ContainerError, ContainerKind};
 use crate::engine::game::GameHooks;
 use crate::engine::map::state::MapState;
 use crate::engine::physics::Physics;
@@ -31,7 +31,7 @@ pub const STATE_VERSION: u16 = 3;
 pub enum StateError {
     /// The container or its payload is bad.
     #[error("state dump: {0}")]
-    Dump(#[from] DumpError),
+    Dump(#[from] ContainerError),
     /// The game's hook failed.
     #[error("state dump, game part: {0}")]
     Game(String),
@@ -84,14 +84,14 @@ fn encode_state(world: &mut World, clock: FixedClock) -> Result<Vec<u8>, StateEr
         frame_seq: *world.resource::<FrameSeq>(),
         game,
     };
-    Ok(dump::encode(DumpKind::CHECKPOINT, STATE_VERSION, &state)?)
+    Ok(container::encode(ContainerKind::CHECKPOINT, STATE_VERSION, &state)?)
 }
 
 /// Replaces the match in `world` (a host built with the same config and game) with a dump's.
 ///
 /// Nothing is changed when the bytes do not decode.
 pub fn deserialize_state(world: &mut World, bytes: &[u8]) -> Result<(), StateError> {
-    let state: EngineState = dump::decode(DumpKind::CHECKPOINT, STATE_VERSION, bytes)?;
+    let state: EngineState = container::decode(ContainerKind::CHECKPOINT, STATE_VERSION, bytes)?;
     world.insert_resource(state.tick);
     world.insert_resource(state.clock);
     world.insert_resource(SimRng(state.rng));
@@ -108,7 +108,7 @@ pub fn deserialize_state(world: &mut World, bytes: &[u8]) -> Result<(), StateErr
 
 /// FNV-1a 64 of the dump bytes: equal hashes, equal matches.
 pub fn state_hash(world: &mut World) -> Result<u64, StateError> {
-    Ok(dump::fnv1a64(&serialize_state(world)?))
+    Ok(container::fnv1a64(&serialize_state(world)?))
 }
 
 /// FNV-1a 64 of the dump with the real-time accumulator zeroed: the hash of the simulation
@@ -117,5 +117,5 @@ pub fn state_hash(world: &mut World) -> Result<u64, StateError> {
 /// reaches the sim). Host migration compares these.
 pub fn sim_hash(world: &mut World) -> Result<u64, StateError> {
     let clock = FixedClock { accumulator: 0.0, ..*world.resource::<FixedClock>() };
-    Ok(dump::fnv1a64(&encode_state(world, clock)?))
+    Ok(container::fnv1a64(&encode_state(world, clock)?))
 }

@@ -4,7 +4,7 @@ use bevy::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::engine::dump::{self, DumpKind};
+use crate::engine::container::{self, ContainerKind};
 use crate::engine::game::GameHooks;
 use crate::engine::map::LevelState;
 use crate::engine::map::state::MapState;
@@ -22,7 +22,7 @@ use crate::tanks::tank::{Spawn, TEAMS, Tank, free_respawn_point, layered, respaw
 use crate::tanks::weapons::{Bomb, NextShotId};
 
 /// Magic of the tanks game's part of a dump.
-const KIND: DumpKind = DumpKind(*b"VMPT");
+const KIND: ContainerKind = ContainerKind(*b"VMPT");
 /// Its format version on a flat map before lag compensation: [`TanksDump`] (still read).
 const VERSION_2: u16 = 2;
 /// Its format version on a layered map before lag compensation: [`TanksDump`], then
@@ -80,9 +80,9 @@ fn save(world: &mut World) -> Result<Vec<u8>, String> {
             tanks: state.tanks.iter().map(|(t, _)| t.level).collect(),
             bombs: state.bombs.iter().map(|b| b.level).collect(),
         };
-        dump::encode(KIND, LAYERED_VERSION, &(&state, &levels, history))
+        container::encode(KIND, LAYERED_VERSION, &(&state, &levels, history))
     } else {
-        dump::encode(KIND, VERSION, &(&state, history))
+        container::encode(KIND, VERSION, &(&state, history))
     };
     encoded.map_err(|e| e.to_string())
 }
@@ -102,25 +102,25 @@ fn put_levels(state: &mut TanksDump, levels: LevelsDump) -> Result<(), String> {
 }
 
 fn load(world: &mut World, bytes: &[u8]) -> Result<(), String> {
-    let version = dump::peek_version(KIND, bytes).map_err(|e| e.to_string())?;
-    let err = |e: dump::DumpError| e.to_string();
+    let version = container::peek_version(KIND, bytes).map_err(|e| e.to_string())?;
+    let err = |e: container::ContainerError| e.to_string();
     // A dump from before lag compensation has no hulls to look back on: shots judge the
     // present until the history fills again.
     let (mut state, history): (TanksDump, HullHistory) = match version {
         LAYERED_VERSION => {
             let (mut state, levels, history): (TanksDump, LevelsDump, HullHistory) =
-                dump::decode(KIND, LAYERED_VERSION, bytes).map_err(err)?;
+                container::decode(KIND, LAYERED_VERSION, bytes).map_err(err)?;
             put_levels(&mut state, levels)?;
             (state, history)
         }
         LAYERED_VERSION_3 => {
             let (mut state, levels): (TanksDump, LevelsDump) =
-                dump::decode(KIND, LAYERED_VERSION_3, bytes).map_err(err)?;
+                container::decode(KIND, LAYERED_VERSION_3, bytes).map_err(err)?;
             put_levels(&mut state, levels)?;
             (state, HullHistory::default())
         }
-        VERSION_2 => (dump::decode(KIND, VERSION_2, bytes).map_err(err)?, HullHistory::default()),
-        _ => dump::decode(KIND, VERSION, bytes).map_err(err)?,
+        VERSION_2 => (container::decode(KIND, VERSION_2, bytes).map_err(err)?, HullHistory::default()),
+        _ => container::decode(KIND, VERSION, bytes).map_err(err)?,
     };
     if !world.resource::<MapState>().is_layered() {
         for (tank, _) in &mut state.tanks {

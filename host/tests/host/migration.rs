@@ -154,7 +154,7 @@ proptest::proptest! {
         flips in proptest::collection::vec((proptest::prelude::any::<usize>(), 1u8..=255), 1..6),
         seed in 1u64..4,
     ) {
-        use vimp_host::engine::dump::{HEADER_LEN, fnv1a64};
+        use vimp_host::engine::container::{HEADER_LEN, fnv1a64};
         let mut original = host(seed, SMALL, 3);
         original.start_log(30);
         for _ in 0..90 {

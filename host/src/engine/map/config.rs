@@ -5,7 +5,7 @@ use rapier2d::math::{Pose, Vector};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
-use super::dump::ConfigDump;
+use super::binary::ConfigBinary;
 use super::error::{Issues, MapError, MapRule, key_path};
 use super::levels::{MAX_LEVELS, MapLevels, Surface, validate_levels};
 use super::merge::SolidGrid;
@@ -177,7 +177,7 @@ impl Serialize for MapConfig {
             // The derived file form (`remote = "Self"` makes it an inherent function).
             MapConfig::serialize(self, serializer)
         } else {
-            ConfigDump::of(self).serialize(serializer)
+            ConfigBinary::of(self).serialize(serializer)
         }
     }
 }
@@ -187,7 +187,7 @@ impl<'de> Deserialize<'de> for MapConfig {
         if deserializer.is_human_readable() {
             MapConfig::deserialize(deserializer)
         } else {
-            ConfigDump::deserialize(deserializer)?.into_config().map_err(serde::de::Error::custom)
+            ConfigBinary::deserialize(deserializer)?.into_config().map_err(serde::de::Error::custom)
         }
     }
 }

@@ -297,7 +297,7 @@ fn a_removed_map_round_trips_too() {
 fn a_dump_whose_handles_do_not_fit_is_rejected() {
     let mut world = new_world();
     let map = GameMap::create(&small(), 1.0, &mut world).unwrap();
-    let mut dump = GameMapDump {
+    let mut dump = GameMapBinary {
         config: map.config().clone(),
         scale: 1.0,
         static_bodies: map.static_handles().to_vec(),

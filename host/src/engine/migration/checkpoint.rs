@@ -15,7 +15,7 @@
 //! | 0      | 4    | `raw`    | length of the uncompressed dump (`u32`, little-endian)       |
 //! | 4      | rest | `block`  | an LZ4 block (`lz4_flex`) of the dump                        |
 //!
-//! The uncompressed bytes are a [`crate::engine::dump`] container of kind
+//! The uncompressed bytes are a [`crate::engine::container`] container of kind
 //! [`CHECKPOINT_KIND`], version [`CHECKPOINT_VERSION`]. [`Checkpoint::decode`] checks
 //! the declared length against [`MAX_CHECKPOINT_BYTES`] before allocating, and the
 //! block must decompress to exactly that length: garbage is an error, never a panic or a
@@ -27,14 +27,14 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::config::InitConfig;
-use crate::engine::dump::{self, DumpKind};
+use crate::engine::container::{self, ContainerKind};
 use crate::engine::migration::MigrationError;
 use crate::engine::players::PlayerId;
 use crate::engine::roster::Roster;
 use crate::engine::schedule::Host;
 
 /// Magic of a checkpoint's uncompressed bytes (`b"VMPK"`).
-pub const CHECKPOINT_KIND: DumpKind = DumpKind(*b"VMPK");
+pub const CHECKPOINT_KIND: ContainerKind = ContainerKind(*b"VMPK");
 
 /// Format version of [`Checkpoint`]; bump it with any change to its serialised shape.
 pub const CHECKPOINT_VERSION: u16 = 2;
@@ -112,7 +112,7 @@ impl Checkpoint {
 
     /// The wire form: the dump container, LZ4-compressed behind its length.
     pub fn encode(&self) -> Result<Vec<u8>, MigrationError> {
-        let raw = dump::encode(CHECKPOINT_KIND, CHECKPOINT_VERSION, self)?;
+        let raw = container::encode(CHECKPOINT_KIND, CHECKPOINT_VERSION, self)?;
         if raw.len() > MAX_CHECKPOINT_BYTES {
             return Err(MigrationError::TooLarge { len: raw.len(), max: MAX_CHECKPOINT_BYTES });
         }
@@ -138,7 +138,7 @@ impl Checkpoint {
         if got != len {
             return Err(MigrationError::Compression(format!("{got} bytes decompressed, {len} declared")));
         }
-        Ok(dump::decode(CHECKPOINT_KIND, CHECKPOINT_VERSION, &raw)?)
+        Ok(container::decode(CHECKPOINT_KIND, CHECKPOINT_VERSION, &raw)?)
     }
 }
 

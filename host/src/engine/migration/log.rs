@@ -12,17 +12,17 @@
 //! so a checkpoint taken at any moment between two ticks lines up with the log.
 //!
 //! A [`LogBatch`] (consecutive entries, the first one's seq and the host's epoch) is the
-//! payload of an `INPUT_LOG` frame: bincode through [`crate::engine::dump`] (kind
+//! payload of an `INPUT_LOG` frame: bincode through [`crate::engine::container`] (kind
 //! [`LOG_KIND`], version [`LOG_VERSION`]), so garbage decodes to an error, never a panic.
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::dump::{self, DumpError, DumpKind};
+use crate::engine::container::{self, ContainerError, ContainerKind};
 use crate::engine::map::MapConfig;
 use crate::engine::players::HostCommand;
 
 /// Magic of a log batch (`b"VMPL"`).
-pub const LOG_KIND: DumpKind = DumpKind(*b"VMPL");
+pub const LOG_KIND: ContainerKind = ContainerKind(*b"VMPL");
 
 /// Format version of [`LogBatch`]; bump it with any change to its serialised shape.
 pub const LOG_VERSION: u16 = 4;
@@ -98,18 +98,18 @@ impl LogBatch {
     }
 
     /// The wire form.
-    pub fn encode(&self) -> Result<Vec<u8>, DumpError> {
-        dump::encode(LOG_KIND, LOG_VERSION, self)
+    pub fn encode(&self) -> Result<Vec<u8>, ContainerError> {
+        container::encode(LOG_KIND, LOG_VERSION, self)
     }
 
     /// Reads the wire form; any malformed input is an error.
-    pub fn decode(bytes: &[u8]) -> Result<LogBatch, DumpError> {
-        let batch: LogBatch = dump::decode(LOG_KIND, LOG_VERSION, bytes)?;
+    pub fn decode(bytes: &[u8]) -> Result<LogBatch, ContainerError> {
+        let batch: LogBatch = container::decode(LOG_KIND, LOG_VERSION, bytes)?;
         if batch.first_seq == 0 && !batch.events.is_empty() {
-            return Err(DumpError::Payload("a log batch starts at seq 0".into()));
+            return Err(ContainerError::Payload("a log batch starts at seq 0".into()));
         }
         if batch.first_seq.checked_add(batch.events.len() as u64).is_none() {
-            return Err(DumpError::Payload("a log batch's seqs overflow".into()));
+            return Err(ContainerError::Payload("a log batch's seqs overflow".into()));
         }
         Ok(batch)
     }
@@ -197,7 +197,7 @@ mod tests {
         fn garbage_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
             let _ = LogBatch::decode(&bytes);
             // The same garbage behind a valid header and checksum reaches bincode itself.
-            let framed = dump::encode(LOG_KIND, LOG_VERSION, &serde_bytes_shim(&bytes)).expect("frame");
+            let framed = container::encode(LOG_KIND, LOG_VERSION, &serde_bytes_shim(&bytes)).expect("frame");
             let _ = LogBatch::decode(&framed);
         }
     }

@@ -1,54 +1,54 @@
-//! Versioned, checksummed binary container for state dumps (the only module that names bincode).
+//! The versioned, checksummed binary container (the only module that names bincode).
 //!
-//! Everything the host persists or hands to a successor — the physics world, game
-//! state, whole checkpoints — goes through [`encode`] and [`decode`]. bincode 2 is
+//! Everything the host persists or hands to a successor — the match's state dump (the
+//! physics world, the game's state), whole checkpoints, log batches — goes through [`encode`] and [`decode`]. bincode 2 is
 //! pinned at `=2.0.1` (upstream development has ended; 3.0.0 is a `compile_error!`
 //! tombstone), so it lives behind this one module: swapping the codec later touches
 //! nothing else.
 //!
 //! # Layout
 //!
-//! A dump is an 18-byte header followed by the payload. All integers are
+//! A container is an 18-byte header followed by the payload. All integers are
 //! little-endian.
 //!
 //! | offset | size | field    | meaning                                                        |
 //! |-------:|-----:|----------|----------------------------------------------------------------|
-//! | 0      | 4    | magic    | the [`DumpKind`]: what the payload is (`b"VMPS"`…)              |
+//! | 0      | 4    | magic    | the [`ContainerKind`]: what the payload is (`b"VMPS"`…)              |
 //! | 4      | 2    | version  | the payload's format version, chosen by the caller (`u16`)     |
-//! | 6      | 4    | length   | payload length in bytes (`u32`, at most [`MAX_DUMP_BYTES`])    |
+//! | 6      | 4    | length   | payload length in bytes (`u32`, at most [`MAX_CONTAINER_BYTES`])    |
 //! | 10     | 8    | checksum | FNV-1a 64 of the payload bytes ([`fnv1a64`])                   |
 //! | 18     | n    | payload  | `bincode::serde` with `bincode::config::standard()` (varints)   |
 //!
 //! # Decoding foreign bytes
 //!
-//! [`decode`] never panics and never allocates more than [`MAX_DUMP_BYTES`] on behalf
+//! [`decode`] never panics and never allocates more than [`MAX_CONTAINER_BYTES`] on behalf
 //! of the input: the header is checked first (magic, version, declared length against
 //! the limit and against the bytes actually present, checksum), then the payload is
 //! decoded with bincode's own limit set to the same bound, and it must consume the
-//! payload exactly. The checksum catches accidental corruption, not forgery: a dump
+//! payload exactly. The checksum catches accidental corruption, not forgery: a container
 //! comes from a peer that was already trusted as host.
 //!
 //! # Versioning
 //!
 //! The version is the caller's: bump it whenever the serialised shape of the payload
 //! type changes (a field added, removed or reordered; a dependency such as rapier
-//! upgraded — bincode is not self-describing, so an old dump does not decode into a
-//! new layout). A mismatch is [`DumpError::Version`], never a garbled decode.
+//! upgraded — bincode is not self-describing, so an old container does not decode into a
+//! new layout). A mismatch is [`ContainerError::Version`], never a garbled decode.
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 /// Largest payload [`encode`] writes and [`decode`] accepts: 64 MiB.
-pub const MAX_DUMP_BYTES: usize = 64 * 1024 * 1024;
+pub const MAX_CONTAINER_BYTES: usize = 64 * 1024 * 1024;
 
 /// Size of the header that precedes the payload (see the module docs for the table).
 pub const HEADER_LEN: usize = 4 + 2 + 4 + 8;
 
-/// What a dump holds: its 4-byte magic, the first bytes of the header.
+/// What a container holds: its 4-byte magic, the first bytes of the header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct DumpKind(pub [u8; 4]);
+pub struct ContainerKind(pub [u8; 4]);
 
-impl DumpKind {
+impl ContainerKind {
     /// A `Physics` world on its own (`b"VMPS"`).
     pub const PHYSICS: Self = Self(*b"VMPS");
     /// A full host checkpoint: physics, game state, meta, participants, rng, tick (`b"VMPC"`).
@@ -60,12 +60,12 @@ impl DumpKind {
     }
 }
 
-/// Why a dump could not be written or read.
+/// Why a container could not be written or read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum DumpError {
+pub enum ContainerError {
     /// The input ends before the header or the declared payload does.
-    #[error("dump truncated: need {need} bytes, have {have}")]
+    #[error("container truncated: need {need} bytes, have {have}")]
     Truncated {
         /// Bytes needed to go on (header length, or header plus declared payload).
         need: usize,
@@ -73,15 +73,15 @@ pub enum DumpError {
         have: usize,
     },
     /// The magic is not the expected kind: these bytes are something else.
-    #[error("not a {expected:?} dump (magic {found:?})")]
+    #[error("not a {expected:?} container (magic {found:?})")]
     ForeignBytes {
         /// The magic found at offset 0.
         found: [u8; 4],
         /// The magic of the kind asked for.
         expected: [u8; 4],
     },
-    /// The dump was written by another format version.
-    #[error("dump format version {found}, expected {expected}")]
+    /// The container was written by another format version.
+    #[error("container format version {found}, expected {expected}")]
     Version {
         /// The version in the header.
         found: u16,
@@ -89,7 +89,7 @@ pub enum DumpError {
         expected: u16,
     },
     /// The payload does not match its checksum: corrupted in transit or in storage.
-    #[error("dump checksum mismatch: header says {stored:#018x}, payload hashes to {computed:#018x}")]
+    #[error("container checksum mismatch: header says {stored:#018x}, payload hashes to {computed:#018x}")]
     Checksum {
         /// The checksum in the header.
         stored: u64,
@@ -97,47 +97,47 @@ pub enum DumpError {
         computed: u64,
     },
     /// Bytes follow the payload, or the payload decoded without using all of its bytes.
-    #[error("{extra} unexpected bytes after the dump payload")]
+    #[error("{extra} unexpected bytes after the container payload")]
     TrailingBytes {
         /// How many bytes were left over.
         extra: usize,
     },
-    /// The payload is (or claims to be) larger than [`MAX_DUMP_BYTES`].
-    #[error("dump payload of {len} bytes exceeds the {max}-byte limit")]
+    /// The payload is (or claims to be) larger than [`MAX_CONTAINER_BYTES`].
+    #[error("container payload of {len} bytes exceeds the {max}-byte limit")]
     TooLarge {
         /// The payload length (declared or produced).
         len: usize,
-        /// The limit, [`MAX_DUMP_BYTES`].
+        /// The limit, [`MAX_CONTAINER_BYTES`].
         max: usize,
     },
     /// bincode could not decode the payload into the requested type.
-    #[error("dump payload does not decode: {0}")]
+    #[error("container payload does not decode: {0}")]
     Payload(String),
     /// bincode could not encode the value (a `Serialize` impl failed).
     #[error("value does not encode: {0}")]
     Encode(String),
 }
 
-/// bincode's configuration for every dump: the standard (varint, little-endian) one,
-/// with decoding limited to [`MAX_DUMP_BYTES`].
+/// bincode's configuration for every container: the standard (varint, little-endian) one,
+/// with decoding limited to [`MAX_CONTAINER_BYTES`].
 fn config() -> bincode::config::Configuration<
     bincode::config::LittleEndian,
     bincode::config::Varint,
-    bincode::config::Limit<MAX_DUMP_BYTES>,
+    bincode::config::Limit<MAX_CONTAINER_BYTES>,
 > {
-    bincode::config::standard().with_limit::<MAX_DUMP_BYTES>()
+    bincode::config::standard().with_limit::<MAX_CONTAINER_BYTES>()
 }
 
-/// Serialises `value` into a dump of the given kind and format version.
+/// Serialises `value` into a container of the given kind and format version.
 ///
-/// Fails with [`DumpError::TooLarge`] when the payload exceeds [`MAX_DUMP_BYTES`] and
-/// with [`DumpError::Encode`] when a `Serialize` impl fails.
-pub fn encode<T: Serialize + ?Sized>(kind: DumpKind, version: u16, value: &T) -> Result<Vec<u8>, DumpError> {
-    let payload = bincode::serde::encode_to_vec(value, config()).map_err(|e| DumpError::Encode(e.to_string()))?;
+/// Fails with [`ContainerError::TooLarge`] when the payload exceeds [`MAX_CONTAINER_BYTES`] and
+/// with [`ContainerError::Encode`] when a `Serialize` impl fails.
+pub fn encode<T: Serialize + ?Sized>(kind: ContainerKind, version: u16, value: &T) -> Result<Vec<u8>, ContainerError> {
+    let payload = bincode::serde::encode_to_vec(value, config()).map_err(|e| ContainerError::Encode(e.to_string()))?;
     let len = u32::try_from(payload.len())
         .ok()
-        .filter(|_| payload.len() <= MAX_DUMP_BYTES)
-        .ok_or(DumpError::TooLarge { len: payload.len(), max: MAX_DUMP_BYTES })?;
+        .filter(|_| payload.len() <= MAX_CONTAINER_BYTES)
+        .ok_or(ContainerError::TooLarge { len: payload.len(), max: MAX_CONTAINER_BYTES })?;
     let mut out = Vec::with_capacity(HEADER_LEN + payload.len());
     out.extend_from_slice(&kind.magic());
     out.extend_from_slice(&version.to_le_bytes());
@@ -147,32 +147,36 @@ pub fn encode<T: Serialize + ?Sized>(kind: DumpKind, version: u16, value: &T) ->
     Ok(out)
 }
 
-/// Reads a dump of the given kind and format version back into a `T`.
+/// Reads a container of the given kind and format version back into a `T`.
 ///
-/// Checks, in order: magic ([`DumpError::ForeignBytes`]), header present
-/// ([`DumpError::Truncated`]), version ([`DumpError::Version`]), declared length
-/// ([`DumpError::TooLarge`], then [`DumpError::Truncated`] or
-/// [`DumpError::TrailingBytes`]), checksum ([`DumpError::Checksum`]), payload
-/// ([`DumpError::Payload`], or [`DumpError::TrailingBytes`] if `T` did not use all of
+/// Checks, in order: magic ([`ContainerError::ForeignBytes`]), header present
+/// ([`ContainerError::Truncated`]), version ([`ContainerError::Version`]), declared length
+/// ([`ContainerError::TooLarge`], then [`ContainerError::Truncated`] or
+/// [`ContainerError::TrailingBytes`]), checksum ([`ContainerError::Checksum`]), payload
+/// ([`ContainerError::Payload`], or [`ContainerError::TrailingBytes`] if `T` did not use all of
 /// it). Never panics, whatever `bytes` holds.
-pub fn decode<T: DeserializeOwned>(kind: DumpKind, expected_version: u16, bytes: &[u8]) -> Result<T, DumpError> {
+pub fn decode<T: DeserializeOwned>(
+    kind: ContainerKind,
+    expected_version: u16,
+    bytes: &[u8],
+) -> Result<T, ContainerError> {
     let header = read_header(kind, bytes)?;
     if header.version != expected_version {
-        return Err(DumpError::Version { found: header.version, expected: expected_version });
+        return Err(ContainerError::Version { found: header.version, expected: expected_version });
     }
     let payload = payload_of(&header, bytes)?;
-    let (value, used) =
-        bincode::serde::decode_from_slice::<T, _>(payload, config()).map_err(|e| DumpError::Payload(e.to_string()))?;
+    let (value, used) = bincode::serde::decode_from_slice::<T, _>(payload, config())
+        .map_err(|e| ContainerError::Payload(e.to_string()))?;
     if used != payload.len() {
-        return Err(DumpError::TrailingBytes { extra: payload.len() - used });
+        return Err(ContainerError::TrailingBytes { extra: payload.len() - used });
     }
     Ok(value)
 }
 
-/// The format version written in a dump's header, for readers that support several.
+/// The format version written in a container's header, for readers that support several.
 ///
 /// Checks the magic and that the header is complete; does not look at the payload.
-pub fn peek_version(kind: DumpKind, bytes: &[u8]) -> Result<u16, DumpError> {
+pub fn peek_version(kind: ContainerKind, bytes: &[u8]) -> Result<u16, ContainerError> {
     read_header(kind, bytes).map(|h| h.version)
 }
 
@@ -184,13 +188,13 @@ struct Header {
 }
 
 /// Parses and checks the magic and completeness of the header.
-fn read_header(kind: DumpKind, bytes: &[u8]) -> Result<Header, DumpError> {
-    let magic = bytes.first_chunk::<4>().ok_or(DumpError::Truncated { need: HEADER_LEN, have: bytes.len() })?;
+fn read_header(kind: ContainerKind, bytes: &[u8]) -> Result<Header, ContainerError> {
+    let magic = bytes.first_chunk::<4>().ok_or(ContainerError::Truncated { need: HEADER_LEN, have: bytes.len() })?;
     if *magic != kind.magic() {
-        return Err(DumpError::ForeignBytes { found: *magic, expected: kind.magic() });
+        return Err(ContainerError::ForeignBytes { found: *magic, expected: kind.magic() });
     }
     let header =
-        bytes.first_chunk::<HEADER_LEN>().ok_or(DumpError::Truncated { need: HEADER_LEN, have: bytes.len() })?;
+        bytes.first_chunk::<HEADER_LEN>().ok_or(ContainerError::Truncated { need: HEADER_LEN, have: bytes.len() })?;
     let (_, rest) = header.split_at(4);
     let (version, rest) = rest.split_at(2);
     let (len, checksum) = rest.split_at(4);
@@ -205,21 +209,21 @@ fn read_header(kind: DumpKind, bytes: &[u8]) -> Result<Header, DumpError> {
 }
 
 /// Checks the declared length and the checksum, and returns the payload slice.
-fn payload_of<'a>(header: &Header, bytes: &'a [u8]) -> Result<&'a [u8], DumpError> {
-    if header.len > MAX_DUMP_BYTES {
-        return Err(DumpError::TooLarge { len: header.len, max: MAX_DUMP_BYTES });
+fn payload_of<'a>(header: &Header, bytes: &'a [u8]) -> Result<&'a [u8], ContainerError> {
+    if header.len > MAX_CONTAINER_BYTES {
+        return Err(ContainerError::TooLarge { len: header.len, max: MAX_CONTAINER_BYTES });
     }
     let need = HEADER_LEN + header.len;
     if bytes.len() < need {
-        return Err(DumpError::Truncated { need, have: bytes.len() });
+        return Err(ContainerError::Truncated { need, have: bytes.len() });
     }
     if bytes.len() > need {
-        return Err(DumpError::TrailingBytes { extra: bytes.len() - need });
+        return Err(ContainerError::TrailingBytes { extra: bytes.len() - need });
     }
     let payload = &bytes[HEADER_LEN..];
     let computed = fnv1a64(payload);
     if computed != header.checksum {
-        return Err(DumpError::Checksum { stored: header.checksum, computed });
+        return Err(ContainerError::Checksum { stored: header.checksum, computed });
     }
     Ok(payload)
 }
@@ -324,14 +328,14 @@ mod tests {
 
     #[test]
     fn round_trip() {
-        let bytes = encode(DumpKind::PHYSICS, V, &sample()).unwrap();
-        assert_eq!(decode::<Sample>(DumpKind::PHYSICS, V, &bytes), Ok(sample()));
+        let bytes = encode(ContainerKind::PHYSICS, V, &sample()).unwrap();
+        assert_eq!(decode::<Sample>(ContainerKind::PHYSICS, V, &bytes), Ok(sample()));
     }
 
     #[test]
     fn header_layout_is_as_documented() {
         // A u32 of 5 is one varint byte under bincode's standard config.
-        let bytes = encode(DumpKind(*b"TEST"), 0x0102, &5u32).unwrap();
+        let bytes = encode(ContainerKind(*b"TEST"), 0x0102, &5u32).unwrap();
         assert_eq!(
             bytes,
             [
@@ -343,76 +347,82 @@ mod tests {
                 5,    // payload
             ]
         );
-        assert_eq!(peek_version(DumpKind(*b"TEST"), &bytes), Ok(0x0102));
+        assert_eq!(peek_version(ContainerKind(*b"TEST"), &bytes), Ok(0x0102));
     }
 
     #[test]
     fn every_truncation_is_an_error() {
-        let bytes = encode(DumpKind::PHYSICS, V, &sample()).unwrap();
+        let bytes = encode(ContainerKind::PHYSICS, V, &sample()).unwrap();
         for cut in 0..bytes.len() {
-            let err = decode::<Sample>(DumpKind::PHYSICS, V, &bytes[..cut]).unwrap_err();
+            let err = decode::<Sample>(ContainerKind::PHYSICS, V, &bytes[..cut]).unwrap_err();
             let need = if cut < HEADER_LEN { HEADER_LEN } else { bytes.len() };
-            assert_eq!(err, DumpError::Truncated { need, have: cut }, "cut at {cut}");
+            assert_eq!(err, ContainerError::Truncated { need, have: cut }, "cut at {cut}");
         }
     }
 
     #[test]
     fn a_flipped_payload_byte_fails_the_checksum() {
-        let bytes = encode(DumpKind::PHYSICS, V, &sample()).unwrap();
+        let bytes = encode(ContainerKind::PHYSICS, V, &sample()).unwrap();
         for i in HEADER_LEN..bytes.len() {
             let mut bad = bytes.clone();
             bad[i] ^= 0x10;
-            let err = decode::<Sample>(DumpKind::PHYSICS, V, &bad).unwrap_err();
-            assert!(matches!(err, DumpError::Checksum { .. }), "byte {i}: {err:?}");
+            let err = decode::<Sample>(ContainerKind::PHYSICS, V, &bad).unwrap_err();
+            assert!(matches!(err, ContainerError::Checksum { .. }), "byte {i}: {err:?}");
         }
     }
 
     #[test]
     fn other_magic_is_foreign() {
-        let bytes = encode(DumpKind::CHECKPOINT, V, &sample()).unwrap();
+        let bytes = encode(ContainerKind::CHECKPOINT, V, &sample()).unwrap();
         assert_eq!(
-            decode::<Sample>(DumpKind::PHYSICS, V, &bytes),
-            Err(DumpError::ForeignBytes { found: *b"VMPC", expected: *b"VMPS" })
+            decode::<Sample>(ContainerKind::PHYSICS, V, &bytes),
+            Err(ContainerError::ForeignBytes { found: *b"VMPC", expected: *b"VMPS" })
         );
         assert!(matches!(
-            decode::<Sample>(DumpKind::PHYSICS, V, b"{\"json\": true, \"padding\": 1234567}"),
-            Err(DumpError::ForeignBytes { .. })
+            decode::<Sample>(ContainerKind::PHYSICS, V, b"{\"json\": true, \"padding\": 1234567}"),
+            Err(ContainerError::ForeignBytes { .. })
         ));
     }
 
     #[test]
     fn other_version_is_refused() {
-        let bytes = encode(DumpKind::PHYSICS, V + 1, &sample()).unwrap();
-        assert_eq!(decode::<Sample>(DumpKind::PHYSICS, V, &bytes), Err(DumpError::Version { found: 4, expected: 3 }));
+        let bytes = encode(ContainerKind::PHYSICS, V + 1, &sample()).unwrap();
+        assert_eq!(
+            decode::<Sample>(ContainerKind::PHYSICS, V, &bytes),
+            Err(ContainerError::Version { found: 4, expected: 3 })
+        );
     }
 
     #[test]
     fn trailing_bytes_are_refused() {
-        let mut bytes = encode(DumpKind::PHYSICS, V, &sample()).unwrap();
+        let mut bytes = encode(ContainerKind::PHYSICS, V, &sample()).unwrap();
         bytes.extend_from_slice(&[0, 0]);
-        assert_eq!(decode::<Sample>(DumpKind::PHYSICS, V, &bytes), Err(DumpError::TrailingBytes { extra: 2 }));
+        assert_eq!(
+            decode::<Sample>(ContainerKind::PHYSICS, V, &bytes),
+            Err(ContainerError::TrailingBytes { extra: 2 })
+        );
     }
 
     #[test]
     fn a_payload_longer_than_its_type_is_trailing_bytes() {
         // A (u32, u32) payload read as a lone u32: checksum fine, one byte left over.
-        let bytes = encode(DumpKind::PHYSICS, V, &(9u32, 9u32)).unwrap();
-        assert_eq!(decode::<u32>(DumpKind::PHYSICS, V, &bytes), Err(DumpError::TrailingBytes { extra: 1 }));
+        let bytes = encode(ContainerKind::PHYSICS, V, &(9u32, 9u32)).unwrap();
+        assert_eq!(decode::<u32>(ContainerKind::PHYSICS, V, &bytes), Err(ContainerError::TrailingBytes { extra: 1 }));
     }
 
     #[test]
     fn a_payload_of_the_wrong_type_is_a_payload_error() {
-        let bytes = encode(DumpKind::PHYSICS, V, &2u8).unwrap();
-        assert!(matches!(decode::<bool>(DumpKind::PHYSICS, V, &bytes), Err(DumpError::Payload(_))));
+        let bytes = encode(ContainerKind::PHYSICS, V, &2u8).unwrap();
+        assert!(matches!(decode::<bool>(ContainerKind::PHYSICS, V, &bytes), Err(ContainerError::Payload(_))));
     }
 
     #[test]
     fn a_huge_declared_length_is_too_large() {
-        let mut bytes = encode(DumpKind::PHYSICS, V, &sample()).unwrap();
+        let mut bytes = encode(ContainerKind::PHYSICS, V, &sample()).unwrap();
         bytes[6..10].copy_from_slice(&u32::MAX.to_le_bytes());
         assert_eq!(
-            decode::<Sample>(DumpKind::PHYSICS, V, &bytes),
-            Err(DumpError::TooLarge { len: u32::MAX as usize, max: MAX_DUMP_BYTES })
+            decode::<Sample>(ContainerKind::PHYSICS, V, &bytes),
+            Err(ContainerError::TooLarge { len: u32::MAX as usize, max: MAX_CONTAINER_BYTES })
         );
     }
 
@@ -426,7 +436,7 @@ mod tests {
         bytes.extend_from_slice(&(payload.len() as u32).to_le_bytes());
         bytes.extend_from_slice(&fnv1a64(&payload).to_le_bytes());
         bytes.extend_from_slice(&payload);
-        assert!(matches!(decode::<Vec<u64>>(DumpKind::PHYSICS, V, &bytes), Err(DumpError::Payload(_))));
+        assert!(matches!(decode::<Vec<u64>>(ContainerKind::PHYSICS, V, &bytes), Err(ContainerError::Payload(_))));
     }
 
     /// Wraps arbitrary payload bytes in a valid header, so bincode itself sees garbage.
@@ -443,16 +453,16 @@ mod tests {
     proptest! {
         #[test]
         fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
-            let _ = decode::<Sample>(DumpKind::PHYSICS, V, &bytes);
-            let _ = decode::<Sample>(DumpKind::PHYSICS, V, &framed(&bytes));
-            let _ = decode::<Vec<String>>(DumpKind::PHYSICS, V, &framed(&bytes));
+            let _ = decode::<Sample>(ContainerKind::PHYSICS, V, &bytes);
+            let _ = decode::<Sample>(ContainerKind::PHYSICS, V, &framed(&bytes));
+            let _ = decode::<Vec<String>>(ContainerKind::PHYSICS, V, &framed(&bytes));
         }
 
         #[test]
         fn round_trips(tick in any::<u32>(), name in ".{0,16}", x in any::<f32>(), tags in proptest::collection::vec(any::<u16>(), 0..8), seed in any::<Option<u64>>()) {
             let value = Sample { tick, name, pos: (x, -x), tags, seed };
-            let bytes = encode(DumpKind::CHECKPOINT, V, &value).unwrap();
-            let back: Sample = decode(DumpKind::CHECKPOINT, V, &bytes).unwrap();
+            let bytes = encode(ContainerKind::CHECKPOINT, V, &value).unwrap();
+            let back: Sample = decode(ContainerKind::CHECKPOINT, V, &bytes).unwrap();
             // Compare bit patterns: NaN != NaN.
             prop_assert_eq!(back.pos.0.to_bits(), value.pos.0.to_bits());
             prop_assert_eq!((back.tick, back.name, back.tags, back.seed), (value.tick, value.name, value.tags, value.seed));

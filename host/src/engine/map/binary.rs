@@ -1,12 +1,12 @@
 //! The binary (bincode) serde forms of `MapConfig` and `GameMap`: bit-exact numbers, game JSON as flat tokens.
 //!
-//! [`MapConfig`]'s file form holds opaque [`Value`]s: bincode (our dump codec) cannot
+//! [`MapConfig`]'s file form holds opaque [`Value`]s: bincode (the container's codec) cannot
 //! read those back (it has no `deserialize_any`), and printing floats to text and
 //! parsing them again is only best-effort exact in serde_json. Its binary form is
-//! therefore [`ConfigDump`]: plain fields (f32s travel as their bits) and each `game`
+//! therefore [`ConfigBinary`]: plain fields (f32s travel as their bits) and each `game`
 //! value as a flat list of [`Token`]s — no recursion on the way in, a depth limit on the
 //! way out. A `GameMap` dumps as its config, its scale and its body handles
-//! ([`GameMapDump`]); everything else is derived again on the way back.
+//! ([`GameMapBinary`]); everything else is derived again on the way back.
 //!
 //! A layered map's own fields (levels, ramps, `levelHeight`, the boxes' levels) travel
 //! behind the map's `game` value, announced by the byte that says whether `game` is there
@@ -27,7 +27,7 @@ const MAX_DEPTH: usize = 128;
 
 /// Everything a `GameMap` needs to come back: its config, its scale and its body handles.
 #[derive(Debug, Serialize, Deserialize)]
-pub(super) struct GameMapDump {
+pub(super) struct GameMapBinary {
     pub(super) config: MapConfig,
     pub(super) scale: f32,
     pub(super) static_bodies: Vec<RigidBodyHandle>,
@@ -36,7 +36,7 @@ pub(super) struct GameMapDump {
 
 /// [`MapConfig`] with `game` values as tokens (the layered fields are never set on a valid map).
 #[derive(Debug, Serialize, Deserialize)]
-pub(super) struct ConfigDump {
+pub(super) struct ConfigBinary {
     name: String,
     set_id: String,
     tile_size: f32,
@@ -147,9 +147,9 @@ enum Token {
     Object(u64),
 }
 
-impl ConfigDump {
-    pub(super) fn of(cfg: &MapConfig) -> ConfigDump {
-        ConfigDump {
+impl ConfigBinary {
+    pub(super) fn of(cfg: &MapConfig) -> ConfigBinary {
+        ConfigBinary {
             name: cfg.name.clone(),
             set_id: cfg.set_id.clone(),
             tile_size: cfg.tile_size,
