@@ -75,31 +75,28 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[i]
 }
 
-/// Runs a match of `game`; returns the exit code (1 when a dump check found a divergence).
-pub fn run(args: &SimArgs, game: &Game) -> anyhow::Result<i32> {
-    let label = args.map.display().to_string();
-    let text = std::fs::read_to_string(&args.map).with_context(|| format!("reading {label}"))?;
-    let mut host = new_host(args, game, &label, &text)?;
-    let receivers: FrameReceivers = FrameReceivers((0..args.bots).map(|i| PlayerId(i as u8)).collect());
-    host.world_mut().insert_resource(receivers.clone());
-    host.world_mut().insert_resource(DeltaViewers::perfect(receivers.0.iter().copied()).measuring());
-    if let Some(budget) = args.snapshot_budget {
-        host.world_mut().insert_resource(SnapshotBudget(budget));
-    }
-    let budget = host.world().resource::<SnapshotBudget>().0;
-    // The same match with no byte budget, beside it: what the budget costs the eye.
-    let mut unbudgeted = match budget {
-        0 => None,
-        _ => {
-            let mut twin = new_host(args, game, &label, &text)?;
-            twin.world_mut().insert_resource(DeltaViewers::perfect(receivers.0.iter().copied()).measuring());
-            twin.world_mut().insert_resource(SnapshotBudget(0));
-            Some(twin)
-        }
-    };
+/// What a run of the match's ticks measured.
+struct Played {
+    /// Each tick's time without the delta frames and without measuring them, µs.
+    tick_us: Vec<f64>,
+    /// Every tick's whole time, µs (less the measuring).
+    elapsed_us: f64,
+    /// The first tick whose state differs in the match restored from a dump.
+    diverged: Option<u32>,
+    /// Wall-clock seconds.
+    wall: f64,
+}
 
-    let dt = host.world().resource::<vimp_host::engine::sim::FixedClock>().step;
-    let ticks = (args.seconds / dt).round().max(0.0) as u32;
+/// Runs `ticks` ticks of `host` (and of the same match with no budget, when there is one),
+/// timing each; with `--check-dump-at`, restores a dump into a twin and compares every tick.
+fn play(
+    args: &SimArgs,
+    game: &Game,
+    (host, mut unbudgeted): (&mut Host, Option<&mut Host>),
+    receivers: &FrameReceivers,
+    figures: &mut dyn vimp_host::engine::game::MatchFigures,
+    ticks: u32,
+) -> anyhow::Result<Played> {
     let mut tick_us = Vec::with_capacity(ticks as usize);
     // Every tick's whole time, µs.
     let mut elapsed_us = 0.0;
@@ -107,18 +104,17 @@ pub fn run(args: &SimArgs, game: &Game) -> anyhow::Result<i32> {
     let mut diverged: Option<u32> = None;
     let started = Instant::now();
     let mut last_progress = Instant::now();
-    let mut figures = (game.figures)();
     for _ in 0..ticks {
         let t0 = Instant::now();
         let delta_time = |host: &Host| {
             let p = host.world().resource::<DeltaStats>();
             (p.world_us + p.encode_us, p.measure_us)
         };
-        let before = delta_time(&host);
+        let before = delta_time(host);
         host.step();
         // The tick without the delta frames, which a host writes only for clients that
         // asked for them (instead of format 5), and without measuring what they cost the eye.
-        let after = delta_time(&host);
+        let after = delta_time(host);
         let (delta_us, measure_us) = (after.0 - before.0, after.1 - before.1);
         let elapsed = t0.elapsed().as_secs_f64() * 1e6 - measure_us;
         elapsed_us += elapsed;
@@ -153,6 +149,96 @@ pub fn run(args: &SimArgs, game: &Game) -> anyhow::Result<i32> {
         }
     }
     let wall = started.elapsed().as_secs_f64();
+    Ok(Played { tick_us, elapsed_us, diverged, wall })
+}
+
+/// The figures of `report` for people, a line each; `game_lines` are the game's own.
+fn print_figures(report: &serde_json::Value, game_lines: &[String], check_dump_at: Option<u32>, diverged: Option<u32>) {
+    let f = |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap_or(f64::NAN);
+    let n = |k: &str| report[k].as_u64().unwrap_or(0);
+    let (ticks, budget) = (n("ticks"), n("snapshot_v6_budget_bytes_per_s"));
+    println!(
+        "{ticks} ticks ({:.1} s of match) in {:.2} s: tick p50 {:.1} µs, p99 {:.1} µs",
+        f(report, "match_seconds"),
+        f(report, "wall_seconds"),
+        f(report, "tick_us_p50"),
+        f(report, "tick_us_p99")
+    );
+    println!(
+        "snapshot v5: {:.0} B/s per client; as v6 delta frames {:.0} B/s (budget {budget} B/s; {:.1} µs a frame for \
+         the world, {:.1} µs a client's frame, {:.0} % of the tick, {:.0} % for the clients' frames alone); state hash {}",
+        f(report, "snapshot_v5_bytes_per_client_per_s"),
+        f(report, "snapshot_v6_bytes_per_client_per_s"),
+        f(report, "snapshot_v6_world_us_per_frame"),
+        f(report, "snapshot_v6_encode_us_per_client_frame"),
+        f(report, "snapshot_v6_work_share_of_tick") * 100.0,
+        f(report, "snapshot_v6_client_work_share_of_tick") * 100.0,
+        report["state_hash"].as_str().unwrap_or("?"),
+    );
+    let under = format!("under the budget of {budget} B/s");
+    let mut runs = if budget == 0 {
+        vec![("with no budget", report)]
+    } else {
+        vec![(under.as_str(), report), ("with no budget", &report["view_unbudgeted"])]
+    };
+    runs.push(("as format 5 frames", &report["view_v5"]));
+    for (what, v) in runs {
+        println!(
+            "the receivers' worlds {what}: on screen (within {} units) off by p50 {:.2} p99 {:.2} units, \
+             age p99 {:.0} ms; beyond off by p99 {:.2} units, age p99 {:.0} ms",
+            vimp_host::engine::snapshot::ON_SCREEN,
+            f(v, "view_error_on_screen_p50"),
+            f(v, "view_error_on_screen_p99"),
+            f(v, "view_age_on_screen_p99_ms"),
+            f(v, "view_error_beyond_p99"),
+            f(v, "view_age_beyond_p99_ms"),
+        );
+    }
+    for line in game_lines {
+        println!("{line}");
+    }
+    println!(
+        "state dump: {} bytes, encoded in {:.0} µs, decoded in {:.0} µs",
+        n("dump_bytes"),
+        f(report, "dump_encode_us"),
+        f(report, "dump_decode_us")
+    );
+    if let Some(at) = check_dump_at {
+        match diverged {
+            None => println!("dump at tick {at}: the restored match stayed identical to the end"),
+            Some(t) => println!("dump at tick {at}: the restored match diverged at tick {t}"),
+        }
+    }
+}
+
+/// Runs a match of `game`; returns the exit code (1 when a dump check found a divergence).
+pub fn run(args: &SimArgs, game: &Game) -> anyhow::Result<i32> {
+    let label = args.map.display().to_string();
+    let text = std::fs::read_to_string(&args.map).with_context(|| format!("reading {label}"))?;
+    let mut host = new_host(args, game, &label, &text)?;
+    let receivers: FrameReceivers = FrameReceivers((0..args.bots).map(|i| PlayerId(i as u8)).collect());
+    host.world_mut().insert_resource(receivers.clone());
+    host.world_mut().insert_resource(DeltaViewers::perfect(receivers.0.iter().copied()).measuring());
+    if let Some(budget) = args.snapshot_budget {
+        host.world_mut().insert_resource(SnapshotBudget(budget));
+    }
+    let budget = host.world().resource::<SnapshotBudget>().0;
+    // The same match with no byte budget, beside it: what the budget costs the eye.
+    let mut unbudgeted = match budget {
+        0 => None,
+        _ => {
+            let mut twin = new_host(args, game, &label, &text)?;
+            twin.world_mut().insert_resource(DeltaViewers::perfect(receivers.0.iter().copied()).measuring());
+            twin.world_mut().insert_resource(SnapshotBudget(0));
+            Some(twin)
+        }
+    };
+
+    let dt = host.world().resource::<vimp_host::engine::sim::FixedClock>().step;
+    let ticks = (args.seconds / dt).round().max(0.0) as u32;
+    let mut figures = (game.figures)();
+    let Played { mut tick_us, elapsed_us, diverged, wall } =
+        play(args, game, (&mut host, unbudgeted.as_mut()), &receivers, figures.as_mut(), ticks)?;
 
     tick_us.sort_by(f64::total_cmp);
     let stats = *host.world().resource::<SnapshotStats>();
@@ -227,52 +313,7 @@ pub fn run(args: &SimArgs, game: &Game) -> anyhow::Result<i32> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        println!(
-            "{ticks} ticks ({match_seconds:.1} s of match) in {wall:.2} s: tick p50 {:.1} µs, p99 {:.1} µs",
-            percentile(&tick_us, 0.5),
-            percentile(&tick_us, 0.99)
-        );
-        println!(
-            "snapshot v5: {bytes_per_client_per_s:.0} B/s per client; as v6 delta frames \
-             {v6_bytes_per_client_per_s:.0} B/s (budget {budget} B/s; {v6_world_us_per_frame:.1} µs a frame for the world, \
-             {v6_encode_us_per_client_frame:.1} µs a client's frame, {:.0} % of the tick, {:.0} % for the clients' \
-             frames alone); state hash {state_hash}",
-            v6_share_of_tick * 100.0,
-            v6_client_share_of_tick * 100.0
-        );
-        let f = |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap_or(f64::NAN);
-        let under = format!("under the budget of {budget} B/s");
-        let mut runs = if budget == 0 {
-            vec![("with no budget", &view)]
-        } else {
-            vec![(under.as_str(), &view), ("with no budget", &view_unbudgeted)]
-        };
-        runs.push(("as format 5 frames", &view_v5));
-        for (what, v) in runs {
-            println!(
-                "the receivers' worlds {what}: on screen (within {} units) off by p50 {:.2} p99 {:.2} units, \
-                 age p99 {:.0} ms; beyond off by p99 {:.2} units, age p99 {:.0} ms",
-                vimp_host::engine::snapshot::ON_SCREEN,
-                f(v, "view_error_on_screen_p50"),
-                f(v, "view_error_on_screen_p99"),
-                f(v, "view_age_on_screen_p99_ms"),
-                f(v, "view_error_beyond_p99"),
-                f(v, "view_age_beyond_p99_ms"),
-            );
-        }
-        for line in figures.lines(&game_figures) {
-            println!("{line}");
-        }
-        println!(
-            "state dump: {} bytes, encoded in {dump_encode_us:.0} µs, decoded in {dump_decode_us:.0} µs",
-            dump.len()
-        );
-        if let Some(at) = args.check_dump_at {
-            match diverged {
-                None => println!("dump at tick {at}: the restored match stayed identical to the end"),
-                Some(t) => println!("dump at tick {at}: the restored match diverged at tick {t}"),
-            }
-        }
+        print_figures(&report, &figures.lines(&game_figures), args.check_dump_at, diverged);
     }
     if let Some(t) = diverged {
         eprintln!("vimp sim: the match restored from the dump at tick {:?} diverged at tick {t}", args.check_dump_at);
