@@ -27,6 +27,7 @@ use crate::engine::physics::Physics;
 use crate::engine::players::PlayerId;
 use crate::engine::sim::{EngineSettings, Tick};
 use crate::engine::views::{self, Observer};
+pub use crate::engine::views::{DELTA_HISTORY, ON_SCREEN};
 
 /// The game's row-building systems: add them here (they run on snapshot ticks only).
 #[derive(SystemSet, Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -94,10 +95,6 @@ pub struct SnapshotStats {
     /// does not spend).
     pub pack_us: f64,
 }
-
-/// How many frames the host keeps of what it sent each format 6 receiver (about a second at
-/// 30 frames a second): an acknowledgement older than that gets a keyframe.
-pub const DELTA_HISTORY: usize = 32;
 
 /// A receiver of delta frames (format 6, [`vimp_netcode::delta`]): what it was sent, what it
 /// acknowledged.
@@ -284,9 +281,6 @@ fn places(schema: &vimp_netcode::schema::SnapshotSchema, frame: &Frame) -> Place
     }
     out
 }
-
-/// How far from the player a client watches a row counts as on screen, world units.
-pub const ON_SCREEN: f32 = 640.0;
 
 #[derive(Debug, Default)]
 struct Scratch {

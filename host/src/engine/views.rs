@@ -19,7 +19,12 @@ use vimp_netcode::delta::{self, is_delta_coded};
 use vimp_netcode::schema::SnapshotSchema;
 use vimp_netcode::snapshot::{Block, FieldValue, Row};
 
-use crate::engine::snapshot::ON_SCREEN;
+/// How many frames the host keeps of what it sent each format 6 receiver (about a second at
+/// 30 frames a second): an acknowledgement older than that gets a keyframe.
+pub const DELTA_HISTORY: usize = 32;
+
+/// How far from the player a client watches a row counts as on screen, world units.
+pub const ON_SCREEN: f32 = 640.0;
 
 /// Where a client sees the match from.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -307,7 +312,7 @@ impl Budget {
         debug_assert!(changes.is_sorted_by_key(|c| (c.key, c.id)), "changes by rising key and id");
         // Sent in or before the baseline, or before any baseline a receiver may name (the
         // host keeps no older one): no longer in question.
-        let history = crate::engine::snapshot::DELTA_HISTORY as u32;
+        let history = DELTA_HISTORY as u32;
         self.sent_at.retain(|(_, (at, _))| *at > baseline && seq.wrapping_sub(*at) <= history);
         self.credit = (self.credit + per_frame).min(2.0 * per_frame);
         choices.clear();
