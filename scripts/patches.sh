@@ -73,7 +73,7 @@ for name in "${names[@]}"; do
         drifted+=("$name")
         continue
       fi
-      if ! (cd "$work/a/$name" && patch --quiet --force -p2 --no-backup-if-mismatch < "$OLDPWD/patches/$name.diff") > "$work/$name.patch.log" 2>&1; then
+      if ! (cd "$work/a/$name" && git apply -p2 "$OLDPWD/patches/$name.diff") > "$work/$name.patch.log" 2>&1; then
         echo "patches/$name.diff does not apply to $name $(version "$name"):" >&2
         cat "$work/$name.patch.log" >&2
         drifted+=("$name")
