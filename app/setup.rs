@@ -1,6 +1,7 @@
 //! What the window and the headless commands share: the default rendezvous, the flags of
-//! several commands (ICE servers, `--bot-skill`, `--frames`/`--screenshot`), the client's settings, a new match, the wait after a handoff, why a join
-//! did not get in, and dialing a dropped player back in.
+//! several commands (ICE servers, `--bot-skill`, `--frames`/`--screenshot`), the client's
+//! settings, a new match, the wait after a handoff, why a join did not get in, and dialing a
+//! dropped player back in.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -514,6 +515,7 @@ impl Witnesser {
         }
     }
 }
+
 /// Parses `--bot-skill` (easy, normal or hard, any case).
 pub fn bot_skill(s: &str) -> Result<BotSkill, String> {
     s.parse()

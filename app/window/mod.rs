@@ -3,7 +3,8 @@
 //! One Bevy `App` with a window draws everything; egui (bevy_egui) draws the menus and
 //! the HUD. A match is a [`net::MatchState`] in the [`ActiveMatch`] resource: the
 //! window updates it once a frame, turns keys into input events, steps the predictor
-//! and draws the interpolated world (the game's drawing, [`game::WindowGame`]). When this process hosts,
+//! and draws the interpolated world (the game's drawing, [`game::WindowGame`]). When this
+//! process hosts,
 //! the host runs on its own thread ([`node`]) and this window is just its first client; in a
 //! match it joined, the same thread keeps the shadow that can take the match over.
 

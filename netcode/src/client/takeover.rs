@@ -80,9 +80,7 @@ impl Lost {
             early: Vec::new(),
         }
     }
-}
 
-impl Lost {
     /// `peer`'s answer at `now`: counted in this successor's check, or, before its turn (an
     /// answer to its warning), kept for its first round.
     fn take_answer(&mut self, peer: PeerKey, seen: HostSeen, now: Duration) {

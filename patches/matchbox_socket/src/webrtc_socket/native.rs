@@ -792,20 +792,8 @@ impl CandidateTrickle {
     }
 }
 
-async fn create_rtc_peer_connection(
-    signal_peer: SignalPeer,
-    phases: Phases,
-    ice_server_config: &RtcIceServerConfig,
-    peer_disconnected_tx: Sender<()>,
-) -> Result<(ConnectionGuard, Arc<CandidateTrickle>), webrtc::error::Error> {
-    let (connection, handler) = build_rtc_peer_connection(ice_server_config).await?;
-    let trickle = Arc::new(CandidateTrickle::new(signal_peer));
-    handler.bind(Arc::clone(&trickle), peer_disconnected_tx, phases);
-    Ok((connection, trickle))
-}
-
-/// The connection a handshake with `signal_peer` makes: `spare`, bound to that peer, or a new
-/// one.
+/// The connection a handshake with `signal_peer` makes, `spare` or a new one, bound to that
+/// peer: its candidates (those gathered ahead first) go to the trickle it returns.
 async fn connection_for(
     spare: Option<NativeSpare>,
     signal_peer: &SignalPeer,
@@ -813,17 +801,16 @@ async fn connection_for(
     ice_server_config: &RtcIceServerConfig,
     peer_disconnected_tx: &Sender<()>,
 ) -> (ConnectionGuard, Arc<CandidateTrickle>) {
-    match spare {
+    let (connection, handler) = match spare {
         Some(NativeSpare { connection, handler }) => {
             phases.note("connection made ahead taken");
-            let trickle = Arc::new(CandidateTrickle::new(signal_peer.clone()));
-            handler.bind(Arc::clone(&trickle), peer_disconnected_tx.clone(), phases);
-            (connection, trickle)
+            (connection, handler)
         }
-        None => create_rtc_peer_connection(signal_peer.clone(), phases, ice_server_config, peer_disconnected_tx.clone())
-            .await
-            .unwrap(),
-    }
+        None => build_rtc_peer_connection(ice_server_config).await.unwrap(),
+    };
+    let trickle = Arc::new(CandidateTrickle::new(signal_peer.clone()));
+    handler.bind(Arc::clone(&trickle), peer_disconnected_tx.clone(), phases);
+    (connection, trickle)
 }
 
 /// A peer connection with no peer yet: its events wait in its handler until

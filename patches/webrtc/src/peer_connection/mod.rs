@@ -522,9 +522,11 @@ pub trait PeerConnection: crate::sealed::Sealed + Send + Sync + 'static {
     async fn set_local_description(&self, desc: RTCSessionDescription) -> Result<()>;
 
     /// Starts gathering local candidates now, ahead of the local description, as a candidate
-    /// pool does (`iceCandidatePoolSize`): a connection made before its peer's offer comes has
-    /// its server reflexive and relayed candidates by then, instead of a STUN or TURN round trip
-    /// after its answer. The candidates are raised with
+    /// pool does (`iceCandidatePoolSize`), for the paths without a relay: a connection made
+    /// before its peer's offer comes has its host and server reflexive candidates by then,
+    /// instead of a STUN round trip after its answer. Relayed candidates (a TURN allocation
+    /// each) are still gathered when `set_local_description` starts the gathering. The
+    /// candidates are raised with
     /// [`PeerConnectionEventHandler::on_ice_candidate`] as they come, before there is a
     /// description to signal them with; the gathering that `set_local_description` starts then
     /// has them already. Does nothing once a gathering has begun.
