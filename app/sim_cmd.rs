@@ -87,8 +87,9 @@ struct Played {
     wall: f64,
 }
 
-/// Runs `ticks` ticks of `host` (and of the same match with no budget, when there is one),
-/// timing each; with `--check-dump-at`, restores a dump into a twin and compares every tick.
+/// Runs `ticks` ticks of `host`, timing each, then as many of the same match with no budget
+/// (when there is one); with `--check-dump-at`, restores a dump into a twin and compares every
+/// tick.
 fn play(
     args: &SimArgs,
     game: &Game,
@@ -121,11 +122,6 @@ fn play(
         tick_us.push(elapsed - delta_us);
         host.take_frames();
         host.take_meta();
-        if let Some(twin) = unbudgeted.as_mut() {
-            twin.step();
-            twin.take_frames();
-            twin.take_meta();
-        }
         figures.observe(host.world_mut());
         let tick = host.tick();
         if let Some(twin) = twin.as_mut() {
@@ -146,6 +142,19 @@ fn play(
         if !args.json && last_progress.elapsed().as_secs_f64() >= 2.0 {
             eprintln!("  tick {tick}/{ticks}");
             last_progress = Instant::now();
+        }
+    }
+    // The match with no budget after it, not beside it: its ticks would take the caches from
+    // under the timed ones.
+    if let Some(twin) = unbudgeted.as_mut() {
+        for _ in 0..ticks {
+            twin.step();
+            twin.take_frames();
+            twin.take_meta();
+            if !args.json && last_progress.elapsed().as_secs_f64() >= 2.0 {
+                eprintln!("  with no budget: tick {}/{ticks}", twin.tick());
+                last_progress = Instant::now();
+            }
         }
     }
     let wall = started.elapsed().as_secs_f64();
@@ -223,7 +232,7 @@ pub fn run(args: &SimArgs, game: &Game) -> anyhow::Result<i32> {
         host.world_mut().insert_resource(SnapshotBudget(budget));
     }
     let budget = host.world().resource::<SnapshotBudget>().0;
-    // The same match with no byte budget, beside it: what the budget costs the eye.
+    // The same match with no byte budget, run after it: what the budget costs the eye.
     let mut unbudgeted = match budget {
         0 => None,
         _ => {
