@@ -287,7 +287,8 @@ struct Scratch {
     held: Vec<delta::Held>,
     changes: Vec<delta::Change>,
     choices: Vec<views::Choice>,
-    picks: Vec<delta::Pick>,
+    picks: Vec<(usize, delta::Pick)>,
+    same: Vec<usize>,
 }
 
 impl Default for DeltaViewers {
@@ -533,14 +534,16 @@ fn write_deltas(
         let view = sight.view.as_ref().map_or(&[][..], |v| v.rows());
         let sees = |row: usize| view.get(row).copied().unwrap_or(true);
         let baseline = held_at(&viewer.sent, viewer.acked);
-        // What becomes of each row: out of view, or as the budget chose (as it is now when there is
-        // none).
+        // What becomes of the rows, by row: those out of view go out; with no budget every one in
+        // view goes as it is now, else those that differ from what the receiver holds go as the
+        // budget chose, and the others are as it holds them.
         let picks = &mut scratch.picks;
         picks.clear();
-        picks.extend((0..rows_in_world).map(|r| if sees(r) { delta::Pick::Update } else { delta::Pick::Out }));
-        if reach.per_frame > 0.0 {
+        if reach.per_frame <= 0.0 {
+            picks.extend((0..rows_in_world).map(|r| (r, if sees(r) { delta::Pick::Update } else { delta::Pick::Out })));
+        } else {
             let changes = &mut scratch.changes;
-            worlds.changes(baseline, sees, changes);
+            worlds.changes(baseline, sees, changes, &mut scratch.same);
             let player_bytes = player.map_or(0, |_| vimp_netcode::snapshot::PLAYER_BLOCK_LEN);
             let fixed = delta::DELTA_HEADER_LEN + player_bytes + sight.events_bytes;
             stats.fixed_bytes += fixed as u64;
@@ -558,19 +561,33 @@ fn write_deltas(
             let base_seq = baseline.map_or(0, |b| b.seq());
             let choices = &mut scratch.choices;
             viewer.budget.choose(changes, frame.seq, base_seq, reach.per_frame, fixed, weigh, choices);
-            for (c, choice) in changes.iter().zip(choices.iter()) {
-                picks[c.row] = match *choice {
-                    views::Choice::Send => delta::Pick::Update,
-                    views::Choice::Resend(version) => delta::Pick::Resend(version),
-                    views::Choice::Wait => delta::Pick::Hold,
-                };
+            // The changes as chosen (a row that waits is as the receiver holds it) and the rows out
+            // of view, both by rising row (the changes are of rows in view): merged.
+            let chosen = |i: usize| match choices[i] {
+                views::Choice::Send => Some((changes[i].row, delta::Pick::Update)),
+                views::Choice::Resend(version) => Some((changes[i].row, delta::Pick::Resend(version))),
+                views::Choice::Wait => None,
+            };
+            debug_assert!(view.is_empty() || view.len() == rows_in_world, "a view of this world");
+            let mut at = 0;
+            for (r, _) in view.iter().enumerate().filter(|(_, seen)| !**seen) {
+                while at < changes.len() && changes[at].row < r {
+                    picks.extend(chosen(at));
+                    at += 1;
+                }
+                picks.push((r, delta::Pick::Out));
+            }
+            picks.extend((at..changes.len()).filter_map(chosen));
+            if !scratch.same.is_empty() {
+                // Rows in view whose value came back to what the receiver holds (seldom): brought
+                // up to date, nothing written.
+                picks.extend(scratch.same.iter().map(|&r| (r, delta::Pick::Update)));
+                picks.sort_unstable_by_key(|(r, _)| *r);
             }
         }
-        let picks = &picks[..];
-        let pick = |_: u8, _: u32, row: usize| picks[row];
         let mut bytes = Vec::with_capacity(256);
         let mut held = scratch.held.pop().unwrap_or_default();
-        let written = worlds.encode(schema, &target, baseline, pick, &mut bytes, &mut held);
+        let written = worlds.encode_picked(schema, &target, baseline, picks, &mut bytes, &mut held);
         sight.events = target.blocks;
         written?;
         viewer.budget.spent(bytes.len(), reach.per_frame);

@@ -382,16 +382,17 @@ impl Budget {
         // one pass, the new frame winning (a row sent again keeps its frame and version).
         std::mem::swap(&mut self.old, &mut self.sent_at);
         self.sent_at.clear();
-        let mut old = self.old.iter().copied().peekable();
-        for c in changes.iter().zip(choices.iter()).filter(|(_, s)| **s == Choice::Send).map(|(c, _)| c) {
+        let mut o = 0;
+        for (c, _) in changes.iter().zip(choices.iter()).filter(|(_, s)| **s == Choice::Send) {
             let row = (c.key, c.id);
-            while let Some(e) = old.next_if(|e| e.0 < row) {
-                self.sent_at.push(e);
+            while o < self.old.len() && self.old[o].0 < row {
+                self.sent_at.push(self.old[o]);
+                o += 1;
             }
-            old.next_if(|e| e.0 == row);
+            o += usize::from(self.old.get(o).is_some_and(|e| e.0 == row));
             self.sent_at.push((row, (seq, c.version)));
         }
-        self.sent_at.extend(old);
+        self.sent_at.extend_from_slice(&self.old[o..]);
     }
 
     /// `bytes` went out in the frame: taken from the credit. A debt (what went out beyond

@@ -153,7 +153,7 @@ fn changes_list_what_differs_and_what_its_entry_costs() {
     let n1 = Held::all(worlds.push(&s, &f1).unwrap());
     worlds.push(&s, &f2).unwrap();
     let mut c = Vec::new();
-    worlds.changes(Some(&n1), |_| true, &mut c);
+    worlds.changes(Some(&n1), |_| true, &mut c, &mut Vec::new());
     assert_eq!(c.iter().map(|c| (c.id, c.row, c.held)).collect::<Vec<_>>(), vec![(3, 0, true), (12, 2, false)]);
     assert_eq!(c[0].magnitude, 20, "x moved one unit: 20 steps of 1/20");
     // Each change's bytes are its entry's, less the one-byte head: the frame tells.
@@ -166,9 +166,9 @@ fn changes_list_what_differs_and_what_its_entry_costs() {
         assert_eq!(out.len(), DELTA_HEADER_LEN + 1 + 1 + 1 + change.bytes, "change {i}: key, count, head, entry");
     }
     let mut all = Vec::new();
-    worlds.changes(None, |_| true, &mut all);
+    worlds.changes(None, |_| true, &mut all, &mut Vec::new());
     assert_eq!(all.len(), 3, "against nothing every row is new");
-    worlds.changes(None, |row| row != 1, &mut all);
+    worlds.changes(None, |row| row != 1, &mut all, &mut Vec::new());
     assert_eq!(all.len(), 2, "only the rows let through");
 }
 
@@ -191,19 +191,50 @@ fn a_change_says_how_far_its_place_drifted_from_what_the_receiver_holds_and_for_
     worlds.push(&s, &at(2, 1.0, 0.0, 30.0, 0.0)).unwrap();
     worlds.push(&s, &at(3, 2.0, 0.5, 20.0, 20.0)).unwrap();
     let mut c = Vec::new();
-    worlds.changes(Some(&held), |_| true, &mut c);
+    worlds.changes(Some(&held), |_| true, &mut c, &mut Vec::new());
     let drift = c[0].drift.expect("a placed row held");
     assert_eq!((drift.off, drift.rate), ([2.0, 0.5], [30.0, 0.0]), "against frame 1's place and rate");
     assert!((c[0].held_for - 0.0666).abs() < 1e-3, "held two frames: {}", c[0].held_for);
     assert!((drift.after(c[0].held_for) - 0.5).abs() < 1e-3, "carried 2 units on, it is off by the turn");
-    worlds.changes(None, |_| true, &mut c);
+    worlds.changes(None, |_| true, &mut c, &mut Vec::new());
     assert_eq!((c[0].held, c[0].drift, c[0].held_for), (false, None, 0.0), "a row not held");
     // Frame 1 ages out of the worlds kept: the receiver's value is gone with it.
     worlds.push(&s, &at(4, 3.0, 1.0, 20.0, 20.0)).unwrap();
     worlds.push(&s, &at(5, 4.0, 1.5, 20.0, 20.0)).unwrap();
-    worlds.changes(Some(&held), |_| true, &mut c);
+    worlds.changes(Some(&held), |_| true, &mut c, &mut Vec::new());
     assert_eq!((c[0].magnitude, c[0].drift), (u64::MAX, None), "goes whole");
     assert_eq!(c[0].held_for, (RECKON_MS / 1000.0) as f32);
+}
+
+#[test]
+fn a_value_that_came_back_is_no_change_and_listed_as_an_update_brings_the_receiver_up_to_date() {
+    let s = SnapshotSchema::new([(
+        "m".to_owned(),
+        BlockSchema::new(1, BlockKind::Indexed8, BlockClass::Hot)
+            .field(FieldSchema::new("x", FieldType::F32).quant(Quant::PerUnit(20))),
+    )])
+    .unwrap();
+    let at = |seq: u32, x: f32| frame(seq, vec![(1, Block::Indexed8(vec![(4, Some(vec![FieldValue::F32(x)]))]))]);
+    let mut worlds = Worlds::new(4);
+    let held = Held::all(worlds.push(&s, &at(1, 1.0)).unwrap());
+    worlds.push(&s, &at(2, 2.0)).unwrap();
+    // Back to what the receiver holds, in a newer version.
+    let now = worlds.push(&s, &at(3, 1.0)).unwrap();
+    let version = Held::all(now).version(0);
+    assert_ne!(held.version(0), version, "a new version of the same numbers");
+    let (mut changes, mut same) = (Vec::new(), Vec::new());
+    worlds.changes(Some(&held), |_| true, &mut changes, &mut same);
+    assert_eq!((changes.len(), same.len()), (1, 0), "an older version held: a change until its entry is worked out");
+    let target = world(&s, None, &at(3, 1.0));
+    let (mut bytes, mut into) = (Vec::new(), Held::default());
+    worlds.encode_picked(&s, &target, Some(&held), &[(0, Pick::Update)], &mut bytes, &mut into).unwrap();
+    assert_eq!((bytes.len(), into.version(0)), (DELTA_HEADER_LEN, version), "nothing written, held up to date");
+    // Worked out, the entry is nothing: the next receiver holding that version has no change.
+    worlds.changes(Some(&held), |_| true, &mut changes, &mut same);
+    assert_eq!((changes.len(), same.as_slice()), (0, &[0][..]), "no change to weigh; the row is the same");
+    // Not listed, it is held as it was.
+    worlds.encode_picked(&s, &target, Some(&held), &[], &mut Vec::new(), &mut into).unwrap();
+    assert_eq!(into.version(0), held.version(0));
 }
 
 #[test]
@@ -341,7 +372,7 @@ proptest! {
             let target = world(&s, last_world.as_ref(), &f);
             host.push(&s, &f).expect("push");
             let mut all = Vec::new();
-            host.changes(None, |_| true, &mut all);
+            host.changes(None, |_| true, &mut all, &mut Vec::new());
             history.push((all.iter().map(|c| ((c.key, c.id), c.version)).collect(), target.clone()));
             let base = acks[k].index(sent.len() + 1).checked_sub(1).map(|i| &sent[i]);
             let earlier = k.saturating_sub(1 + k % 2);
@@ -388,6 +419,52 @@ proptest! {
                 }
             }
             sent.push((now, back));
+            last_world = Some(target);
+        }
+    }
+
+    #[test]
+    fn listing_only_the_changes_writes_what_asking_every_row_does(
+        first in frame_strategy(),
+        frames in prop::collection::vec(frame_strategy(), 1..8),
+        picks in prop::collection::vec(0u8..4, 1..40),
+        acks in prop::collection::vec(any::<prop::sample::Index>(), 8),
+    ) {
+        let s = schema();
+        let mut frames = frames;
+        frames.insert(0, first);
+        // Two hosts of the same frames: one asks what becomes of every row, the other lists
+        // only the rows out of view, those it chose something for, and the rows that differ
+        // from what the receiver holds ([`Worlds::changes`]), as a host under a budget does.
+        let (mut asking, mut listing) = (Worlds::new(4), Worlds::new(4));
+        let mut sent: Vec<Held> = Vec::new();
+        let mut last_world: Option<Frame> = None;
+        for (k, blocks) in frames.into_iter().enumerate() {
+            let f = frame(k as u32 + 1, blocks);
+            let target = world(&s, last_world.as_ref(), &f);
+            asking.push(&s, &f).expect("push");
+            listing.push(&s, &f).expect("push");
+            let base = acks[k].index(sent.len() + 1).checked_sub(1).map(|i| &sent[i]);
+            let pick = |row: usize| match picks[(row * 7 + k) % picks.len()] {
+                0 | 3 => Pick::Update,
+                1 => Pick::Hold,
+                _ => Pick::Out,
+            };
+            let (mut changes, mut same) = (Vec::new(), Vec::new());
+            listing.changes(base, |row| pick(row) != Pick::Out, &mut changes, &mut same);
+            let differ: std::collections::BTreeSet<usize> = changes.iter().map(|c| c.row).chain(same.iter().copied()).collect();
+            let rows = listing.latest().map_or(0, |w| w.rows());
+            let listed: Vec<(usize, Pick)> = (0..rows)
+                .map(|r| (r, pick(r)))
+                .filter(|&(r, p)| p == Pick::Out || (p == Pick::Update && differ.contains(&r)))
+                .collect();
+            let (mut want, mut want_held) = (Vec::new(), Held::default());
+            asking.encode(&s, &target, base, |_, _, r| pick(r), &mut want, &mut want_held).expect("encode");
+            let (mut got, mut got_held) = (Vec::new(), Held::default());
+            listing.encode_picked(&s, &target, base, &listed, &mut got, &mut got_held).expect("encode");
+            prop_assert_eq!(&got, &want, "the same frame");
+            prop_assert_eq!(&got_held, &want_held, "the receiver holds the same");
+            sent.push(want_held);
             last_world = Some(target);
         }
     }

@@ -234,15 +234,14 @@ struct Remap {
 }
 
 impl Remap {
-    /// What a receiver holding `held` (of this remap's world) has of row `r` of the newest.
-    #[inline]
-    fn version(&self, held: &Held, r: usize) -> u32 {
+    /// What a receiver holding `held` has of the newest world's rows `rows`, into `out`: a
+    /// copy while both worlds have the same rows, as most frames do.
+    fn versions(&self, held: &Held, rows: std::ops::Range<usize>, out: &mut [u32]) {
         if self.to.is_empty() {
-            held.versions[r]
+            out.copy_from_slice(&held.versions[rows]);
         } else {
-            match self.to[r] {
-                WHOLE => WHOLE,
-                j => held.versions[j as usize],
+            for (v, &j) in out.iter_mut().zip(&self.to[rows]) {
+                *v = if j == WHOLE { WHOLE } else { held.versions[j as usize] };
             }
         }
     }
@@ -368,6 +367,10 @@ pub struct Worlds {
     remaps: Vec<Remap>,
     /// Where an entry written again ([`Pick::Resend`]) is worked out.
     scratch: Vec<u8>,
+    /// What a receiver holds of one key's rows ([`Worlds::changes`]).
+    holds: Vec<u32>,
+    /// The rows [`Worlds::encode`] was told what becomes of.
+    picks: Vec<(usize, Pick)>,
 }
 
 impl Worlds {
@@ -382,6 +385,8 @@ impl Worlds {
             spare: None,
             remaps: Vec::new(),
             scratch: Vec::new(),
+            holds: Vec::new(),
+            picks: Vec::new(),
         }
     }
 
@@ -563,25 +568,38 @@ impl Worlds {
     /// nothing), rows it does not hold included, of the rows `visible(row)` lets through (`row`:
     /// its place among the world's rows, [`Steps::row`]): what a host choosing what to send under
     /// a byte budget weighs. By rising key and id, into `out` (cleared first). Unchanged rows and
-    /// removals are not listed.
-    pub fn changes(&mut self, held: Option<&Held>, mut visible: impl FnMut(usize) -> bool, out: &mut Vec<Change>) {
+    /// removals are not listed; rows whose numbers the receiver holds in an older version (a
+    /// value that came back) go into `same` instead (cleared first): written as
+    /// [`Pick::Update`] they cost nothing and bring what it holds up to date.
+    pub fn changes(
+        &mut self,
+        held: Option<&Held>,
+        mut visible: impl FnMut(usize) -> bool,
+        out: &mut Vec<Change>,
+        same: &mut Vec<usize>,
+    ) {
         out.clear();
+        same.clear();
         let remap = held.and_then(|h| self.remap(h)).map(|i| &self.remaps[i]);
         let Some(world) = self.kept.back() else { return };
+        // What the receiver holds of one key's rows at a time.
+        let mut holds = std::mem::take(&mut self.holds);
         for (n, rows) in world.keys.iter().enumerate() {
-            for (k, &id) in rows.ids.iter().enumerate() {
+            let span = rows.start..rows.start + rows.ids.len();
+            holds.clear();
+            holds.resize(rows.ids.len(), WHOLE);
+            if let Some((h, m)) = held.zip(remap) {
+                m.versions(h, span, &mut holds);
+            }
+            for (k, ((&id, &now), &version)) in rows.ids.iter().zip(&rows.versions).zip(&holds).enumerate() {
                 let r = rows.start + k;
-                if !visible(r) {
-                    continue;
-                }
-                let version = held.zip(remap).map_or(WHOLE, |(h, m)| m.version(h, r));
-                if version == rows.versions[k] {
+                if version == now || !visible(r) {
                     continue;
                 }
                 // What the entry takes when it was worked out for another receiver already, a
                 // whole row (at hand), or else what the row's last change took: a receiver that
                 // holds an older version is rarer, and the entry is worked out when written.
-                let (what, magnitude, bytes, drift) = match cached(&self.kept, &self.diffs, n, k, version) {
+                let (what, magnitude, bytes, drift) = match cached_in(world, &self.diffs, n, k, version) {
                     Some(d) => (d.what, d.magnitude, d.len, d.drift),
                     None if version == WHOLE => {
                         let d = diff(&self.kept, &mut self.diffs, n, k, version);
@@ -595,7 +613,9 @@ impl Worlds {
                         None => (What::Whole, u64::MAX, rows.last[k].0, None),
                     },
                 };
-                if what != What::Same {
+                if what == What::Same {
+                    same.push(r);
+                } else {
                     let magnitude = if what == What::Whole { u64::MAX } else { magnitude };
                     let held = version != WHOLE;
                     let held_for = if held {
@@ -604,12 +624,13 @@ impl Worlds {
                     } else {
                         0.0
                     };
-                    let version = Version(rows.versions[k]);
+                    let version = Version(now);
                     let bytes = bytes as usize;
                     out.push(Change { key: rows.key, id, row: r, version, held, magnitude, drift, held_for, bytes });
                 }
             }
         }
+        self.holds = holds;
     }
 
     /// Encodes the newest world for one receiver that holds `held` (`None`: a keyframe), into
@@ -629,6 +650,37 @@ impl Worlds {
         out: &mut Vec<u8>,
         into: &mut Held,
     ) -> Result<(), PackError> {
+        let mut picks = std::mem::take(&mut self.picks);
+        picks.clear();
+        if let Some(world) = self.kept.back() {
+            for rows in &world.keys {
+                for (k, &id) in rows.ids.iter().enumerate() {
+                    match pick(rows.key, id, rows.start + k) {
+                        Pick::Hold => {}
+                        p => picks.push((rows.start + k, p)),
+                    }
+                }
+            }
+        }
+        let written = self.encode_picked(schema, target, held, &picks, out, into);
+        self.picks = picks;
+        written
+    }
+
+    /// As [`Worlds::encode`], with what becomes of each row listed instead of asked: `picks` by
+    /// rising row ([`Steps::row`]), a row not listed held ([`Pick::Hold`]). A host that knows
+    /// which rows differ from what the receiver holds ([`Worlds::changes`]) and which it does
+    /// not see lists those alone, and the rows no frame changes cost nothing.
+    pub fn encode_picked(
+        &mut self,
+        schema: &SnapshotSchema,
+        target: &Frame,
+        held: Option<&Held>,
+        picks: &[(usize, Pick)],
+        out: &mut Vec<u8>,
+        into: &mut Held,
+    ) -> Result<(), PackError> {
+        debug_assert!(picks.is_sorted_by_key(|(r, _)| *r), "picks by rising row");
         let remap = held.and_then(|h| self.remap(h));
         let held = held.zip(remap);
         let start = out.len();
@@ -640,7 +692,7 @@ impl Worlds {
         into.versions.resize(self.kept.back().map_or(0, |w| w.rows), WHOLE);
         for (name, bs) in schema.keys() {
             if is_delta_coded(bs) {
-                self.encode_key(bs, held, &mut pick, out, into);
+                self.encode_key(bs, held, picks, out, into);
             } else if let Some(block) = target.block(bs.id).filter(|b| !b.is_empty())
                 && let Err(e) = pack_block(name, bs, block, out)
             {
@@ -653,13 +705,13 @@ impl Worlds {
     }
 
     /// Writes key `bs`'s block of the newest world's rows against what the receiver holds
-    /// (`held`, with the remap of its world) as `pick` says, nothing when there is nothing to
-    /// say.
+    /// (`held`, with the remap of its world) as `picks` (all the world's, by row) say, nothing
+    /// when there is nothing to say.
     fn encode_key(
         &mut self,
         bs: &BlockSchema,
         held: Option<(&Held, usize)>,
-        pick: &mut impl FnMut(u8, u32, usize) -> Pick,
+        picks: &[(usize, Pick)],
         out: &mut Vec<u8>,
         into: &mut Held,
     ) {
@@ -689,23 +741,29 @@ impl Worlds {
             count += 1;
         };
         let gone_op = if bs.kind.has_null() { OP_REMOVED } else { OP_STREAMED_OUT };
+        // What the receiver holds of each row: what it keeps of the rows not listed, and is
+        // overwritten below for those listed.
+        let held_now = &mut into.versions[first..first + ids.len()];
+        match held {
+            Some((h, m)) => m.versions(h, first..first + ids.len(), held_now),
+            None => held_now.fill(WHOLE),
+        }
+        let listed = &picks[picks.partition_point(|(r, _)| *r < first)..];
+        let listed = &listed[..listed.partition_point(|(r, _)| *r < first + ids.len())];
         let mut g = 0;
-        for (k, (&id, &now)) in ids.iter().zip(versions).enumerate() {
+        for &(r, mut pick) in listed {
+            let k = r - first;
+            let (id, now) = (ids[k], versions[k]);
             while g < gone.len() && gone[g].1 < id {
                 if holds(gone[g].2) {
                     head(out, gone[g].1, gone_op);
                 }
                 g += 1;
             }
-            let r = first + k;
-            let version = held.map_or(WHOLE, |(h, m)| m.version(h, r));
-            let mut pick = pick(bs.id, id, r);
+            let version = held_now[k];
             match pick {
-                // Most rows: as they were, and as the receiver holds them.
-                Pick::Update if version == now => {
-                    into.versions[r] = now;
-                    continue;
-                }
+                // As it was, and as the receiver holds it.
+                Pick::Update if version == now => continue,
                 Pick::Resend(Version(v)) if v == now => pick = Pick::Update,
                 _ => {}
             }
@@ -722,7 +780,7 @@ impl Worlds {
                 }
                 out.extend_from_slice(&self.scratch);
             }
-            into.versions[r] = match (pick, has) {
+            held_now[k] = match (pick, has) {
                 (Pick::Resend(Version(v)), _) => v,
                 (Pick::Update, true) if version == now => now,
                 (Pick::Update, _) => {
@@ -848,7 +906,13 @@ fn slot(world: &Steps, diffs: &Diffs, n: usize, k: usize, version: u32) -> usize
 /// Row `k` of key `n` of the newest world against `version`, if worked out already this frame.
 #[inline]
 fn cached(kept: &VecDeque<Steps>, diffs: &Diffs, n: usize, k: usize, version: u32) -> Option<Diff> {
-    let (stamp, at) = diffs.slots[slot(kept.back()?, diffs, n, k, version)];
+    cached_in(kept.back()?, diffs, n, k, version)
+}
+
+/// [`cached`] of `world`, the newest.
+#[inline]
+fn cached_in(world: &Steps, diffs: &Diffs, n: usize, k: usize, version: u32) -> Option<Diff> {
+    let (stamp, at) = diffs.slots[slot(world, diffs, n, k, version)];
     (stamp == diffs.stamp).then(|| diffs.entries[at as usize]).filter(|d| d.version == version)
 }
 
@@ -977,7 +1041,7 @@ mod tests {
         let first = Held::all(w.push(&s, &f(1, 1.0)).unwrap());
         let mut all = Vec::new();
         w.push(&s, &f(2, 2.0)).unwrap();
-        w.changes(None, |_| true, &mut all);
+        w.changes(None, |_| true, &mut all, &mut Vec::new());
         let then = all[0].version;
         w.push(&s, &f(3, 3.0)).unwrap();
         let (mut out, mut held) = (Vec::new(), Held::default());
