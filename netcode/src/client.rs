@@ -98,6 +98,7 @@ use crate::snapshot::{DecodeError, Frame, unpack};
 use crate::transport::{PeerKey, Transport, TransportEvent};
 
 mod change_host;
+mod chat;
 mod dial;
 mod host_check;
 mod host_frames;
@@ -110,6 +111,7 @@ mod takeover;
 
 pub use silence::{GAP_FACTOR, MIN_GAPS, SilenceWatch, WINDOW};
 
+pub use chat::MAX_UNSENT_CHAT;
 pub use dial::UNANSWERED_HELLO;
 pub use host_check::Witness;
 pub use host_vote::HostVoteView;
@@ -191,9 +193,6 @@ struct Resuming {
     last_time_ms: Option<f64>,
 }
 
-/// Chat lines a client keeps while it follows no host (see [`ClientCore::say`]).
-pub const MAX_UNSENT_CHAT: usize = 16;
-
 /// A hello said ahead to a successor is answered by its new host if it came within this
 /// before the takeover (it is said again every [`HELLO_REPEAT`](crate::session::HELLO_REPEAT)
 /// while unanswered).
@@ -245,7 +244,8 @@ pub struct ClientCore {
     baselines: VecDeque<Frame>,
     /// What it shows of the delta frames: rows held back carried forward by their rates.
     reckoner: delta::Reckoner,
-    chat: Vec<serde_json::Value>,
+    /// The lines heard, and those said that wait for a host.
+    chat: chat::Chat,
     meta: Vec<(u8, Vec<u8>)>,
     succession: Option<Succession>,
     checkpoints: CheckpointAssembler,
@@ -314,8 +314,6 @@ pub struct ClientCore {
     hellos_ahead: BTreeMap<PeerKey, (Duration, Channel, Vec<u8>)>,
     /// When the newest peer this client says hello to while it looks for a host linked.
     last_candidate_at: Duration,
-    /// Chat lines said while no host was followed, oldest first.
-    unsent_chat: VecDeque<String>,
 }
 
 impl ClientCore {
@@ -339,7 +337,7 @@ impl ClientCore {
             frames: VecDeque::new(),
             baselines: VecDeque::new(),
             reckoner: delta::Reckoner::default(),
-            chat: Vec::new(),
+            chat: chat::Chat::default(),
             meta: Vec::new(),
             succession: None,
             checkpoints: CheckpointAssembler::new(),
@@ -376,7 +374,6 @@ impl ClientCore {
             checks_answered: BTreeMap::new(),
             hellos_ahead: BTreeMap::new(),
             last_candidate_at: Duration::ZERO,
-            unsent_chat: VecDeque::new(),
         }
     }
 
@@ -495,7 +492,7 @@ impl ClientCore {
 
     /// Chat lines received (`[text, author, teamId]`).
     pub fn chat(&self) -> &[serde_json::Value] {
-        &self.chat
+        self.chat.lines()
     }
 
     /// Other meta messages received, `(port, payload)`, taken.
@@ -556,17 +553,14 @@ impl ClientCore {
     /// host change under way) waits for the next one, the oldest dropped past
     /// [`MAX_UNSENT_CHAT`].
     pub fn say(&mut self, text: &str) {
-        if self.unsent_chat.len() == MAX_UNSENT_CHAT {
-            self.unsent_chat.pop_front();
-        }
-        self.unsent_chat.push_back(text.to_owned());
+        self.chat.say(text);
         self.send_chat();
     }
 
     /// Sends the lines waiting for a host, once one is followed.
     fn send_chat(&mut self) {
         let Some((_, session)) = self.host.as_mut().filter(|(_, s)| s.is_active()) else { return };
-        for text in self.unsent_chat.drain(..) {
+        for text in self.chat.take_unsent() {
             let payload = serde_json::to_vec(&text).unwrap_or_default();
             session.send_meta(op::client::CHAT, &payload);
         }

@@ -105,7 +105,7 @@ impl ClientCore {
             }
             ClientEvent::Meta { port: op::CHAT_DATA, payload } => {
                 if let Ok(line) = serde_json::from_slice(&payload) {
-                    self.chat.push(line);
+                    self.chat.heard(line);
                 }
             }
             ClientEvent::Meta { port: op::KEYSET_DATA, payload } => {
@@ -196,20 +196,12 @@ impl ClientCore {
         }
     }
 
-    /// The host's recent chat after a resumed welcome: the lines after the newest one this
-    /// client already has (all of them when it has none of them) join its chat.
-    pub(super) fn merge_chat(&mut self, history: Vec<serde_json::Value>) {
-        let seen = self.chat.last().and_then(|last| history.iter().rposition(|line| line == last));
-        let new = seen.map_or(0, |i| i + 1);
-        self.chat.extend(history.into_iter().skip(new));
-    }
-
     /// Migration frames (and the chat history after a resumed welcome). One that does not decode is counted and ignored: the sender is the
     /// host, and closing the client's only link to the match would lose more than it protects.
     pub(super) fn on_migration(&mut self, opcode: u8, payload: &[u8]) {
         if opcode == op::CHAT_HISTORY {
             match ChatHistory::decode(payload) {
-                Ok(history) => self.merge_chat(history.0.iter().map(ChatMessage::to_json).collect()),
+                Ok(history) => self.chat.merge(history.0.iter().map(ChatMessage::to_json).collect()),
                 Err(_) => self.stats.bad_migration_frames += 1,
             }
             return;
