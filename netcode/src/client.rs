@@ -86,7 +86,7 @@ use std::time::Duration;
 
 use crate::delta;
 use crate::frame::{self, Channel, op};
-use crate::input::{Aim, AimEvent, BinaryKeyEvent, KeyAction, KeyKind, KeyTable, ViewEvent, ViewTime, WireInput};
+use crate::input::{Aim, KeyAction, KeyTable};
 use crate::meta::{ChatHistory, ChatMessage, Keyset, MetaMessage};
 use crate::migration::{
     ALIVE_WITHIN, CHECK_TIME, CheckpointAssembler, Claim, Evidence, Handoff, HostBallot, HostCheck, HostSeen, HostVote,
@@ -104,6 +104,7 @@ mod host_check;
 mod host_frames;
 mod host_vote;
 mod inputs;
+mod keys;
 pub mod reconnect;
 mod report;
 mod silence;
@@ -115,7 +116,7 @@ pub use chat::MAX_UNSENT_CHAT;
 pub use dial::UNANSWERED_HELLO;
 pub use host_check::Witness;
 pub use host_vote::HostVoteView;
-pub use inputs::AIM_INTERVAL;
+pub use keys::AIM_INTERVAL;
 use report::Reported;
 pub use report::{ClientChange, ClientStats, MAX_QUEUED_CHANGES};
 pub use takeover::ORPHAN_TURN;
@@ -230,13 +231,8 @@ pub struct ClientCore {
     welcome: Option<Welcome>,
     config: Option<serde_json::Value>,
     schema: Option<SnapshotSchema>,
-    /// The key table in use: the game's while playing, the spectator's while watching.
-    keys: Option<KeyTable>,
-    /// The game's key table, from the config.
-    player_keys: Option<KeyTable>,
-    /// The key set the host last named (`KEYSET_DATA`).
-    keyset: Option<Keyset>,
-    next_seq: u32,
+    /// The key table in use, the seqs, and the inputs kept to send again to a new host.
+    keys: keys::Keys,
     last_frame: Option<Frame>,
     frames: VecDeque<Frame>,
     /// The worlds of the last [`DELTA_BASELINES`] delta frames decoded from the host followed,
@@ -294,9 +290,6 @@ pub struct ClientCore {
     /// The peer whose claim this client refused because its list did not name it: said hello
     /// to once the host is lost (see `dial_unlisted_claimer`).
     unlisted_claimer: Option<PeerKey>,
-    sent: VecDeque<WireInput>,
-    /// The last aim sent (`None`: let go) and when.
-    last_aim: Option<(Duration, Option<Aim>)>,
     now: Duration,
     /// The `@changeHost` vote open, if any.
     host_vote: Option<host_vote::Tally>,
@@ -329,10 +322,7 @@ impl ClientCore {
             welcome: None,
             config: None,
             schema: None,
-            keys: None,
-            player_keys: None,
-            keyset: None,
-            next_seq: 1,
+            keys: keys::Keys::new(config.input_history),
             last_frame: None,
             frames: VecDeque::new(),
             baselines: VecDeque::new(),
@@ -363,8 +353,6 @@ impl ClientCore {
             shadowed: false,
             passed: BTreeMap::new(),
             streamed_at: None,
-            sent: VecDeque::new(),
-            last_aim: None,
             now: Duration::ZERO,
             host_vote: None,
             votes_called: 0,
@@ -482,12 +470,12 @@ impl ClientCore {
 
     /// The key table in use (the game's, or the spectator's), once known.
     pub fn key_table(&self) -> Option<&KeyTable> {
-        self.keys.as_ref()
+        self.keys.table()
     }
 
     /// The key set the host last named (`KEYSET_DATA`): whether this client plays or watches.
     pub fn keyset(&self) -> Option<Keyset> {
-        self.keyset
+        self.keys.keyset()
     }
 
     /// Chat lines received (`[text, author, teamId]`).

@@ -4,20 +4,13 @@
 use super::*;
 
 impl ClientCore {
-    /// The host named the key set: the spectator's keys or the game's (the welcome's, until
-    /// the host names one). Events sent under the other set are dropped rather than
-    /// repeated, since the host would read their bits through the new one.
+    /// The host named the key set (see [`Keys::switch`](super::keys::Keys::switch)): the
+    /// inputs sent under the other set count as applied.
     pub(super) fn switch_keyset(&mut self, keyset: Keyset) {
-        if self.keyset.replace(keyset).unwrap_or(Keyset::Player) == keyset {
-            return;
-        }
-        self.keys = match keyset {
-            Keyset::Spectator => Some(crate::session::spectator_keys()),
-            Keyset::Player => self.player_keys.clone(),
-        };
-        self.sent.clear();
-        if let Some((_, session)) = self.host.as_mut() {
-            session.ack_inputs(self.next_seq.saturating_sub(1));
+        if let Some(applied) = self.keys.switch(keyset)
+            && let Some((_, session)) = self.host.as_mut()
+        {
+            session.ack_inputs(applied);
         }
     }
 
@@ -61,22 +54,11 @@ impl ClientCore {
                     self.forget_shadow();
                 }
                 self.following.0 = w.epoch;
-                self.next_seq = self.next_seq.max(w.input_seq + 1);
-                if w.spectator {
-                    self.keyset = Some(Keyset::Spectator);
-                    self.keys = Some(crate::session::spectator_keys());
-                }
+                self.keys.welcomed(&w);
                 // A new host: the inputs it has not applied go again.
                 if let Some((_, session)) = self.host.as_mut() {
-                    for e in self.sent.iter().filter(|e| e.seq() > w.input_seq) {
-                        let taken = match e {
-                            WireInput::Key(_) => true,
-                            WireInput::Aim(_) => w.aim,
-                            WireInput::View(_) => w.view,
-                        };
-                        if taken {
-                            session.push(*e);
-                        }
+                    for e in self.keys.unapplied(&w) {
+                        session.push(e);
                     }
                 }
                 self.welcome = Some(w);
@@ -96,10 +78,7 @@ impl ClientCore {
                 let config: serde_json::Value = serde_json::from_slice(&payload).unwrap_or_default();
                 self.schema = SnapshotSchema::from_value(config["engine"]["snapshot"].clone()).ok();
                 self.reckoner.clear();
-                self.player_keys = serde_json::from_value(config["game"]["playerKeys"].clone()).ok();
-                if self.keyset != Some(Keyset::Spectator) {
-                    self.keys.clone_from(&self.player_keys);
-                }
+                self.keys.configured(serde_json::from_value(config["game"]["playerKeys"].clone()).ok());
                 self.config = Some(config);
                 self.stats.configs += 1;
             }

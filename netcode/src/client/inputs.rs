@@ -1,11 +1,8 @@
 //! What a client's player does, as the host hears it: keys pressed and released (with the
-//! view they were seen in) and the aim, each remembered until the host applied it.
+//! view they were seen in) and the aim, each remembered until the host applied it (the
+//! rules are [`Keys`](super::keys::Keys)'s; here they go on the host's session).
 
 use super::*;
-
-/// The shortest time between two aims at a point ([`ClientCore::aim`]): at most 30 a second,
-/// the rate of the host's snapshots, however fast the pointer moves.
-pub const AIM_INTERVAL: Duration = Duration::from_micros(33_333);
 
 impl ClientCore {
     /// Presses or releases a key by name (from the host's key table); returns its seq.
@@ -16,25 +13,16 @@ impl ClientCore {
     /// Presses or releases a key by name, as [`Self::key`] does, saying which world the
     /// player saw: `view_ms`, the server time of the world drawn (its interpolation time, in
     /// the ms of [`Frame::server_time_ms`]). A one-shot press goes right after a view event
-    /// ([`ViewEvent`]) to a host that takes them ([`Welcome::view`]), which then judges its
-    /// shots by what the player saw. Returns the key's seq.
+    /// ([`ViewEvent`](crate::input::ViewEvent)) to a host that takes them ([`Welcome::view`]),
+    /// which then judges its shots by what the player saw. Returns the key's seq.
     pub fn key_seen(&mut self, action: KeyAction, name: &str, view_ms: Option<f64>) -> Option<u32> {
-        let spec = self.keys.as_ref()?.lookup(name)?;
-        let takes_views = self.welcome.as_ref().is_some_and(|w| w.view) && self.keyset != Some(Keyset::Spectator);
-        let view = view_ms
-            .filter(|_| takes_views && action == KeyAction::Down && spec.kind == KeyKind::OneShot)
-            .and_then(|ms| ViewTime::from_ticks(ms / self.tick_ms()));
+        let takes_views = self.welcome.as_ref().is_some_and(|w| w.view);
+        let tick_ms = self.tick_ms();
+        let view = view_ms.filter(|_| takes_views).map(|ms| ms / tick_ms);
         let (_, session) = self.host.as_mut()?;
-        let first = self.next_seq;
-        let view = view.map(|view| WireInput::View(ViewEvent { seq: first, view }));
-        let seq = first + u32::from(view.is_some());
-        let key = WireInput::Key(BinaryKeyEvent { seq, action, bit: spec.bit });
-        self.next_seq = seq + 1;
-        for event in view.into_iter().chain([key]) {
+        let (seq, events) = self.keys.press(action, name, view)?;
+        for event in events {
             session.push(event);
-        }
-        for event in view.into_iter().chain([key]) {
-            self.remember_sent(event);
         }
         Some(seq)
     }
@@ -47,33 +35,10 @@ impl ClientCore {
     /// [`AIM_INTERVAL`] after the last one: call again with the pointer's newest point (the
     /// latest aim wins). Letting go is never held back.
     pub fn aim(&mut self, now: Duration, aim: Option<Aim>) -> Option<u32> {
-        // A host that takes no aims, or a seat that watches (it has the spectator's keys), gets none.
-        if !self.welcome.as_ref().is_some_and(|w| w.aim) || self.keyset == Some(Keyset::Spectator) {
-            return None;
-        }
-        let last = self.last_aim;
-        if last.map_or(aim.is_none(), |(_, a)| a == aim)
-            || aim.is_some() && last.is_some_and(|(at, _)| now.saturating_sub(at) < AIM_INTERVAL)
-        {
-            return None;
-        }
+        let takes_aims = self.welcome.as_ref().is_some_and(|w| w.aim);
         let (_, session) = self.host.as_mut()?;
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        let event = WireInput::Aim(AimEvent { seq, aim });
+        let event = self.keys.aim(now, aim, takes_aims)?;
         session.push(event);
-        self.remember_sent(event);
-        self.last_aim = Some((now, aim));
-        Some(seq)
-    }
-
-    /// Keeps an event sent, to send again to a new host ([`ClientConfig::input_history`]).
-    pub(super) fn remember_sent(&mut self, event: WireInput) {
-        if self.sent.len() == self.settings.input_history {
-            self.sent.pop_front();
-        }
-        if self.settings.input_history > 0 {
-            self.sent.push_back(event);
-        }
+        Some(event.seq())
     }
 }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::input::{AimEvent, BinaryKeyEvent, KeyTable, ViewEvent, ViewTime, WireInput};
 use crate::migration::Succession;
 
 /// Without any transport: a peer whose link opens gets a hello, a peer whose link
@@ -340,7 +341,7 @@ fn aims_go_at_most_30_a_second_only_when_they_change_and_only_to_a_host_that_tak
 fn a_one_shot_press_says_what_was_drawn_to_a_host_that_takes_views_and_nothing_else_does() {
     let ms = Duration::from_millis;
     let mut core = welcomed_core();
-    core.keys = Some(
+    core.keys.table = Some(
         KeyTable::from_json(r#"{ "forward": { "bit": 0, "type": 0 }, "fire": { "bit": 6, "type": 1 } }"#)
             .expect("keys"),
     );
