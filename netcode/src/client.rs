@@ -109,6 +109,7 @@ pub mod reconnect;
 mod report;
 mod silence;
 mod takeover;
+mod votes;
 
 pub use silence::{GAP_FACTOR, MIN_GAPS, SilenceWatch, WINDOW};
 
@@ -121,6 +122,7 @@ use report::Reported;
 pub use report::{ClientChange, ClientStats, MAX_QUEUED_CHANGES};
 pub use takeover::ORPHAN_TURN;
 use takeover::{Lost, Orphaned};
+pub use votes::MAX_EARLY_BALLOTS;
 
 /// How a client notices a lost host.
 #[derive(Clone, Debug, PartialEq)]
@@ -209,9 +211,6 @@ pub const MAX_QUEUED_FRAMES: usize = 64;
 /// at 30 frames a second): as many as the host keeps of what it sent.
 pub const DELTA_BASELINES: usize = 32;
 
-/// How many ballots that came ahead of their `@changeHost` vote a client keeps (one per voter).
-pub const MAX_EARLY_BALLOTS: usize = 64;
-
 /// How many migration payloads [`ClientCore::take_migration`] keeps for a caller that does not take them.
 pub const MAX_QUEUED_MIGRATION: usize = 1024;
 
@@ -291,12 +290,8 @@ pub struct ClientCore {
     /// to once the host is lost (see `dial_unlisted_claimer`).
     unlisted_claimer: Option<PeerKey>,
     now: Duration,
-    /// The `@changeHost` vote open, if any.
-    host_vote: Option<host_vote::Tally>,
-    /// `@changeHost` votes this client called.
-    votes_called: u32,
-    /// Ballots that came before their vote, by voter.
-    early_ballots: BTreeMap<PeerKey, HostBallot>,
+    /// The `@changeHost` vote open, the votes called, the ballots ahead of their vote.
+    votes: votes::Votes,
     /// Changes not taken yet, and what they were found against.
     changes: VecDeque<ClientChange>,
     reported: Reported,
@@ -354,9 +349,7 @@ impl ClientCore {
             passed: BTreeMap::new(),
             streamed_at: None,
             now: Duration::ZERO,
-            host_vote: None,
-            votes_called: 0,
-            early_ballots: BTreeMap::new(),
+            votes: votes::Votes::default(),
             changes: VecDeque::new(),
             reported: Reported::default(),
             checks_answered: BTreeMap::new(),
@@ -756,7 +749,7 @@ impl ClientCore {
             let turns = (self.now.saturating_sub(l.at).as_nanos() / timeout.as_nanos()) as u32 + 1;
             (l.at + timeout * turns).min(l.at + self.settings.give_up)
         });
-        let vote = self.host_vote.as_ref().map(host_vote::Tally::until);
+        let vote = self.votes.until();
         let check = self.lost.as_ref().and_then(|l| l.check.as_ref()).and_then(host_check::Check::round_end);
         let joining = self.welcome.is_none() || self.redialing;
         let unanswered = (joining && self.host.is_none() && !self.candidates.is_empty())

@@ -72,8 +72,7 @@ impl ClientCore {
         self.succession = None;
         self.links_reported = None;
         self.checkpoint_requested = None;
-        self.host_vote = None;
-        self.early_ballots.clear();
+        self.votes.clear();
         self.silence.reset();
         self.searching = true;
         self.redialing = true;

@@ -437,7 +437,7 @@ impl ClientCore {
         self.candidates.clear();
         self.searching = false;
         self.forget_shadow();
-        self.host_vote = None;
+        self.votes.close();
         self.stats.step_downs += 1;
     }
 
