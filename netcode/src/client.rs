@@ -94,7 +94,7 @@ use crate::migration::{
 };
 use crate::schema::SnapshotSchema;
 use crate::session::{ClientEvent, ClientSession, ClientSessionConfig, Hello, Welcome};
-use crate::snapshot::{DecodeError, Frame, unpack};
+use crate::snapshot::{DecodeError, Frame};
 use crate::transport::{PeerKey, Transport, TransportEvent};
 
 mod change_host;
@@ -108,6 +108,7 @@ mod keys;
 pub mod reconnect;
 mod report;
 mod silence;
+mod snapshots;
 mod takeover;
 mod votes;
 
@@ -120,6 +121,7 @@ pub use host_vote::HostVoteView;
 pub use keys::AIM_INTERVAL;
 use report::Reported;
 pub use report::{ClientChange, ClientStats, MAX_QUEUED_CHANGES};
+pub use snapshots::{DELTA_BASELINES, MAX_QUEUED_FRAMES};
 pub use takeover::ORPHAN_TURN;
 use takeover::{Lost, Orphaned};
 pub use votes::MAX_EARLY_BALLOTS;
@@ -204,13 +206,6 @@ pub const HELLO_AHEAD_FRESH: Duration = Duration::from_secs(3);
 /// The largest hello kept to be answered at a takeover, bytes (one is a few hundred).
 pub const MAX_HELLO_AHEAD: usize = 4096;
 
-/// How many decoded frames [`ClientCore::take_frames`] keeps for a caller that does not take them.
-pub const MAX_QUEUED_FRAMES: usize = 64;
-
-/// How many decoded worlds a client keeps as baselines for format 6 frames (about a second
-/// at 30 frames a second): as many as the host keeps of what it sent.
-pub const DELTA_BASELINES: usize = 32;
-
 /// How many migration payloads [`ClientCore::take_migration`] keeps for a caller that does not take them.
 pub const MAX_QUEUED_MIGRATION: usize = 1024;
 
@@ -229,16 +224,10 @@ pub struct ClientCore {
     host: Option<(PeerKey, ClientSession)>,
     welcome: Option<Welcome>,
     config: Option<serde_json::Value>,
-    schema: Option<SnapshotSchema>,
     /// The key table in use, the seqs, and the inputs kept to send again to a new host.
     keys: keys::Keys,
-    last_frame: Option<Frame>,
-    frames: VecDeque<Frame>,
-    /// The worlds of the last [`DELTA_BASELINES`] delta frames decoded from the host followed,
-    /// by seq: the baselines its next frames may name.
-    baselines: VecDeque<Frame>,
-    /// What it shows of the delta frames: rows held back carried forward by their rates.
-    reckoner: delta::Reckoner,
+    /// The schema, the baselines, the frames decoded and what is shown of them.
+    snapshots: snapshots::Snapshots,
     /// The lines heard, and those said that wait for a host.
     chat: chat::Chat,
     meta: Vec<(u8, Vec<u8>)>,
@@ -316,12 +305,8 @@ impl ClientCore {
             host: None,
             welcome: None,
             config: None,
-            schema: None,
             keys: keys::Keys::new(config.input_history),
-            last_frame: None,
-            frames: VecDeque::new(),
-            baselines: VecDeque::new(),
-            reckoner: delta::Reckoner::default(),
+            snapshots: snapshots::Snapshots::new(config.reckon),
             chat: chat::Chat::default(),
             meta: Vec::new(),
             succession: None,
@@ -438,17 +423,17 @@ impl ClientCore {
     /// How many rows of the newest delta frame it shows carried forward by their rates: rows
     /// on the move that the host held back for its byte budget ([`delta::Reckoner`]).
     pub fn rows_carried(&self) -> usize {
-        self.reckoner.carried()
+        self.snapshots.rows_carried()
     }
 
     /// The newest decoded snapshot.
     pub fn last_frame(&self) -> Option<&Frame> {
-        self.last_frame.as_ref()
+        self.snapshots.last()
     }
 
     /// The frames decoded since the last call, oldest first (at most [`MAX_QUEUED_FRAMES`]).
     pub fn take_frames(&mut self) -> Vec<Frame> {
-        std::mem::take(&mut self.frames).into()
+        self.snapshots.take()
     }
 
     /// The host's `CONFIG_DATA`, once received.
@@ -458,7 +443,7 @@ impl ClientCore {
 
     /// The snapshot schema from the host's config, once received.
     pub fn schema(&self) -> Option<&SnapshotSchema> {
-        self.schema.as_ref()
+        self.snapshots.schema()
     }
 
     /// The key table in use (the game's, or the spectator's), once known.

@@ -67,8 +67,7 @@ impl ClientCore {
         self.unlisted_claimer = None;
         self.resuming = None;
         self.resume_tick = None;
-        self.baselines.clear();
-        self.reckoner.clear();
+        self.snapshots.new_session();
         self.succession = None;
         self.links_reported = None;
         self.checkpoint_requested = None;

@@ -1,6 +1,7 @@
 //! What a client does with what its host says: the welcome, snapshots (decoded against
 //! their baselines), the key set, chat, and the migration streams its shadow is fed from.
 
+use super::snapshots::Decoded;
 use super::*;
 
 impl ClientCore {
@@ -41,8 +42,7 @@ impl ClientCore {
                 self.links_reported = None;
                 // A new session: the host knows no baseline of this client's yet, and the old
                 // host's seqs mean nothing to it.
-                self.baselines.clear();
-                self.reckoner.clear();
+                self.snapshots.new_session();
                 if self.resuming.is_some() {
                     self.resume_tick.get_or_insert(w.tick);
                 }
@@ -76,8 +76,7 @@ impl ClientCore {
             }
             ClientEvent::Meta { port: op::CONFIG_DATA, payload } => {
                 let config: serde_json::Value = serde_json::from_slice(&payload).unwrap_or_default();
-                self.schema = SnapshotSchema::from_value(config["engine"]["snapshot"].clone()).ok();
-                self.reckoner.clear();
+                self.snapshots.configured(SnapshotSchema::from_value(config["engine"]["snapshot"].clone()).ok());
                 self.keys.configured(serde_json::from_value(config["game"]["playerKeys"].clone()).ok());
                 self.config = Some(config);
                 self.stats.configs += 1;
@@ -102,27 +101,19 @@ impl ClientCore {
     /// A snapshot from the host: decoded (a delta frame against the baseline it names), kept
     /// as a baseline and shown, counted; the first from a new host ends the host change.
     fn on_snapshot(&mut self, bytes: &[u8], now: Duration) {
-        let Some(schema) = &self.schema else { return };
-        let is_delta = bytes.first() == Some(&delta::DELTA_FORMAT_VERSION);
-        let decoded = if is_delta {
-            let baselines = &self.baselines;
-            delta::decode(schema, bytes, |seq| baselines.iter().find(|b| b.seq == seq))
-        } else {
-            unpack(schema, bytes)
-        };
+        let Some(decoded) = self.snapshots.decode(bytes) else { return };
         match decoded {
             Err(DecodeError::MissingBaseline { .. }) => self.stats.missing_baselines += 1,
-            Ok(mut frame) => {
+            Ok(Decoded { frame, delta: is_delta, kept }) => {
                 if is_delta {
                     self.stats.delta_frames += 1;
                     self.stats.delta_bytes += bytes.len() as u64;
                     if delta::baseline_of(bytes).is_ok_and(|b| b == 0) {
                         self.stats.keyframes += 1;
                     }
-                    self.keep_baseline(&frame);
-                    // Kept as decoded; shown with the rows held back carried forward.
-                    if let Some(schema) = self.schema.as_ref().filter(|_| self.settings.reckon) {
-                        frame = self.reckoner.shown(schema, &frame);
+                    // The host is told of each world kept as a baseline.
+                    if let (Some(seq), Some((_, session))) = (kept, self.host.as_mut()) {
+                        session.ack_frame(seq);
                     }
                 }
                 self.stats.snapshots += 1;
@@ -146,32 +137,9 @@ impl ClientCore {
                 if let (Some(p), Some((_, session))) = (&frame.player, self.host.as_mut()) {
                     session.ack_inputs(p.last_input_seq);
                 }
-                if self.frames.len() == MAX_QUEUED_FRAMES {
-                    self.frames.pop_front();
-                }
-                self.frames.push_back(frame.clone());
-                self.last_frame = Some(frame);
+                self.snapshots.show(frame);
             }
             Err(_) => self.stats.bad_snapshots += 1,
-        }
-    }
-
-    /// Keeps a decoded delta frame's world as a baseline (the newest [`DELTA_BASELINES`] by
-    /// seq; a frame seen before is kept once) and has the host told.
-    pub(super) fn keep_baseline(&mut self, world: &Frame) {
-        if self.baselines.iter().any(|b| b.seq == world.seq) {
-            return;
-        }
-        let at = self.baselines.partition_point(|b| b.seq < world.seq);
-        if at == 0 && self.baselines.len() == DELTA_BASELINES {
-            return;
-        }
-        self.baselines.insert(at, world.clone());
-        if self.baselines.len() > DELTA_BASELINES {
-            self.baselines.pop_front();
-        }
-        if let Some((_, session)) = self.host.as_mut() {
-            session.ack_frame(world.seq);
         }
     }
 

@@ -354,7 +354,7 @@ impl ClientCore {
             ),
         };
         let rank = successors.iter().position(|p| Some(*p) == me).unwrap_or(usize::from(u8::MAX)).min(255) as u8;
-        let last_time_ms = self.last_frame.as_ref().map(|f| f.server_time_ms);
+        let last_time_ms = self.snapshots.last_time_ms();
         // Every linked peer gets the new host's claim, the old host too: one that handed off
         // lives on and joins the new host as a client, and one that only went silent (a
         // stall, a sleeping laptop) hears, when it wakes, that the match has moved on, and
@@ -444,7 +444,7 @@ impl ClientCore {
     /// A host change starts now, unless one is under way already (its first snapshot not in).
     pub(super) fn begin_resume(&mut self, now: Duration) {
         if self.resuming.is_none() {
-            let last_time_ms = self.last_frame.as_ref().map(|f| f.server_time_ms);
+            let last_time_ms = self.snapshots.last_time_ms();
             self.resuming = Some(Resuming { lost_at: now, last_time_ms, heard_at: self.host_heard_at });
         }
     }
@@ -588,7 +588,7 @@ impl ClientCore {
     /// The loss of the host followed is counted at `now`, and the resume is timed from here.
     fn notice_loss(&mut self, now: Duration) {
         self.stats.host_lost_at = Some(now);
-        let last_time_ms = self.last_frame.as_ref().map(|f| f.server_time_ms);
+        let last_time_ms = self.snapshots.last_time_ms();
         self.resuming = Some(Resuming { lost_at: now, last_time_ms, heard_at: self.host_heard_at });
     }
 
