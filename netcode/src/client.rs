@@ -89,8 +89,8 @@ use crate::frame::{self, Channel, op};
 use crate::input::{Aim, KeyAction, KeyTable};
 use crate::meta::{ChatHistory, ChatMessage, Keyset, MetaMessage};
 use crate::migration::{
-    ALIVE_WITHIN, CHECK_TIME, CheckpointAssembler, Claim, Evidence, Handoff, HostBallot, HostCheck, HostSeen, HostVote,
-    Links, MIN_CHECK_INTERVAL, MIN_REQUEST_INTERVAL, MigrationPayload, Succession,
+    ALIVE_WITHIN, CHECK_TIME, Claim, Evidence, Handoff, HostBallot, HostCheck, HostSeen, HostVote, Links,
+    MIN_CHECK_INTERVAL, MigrationPayload, Succession,
 };
 use crate::schema::SnapshotSchema;
 use crate::session::{ClientEvent, ClientSession, ClientSessionConfig, Hello, Welcome};
@@ -107,6 +107,7 @@ mod inputs;
 mod keys;
 pub mod reconnect;
 mod report;
+mod shadow;
 mod silence;
 mod snapshots;
 mod takeover;
@@ -121,6 +122,7 @@ pub use host_vote::HostVoteView;
 pub use keys::AIM_INTERVAL;
 use report::Reported;
 pub use report::{ClientChange, ClientStats, MAX_QUEUED_CHANGES};
+pub use shadow::MAX_QUEUED_MIGRATION;
 pub use snapshots::{DELTA_BASELINES, MAX_QUEUED_FRAMES};
 pub use takeover::ORPHAN_TURN;
 use takeover::{Lost, Orphaned};
@@ -206,9 +208,6 @@ pub const HELLO_AHEAD_FRESH: Duration = Duration::from_secs(3);
 /// The largest hello kept to be answered at a takeover, bytes (one is a few hundred).
 pub const MAX_HELLO_AHEAD: usize = 4096;
 
-/// How many migration payloads [`ClientCore::take_migration`] keeps for a caller that does not take them.
-pub const MAX_QUEUED_MIGRATION: usize = 1024;
-
 /// The client's whole state and rules, without a transport (the `quinn-proto`/`str0m`
 /// shape, like [`crate::session`]): [`ClientCore::handle`] takes what the transport
 /// reported, [`ClientCore::handle_timeout`] runs the timers, and [`ClientCore::poll_transmit`]
@@ -232,8 +231,6 @@ pub struct ClientCore {
     chat: chat::Chat,
     meta: Vec<(u8, Vec<u8>)>,
     succession: Option<Succession>,
-    checkpoints: CheckpointAssembler,
-    migration: VecDeque<MigrationPayload>,
     closed: Option<(u16, String)>,
     stats: ClientStats,
     /// The gaps between the host's frames: how long it may be silent ([`Self::host_timeout`]).
@@ -243,8 +240,6 @@ pub struct ClientCore {
     peers: BTreeSet<PeerKey>,
     /// The tick the host change in progress continues from (its claim's, else its welcome's).
     resume_tick: Option<u32>,
-    /// When this client last asked for a checkpoint.
-    checkpoint_requested: Option<Duration>,
     /// The links last reported to the host followed (`None`: not since its welcome).
     links_reported: Option<Vec<PeerKey>>,
     /// Whether a new peer gets a hello (before the host answered, and after a hand-over).
@@ -266,15 +261,11 @@ pub struct ClientCore {
     redialing: bool,
     /// When the host followed was last heard.
     host_heard_at: Duration,
-    /// Whether a whole checkpoint came from the host followed: this client (its node) keeps a
-    /// shadow of it.
-    shadowed: bool,
+    /// What this client's shadow of the host followed is fed from, and what it knows of it.
+    shadow: shadow::Shadow,
     /// Successors of the host followed that said they keep no shadow of it (their
     /// `HOST_CHECK`s passed), by the epoch they said it of: they give their turns up.
     passed: BTreeMap<PeerKey, u32>,
-    /// When the shadow's stream (a checkpoint or a log batch) last came: a shadow the host
-    /// stopped streaming to (this client left its first successors) falls behind the match.
-    streamed_at: Option<Duration>,
     /// The peer whose claim this client refused because its list did not name it: said hello
     /// to once the host is lost (see `dial_unlisted_claimer`).
     unlisted_claimer: Option<PeerKey>,
@@ -310,8 +301,6 @@ impl ClientCore {
             chat: chat::Chat::default(),
             meta: Vec::new(),
             succession: None,
-            checkpoints: CheckpointAssembler::new(),
-            migration: VecDeque::new(),
             closed: None,
             stats: ClientStats::default(),
             silence: SilenceWatch::default(),
@@ -319,7 +308,6 @@ impl ClientCore {
             peers: BTreeSet::new(),
             links_reported: None,
             resume_tick: None,
-            checkpoint_requested: None,
             searching: true,
             following: (0, 0),
             rival_until: None,
@@ -330,9 +318,8 @@ impl ClientCore {
             redialing: false,
             host_heard_at: Duration::ZERO,
             unlisted_claimer: None,
-            shadowed: false,
+            shadow: shadow::Shadow::default(),
             passed: BTreeMap::new(),
-            streamed_at: None,
             now: Duration::ZERO,
             votes: votes::Votes::default(),
             changes: VecDeque::new(),
@@ -479,22 +466,22 @@ impl ClientCore {
     /// The migration payloads received since the last call, oldest first: a successor feeds
     /// them to its shadow (at most [`MAX_QUEUED_MIGRATION`] are kept; the oldest go first).
     pub fn take_migration(&mut self) -> Vec<MigrationPayload> {
-        self.migration.drain(..).collect()
+        self.shadow.take()
     }
 
     /// Asks the host for a fresh checkpoint (`CHECKPOINT_REQUEST`): a successor calls it while
     /// its shadow wants one (it diverged or missed log entries), and may call it every frame:
-    /// a request goes at most once per [`MIN_REQUEST_INTERVAL`] (the host answers no more
+    /// a request goes at most once per [`MIN_REQUEST_INTERVAL`](crate::migration::MIN_REQUEST_INTERVAL) (the host answers no more
     /// often), on the next [`Client::update`]. Returns whether one was queued (not without
     /// a host, nor too soon after the last). The host answers only the successors it streams to.
     pub fn request_checkpoint(&mut self) -> bool {
         let now = self.now;
-        if self.checkpoint_requested.is_some_and(|at| now < at + MIN_REQUEST_INTERVAL) {
+        if !self.shadow.may_request(now) {
             return false;
         }
         let Some((_, session)) = self.host.as_mut().filter(|(_, s)| s.is_active()) else { return false };
         session.send_meta(op::CHECKPOINT_REQUEST, &[]);
-        self.checkpoint_requested = Some(now);
+        self.shadow.requested(now);
         true
     }
 

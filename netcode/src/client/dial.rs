@@ -70,7 +70,7 @@ impl ClientCore {
         self.snapshots.new_session();
         self.succession = None;
         self.links_reported = None;
-        self.checkpoint_requested = None;
+        self.shadow.new_session();
         self.votes.clear();
         self.silence.reset();
         self.searching = true;

@@ -51,7 +51,7 @@ impl ClientCore {
                     // A new host welcomed this client before its claim came (a hello said
                     // ahead, or to a claimer the list did not name): the old host's parts
                     // are of no use to it, as at a claim.
-                    self.forget_shadow();
+                    self.shadow.forget();
                 }
                 self.following.0 = w.epoch;
                 self.keys.welcomed(&w);
@@ -163,22 +163,15 @@ impl ClientCore {
                 }
                 return;
             }
-            op::CHECKPOINT => match self.checkpoints.push(payload) {
-                Ok(Some(bytes)) => {
-                    self.shadowed = true;
-                    self.streamed_at = Some(self.now);
-                    MigrationPayload::Checkpoint(bytes)
-                }
+            op::CHECKPOINT => match self.shadow.checkpoint_part(payload, self.now) {
+                Ok(Some(whole)) => whole,
                 Ok(None) => return,
                 Err(_) => {
                     self.stats.bad_migration_frames += 1;
                     return;
                 }
             },
-            op::INPUT_LOG => {
-                self.streamed_at = Some(self.now);
-                MigrationPayload::Log(payload.to_vec())
-            }
+            op::INPUT_LOG => self.shadow.log(payload, self.now),
             // The host kept the match against a claim that did not hold the room and took a
             // new epoch (see [Claims a live host refuses](crate::migration#claims-a-live-host-refuses)).
             op::CLAIM => {
@@ -212,10 +205,8 @@ impl ClientCore {
                 return;
             }
         };
-        if self.migration.len() == MAX_QUEUED_MIGRATION {
-            self.migration.pop_front();
+        if self.shadow.queue(payload) {
             self.stats.migration_dropped += 1;
         }
-        self.migration.push_back(payload);
     }
 }

@@ -6,11 +6,6 @@
 
 use super::*;
 
-/// How recent a shadow's stream must be for a client its list does not name to take its turn
-/// after the successors listed: longer than the host's longest timeout and a retransmission
-/// of a log batch on a lossy line; far shorter than a stream stopped for good.
-const STREAM_FRESH: Duration = Duration::from_secs(2);
-
 /// How long a successor's check of the room and its claim take, on a link whose round trip
 /// to the host was `rtt_ms`: a check round ([`CHECK_TIME`]), or a round trip between two
 /// peers for the answers and half of one for the claim, as far as the host's link tells.
@@ -192,7 +187,7 @@ impl ClientCore {
     /// `HOST_CHECK` about the host of `epoch` to the peers of `room` still linked.
     pub(super) fn ask_room(&mut self, epoch: u32, room: &[PeerKey]) {
         // A successor that keeps no shadow cannot take over: it gives its turn up.
-        let ask = HostCheck { epoch, passes: !self.shadowed }.encode();
+        let ask = HostCheck { epoch, passes: !self.shadow.shadowed }.encode();
         let mut bytes = Vec::new();
         frame::encode(op::HOST_CHECK, &ask, &mut bytes);
         // On the unreliable channel only: a round that hears nothing asks again, and a lost
@@ -370,7 +365,7 @@ impl ClientCore {
         self.host = None;
         self.candidates.clear();
         self.searching = true;
-        self.forget_shadow();
+        self.shadow.forget();
         self.following = (epoch + 1, rank);
         // The process's own host reckons a rival itself, and steps down (`step_down`).
         self.rival_until = None;
@@ -436,7 +431,7 @@ impl ClientCore {
         self.peers = peers.into_iter().filter(|p| Some(*p) != own).collect();
         self.candidates.clear();
         self.searching = false;
-        self.forget_shadow();
+        self.shadow.forget();
         self.votes.close();
         self.stats.step_downs += 1;
     }
@@ -464,7 +459,7 @@ impl ClientCore {
 
     /// The succession list to go by once the host is lost: the host's newest. A client that
     /// keeps a shadow of the host (a whole checkpoint came, and the stream still came within
-    /// [`STREAM_FRESH`]) but that list does not name, and
+    /// [`STREAM_FRESH`](super::shadow::STREAM_FRESH)) but that list does not name, and
     /// that is linked to every successor it names, comes after them: the host streamed to it
     /// as a successor, and the list that named it may have been lost with the host's line. If
     /// those ahead of it cannot take over (one without a shadow yet), the match is not left
@@ -475,10 +470,8 @@ impl ClientCore {
         successors.retain(|p| self.passed.get(p) != Some(&self.following.0));
         // Only a shadow still streamed: one the host stopped streaming to is behind the match,
         // and taking over from it would set everyone back to where it stopped.
-        let streamed = self.streamed_at.is_some_and(|t| self.now.saturating_sub(t) <= STREAM_FRESH);
         if let Some(me) = self.me
-            && self.shadowed
-            && streamed
+            && self.shadow.fresh(self.now)
             && !successors.contains(&me)
             && successors.iter().all(|p| self.peers.contains(p))
         {
@@ -655,7 +648,7 @@ impl ClientCore {
         self.resume_tick = Some(claim.tick);
         self.following = (claim.epoch, claim.rank);
         self.rival_until = Some((peer, now + crate::migration::RIVAL_WINDOW));
-        self.forget_shadow();
+        self.shadow.forget();
         // A hello said ahead to the claimer is answered on its session; else one is said now.
         let ahead = self.candidates.remove(&peer);
         self.candidates.clear();
@@ -669,14 +662,6 @@ impl ClientCore {
             session
         });
         self.host = Some((peer, session));
-    }
-
-    /// A new host to follow: the old one's checkpoint parts, and the shadow they made, are
-    /// of no use to it.
-    pub(super) fn forget_shadow(&mut self) {
-        self.checkpoints = CheckpointAssembler::new();
-        self.shadowed = false;
-        self.streamed_at = None;
     }
 
     /// A client that lost its host and heard a claim from a peer its list does not name says

@@ -128,7 +128,7 @@ fn second_successor() -> ClientCore {
         core.handle(Duration::ZERO, TransportEvent::Message { peer: PeerKey(1), channel: Channel::Reliable, bytes });
     }
     core.handle_timeout(Duration::ZERO);
-    assert!(core.shadowed, "the checkpoint came");
+    assert!(core.shadow.shadowed, "the checkpoint came");
     std::iter::from_fn(|| core.poll_transmit()).for_each(drop);
     core
 }
