@@ -48,7 +48,7 @@
 //!
 //! A successor that gave up on its lost host (its rendezvous could not say the host had gone,
 //! or said it was still there) keeps what it knew: the host, the succession list and its
-//! place in it ([`Orphaned`]). Its driver dials the room again ([`ClientCore::reconnect`]).
+//! place in it ([`Orphaned`](redialing::Orphaned)). Its driver dials the room again ([`ClientCore::reconnect`]).
 //! When nobody answers that hello within [`UNANSWERED_HELLO`] — nobody took the match over —
 //! the successor counts its old host lost again, on the new links: the `k`-th of the list
 //! waits `k` turns of [`ORPHAN_TURN`] (an earlier successor that took over welcomes it
@@ -106,6 +106,7 @@ mod host_vote;
 mod inputs;
 mod keys;
 pub mod reconnect;
+mod redialing;
 mod report;
 mod shadow;
 mod silence;
@@ -124,8 +125,8 @@ use report::Reported;
 pub use report::{ClientChange, ClientStats, MAX_QUEUED_CHANGES};
 pub use shadow::MAX_QUEUED_MIGRATION;
 pub use snapshots::{DELTA_BASELINES, MAX_QUEUED_FRAMES};
+use takeover::Lost;
 pub use takeover::ORPHAN_TURN;
-use takeover::{Lost, Orphaned};
 pub use votes::MAX_EARLY_BALLOTS;
 
 /// How a client notices a lost host.
@@ -254,11 +255,10 @@ pub struct ClientCore {
     /// the second copy is not a second claim.
     claim_heard: Option<(PeerKey, Claim)>,
     lost: Option<Lost>,
-    /// What this successor knew of a host it gave up on, while it dials the room again.
-    orphaned: Option<Orphaned>,
     resuming: Option<Resuming>,
-    /// Dialing again after a drop ([`Self::reconnect`]), until a welcome.
-    redialing: bool,
+    /// Dialing again after a drop ([`Self::reconnect`]), until a welcome, and what a
+    /// successor that gave up on its host keeps meanwhile.
+    redialing: redialing::Redialing,
     /// When the host followed was last heard.
     host_heard_at: Duration,
     /// What this client's shadow of the host followed is fed from, and what it knows of it.
@@ -313,9 +313,8 @@ impl ClientCore {
             rival_until: None,
             claim_heard: None,
             lost: None,
-            orphaned: None,
             resuming: None,
-            redialing: false,
+            redialing: redialing::Redialing::default(),
             host_heard_at: Duration::ZERO,
             unlisted_claimer: None,
             shadow: shadow::Shadow::default(),
@@ -642,9 +641,8 @@ impl ClientCore {
         if let Some(lost) = self.lost.as_ref().filter(|l| now.saturating_sub(l.at) >= self.settings.give_up) {
             // A successor keeps what it knew, to take the match over should dialing the room
             // again find nobody hosting it.
-            let me = self.me.filter(|me| lost.successors.contains(me));
-            if let (Some(me), false) = (me, lost.orphan) {
-                self.orphaned = Some(Orphaned { host: lost.host, successors: lost.successors.clone(), me });
+            if !lost.orphan {
+                self.redialing.gave_up(lost.host, &lost.successors, self.me);
             }
             self.lost = None;
             self.resuming = None;
@@ -723,7 +721,7 @@ impl ClientCore {
         });
         let vote = self.votes.until();
         let check = self.lost.as_ref().and_then(|l| l.check.as_ref()).and_then(host_check::Check::round_end);
-        let joining = self.welcome.is_none() || self.redialing;
+        let joining = self.welcome.is_none() || self.redialing.under_way();
         let unanswered = (joining && self.host.is_none() && !self.candidates.is_empty())
             .then_some(self.last_candidate_at + UNANSWERED_HELLO);
         sessions.chain(silence).chain(lost).chain(vote).chain(check).chain(unanswered).min()

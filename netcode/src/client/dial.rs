@@ -74,7 +74,7 @@ impl ClientCore {
         self.votes.clear();
         self.silence.reset();
         self.searching = true;
-        self.redialing = true;
+        self.redialing.start();
         self.stats.reconnect_attempts += 1;
         true
     }
@@ -86,7 +86,7 @@ impl ClientCore {
 
     /// Whether the client is dialing again after a drop and no host welcomed it yet.
     pub fn reconnecting(&self) -> bool {
-        self.redialing
+        self.redialing.under_way()
     }
 
     /// A join (or a way back after a drop) whose hello nobody answered for
@@ -95,7 +95,7 @@ impl ClientCore {
     /// side only) is the likely cause, and a fresh transport the cure (its driver dials again,
     /// see [`Self::reconnect`]).
     pub(super) fn give_up_unanswered(&mut self, now: Duration) {
-        let joining = self.welcome.is_none() || self.redialing;
+        let joining = self.welcome.is_none() || self.redialing.under_way();
         if joining
             && self.host.is_none()
             && self.closed.is_none()
@@ -103,7 +103,7 @@ impl ClientCore {
             && !self.candidates.is_empty()
             && now.saturating_sub(self.last_candidate_at) >= UNANSWERED_HELLO
         {
-            if self.redialing && self.orphan_lost(now) {
+            if self.redialing.under_way() && self.orphan_lost(now) {
                 return;
             }
             self.candidates.clear();
@@ -117,13 +117,10 @@ impl ClientCore {
     /// links (see [Finding nobody hosting](super#a-successor-that-finds-nobody-hosting)); its
     /// hello goes on being said. Returns whether it did.
     fn orphan_lost(&mut self, now: Duration) -> bool {
-        let (Some(orphaned), Some(me), true) = (self.orphaned.as_ref(), self.me, self.settings.witness) else {
-            return false;
-        };
-        let successors: Vec<PeerKey> =
-            orphaned.successors.iter().map(|p| if *p == orphaned.me { me } else { *p }).collect();
-        let mut lost = Lost::new(now, orphaned.host, successors, CHECK_TIME, None, None);
-        (lost.turn, lost.room, lost.orphan) = (ORPHAN_TURN, self.room_without(orphaned.host), true);
+        let (Some(me), true) = (self.me, self.settings.witness) else { return false };
+        let Some((host, successors)) = self.redialing.orphan(me) else { return false };
+        let mut lost = Lost::new(now, host, successors, CHECK_TIME, None, None);
+        (lost.turn, lost.room, lost.orphan) = (ORPHAN_TURN, self.room_without(host), true);
         self.lost = Some(lost);
         true
     }

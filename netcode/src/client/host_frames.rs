@@ -31,12 +31,11 @@ impl ClientCore {
                 }
                 self.stats.welcomed_at = Some(now);
                 tracing::debug!(target: TAKEOVER_LOG, "{:.3} s: welcomed at epoch {}", now.as_secs_f64(), w.epoch);
-                if std::mem::take(&mut self.redialing) {
-                    self.stats.reconnects += 1;
-                }
                 // Someone hosts the match: nothing left to take over (a host lost before, whose
                 // claimer this client dialed, or an orphan's).
-                self.orphaned = None;
+                if self.redialing.welcomed() {
+                    self.stats.reconnects += 1;
+                }
                 self.lost = None;
                 self.unlisted_claimer = None;
                 self.links_reported = None;

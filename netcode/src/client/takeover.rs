@@ -91,16 +91,6 @@ impl Lost {
     }
 }
 
-/// What a successor knew of the host it gave up on (see [Finding nobody
-/// hosting](crate::client#a-successor-that-finds-nobody-hosting)).
-#[derive(Clone, Debug)]
-pub(super) struct Orphaned {
-    pub(super) host: Option<PeerKey>,
-    pub(super) successors: Vec<PeerKey>,
-    /// This client's key in that mesh.
-    pub(super) me: PeerKey,
-}
-
 /// The turn of each successor before it, for a successor that found nobody hosting after
 /// dialing the room again (see [Finding nobody hosting](crate::client#a-successor-that-finds-nobody-hosting)):
 /// enough for an earlier one to claim and answer this one's hello.
