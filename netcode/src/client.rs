@@ -89,11 +89,11 @@ use crate::frame::{self, Channel, op};
 use crate::input::{Aim, KeyAction, KeyTable};
 use crate::meta::{ChatHistory, ChatMessage, Keyset, MetaMessage};
 use crate::migration::{
-    ALIVE_WITHIN, CHECK_TIME, Claim, Evidence, Handoff, HostBallot, HostCheck, HostSeen, HostVote, Links,
-    MIN_CHECK_INTERVAL, MigrationPayload, Succession,
+    ALIVE_WITHIN, CHECK_TIME, Claim, Evidence, Handoff, HostBallot, HostCheck, HostSeen, HostVote, MIN_CHECK_INTERVAL,
+    MigrationPayload, Succession,
 };
 use crate::schema::SnapshotSchema;
-use crate::session::{ClientEvent, ClientSession, ClientSessionConfig, Hello, Welcome};
+use crate::session::{ClientEvent, ClientSession, Hello, Welcome};
 use crate::snapshot::{DecodeError, Frame};
 use crate::transport::{PeerKey, Transport, TransportEvent};
 
@@ -102,6 +102,7 @@ mod chat;
 mod dial;
 mod host_check;
 mod host_frames;
+mod host_link;
 mod host_vote;
 mod inputs;
 mod keys;
@@ -219,11 +220,9 @@ pub struct ClientCore {
     me: Option<PeerKey>,
     /// What to send, in order: (peer, channel, bytes).
     outbox: VecDeque<(PeerKey, Channel, Vec<u8>)>,
-    hello: Hello,
-    candidates: BTreeMap<PeerKey, ClientSession>,
-    host: Option<(PeerKey, ClientSession)>,
-    welcome: Option<Welcome>,
-    config: Option<serde_json::Value>,
+    /// The session with the host followed, the candidates said hello to, and what the host
+    /// said of the match.
+    link: host_link::HostLink,
     /// The key table in use, the seqs, and the inputs kept to send again to a new host.
     keys: keys::Keys,
     /// The schema, the baselines, the frames decoded and what is shown of them.
@@ -234,17 +233,11 @@ pub struct ClientCore {
     succession: Option<Succession>,
     closed: Option<(u16, String)>,
     stats: ClientStats,
-    /// The gaps between the host's frames: how long it may be silent ([`Self::host_timeout`]).
-    silence: SilenceWatch,
     settings: ClientConfig,
     /// Mesh peers whose links are open.
     peers: BTreeSet<PeerKey>,
     /// The tick the host change in progress continues from (its claim's, else its welcome's).
     resume_tick: Option<u32>,
-    /// The links last reported to the host followed (`None`: not since its welcome).
-    links_reported: Option<Vec<PeerKey>>,
-    /// Whether a new peer gets a hello (before the host answered, and after a hand-over).
-    searching: bool,
     /// The followed host's (epoch, rank): its claim's, or (welcome epoch, 0) for the first host.
     following: (u32, u8),
     /// A followed host that claimed the match, its key, and until when a rival of the same
@@ -259,8 +252,6 @@ pub struct ClientCore {
     /// Dialing again after a drop ([`Self::reconnect`]), until a welcome, and what a
     /// successor that gave up on its host keeps meanwhile.
     redialing: redialing::Redialing,
-    /// When the host followed was last heard.
-    host_heard_at: Duration,
     /// What this client's shadow of the host followed is fed from, and what it knows of it.
     shadow: shadow::Shadow,
     /// Successors of the host followed that said they keep no shadow of it (their
@@ -280,8 +271,6 @@ pub struct ClientCore {
     /// The newest hello with a token each fellow said to this client, and when (see
     /// [`Handover::hellos`]).
     hellos_ahead: BTreeMap<PeerKey, (Duration, Channel, Vec<u8>)>,
-    /// When the newest peer this client says hello to while it looks for a host linked.
-    last_candidate_at: Duration,
 }
 
 impl ClientCore {
@@ -291,11 +280,7 @@ impl ClientCore {
         ClientCore {
             me: None,
             outbox: VecDeque::new(),
-            hello,
-            candidates: BTreeMap::new(),
-            host: None,
-            welcome: None,
-            config: None,
+            link: host_link::HostLink::new(hello),
             keys: keys::Keys::new(config.input_history),
             snapshots: snapshots::Snapshots::new(config.reckon),
             chat: chat::Chat::default(),
@@ -303,19 +288,15 @@ impl ClientCore {
             succession: None,
             closed: None,
             stats: ClientStats::default(),
-            silence: SilenceWatch::default(),
             settings: config,
             peers: BTreeSet::new(),
-            links_reported: None,
             resume_tick: None,
-            searching: true,
             following: (0, 0),
             rival_until: None,
             claim_heard: None,
             lost: None,
             resuming: None,
             redialing: redialing::Redialing::default(),
-            host_heard_at: Duration::ZERO,
             unlisted_claimer: None,
             shadow: shadow::Shadow::default(),
             passed: BTreeMap::new(),
@@ -325,7 +306,6 @@ impl ClientCore {
             reported: Reported::default(),
             checks_answered: BTreeMap::new(),
             hellos_ahead: BTreeMap::new(),
-            last_candidate_at: Duration::ZERO,
         }
     }
 
@@ -333,7 +313,7 @@ impl ClientCore {
     /// ([`SilenceWatch`]), between [`ClientConfig::min_host_timeout`] and
     /// [`ClientConfig::host_timeout`].
     pub fn host_timeout(&self) -> Duration {
-        self.silence.timeout(self.settings.min_host_timeout, self.settings.host_timeout)
+        self.link.timeout(&self.settings)
     }
 
     /// Whether the host is lost and no new one followed yet.
@@ -383,7 +363,7 @@ impl ClientCore {
     /// to this client, a successor): should this client take the match over, its new host
     /// answers it at once. A join's hello, said to every peer met, has no token.
     fn keep_hello_ahead(&mut self, peer: PeerKey, channel: Channel, bytes: &[u8], payload: &[u8], now: Duration) {
-        if self.welcome.is_none() || !self.peers.contains(&peer) || bytes.len() > MAX_HELLO_AHEAD {
+        if self.link.welcome.is_none() || !self.peers.contains(&peer) || bytes.len() > MAX_HELLO_AHEAD {
             return;
         }
         if serde_json::from_slice::<Hello>(payload).is_ok_and(|h| h.resume_token.is_some()) {
@@ -398,7 +378,7 @@ impl ClientCore {
 
     /// The host's welcome, once accepted.
     pub fn welcome(&self) -> Option<&Welcome> {
-        self.welcome.as_ref()
+        self.link.welcome.as_ref()
     }
 
     /// The close code and reason, once closed (or rejected).
@@ -424,7 +404,7 @@ impl ClientCore {
 
     /// The host's `CONFIG_DATA`, once received.
     pub fn config(&self) -> Option<&serde_json::Value> {
-        self.config.as_ref()
+        self.link.config.as_ref()
     }
 
     /// The snapshot schema from the host's config, once received.
@@ -459,7 +439,7 @@ impl ClientCore {
 
     /// The host that the client is talking to (its peer key), once it answered.
     pub fn host_peer(&self) -> Option<PeerKey> {
-        self.host.as_ref().map(|(p, _)| *p)
+        self.link.peer()
     }
 
     /// The migration payloads received since the last call, oldest first: a successor feeds
@@ -478,7 +458,7 @@ impl ClientCore {
         if !self.shadow.may_request(now) {
             return false;
         }
-        let Some((_, session)) = self.host.as_mut().filter(|(_, s)| s.is_active()) else { return false };
+        let Some(session) = self.link.active() else { return false };
         session.send_meta(op::CHECKPOINT_REQUEST, &[]);
         self.shadow.requested(now);
         true
@@ -491,12 +471,12 @@ impl ClientCore {
 
     /// The host's clock estimate at `now`, ms.
     pub fn server_time_ms(&self, now: Duration) -> Option<f64> {
-        self.host.as_ref().and_then(|(_, s)| s.server_time_ms(now))
+        self.link.host.as_ref().and_then(|(_, s)| s.server_time_ms(now))
     }
 
     /// The host's RTT estimate, ms.
     pub fn rtt_ms(&self) -> Option<f64> {
-        self.host.as_ref().and_then(|(_, s)| s.rtt_ms())
+        self.link.host.as_ref().and_then(|(_, s)| s.rtt_ms())
     }
 
     /// Sends a chat line.
@@ -511,7 +491,7 @@ impl ClientCore {
 
     /// Sends the lines waiting for a host, once one is followed.
     fn send_chat(&mut self) {
-        let Some((_, session)) = self.host.as_mut().filter(|(_, s)| s.is_active()) else { return };
+        let Some(session) = self.link.active() else { return };
         for text in self.chat.take_unsent() {
             let payload = serde_json::to_vec(&text).unwrap_or_default();
             session.send_meta(op::client::CHAT, &payload);
@@ -520,7 +500,7 @@ impl ClientCore {
 
     /// Sends a raw client→server meta payload on `port` (votes, auth responses).
     pub fn send_meta(&mut self, port: u8, payload: &[u8]) {
-        if let Some((_, session)) = self.host.as_mut() {
+        if let Some((_, session)) = self.link.host.as_mut() {
             session.send_meta(port, payload);
         }
     }
@@ -528,7 +508,7 @@ impl ClientCore {
     /// Leaves: a close frame goes to the host.
     pub fn leave(&mut self, now: Duration) {
         self.now = self.now.max(now);
-        if let Some((_, session)) = self.host.as_mut() {
+        if let Some((_, session)) = self.link.host.as_mut() {
             session.close(crate::session::close::NORMAL);
         }
         self.flush();
@@ -541,34 +521,28 @@ impl ClientCore {
             match event {
                 TransportEvent::Connected(peer) => {
                     self.peers.insert(peer);
-                    if self.searching && self.host.is_none() && self.closed.is_none() {
-                        let mut session = ClientSession::new(ClientSessionConfig::new(self.hello.clone()), now);
+                    if self.link.searching && self.link.host.is_none() && self.closed.is_none() {
                         // Both ways: a lost reliable hello waits for the new association's
                         // first retransmission timeout (500 ms, no round trip measured yet).
-                        session.hello_unreliably();
-                        self.candidates.insert(peer, session);
-                        self.last_candidate_at = now;
+                        self.link.dial(peer, now);
+                        self.link.last_candidate_at = now;
                     }
                 }
                 TransportEvent::Disconnected(peer) => {
                     self.peers.remove(&peer);
-                    self.candidates.remove(&peer);
+                    self.link.candidates.remove(&peer);
                     self.checks_answered.remove(&peer);
-                    if self.host.as_ref().is_some_and(|(h, _)| *h == peer) && self.closed.is_none() {
+                    if self.link.host.as_ref().is_some_and(|(h, _)| *h == peer) && self.closed.is_none() {
                         self.on_host_lost(now, None, "the host's link dropped");
                     }
                 }
                 TransportEvent::Message { peer, channel, bytes } => {
                     self.stats.bytes_in += bytes.len() as u64;
-                    if let Some((h, s)) = self.host.as_mut()
-                        && *h == peer
-                    {
-                        self.silence.heard(now);
-                        self.host_heard_at = now;
-                        s.handle_message(now, channel, &bytes);
-                    } else if self.candidates.contains_key(&peer) {
+                    if self.link.take_host_frame(peer, channel, &bytes, now) {
+                        // The host's session took it.
+                    } else if self.link.candidates.contains_key(&peer) {
                         self.on_candidate_frame(peer, channel, &bytes, now);
-                    } else if self.host.is_none()
+                    } else if self.link.host.is_none()
                         && let Some(lost) = self.lost.as_mut()
                         && lost.host == Some(peer)
                         && let Some(mut session) = lost.stalled.take()
@@ -578,7 +552,7 @@ impl ClientCore {
                         self.lost = None;
                         self.resuming = None;
                         self.stats.stalls_survived += 1;
-                        self.host = Some((peer, *session));
+                        self.link.host = Some((peer, *session));
                     } else {
                         self.on_peer_frame(peer, channel, &bytes, now);
                     }
@@ -593,46 +567,28 @@ impl ClientCore {
     /// [`Self::poll_transmit`]. Call it every turn of the network loop.
     pub fn handle_timeout(&mut self, now: Duration) {
         self.now = self.now.max(now);
-        // Every peer that may be the host hears the hello again until one answers.
-        for session in self.candidates.values_mut() {
-            session.repeat_hello(now);
-        }
-        // Following a host, nobody else's answer is wanted (a hello said ahead to a
-        // successor, when the host it lost spoke again).
-        if self.host.is_some() {
-            self.candidates.clear();
-        }
-        // The candidate that answered is the host.
-        if self.host.is_none()
-            && let Some(peer) =
-                self.candidates.iter().find(|(_, s)| s.is_active() || s.close_code().is_some()).map(|(p, _)| *p)
-            && let Some(session) = self.candidates.remove(&peer)
-        {
-            self.candidates.clear();
-            self.searching = false;
-            self.silence.reset();
-            // What the candidate said so far (its welcome, at least) was heard from the host.
-            self.host_heard_at = session.last_heard();
-            self.host = Some((peer, session));
-        }
-        if let Some((host, session)) = self.host.as_mut() {
+        // Every peer that may be the host hears the hello again until one answers, and the
+        // candidate that answered is the host.
+        self.link.search(now);
+        if let Some((host, session)) = self.link.host.as_mut() {
             session.handle_timeout(now);
             let host = *host;
             let events: Vec<ClientEvent> = std::iter::from_fn(|| session.poll_event()).collect();
             for event in events {
                 // An event of the batch lost the host (its `HANDOFF`): the rest is the old
                 // host's, and a snapshot of it must not count as the new host's first.
-                if self.host.as_ref().is_none_or(|(h, _)| *h != host) {
+                if self.link.host.as_ref().is_none_or(|(h, _)| *h != host) {
                     break;
                 }
                 self.on_event(event, now);
             }
-            if let Some((_, session)) = self.host.as_mut() {
+            if let Some((_, session)) = self.link.host.as_mut() {
                 session.flush_inputs(now);
             }
         }
-        self.report_links();
-        if let Some((_, session)) = &self.host
+        // The host hears of the open mesh links when they change.
+        self.link.report_links(&self.peers);
+        if let Some((_, session)) = &self.link.host
             && session.is_active()
             && now.saturating_sub(session.last_heard()) >= self.host_timeout()
         {
@@ -659,34 +615,12 @@ impl ClientCore {
 
     /// A tick's match time, ms: the host config's `engine.timeStepMs` (120 Hz without one).
     fn tick_ms(&self) -> f64 {
-        let configured = self.config.as_ref().and_then(|c| c["engine"]["timeStepMs"].as_f64());
-        configured.filter(|ms| ms.is_finite() && *ms > 0.0).unwrap_or(1000.0 / 120.0)
+        self.link.tick_ms()
     }
 
-    /// Sends the host the open mesh links (`LINKS`) when they differ from the last report.
-    fn report_links(&mut self) {
-        let Some((_, session)) = self.host.as_mut().filter(|(_, s)| s.is_active()) else { return };
-        if self.links_reported.as_ref().is_some_and(|r| r.iter().eq(self.peers.iter())) {
-            return;
-        }
-        let links = Links { peers: self.peers.iter().copied().collect() };
-        session.send_meta(op::LINKS, &links.encode());
-        self.links_reported = Some(links.peers);
-    }
-
+    /// Puts what the sessions have to send in the outbox.
     fn flush(&mut self) {
-        let mut out = Vec::new();
-        if let Some((peer, session)) = self.host.as_mut() {
-            while let Some((ch, bytes)) = session.poll_transmit() {
-                out.push((*peer, ch, bytes));
-            }
-        }
-        for (peer, session) in &mut self.candidates {
-            while let Some((ch, bytes)) = session.poll_transmit() {
-                out.push((*peer, ch, bytes));
-            }
-        }
-        for (peer, ch, bytes) in out {
+        for (peer, ch, bytes) in self.link.transmit() {
             self.stats.bytes_out += bytes.len() as u64;
             self.outbox.push_back((peer, ch, bytes));
         }
@@ -707,11 +641,8 @@ impl ClientCore {
         if self.closed.is_some() {
             return None;
         }
-        let host = self.host.as_ref().map(|(_, s)| s);
-        let sessions = host
-            .and_then(ClientSession::poll_timeout)
-            .into_iter()
-            .chain(self.candidates.values().filter_map(ClientSession::hello_due));
+        let sessions = self.link.session_due();
+        let host = self.link.host.as_ref().map(|(_, s)| s);
         let silence = host.filter(|s| s.is_active()).map(|s| s.last_heard() + self.host_timeout());
         // After a loss every host timeout is some successor's turn, and then comes the end.
         let lost = self.lost.as_ref().map(|l| {
@@ -721,10 +652,9 @@ impl ClientCore {
         });
         let vote = self.votes.until();
         let check = self.lost.as_ref().and_then(|l| l.check.as_ref()).and_then(host_check::Check::round_end);
-        let joining = self.welcome.is_none() || self.redialing.under_way();
-        let unanswered = (joining && self.host.is_none() && !self.candidates.is_empty())
-            .then_some(self.last_candidate_at + UNANSWERED_HELLO);
-        sessions.chain(silence).chain(lost).chain(vote).chain(check).chain(unanswered).min()
+        let joining = self.link.welcome.is_none() || self.redialing.under_way();
+        let unanswered = self.link.waiting_since().filter(|_| joining).map(|at| at + UNANSWERED_HELLO);
+        sessions.into_iter().chain(silence).chain(lost).chain(vote).chain(check).chain(unanswered).min()
     }
 
     /// This process's key on the transport (a WebRTC id comes once the signalling server

@@ -13,7 +13,7 @@ impl ClientCore {
         let me = self.me;
         self.votes.open().is_none()
             && self.lost.is_none()
-            && self.welcome.is_some()
+            && self.link.welcome.is_some()
             && self.host_peer().is_some()
             && self.electorate().is_some_and(|e| me.is_some_and(|me| e.contains(&me)))
     }
@@ -71,7 +71,7 @@ impl ClientCore {
     /// Opens `vote`, called by `peer`, if this client takes it (see the module docs).
     pub(super) fn take_host_vote(&mut self, peer: PeerKey, vote: HostVote, now: Duration) -> bool {
         let Some(me) = self.me else { return false };
-        if vote.caller != peer || vote.epoch != self.following.0 || self.lost.is_some() || self.welcome.is_none() {
+        if vote.caller != peer || vote.epoch != self.following.0 || self.lost.is_some() || self.link.welcome.is_none() {
             return false;
         }
         if let Some(open) = self.votes.open() {
@@ -89,7 +89,7 @@ impl ClientCore {
     /// to step down (once) when it passed.
     pub(super) fn settle_host_vote(&mut self, now: Duration) {
         let Some(step_down) = self.votes.settle(self.following.0, now) else { return };
-        if let Some((_, session)) = self.host.as_mut().filter(|(_, s)| s.is_active()) {
+        if let Some(session) = self.link.active() {
             session.send_meta(op::STEP_DOWN, &step_down.encode());
             self.votes.step_down_sent();
             self.stats.host_votes_passed += 1;

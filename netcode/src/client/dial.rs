@@ -28,7 +28,7 @@ impl ClientCore {
             // its own ahead there: their lists differ) is kept as from any fellow.
             Some(op::HOST_CHECK | op::HOST_SEEN | op::HELLO) => self.on_peer_frame(peer, channel, bytes, now),
             Some(op::CLAIM) => {
-                if let Some(session) = self.candidates.get_mut(&peer) {
+                if let Some(session) = self.link.candidates.get_mut(&peer) {
                     // Both ways, as to any claimer (see `on_claim`).
                     session.hello_again(now);
                     session.hello_unreliably();
@@ -36,7 +36,7 @@ impl ClientCore {
                 self.on_peer_frame(peer, channel, bytes, now);
             }
             _ => {
-                if let Some(session) = self.candidates.get_mut(&peer) {
+                if let Some(session) = self.link.candidates.get_mut(&peer) {
                     session.handle_message(now, channel, bytes);
                 }
             }
@@ -56,12 +56,12 @@ impl ClientCore {
         if !self.may_reconnect() {
             return false;
         }
-        if let Some(welcome) = &self.welcome {
-            self.hello.resume_token = Some(welcome.token);
+        if let Some(token) = self.link.welcome.as_ref().map(|w| w.token) {
+            self.link.resume_with(token);
         }
         self.closed = None;
-        self.host = None;
-        self.candidates.clear();
+        self.link.host = None;
+        self.link.candidates.clear();
         self.peers.clear();
         self.lost = None;
         self.unlisted_claimer = None;
@@ -69,11 +69,11 @@ impl ClientCore {
         self.resume_tick = None;
         self.snapshots.new_session();
         self.succession = None;
-        self.links_reported = None;
+        self.link.links_reported = None;
         self.shadow.new_session();
         self.votes.clear();
-        self.silence.reset();
-        self.searching = true;
+        self.link.silence.reset();
+        self.link.searching = true;
         self.redialing.start();
         self.stats.reconnect_attempts += 1;
         true
@@ -81,7 +81,7 @@ impl ClientCore {
 
     /// Whether [`Self::reconnect`] would dial: not while a welcomed session is up.
     pub fn may_reconnect(&self) -> bool {
-        self.welcome.is_none() || self.closed.is_some()
+        self.link.welcome.is_none() || self.closed.is_some()
     }
 
     /// Whether the client is dialing again after a drop and no host welcomed it yet.
@@ -95,18 +95,16 @@ impl ClientCore {
     /// side only) is the likely cause, and a fresh transport the cure (its driver dials again,
     /// see [`Self::reconnect`]).
     pub(super) fn give_up_unanswered(&mut self, now: Duration) {
-        let joining = self.welcome.is_none() || self.redialing.under_way();
+        let joining = self.link.welcome.is_none() || self.redialing.under_way();
         if joining
-            && self.host.is_none()
             && self.closed.is_none()
             && self.lost.is_none()
-            && !self.candidates.is_empty()
-            && now.saturating_sub(self.last_candidate_at) >= UNANSWERED_HELLO
+            && self.link.waiting_since().is_some_and(|at| now.saturating_sub(at) >= UNANSWERED_HELLO)
         {
             if self.redialing.under_way() && self.orphan_lost(now) {
                 return;
             }
-            self.candidates.clear();
+            self.link.candidates.clear();
             let reason = format!("no host answered the hello in {} s", UNANSWERED_HELLO.as_secs());
             self.closed = Some((crate::session::close::HEARTBEAT, reason));
         }

@@ -9,7 +9,7 @@ impl ClientCore {
     /// inputs sent under the other set count as applied.
     pub(super) fn switch_keyset(&mut self, keyset: Keyset) {
         if let Some(applied) = self.keys.switch(keyset)
-            && let Some((_, session)) = self.host.as_mut()
+            && let Some((_, session)) = self.link.host.as_mut()
         {
             session.ack_inputs(applied);
         }
@@ -21,12 +21,12 @@ impl ClientCore {
                 if w.epoch < self.following.0 {
                     // A host older than the one known: refused, and the search goes on.
                     self.stats.claims_refused += 1;
-                    if let Some((_, session)) = self.host.as_mut() {
+                    if let Some((_, session)) = self.link.host.as_mut() {
                         session.close(crate::session::close::NORMAL);
                     }
                     self.flush();
-                    self.host = None;
-                    self.searching = true;
+                    self.link.host = None;
+                    self.link.searching = true;
                     return;
                 }
                 self.stats.welcomed_at = Some(now);
@@ -38,7 +38,7 @@ impl ClientCore {
                 }
                 self.lost = None;
                 self.unlisted_claimer = None;
-                self.links_reported = None;
+                self.link.links_reported = None;
                 // A new session: the host knows no baseline of this client's yet, and the old
                 // host's seqs mean nothing to it.
                 self.snapshots.new_session();
@@ -55,16 +55,16 @@ impl ClientCore {
                 self.following.0 = w.epoch;
                 self.keys.welcomed(&w);
                 // A new host: the inputs it has not applied go again.
-                if let Some((_, session)) = self.host.as_mut() {
+                if let Some((_, session)) = self.link.host.as_mut() {
                     for e in self.keys.unapplied(&w) {
                         session.push(e);
                     }
                 }
-                self.welcome = Some(w);
+                self.link.welcome = Some(w);
             }
             ClientEvent::Rejected(r) => self.closed = Some((r.code, r.reason)),
             ClientEvent::Closed { code: crate::session::close::HEARTBEAT, by_peer: false, .. }
-                if self.welcome.is_some() =>
+                if self.link.welcome.is_some() =>
             {
                 self.on_host_lost(now, None, "no frame from the host in time")
             }
@@ -77,7 +77,7 @@ impl ClientCore {
                 let config: serde_json::Value = serde_json::from_slice(&payload).unwrap_or_default();
                 self.snapshots.configured(SnapshotSchema::from_value(config["engine"]["snapshot"].clone()).ok());
                 self.keys.configured(serde_json::from_value(config["game"]["playerKeys"].clone()).ok());
-                self.config = Some(config);
+                self.link.config = Some(config);
                 self.stats.configs += 1;
             }
             ClientEvent::Meta { port: op::CHAT_DATA, payload } => {
@@ -111,7 +111,7 @@ impl ClientCore {
                         self.stats.keyframes += 1;
                     }
                     // The host is told of each world kept as a baseline.
-                    if let (Some(seq), Some((_, session))) = (kept, self.host.as_mut()) {
+                    if let (Some(seq), Some((_, session))) = (kept, self.link.host.as_mut()) {
                         session.ack_frame(seq);
                     }
                 }
@@ -133,7 +133,7 @@ impl ClientCore {
                     };
                     self.stats.rewind_ms = r.last_time_ms.map(|t| (t - from_ms).max(0.0));
                 }
-                if let (Some(p), Some((_, session))) = (&frame.player, self.host.as_mut()) {
+                if let (Some(p), Some((_, session))) = (&frame.player, self.link.host.as_mut()) {
                     session.ack_inputs(p.last_input_seq);
                 }
                 self.snapshots.show(frame);

@@ -16,10 +16,10 @@ impl ClientCore {
     /// ([`ViewEvent`](crate::input::ViewEvent)) to a host that takes them ([`Welcome::view`]),
     /// which then judges its shots by what the player saw. Returns the key's seq.
     pub fn key_seen(&mut self, action: KeyAction, name: &str, view_ms: Option<f64>) -> Option<u32> {
-        let takes_views = self.welcome.as_ref().is_some_and(|w| w.view);
+        let takes_views = self.link.welcome.as_ref().is_some_and(|w| w.view);
         let tick_ms = self.tick_ms();
         let view = view_ms.filter(|_| takes_views).map(|ms| ms / tick_ms);
-        let (_, session) = self.host.as_mut()?;
+        let (_, session) = self.link.host.as_mut()?;
         let (seq, events) = self.keys.press(action, name, view)?;
         for event in events {
             session.push(event);
@@ -35,8 +35,8 @@ impl ClientCore {
     /// [`AIM_INTERVAL`] after the last one: call again with the pointer's newest point (the
     /// latest aim wins). Letting go is never held back.
     pub fn aim(&mut self, now: Duration, aim: Option<Aim>) -> Option<u32> {
-        let takes_aims = self.welcome.as_ref().is_some_and(|w| w.aim);
-        let (_, session) = self.host.as_mut()?;
+        let takes_aims = self.link.welcome.as_ref().is_some_and(|w| w.aim);
+        let (_, session) = self.link.host.as_mut()?;
         let event = self.keys.aim(now, aim, takes_aims)?;
         session.push(event);
         Some(event.seq())

@@ -159,7 +159,7 @@ impl ClientCore {
     pub(super) fn note_changes(&mut self) {
         let mut changes = Vec::new();
         if !self.reported.welcomed
-            && let Some(w) = &self.welcome
+            && let Some(w) = &self.link.welcome
         {
             self.reported.welcomed = true;
             changes.push(ClientChange::Welcomed { player_id: w.player_id, nickname: w.nickname.clone() });

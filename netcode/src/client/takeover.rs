@@ -229,7 +229,7 @@ impl ClientCore {
         // Only a voter's: a peer that says it answers no check is a silent member, whatever
         // else it sends.
         let voter = self.succession.as_ref().and_then(|s| s.voters.as_ref()).is_none_or(|v| v.contains(&peer));
-        if check.epoch != self.following.0 || self.welcome.is_none() || !voter {
+        if check.epoch != self.following.0 || self.link.welcome.is_none() || !voter {
             return;
         }
         let Some(lost) = self.lost.as_mut().filter(|l| l.host != Some(peer)) else { return };
@@ -244,11 +244,11 @@ impl ClientCore {
 
     /// Answers a fellow's check (see [`Self::on_host_check`]); `false` when refused.
     fn answer_check(&mut self, peer: PeerKey, check: HostCheck, now: Duration) -> bool {
-        if check.passes && check.epoch == self.following.0 && self.welcome.is_some() {
+        if check.passes && check.epoch == self.following.0 && self.link.welcome.is_some() {
             self.note_pass(peer, now);
         }
-        let joining = self.welcome.is_none() && self.closed.is_none() && !self.candidates.is_empty();
-        if !self.hello.checks || (self.welcome.is_none() && !joining) {
+        let joining = self.link.welcome.is_none() && self.closed.is_none() && !self.link.candidates.is_empty();
+        if !self.link.hello.checks || (self.link.welcome.is_none() && !joining) {
             return false;
         }
         if self.checks_answered.get(&peer).is_some_and(|at| now.saturating_sub(*at) < MIN_CHECK_INTERVAL) {
@@ -259,23 +259,28 @@ impl ClientCore {
         let seen = if joining {
             // Still joining: no host answered the hello yet, which a live host does a round
             // trip after the link; the silence counts from the newest link.
-            HostSeen { asked: check.epoch, following: 0, silence_ms: ms(now.saturating_sub(self.last_candidate_at)) }
+            HostSeen {
+                asked: check.epoch,
+                following: 0,
+                silence_ms: ms(now.saturating_sub(self.link.last_candidate_at)),
+            }
         } else {
             // A host this client counts lost (its link dropped, or it was silent past this
             // client's own timeout) is reported as never heard.
             let silence = match self.lost {
                 Some(_) => u32::MAX,
-                None => ms(now.saturating_sub(self.host_heard_at)),
+                None => ms(now.saturating_sub(self.link.host_heard_at)),
             };
             HostSeen { asked: check.epoch, following: self.following.0, silence_ms: silence }
         };
         // The asker lost the host; silent past half its own timeout, this client has lost it
         // too and takes its turn now rather than at the end of its own timeout.
-        let corroborated = self.silence.corroborated_after(self.settings.min_host_timeout, self.settings.host_timeout);
+        let corroborated =
+            self.link.silence.corroborated_after(self.settings.min_host_timeout, self.settings.host_timeout);
         if check.epoch == self.following.0
             && self.lost.is_none()
-            && self.host.as_ref().is_some_and(|(_, s)| s.is_active())
-            && now.saturating_sub(self.host_heard_at) >= corroborated
+            && self.link.host.as_ref().is_some_and(|(_, s)| s.is_active())
+            && now.saturating_sub(self.link.host_heard_at) >= corroborated
         {
             tracing::debug!(target: TAKEOVER_LOG, "{:.3} s: {peer} lost the host too", now.as_secs_f64());
             self.on_host_silent(now);
@@ -326,7 +331,7 @@ impl ClientCore {
     /// again. Gives what the new host needs of the mesh; `None` (and nothing changes) before a
     /// welcome.
     pub fn follow_own_host(&mut self) -> Option<Handover> {
-        let token = self.welcome.as_ref()?.token;
+        let token = self.link.welcome.as_ref()?.token;
         let epoch = self.following.0;
         let me = self.me;
         let (lost_at, successors, predecessor, evidence) = match self.lost.take() {
@@ -334,7 +339,7 @@ impl ClientCore {
             None => (
                 self.now,
                 self.succession.as_ref().map(|s| s.peers.clone()).unwrap_or_default(),
-                self.host.as_ref().map(|(p, _)| *p),
+                self.link.host.as_ref().map(|(p, _)| *p),
                 Evidence::default(),
             ),
         };
@@ -351,15 +356,15 @@ impl ClientCore {
             .filter(|(_, (at, ..))| now.saturating_sub(*at) <= HELLO_AHEAD_FRESH)
             .map(|(peer, (_, channel, bytes))| (peer, channel, bytes))
             .collect();
-        self.hello.resume_token = Some(token);
-        self.host = None;
-        self.candidates.clear();
-        self.searching = true;
+        self.link.resume_with(token);
+        self.link.host = None;
+        self.link.candidates.clear();
+        self.link.searching = true;
         self.shadow.forget();
         self.following = (epoch + 1, rank);
         // The process's own host reckons a rival itself, and steps down (`step_down`).
         self.rival_until = None;
-        self.resuming = Some(Resuming { lost_at, last_time_ms, heard_at: self.host_heard_at });
+        self.resuming = Some(Resuming { lost_at, last_time_ms, heard_at: self.link.host_heard_at });
         self.resume_tick = None;
         Some(Handover { peers, epoch, rank, successors, predecessor, evidence, hellos })
     }
@@ -371,15 +376,15 @@ impl ClientCore {
     /// applied. Before a welcome only the peers change.
     pub fn step_down(&mut self, peers: impl IntoIterator<Item = PeerKey>, winner: PeerKey, claim: Claim) {
         self.rejoin_mesh(peers);
-        let Some(token) = self.welcome.as_ref().map(|w| w.token) else { return };
+        let Some(token) = self.link.welcome.as_ref().map(|w| w.token) else { return };
         let now = self.now;
         self.lost = None;
         self.begin_resume(now);
-        self.hello.resume_token = Some(token);
+        self.link.resume_with(token);
         self.following = (claim.epoch, claim.rank);
         self.rival_until = Some((winner, now + crate::migration::RIVAL_WINDOW));
-        self.silence.reset();
-        self.host = Some((winner, ClientSession::new(ClientSessionConfig::new(self.hello.clone()), now)));
+        self.link.silence.reset();
+        self.link.host = Some((winner, self.link.hello(now)));
     }
 
     /// This process's host handed the match off to `to` (the server's `handed_off()`: a
@@ -389,7 +394,7 @@ impl ClientCore {
     pub fn follow_handoff(&mut self, peers: impl IntoIterator<Item = PeerKey>, to: PeerKey) {
         self.rejoin_mesh(peers);
         let now = self.now;
-        let old = self.host.take().map(|(p, _)| p);
+        let old = self.link.host.take().map(|(p, _)| p);
         match self.lost.as_mut() {
             Some(lost) => {
                 lost.handoff_to = Some(to);
@@ -398,7 +403,7 @@ impl ClientCore {
                     lost.successors.insert(0, to);
                 }
             }
-            None if self.welcome.is_some() => {
+            None if self.link.welcome.is_some() => {
                 let mut successors = self.succession.as_ref().map(|s| s.peers.clone()).unwrap_or_default();
                 if !successors.contains(&to) {
                     successors.insert(0, to);
@@ -407,7 +412,7 @@ impl ClientCore {
                 self.begin_resume(now);
                 let mut lost = Lost::new(now, old, successors, CHECK_TIME, Some(to), None);
                 (lost.turn, lost.room) = (self.host_timeout(), self.room_without(old));
-                self.silence.reset();
+                self.link.silence.reset();
                 self.lost = Some(lost);
             }
             None => {}
@@ -419,8 +424,8 @@ impl ClientCore {
     pub(super) fn rejoin_mesh(&mut self, peers: impl IntoIterator<Item = PeerKey>) {
         let own = self.me;
         self.peers = peers.into_iter().filter(|p| Some(*p) != own).collect();
-        self.candidates.clear();
-        self.searching = false;
+        self.link.candidates.clear();
+        self.link.searching = false;
         self.shadow.forget();
         self.votes.close();
         self.stats.step_downs += 1;
@@ -430,7 +435,7 @@ impl ClientCore {
     pub(super) fn begin_resume(&mut self, now: Duration) {
         if self.resuming.is_none() {
             let last_time_ms = self.snapshots.last_time_ms();
-            self.resuming = Some(Resuming { lost_at: now, last_time_ms, heard_at: self.host_heard_at });
+            self.resuming = Some(Resuming { lost_at: now, last_time_ms, heard_at: self.link.host_heard_at });
         }
     }
 
@@ -438,9 +443,9 @@ impl ClientCore {
     /// without one, the client is closed.
     pub(super) fn on_host_lost(&mut self, now: Duration, handoff_to: Option<PeerKey>, why: &str) {
         let way = claim_way(self.rtt_ms());
-        let host = self.host.take().map(|(p, _)| p);
+        let host = self.link.host.take().map(|(p, _)| p);
         let successors = self.successors_at_loss();
-        if successors.is_empty() || self.welcome.is_none() {
+        if successors.is_empty() || self.link.welcome.is_none() {
             self.closed.get_or_insert((crate::session::close::HEARTBEAT, why.to_owned()));
             return;
         }
@@ -501,9 +506,9 @@ impl ClientCore {
     /// the match, the client carries on with it; if nobody claims and it stays silent,
     /// the client gives up after [`ClientConfig::give_up`] (with no successor listed too).
     pub(super) fn on_host_silent(&mut self, now: Duration) {
-        let Some((peer, session)) = self.host.take() else { return };
+        let Some((peer, session)) = self.link.host.take() else { return };
         let way = claim_way(session.rtt_ms());
-        if self.welcome.is_none() {
+        if self.link.welcome.is_none() {
             self.closed.get_or_insert((crate::session::close::HEARTBEAT, "no frame from the host in time".into()));
             return;
         }
@@ -523,12 +528,12 @@ impl ClientCore {
             target: TAKEOVER_LOG,
             "{:.3} s: the host is lost ({why}: {} ms heard nothing, {} ms allowed); successors {:?}, this client {:?}",
             now.as_secs_f64(),
-            now.saturating_sub(self.host_heard_at).as_millis(),
+            now.saturating_sub(self.link.host_heard_at).as_millis(),
             lost.turn.as_millis(),
             lost.successors,
             self.me,
         );
-        self.silence.reset();
+        self.link.silence.reset();
         self.lost = Some(lost);
         self.warn_the_room(now);
         self.dial_unlisted_claimer(now);
@@ -542,9 +547,9 @@ impl ClientCore {
     /// [Hellos said ahead](crate::migration#hellos-said-ahead)). Each session is a candidate's,
     /// said again until answered; a claim ends them.
     fn hello_ahead(&mut self, now: Duration) {
-        let Some(token) = self.welcome.as_ref().map(|w| w.token) else { return };
+        let Some(token) = self.link.welcome.as_ref().map(|w| w.token) else { return };
         let Some(lost) = self.lost.as_ref() else { return };
-        if self.host.is_some() || self.closed.is_some() {
+        if self.link.host.is_some() || self.closed.is_some() {
             return;
         }
         let to: Vec<PeerKey> = match lost.successors.first() {
@@ -552,18 +557,16 @@ impl ClientCore {
             None => lost.room.clone(),
         };
         let host = lost.host;
-        self.hello.resume_token = Some(token);
+        self.link.resume_with(token);
         for peer in to {
             if Some(peer) == self.me
                 || Some(peer) == host
                 || !self.peers.contains(&peer)
-                || self.candidates.contains_key(&peer)
+                || self.link.candidates.contains_key(&peer)
             {
                 continue;
             }
-            let mut session = ClientSession::new(ClientSessionConfig::new(self.hello.clone()), now);
-            session.hello_unreliably();
-            self.candidates.insert(peer, session);
+            self.link.dial(peer, now);
             self.stats.hellos_ahead += 1;
         }
     }
@@ -572,7 +575,7 @@ impl ClientCore {
     fn notice_loss(&mut self, now: Duration) {
         self.stats.host_lost_at = Some(now);
         let last_time_ms = self.snapshots.last_time_ms();
-        self.resuming = Some(Resuming { lost_at: now, last_time_ms, heard_at: self.host_heard_at });
+        self.resuming = Some(Resuming { lost_at: now, last_time_ms, heard_at: self.link.host_heard_at });
     }
 
     /// A peer claims the match: follow it if it beats the host followed and is a known successor.
@@ -581,7 +584,7 @@ impl ClientCore {
             // The other copy of a claim already heard (it comes on both channels).
             return;
         }
-        if self.host.as_ref().is_some_and(|(h, _)| *h == peer) && claim.epoch == self.following.0 {
+        if self.link.host.as_ref().is_some_and(|(h, _)| *h == peer) && claim.epoch == self.following.0 {
             // Its welcome came ahead of its claim (a hello said ahead): followed already.
             self.following.1 = claim.rank;
             self.rival_until = Some((peer, now + crate::migration::RIVAL_WINDOW));
@@ -591,13 +594,13 @@ impl ClientCore {
             Some(l) => l.successors.contains(&peer),
             None => self.succession.as_ref().is_some_and(|s| s.peers.contains(&peer)),
         };
-        let Some(token) = self.welcome.as_ref().map(|w| w.token) else { return };
+        let Some(token) = self.link.welcome.as_ref().map(|w| w.token) else { return };
         // A claim of a newer epoch that does not hold the room over a host this client still
         // hears: the host keeps the match (see [Claims a live host
         // refuses](crate::migration#claims-a-live-host-refuses)). A rival of the host followed,
         // at its own epoch, is judged by rank: the host steps down to a better one itself.
         let over_a_live_host = self.lost.is_none()
-            && self.host.is_some()
+            && self.link.host.is_some()
             && claim.epoch > self.following.0
             && !claim.evidence.holds_the_room();
         // A rival of the host followed, at its epoch and rank, whose key goes first: the two
@@ -634,24 +637,20 @@ impl ClientCore {
             // Taken over before this client noticed the loss: the loss is noticed now.
             self.notice_loss(now);
         }
-        self.hello.resume_token = Some(token);
+        self.link.resume_with(token);
         self.resume_tick = Some(claim.tick);
         self.following = (claim.epoch, claim.rank);
         self.rival_until = Some((peer, now + crate::migration::RIVAL_WINDOW));
         self.shadow.forget();
         // A hello said ahead to the claimer is answered on its session; else one is said now.
-        let ahead = self.candidates.remove(&peer);
-        self.candidates.clear();
-        self.searching = false;
-        self.silence.reset();
-        let session = ahead.unwrap_or_else(|| {
-            let mut session = ClientSession::new(ClientSessionConfig::new(self.hello.clone()), now);
-            // The claim may have come unreliably ahead of a reliable copy held up on a lossy
-            // link; the hello goes both ways for the same reason.
-            session.hello_unreliably();
-            session
-        });
-        self.host = Some((peer, session));
+        let ahead = self.link.candidates.remove(&peer);
+        self.link.candidates.clear();
+        self.link.searching = false;
+        self.link.silence.reset();
+        // The claim may have come unreliably ahead of a reliable copy held up on a lossy link;
+        // the hello goes both ways for the same reason.
+        let session = ahead.unwrap_or_else(|| self.link.hello_both_ways(now));
+        self.link.host = Some((peer, session));
     }
 
     /// A client that lost its host and heard a claim from a peer its list does not name says
@@ -659,12 +658,12 @@ impl ClientCore {
     /// and follows the claimer only if that one hosts the match and welcomes it: the list
     /// naming the claimer may have been lost with the host's line.
     pub(super) fn dial_unlisted_claimer(&mut self, now: Duration) {
-        let Some(token) = self.welcome.as_ref().map(|w| w.token) else { return };
-        if self.lost.is_none() || self.host.is_some() || self.closed.is_some() {
+        let Some(token) = self.link.welcome.as_ref().map(|w| w.token) else { return };
+        if self.lost.is_none() || self.link.host.is_some() || self.closed.is_some() {
             return;
         }
         let Some(peer) = self.unlisted_claimer.take() else { return };
-        if self.candidates.contains_key(&peer) {
+        if self.link.candidates.contains_key(&peer) {
             // Said ahead already (no list had reached this client).
             self.stats.claims_dialed += 1;
             return;
@@ -672,11 +671,9 @@ impl ClientCore {
         if !self.peers.contains(&peer) {
             return;
         }
-        self.hello.resume_token = Some(token);
-        let mut session = ClientSession::new(ClientSessionConfig::new(self.hello.clone()), now);
+        self.link.resume_with(token);
         // Both ways, as to a listed claimer (see `on_claim`).
-        session.hello_unreliably();
-        self.candidates.insert(peer, session);
+        self.link.dial(peer, now);
         self.stats.claims_dialed += 1;
     }
 }

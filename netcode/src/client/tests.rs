@@ -331,7 +331,7 @@ fn aims_go_at_most_30_a_second_only_when_they_change_and_only_to_a_host_that_tak
     ];
     assert_eq!(batches.last(), Some(&expected), "{batches:?}");
     // A host that does not say it takes aims gets none.
-    if let Some(w) = core.welcome.as_mut() {
+    if let Some(w) = core.link.welcome.as_mut() {
         w.aim = false;
     }
     assert_eq!(core.aim(ms(200), a), None);
@@ -370,7 +370,7 @@ fn a_one_shot_press_says_what_was_drawn_to_a_host_that_takes_views_and_nothing_e
         "a view before the one-shot press only"
     );
     // A host that does not say it takes views gets none.
-    if let Some(w) = core.welcome.as_mut() {
+    if let Some(w) = core.link.welcome.as_mut() {
         w.view = false;
     }
     let again = core.key_seen(KeyAction::Down, "fire", Some(tick_ms * 50.0)).expect("fire goes");
