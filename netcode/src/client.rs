@@ -81,7 +81,7 @@
 //! first snapshot from the new host) and rewind (match time lost: the old host's newest
 //! snapshot minus the tick the new host continues from, which its `CLAIM` says).
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 use std::time::Duration;
 
 use crate::delta;
@@ -89,8 +89,8 @@ use crate::frame::{self, Channel, op};
 use crate::input::{Aim, KeyAction, KeyTable};
 use crate::meta::{ChatHistory, ChatMessage, Keyset, MetaMessage};
 use crate::migration::{
-    ALIVE_WITHIN, CHECK_TIME, Claim, Evidence, Handoff, HostBallot, HostCheck, HostSeen, HostVote, MIN_CHECK_INTERVAL,
-    MigrationPayload, Succession,
+    ALIVE_WITHIN, CHECK_TIME, Claim, Evidence, Handoff, HostBallot, HostCheck, HostSeen, HostVote, MigrationPayload,
+    Succession,
 };
 use crate::schema::SnapshotSchema;
 use crate::session::{ClientEvent, ClientSession, Hello, Welcome};
@@ -100,6 +100,7 @@ use crate::transport::{PeerKey, Transport, TransportEvent};
 mod change_host;
 mod chat;
 mod dial;
+mod following;
 mod host_check;
 mod host_frames;
 mod host_link;
@@ -119,6 +120,7 @@ pub use silence::{GAP_FACTOR, MIN_GAPS, SilenceWatch, WINDOW};
 
 pub use chat::MAX_UNSENT_CHAT;
 pub use dial::UNANSWERED_HELLO;
+pub use following::{HELLO_AHEAD_FRESH, MAX_HELLO_AHEAD};
 pub use host_check::Witness;
 pub use host_vote::HostVoteView;
 pub use keys::AIM_INTERVAL;
@@ -126,7 +128,6 @@ use report::Reported;
 pub use report::{ClientChange, ClientStats, MAX_QUEUED_CHANGES};
 pub use shadow::MAX_QUEUED_MIGRATION;
 pub use snapshots::{DELTA_BASELINES, MAX_QUEUED_FRAMES};
-use takeover::Lost;
 pub use takeover::ORPHAN_TURN;
 pub use votes::MAX_EARLY_BALLOTS;
 
@@ -193,23 +194,6 @@ pub struct Handover {
 /// The log target of what a takeover did and when (at debug level).
 pub const TAKEOVER_LOG: &str = "vimp_netcode::takeover";
 
-/// A host change in progress, until the new host's first snapshot.
-#[derive(Clone, Copy, Debug)]
-struct Resuming {
-    lost_at: Duration,
-    /// When the lost host was last heard.
-    heard_at: Duration,
-    last_time_ms: Option<f64>,
-}
-
-/// A hello said ahead to a successor is answered by its new host if it came within this
-/// before the takeover (it is said again every [`HELLO_REPEAT`](crate::session::HELLO_REPEAT)
-/// while unanswered).
-pub const HELLO_AHEAD_FRESH: Duration = Duration::from_secs(3);
-
-/// The largest hello kept to be answered at a takeover, bytes (one is a few hundred).
-pub const MAX_HELLO_AHEAD: usize = 4096;
-
 /// The client's whole state and rules, without a transport (the `quinn-proto`/`str0m`
 /// shape, like [`crate::session`]): [`ClientCore::handle`] takes what the transport
 /// reported, [`ClientCore::handle_timeout`] runs the timers, and [`ClientCore::poll_transmit`]
@@ -230,47 +214,25 @@ pub struct ClientCore {
     /// The lines heard, and those said that wait for a host.
     chat: chat::Chat,
     meta: Vec<(u8, Vec<u8>)>,
-    succession: Option<Succession>,
     closed: Option<(u16, String)>,
     stats: ClientStats,
     settings: ClientConfig,
     /// Mesh peers whose links are open.
     peers: BTreeSet<PeerKey>,
-    /// The tick the host change in progress continues from (its claim's, else its welcome's).
-    resume_tick: Option<u32>,
-    /// The followed host's (epoch, rank): its claim's, or (welcome epoch, 0) for the first host.
-    following: (u32, u8),
-    /// A followed host that claimed the match, its key, and until when a rival of the same
-    /// epoch and rank with a lower key goes before it ([`Claim::precedes`], within
-    /// [`RIVAL_WINDOW`](crate::migration::RIVAL_WINDOW) of the claim, as the hosts reckon it).
-    rival_until: Option<(PeerKey, Duration)>,
-    /// The last claim heard, and from whom: a new host sends its claim on both channels, and
-    /// the second copy is not a second claim.
-    claim_heard: Option<(PeerKey, Claim)>,
-    lost: Option<Lost>,
-    resuming: Option<Resuming>,
+    /// The followed host's place in the succession, its list, the claims heard, the host
+    /// lost and the host change under way.
+    following: following::Following,
     /// Dialing again after a drop ([`Self::reconnect`]), until a welcome, and what a
     /// successor that gave up on its host keeps meanwhile.
     redialing: redialing::Redialing,
     /// What this client's shadow of the host followed is fed from, and what it knows of it.
     shadow: shadow::Shadow,
-    /// Successors of the host followed that said they keep no shadow of it (their
-    /// `HOST_CHECK`s passed), by the epoch they said it of: they give their turns up.
-    passed: BTreeMap<PeerKey, u32>,
-    /// The peer whose claim this client refused because its list did not name it: said hello
-    /// to once the host is lost (see `dial_unlisted_claimer`).
-    unlisted_claimer: Option<PeerKey>,
     now: Duration,
     /// The `@changeHost` vote open, the votes called, the ballots ahead of their vote.
     votes: votes::Votes,
     /// Changes not taken yet, and what they were found against.
     changes: VecDeque<ClientChange>,
     reported: Reported,
-    /// When this client last answered each peer's `HOST_CHECK`.
-    checks_answered: BTreeMap<PeerKey, Duration>,
-    /// The newest hello with a token each fellow said to this client, and when (see
-    /// [`Handover::hellos`]).
-    hellos_ahead: BTreeMap<PeerKey, (Duration, Channel, Vec<u8>)>,
 }
 
 impl ClientCore {
@@ -285,27 +247,17 @@ impl ClientCore {
             snapshots: snapshots::Snapshots::new(config.reckon),
             chat: chat::Chat::default(),
             meta: Vec::new(),
-            succession: None,
             closed: None,
             stats: ClientStats::default(),
             settings: config,
             peers: BTreeSet::new(),
-            resume_tick: None,
-            following: (0, 0),
-            rival_until: None,
-            claim_heard: None,
-            lost: None,
-            resuming: None,
+            following: following::Following::default(),
             redialing: redialing::Redialing::default(),
-            unlisted_claimer: None,
             shadow: shadow::Shadow::default(),
-            passed: BTreeMap::new(),
             now: Duration::ZERO,
             votes: votes::Votes::default(),
             changes: VecDeque::new(),
             reported: Reported::default(),
-            checks_answered: BTreeMap::new(),
-            hellos_ahead: BTreeMap::new(),
         }
     }
 
@@ -318,7 +270,7 @@ impl ClientCore {
 
     /// Whether the host is lost and no new one followed yet.
     pub fn host_lost(&self) -> bool {
-        self.lost.is_some()
+        self.following.lost.is_some()
     }
 
     /// A frame from a mesh peer that is neither the host followed nor a candidate answering
@@ -363,12 +315,10 @@ impl ClientCore {
     /// to this client, a successor): should this client take the match over, its new host
     /// answers it at once. A join's hello, said to every peer met, has no token.
     fn keep_hello_ahead(&mut self, peer: PeerKey, channel: Channel, bytes: &[u8], payload: &[u8], now: Duration) {
-        if self.link.welcome.is_none() || !self.peers.contains(&peer) || bytes.len() > MAX_HELLO_AHEAD {
+        if self.link.welcome.is_none() || !self.peers.contains(&peer) {
             return;
         }
-        if serde_json::from_slice::<Hello>(payload).is_ok_and(|h| h.resume_token.is_some()) {
-            self.hellos_ahead.insert(peer, (now, channel, bytes.to_vec()));
-        }
+        self.following.keep_hello_ahead(peer, channel, bytes, payload, now);
     }
 
     /// The mesh peers this client has an open link to (the host and fellow clients).
@@ -434,7 +384,7 @@ impl ClientCore {
 
     /// The host's newest succession list, once published.
     pub fn succession(&self) -> Option<&Succession> {
-        self.succession.as_ref()
+        self.following.succession.as_ref()
     }
 
     /// The host that the client is talking to (its peer key), once it answered.
@@ -531,7 +481,7 @@ impl ClientCore {
                 TransportEvent::Disconnected(peer) => {
                     self.peers.remove(&peer);
                     self.link.candidates.remove(&peer);
-                    self.checks_answered.remove(&peer);
+                    self.following.checks_answered.remove(&peer);
                     if self.link.host.as_ref().is_some_and(|(h, _)| *h == peer) && self.closed.is_none() {
                         self.on_host_lost(now, None, "the host's link dropped");
                     }
@@ -543,14 +493,14 @@ impl ClientCore {
                     } else if self.link.candidates.contains_key(&peer) {
                         self.on_candidate_frame(peer, channel, &bytes, now);
                     } else if self.link.host.is_none()
-                        && let Some(lost) = self.lost.as_mut()
+                        && let Some(lost) = self.following.lost.as_mut()
                         && lost.host == Some(peer)
                         && let Some(mut session) = lost.stalled.take()
                     {
                         // The host was only stalled: back to it, as if nothing happened.
                         session.handle_message(now, channel, &bytes);
-                        self.lost = None;
-                        self.resuming = None;
+                        self.following.lost = None;
+                        self.following.resuming = None;
                         self.stats.stalls_survived += 1;
                         self.link.host = Some((peer, *session));
                     } else {
@@ -594,14 +544,14 @@ impl ClientCore {
         {
             self.on_host_silent(now);
         }
-        if let Some(lost) = self.lost.as_ref().filter(|l| now.saturating_sub(l.at) >= self.settings.give_up) {
+        if let Some(lost) = self.following.lost.as_ref().filter(|l| now.saturating_sub(l.at) >= self.settings.give_up) {
             // A successor keeps what it knew, to take the match over should dialing the room
             // again find nobody hosting it.
             if !lost.orphan {
                 self.redialing.gave_up(lost.host, &lost.successors, self.me);
             }
-            self.lost = None;
-            self.resuming = None;
+            self.following.lost = None;
+            self.following.resuming = None;
             let reason = "the host is gone and nobody took over".to_owned();
             self.closed.get_or_insert((crate::session::close::HEARTBEAT, reason));
         }
@@ -645,13 +595,13 @@ impl ClientCore {
         let host = self.link.host.as_ref().map(|(_, s)| s);
         let silence = host.filter(|s| s.is_active()).map(|s| s.last_heard() + self.host_timeout());
         // After a loss every host timeout is some successor's turn, and then comes the end.
-        let lost = self.lost.as_ref().map(|l| {
+        let lost = self.following.lost.as_ref().map(|l| {
             let timeout = l.turn.max(Duration::from_millis(1));
             let turns = (self.now.saturating_sub(l.at).as_nanos() / timeout.as_nanos()) as u32 + 1;
             (l.at + timeout * turns).min(l.at + self.settings.give_up)
         });
         let vote = self.votes.until();
-        let check = self.lost.as_ref().and_then(|l| l.check.as_ref()).and_then(host_check::Check::round_end);
+        let check = self.following.lost.as_ref().and_then(|l| l.check.as_ref()).and_then(host_check::Check::round_end);
         let joining = self.link.welcome.is_none() || self.redialing.under_way();
         let unanswered = self.link.waiting_since().filter(|_| joining).map(|at| at + UNANSWERED_HELLO);
         sessions.into_iter().chain(silence).chain(lost).chain(vote).chain(check).chain(unanswered).min()

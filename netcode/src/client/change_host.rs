@@ -12,10 +12,10 @@ impl ClientCore {
     pub fn may_call_change_host(&self) -> bool {
         let me = self.me;
         self.votes.open().is_none()
-            && self.lost.is_none()
+            && self.following.lost.is_none()
             && self.link.welcome.is_some()
             && self.host_peer().is_some()
-            && self.electorate().is_some_and(|e| me.is_some_and(|me| e.contains(&me)))
+            && self.following.electorate().is_some_and(|e| me.is_some_and(|me| e.contains(&me)))
     }
 
     /// Calls the `@changeHost` vote (see the module docs): `HOST_VOTE` goes to every mesh peer
@@ -27,7 +27,7 @@ impl ClientCore {
             return None;
         }
         let (me, host) = (self.me?, self.host_peer()?);
-        let vote = self.votes.call(me, self.following.0, &self.electorate()?, self.now)?;
+        let vote = self.votes.call(me, self.following.epoch(), &self.following.electorate()?, self.now)?;
         self.stats.host_votes += 1;
         self.send_to_voters(op::HOST_VOTE, &vote.encode(), host);
         self.settle_host_vote(self.now);
@@ -52,11 +52,6 @@ impl ClientCore {
         true
     }
 
-    /// The electorate of a `@changeHost` vote: the followed host's succession list.
-    pub(super) fn electorate(&self) -> Option<Vec<PeerKey>> {
-        self.succession.as_ref().filter(|s| s.epoch == self.following.0).map(|s| s.peers.clone())
-    }
-
     /// A `HOST_VOTE` or `HOST_BALLOT` from a fellow client (see the module docs).
     pub(super) fn on_vote_frame(&mut self, peer: PeerKey, opcode: u8, payload: &[u8], now: Duration) {
         let taken = match opcode {
@@ -71,13 +66,17 @@ impl ClientCore {
     /// Opens `vote`, called by `peer`, if this client takes it (see the module docs).
     pub(super) fn take_host_vote(&mut self, peer: PeerKey, vote: HostVote, now: Duration) -> bool {
         let Some(me) = self.me else { return false };
-        if vote.caller != peer || vote.epoch != self.following.0 || self.lost.is_some() || self.link.welcome.is_none() {
+        if vote.caller != peer
+            || vote.epoch != self.following.epoch()
+            || self.following.lost.is_some()
+            || self.link.welcome.is_none()
+        {
             return false;
         }
         if let Some(open) = self.votes.open() {
             return open.vote == vote;
         }
-        let Some(electorate) = self.electorate().filter(|e| e.contains(&me)) else { return false };
+        let Some(electorate) = self.following.electorate().filter(|e| e.contains(&me)) else { return false };
         if !self.votes.take(vote, &electorate, now) {
             return false;
         }
@@ -88,7 +87,7 @@ impl ClientCore {
     /// Closes the open vote when it failed, its time is up or the host changed; asks the host
     /// to step down (once) when it passed.
     pub(super) fn settle_host_vote(&mut self, now: Duration) {
-        let Some(step_down) = self.votes.settle(self.following.0, now) else { return };
+        let Some(step_down) = self.votes.settle(self.following.epoch(), now) else { return };
         if let Some(session) = self.link.active() {
             session.send_meta(op::STEP_DOWN, &step_down.encode());
             self.votes.step_down_sent();

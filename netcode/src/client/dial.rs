@@ -63,12 +63,8 @@ impl ClientCore {
         self.link.host = None;
         self.link.candidates.clear();
         self.peers.clear();
-        self.lost = None;
-        self.unlisted_claimer = None;
-        self.resuming = None;
-        self.resume_tick = None;
+        self.following.redial();
         self.snapshots.new_session();
-        self.succession = None;
         self.link.links_reported = None;
         self.shadow.new_session();
         self.votes.clear();
@@ -98,7 +94,7 @@ impl ClientCore {
         let joining = self.link.welcome.is_none() || self.redialing.under_way();
         if joining
             && self.closed.is_none()
-            && self.lost.is_none()
+            && self.following.lost.is_none()
             && self.link.waiting_since().is_some_and(|at| now.saturating_sub(at) >= UNANSWERED_HELLO)
         {
             if self.redialing.under_way() && self.orphan_lost(now) {
@@ -119,7 +115,7 @@ impl ClientCore {
         let Some((host, successors)) = self.redialing.orphan(me) else { return false };
         let mut lost = Lost::new(now, host, successors, CHECK_TIME, None, None);
         (lost.turn, lost.room, lost.orphan) = (ORPHAN_TURN, self.room_without(host), true);
-        self.lost = Some(lost);
+        self.following.lost = Some(lost);
         true
     }
 }

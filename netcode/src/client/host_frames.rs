@@ -18,7 +18,7 @@ impl ClientCore {
     pub(super) fn on_event(&mut self, event: ClientEvent, now: Duration) {
         match event {
             ClientEvent::Welcomed(w) => {
-                if w.epoch < self.following.0 {
+                if w.epoch < self.following.epoch() {
                     // A host older than the one known: refused, and the search goes on.
                     self.stats.claims_refused += 1;
                     if let Some((_, session)) = self.link.host.as_mut() {
@@ -36,23 +36,17 @@ impl ClientCore {
                 if self.redialing.welcomed() {
                     self.stats.reconnects += 1;
                 }
-                self.lost = None;
-                self.unlisted_claimer = None;
                 self.link.links_reported = None;
                 // A new session: the host knows no baseline of this client's yet, and the old
                 // host's seqs mean nothing to it.
                 self.snapshots.new_session();
-                if self.resuming.is_some() {
-                    self.resume_tick.get_or_insert(w.tick);
-                }
                 self.stats.host_epoch = w.epoch;
-                if w.epoch > self.following.0 {
+                if self.following.welcomed(w.epoch, w.tick) {
                     // A new host welcomed this client before its claim came (a hello said
                     // ahead, or to a claimer the list did not name): the old host's parts
                     // are of no use to it, as at a claim.
                     self.shadow.forget();
                 }
-                self.following.0 = w.epoch;
                 self.keys.welcomed(&w);
                 // A new host: the inputs it has not applied go again.
                 if let Some((_, session)) = self.link.host.as_mut() {
@@ -117,7 +111,7 @@ impl ClientCore {
                 }
                 self.stats.snapshots += 1;
                 self.stats.first_snapshot_at.get_or_insert(now);
-                if let Some(r) = self.resuming.take() {
+                if let Some((r, resume_tick)) = self.following.resumed() {
                     self.stats.migrations += 1;
                     self.stats.resume = Some(now.saturating_sub(r.lost_at));
                     self.stats.freeze = Some(now.saturating_sub(r.heard_at));
@@ -127,7 +121,7 @@ impl ClientCore {
                         now.as_secs_f64(),
                         now.saturating_sub(r.heard_at).as_millis()
                     );
-                    let from_ms = match self.resume_tick.take() {
+                    let from_ms = match resume_tick {
                         Some(tick) => tick as f64 * self.tick_ms(),
                         None => frame.server_time_ms,
                     };
@@ -155,9 +149,8 @@ impl ClientCore {
         self.stats.migration_frames += 1;
         let payload = match opcode {
             op::SUCCESSION => {
-                match Succession::decode(payload).map(|s| Some(s).filter(|s| s.epoch >= self.following.0)) {
-                    Ok(None) => {}
-                    Ok(Some(s)) => self.succession = Some(s),
+                match Succession::decode(payload) {
+                    Ok(list) => self.following.take_succession(list),
                     Err(_) => self.stats.bad_migration_frames += 1,
                 }
                 return;
@@ -175,14 +168,13 @@ impl ClientCore {
             // new epoch (see [Claims a live host refuses](crate::migration#claims-a-live-host-refuses)).
             op::CLAIM => {
                 match Claim::decode(payload) {
-                    Ok(claim) if claim.epoch > self.following.0 => {
-                        self.following = (claim.epoch, 0);
-                        self.rival_until = None;
+                    Ok(claim) if claim.epoch > self.following.epoch() => {
+                        self.following.follow_unclaimed(claim.epoch, 0);
                         self.stats.host_epoch = claim.epoch;
                     }
                     // The other copy of the claim that made this peer the host (it comes on
                     // both channels).
-                    Ok(claim) if claim.epoch == self.following.0 && claim.rank == self.following.1 => {}
+                    Ok(claim) if claim.epoch == self.following.epoch() && claim.rank == self.following.rank() => {}
                     Ok(_) => self.stats.claims_refused += 1,
                     Err(_) => self.stats.bad_migration_frames += 1,
                 }

@@ -168,8 +168,8 @@ impl ClientCore {
             self.reported.linked = self.peers.len();
             changes.push(ClientChange::Linked { peers: self.peers.len() });
         }
-        if self.lost.is_some() != self.reported.lost {
-            self.reported.lost = self.lost.is_some();
+        if self.following.lost.is_some() != self.reported.lost {
+            self.reported.lost = self.following.lost.is_some();
             let at = self.now;
             changes.push(if self.reported.lost {
                 ClientChange::HostLost { at }

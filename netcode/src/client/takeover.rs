@@ -106,19 +106,12 @@ impl ClientCore {
     /// at once. Whoever can (it keeps a shadow) promotes it and calls
     /// [`ClientCore::follow_own_host`].
     pub fn takeover_due(&self) -> bool {
-        self.my_turn() && self.lost.as_ref().is_some_and(|l| l.cleared)
+        self.my_turn() && self.following.lost.as_ref().is_some_and(|l| l.cleared)
     }
 
     /// Whether the host is lost and this successor's turn has come (see [`Self::takeover_due`]).
     pub(super) fn my_turn(&self) -> bool {
-        let (Some(lost), Some(me)) = (&self.lost, self.me) else { return false };
-        let mut order: Vec<PeerKey> = lost.handoff_to.into_iter().collect();
-        order.extend(lost.successors.iter().copied().filter(|p| Some(*p) != lost.handoff_to));
-        // After a redial nobody else's old key is linked: the whole list's order holds.
-        let alive: Vec<PeerKey> =
-            order.into_iter().filter(|p| *p == me || lost.orphan || self.peers.contains(p)).collect();
-        let Some(k) = alive.iter().position(|p| *p == me) else { return false };
-        self.now >= lost.at + (lost.turn + lost.way) * k as u32
+        self.following.my_turn(self.me, &self.peers, self.now)
     }
 
     /// A successor whose turn has come asks the room, and counts its answers, until it may
@@ -127,18 +120,17 @@ impl ClientCore {
         if !self.my_turn() {
             return;
         }
-        let me = self.me;
-        let Some(lost) = self.lost.as_mut().filter(|l| !l.cleared) else { return };
+        let (me, epoch) = (self.me, self.following.epoch());
+        let Some(lost) = self.following.lost.as_mut().filter(|l| !l.cleared) else { return };
         if lost.handoff_to.is_some() && lost.handoff_to == me {
             lost.cleared = true;
             lost.evidence = Evidence::HANDED;
             return;
         }
         let round = lost.turn.max(CHECK_TIME);
-        let epoch = self.following.0;
         let alive_within = (lost.turn / 2).max(ALIVE_WITHIN);
         let witnessed = self.settings.witness;
-        let published = self.succession.as_ref().and_then(|s| s.voters.as_ref());
+        let published = self.following.succession.as_ref().and_then(|s| s.voters.as_ref());
         if lost.check.is_none() {
             let voters = lost.room.iter().copied().filter(|p| published.is_none_or(|v| v.contains(p))).collect();
             let mut check =
@@ -198,10 +190,10 @@ impl ClientCore {
         if self.my_turn() {
             return;
         }
-        let Some(lost) = self.lost.as_ref().filter(|l| l.handoff_to.is_none()) else { return };
+        let Some(lost) = self.following.lost.as_ref().filter(|l| l.handoff_to.is_none()) else { return };
         let room = lost.room.clone();
         tracing::debug!(target: TAKEOVER_LOG, "{:.3} s: telling the room {room:?} the host is lost", now.as_secs_f64());
-        self.ask_room(self.following.0, &room);
+        self.ask_room(self.following.epoch(), &room);
     }
 
     /// A fellow peer asks whether this client still hears its host (`HOST_CHECK`): answered
@@ -228,11 +220,11 @@ impl ClientCore {
     fn count_fellow_lost(&mut self, peer: PeerKey, check: HostCheck, now: Duration) {
         // Only a voter's: a peer that says it answers no check is a silent member, whatever
         // else it sends.
-        let voter = self.succession.as_ref().and_then(|s| s.voters.as_ref()).is_none_or(|v| v.contains(&peer));
-        if check.epoch != self.following.0 || self.link.welcome.is_none() || !voter {
+        let voter = self.following.is_voter(peer);
+        if check.epoch != self.following.epoch() || self.link.welcome.is_none() || !voter {
             return;
         }
-        let Some(lost) = self.lost.as_mut().filter(|l| l.host != Some(peer)) else { return };
+        let Some(lost) = self.following.lost.as_mut().filter(|l| l.host != Some(peer)) else { return };
         // Not a successor's that may claim itself: its check may be its own turn's (the two
         // went by different lists), and taking it for an answer would have both claim at once
         // rather than one hearing the other's claim first.
@@ -244,17 +236,16 @@ impl ClientCore {
 
     /// Answers a fellow's check (see [`Self::on_host_check`]); `false` when refused.
     fn answer_check(&mut self, peer: PeerKey, check: HostCheck, now: Duration) -> bool {
-        if check.passes && check.epoch == self.following.0 && self.link.welcome.is_some() {
+        if check.passes && check.epoch == self.following.epoch() && self.link.welcome.is_some() {
             self.note_pass(peer, now);
         }
         let joining = self.link.welcome.is_none() && self.closed.is_none() && !self.link.candidates.is_empty();
         if !self.link.hello.checks || (self.link.welcome.is_none() && !joining) {
             return false;
         }
-        if self.checks_answered.get(&peer).is_some_and(|at| now.saturating_sub(*at) < MIN_CHECK_INTERVAL) {
+        if !self.following.answer_due(peer, now) {
             return true;
         }
-        self.checks_answered.insert(peer, now);
         let ms = |d: Duration| d.as_millis().min(u128::from(u32::MAX)) as u32;
         let seen = if joining {
             // Still joining: no host answered the hello yet, which a live host does a round
@@ -267,18 +258,18 @@ impl ClientCore {
         } else {
             // A host this client counts lost (its link dropped, or it was silent past this
             // client's own timeout) is reported as never heard.
-            let silence = match self.lost {
+            let silence = match self.following.lost {
                 Some(_) => u32::MAX,
                 None => ms(now.saturating_sub(self.link.host_heard_at)),
             };
-            HostSeen { asked: check.epoch, following: self.following.0, silence_ms: silence }
+            HostSeen { asked: check.epoch, following: self.following.epoch(), silence_ms: silence }
         };
         // The asker lost the host; silent past half its own timeout, this client has lost it
         // too and takes its turn now rather than at the end of its own timeout.
         let corroborated =
             self.link.silence.corroborated_after(self.settings.min_host_timeout, self.settings.host_timeout);
-        if check.epoch == self.following.0
-            && self.lost.is_none()
+        if check.epoch == self.following.epoch()
+            && self.following.lost.is_none()
             && self.link.host.as_ref().is_some_and(|(_, s)| s.is_active())
             && now.saturating_sub(self.link.host_heard_at) >= corroborated
         {
@@ -298,13 +289,8 @@ impl ClientCore {
     /// (its own `HOST_CHECK` said so): it is left out of the order of the successors, now and
     /// when this client counts the host lost later.
     fn note_pass(&mut self, peer: PeerKey, now: Duration) {
-        let epoch = self.following.0;
-        self.passed.retain(|_, e| *e == epoch);
-        if self.passed.insert(peer, epoch).is_none() {
+        if self.following.note_pass(peer) {
             tracing::debug!(target: TAKEOVER_LOG, "{:.3} s: {peer} keeps no shadow and passes its turn", now.as_secs_f64());
-        }
-        if let Some(lost) = self.lost.as_mut().filter(|l| l.handoff_to.is_none()) {
-            lost.successors.retain(|p| *p != peer);
         }
     }
 
@@ -319,7 +305,7 @@ impl ClientCore {
             seen.silence_ms
         );
         let now = self.now;
-        if let Some(lost) = self.lost.as_mut() {
+        if let Some(lost) = self.following.lost.as_mut() {
             lost.take_answer(peer, seen, now);
         }
         true
@@ -332,13 +318,13 @@ impl ClientCore {
     /// welcome.
     pub fn follow_own_host(&mut self) -> Option<Handover> {
         let token = self.link.welcome.as_ref()?.token;
-        let epoch = self.following.0;
+        let epoch = self.following.epoch();
         let me = self.me;
-        let (lost_at, successors, predecessor, evidence) = match self.lost.take() {
+        let (lost_at, successors, predecessor, evidence) = match self.following.lost.take() {
             Some(l) => (l.at, l.successors, l.host, l.evidence),
             None => (
                 self.now,
-                self.succession.as_ref().map(|s| s.peers.clone()).unwrap_or_default(),
+                self.following.succession.as_ref().map(|s| s.peers.clone()).unwrap_or_default(),
                 self.link.host.as_ref().map(|(p, _)| *p),
                 Evidence::default(),
             ),
@@ -351,21 +337,16 @@ impl ClientCore {
         // steps down instead of hosting beside the new host.
         let peers = std::mem::take(&mut self.peers).into_iter().collect();
         let now = self.now;
-        let hellos = std::mem::take(&mut self.hellos_ahead)
-            .into_iter()
-            .filter(|(_, (at, ..))| now.saturating_sub(*at) <= HELLO_AHEAD_FRESH)
-            .map(|(peer, (_, channel, bytes))| (peer, channel, bytes))
-            .collect();
+        let hellos = self.following.take_hellos_ahead(now);
         self.link.resume_with(token);
         self.link.host = None;
         self.link.candidates.clear();
         self.link.searching = true;
         self.shadow.forget();
-        self.following = (epoch + 1, rank);
         // The process's own host reckons a rival itself, and steps down (`step_down`).
-        self.rival_until = None;
-        self.resuming = Some(Resuming { lost_at, last_time_ms, heard_at: self.link.host_heard_at });
-        self.resume_tick = None;
+        self.following.follow_unclaimed(epoch + 1, rank);
+        self.following.start_resume(lost_at, last_time_ms, self.link.host_heard_at);
+        self.following.resume_tick = None;
         Some(Handover { peers, epoch, rank, successors, predecessor, evidence, hellos })
     }
 
@@ -378,11 +359,10 @@ impl ClientCore {
         self.rejoin_mesh(peers);
         let Some(token) = self.link.welcome.as_ref().map(|w| w.token) else { return };
         let now = self.now;
-        self.lost = None;
+        self.following.lost = None;
         self.begin_resume(now);
         self.link.resume_with(token);
-        self.following = (claim.epoch, claim.rank);
-        self.rival_until = Some((winner, now + crate::migration::RIVAL_WINDOW));
+        self.following.follow_claimer(winner, claim.epoch, claim.rank, now);
         self.link.silence.reset();
         self.link.host = Some((winner, self.link.hello(now)));
     }
@@ -395,7 +375,7 @@ impl ClientCore {
         self.rejoin_mesh(peers);
         let now = self.now;
         let old = self.link.host.take().map(|(p, _)| p);
-        match self.lost.as_mut() {
+        match self.following.lost.as_mut() {
             Some(lost) => {
                 lost.handoff_to = Some(to);
                 lost.stalled = None;
@@ -404,7 +384,7 @@ impl ClientCore {
                 }
             }
             None if self.link.welcome.is_some() => {
-                let mut successors = self.succession.as_ref().map(|s| s.peers.clone()).unwrap_or_default();
+                let mut successors = self.following.succession.as_ref().map(|s| s.peers.clone()).unwrap_or_default();
                 if !successors.contains(&to) {
                     successors.insert(0, to);
                 }
@@ -413,7 +393,7 @@ impl ClientCore {
                 let mut lost = Lost::new(now, old, successors, CHECK_TIME, Some(to), None);
                 (lost.turn, lost.room) = (self.host_timeout(), self.room_without(old));
                 self.link.silence.reset();
-                self.lost = Some(lost);
+                self.following.lost = Some(lost);
             }
             None => {}
         }
@@ -433,10 +413,7 @@ impl ClientCore {
 
     /// A host change starts now, unless one is under way already (its first snapshot not in).
     pub(super) fn begin_resume(&mut self, now: Duration) {
-        if self.resuming.is_none() {
-            let last_time_ms = self.snapshots.last_time_ms();
-            self.resuming = Some(Resuming { lost_at: now, last_time_ms, heard_at: self.link.host_heard_at });
-        }
+        self.following.begin_resume(now, self.snapshots.last_time_ms(), self.link.host_heard_at);
     }
 
     /// The host is gone: with a succession list, wait for a successor (see the module docs);
@@ -452,27 +429,12 @@ impl ClientCore {
         self.count_host_lost(now, Lost::new(now, host, successors, way, handoff_to, None), why);
     }
 
-    /// The succession list to go by once the host is lost: the host's newest. A client that
-    /// keeps a shadow of the host (a whole checkpoint came, and the stream still came within
-    /// [`STREAM_FRESH`](super::shadow::STREAM_FRESH)) but that list does not name, and
-    /// that is linked to every successor it names, comes after them: the host streamed to it
-    /// as a successor, and the list that named it may have been lost with the host's line. If
-    /// those ahead of it cannot take over (one without a shadow yet), the match is not left
-    /// without a host. Linked to them all, it hears their claims, so none claims apart.
+    /// The succession list to go by once the host is lost (see
+    /// [`Following::successors_at_loss`](super::following::Following::successors_at_loss)):
+    /// this client comes after the successors listed if it keeps a shadow the host still
+    /// streamed to within [`STREAM_FRESH`](super::shadow::STREAM_FRESH).
     pub(super) fn successors_at_loss(&self) -> Vec<PeerKey> {
-        let mut successors = self.succession.as_ref().map(|s| s.peers.clone()).unwrap_or_default();
-        // Those that said they keep no shadow of this host give their turns up.
-        successors.retain(|p| self.passed.get(p) != Some(&self.following.0));
-        // Only a shadow still streamed: one the host stopped streaming to is behind the match,
-        // and taking over from it would set everyone back to where it stopped.
-        if let Some(me) = self.me
-            && self.shadow.fresh(self.now)
-            && !successors.contains(&me)
-            && successors.iter().all(|p| self.peers.contains(p))
-        {
-            successors.push(me);
-        }
-        successors
+        self.following.successors_at_loss(self.me, &self.peers, self.shadow.fresh(self.now))
     }
 
     /// The fellow peers linked now, but for `host` and this client: whom a successor asks.
@@ -485,7 +447,7 @@ impl ClientCore {
     /// (`GET /rooms/CODE`, [`RoomInfo::holds`](crate::signal::RoomInfo::holds)) and tells
     /// [`Self::witness`] what it said. `None` when nothing is to be asked.
     pub fn witness_wanted(&self) -> Option<PeerKey> {
-        let lost = self.lost.as_ref().filter(|l| !l.cleared)?;
+        let lost = self.following.lost.as_ref().filter(|l| !l.cleared)?;
         lost.check.as_ref().filter(|c| c.wants_witness())?;
         lost.host
     }
@@ -494,7 +456,7 @@ impl ClientCore {
     /// check of the room takes it into account from its next step. An answer about another
     /// host, or once nothing waits for it, is dropped.
     pub fn witness(&mut self, host: PeerKey, witness: Witness) {
-        let Some(lost) = self.lost.as_mut().filter(|l| !l.cleared && l.host == Some(host)) else { return };
+        let Some(lost) = self.following.lost.as_mut().filter(|l| !l.cleared && l.host == Some(host)) else { return };
         if let Some(check) = lost.check.as_mut() {
             check.witness(witness);
             self.stats.witness_answers += 1;
@@ -534,7 +496,7 @@ impl ClientCore {
             self.me,
         );
         self.link.silence.reset();
-        self.lost = Some(lost);
+        self.following.lost = Some(lost);
         self.warn_the_room(now);
         self.dial_unlisted_claimer(now);
         self.hello_ahead(now);
@@ -548,7 +510,7 @@ impl ClientCore {
     /// said again until answered; a claim ends them.
     fn hello_ahead(&mut self, now: Duration) {
         let Some(token) = self.link.welcome.as_ref().map(|w| w.token) else { return };
-        let Some(lost) = self.lost.as_ref() else { return };
+        let Some(lost) = self.following.lost.as_ref() else { return };
         if self.link.host.is_some() || self.closed.is_some() {
             return;
         }
@@ -575,43 +537,33 @@ impl ClientCore {
     fn notice_loss(&mut self, now: Duration) {
         self.stats.host_lost_at = Some(now);
         let last_time_ms = self.snapshots.last_time_ms();
-        self.resuming = Some(Resuming { lost_at: now, last_time_ms, heard_at: self.link.host_heard_at });
+        self.following.start_resume(now, last_time_ms, self.link.host_heard_at);
     }
 
     /// A peer claims the match: follow it if it beats the host followed and is a known successor.
     pub(super) fn on_claim(&mut self, peer: PeerKey, claim: Claim, now: Duration) {
-        if self.claim_heard.replace((peer, claim)) == Some((peer, claim)) {
+        if self.following.heard_before(peer, claim) {
             // The other copy of a claim already heard (it comes on both channels).
             return;
         }
-        if self.link.host.as_ref().is_some_and(|(h, _)| *h == peer) && claim.epoch == self.following.0 {
+        if self.link.host.as_ref().is_some_and(|(h, _)| *h == peer) && claim.epoch == self.following.epoch() {
             // Its welcome came ahead of its claim (a hello said ahead): followed already.
-            self.following.1 = claim.rank;
-            self.rival_until = Some((peer, now + crate::migration::RIVAL_WINDOW));
+            self.following.follow_claimer(peer, claim.epoch, claim.rank, now);
             return;
         }
-        let listed = match &self.lost {
-            Some(l) => l.successors.contains(&peer),
-            None => self.succession.as_ref().is_some_and(|s| s.peers.contains(&peer)),
-        };
+        let listed = self.following.listed(peer);
         let Some(token) = self.link.welcome.as_ref().map(|w| w.token) else { return };
         // A claim of a newer epoch that does not hold the room over a host this client still
         // hears: the host keeps the match (see [Claims a live host
         // refuses](crate::migration#claims-a-live-host-refuses)). A rival of the host followed,
         // at its own epoch, is judged by rank: the host steps down to a better one itself.
-        let over_a_live_host = self.lost.is_none()
+        let over_a_live_host = self.following.lost.is_none()
             && self.link.host.is_some()
-            && claim.epoch > self.following.0
+            && claim.epoch > self.following.epoch()
             && !claim.evidence.holds_the_room();
-        // A rival of the host followed, at its epoch and rank, whose key goes first: the two
-        // went by different lists, and the followed host steps down to it (see `CLAIM` in
-        // the migration docs).
-        let rival_first = claim.epoch == self.following.0
-            && claim.evidence.holds_the_room()
-            && self
-                .rival_until
-                .is_some_and(|(host, until)| now < until && claim.precedes(peer, self.following.1, host));
-        let better = claim.beats(self.following.0, self.following.1) || rival_first;
+        // Or a rival of the host followed, at its epoch and rank, whose key goes first (see
+        // `CLAIM` in the migration docs).
+        let better = self.following.beaten_by(peer, claim, now);
         tracing::debug!(
             target: TAKEOVER_LOG,
             "{:.3} s: {peer} claims epoch {} (rank {}, {}): better {better}, listed {listed}, over a live host {over_a_live_host}",
@@ -629,18 +581,17 @@ impl ClientCore {
             // A peer of the mesh that the list this client has does not name: the newest list
             // may not have reached it. Once its host is lost (now, or when it notices), it
             // says hello to the claimer (see `dial_unlisted_claimer`).
-            self.unlisted_claimer = Some(peer);
+            self.following.unlisted_claimer = Some(peer);
             self.dial_unlisted_claimer(now);
             return;
         }
-        if self.lost.take().is_none() {
+        if self.following.lost.take().is_none() {
             // Taken over before this client noticed the loss: the loss is noticed now.
             self.notice_loss(now);
         }
         self.link.resume_with(token);
-        self.resume_tick = Some(claim.tick);
-        self.following = (claim.epoch, claim.rank);
-        self.rival_until = Some((peer, now + crate::migration::RIVAL_WINDOW));
+        self.following.resume_tick = Some(claim.tick);
+        self.following.follow_claimer(peer, claim.epoch, claim.rank, now);
         self.shadow.forget();
         // A hello said ahead to the claimer is answered on its session; else one is said now.
         let ahead = self.link.candidates.remove(&peer);
@@ -659,10 +610,10 @@ impl ClientCore {
     /// naming the claimer may have been lost with the host's line.
     pub(super) fn dial_unlisted_claimer(&mut self, now: Duration) {
         let Some(token) = self.link.welcome.as_ref().map(|w| w.token) else { return };
-        if self.lost.is_none() || self.link.host.is_some() || self.closed.is_some() {
+        if self.following.lost.is_none() || self.link.host.is_some() || self.closed.is_some() {
             return;
         }
-        let Some(peer) = self.unlisted_claimer.take() else { return };
+        let Some(peer) = self.following.unlisted_claimer.take() else { return };
         if self.link.candidates.contains_key(&peer) {
             // Said ahead already (no list had reached this client).
             self.stats.claims_dialed += 1;

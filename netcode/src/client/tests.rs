@@ -119,7 +119,7 @@ fn framed(opcode: u8, payload: &[u8]) -> Vec<u8> {
 /// shadow of the host (a whole checkpoint came).
 fn second_successor() -> ClientCore {
     let mut core = welcomed_core();
-    let epoch = core.following.0;
+    let epoch = core.following.host.0;
     let list = Succession { epoch, peers: vec![PeerKey(2), PeerKey(9)], voters: None };
     let mut frames = vec![framed(op::SUCCESSION, &list.encode())];
     let parts = crate::migration::checkpoint_parts(1, b"the match").expect("parts");
@@ -150,7 +150,7 @@ fn a_successor_takes_its_turn_at_once_when_the_one_before_it_passes_for_want_of_
     // A room of three, peers 2, 3 and 4: peer 2's pass, which says it lost the host, is no
     // majority of it alone.
     core.handle(ms(1), TransportEvent::Connected(PeerKey(4)));
-    let epoch = core.following.0;
+    let epoch = core.following.host.0;
     core.handle_timeout(ms(600));
     assert!(core.host_lost(), "500 ms of silence");
     let warned = checks(&std::iter::from_fn(|| core.poll_transmit()).collect::<Vec<_>>());
@@ -182,7 +182,7 @@ fn the_room_s_answers_to_a_successor_s_warning_count_once_its_turn_comes() {
         // A room of three (peers 2, 3 and 4): peer 2's pass, which says it lost the host,
         // and one answer more are a majority.
         core.handle(ms(1), TransportEvent::Connected(PeerKey(4)));
-        let epoch = core.following.0;
+        let epoch = core.following.host.0;
         core.handle_timeout(ms(600));
         assert!(core.host_lost());
         // Peer 3 answers the warning: it lost the host too.
@@ -537,7 +537,7 @@ fn a_player_that_lost_its_host_says_hello_ahead_to_the_first_successor_and_follo
     use crate::session::{HostEvent, HostSession, HostSessionConfig};
     let ms = Duration::from_millis;
     let mut core = second_successor();
-    let epoch = core.following.0;
+    let epoch = core.following.host.0;
     let token = core.welcome().expect("welcomed").token;
     core.handle_timeout(ms(600));
     assert!(core.host_lost(), "500 ms of silence");
@@ -583,7 +583,7 @@ fn a_player_that_lost_its_host_says_hello_ahead_to_the_first_successor_and_follo
     core.handle_timeout(ms(720));
     let after: Vec<_> = std::iter::from_fn(|| core.poll_transmit()).collect();
     assert!(!after.iter().any(|(_, _, b)| frame::parse(b).is_ok_and(|f| f.opcode == op::HELLO)), "no hello again");
-    assert_eq!((core.host_peer(), core.following), (Some(PeerKey(2)), (epoch + 1, 0)));
+    assert_eq!((core.host_peer(), core.following.host), (Some(PeerKey(2)), (epoch + 1, 0)));
     assert_eq!((core.closed(), core.stats().claims_refused), (None, 0));
 }
 
@@ -622,7 +622,7 @@ fn a_fellow_s_own_check_counts_as_its_answer_that_it_lost_the_host() {
         let mut core = second_successor();
         // A room of three: peers 2, 3 and 4.
         core.handle(ms(1), TransportEvent::Connected(PeerKey(4)));
-        let epoch = core.following.0;
+        let epoch = core.following.host.0;
         core.handle_timeout(ms(600));
         assert!(core.host_lost());
         // Peer 3 lost the host too and says so in its own check (its warning); peer 2, first
@@ -669,7 +669,7 @@ fn a_player_that_lost_its_host_before_any_list_came_says_hello_ahead_to_every_fe
 fn a_rival_at_the_epoch_of_the_claimant_followed_wins_by_rank_whatever_its_evidence() {
     let ms = Duration::from_millis;
     let mut core = second_successor();
-    let epoch = core.following.0;
+    let epoch = core.following.host.0;
     let list = Succession { epoch, peers: vec![PeerKey(3), PeerKey(2), PeerKey(9)], voters: None };
     let bytes = framed(op::SUCCESSION, &list.encode());
     core.handle(ms(10), TransportEvent::Message { peer: PeerKey(1), channel: Channel::Reliable, bytes });
@@ -686,14 +686,14 @@ fn a_rival_at_the_epoch_of_the_claimant_followed_wins_by_rank_whatever_its_evide
     core.handle(ms(660), TransportEvent::Message { peer: PeerKey(3), channel: Channel::Reliable, bytes: claim(0) });
     core.handle_timeout(ms(660));
     assert_eq!(core.host_peer(), Some(PeerKey(3)), "the better-ranked rival is followed: peer 2 steps down to it");
-    assert_eq!(core.following, (epoch + 1, 0));
+    assert_eq!(core.following.host, (epoch + 1, 0));
 }
 
 #[test]
 fn a_check_from_a_successor_that_may_claim_itself_is_no_answer() {
     let ms = Duration::from_millis;
     let mut core = second_successor();
-    let epoch = core.following.0;
+    let epoch = core.following.host.0;
     // This core first in line, peer 2 after it.
     let list = Succession { epoch, peers: vec![PeerKey(9), PeerKey(2)], voters: None };
     let bytes = framed(op::SUCCESSION, &list.encode());
