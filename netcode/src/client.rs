@@ -15,6 +15,15 @@
 //! whom it follows ([`ClientCore::follow_own_host`], [`ClientCore::step_down`],
 //! [`ClientCore::follow_handoff`]); no transport moves.
 //!
+//! The core composes parts, each in its file under `client/` with its state, the rules that
+//! need only that state, and its tests: the session with the host followed (`HostLink`:
+//! the hello, the candidates, the welcome and config, the silence), the snapshots
+//! (`Snapshots`), whom it follows and who comes after (`Following`: the epoch and rank, the
+//! succession list, the claims heard, the host lost, the host change under way), the shadow's
+//! stream (`Shadow`), the `@changeHost` votes (`Votes`), dialing again (`Redialing`), the keys
+//! (`Keys`) and the chat (`Chat`). A rule that needs two parts is the core's, in the file of
+//! its concern (`takeover.rs`, `dial.rs`, `host_frames.rs`, `change_host.rs`, `inputs.rs`).
+//!
 //! Host migration: the client keeps the host's newest [`Succession`] list
 //! ([`ClientCore::succession`]) and, when it is one of the first successors, queues the
 //! checkpoints (put back together from their parts) and log batches it receives
@@ -202,37 +211,43 @@ pub const TAKEOVER_LOG: &str = "vimp_netcode::takeover";
 pub struct ClientCore {
     /// This process's key on the transport, as its driver last saw it.
     me: Option<PeerKey>,
-    /// What to send, in order: (peer, channel, bytes).
-    outbox: VecDeque<(PeerKey, Channel, Vec<u8>)>,
-    /// The session with the host followed, the candidates said hello to, and what the host
-    /// said of the match.
-    link: host_link::HostLink,
-    /// The key table in use, the seqs, and the inputs kept to send again to a new host.
-    keys: keys::Keys,
-    /// The schema, the baselines, the frames decoded and what is shown of them.
-    snapshots: snapshots::Snapshots,
-    /// The lines heard, and those said that wait for a host.
-    chat: chat::Chat,
-    meta: Vec<(u8, Vec<u8>)>,
-    closed: Option<(u16, String)>,
-    stats: ClientStats,
+    /// The newest time its driver gave.
+    now: Duration,
+    /// How it notices a lost host.
     settings: ClientConfig,
     /// Mesh peers whose links are open.
     peers: BTreeSet<PeerKey>,
+    /// What to send, in order: (peer, channel, bytes).
+    outbox: VecDeque<(PeerKey, Channel, Vec<u8>)>,
+    /// The close code and reason, once closed (or rejected).
+    closed: Option<(u16, String)>,
+    /// Figures.
+    stats: ClientStats,
+    /// Meta messages received that no part takes, `(port, payload)`, until taken.
+    meta: Vec<(u8, Vec<u8>)>,
+    /// Changes not taken yet, and what they were found against.
+    changes: VecDeque<ClientChange>,
+    /// What [`Self::poll_event`] last reported.
+    reported: Reported,
+    /// The session with the host followed, the candidates said hello to, and what the host
+    /// said of the match.
+    link: host_link::HostLink,
+    /// The schema, the baselines, the frames decoded and what is shown of them.
+    snapshots: snapshots::Snapshots,
     /// The followed host's place in the succession, its list, the claims heard, the host
     /// lost and the host change under way.
     following: following::Following,
+    /// What this client's shadow of the host followed is fed from, and what it knows of it.
+    shadow: shadow::Shadow,
+    /// The `@changeHost` vote open, the votes called, the ballots ahead of their vote.
+    votes: votes::Votes,
     /// Dialing again after a drop ([`Self::reconnect`]), until a welcome, and what a
     /// successor that gave up on its host keeps meanwhile.
     redialing: redialing::Redialing,
-    /// What this client's shadow of the host followed is fed from, and what it knows of it.
-    shadow: shadow::Shadow,
-    now: Duration,
-    /// The `@changeHost` vote open, the votes called, the ballots ahead of their vote.
-    votes: votes::Votes,
-    /// Changes not taken yet, and what they were found against.
-    changes: VecDeque<ClientChange>,
-    reported: Reported,
+    /// The key table in use, the seqs, and the inputs kept to send again to a new host.
+    keys: keys::Keys,
+    /// The lines heard, and those said that wait for a host.
+    chat: chat::Chat,
 }
 
 impl ClientCore {
@@ -241,23 +256,23 @@ impl ClientCore {
     pub fn new(hello: Hello, config: ClientConfig) -> Self {
         ClientCore {
             me: None,
+            now: Duration::ZERO,
+            peers: BTreeSet::new(),
             outbox: VecDeque::new(),
-            link: host_link::HostLink::new(hello),
-            keys: keys::Keys::new(config.input_history),
-            snapshots: snapshots::Snapshots::new(config.reckon),
-            chat: chat::Chat::default(),
-            meta: Vec::new(),
             closed: None,
             stats: ClientStats::default(),
-            settings: config,
-            peers: BTreeSet::new(),
-            following: following::Following::default(),
-            redialing: redialing::Redialing::default(),
-            shadow: shadow::Shadow::default(),
-            now: Duration::ZERO,
-            votes: votes::Votes::default(),
+            meta: Vec::new(),
             changes: VecDeque::new(),
             reported: Reported::default(),
+            link: host_link::HostLink::new(hello),
+            snapshots: snapshots::Snapshots::new(config.reckon),
+            following: following::Following::default(),
+            shadow: shadow::Shadow::default(),
+            votes: votes::Votes::default(),
+            redialing: redialing::Redialing::default(),
+            keys: keys::Keys::new(config.input_history),
+            chat: chat::Chat::default(),
+            settings: config,
         }
     }
 
@@ -481,7 +496,7 @@ impl ClientCore {
                 TransportEvent::Disconnected(peer) => {
                     self.peers.remove(&peer);
                     self.link.candidates.remove(&peer);
-                    self.following.checks_answered.remove(&peer);
+                    self.following.unlinked(peer);
                     if self.link.host.as_ref().is_some_and(|(h, _)| *h == peer) && self.closed.is_none() {
                         self.on_host_lost(now, None, "the host's link dropped");
                     }

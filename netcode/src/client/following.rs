@@ -62,7 +62,7 @@ pub(super) struct Following {
     /// to once the host is lost (see `dial_unlisted_claimer`).
     pub(super) unlisted_claimer: Option<PeerKey>,
     /// When this client last answered each peer's `HOST_CHECK`.
-    pub(super) checks_answered: BTreeMap<PeerKey, Duration>,
+    checks_answered: BTreeMap<PeerKey, Duration>,
     /// The newest hello with a token each fellow said to this client, and when (see
     /// [`Handover::hellos`](super::Handover::hellos)).
     hellos_ahead: BTreeMap<PeerKey, (Duration, Channel, Vec<u8>)>,
@@ -239,6 +239,11 @@ impl Following {
         true
     }
 
+    /// `peer`'s link dropped: a new link's check is answered at once.
+    pub(super) fn unlinked(&mut self, peer: PeerKey) {
+        self.checks_answered.remove(&peer);
+    }
+
     /// A fellow's hello as it came at `now` (`bytes`, its frame; `payload`, the hello), kept
     /// if it carries a token and is no larger than [`MAX_HELLO_AHEAD`]: the fellow lost the
     /// host and says hello ahead to this client, a successor, whose new host answers it at
@@ -400,6 +405,8 @@ mod tests {
         assert!(!f.answer_due(PeerKey(2), MIN_CHECK_INTERVAL - ms(1)));
         assert!(f.answer_due(PeerKey(3), ms(1)), "each asker apart");
         assert!(f.answer_due(PeerKey(2), MIN_CHECK_INTERVAL));
+        f.unlinked(PeerKey(3));
+        assert!(f.answer_due(PeerKey(3), ms(2)), "a new link is answered at once");
         let mut hello = Hello::new("bob", "test");
         let join = serde_json::to_vec(&hello).expect("a hello");
         hello.resume_token = Some(crate::session::test_support::welcome().token);

@@ -198,7 +198,7 @@ impl ClientCore {
 
     /// A fellow peer asks whether this client still hears its host (`HOST_CHECK`): answered
     /// when this client was welcomed and said it answers checks ([`Hello::checks`]), at most
-    /// once per [`MIN_CHECK_INTERVAL`] to each asker; `false` when refused.
+    /// once per [`MIN_CHECK_INTERVAL`](crate::migration::MIN_CHECK_INTERVAL) to each asker; `false` when refused.
     ///
     /// Any peer of the mesh may ask, not only a successor of this client's list: the lists
     /// travel on lossy lines, and the newest may not have reached this client when its host
