@@ -561,29 +561,8 @@ fn write_deltas(
             let base_seq = baseline.map_or(0, |b| b.seq());
             let choices = &mut scratch.choices;
             viewer.budget.choose(changes, frame.seq, base_seq, reach.per_frame, fixed, weigh, choices);
-            // The changes as chosen (a row that waits is as the receiver holds it) and the rows out
-            // of view, both by rising row (the changes are of rows in view): merged.
-            let chosen = |i: usize| match choices[i] {
-                views::Choice::Send => Some((changes[i].row, delta::Pick::Update)),
-                views::Choice::Resend(version) => Some((changes[i].row, delta::Pick::Resend(version))),
-                views::Choice::Wait => None,
-            };
             debug_assert!(view.is_empty() || view.len() == rows_in_world, "a view of this world");
-            let mut at = 0;
-            for (r, _) in view.iter().enumerate().filter(|(_, seen)| !**seen) {
-                while at < changes.len() && changes[at].row < r {
-                    picks.extend(chosen(at));
-                    at += 1;
-                }
-                picks.push((r, delta::Pick::Out));
-            }
-            picks.extend((at..changes.len()).filter_map(chosen));
-            if !scratch.same.is_empty() {
-                // Rows in view whose value came back to what the receiver holds (seldom): brought
-                // up to date, nothing written.
-                picks.extend(scratch.same.iter().map(|&r| (r, delta::Pick::Update)));
-                picks.sort_unstable_by_key(|(r, _)| *r);
-            }
+            listed_picks((changes, choices), &scratch.same, view, picks);
         }
         let mut bytes = Vec::with_capacity(256);
         let mut held = scratch.held.pop().unwrap_or_default();
@@ -611,6 +590,38 @@ fn write_deltas(
         stats.measure_us += t.elapsed().as_secs_f64() * 1e6;
     }
     Ok(())
+}
+
+/// What becomes of the rows a receiver's frame lists ([`delta::Worlds::encode_picked`]), by row,
+/// into `picks`: the `changes` as the budget chose (a row that waits is as the receiver holds
+/// it), the rows in view whose value came back to what it holds (`same`: brought up to date,
+/// nothing written), and the rows out of `view` (a flag per row; empty: every row in view).
+fn listed_picks(
+    (changes, choices): (&[delta::Change], &[views::Choice]),
+    same: &[usize],
+    view: &[bool],
+    picks: &mut Vec<(usize, delta::Pick)>,
+) {
+    let chosen = |i: usize| match choices[i] {
+        views::Choice::Send => Some((changes[i].row, delta::Pick::Update)),
+        views::Choice::Resend(version) => Some((changes[i].row, delta::Pick::Resend(version))),
+        views::Choice::Wait => None,
+    };
+    // Both by rising row (the changes are of rows in view): merged.
+    let mut at = 0;
+    for (r, _) in view.iter().enumerate().filter(|(_, seen)| !**seen) {
+        while at < changes.len() && changes[at].row < r {
+            picks.extend(chosen(at));
+            at += 1;
+        }
+        picks.push((r, delta::Pick::Out));
+    }
+    picks.extend((at..changes.len()).filter_map(chosen));
+    if !same.is_empty() {
+        // Seldom: sorted in.
+        picks.extend(same.iter().map(|&r| (r, delta::Pick::Update)));
+        picks.sort_unstable_by_key(|(r, _)| *r);
+    }
 }
 
 /// [`ViewErrors`] summed up: distances in world units, ages in ms.
@@ -776,6 +787,33 @@ pub fn map_dynamics_block(settings: &EngineSettings, physics: &Physics, map: &Ma
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_frame_lists_the_changes_as_chosen_the_values_come_back_and_the_rows_out_of_view_by_row() {
+        let change = |row: usize| delta::Change {
+            key: 1,
+            id: row as u32,
+            row,
+            version: delta::Version(7),
+            held: true,
+            magnitude: 1,
+            drift: None,
+            held_for: 0.0,
+            bytes: 2,
+        };
+        let changes = [change(1), change(3), change(5), change(8)];
+        let choices =
+            [views::Choice::Send, views::Choice::Wait, views::Choice::Resend(delta::Version(6)), views::Choice::Send];
+        let view = [true, true, false, true, true, true, false, true, true];
+        let mut picks = Vec::new();
+        listed_picks((&changes, &choices), &[4], &view, &mut picks);
+        use delta::Pick::{Out, Resend, Update};
+        let want = [(1, Update), (2, Out), (4, Update), (5, Resend(delta::Version(6))), (6, Out), (8, Update)];
+        assert_eq!(picks, want, "a row that waits is not listed");
+        picks.clear();
+        listed_picks((&changes, &choices), &[], &[], &mut picks);
+        assert_eq!(picks.iter().map(|p| p.0).collect::<Vec<_>>(), [1, 5, 8], "no view: every row in it");
+    }
 
     #[test]
     fn a_delta_viewer_takes_only_acks_of_frames_it_was_sent_and_gets_a_keyframe_once_they_age_out() {
