@@ -54,6 +54,7 @@ pub mod bodies;
 mod config;
 mod error;
 pub mod levels;
+pub mod load;
 mod merge;
 pub mod state;
 

@@ -20,7 +20,8 @@ use vimp_netcode::schema::SnapshotSchema;
 
 use crate::engine::config::{ConfigError, InitConfig};
 use crate::engine::game::{GameHooks, GameInit, GameMigration};
-use crate::engine::map::state::{MapLoadError, MapState};
+use crate::engine::map::load::MapLoadError;
+use crate::engine::map::state::MapState;
 use crate::engine::map::{self, MapConfig, MapError};
 use crate::engine::meta::{MetaOutbox, Outgoing};
 use crate::engine::migration::log::{LogEntry, LogEvent, LogRecorder};
@@ -253,13 +254,13 @@ impl Host {
         self.app.world_mut().resource_mut::<HostCommands>().push(command);
     }
 
-    /// Loads a map (already validated by [`MapConfig::from_json`]); see [`map::state::load_map`].
+    /// Loads a map (already validated by [`MapConfig::from_json`]); see [`map::load::load_map`].
     /// When logging, the load is logged whatever its outcome (a replay fails the same way).
     pub fn load_map(&mut self, map: MapConfig) -> Result<(), MapLoadError> {
         if let Some(log) = &mut self.log {
             log.record(LogEvent::Load(Box::new(map.clone())));
         }
-        map::state::load_map(self.app.world_mut(), map)
+        map::load::load_map(self.app.world_mut(), map)
     }
 
     /// Records a chat line the server broadcast (its JSON text) in the log, between ticks, when

@@ -144,7 +144,7 @@ pub(crate) fn run_rounds(world: &mut World) {
         // The same map again: crates back in place; the map hook respawns everyone and starts the round.
         let map = world.resource::<map::state::MapState>().config.clone();
         if let Some(map) = map
-            && let Err(e) = map::state::load_map(world, map)
+            && let Err(e) = map::load::load_map(world, map)
         {
             tracing::error!("reloading the map for the next round failed: {e}");
             world.resource_mut::<Round>().phase = Phase::Waiting;

@@ -1,6 +1,7 @@
 //! The host as a whole: determinism, dumps that continue bit-identically, map loads, frames.
 
-use vimp_host::engine::map::state::{MapLoadError, MapState};
+use vimp_host::engine::map::load::MapLoadError;
+use vimp_host::engine::map::state::MapState;
 use vimp_host::engine::nav::Nav;
 use vimp_host::engine::snapshot::{EventRows, FrameReceivers};
 use vimp_host::prelude::*;
