@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use vimp_netcode::input::{KeyKind, KeySpec, KeyTable};
 
-use crate::tanks::bots::BotSkill;
+use crate::engine::game::BotSkill;
 
 /// Key bits of the tanks game.
 pub mod keys {

@@ -16,7 +16,7 @@ use crate::engine::sim::{EngineSettings, SimRng};
 use crate::engine::snapshot::EventRows;
 use crate::engine::tags::encode_tag;
 use crate::tanks::TanksRules;
-use crate::tanks::bots::Bot;
+use crate::tanks::bots::state::Bot;
 use crate::tanks::config::TankModel;
 use crate::tanks::level::{Footing, TankLevel, footing, place_on_level, step_tank_level};
 use crate::tanks::movement::{Motion, drive_on};

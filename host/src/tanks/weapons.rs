@@ -18,12 +18,13 @@ use crate::engine::sim::{EngineSettings, SimRng, Tick};
 use crate::engine::snapshot::EventRows;
 use crate::engine::tags::{encode_tag, is_map_object, tag_kind, tag_payload};
 use crate::tanks::TanksRules;
-use crate::tanks::bots::RecentBlasts;
+use crate::tanks::bots::state::RecentBlasts;
 use crate::tanks::config::{BombWeapon, TankModel, TracerWeapon, Weapons, keys};
 use crate::tanks::lagcomp::{HullHistory, SeenHull, seen_hulls};
 use crate::tanks::movement::Motion;
 use crate::tanks::rounds::Round;
-use crate::tanks::rows::{Rows, key};
+use crate::tanks::rows::key;
+use crate::tanks::rows::layout::Rows;
 use crate::tanks::tank::{BOMB_KIND, Damage, TANK_KIND, Tank, Weapon, apply_damage, layered, sorted};
 
 /// A bomb in flight.

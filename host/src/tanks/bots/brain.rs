@@ -57,7 +57,7 @@ use crate::engine::nav::{
 use crate::engine::physics::Physics;
 use crate::engine::players::PlayerId;
 use crate::engine::rng::SplitMix64;
-use crate::tanks::bots::{Avoid, Bot, Mode, Unstick};
+use crate::tanks::bots::state::{Avoid, Bot, Mode, Unstick};
 use crate::tanks::config::{TankModel, TanksConfig, keys};
 use crate::tanks::movement::{Motion, wrap};
 use crate::tanks::tank::{Tank, Weapon};
