@@ -152,21 +152,17 @@ fn main_page(
     if picked {
         store.save();
     }
-    ui.add_space(8.0);
-    if ui.add(wide("Host")).clicked() {
-        state.page = Page::Host;
-    }
-    ui.add_space(8.0);
-    if ui.add(wide("Join by code")).clicked() {
-        state.page = Page::Join;
-    }
-    ui.add_space(8.0);
-    if ui.add(wide("Playtest a map file")).clicked() {
-        state.page = Page::Playtest;
-    }
-    ui.add_space(8.0);
-    if ui.add(wide("Settings")).clicked() {
-        state.page = Page::Settings;
+    let pages = [
+        ("Host", Page::Host),
+        ("Join by code", Page::Join),
+        ("Playtest a map file", Page::Playtest),
+        ("Settings", Page::Settings),
+    ];
+    for (label, page) in pages {
+        ui.add_space(8.0);
+        if ui.add(wide(label)).clicked() {
+            state.page = page;
+        }
     }
     ui.add_space(8.0);
     if ui.add(wide("Quit")).clicked() {

@@ -35,6 +35,16 @@ fn schema() -> SnapshotSchema {
     .expect("valid test schema")
 }
 
+/// A schema of one delta-coded key (id 1, `indexed8`) whose rows are one `x` of 20 steps a unit.
+pub(super) fn one_x_schema() -> SnapshotSchema {
+    SnapshotSchema::new([(
+        "m".to_owned(),
+        BlockSchema::new(1, BlockKind::Indexed8, BlockClass::Hot)
+            .field(FieldSchema::new("x", FieldType::F32).quant(Quant::PerUnit(20))),
+    )])
+    .unwrap()
+}
+
 fn unit(x: f32, angle: f32, team: u8) -> Row {
     vec![FieldValue::F32(x), FieldValue::F32(angle), FieldValue::F32(0.25), FieldValue::U8(team)]
 }
@@ -208,12 +218,7 @@ fn a_change_says_how_far_its_place_drifted_from_what_the_receiver_holds_and_for_
 
 #[test]
 fn a_value_that_came_back_is_no_change_and_listed_as_an_update_brings_the_receiver_up_to_date() {
-    let s = SnapshotSchema::new([(
-        "m".to_owned(),
-        BlockSchema::new(1, BlockKind::Indexed8, BlockClass::Hot)
-            .field(FieldSchema::new("x", FieldType::F32).quant(Quant::PerUnit(20))),
-    )])
-    .unwrap();
+    let s = one_x_schema();
     let at = |seq: u32, x: f32| frame(seq, vec![(1, Block::Indexed8(vec![(4, Some(vec![FieldValue::F32(x)]))]))]);
     let mut worlds = Worlds::new(4);
     let held = Held::all(worlds.push(&s, &at(1, 1.0)).unwrap());

@@ -1011,7 +1011,6 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::schema::{BlockClass, BlockKind, FieldSchema};
 
     proptest! {
         #[test]
@@ -1024,12 +1023,7 @@ mod tests {
 
     #[test]
     fn a_row_written_again_is_as_it_was() {
-        let s = SnapshotSchema::new([(
-            "m".to_owned(),
-            BlockSchema::new(1, BlockKind::Indexed8, BlockClass::Hot)
-                .field(FieldSchema::new("x", FieldType::F32).quant(Quant::PerUnit(20))),
-        )])
-        .unwrap();
+        let s = crate::delta::tests::one_x_schema();
         let f = |seq: u32, x: f32| Frame {
             seq,
             server_time_ms: 0.0,
