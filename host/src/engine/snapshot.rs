@@ -456,10 +456,12 @@ pub(crate) fn pack_frames(
             per_frame: f64::from(budget.0) / settings.frames_per_second(),
         };
         // What the format 5 frames decode to, beside what the delta frames do, when measured.
+        let t = std::time::Instant::now();
         let full = match (&viewers.errors, out.frames.first()) {
             (Some(_), Some((_, bytes))) => vimp_netcode::snapshot::unpack(&settings.schema, bytes).ok(),
             _ => None,
         };
+        delta_stats.measure_us += t.elapsed().as_secs_f64() * 1e6;
         let outbox = &mut out.deltas;
         let frames = (&frame, full.as_ref());
         if let Err(e) = write_deltas(&settings.schema, frames, &rows, reach, &mut viewers, outbox, &mut delta_stats) {
