@@ -169,21 +169,33 @@ fn live_rows(block: Option<&Block>) -> BTreeMap<u32, &Row> {
 
 /// A block's rows by rising id, the last of each id (`None`: null), as a map would keep them.
 fn by_id(block: Option<&Block>) -> Vec<(u32, Option<&Row>)> {
-    let mut rows: Vec<(u32, Option<&Row>)> =
-        block.into_iter().flat_map(|b| b.entries()).map(|(id, row)| (id.unwrap_or_default(), row)).collect();
-    if !rows.is_sorted_by(|a, b| a.0 < b.0) {
+    let mut rows = Vec::new();
+    by_id_into(block, &mut rows);
+    rows
+}
+
+/// [`by_id`] into `rows` (cleared first); whether the block had them so (rising ids, none
+/// twice), as a host writes its blocks.
+fn by_id_into<'a>(block: Option<&'a Block>, rows: &mut Vec<(u32, Option<&'a Row>)>) -> bool {
+    rows.clear();
+    rows.extend(block.into_iter().flat_map(|b| b.entries()).map(|(id, row)| (id.unwrap_or_default(), row)));
+    let in_order = rows.is_sorted_by(|a, b| a.0 < b.0);
+    if !in_order {
         // Stable: of equal ids the last stays last, and only it is kept.
         rows.sort_by_key(|(id, _)| *id);
-        let mut kept: Vec<(u32, Option<&Row>)> = Vec::with_capacity(rows.len());
-        for row in rows {
-            match kept.last_mut() {
-                Some(last) if last.0 == row.0 => *last = row,
-                _ => kept.push(row),
+        // Of equal ids the last stays.
+        let mut kept = 0;
+        for i in 0..rows.len() {
+            if kept > 0 && rows[kept - 1].0 == rows[i].0 {
+                rows[kept - 1] = rows[i];
+            } else {
+                rows[kept] = rows[i];
+                kept += 1;
             }
         }
-        rows = kept;
+        rows.truncate(kept);
     }
-    rows
+    in_order
 }
 
 /// A block's live rows (its null rows left out) by rising id, the last of each id: what a
@@ -435,6 +447,28 @@ pub fn encode(
 /// Checks a frame's blocks against the schema: known keys, each once, of their kind and row
 /// count, and the rows of delta-coded keys of their fields' width and types.
 fn check_frame(schema: &SnapshotSchema, frame: &Frame) -> Result<(), PackError> {
+    check_blocks(schema, frame)?;
+    for (id, block) in &frame.blocks {
+        match schema.by_id(*id) {
+            Some((name, bs)) if is_delta_coded(bs) => check_rows(name, bs, block)?,
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The rows of `block` (of key `name`, `bs`) of their fields' width and types ([`check_row`]).
+fn check_rows(name: &str, bs: &BlockSchema, block: &Block) -> Result<(), PackError> {
+    for (i, (_, row)) in block.entries().enumerate() {
+        if let Some(row) = row {
+            check_row(name, bs, i, row)?;
+        }
+    }
+    Ok(())
+}
+
+/// [`check_frame`] but for the rows: known keys, each once, of their kind and row count.
+fn check_blocks(schema: &SnapshotSchema, frame: &Frame) -> Result<(), PackError> {
     let mut seen = [false; 256];
     for (id, block) in &frame.blocks {
         let (name, bs) = schema.by_id(*id).ok_or(PackError::UnknownKey(*id))?;
@@ -446,13 +480,6 @@ fn check_frame(schema: &SnapshotSchema, frame: &Frame) -> Result<(), PackError> 
         }
         if block.len() > bs.kind.max_rows() {
             return Err(PackError::TooManyRows { key: name.to_owned(), count: block.len(), max: bs.kind.max_rows() });
-        }
-        if is_delta_coded(bs) {
-            for (i, (_, row)) in block.entries().enumerate() {
-                if let Some(row) = row {
-                    check_row(name, bs, i, row)?;
-                }
-            }
         }
     }
     Ok(())

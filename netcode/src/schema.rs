@@ -632,11 +632,25 @@ fn default_port() -> u8 {
 }
 
 /// A validated snapshot schema: keys in declaration order, looked up by wire id in O(1).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct SnapshotSchema {
     keys: Vec<(String, BlockSchema)>,
     by_id: Box<[u16; 256]>,
+    /// Which schema this is ([`SnapshotSchema::stamp`]).
+    stamp: u64,
 }
+
+impl PartialEq for SnapshotSchema {
+    fn eq(&self, other: &Self) -> bool {
+        // The lookup follows from the keys; the stamp names a schema, it says nothing of it.
+        self.keys == other.keys
+    }
+}
+
+impl Eq for SnapshotSchema {}
+
+/// The stamp of the next schema made ([`SnapshotSchema::stamp`]).
+static NEXT_STAMP: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 const NO_KEY: u16 = u16::MAX;
 
@@ -657,7 +671,15 @@ impl SnapshotSchema {
             *slot = i as u16;
             block.validate(name)?;
         }
-        Ok(SnapshotSchema { keys, by_id })
+        let stamp = NEXT_STAMP.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(SnapshotSchema { keys, by_id, stamp })
+    }
+
+    /// A number of this schema's own, never 0: each schema made gets a new one and its clones
+    /// keep it. A schema never changes once made, so what a reader works out of one (the
+    /// delta coder's layout of its keys) holds for as long as the stamp is the same.
+    pub fn stamp(&self) -> u64 {
+        self.stamp
     }
 
     /// Parses and validates the spec's JSON form: either `{ "keys": {…} }` or the bare key map.

@@ -543,3 +543,54 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_world_whose_rows_do_not_fit_leaves_the_worlds_as_they_were() {
+    let s = schema();
+    let units = |seq: u32, rows: Vec<(u8, Option<Row>)>| frame(seq, vec![(1, Block::Indexed8(rows))]);
+    let first = units(1, vec![(3, Some(unit(1.0, 0.5, 1)))]);
+    let mut worlds = Worlds::new(4);
+    worlds.push(&s, &first).expect("push");
+    let (mut held, mut keyframe) = (Held::default(), Vec::new());
+    worlds.encode(&s, &first, None, |_, _, _| Pick::Update, &mut keyframe, &mut held).expect("encode");
+
+    // A row of the wrong type after a good one; a short row that a later one of the same id
+    // replaces (checked all the same, as the format 5 packer would).
+    let late = units(2, vec![(3, Some(unit(2.0, 0.5, 1))), (5, Some(vec![FieldValue::U8(1); 4]))]);
+    assert!(matches!(worlds.push(&s, &late), Err(PackError::FieldType { row: 1, .. })));
+    let replaced = units(2, vec![(3, Some(vec![FieldValue::F32(1.0)])), (3, Some(unit(2.0, 0.5, 1)))]);
+    assert!(matches!(worlds.push(&s, &replaced), Err(PackError::RowWidth { row: 0, .. })));
+    assert_eq!(worlds.latest().map(Steps::seq), Some(1), "the newest world is still the first");
+
+    // And the next frame goes on from the first as if the refused ones never came.
+    let next = units(2, vec![(3, Some(unit(2.0, 0.5, 1))), (5, Some(unit(-4.0, 0.0, 2)))]);
+    worlds.push(&s, &next).expect("push");
+    let mut bytes = Vec::new();
+    worlds.encode(&s, &next, Some(&held), |_, _, _| Pick::Update, &mut bytes, &mut Held::default()).expect("encode");
+    let base = decode(&s, &keyframe, |_| None).expect("the keyframe decodes");
+    let got = decode(&s, &bytes, |seq| (seq == 1).then_some(&base)).expect("the delta decodes");
+    assert_eq!(live(&got), live(&world(&s, None, &next)));
+}
+
+#[test]
+fn worlds_follow_the_schema_they_are_given() {
+    let coarse = one_x_schema();
+    let fine = SnapshotSchema::new([(
+        "m".to_owned(),
+        BlockSchema::new(1, BlockKind::Indexed8, BlockClass::Hot)
+            .field(FieldSchema::new("x", FieldType::F32).quant(Quant::PerUnit(100))),
+    )])
+    .unwrap();
+    // A schema's stamp is its own and its clones'; it takes no part in equality.
+    assert_eq!(coarse.clone().stamp(), coarse.stamp());
+    assert_ne!(one_x_schema().stamp(), coarse.stamp());
+    assert_eq!(one_x_schema(), coarse);
+
+    let at = |seq: u32| frame(seq, vec![(1, Block::Indexed8(vec![(7, Some(vec![FieldValue::F32(0.123)]))]))]);
+    let mut worlds = Worlds::new(4);
+    for (seq, s, want) in [(1, &coarse, 0.1), (2, &fine, 0.12), (3, &coarse, 0.1)] {
+        let bs = s.by_id(1).expect("key 1").1;
+        let x = worlds.push(s, &at(seq)).expect("push").f32_at(bs, 0, 0);
+        assert_eq!(x, Some(want), "frame {seq}: 0.123 on its schema's steps");
+    }
+}

@@ -5,8 +5,8 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use super::{
-    Fields, OP_CHANGED, OP_REMOVED, OP_STREAMED_OUT, OP_WHOLE, by_id, check_frame, field_value, is_delta_coded,
-    put_header, put_varint, steps, value, zigzag,
+    Fields, OP_CHANGED, OP_REMOVED, OP_STREAMED_OUT, OP_WHOLE, by_id_into, check_blocks, check_frame, field_value,
+    is_delta_coded, put_header, put_varint, steps, value, zigzag,
 };
 use crate::schema::{BlockSchema, FieldType, Quant, SnapshotSchema};
 use crate::snapshot::{Block, FieldValue, Frame, PackError, pack_block};
@@ -371,6 +371,8 @@ pub struct Worlds {
     holds: Vec<u32>,
     /// The rows [`Worlds::encode`] was told what becomes of.
     picks: Vec<(usize, Pick)>,
+    /// The keys of the schema of the last world pushed.
+    layout: Layout,
 }
 
 impl Worlds {
@@ -387,6 +389,7 @@ impl Worlds {
             scratch: Vec::new(),
             holds: Vec::new(),
             picks: Vec::new(),
+            layout: Layout::default(),
         }
     }
 
@@ -416,100 +419,30 @@ impl Worlds {
     }
 
     fn add(&mut self, schema: &SnapshotSchema, frame: &Frame, carry: bool) -> Result<&Steps, PackError> {
-        check_frame(schema, frame)?;
+        check_blocks(schema, frame)?;
+        if self.layout.stamp != schema.stamp() {
+            self.layout = Layout::of(schema);
+        }
         let generation = self.next_generation;
+        let mut next = self.spare.take().unwrap_or_default();
+        next.seq = frame.seq;
+        next.time_ms = frame.server_time_ms;
+        next.generation = generation;
+        let mut keys = std::mem::take(&mut next.keys);
+        let prev = self.kept.back();
+        let filled = fill(&self.layout, (frame, carry), prev, generation, &mut keys);
+        next.keys = keys;
+        let Some(rows) = filled else {
+            // A row that does not fit its key: nothing changes; the check says which.
+            self.spare = Some(next);
+            return Err(check_frame(schema, frame).err().unwrap_or(PackError::UnknownKey(0)));
+        };
+        next.rows = rows;
         // A generation is never the version that asks for a whole row.
         self.next_generation = match generation.wrapping_add(1) {
             WHOLE => 0,
             g => g,
         };
-        let mut next = self.spare.take().unwrap_or_default();
-        next.seq = frame.seq;
-        next.time_ms = frame.server_time_ms;
-        next.generation = generation;
-        next.rows = 0;
-        let mut keys = std::mem::take(&mut next.keys);
-        let mut delta_keys: Vec<&BlockSchema> =
-            schema.keys().map(|(_, bs)| bs).filter(|bs| is_delta_coded(bs)).collect();
-        delta_keys.sort_by_key(|bs| bs.id);
-        keys.truncate(delta_keys.len());
-        let prev = self.kept.back();
-        for (n, bs) in delta_keys.into_iter().enumerate() {
-            if keys.len() == n {
-                keys.push(KeyRows {
-                    key: bs.id,
-                    width: 0,
-                    fields: Fields::of(bs),
-                    start: 0,
-                    ids: Vec::new(),
-                    versions: Vec::new(),
-                    numbers: Vec::new(),
-                    last: Vec::new(),
-                });
-            }
-            let rows = &mut keys[n];
-            rows.key = bs.id;
-            rows.width = bs.width();
-            rows.fields = Fields::of(bs);
-            rows.start = next.rows;
-            rows.ids.clear();
-            rows.versions.clear();
-            rows.numbers.clear();
-            rows.last.clear();
-            let was = prev.and_then(|p| p.key_rows(bs.id)).filter(|w| w.width == rows.width);
-            let was_ids = was.map_or(&[][..], |w| &w.ids[..]);
-            // Per field: the quantisation of an `f32`, `None` for an integer.
-            let quants: Vec<Option<Quant>> =
-                bs.fields.iter().map(|f| (f.ty == FieldType::F32).then(|| f.quant.unwrap_or(Quant::DEFAULT))).collect();
-            let now = by_id(frame.block(bs.id));
-            let (count, width) = (now.len() + was_ids.len(), rows.width);
-            rows.ids.reserve(count);
-            rows.versions.reserve(count);
-            rows.last.reserve(count);
-            rows.numbers.reserve(count * width);
-            let mut j = 0;
-            // The rows of the last world before id `until` (all of them: `None`), which the frame
-            // does not name: carried over, or gone with a whole world.
-            let carry_to = |rows: &mut KeyRows, until: Option<u32>, j: &mut usize| {
-                while *j < was_ids.len() && until.is_none_or(|id| was_ids[*j] < id) {
-                    if let Some(w) = was.filter(|_| carry) {
-                        rows.ids.push(w.ids[*j]);
-                        rows.versions.push(w.versions[*j]);
-                        rows.numbers.extend_from_slice(w.row(*j));
-                        rows.last.push(w.last[*j]);
-                    }
-                    *j += 1;
-                }
-            };
-            for &(id, row) in &now {
-                carry_to(rows, Some(id), &mut j);
-                let there = (was_ids.get(j) == Some(&id)).then_some(j);
-                j += usize::from(there.is_some());
-                let Some(row) = row else { continue };
-                let from = rows.numbers.len();
-                for (f, quant) in quants.iter().enumerate() {
-                    // Checked above: each field of its type, an absent optional tail zero.
-                    rows.numbers.push(match (quant, row.get(f).copied()) {
-                        (Some(q), Some(FieldValue::F32(x))) => held_steps(*q, x),
-                        (None, Some(v)) => i64::from(v.as_u32()),
-                        _ => 0,
-                    });
-                }
-                let same = there.zip(was).filter(|&(j, w)| w.row(j) == &rows.numbers[from..]);
-                // What its last change's entry takes (or its whole row's): a receiver that holds an
-                // older version is weighed by it.
-                let last = match same {
-                    Some((j, w)) => w.last[j],
-                    None => measure(rows, &rows.numbers[from..], there.zip(was).map(|(j, w)| w.row(j))),
-                };
-                rows.ids.push(id);
-                rows.versions.push(same.map_or(generation, |(j, w)| w.versions[j]));
-                rows.last.push(last);
-            }
-            carry_to(rows, None, &mut j);
-            next.rows += rows.ids.len();
-        }
-        next.keys = keys;
         // Mostly the same rows as the last world: the same list, shared.
         let row_ids = next.keys.iter().flat_map(|k| k.ids.iter().map(|&id| (k.key, id)));
         next.row_ids = match prev {
@@ -849,6 +782,152 @@ impl Worlds {
         }
         Some(Frame { seq: held.seq, server_time_ms: 0.0, player: None, blocks, streamed_out: Vec::new() })
     }
+}
+
+/// What [`Worlds::add`] needs of a schema's delta-coded keys, by rising id, worked out once per
+/// schema ([`SnapshotSchema::stamp`]).
+#[derive(Clone, Debug, Default)]
+struct Layout {
+    /// The schema it is of; 0 (no schema's) for none.
+    stamp: u64,
+    keys: Vec<KeyLayout>,
+}
+
+#[derive(Clone, Debug)]
+struct KeyLayout {
+    id: u8,
+    /// The row's fields, and how many of them a row must have (the rest an optional tail).
+    width: usize,
+    required: usize,
+    fields: Fields,
+    /// Per field: its type, and the quantisation of an `f32`.
+    numbering: Vec<(FieldType, Quant)>,
+}
+
+impl Layout {
+    fn of(schema: &SnapshotSchema) -> Layout {
+        let mut keys: Vec<KeyLayout> = schema
+            .keys()
+            .map(|(_, bs)| bs)
+            .filter(|bs| is_delta_coded(bs))
+            .map(|bs| KeyLayout {
+                id: bs.id,
+                width: bs.width(),
+                required: bs.required_width(),
+                fields: Fields::of(bs),
+                numbering: bs.fields.iter().map(|f| (f.ty, f.quant.unwrap_or(Quant::DEFAULT))).collect(),
+            })
+            .collect();
+        keys.sort_by_key(|k| k.id);
+        Layout { stamp: schema.stamp(), keys }
+    }
+}
+
+/// Fills `keys` (their buffers reused) with the world as of `frame` over `prev` (the newest world
+/// before it): its rows over the last world's, which it carries over (`carry`) or drops (a whole
+/// world), each row's numbers keeping their version while they stay the same and taking
+/// `generation` when they change. The rows it has; `None` when a row of the frame does not fit
+/// its key (of neither width, or a field of another type).
+fn fill(
+    layout: &Layout,
+    (frame, carry): (&Frame, bool),
+    prev: Option<&Steps>,
+    generation: u32,
+    keys: &mut Vec<KeyRows>,
+) -> Option<usize> {
+    let mut total = 0;
+    keys.truncate(layout.keys.len());
+    let mut now = Vec::new();
+    for (n, kl) in layout.keys.iter().enumerate() {
+        if keys.len() == n {
+            keys.push(KeyRows {
+                key: kl.id,
+                width: 0,
+                fields: kl.fields,
+                start: 0,
+                ids: Vec::new(),
+                versions: Vec::new(),
+                numbers: Vec::new(),
+                last: Vec::new(),
+            });
+        }
+        let rows = &mut keys[n];
+        rows.key = kl.id;
+        rows.width = kl.width;
+        rows.fields = kl.fields;
+        rows.start = total;
+        rows.ids.clear();
+        rows.versions.clear();
+        rows.numbers.clear();
+        rows.last.clear();
+        let was = prev.and_then(|p| p.key_rows(kl.id)).filter(|w| w.width == rows.width);
+        let was_ids = was.map_or(&[][..], |w| &w.ids[..]);
+        let block = frame.block(kl.id);
+        if !by_id_into(block, &mut now) {
+            // Rows the order drops (an id named again) are checked all the same.
+            let all_fit = block.into_iter().flat_map(|b| b.entries()).all(|(_, row)| row.is_none_or(|r| fits(kl, r)));
+            if !all_fit {
+                return None;
+            }
+        }
+        let (count, width) = (now.len() + was_ids.len(), rows.width);
+        rows.ids.reserve(count);
+        rows.versions.reserve(count);
+        rows.last.reserve(count);
+        rows.numbers.reserve(count * width);
+        let mut j = 0;
+        // The rows of the last world before id `until` (all of them: `None`), which the frame
+        // does not name: carried over, or gone with a whole world.
+        let carry_to = |rows: &mut KeyRows, until: Option<u32>, j: &mut usize| {
+            while *j < was_ids.len() && until.is_none_or(|id| was_ids[*j] < id) {
+                if let Some(w) = was.filter(|_| carry) {
+                    rows.ids.push(w.ids[*j]);
+                    rows.versions.push(w.versions[*j]);
+                    rows.numbers.extend_from_slice(w.row(*j));
+                    rows.last.push(w.last[*j]);
+                }
+                *j += 1;
+            }
+        };
+        for &(id, row) in &now {
+            carry_to(rows, Some(id), &mut j);
+            let there = (was_ids.get(j) == Some(&id)).then_some(j);
+            j += usize::from(there.is_some());
+            let Some(row) = row else { continue };
+            if row.len() != kl.width && row.len() != kl.required {
+                return None;
+            }
+            let from = rows.numbers.len();
+            for (f, &(ty, quant)) in kl.numbering.iter().enumerate() {
+                rows.numbers.push(match row.get(f) {
+                    Some(&FieldValue::F32(x)) if ty == FieldType::F32 => held_steps(quant, x),
+                    Some(v) if v.ty() == ty => i64::from(v.as_u32()),
+                    // An absent optional tail.
+                    None => 0,
+                    Some(_) => return None,
+                });
+            }
+            let same = there.zip(was).filter(|&(j, w)| w.row(j) == &rows.numbers[from..]);
+            // What its last change's entry takes (or its whole row's): a receiver that holds an
+            // older version is weighed by it.
+            let last = match same {
+                Some((j, w)) => w.last[j],
+                None => measure(rows, &rows.numbers[from..], there.zip(was).map(|(j, w)| w.row(j))),
+            };
+            rows.ids.push(id);
+            rows.versions.push(same.map_or(generation, |(j, w)| w.versions[j]));
+            rows.last.push(last);
+        }
+        carry_to(rows, None, &mut j);
+        total += rows.ids.len();
+    }
+    Some(total)
+}
+
+/// Whether `row` fits key `kl` ([`super::check_row`]'s rules).
+fn fits(kl: &KeyLayout, row: &[FieldValue]) -> bool {
+    (row.len() == kl.width || row.len() == kl.required)
+        && row.iter().zip(&kl.numbering).all(|(v, (ty, _))| v.ty() == *ty)
 }
 
 /// The steps of `x` as a receiver holds them: the steps of the value they decode to, which are
