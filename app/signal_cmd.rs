@@ -10,7 +10,10 @@ use std::net::{IpAddr, SocketAddr, ToSocketAddrs, UdpSocket};
 
 use anyhow::bail;
 
-use vimp_netcode::signal::{DEFAULT_TURN_TTL_SECS, IceConfig, SignalConfig, SignalServer, TurnSecret};
+use vimp_netcode::signal::{
+    DEFAULT_PER_ADDRESS, DEFAULT_TURN_TTL_SECS, DEFAULT_UPGRADES_PER_SECOND, IceConfig, Limits, SignalConfig,
+    SignalServer, TurnSecret, connections_allowed, raise_open_files_limit,
+};
 use vimp_netcode::stun::StunServer;
 
 /// What `vimp signal` was asked to do.
@@ -38,6 +41,21 @@ pub struct SignalArgs {
     /// How long a minted TURN credential lasts, seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_TURN_TTL_SECS, requires = "turn_secret")]
     pub turn_ttl: u64,
+    /// The most connections one address may hold open (HTTP requests and websockets; a home's
+    /// players share one address); past it, its new ones are refused at once (HTTP 429).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_PER_ADDRESS as u32, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_per_address: u32,
+    /// How many websockets a second one address may open, on average (bursts of twice that).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_UPGRADES_PER_SECOND)]
+    pub upgrades_per_second: f64,
+    /// How long a connection has to send its whole HTTP request (a websocket's upgrade
+    /// included) before it is closed, seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 5.0)]
+    pub request_deadline: f64,
+    /// The most connections in all (default: what the open-files limit allows, raised to
+    /// its hard limit at start); past it, new ones are refused at once (HTTP 503).
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<usize>,
 }
 
 /// Starts the server, prints where it listens and serves until the process is stopped.
@@ -72,8 +90,23 @@ pub fn run(args: &SignalArgs) -> anyhow::Result<i32> {
         }
         handed_out = Some((url, stun_url));
     }
-    let server =
-        SignalServer::start(SignalConfig { bind: args.bind, ice: IceConfig { ice_servers }, turn_secret, stun_port })?;
+    if !(args.upgrades_per_second > 0.0 && args.upgrades_per_second.is_finite()) {
+        bail!("--upgrades-per-second must be a positive number, not {}", args.upgrades_per_second);
+    }
+    if !(args.request_deadline > 0.0 && args.request_deadline <= 3600.0) {
+        bail!("--request-deadline must be between 0 and 3600 seconds, not {}", args.request_deadline);
+    }
+    // Each peer holds an open file (its socket): as many as the system lets this process have.
+    let files = raise_open_files_limit();
+    let total = args.max_connections.unwrap_or_else(|| connections_allowed(files)).max(1);
+    let limits = Limits {
+        per_address: args.max_per_address as usize,
+        upgrades_per_second: args.upgrades_per_second,
+        total,
+        request_deadline: std::time::Duration::from_secs_f64(args.request_deadline),
+    };
+    let config = SignalConfig { bind: args.bind, ice: IceConfig { ice_servers }, turn_secret, stun_port, limits };
+    let server = SignalServer::start(config)?;
     println!("vimp signal: listening on {} ({})", server.addr(), server.url());
     if let Some(stun) = &stun {
         println!("STUN: answering binding requests on UDP {}", stun.addr());
@@ -88,6 +121,11 @@ pub fn run(args: &SignalArgs) -> anyhow::Result<i32> {
     if args.turn_secret.is_some() {
         println!("TURN credentials are minted per peer, valid for {} s", args.turn_ttl);
     }
+    println!(
+        "holds up to {total} connections (open-files limit {files}); {} per address, {} websockets a second per \
+         address, {} s to send a request",
+        limits.per_address, limits.upgrades_per_second, args.request_deadline
+    );
     println!(
         "rooms are lobby codes: peers join at {0}/CODE; ICE servers at {0}/ice; who is in a room at {0}/rooms/CODE",
         server.url()

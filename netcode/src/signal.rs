@@ -1,6 +1,6 @@
 //! The signalling server: introduces peers of a lobby so that they can open WebRTC links.
 //!
-//! A thin wrapper around matchbox's full-mesh signalling server. A peer connects its
+//! It speaks matchbox's signalling protocol (its full mesh). A peer connects its
 //! websocket to `ws://HOST:PORT/CODE`; the first path segment is the room, and the
 //! room is the lobby code, so everyone who types the same code meets. Once the data
 //! channels are open the signalling server is no longer needed: established links
@@ -31,7 +31,11 @@ use crate::transport::PeerKey;
 #[cfg(feature = "signal-server")]
 mod server;
 #[cfg(feature = "signal-server")]
-pub use server::{DEFAULT_TURN_TTL_SECS, SignalConfig, SignalServer, TurnSecret, turn_password};
+pub use server::{
+    DEFAULT_PER_ADDRESS, DEFAULT_REQUEST_DEADLINE, DEFAULT_TURN_TTL_SECS, DEFAULT_UPGRADES_PER_SECOND, Limits,
+    MAX_SIGNAL, RESERVED_FILES, SignalConfig, SignalServer, TurnSecret, WS_BUFFER, connections_allowed,
+    open_files_limit, raise_open_files_limit, turn_password,
+};
 
 /// The path at which the ICE server list is served.
 pub const ICE_PATH: &str = "/ice";

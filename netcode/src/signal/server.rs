@@ -1,28 +1,66 @@
-//! The signalling server itself (feature `signal-server`): matchbox's full-mesh server with
-//! `GET /ice` and `GET /rooms/CODE` beside it, on a thread and a tokio runtime of its own.
-//! Its mesh is matchbox's, but for one thing: it notes when each member's socket was last
-//! heard, which the room list says (`idle_ms`), so that a successor can ask whether its lost
-//! host's process is still there.
+//! The signalling server itself (feature `signal-server`): matchbox's signalling protocol (its
+//! full mesh: every signal relayed to the peer it names within the sender's room, `NewPeer` and
+//! `PeerLeft` to the room) with `GET /ice` and `GET /rooms/CODE` beside it, on a thread and a
+//! tokio runtime of its own.
+//!
+//! One registry ([`rooms::Rooms`]) holds who is in which room, so that a join, a leave and a
+//! signal each cost what their room does, whatever else the server holds. It also notes when
+//! each member's socket was last heard, which the room list says (`idle_ms`), so that a
+//! successor can ask whether its lost host's process is still there.
+//!
+//! The server is on the open internet, so it holds each connection to little: a request (an
+//! upgrade included) must come whole within [`Limits::request_deadline`]; an address may hold
+//! [`Limits::per_address`] connections and open [`Limits::upgrades_per_second`] websockets; past
+//! [`Limits::total`] new connections are refused at once (HTTP 503, or 429 for an address
+//! at its cap), not left to stall; a websocket keeps small buffers ([`WS_BUFFER`]), and a message
+//! over [`MAX_SIGNAL`] closes its sender's socket alone.
 
 use std::net::SocketAddr;
-use std::thread::JoinHandle;
-
-use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
-use axum::extract::ws::Message;
+use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use futures::StreamExt;
-use matchbox_protocol::{JsonPeerEvent, PeerId, PeerRequest};
-use matchbox_signaling::common_logic::parse_request;
-use matchbox_signaling::topologies::full_mesh::FullMeshState;
-use matchbox_signaling::{ClientRequestError, NoCallbacks, SignalingServerBuilder, SignalingTopology, WsStateMeta};
+use axum::{Extension, Router};
+use futures::{SinkExt, StreamExt};
+use matchbox_protocol::{JsonPeerEvent, JsonPeerRequest, PeerId, PeerRequest};
+use tokio::sync::{mpsc, watch};
 
-use super::{DEFAULT_PORT, ICE_PATH, IceConfig, IceServer, ROOMS_PATH, RoomInfo, RoomMember, SignalError};
+use super::{DEFAULT_PORT, ICE_PATH, IceConfig, IceServer, ROOMS_PATH, SignalError};
+
+mod gate;
+#[cfg(test)]
+mod open_internet_tests;
+mod rooms;
+
+pub use gate::{
+    DEFAULT_PER_ADDRESS, DEFAULT_REQUEST_DEADLINE, DEFAULT_UPGRADES_PER_SECOND, Limits, RESERVED_FILES,
+    connections_allowed, open_files_limit, raise_open_files_limit,
+};
+use gate::{Gate, Refusal, Ticket};
+use rooms::{Rooms, Undelivered};
+
+/// The most a signalling message may take, bytes: an SDP is a few KiB. A larger one closes its
+/// sender's socket (close code 1009, with the reason).
+pub const MAX_SIGNAL: usize = 64 * 1024;
+
+/// A websocket's read buffer, and the write buffer it fills before it writes, bytes: an idle
+/// socket holds little more than these.
+pub const WS_BUFFER: usize = 4 * 1024;
+
+/// How many messages wait in a member's outbox for its socket; past that, what comes for it is
+/// dropped (a peer that reads nothing holds no more memory than this).
+const OUTBOX: usize = 64;
+
+/// How long a closing socket's last messages have to go out.
+const LINGER: Duration = Duration::from_secs(2);
 
 /// How to run the signalling server.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct SignalConfig {
     /// Where to listen.
     pub bind: SocketAddr,
@@ -34,6 +72,8 @@ pub struct SignalConfig {
     /// handed out first as `stun:HOST:PORT`, `HOST` being the host the asking peer reached
     /// this server at (its `Host` header).
     pub stun_port: Option<u16>,
+    /// What a connection, an address and the server may hold.
+    pub limits: Limits,
 }
 
 impl Default for SignalConfig {
@@ -43,6 +83,7 @@ impl Default for SignalConfig {
             ice: IceConfig::default(),
             turn_secret: None,
             stun_port: None,
+            limits: Limits::default(),
         }
     }
 }
@@ -89,106 +130,20 @@ fn host_of(authority: &str) -> Option<&str> {
     ok.then_some(host)
 }
 
-/// Who is in which room, for `GET /rooms/CODE`, and when each member's socket last said
-/// anything (its signals and matchbox's keep-alives, every [`KEEP_ALIVE`](super::KEEP_ALIVE)).
-#[derive(Debug, Default)]
-struct Rooms {
-    /// Each connected peer's room and when it was last heard.
-    members: HashMap<PeerId, (String, Instant)>,
-    /// Members per room.
-    by_room: HashMap<String, BTreeSet<PeerId>>,
-}
-
-impl Rooms {
-    fn joined(&mut self, peer: PeerId, room: &str, now: Instant) {
-        self.members.insert(peer, (room.to_owned(), now));
-        self.by_room.entry(room.to_owned()).or_default().insert(peer);
-    }
-
-    fn heard(&mut self, peer: PeerId, now: Instant) {
-        if let Some((_, at)) = self.members.get_mut(&peer) {
-            *at = now;
-        }
-    }
-
-    fn left(&mut self, peer: PeerId) {
-        let Some((room, _)) = self.members.remove(&peer) else { return };
-        if let Some(set) = self.by_room.get_mut(&room) {
-            set.remove(&peer);
-            if set.is_empty() {
-                self.by_room.remove(&room);
-            }
-        }
-    }
-
-    fn info(&self, room: &str, now: Instant) -> RoomInfo {
-        let members: Vec<RoomMember> = self
-            .by_room
-            .get(room)
-            .into_iter()
-            .flatten()
-            .filter_map(|peer| {
-                let (_, at) = self.members.get(peer)?;
-                let idle_ms = now.saturating_duration_since(*at).as_millis().min(u128::from(u64::MAX)) as u64;
-                Some(RoomMember { id: peer.0.to_string(), idle_ms })
-            })
-            .collect();
-        RoomInfo { peers: members.len(), members }
-    }
-}
-
-/// What every socket's state machine shares: matchbox's full-mesh registry and the room list.
-#[derive(Clone, Default)]
-struct MeshState {
-    mesh: FullMeshState,
+/// What the handlers share.
+#[derive(Clone)]
+struct Shared {
     rooms: Arc<Mutex<Rooms>>,
-}
-
-impl matchbox_signaling::SignalingState for MeshState {}
-
-/// matchbox's full mesh (every signal relayed to the peer it names, `NewPeer` and
-/// `PeerLeft` to the room), noting in [`Rooms`] when each socket was last heard.
-#[derive(Debug, Default)]
-struct WitnessedMesh;
-
-#[async_trait::async_trait]
-impl SignalingTopology<NoCallbacks, MeshState> for WitnessedMesh {
-    async fn state_machine(upgrade: WsStateMeta<NoCallbacks, MeshState>) {
-        let WsStateMeta { room, peer_id, sender, mut receiver, mut state, .. } = upgrade;
-        state.mesh.add_peer(peer_id, sender, room.clone());
-        if let Ok(mut rooms) = state.rooms.lock() {
-            rooms.joined(peer_id, &room, Instant::now());
-        }
-        while let Some(request) = receiver.next().await {
-            if let Ok(mut rooms) = state.rooms.lock() {
-                rooms.heard(peer_id, Instant::now());
-            }
-            let request = match parse_request(request) {
-                Ok(request) => request,
-                // Not a request of the protocol: skipped, as matchbox's own mesh does.
-                Err(ClientRequestError::Json(_) | ClientRequestError::UnsupportedType(_)) => continue,
-                Err(_) => break,
-            };
-            match request {
-                PeerRequest::Signal { receiver, data } => {
-                    let event = Message::Text(JsonPeerEvent::Signal { sender: peer_id, data }.to_string().into());
-                    // A signal to a peer that left meanwhile goes nowhere.
-                    let _ = state.mesh.try_send_to_peer(receiver, event, room.clone());
-                }
-                PeerRequest::KeepAlive => {}
-            }
-        }
-        state.mesh.remove_peer(&peer_id);
-        if let Ok(mut rooms) = state.rooms.lock() {
-            rooms.left(peer_id);
-        }
-    }
+    gate: Arc<Gate>,
+    /// Becomes true when the server stops: every websocket closes.
+    closing: watch::Receiver<bool>,
 }
 
 /// A running signalling server.
 #[derive(Debug)]
 pub struct SignalServer {
     addr: SocketAddr,
+    limits: Limits,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<JoinHandle<Result<(), SignalError>>>,
 }
@@ -196,54 +151,36 @@ pub struct SignalServer {
 impl SignalServer {
     /// Binds `config.bind` and serves on a thread of its own.
     pub fn start(config: SignalConfig) -> Result<SignalServer, SignalError> {
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let ice = config.ice.clone();
-        let turn = config.turn_secret.clone();
-        let asked = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let stun_port = config.stun_port;
-        let answer = move |headers: axum::http::HeaderMap| {
-            let mut list = ice.clone();
-            let host = headers.get(axum::http::header::HOST).and_then(|h| h.to_str().ok()).and_then(host_of);
-            if let (Some(port), Some(host)) = (stun_port, host) {
-                list.ice_servers
-                    .insert(0, IceServer { urls: vec![format!("stun:{host}:{port}")], ..IceServer::default() });
-            }
-            if let Some(turn) = &turn {
-                let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-                let n = asked.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                list.ice_servers.push(turn.mint(now, &format!("vimp-{n}")));
-            }
-            std::future::ready(axum::Json(list))
-        };
-        let state = MeshState::default();
-        let rooms = state.rooms.clone();
-        let list = move |axum::extract::Path(room): axum::extract::Path<String>| {
-            let info = rooms.lock().map(|r| r.info(&room, Instant::now())).unwrap_or_default();
-            std::future::ready(axum::Json(info))
-        };
-        let mut server = SignalingServerBuilder::new(config.bind, WitnessedMesh, state)
-            .mutate_router(move |router| {
-                router.route(ICE_PATH, get(answer)).route(&format!("{ROOMS_PATH}/{{room}}"), get(list))
-            })
-            .with_shutdown(rx)
-            .build();
-        let addr = server.bind().map_err(|e| SignalError::Bind { addr: config.bind, reason: e.to_string() })?;
+        let std_listener = std::net::TcpListener::bind(config.bind)
+            .map_err(|e| SignalError::Bind { addr: config.bind, reason: e.to_string() })?;
+        let addr =
+            std_listener.local_addr().map_err(|e| SignalError::Bind { addr: config.bind, reason: e.to_string() })?;
+        std_listener
+            .set_nonblocking(true)
+            .map_err(|e| SignalError::Bind { addr: config.bind, reason: e.to_string() })?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
             .thread_name("vimp-signal")
             .build()
             .map_err(|e| SignalError::Runtime(e.to_string()))?;
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let limits = config.limits;
         let thread = std::thread::Builder::new()
             .name("vimp-signal".into())
-            .spawn(move || runtime.block_on(server.serve()).map_err(|e| SignalError::Serve(e.to_string())))
+            .spawn(move || runtime.block_on(serve(std_listener, config, rx)))
             .map_err(|e| SignalError::Runtime(e.to_string()))?;
-        Ok(SignalServer { addr, shutdown: Some(tx), thread: Some(thread) })
+        Ok(SignalServer { addr, limits, shutdown: Some(tx), thread: Some(thread) })
     }
 
     /// The bound address.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// What it holds each connection, address and itself to.
+    pub fn limits(&self) -> Limits {
+        self.limits
     }
 
     /// `ws://HOST:PORT`, the base of room URLs (an unspecified bind address shows as loopback).
@@ -278,6 +215,213 @@ impl Drop for SignalServer {
             let _ = tx.send(());
         }
     }
+}
+
+/// The routes: `GET /ice`, `GET /rooms/CODE`, and a websocket at `/CODE` (`/` for the room
+/// matchbox calls `world`).
+fn router(config: &SignalConfig, shared: Shared) -> Router {
+    let ice = config.ice.clone();
+    let turn = config.turn_secret.clone();
+    let asked = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let stun_port = config.stun_port;
+    let answer = move |headers: axum::http::HeaderMap| {
+        let mut list = ice.clone();
+        let host = headers.get(axum::http::header::HOST).and_then(|h| h.to_str().ok()).and_then(host_of);
+        if let (Some(port), Some(host)) = (stun_port, host) {
+            list.ice_servers.insert(0, IceServer { urls: vec![format!("stun:{host}:{port}")], ..IceServer::default() });
+        }
+        if let Some(turn) = &turn {
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+            let n = asked.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            list.ice_servers.push(turn.mint(now, &format!("vimp-{n}")));
+        }
+        std::future::ready(axum::Json(list))
+    };
+    let list = |State(shared): State<Shared>, Path(room): Path<String>| {
+        let info = shared.rooms.lock().map(|r| r.info(&room, Instant::now())).unwrap_or_default();
+        std::future::ready(axum::Json(info))
+    };
+    Router::new()
+        .route(ICE_PATH, get(answer))
+        .route(&format!("{ROOMS_PATH}/{{room}}"), get(list))
+        .route("/", get(|ws, ticket, state| join(ws, None, ticket, state)))
+        .route("/{room}", get(|ws, Path(room): Path<String>, ticket, state| join(ws, Some(room), ticket, state)))
+        .with_state(shared)
+}
+
+/// Accepts connections until `shutdown`, each served under the gate's limits; then closes
+/// every websocket.
+async fn serve(
+    listener: std::net::TcpListener,
+    config: SignalConfig,
+    mut shutdown: tokio::sync::oneshot::Receiver<()>,
+) -> Result<(), SignalError> {
+    let listener = tokio::net::TcpListener::from_std(listener).map_err(|e| SignalError::Serve(e.to_string()))?;
+    let (close_all, closing) = watch::channel(false);
+    let shared = Shared { rooms: Arc::default(), gate: Gate::new(config.limits), closing };
+    let app = router(&config, shared.clone());
+    let deadline = config.limits.request_deadline;
+    let mut accept_failed_at: Option<Instant> = None;
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = &mut shutdown => break,
+        };
+        let (stream, from) = match accepted {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                // Out of open files, mostly: said once a minute; the listener is tried again
+                // shortly (its backlog holds the connection meanwhile).
+                if accept_failed_at.is_none_or(|at| at.elapsed() >= Duration::from_secs(60)) {
+                    tracing::warn!("accepting a connection failed: {e}");
+                    accept_failed_at = Some(Instant::now());
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        // Signalling is small messages, each one waited for: without Nagle's algorithm each goes
+        // at once instead of after the peer's ACK of the one before.
+        let _ = stream.set_nodelay(true);
+        match shared.gate.admit(from.ip(), Instant::now()) {
+            Ok(ticket) => {
+                tokio::spawn(connection(stream, ticket, app.clone(), deadline));
+            }
+            Err(refusal) => {
+                tokio::spawn(refuse(stream, refusal));
+            }
+        }
+    }
+    let _ = close_all.send(true);
+    // Each websocket sends its close and ends; they have a moment to.
+    let wait_until = Instant::now() + LINGER;
+    while shared.rooms.lock().map_or(0, |r| r.peers()) > 0 && Instant::now() < wait_until {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    Ok(())
+}
+
+/// Serves one connection (HTTP/1.1): its request must come whole within `deadline`; a
+/// websocket it upgrades to lives on in its own task, holding `ticket`.
+async fn connection(stream: tokio::net::TcpStream, ticket: Ticket, app: Router, deadline: Duration) {
+    use tower::Service as _;
+    let ticket = Arc::new(ticket);
+    let service = hyper::service::service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {
+        request.extensions_mut().insert(ticket.clone());
+        let mut app = app.clone();
+        async move { app.call(request.map(axum::body::Body::new)).await }
+    });
+    let served = hyper::server::conn::http1::Builder::new()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(deadline)
+        .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+        .with_upgrades();
+    // A request that does not end within the deadline (or a body that trickles) is closed.
+    let _ = tokio::time::timeout(deadline, served).await;
+}
+
+/// Answers a refused connection at once and closes it.
+async fn refuse(mut stream: tokio::net::TcpStream, refusal: Refusal) {
+    use tokio::io::AsyncWriteExt as _;
+    let status = match refusal {
+        Refusal::Address => "429 Too Many Requests",
+        Refusal::Full => "503 Service Unavailable",
+    };
+    let answer = format!("HTTP/1.1 {status}\r\nRetry-After: 5\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(answer.as_bytes())).await;
+    let _ = stream.shutdown().await;
+}
+
+/// A websocket's upgrade into `room` (matchbox's `world` when none is named).
+async fn join(
+    ws: WebSocketUpgrade,
+    room: Option<String>,
+    Extension(ticket): Extension<Arc<Ticket>>,
+    State(shared): State<Shared>,
+) -> Response {
+    if !shared.gate.upgrade(ticket.ip(), Instant::now()) {
+        return (StatusCode::TOO_MANY_REQUESTS, "too many websockets opened from this address").into_response();
+    }
+    let room = room.unwrap_or_else(|| "world".to_owned());
+    ws.read_buffer_size(WS_BUFFER)
+        .write_buffer_size(WS_BUFFER)
+        .max_write_buffer_size(MAX_SIGNAL * 4)
+        // Over the limit but not far over: the reader says why it closes (see `member`).
+        .max_message_size(MAX_SIGNAL * 2)
+        .max_frame_size(MAX_SIGNAL * 2)
+        .on_upgrade(move |socket| member(socket, room, shared, ticket))
+}
+
+/// A member of `room` for as long as its websocket is open: it gets its id, the room hears of it,
+/// its signals are relayed, and the room hears when it goes.
+async fn member(socket: WebSocket, room: String, shared: Shared, ticket: Arc<Ticket>) {
+    let peer = PeerId(uuid::Uuid::new_v4());
+    let (mut sink, mut stream) = socket.split();
+    let (outbox, mut outgoing) = mpsc::channel::<Message>(OUTBOX);
+    let _ = outbox.try_send(Message::Text(JsonPeerEvent::IdAssigned(peer).to_string().into()));
+    let writer = tokio::spawn(async move {
+        while let Some(message) = outgoing.recv().await {
+            let closing = matches!(message, Message::Close(_));
+            if sink.send(message).await.is_err() || closing {
+                break;
+            }
+        }
+        let _ = sink.close().await;
+    });
+    let heard = |rooms: &Arc<Mutex<Rooms>>| {
+        if let Ok(mut rooms) = rooms.lock() {
+            rooms.heard(peer, Instant::now());
+        }
+    };
+    if let Ok(mut rooms) = shared.rooms.lock() {
+        rooms.join(peer, &room, outbox.clone(), Instant::now());
+    }
+    let mut closing = shared.closing.clone();
+    let close = |code: u16, reason: &'static str| Message::Close(Some(CloseFrame { code, reason: reason.into() }));
+    loop {
+        let message = tokio::select! {
+            message = stream.next() => message,
+            _ = closing.wait_for(|c| *c) => {
+                let _ = outbox.try_send(close(1001, "the rendezvous is stopping"));
+                break;
+            }
+        };
+        match message {
+            Some(Ok(Message::Text(text))) if text.len() > MAX_SIGNAL => {
+                let _ = outbox.try_send(close(1009, "a signalling message is at most 64 KiB"));
+                break;
+            }
+            Some(Ok(Message::Text(text))) => {
+                heard(&shared.rooms);
+                // Not a request of the protocol: skipped, as matchbox's own server does.
+                let Ok(request) = text.as_str().parse::<JsonPeerRequest>() else { continue };
+                if let PeerRequest::Signal { receiver, data } = request {
+                    let relayed = shared.rooms.lock().map(|r| r.relay(peer, receiver, data));
+                    if let Ok(Err(Undelivered::Full)) = relayed {
+                        tracing::debug!("a signal for {receiver} dropped: its outbox is full");
+                    }
+                }
+            }
+            Some(Ok(Message::Binary(bytes))) if bytes.len() > MAX_SIGNAL => {
+                let _ = outbox.try_send(close(1009, "a signalling message is at most 64 KiB"));
+                break;
+            }
+            Some(Ok(Message::Close(_))) | None => break,
+            Some(Ok(_)) => heard(&shared.rooms),
+            Some(Err(_)) => {
+                // Mostly a message far over the limit, or a connection reset.
+                let _ = outbox.try_send(close(1009, "a signalling message is at most 64 KiB"));
+                break;
+            }
+        }
+    }
+    if let Ok(mut rooms) = shared.rooms.lock() {
+        rooms.leave(peer);
+    }
+    drop(outbox);
+    // Its last messages (a close) go out, or the socket is dropped.
+    let _ = tokio::time::timeout(LINGER, writer).await;
+    drop(ticket);
 }
 
 #[cfg(test)]
