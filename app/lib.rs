@@ -19,6 +19,7 @@ pub mod map_cmd;
 pub mod net_cmd;
 pub mod schema_cmd;
 pub mod setup;
+pub mod signal_bench;
 pub mod signal_cmd;
 pub mod sim_cmd;
 pub mod tanks;
