@@ -328,8 +328,23 @@ async fn refuse(mut stream: tokio::net::TcpStream, refusal: Refusal) {
         Refusal::Full => "503 Service Unavailable",
     };
     let answer = format!("HTTP/1.1 {status}\r\nRetry-After: 5\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-    let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(answer.as_bytes())).await;
+    // Briefly, each step: a refused connection holds a file, and is counted nowhere.
+    let brief = Duration::from_millis(250);
+    let _ = tokio::time::timeout(brief, stream.write_all(answer.as_bytes())).await;
     let _ = stream.shutdown().await;
+    // What it sent meanwhile is read and dropped (a little): closed with its request unread, the
+    // socket would reset, and the answer could be lost before the client reads it.
+    let drain = async {
+        use tokio::io::AsyncReadExt as _;
+        let (mut buf, mut left) = ([0u8; 1024], 16 * 1024usize);
+        while left > 0 {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => left = left.saturating_sub(n),
+            }
+        }
+    };
+    let _ = tokio::time::timeout(brief, drain).await;
 }
 
 /// A websocket's upgrade into `room` (matchbox's `world` when none is named).

@@ -84,8 +84,14 @@ fn an_address_holding_its_cap_of_half_open_sockets_locks_no_one_else_out() {
             s
         })
         .collect();
-    // A ninth from that address is refused at once.
+    // A ninth from that address is refused at once, and told so before its request is dropped.
     let mut ninth = connect_from(HOME.into(), server.addr());
+    ninth
+        .write_all(
+            b"GET /K7MP2Q HTTP/1.1\r\nHost: l\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+              Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+        )
+        .expect("write");
     ninth.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
     let mut answer = String::new();
     let _ = ninth.read_to_string(&mut answer);
