@@ -6,6 +6,15 @@
 //! channels are open the signalling server is no longer needed: established links
 //! keep working when it goes away.
 //!
+//! A peer may name itself by a secret key, `ws://HOST:PORT/CODE?key=KEY`: its id is then
+//! derived from the key (the first 16 bytes of SHA-1 over `vimp peer key`, a zero byte and the
+//! key), the same on every server, and only who holds the key gets it. Our peers do
+//! ([`WebRtcTransport`](crate::transport::webrtc::WebRtcTransport)): when their websocket is
+//! lost (the rendezvous restarted, or the one a balancer sends the room to went away) they join
+//! the room again, here or on another server, under the id their links know them by. A peer
+//! that joins under an id already in the room takes that member's place, and its old socket is
+//! closed: the room hears no `PeerLeft`, and a `NewPeer` that its linked peers pass over.
+//!
 //! It also hands out the ICE servers (STUN/TURN) the peers should use, as JSON at
 //! `GET /ice`, the way real deployments hand out TURN credentials. None are built in:
 //! the list is empty unless the operator gives one, so no third-party server is ever

@@ -21,7 +21,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
-use axum::extract::{Path, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -244,8 +244,11 @@ fn router(config: &SignalConfig, shared: Shared) -> Router {
     Router::new()
         .route(ICE_PATH, get(answer))
         .route(&format!("{ROOMS_PATH}/{{room}}"), get(list))
-        .route("/", get(|ws, ticket, state| join(ws, None, ticket, state)))
-        .route("/{room}", get(|ws, Path(room): Path<String>, ticket, state| join(ws, Some(room), ticket, state)))
+        .route("/", get(|ws, query, ticket, state| join(ws, None, query, ticket, state)))
+        .route(
+            "/{room}",
+            get(|ws, Path(room): Path<String>, query, ticket, state| join(ws, Some(room), query, ticket, state)),
+        )
         .with_state(shared)
 }
 
@@ -347,13 +350,23 @@ async fn refuse(mut stream: tokio::net::TcpStream, refusal: Refusal) {
     let _ = tokio::time::timeout(brief, drain).await;
 }
 
-/// A websocket's upgrade into `room` (matchbox's `world` when none is named).
+/// A websocket's upgrade into `room` (matchbox's `world` when none is named), as the peer
+/// `?key=KEY` names ([`peer_of_key`]) or a new one.
 async fn join(
     ws: WebSocketUpgrade,
     room: Option<String>,
+    RawQuery(query): RawQuery,
     Extension(ticket): Extension<Arc<Ticket>>,
     State(shared): State<Shared>,
 ) -> Response {
+    let key = query.as_deref().and_then(|q| q.split('&').find_map(|pair| pair.strip_prefix("key=")));
+    let peer = match key.map(peer_of_key) {
+        None => PeerId(uuid::Uuid::new_v4()),
+        Some(Some(peer)) => peer,
+        Some(None) => {
+            return (StatusCode::BAD_REQUEST, "a peer key is 16 to 64 letters, digits, - or _").into_response();
+        }
+    };
     if !shared.gate.upgrade(ticket.ip(), Instant::now()) {
         return (StatusCode::TOO_MANY_REQUESTS, "too many websockets opened from this address").into_response();
     }
@@ -364,17 +377,33 @@ async fn join(
         // Over the limit but not far over: the reader says why it closes (see `member`).
         .max_message_size(MAX_SIGNAL * 2)
         .max_frame_size(MAX_SIGNAL * 2)
-        .on_upgrade(move |socket| member(socket, room, shared, ticket))
+        .on_upgrade(move |socket| member(socket, peer, room, shared, ticket))
+}
+
+/// The peer id a websocket that says `?key=KEY` gets: the same on every server, so that a peer
+/// whose rendezvous went away takes its place in its room again, on this server or another one
+/// (a balancer's), under the id its links know it by. Only who holds the key gets the id (the
+/// room sees the id, never the key). `None` for a key that is not 16 to 64 letters, digits,
+/// `-` or `_`.
+pub(super) fn peer_of_key(key: &str) -> Option<PeerId> {
+    use sha1::Digest as _;
+    let fits = (16..=64).contains(&key.len());
+    if !fits || !key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
+        return None;
+    }
+    let digest = sha1::Sha1::new_with_prefix(b"vimp peer key\0").chain_update(key.as_bytes()).finalize();
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    Some(PeerId(uuid::Builder::from_custom_bytes(bytes).into_uuid()))
 }
 
 /// A member of `room` for as long as its websocket is open: it gets its id, the room hears of it,
 /// its signals are relayed, and the room hears when it goes.
-async fn member(socket: WebSocket, room: String, shared: Shared, ticket: Arc<Ticket>) {
-    let peer = PeerId(uuid::Uuid::new_v4());
+async fn member(socket: WebSocket, peer: PeerId, room: String, shared: Shared, ticket: Arc<Ticket>) {
     let (mut sink, mut stream) = socket.split();
     let (outbox, mut outgoing) = mpsc::channel::<Message>(OUTBOX);
     let _ = outbox.try_send(Message::Text(JsonPeerEvent::IdAssigned(peer).to_string().into()));
-    let writer = tokio::spawn(async move {
+    let mut writer = tokio::spawn(async move {
         while let Some(message) = outgoing.recv().await {
             let closing = matches!(message, Message::Close(_));
             if sink.send(message).await.is_err() || closing {
@@ -388,16 +417,22 @@ async fn member(socket: WebSocket, room: String, shared: Shared, ticket: Arc<Tic
             rooms.heard(peer, Instant::now());
         }
     };
-    if let Ok(mut rooms) = shared.rooms.lock() {
-        rooms.join(peer, &room, outbox.clone(), Instant::now());
-    }
+    let seat = shared.rooms.lock().map(|mut rooms| rooms.join(peer, &room, outbox.clone(), Instant::now())).ok();
     let mut closing = shared.closing.clone();
+    let (mut written, mut stopping) = (false, false);
     let close = |code: u16, reason: &'static str| Message::Close(Some(CloseFrame { code, reason: reason.into() }));
     loop {
         let message = tokio::select! {
             message = stream.next() => message,
             _ = closing.wait_for(|c| *c) => {
                 let _ = outbox.try_send(close(1001, "the rendezvous is stopping"));
+                stopping = true;
+                break;
+            }
+            // Its socket closed (the peer took its place again on another socket), or a write
+            // failed: nothing more goes out on it.
+            _ = &mut writer => {
+                written = true;
                 break;
             }
         };
@@ -430,12 +465,16 @@ async fn member(socket: WebSocket, room: String, shared: Shared, ticket: Arc<Tic
             }
         }
     }
-    if let Ok(mut rooms) = shared.rooms.lock() {
-        rooms.leave(peer);
+    match (shared.rooms.lock(), seat) {
+        (Ok(mut rooms), Some(seat)) if stopping => rooms.forget(peer, seat),
+        (Ok(mut rooms), Some(seat)) => rooms.leave(peer, seat),
+        _ => {}
     }
     drop(outbox);
     // Its last messages (a close) go out, or the socket is dropped.
-    let _ = tokio::time::timeout(LINGER, writer).await;
+    if !written {
+        let _ = tokio::time::timeout(LINGER, writer).await;
+    }
     drop(ticket);
 }
 
@@ -611,6 +650,41 @@ mod tests {
             assert!(Instant::now() < deadline, "room {room}: {} peers, not {want}", info.peers);
             std::thread::sleep(Duration::from_millis(10));
         }
+    }
+
+    #[test]
+    fn a_peer_key_gives_the_same_id_on_every_server_and_a_second_socket_takes_the_first_ones_place() {
+        let (one, two) = (SignalServer::start(local()).expect("starts"), SignalServer::start(local()).expect("starts"));
+        let key = "3f1c0a9e5b7d42e8a6c1f0b9d2e4a7c3";
+        let (mut first, id) = enter_with_id(&one, &format!("K3YR00?key={key}"));
+        let (_other, id_there) = enter_with_id(&two, &format!("K3YR00?key={key}"));
+        assert_eq!(id, id_there, "the same key, the same id, whichever server");
+        assert_eq!(id, peer_of_key(key).expect("a key").0.to_string());
+        let (_stranger, stranger) = enter_with_id(&one, "K3YR00");
+        assert_ne!(stranger, id, "no key: an id of its own");
+        await_count(&one, "K3YR00", 2);
+        // The key's holder again, on a new socket: its place, not a second one; the old socket
+        // is closed.
+        let (_again, again) = enter_with_id(&one, &format!("K3YR00?key={key}"));
+        assert_eq!(again, id);
+        // The old socket is told why it closes.
+        read_until(&mut first, |b| String::from_utf8_lossy(b).contains("joined again"));
+        drop(first);
+        await_count(&one, "K3YR00", 2);
+        // A key that is not one is refused.
+        for bad in ["short", "has%20a%20space%20in%20it%20x", &"x".repeat(65)] {
+            let mut s = TcpStream::connect(one.addr()).expect("connect");
+            write!(
+                s,
+                "GET /K3YR00?key={bad} HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+                 Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+            )
+            .expect("write");
+            let answer = read_until(&mut s, |b| b.windows(4).any(|w| w == b"\r\n\r\n"));
+            assert!(String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 400"), "key {bad:?}");
+        }
+        one.stop().expect("stops");
+        two.stop().expect("stops");
     }
 
     #[test]

@@ -18,7 +18,9 @@
 //!   later, `{"PeerLeft": ID}`, and `{"Signal": {"sender": ID, "data": SIGNAL}}`; a peer sends
 //!   `{"Signal": {"receiver": ID, "data": SIGNAL}}` (and `"KeepAlive"`). `SIGNAL` is
 //!   `{"Offer": SDP}`, `{"Answer": SDP}` or `{"IceCandidate": JSON}` (an `RTCIceCandidateInit`
-//!   as a JSON string; `"null"` ends the candidates). IDs are UUIDs as strings.
+//!   as a JSON string; `"null"` ends the candidates). IDs are UUIDs as strings. A peer may add
+//!   `?key=KEY` (16 to 64 letters, digits, `-`, `_`, kept secret) to be named by it: its id is
+//!   then the same on every rendezvous, and it may come back into its room under it.
 //! - **Who offers**: the peer already in the room, on `NewPeer`; the newcomer answers.
 //! - **Data channels, pre-negotiated** (`negotiated: true`, no DCEP): id `0`, label
 //!   `matchbox_socket_0`, ordered and reliable ([`Channel::Reliable`]); id `1`, label
@@ -51,7 +53,10 @@
 //!   went away while no peer was connected), the next [`poll`](Transport::poll) reports every
 //!   peer disconnected and the transport is [closed](WebRtcTransport::is_closed), with the
 //!   error kept in [`close_reason`](WebRtcTransport::close_reason). Established links survive
-//!   the signalling server going away; only new peers can no longer join.
+//!   the signalling server going away, and while one stands the socket joins its room again
+//!   (backing off up to 5 s between tries) under the same id (`?key=`, see
+//!   [`signal`](crate::signal)): once the rendezvous is back, or the balancer in front of it sends
+//!   the room to another server, a newcomer finds this peer again.
 //!
 //! # Facts to design around
 //!
@@ -366,7 +371,7 @@ impl WebRtcTransport {
     pub fn connect(room_url: &str, ice_servers: &[IceServer]) -> Result<Self, WebRtcError> {
         check_room_url(room_url)?;
         let ice_server = merge_ice_servers(ice_servers)?;
-        Self::start(WebRtcSocket::builder(room_url).ice_server(ice_server))
+        Self::start(WebRtcSocket::builder(keyed(room_url)).ice_server(ice_server))
     }
 
     /// As [`connect`](Self::connect), with the ICE servers to use coming from `fetch` (e.g.
@@ -394,7 +399,7 @@ impl WebRtcTransport {
                 }
             })
             .map_err(WebRtcError::Spawn)?;
-        Self::start(WebRtcSocket::builder(room_url).ice_server(known).ice_server_later(ice_rx))
+        Self::start(WebRtcSocket::builder(keyed(room_url)).ice_server(known).ice_server_later(ice_rx))
     }
 
     /// Whether `ice_servers` can go to [`connect`](Self::connect) as they are.
@@ -409,6 +414,9 @@ impl WebRtcTransport {
             // The rendezvous hears this process every half second, so that a successor asking
             // it (`GET /rooms/CODE`) learns soon whether a silent host's process is still there.
             .signaling_keep_alive_interval(Some(crate::signal::KEEP_ALIVE))
+            // A rendezvous that goes away (restarted, or one behind a balancer) is joined again
+            // under the same id (`keyed`): a friend who comes to the room later finds this one.
+            .signaling_rejoin(true)
             .add_channel(ChannelConfig::reliable())
             .add_channel(ChannelConfig::unreliable())
             .build();
@@ -693,6 +701,14 @@ fn peer_key(id: PeerId) -> PeerKey {
 }
 
 /// Checks that `url` is `ws://` or `wss://`, a host, and a non-empty room (the first path segment).
+/// `room_url` with a key of this socket's own (`key=`, 122 random bits): the rendezvous derives
+/// the peer's id from it (see [`signal`](crate::signal)), so that the socket, should it lose its
+/// websocket, joins its room again under the id its links know it by.
+fn keyed(room_url: &str) -> String {
+    let join = if room_url.contains('?') { '&' } else { '?' };
+    format!("{room_url}{join}key={}", uuid::Uuid::new_v4().simple())
+}
+
 fn check_room_url(url: &str) -> Result<(), WebRtcError> {
     let invalid = |reason| Err(WebRtcError::InvalidRoomUrl { url: url.to_owned(), reason });
     let Some(rest) = url.strip_prefix("ws://").or_else(|| url.strip_prefix("wss://")) else {

@@ -387,6 +387,57 @@ fn three_peers_form_a_full_mesh_and_survive_one_leaving() {
 }
 
 #[test]
+fn linked_peers_join_a_rendezvous_that_came_back_and_a_newcomer_links_with_them() {
+    if !in_own_netns("linked_peers_join_a_rendezvous_that_came_back_and_a_newcomer_links_with_them", LOOPBACK_ONLY) {
+        return;
+    }
+    let server = local_signal_server();
+    let (addr, room) = (server.addr(), "R3J01N");
+    let url = format!("{}/{room}", server.url());
+    let start = Instant::now();
+    let mut peers = vec![Peer::join(&url), Peer::join(&url)];
+    poll_until_meshed(&mut peers, start);
+    let ids: Vec<PeerKey> = peers.iter().map(Peer::id).collect();
+
+    // The rendezvous goes away: the link does not.
+    server.stop().expect("stops");
+    peers[0].transport.try_send(ids[1], Channel::Reliable, b"without it".to_vec()).expect("sent");
+    poll_until(&mut peers, start, "the link works without the rendezvous", |p| {
+        p[1].received(ids[0], Channel::Reliable).contains(&b"without it".as_slice())
+    });
+
+    // It comes back at the same address, knowing nobody: both join their room again, as who
+    // they were.
+    let server = SignalServer::start(SignalConfig { bind: addr, ..SignalConfig::default() }).expect("starts again");
+    let mut asked = Instant::now();
+    poll_until(&mut peers, start, "both are in the room again", |_| {
+        if asked.elapsed() < Duration::from_millis(20) {
+            return false;
+        }
+        asked = Instant::now();
+        let info = crate::signal::fetch_room(&server.url(), room, Duration::from_secs(2)).expect("the room answers");
+        ids.iter().all(|&id| info.holds(id) == Some(true)) && info.peers == 2
+    });
+    println!("rejoined {:?} after the rendezvous came back", asked.elapsed());
+
+    // A newcomer finds them both, and the first link was never dropped nor made twice.
+    peers.push(Peer::join(&url));
+    poll_until_meshed(&mut peers, start);
+    for (peer, id) in peers.iter().zip(&ids) {
+        assert_eq!(peer.id(), *id, "the same id as before");
+        assert!(peer.left.is_empty(), "{id}: no peer ever left: {:?}", peer.left);
+    }
+    let newcomer = peers[2].id();
+    peers[2].transport.try_send(ids[0], Channel::Reliable, b"hello host".to_vec()).expect("sent");
+    peers[1].transport.try_send(ids[0], Channel::Reliable, b"still linked".to_vec()).expect("sent");
+    poll_until(&mut peers, start, "the newcomer and the old link both carry", |p| {
+        p[0].received(newcomer, Channel::Reliable).contains(&b"hello host".as_slice())
+            && p[0].received(ids[1], Channel::Reliable).contains(&b"still linked".as_slice())
+    });
+    server.stop().expect("stops");
+}
+
+#[test]
 fn without_multicast_the_message_loop_panics_and_the_transports_close_with_it() {
     if !in_own_netns(
         "without_multicast_the_message_loop_panics_and_the_transports_close_with_it",

@@ -50,6 +50,12 @@ pub enum SignalingError {
     #[error("socket failure communicating with signaling server: {0}")]
     WebSocket(#[from] ws_stream_wasm::WsErr),
 
+    /// The signalling server gave a socket that joined its room again another id than it had:
+    /// its peers know it by the first, so it does not join again
+    /// ([`WebRtcSocketBuilder::signaling_rejoin`](crate::WebRtcSocketBuilder::signaling_rejoin)).
+    #[error("the signaling server gave this socket another id when it joined again")]
+    IdChanged,
+
     /// User Implementation Error that may be returned from using custom
     /// [`SignallerBuilder`](crate::SignallerBuilder) and [`Signaller`](crate::Signaller)
     /// implementations

@@ -20,7 +20,7 @@ use futures::{
 use futures_channel::mpsc::{UnboundedReceiver, UnboundedSender};
 use futures_timer::Delay;
 use futures_util::select;
-use log::{debug, error, warn};
+use log::{debug, error, info, warn};
 use matchbox_protocol::PeerId;
 pub use messages::*;
 pub(crate) use socket::MessageLoopChannels;
@@ -92,10 +92,15 @@ pub trait Signaller: Sync + Send + 'static {
     async fn next_message(&mut self) -> Result<PeerEvent, SignalingError>;
 }
 
+/// Carries requests to the signaller and its events back until it fails. The socket's id
+/// (`id`) is noted from the first `IdAssigned`; a later one, from a signaller of the socket
+/// joining its room again, is the same id and is not passed on, or ends the loop
+/// ([`SignalingError::IdChanged`]).
 async fn signaling_loop(
     mut signaller: Box<dyn Signaller>,
-    mut requests_receiver: futures_channel::mpsc::UnboundedReceiver<PeerRequest>,
-    events_sender: futures_channel::mpsc::UnboundedSender<PeerEvent>,
+    requests_receiver: &mut futures_channel::mpsc::UnboundedReceiver<PeerRequest>,
+    events_sender: &futures_channel::mpsc::UnboundedSender<PeerEvent>,
+    id: &mut Option<PeerId>,
 ) -> Result<(), SignalingError> {
     loop {
         select! {
@@ -107,8 +112,17 @@ async fn signaling_loop(
 
             message = signaller.next_message().fuse() => {
                 match message {
+                    Ok(PeerEvent::IdAssigned(assigned)) if id.is_some() => {
+                        if *id != Some(assigned) {
+                            break Err(SignalingError::IdChanged);
+                        }
+                        info!("back in the room under the same id");
+                    }
                     Ok(message) => {
                         debug!("Received {message:?}");
+                        if let PeerEvent::IdAssigned(assigned) = message {
+                            *id = Some(assigned);
+                        }
                         events_sender.unbounded_send(message).map_err(SignalingError::from)?;
                     }
                     Err(SignalingError::UnknownFormat) => {
@@ -121,6 +135,85 @@ async fn signaling_loop(
 
             complete => break Ok(())
         }
+    }
+}
+
+/// How long a socket that lost its signalling waits before it first tries to join its room
+/// again, at least; each socket adds up to as much again, spread by its id, so that the peers
+/// of a server that went away do not all come back in the same instant.
+const REJOIN_FIRST_WAIT: Duration = Duration::from_millis(100);
+
+/// The longest wait between two tries to join the room again.
+const REJOIN_MAX_WAIT: Duration = Duration::from_secs(5);
+
+/// The signalling of a socket: [`signaling_loop`] over `signaller`, and, with `rejoin`, over a
+/// new signaller each time the last one fails while a peer is connected (`linked`), until one
+/// gets in, waiting longer each try. Requests made meanwhile wait for it, but the keep-alives.
+/// Ends with the error that ended the last signaller when it is not joining again.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn keep_signaling(
+    mut signaller: Box<dyn Signaller>,
+    builder: std::sync::Arc<dyn SignallerBuilder>,
+    room_url: String,
+    rejoin: bool,
+    linked: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    mut requests_receiver: futures_channel::mpsc::UnboundedReceiver<PeerRequest>,
+    events_sender: futures_channel::mpsc::UnboundedSender<PeerEvent>,
+) -> Result<(), SignalingError> {
+    use std::sync::atomic::Ordering;
+    let mut id = None;
+    let mut waiting = std::collections::VecDeque::new();
+    loop {
+        let mut ended = Ok(());
+        // What was asked while no signaller was there goes first.
+        while let Some(request) = waiting.pop_front() {
+            if let Err(e) = signaller.send(request).await {
+                ended = Err(e);
+                break;
+            }
+        }
+        if ended.is_ok() {
+            ended = signaling_loop(signaller, &mut requests_receiver, &events_sender, &mut id).await;
+        }
+        // The socket dropped (its requests end): nothing to join again for. Else the websocket
+        // failed or ended (the server closed it, went away).
+        let lost = match ended {
+            Ok(()) => return Ok(()),
+            Err(SignalingError::StreamExhausted) if requests_receiver.is_terminated() => return ended,
+            Err(e) => e,
+        };
+        let Some(peer) = id.filter(|_| rejoin && !matches!(lost, SignalingError::IdChanged)) else {
+            return Err(lost);
+        };
+        let spread = REJOIN_FIRST_WAIT.mul_f64((peer.0.as_u128() % 1024) as f64 / 1024.0);
+        let mut wait = REJOIN_FIRST_WAIT + spread;
+        warn!("signaling lost ({lost}); joining the room again while a peer is connected");
+        signaller = loop {
+            if linked.load(Ordering::Relaxed) == 0 {
+                return Err(lost);
+            }
+            let mut delay = Delay::new(wait).fuse();
+            loop {
+                select! {
+                    _ = delay => break,
+                    request = requests_receiver.next() => match request {
+                        Some(PeerRequest::KeepAlive) => {}
+                        Some(request) => waiting.push_back(request),
+                        None => return Err(SignalingError::StreamExhausted),
+                    },
+                }
+            }
+            if linked.load(Ordering::Relaxed) == 0 {
+                return Err(lost);
+            }
+            match builder.new_signaller(Some(1), room_url.clone()).await {
+                Ok(signaller) => break signaller,
+                Err(e) => {
+                    debug!("joining the room again failed: {e}");
+                    wait = (wait * 2).min(REJOIN_MAX_WAIT);
+                }
+            }
+        };
     }
 }
 
@@ -217,6 +310,7 @@ async fn message_loop<M: Messenger>(
     channel_configs: &[ChannelConfig],
     channels: MessageLoopChannels,
     keep_alive_interval: Option<Duration>,
+    linked: &std::sync::atomic::AtomicUsize,
 ) -> Result<(), SignalingError> {
     let MessageLoopChannels {
         requests_sender,
@@ -291,6 +385,12 @@ async fn message_loop<M: Messenger>(
                                     break Ok(());
                                 };
                             },
+                            PeerEvent::NewPeer(peer_uuid) if data_channels.contains_key(&peer_uuid) => {
+                                // A peer this socket is linked to, back in the room after the
+                                // signalling server lost it (or this socket back after it lost
+                                // this one): the link stands.
+                                debug!("{peer_uuid} is in the room again; linked already");
+                            },
                             PeerEvent::NewPeer(peer_uuid) => {
                                 let (signal_tx, signal_rx) = futures_channel::mpsc::unbounded();
                                 handshake_signals.insert(peer_uuid, signal_tx);
@@ -348,6 +448,7 @@ async fn message_loop<M: Messenger>(
                 // peer's link only; it was never reported connected.
                 let Some(handshake_result) = handshake_result else { continue };
                 data_channels.insert(handshake_result.peer_id, handshake_result.data_channels);
+                linked.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 if peer_state_tx.unbounded_send((handshake_result.peer_id, PeerState::Connected)).is_err() {
                     // sending can only fail on socket drop, in which case connected_peers is unavailable, ignore
                     break Ok(());
@@ -357,6 +458,10 @@ async fn message_loop<M: Messenger>(
 
             peer_uuid = peer_loops.select_next_some() => {
                 debug!("peer {peer_uuid} finished");
+                // Forgotten: should it come into the room again, it is linked again.
+                data_channels.remove(&peer_uuid);
+                handshake_signals.remove(&peer_uuid);
+                linked.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
                 if peer_state_tx.unbounded_send((peer_uuid, PeerState::Disconnected)).is_err() {
                     // sending can only fail on socket drop, in which case connected_peers is unavailable, ignore
                     break Ok(());

@@ -6,7 +6,7 @@ use crate::{
     Error,
     webrtc_socket::{
         MessageLoopFuture, Packet, PeerEvent, PeerRequest, UseMessenger, UseSignallerBuilder,
-        message_loop, signaling_loop,
+        keep_signaling, message_loop,
     },
 };
 
@@ -113,6 +113,8 @@ pub(crate) struct SocketConfig {
     pub(crate) attempts: Option<u16>,
     /// Interval at which to send empty requests to the signaling server
     pub(crate) keep_alive_interval: Option<Duration>,
+    /// Whether to join the room again when signalling is lost while a peer is connected
+    pub(crate) rejoin: bool,
 }
 
 /// An ICE server configuration that comes after the socket starts: fetched while the
@@ -161,6 +163,7 @@ impl WebRtcSocketBuilder {
                 channels: Vec::default(),
                 attempts: Some(3),
                 keep_alive_interval: Some(Duration::from_secs(10)),
+                rejoin: false,
             },
             signaller_builder: None,
         }
@@ -205,6 +208,21 @@ impl WebRtcSocketBuilder {
     /// The defaults is 10 seconds.
     pub fn signaling_keep_alive_interval(mut self, interval: Option<Duration>) -> Self {
         self.config.keep_alive_interval = interval;
+        self
+    }
+
+    /// Joins the room again when the signalling connection is lost while a peer is connected:
+    /// the links stand without it, but a peer that comes to the room later finds this socket
+    /// only once it is back. Tries again and again (waiting 100-200 ms, then twice as long
+    /// each time, up to 5 s) while a peer is connected; requests made meanwhile go once it is
+    /// in. The signalling server must give the socket the same id again (a server that names
+    /// a peer by a key in the room URL, say): one that gives it another id is left, as its peers
+    /// know it by the first ([`SignalingError::IdChanged`]). A peer already linked that comes
+    /// into the room again is not linked twice.
+    ///
+    /// Off by default: the socket then keeps its links, and no new peer can join it.
+    pub fn signaling_rejoin(mut self, rejoin: bool) -> Self {
+        self.config.rejoin = rejoin;
         self
     }
 
@@ -284,6 +302,7 @@ impl WebRtcSocketBuilder {
                 SignalingError::NegotiationFailed(e) => Error::ConnectionFailed(*e),
                 SignalingError::WebSocket(e) => Error::Disconnected(e.into()),
                 SignalingError::UserImplementationError(_) => Error::ConnectionFailed(e),
+                SignalingError::IdChanged => Error::Disconnected(e),
                 SignalingError::UnknownFormat | SignalingError::StreamExhausted => {
                     unimplemented!("these errors should never be propagated here")
                 }
@@ -907,7 +926,7 @@ async fn run_socket(
         })
     };
     let (signaller, ice_server) = futures::future::try_join(
-        builder.new_signaller(config.attempts, config.room_url),
+        builder.new_signaller(config.attempts, config.room_url.clone()),
         ice_server,
     )
     .await?;
@@ -915,7 +934,17 @@ async fn run_socket(
     let (requests_sender, requests_receiver) = futures_channel::mpsc::unbounded::<PeerRequest>();
     let (events_sender, events_receiver) = futures_channel::mpsc::unbounded::<PeerEvent>();
 
-    let signaling_loop_fut = signaling_loop(signaller, requests_receiver, events_sender);
+    // How many peers are linked: signalling lost, the socket joins its room again while any is.
+    let linked = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let signaling_loop_fut = keep_signaling(
+        signaller,
+        builder,
+        config.room_url,
+        config.rejoin,
+        linked.clone(),
+        requests_receiver,
+        events_sender,
+    );
 
     let channels = MessageLoopChannels {
         requests_sender,
@@ -931,6 +960,7 @@ async fn run_socket(
         &config.channels,
         channels,
         config.keep_alive_interval,
+        &linked,
     );
 
     let mut message_loop_done = Box::pin(message_loop_fut.fuse());
@@ -979,8 +1009,8 @@ async fn run_socket(
                 // not involve the signaling server anymore. Keep the message
                 // loop (and with it every peer connection) running; only new
                 // handshakes are impossible until the application rebuilds
-                // the socket. (Reconnecting the websocket would not restore
-                // them either: rooms live in the server's memory.) This arm
+                // the socket. (With `signaling_rejoin`, the signaling ends
+                // only once it stopped joining the room again.) This arm
                 // selects on a fused future, so once the signaling loop has
                 // ended, the arm stays disabled; the message loop observes
                 // the same event through its events channel closing, and ends
@@ -1064,6 +1094,7 @@ mod test {
             channels: vec![ChannelConfig::reliable()],
             attempts: Some(1),
             keep_alive_interval: None,
+            rejoin: false,
         };
 
         let result = run_socket(
