@@ -1,8 +1,9 @@
 //! `vimp signal-bench`: a load on a rendezvous, measured from outside. It starts `vimp signal` as
-//! a process of its own, fills rooms with peers over real websockets (matchbox's protocol: each
-//! joins, the first peer of a room relays a few signals to the second, as an offerer relays its
-//! ICE candidates, then all leave) and prints what the server spent: joins a second, its CPU
-//! seconds, its peak and per-peer memory, and how long a relayed signal took.
+//! a process of its own (or loads the one at `--url`), fills rooms with peers over real
+//! websockets (matchbox's protocol: each joins, the first peer of a room relays a few signals to
+//! the second, as an offerer relays its ICE candidates, they stay `--hold-s`, then all leave) and
+//! prints what the server spent: joins a second, its CPU seconds, its peak and per-peer memory,
+//! how long a relayed signal took, and how many held rooms the server closed.
 
 use std::io::BufRead as _;
 use std::process::{Child, Command, Stdio};
@@ -32,6 +33,14 @@ pub struct SignalBenchArgs {
     /// How many rooms fill at once.
     #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..))]
     pub concurrency: u32,
+    /// Load the rendezvous at this URL (`ws://HOST:PORT`: a balancer in front of several, say)
+    /// instead of starting one; the server's CPU and memory are then not measured.
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+    /// Keep every room's sockets open this long after its signals, seconds, noting the rooms
+    /// whose server closed one meanwhile (`rooms_closed`).
+    #[arg(long, default_value_t = 0.0, value_name = "SECONDS")]
+    pub hold_s: f64,
     /// Print each run's figures as a line of JSON.
     #[arg(long)]
     pub json: bool,
@@ -43,13 +52,16 @@ struct Figures {
     rooms: usize,
     peers: usize,
     joins_per_s: f64,
-    /// The server's CPU time (user and system) over the whole run: joins, signals and leaves.
-    server_cpu_s: f64,
-    peak_rss_mib: f64,
+    /// The server's CPU time (user and system) over the whole run: joins, signals and leaves
+    /// (not measured with `--url`, nor the memory).
+    server_cpu_s: Option<f64>,
+    peak_rss_mib: Option<f64>,
     /// What the server's resident memory grew by with every peer in a room, per peer.
-    rss_per_peer_kib: f64,
+    rss_per_peer_kib: Option<f64>,
     relay_p50_ms: f64,
     relay_p99_ms: f64,
+    /// Rooms one of whose sockets the server closed while they were held (`--hold-s`).
+    rooms_closed: usize,
 }
 
 /// Runs the load once per `--rooms`; returns the exit code.
@@ -69,17 +81,17 @@ pub fn run(args: &SignalBenchArgs) -> anyhow::Result<i32> {
         if args.json {
             println!("{}", serde_json::to_string(&figures)?);
         } else {
+            let server = match (figures.server_cpu_s, figures.peak_rss_mib, figures.rss_per_peer_kib) {
+                (Some(cpu), Some(peak), Some(per_peer)) => {
+                    format!(" server_cpu_s={cpu:.2} peak_rss_mib={peak:.1} rss_per_peer_kib={per_peer:.1}")
+                }
+                _ => String::new(),
+            };
+            let held =
+                if args.hold_s > 0.0 { format!(" rooms_closed={}", figures.rooms_closed) } else { String::new() };
             println!(
-                "rooms={} peers={} joins_per_s={:.0} server_cpu_s={:.2} peak_rss_mib={:.1} rss_per_peer_kib={:.1} \
-                 relay_p50_ms={:.2} relay_p99_ms={:.2}",
-                figures.rooms,
-                figures.peers,
-                figures.joins_per_s,
-                figures.server_cpu_s,
-                figures.peak_rss_mib,
-                figures.rss_per_peer_kib,
-                figures.relay_p50_ms,
-                figures.relay_p99_ms
+                "rooms={} peers={} joins_per_s={:.0}{server} relay_p50_ms={:.2} relay_p99_ms={:.2}{held}",
+                figures.rooms, figures.peers, figures.joins_per_s, figures.relay_p50_ms, figures.relay_p99_ms,
             );
         }
     }
@@ -166,16 +178,15 @@ async fn event(ws: &mut Ws) -> anyhow::Result<serde_json::Value> {
 
 /// One room: its peers join in turn (each waits for its id; the first hears of each); once all
 /// rooms have (`joined`) and `offset` later, the first relays `signals` to the second, which notes
-/// how long each took (from `epoch`'s clock); once all have (`relayed`) they leave. The relay
-/// times, ms.
+/// how long each took (from `epoch`'s clock); once all have (`relayed`) they stay `hold`, then
+/// leave. The relay times, ms, and whether the server closed a socket while they stayed.
 async fn room(
     url: String,
-    peers: usize,
-    signals: usize,
+    (peers, signals, hold): (usize, usize, Duration),
     (epoch, offset): (Instant, Duration),
     (joined, relayed): (Arc<tokio::sync::Barrier>, Arc<tokio::sync::Barrier>),
     permit: tokio::sync::OwnedSemaphorePermit,
-) -> anyhow::Result<Vec<f64>> {
+) -> anyhow::Result<(Vec<f64>, bool)> {
     let mut sockets = Vec::with_capacity(peers);
     let mut ids = Vec::with_capacity(peers);
     for n in 0..peers {
@@ -207,25 +218,48 @@ async fn room(
         times.push((epoch.elapsed().as_micros() as u64).saturating_sub(sent_us) as f64 / 1000.0);
     }
     relayed.wait().await;
+    let closed = hold_open(&mut sockets, hold).await;
     for mut ws in sockets {
         let _ = ws.close(None).await;
     }
-    Ok(times)
+    Ok((times, closed))
+}
+
+/// Keeps `sockets` open for `hold`, reading what comes: whether the server closed one meanwhile.
+async fn hold_open(sockets: &mut [Ws], hold: Duration) -> bool {
+    let until = tokio::time::Instant::now() + hold;
+    loop {
+        let next = futures::future::select_all(sockets.iter_mut().map(|ws| ws.next()));
+        match tokio::time::timeout_at(until, next).await {
+            Err(_) => return false,
+            Ok((Some(Ok(Message::Close(_))) | Some(Err(_)) | None, _, _)) => return true,
+            Ok(_) => {}
+        }
+    }
 }
 
 /// One run of `rooms` rooms.
 async fn once(args: &SignalBenchArgs, rooms: usize) -> anyhow::Result<Figures> {
-    let server = Server::start()?;
+    let server = match &args.url {
+        Some(_) => None,
+        None => Some(Server::start()?),
+    };
+    let url = match (&args.url, &server) {
+        (Some(url), _) => url.trim_end_matches('/').to_owned(),
+        (None, Some(server)) => server.url.clone(),
+        (None, None) => unreachable!("a server started when no URL is given"),
+    };
     let peers = usize::from(args.peers);
-    let rss_before = server.memory_mib("VmRSS:")?;
-    let cpu_before = server.cpu_s()?;
+    let hold = Duration::from_secs_f64(args.hold_s.max(0.0));
+    let rss_before = server.as_ref().map(|s| s.memory_mib("VmRSS:")).transpose()?;
+    let cpu_before = server.as_ref().map(Server::cpu_s).transpose()?;
     let epoch = Instant::now();
     let joined = Arc::new(tokio::sync::Barrier::new(rooms + 1));
     let relayed = Arc::new(tokio::sync::Barrier::new(rooms + 1));
     let gate = Arc::new(tokio::sync::Semaphore::new(args.concurrency as usize));
     let mut tasks = Vec::with_capacity(rooms);
     for r in 0..rooms {
-        let url = format!("{}/BENCH{r:06}", server.url);
+        let url = format!("{url}/BENCH{r:06}");
         let barriers = (joined.clone(), relayed.clone());
         let gate = gate.clone();
         let signals = args.signals;
@@ -233,25 +267,31 @@ async fn once(args: &SignalBenchArgs, rooms: usize) -> anyhow::Result<Figures> {
         tasks.push(tokio::spawn(async move {
             // Rooms fill `concurrency` at a time.
             let permit = gate.acquire_owned().await?;
-            room(url, peers, signals, (epoch, offset), barriers, permit).await
+            room(url, (peers, signals, hold), (epoch, offset), barriers, permit).await
         }));
     }
     let started = Instant::now();
     let joining = joined.wait();
     tokio::time::timeout(Duration::from_secs(600), joining).await.context("the rooms did not fill in 10 minutes")?;
     let join_s = started.elapsed().as_secs_f64();
-    let rss_joined = server.memory_mib("VmRSS:")?;
+    let rss_joined = server.as_ref().map(|s| s.memory_mib("VmRSS:")).transpose()?;
     relayed.wait().await;
+    if !hold.is_zero() {
+        eprintln!("signal-bench: {rooms} rooms in and relayed; holding them {:.0} s", hold.as_secs_f64());
+    }
     let mut times = Vec::with_capacity(rooms * args.signals);
+    let mut rooms_closed = 0;
     for task in tasks {
-        times.extend(task.await??);
+        let (relayed, closed) = task.await??;
+        times.extend(relayed);
+        rooms_closed += usize::from(closed);
     }
     // Until the server has dealt with the leaves: its CPU time stands still.
-    let mut cpu = server.cpu_s()?;
+    let mut cpu = server.as_ref().map(Server::cpu_s).transpose()?;
     let settle = Instant::now() + Duration::from_secs(10);
-    loop {
+    while let Some(server) = &server {
         tokio::time::sleep(Duration::from_millis(200)).await;
-        let now = server.cpu_s()?;
+        let now = Some(server.cpu_s()?);
         if now == cpu || Instant::now() > settle {
             break;
         }
@@ -263,10 +303,13 @@ async fn once(args: &SignalBenchArgs, rooms: usize) -> anyhow::Result<Figures> {
         rooms,
         peers: rooms * peers,
         joins_per_s: (rooms * peers) as f64 / join_s.max(1e-9),
-        server_cpu_s: cpu - cpu_before,
-        peak_rss_mib: server.memory_mib("VmHWM:")?,
-        rss_per_peer_kib: (rss_joined - rss_before) * 1024.0 / (rooms * peers).max(1) as f64,
+        server_cpu_s: cpu.zip(cpu_before).map(|(after, before)| after - before),
+        peak_rss_mib: server.as_ref().map(|s| s.memory_mib("VmHWM:")).transpose()?,
+        rss_per_peer_kib: rss_joined
+            .zip(rss_before)
+            .map(|(joined, before)| (joined - before) * 1024.0 / (rooms * peers).max(1) as f64),
         relay_p50_ms: quantile(0.5),
         relay_p99_ms: quantile(0.99),
+        rooms_closed,
     })
 }

@@ -68,6 +68,16 @@ pub const KEEP_ALIVE: std::time::Duration = std::time::Duration::from_millis(250
 /// successor alone with its host waits this long after the host's line went dead.
 pub const MEMBER_GONE_AFTER: std::time::Duration = std::time::Duration::from_millis(1500);
 
+/// What `GET /rooms` answers: how much the server holds (for an operator's monitoring, and to
+/// see where a balancer sent the rooms).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RendezvousLoad {
+    /// Rooms with anyone in them.
+    pub rooms: usize,
+    /// Peers in rooms.
+    pub peers: usize,
+}
+
 /// What `GET /rooms/CODE` answers.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RoomInfo {
@@ -180,6 +190,12 @@ pub fn fetch_ice(server: &str, timeout: std::time::Duration) -> Result<IceConfig
 #[cfg(any(feature = "webrtc", feature = "signal-server"))]
 pub fn fetch_room(server: &str, room: &str, timeout: std::time::Duration) -> Result<RoomInfo, SignalError> {
     http_get(server, &format!("{ROOMS_PATH}/{room}"), "the room", timeout)
+}
+
+/// Fetches how many rooms and peers the signalling server at `server` holds (`GET /rooms`).
+#[cfg(any(feature = "webrtc", feature = "signal-server"))]
+pub fn fetch_load(server: &str, timeout: std::time::Duration) -> Result<RendezvousLoad, SignalError> {
+    http_get(server, ROOMS_PATH, "the rendezvous's load", timeout)
 }
 
 /// How long a connection attempt to the signalling server waits before another one starts

@@ -241,8 +241,13 @@ fn router(config: &SignalConfig, shared: Shared) -> Router {
         let info = shared.rooms.lock().map(|r| r.info(&room, Instant::now())).unwrap_or_default();
         std::future::ready(axum::Json(info))
     };
+    let load = |State(shared): State<Shared>| {
+        let load = shared.rooms.lock().map(|r| r.load()).unwrap_or_default();
+        std::future::ready(axum::Json(load))
+    };
     Router::new()
         .route(ICE_PATH, get(answer))
+        .route(ROOMS_PATH, get(load))
         .route(&format!("{ROOMS_PATH}/{{room}}"), get(list))
         .route("/", get(|ws, query, ticket, state| join(ws, None, query, ticket, state)))
         .route(
@@ -696,6 +701,8 @@ mod tests {
         let other = enter(&server, "ABCDEF");
         await_count(&server, "K7MP2Q", 2);
         await_count(&server, "ABCDEF", 1);
+        let load = crate::signal::fetch_load(&server.url(), Duration::from_secs(2)).expect("the load answers");
+        assert_eq!((load.rooms, load.peers), (2, 3), "the server's rooms and peers");
         drop(a);
         await_count(&server, "K7MP2Q", 1);
         drop(b);

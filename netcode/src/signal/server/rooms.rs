@@ -9,7 +9,7 @@ use axum::extract::ws::{CloseFrame, Message};
 use matchbox_protocol::{JsonPeerEvent, PeerId};
 use tokio::sync::mpsc;
 
-use crate::signal::{RoomInfo, RoomMember};
+use crate::signal::{RendezvousLoad, RoomInfo, RoomMember};
 
 /// Where the server puts what goes out on a member's websocket (its writer sends them in order).
 pub(super) type Outbox = mpsc::Sender<Message>;
@@ -155,6 +155,11 @@ impl Rooms {
     /// How many peers are in rooms.
     pub(super) fn peers(&self) -> usize {
         self.room_of.len()
+    }
+
+    /// How many rooms and peers there are.
+    pub(super) fn load(&self) -> RendezvousLoad {
+        RendezvousLoad { rooms: self.rooms.len(), peers: self.peers() }
     }
 }
 
