@@ -182,7 +182,7 @@ fn step_level(
     mut shown: ResMut<NavOverlayLevel>,
     mut contexts: EguiContexts,
 ) {
-    if !on.0 || !keys.just_pressed(NEXT_LEVEL_KEY) || contexts.ctx_mut().is_ok_and(|c| c.wants_keyboard_input()) {
+    if !on.0 || !keys.just_pressed(NEXT_LEVEL_KEY) || contexts.ctx_mut().is_ok_and(|c| c.egui_wants_keyboard_input()) {
         return;
     }
     shown.0 = next_level(&overlay.levels, shown.0);

@@ -87,7 +87,7 @@ fn menu_ui(
         state.rebinding = None;
         store.save();
     }
-    egui::CentralPanel::default().show(ctx, |ui| {
+    egui::CentralPanel::default().show(&mut screen(ctx), |ui| {
         ui.vertical_centered(|ui| {
             ui.add_space(40.0);
             ui.label(egui::RichText::new("vimp").size(64.0).strong());
@@ -113,6 +113,13 @@ fn menu_ui(
 }
 
 /// A menu's big button.
+/// The whole window as one egui `Ui` on the background layer, for the panels drawn over it
+/// (egui shows a panel inside a `Ui`).
+fn screen(ctx: &egui::Context) -> egui::Ui {
+    let builder = egui::UiBuilder::new().layer_id(egui::LayerId::background()).max_rect(ctx.viewport_rect());
+    egui::Ui::new(ctx.clone(), "screen".into(), builder)
+}
+
 fn wide(text: &str) -> egui::Button<'_> {
     egui::Button::new(egui::RichText::new(text).size(22.0)).min_size([260.0, 40.0].into())
 }
@@ -433,7 +440,7 @@ fn game_keys(
 ) {
     let m = active.get();
     let ui = &mut ui_state.in_match;
-    let egui_busy = contexts.ctx_mut().is_ok_and(|ctx| ctx.wants_keyboard_input());
+    let egui_busy = contexts.ctx_mut().is_ok_and(|ctx| ctx.egui_wants_keyboard_input());
     if ui.chat_open || ui.paused || egui_busy {
         if !m.held.is_empty() {
             m.release_all();
@@ -465,7 +472,7 @@ fn game_keys(
             m.key(KeyAction::Up, action);
         }
     }
-    if mouse.just_pressed(MouseButton::Left) && !contexts.ctx_mut().is_ok_and(|c| c.wants_pointer_input()) {
+    if mouse.just_pressed(MouseButton::Left) && !contexts.ctx_mut().is_ok_and(|c| c.egui_wants_pointer_input()) {
         m.key(KeyAction::Down, "fire");
     }
 }
@@ -490,7 +497,7 @@ fn pointer_aim(
         return;
     }
     let ui = &ui_state.in_match;
-    if ui.chat_open || ui.paused || contexts.ctx_mut().is_ok_and(|c| c.wants_pointer_input()) {
+    if ui.chat_open || ui.paused || contexts.ctx_mut().is_ok_and(|c| c.egui_wants_pointer_input()) {
         return;
     }
     let (Ok(window), Ok((camera, at))) = (windows.single(), camera.single()) else { return };
@@ -505,7 +512,7 @@ fn pointer_aim(
 /// A crosshair where the pointer aims, in the pointer scheme.
 fn crosshair(ctx: &egui::Context, scheme: AimScheme) {
     let Some(at) = ctx.input(|i| i.pointer.latest_pos()).filter(|_| scheme == AimScheme::Pointer) else { return };
-    if ctx.is_pointer_over_area() {
+    if ctx.is_pointer_over_egui() {
         return;
     }
     let painter = ctx.layer_painter(egui::LayerId::new(egui::Order::Foreground, egui::Id::new("crosshair")));

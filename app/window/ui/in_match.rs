@@ -393,7 +393,7 @@ fn black_screen(ctx: &egui::Context, m: &mut MatchState, now: Duration) -> bool 
     };
     if let Some(text) = blackout {
         egui::CentralPanel::default().frame(egui::Frame::NONE.fill(egui::Color32::from_black_alpha(235))).show(
-            ctx,
+            &mut super::screen(ctx),
             |p| {
                 p.vertical_centered(|p| {
                     p.add_space(p.available_height() / 2.0 - 40.0);

@@ -14,7 +14,7 @@
 use std::time::Duration;
 
 use bevy::app::PluginsState;
-use bevy::ecs::schedule::ExecutorKind;
+use bevy::ecs::schedule::SingleThreadedExecutor;
 use bevy::prelude::*;
 use vimp_netcode::schema::SnapshotSchema;
 
@@ -81,7 +81,7 @@ impl Plugin for HostPlugin {
             .init_resource::<players::Panels>();
 
         let mut schedule = Schedule::new(HostTick);
-        schedule.set_executor_kind(ExecutorKind::SingleThreaded);
+        schedule.set_executor(SingleThreadedExecutor::new());
         app.add_schedule(schedule);
         app.configure_sets(
             HostTick,
