@@ -5,17 +5,17 @@
 # the window says it shadows the host, the host is killed with SIGKILL, and the window,
 # hosting on its standby thread now, saves a screenshot at its frame FRAMES.
 #
-#   scripts/takeover-screenshot.sh [OUT.png] [FRAMES=85] [KILL_AFTER_S=2]
+#   scripts/takeover-screenshot.sh [OUT.png] [FRAMES=60] [KILL_AFTER_S=2]
 #   PROFILE=debug scripts/takeover-screenshot.sh   # the dev build
 #
 # Pick FRAMES so that the last frame comes within 3 s of the takeover (the banner's time):
 # the window logs when it took over and the PNG's time says when it was saved, so compare
-# them and adjust (85 fit the release build on a 2-core machine under llvmpipe). Needs xvfb,
+# them and adjust (60 fit the release build on a 2-core machine under llvmpipe). Needs xvfb,
 # xauth and mesa's Vulkan drivers (scripts/screenshot.sh installs them). Not run in CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=$(realpath -m "${1:-docs/takeover.png}")
-frames=${2:-85}
+frames=${2:-60}
 kill_after=${3:-2}
 profile=${PROFILE:-release}
 if [[ $profile == release ]]; then cargo build --release --bin vimp >&2; else cargo build --bin vimp >&2; fi
