@@ -448,7 +448,7 @@ async fn message_loop<M: Messenger>(
                 // peer's link only; it was never reported connected.
                 let Some(handshake_result) = handshake_result else { continue };
                 data_channels.insert(handshake_result.peer_id, handshake_result.data_channels);
-                linked.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                linked.store(data_channels.len(), std::sync::atomic::Ordering::Relaxed);
                 if peer_state_tx.unbounded_send((handshake_result.peer_id, PeerState::Connected)).is_err() {
                     // sending can only fail on socket drop, in which case connected_peers is unavailable, ignore
                     break Ok(());
@@ -461,7 +461,7 @@ async fn message_loop<M: Messenger>(
                 // Forgotten: should it come into the room again, it is linked again.
                 data_channels.remove(&peer_uuid);
                 handshake_signals.remove(&peer_uuid);
-                linked.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+                linked.store(data_channels.len(), std::sync::atomic::Ordering::Relaxed);
                 if peer_state_tx.unbounded_send((peer_uuid, PeerState::Disconnected)).is_err() {
                     // sending can only fail on socket drop, in which case connected_peers is unavailable, ignore
                     break Ok(());
