@@ -11,6 +11,9 @@
 //! level has its band of depth, so what stands under a slab is drawn beneath it and what stands
 //! on it above. A tank under a slab is outlined above it (others' faintly, in their team's
 //! colour), and the player's own turns the slab see-through around it.
+//!
+//! A tank's name is painted by egui ([`paint_names`]) on the window's background layer, at the
+//! point the camera shows above the tank, before the HUD, so every panel covers it.
 
 pub mod levels;
 
@@ -18,6 +21,7 @@ use std::collections::BTreeMap;
 
 use bevy::prelude::*;
 use bevy::sprite::Anchor;
+use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 use vimp_host::engine::map::MapLevels;
 use vimp_host::tanks::movement::Motion;
 use vimp_host::tanks::rows::Rows;
@@ -50,6 +54,10 @@ impl Plugin for DrawPlugin {
                     .chain()
                     .after(crate::window::MatchUpdate)
                     .run_if(in_state(Screen::Match)),
+            )
+            .add_systems(
+                EguiPrimaryContextPass,
+                paint_names.in_set(crate::window::WorldText).run_if(in_state(Screen::Match)),
             )
             .add_systems(OnExit(Screen::Match), clear_world);
     }
@@ -138,6 +146,8 @@ struct Drawn {
     rows_map: Option<u64>,
     /// While the player's own tank is under a slab: where it is and the band it is drawn in.
     see_through: Option<([f32; 2], u8)>,
+    /// The tanks' names this frame: where (Bevy's world), what, and how visible.
+    names: Vec<(Vec2, String, f32)>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -147,7 +157,6 @@ struct TankView {
     turret: Entity,
     shadow: Entity,
     outline: Entity,
-    label: Entity,
     bar: Entity,
     back: Entity,
 }
@@ -327,14 +336,6 @@ fn spawn_tank(commands: &mut Commands, sprites: &Sprites, hull: Vec2, team: u8) 
             Visibility::Hidden,
         ))
         .id();
-    let label = commands
-        .spawn((
-            Text2d::new(String::new()),
-            TextFont::from_font_size(13.0),
-            TextColor(Color::srgba(1.0, 1.0, 1.0, 0.9)),
-            Transform::default(),
-        ))
-        .id();
     let bar = commands
         .spawn((
             Sprite::from_color(Color::srgb(0.4, 0.9, 0.4), Vec2::new(36.0, 4.0)),
@@ -347,9 +348,9 @@ fn spawn_tank(commands: &mut Commands, sprites: &Sprites, hull: Vec2, team: u8) 
         .id();
     let root = commands
         .spawn((Transform::default(), Visibility::default(), MatchDrawing))
-        .add_children(&[shadow, hull_e, turret, outline, label, bar, back])
+        .add_children(&[shadow, hull_e, turret, outline, bar, back])
         .id();
-    TankView { root, hull: hull_e, turret, shadow, outline, label, bar, back }
+    TankView { root, hull: hull_e, turret, shadow, outline, bar, back }
 }
 
 /// Puts a body's shadow (a child of a root at depth `root_z`) where its look says.
@@ -366,7 +367,6 @@ fn sync_tanks(
     mut active: ResMut<ActiveMatch>,
     sprites: Res<Sprites>,
     mut transforms: Query<&mut Transform>,
-    mut texts: Query<(&mut Text2d, &mut TextColor)>,
     mut colors: Query<&mut Sprite>,
     mut shown: Query<&mut Visibility>,
 ) {
@@ -375,6 +375,7 @@ fn sync_tanks(
     let drawn = &mut *drawn;
     drawn.see_through = None;
     drawn.tank_levels.clear();
+    drawn.names.clear();
     let (Some(levels), Some(Rows { tanks: t, .. })) = (drawn.levels.as_ref(), drawn.rows.as_ref()) else { return };
     let names = names(m);
     let hull = hull_size(m.client().config());
@@ -440,11 +441,7 @@ fn sync_tanks(
         // Its name and health over everything, fainter while a slab hides it.
         let lift = hull.y * look.scale;
         let label_alpha = if hidden { HIDDEN_LABEL_ALPHA } else { 1.0 };
-        for (e, dx, dy, dz) in [
-            (view.label, 0.0, lift + 14.0, 0.0),
-            (view.bar, -18.0, lift + 3.0, 0.0),
-            (view.back, 0.0, lift + 3.0, -0.01),
-        ] {
+        for (e, dx, dy, dz) in [(view.bar, -18.0, lift + 3.0, 0.0), (view.back, 0.0, lift + 3.0, -0.01)] {
             if let Ok(mut t) = transforms.get_mut(e) {
                 t.translation = Vec3::new(dx, dy, z::LABEL + dz - root_z);
             }
@@ -460,16 +457,27 @@ fn sync_tanks(
                 s.color.set_alpha(alpha * label_alpha);
             }
         }
-        if let Ok((mut text, mut color)) = texts.get_mut(view.label) {
-            let name = names.get(&pid).cloned().unwrap_or_else(|| format!("#{pid}"));
-            if text.0 != name {
-                text.0 = name;
-            }
-            if color.0.alpha() != 0.9 * label_alpha {
-                color.0.set_alpha(0.9 * label_alpha);
-            }
-        }
+        let name = names.get(&pid).cloned().unwrap_or_else(|| format!("#{pid}"));
+        drawn.names.push((world(x, y, 0.0).truncate() + Vec2::new(0.0, lift + 14.0), name, 0.9 * label_alpha));
     }
+}
+
+/// Paints each tank's name where the camera shows the point above it.
+fn paint_names(
+    mut contexts: EguiContexts,
+    drawn: Res<Drawn>,
+    camera: Query<(&Camera, &Transform), With<MainCamera>>,
+) -> Result {
+    let Ok((camera, at)) = camera.single() else { return Ok(()) };
+    // The camera's transform as `follow_camera` left it this frame (it has no parent).
+    let at = GlobalTransform::from(*at);
+    let painter = contexts.ctx_mut()?.layer_painter(egui::LayerId::background());
+    for (point, name, alpha) in &drawn.names {
+        let Ok(p) = camera.world_to_viewport(&at, point.extend(0.0)) else { continue };
+        let color = egui::Color32::from_white_alpha((alpha * 255.0).round() as u8);
+        painter.text(egui::pos2(p.x, p.y), egui::Align2::CENTER_CENTER, name, egui::FontId::monospace(13.0), color);
+    }
+    Ok(())
 }
 
 fn sync_crates(

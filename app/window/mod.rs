@@ -117,6 +117,11 @@ pub enum Screen {
 #[derive(SystemSet, Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct MatchUpdate;
 
+/// The egui systems that paint on the world itself (a tank's name): they run before the HUD,
+/// on the background layer, so that every panel covers what they paint.
+#[derive(SystemSet, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct WorldText;
+
 /// The match being played (behind a mutex only to make the client `Sync`; systems take it exclusively).
 #[derive(Resource)]
 pub struct ActiveMatch(pub Mutex<MatchState>);

@@ -23,6 +23,7 @@ impl Plugin for UiPlugin {
         app.init_resource::<UiState>()
             .add_systems(Update, (game_keys, pointer_aim).chain().run_if(in_state(Screen::Match)))
             .add_systems(OnExit(Screen::Match), |mut ui: ResMut<UiState>| ui.in_match = InMatch::default())
+            .configure_sets(EguiPrimaryContextPass, super::WorldText.before(match_ui))
             .add_systems(
                 EguiPrimaryContextPass,
                 (menu_ui.run_if(in_state(Screen::Menu)), match_ui.run_if(in_state(Screen::Match))),
