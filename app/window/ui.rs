@@ -113,7 +113,6 @@ fn menu_ui(
     Ok(())
 }
 
-/// A menu's big button.
 /// The whole window as one egui `Ui` on the background layer, for the panels drawn over it
 /// (egui shows a panel inside a `Ui`).
 fn screen(ctx: &egui::Context) -> egui::Ui {
@@ -121,6 +120,7 @@ fn screen(ctx: &egui::Context) -> egui::Ui {
     egui::Ui::new(ctx.clone(), "screen".into(), builder)
 }
 
+/// A menu's big button.
 fn wide(text: &str) -> egui::Button<'_> {
     egui::Button::new(egui::RichText::new(text).size(22.0)).min_size([260.0, 40.0].into())
 }
