@@ -109,7 +109,7 @@ impl Server {
     fn start() -> anyhow::Result<Server> {
         let exe = std::env::current_exe().context("finding this program")?;
         let mut child = Command::new(exe)
-            .args(["signal", "--bind", "127.0.0.1:0", "--no-stun", "--max-per-address", "1000000"])
+            .args(["signal", "--bind", "127.0.0.1:0", "--no-stun", "--no-db", "--max-per-address", "1000000"])
             .args(["--upgrades-per-second", "1000000000"])
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

@@ -8,7 +8,9 @@
 
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs, UdpSocket};
 
-use anyhow::bail;
+use anyhow::{Context as _, bail};
+use vimp_ranks::service::{Ranks, RanksConfig};
+use vimp_ranks::store::Store;
 
 use vimp_netcode::signal::{
     DEFAULT_PER_ADDRESS, DEFAULT_TURN_TTL_SECS, DEFAULT_UPGRADES_PER_SECOND, IceConfig, Limits, SignalConfig,
@@ -56,6 +58,76 @@ pub struct SignalArgs {
     /// its hard limit at start); past it, new ones are refused at once (HTTP 503).
     #[arg(long, value_name = "N")]
     pub max_connections: Option<usize>,
+    /// The database of registered nicknames and of this rendezvous's signing key: a SQLite
+    /// file (a path, or `sqlite://PATH`), or `postgres://USER@HOST/DB` for several processes
+    /// behind one address (default: `rendezvous.db` in the platform's data folder,
+    /// `$VIMP_DATA_DIR` or `~/.local/share/vimp` on Linux).
+    #[arg(long, value_name = "PATH|URL", conflicts_with = "no_db")]
+    pub db: Option<String>,
+    /// No identities: signalling, STUN and TURN only (players join unverified).
+    #[arg(long)]
+    pub no_db: bool,
+    /// What the tokens this rendezvous signs name as their issuer (`iss`): its public URL,
+    /// or any name; hosts learn it with its keys.
+    #[arg(long, value_name = "NAME", default_value = "vimp-signal")]
+    pub issuer: String,
+}
+
+/// Where a rendezvous keeps its SQLite file by default: the platform's data folder
+/// (`$VIMP_DATA_DIR` when set).
+pub fn default_db_path() -> Option<std::path::PathBuf> {
+    let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(std::path::PathBuf::from);
+    let dir = if let Some(d) = env("VIMP_DATA_DIR") {
+        d
+    } else if cfg!(target_os = "windows") {
+        env("LOCALAPPDATA")?.join("vimp")
+    } else if cfg!(target_os = "macos") {
+        env("HOME")?.join("Library/Application Support/vimp")
+    } else {
+        env("XDG_DATA_HOME").or_else(|| env("HOME").map(|h| h.join(".local/share")))?.join("vimp")
+    };
+    Some(dir.join("rendezvous.db"))
+}
+
+/// The identity routes over a database, and the runtime that keeps its connections.
+struct Opened {
+    _runtime: tokio::runtime::Runtime,
+    ranks: std::sync::Arc<Ranks>,
+    db: String,
+    registered: u64,
+}
+
+/// The identity routes over the database `args` name; `None` with `--no-db`.
+fn open_ranks(args: &SignalArgs) -> anyhow::Result<Option<Opened>> {
+    if args.no_db {
+        return Ok(None);
+    }
+    let db = match &args.db {
+        Some(db) => db.clone(),
+        None => match default_db_path() {
+            Some(path) => path.display().to_string(),
+            None => bail!("no data folder is known (no HOME): pass --db PATH or --no-db"),
+        },
+    };
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().thread_name("vimp-store").build()?;
+    let config = RanksConfig { issuer: args.issuer.clone(), ..RanksConfig::default() };
+    let (ranks, registered) = runtime
+        .block_on(async {
+            let ranks = Ranks::new(Store::open(&db).await?, config).await?;
+            let registered = ranks.store().identities().await?;
+            Ok::<_, vimp_ranks::store::StoreError>((ranks, registered))
+        })
+        .with_context(|| format!("opening the rendezvous's database {}", shown_db(&db)))?;
+    Ok(Some(Opened { _runtime: runtime, ranks, db, registered }))
+}
+
+/// `db` as it may be printed: a PostgreSQL URL without its password.
+fn shown_db(db: &str) -> String {
+    match db.split_once("://").and_then(|(scheme, rest)| Some((scheme, rest.split_once('@')?))) {
+        Some((scheme, (user, host))) => format!("{scheme}://{}@{host}", user.split(':').next().unwrap_or_default()),
+        None => db.to_owned(),
+    }
 }
 
 /// Starts the server, prints where it listens and serves until the process is stopped.
@@ -106,7 +178,9 @@ pub fn run(args: &SignalArgs) -> anyhow::Result<i32> {
         request_deadline: std::time::Duration::from_secs_f64(args.request_deadline),
     };
     let config = SignalConfig { bind: args.bind, ice: IceConfig { ice_servers }, turn_secret, stun_port, limits };
-    let server = SignalServer::start(config)?;
+    let ranks = open_ranks(args)?;
+    let routes = ranks.as_ref().map_or_else(axum::Router::new, |opened| opened.ranks.router());
+    let server = SignalServer::start_with(config, routes)?;
     println!("vimp signal: listening on {} ({})", server.addr(), server.url());
     if let Some(stun) = &stun {
         println!("STUN: answering binding requests on UDP {}", stun.addr());
@@ -120,6 +194,17 @@ pub fn run(args: &SignalArgs) -> anyhow::Result<i32> {
     }
     if args.turn_secret.is_some() {
         println!("TURN credentials are minted per peer, valid for {} s", args.turn_ttl);
+    }
+    match &ranks {
+        Some(opened) => println!(
+            "identities: {} registered in {}; nicknames at {2}/identity/register, tokens at {2}/identity/token, \
+             keys at {2}/identity/keys (issuer {3:?})",
+            opened.registered,
+            shown_db(&opened.db),
+            server.url().replacen("ws://", "http://", 1),
+            args.issuer,
+        ),
+        None => println!("identities: none served (--no-db): players join unverified"),
     }
     println!(
         "holds up to {total} connections (open-files limit {files}); {} per address, {} websockets a second per \

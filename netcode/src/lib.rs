@@ -72,6 +72,7 @@ pub mod client;
 pub mod delta;
 pub mod divergence;
 pub mod frame;
+pub mod identity;
 pub mod input;
 pub mod interp;
 pub mod link;

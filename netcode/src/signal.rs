@@ -131,6 +131,11 @@ pub fn peer_id(peer: PeerKey) -> String {
     format!("{}-{}-{}-{}-{}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..])
 }
 
+/// The address a request to the rendezvous came from, in each request's extensions: what
+/// routes served beside the signalling ([`SignalServer::start_with`]) rate-limit by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PeerAddr(pub std::net::SocketAddr);
+
 /// The default port of the signalling server.
 pub const DEFAULT_PORT: u16 = 3536;
 
@@ -252,36 +257,56 @@ fn http_get<T: serde::de::DeserializeOwned>(
     what: &str,
     timeout: std::time::Duration,
 ) -> Result<T, SignalError> {
+    let fail = |reason: String| SignalError::Serve(format!("fetching {what} from {server}: {reason}"));
+    let (status, body) = http_request(server, "GET", path, None, timeout).map_err(|e| fail(e.to_string()))?;
+    if status != 200 {
+        return Err(fail(format!("HTTP {status}: {}", body.chars().take(200).collect::<String>())));
+    }
+    serde_json::from_str(&body).map_err(|e| fail(e.to_string()))
+}
+
+/// One HTTP/1.1 request (`method path`, with a JSON `body` if given) to the signalling
+/// server at `server` (`ws://HOST:PORT`): the answer's status and body (at most 64 KiB).
+#[cfg(any(feature = "webrtc", feature = "signal-server"))]
+pub fn http_request(
+    server: &str,
+    method: &str,
+    path: &str,
+    body: Option<&str>,
+    timeout: std::time::Duration,
+) -> std::io::Result<(u16, String)> {
     use std::io::{Read, Write};
     use std::net::ToSocketAddrs;
 
-    let fail = |reason: String| SignalError::Serve(format!("fetching {what} from {server}: {reason}"));
+    let fail = |reason: &str| std::io::Error::other(reason.to_owned());
     let authority = server
         .strip_prefix("ws://")
-        .ok_or_else(|| fail("only ws:// signalling servers serve it over plain HTTP".into()))?
+        .ok_or_else(|| fail("only ws:// signalling servers serve it over plain HTTP"))?
         .trim_end_matches('/');
     let authority = authority.split('/').next().unwrap_or(authority);
-    let addr = authority
-        .to_socket_addrs()
-        .map_err(|e| fail(e.to_string()))?
-        .next()
-        .ok_or_else(|| fail("the address resolves to nothing".into()))?;
-    let mut stream = connect_racing(addr, timeout).map_err(|e| fail(e.to_string()))?;
-    stream.set_read_timeout(Some(timeout)).map_err(|e| fail(e.to_string()))?;
+    let addr = authority.to_socket_addrs()?.next().ok_or_else(|| fail("the address resolves to nothing"))?;
+    let mut stream = connect_racing(addr, timeout)?;
+    stream.set_read_timeout(Some(timeout))?;
     // One segment, sent at once: `write!` straight to the socket wrote each piece of the
     // format on its own, and Nagle's algorithm held each after the first for the server's
     // delayed ACK, a round trip and more before every join.
-    stream.set_nodelay(true).map_err(|e| fail(e.to_string()))?;
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).map_err(|e| fail(e.to_string()))?;
-    let mut answer = Vec::new();
-    stream.take(64 * 1024).read_to_end(&mut answer).map_err(|e| fail(e.to_string()))?;
-    let text = String::from_utf8_lossy(&answer);
-    let (head, body) = text.split_once("\r\n\r\n").ok_or_else(|| fail("no HTTP answer".into()))?;
-    if !head.starts_with("HTTP/1.1 200") {
-        return Err(fail(head.lines().next().unwrap_or_default().to_owned()));
+    stream.set_nodelay(true)?;
+    let mut request = format!("{method} {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n");
+    match body {
+        Some(body) => {
+            request.push_str(&format!("Content-Type: application/json\r\nContent-Length: {}\r\n\r\n", body.len()));
+            request.push_str(body);
+        }
+        None if method != "GET" => request.push_str("Content-Length: 0\r\n\r\n"),
+        None => request.push_str("\r\n"),
     }
-    serde_json::from_str(body).map_err(|e| fail(e.to_string()))
+    stream.write_all(request.as_bytes())?;
+    let mut answer = Vec::new();
+    stream.take(64 * 1024).read_to_end(&mut answer)?;
+    let text = String::from_utf8_lossy(&answer);
+    let (head, body) = text.split_once("\r\n\r\n").ok_or_else(|| fail("no HTTP answer"))?;
+    let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).ok_or_else(|| fail("no HTTP status"))?;
+    Ok((status, body.to_owned()))
 }
 
 #[cfg(all(test, any(feature = "webrtc", feature = "signal-server")))]

@@ -1,7 +1,6 @@
 //! The command line a user types: help, sim, map and schema checks, the signalling server.
 
 use std::path::PathBuf;
-use std::process::Command;
 
 use crate::{repo, vimp};
 
@@ -185,7 +184,7 @@ fn signal_prints_its_address_and_serves_the_ice_list() {
     use std::process::Stdio;
     use std::time::Duration;
 
-    let mut child = Command::new(env!("CARGO_BIN_EXE_vimp"))
+    let mut child = crate::vimp_command()
         .args([
             "signal",
             "--bind",
@@ -242,6 +241,65 @@ fn signal_prints_its_address_and_serves_the_ice_list() {
     assert!(turn[0]["credential"].as_str().is_some_and(|p| p.len() == 28), "{answer}");
 }
 
+/// `vimp signal` keeps its identities in the database `--db` names, made on first start,
+/// and serves the keys hosts check tokens against; a database it does not speak stops it
+/// with the reason.
+#[test]
+fn signal_serves_identities_from_its_database() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    use std::time::Duration;
+
+    let dir = std::env::temp_dir().join(format!("vimp-e2e-signal-db-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let db = dir.join("rendezvous.db");
+    let start = || {
+        let mut child = crate::vimp_command()
+            .args(["signal", "--bind", "127.0.0.1:0", "--no-stun", "--issuer", "rdv.test", "--db"])
+            .arg(&db)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("vimp signal starts");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let line = rx.recv_timeout(Duration::from_secs(30)).expect("the address is printed");
+        let url = format!("ws://{}", line.split_whitespace().nth(4).expect("listening on ADDR"));
+        let identities = rx.recv_timeout(Duration::from_secs(30)).expect("the identities line");
+        (child, url, identities)
+    };
+    let (mut child, url, identities) = start();
+    assert!(
+        identities.starts_with("identities: 0 registered in") && identities.contains("rendezvous.db"),
+        "{identities}"
+    );
+    let keys = |url: &str| {
+        let (status, body) =
+            vimp_netcode::signal::http_request(url, "GET", "/identity/keys", None, Duration::from_secs(10))
+                .expect("GET");
+        assert_eq!(status, 200, "{body}");
+        serde_json::from_str::<serde_json::Value>(&body).expect("JSON")
+    };
+    let first = keys(&url);
+    assert_eq!((first["issuer"].as_str(), first["jwks"]["keys"][0]["alg"].as_str()), (Some("rdv.test"), Some("EdDSA")));
+    child.kill().ok();
+    child.wait().ok();
+    // Started again on the same file: the same signing key.
+    let (mut child, url, _) = start();
+    assert_eq!(keys(&url), first);
+    child.kill().ok();
+    child.wait().ok();
+
+    let out = crate::vimp(&["signal", "--bind", "127.0.0.1:0", "--no-stun", "--db", "mysql://db.example/x"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("mysql://db.example/x") && err.contains("not a database"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Beside a TURN server on this machine, `vimp signal` leaves the TURN server's port to it
 /// (whichever starts first) and hands that server out for STUN; a STUN port another program
 /// holds stops it at once with the reason and the flags to use.
@@ -255,7 +313,7 @@ fn signal_leaves_a_local_turn_server_its_port_and_stops_when_the_stun_port_is_ta
     let port = std::net::UdpSocket::bind("127.0.0.1:0").expect("a port").local_addr().expect("addr").port();
     let stun_bind = format!("127.0.0.1:{port}");
     let turn = format!("turn:127.0.0.1:{port}");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_vimp"))
+    let mut child = crate::vimp_command()
         .args(["signal", "--bind", "127.0.0.1:0", "--stun-bind", &stun_bind, "--turn", &turn])
         .args(["--turn-secret", "s"])
         .stdout(Stdio::piped())
@@ -287,7 +345,7 @@ fn signal_leaves_a_local_turn_server_its_port_and_stops_when_the_stun_port_is_ta
     assert!(!lines.iter().any(|l| l.contains("answering binding requests")), "{lines:?}");
 
     // Now the port is held (by the stand-in for coturn): a responder asked to bind it stops.
-    let out = Command::new(env!("CARGO_BIN_EXE_vimp"))
+    let out = crate::vimp_command()
         .args(["signal", "--bind", "127.0.0.1:0", "--stun-bind", &stun_bind])
         .output()
         .expect("vimp runs");
@@ -300,7 +358,7 @@ fn signal_leaves_a_local_turn_server_its_port_and_stops_when_the_stun_port_is_ta
 
 #[test]
 fn signal_refuses_a_turn_secret_beside_a_static_password() {
-    let out = Command::new(env!("CARGO_BIN_EXE_vimp"))
+    let out = crate::vimp_command()
         .args(["signal", "--no-stun", "--turn", "turn:t.example.net:3478", "--turn-secret", "s", "--turn-pass", "p"])
         .output()
         .expect("vimp runs");

@@ -10,9 +10,17 @@ mod webrtc;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
+/// The `vimp` binary, keeping what it stores (a rendezvous's database) in a folder of this
+/// test run's, not in the user's data folder.
+pub(crate) fn vimp_command() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_vimp"));
+    command.env("VIMP_DATA_DIR", std::env::temp_dir().join(format!("vimp-e2e-data-{}", std::process::id())));
+    command
+}
+
 /// Runs `vimp` with `args` to completion.
 pub(crate) fn vimp(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_vimp")).args(args).output().expect("the vimp binary runs")
+    vimp_command().args(args).output().expect("the vimp binary runs")
 }
 
 /// Runs the named test of this binary again through `wrapper`, a command that ends by

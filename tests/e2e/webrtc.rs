@@ -37,7 +37,7 @@ pub(crate) struct Proc {
 
 impl Proc {
     pub(crate) fn spawn(args: &[&str]) -> Proc {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_vimp"));
+        let mut command = crate::vimp_command();
         command.args(args);
         Proc::start(command)
     }
@@ -46,6 +46,7 @@ impl Proc {
     pub(crate) fn spawn_in(netns: &str, args: &[&str]) -> Proc {
         let mut command = Command::new("ip");
         command.args(["netns", "exec", netns, env!("CARGO_BIN_EXE_vimp")]).args(args);
+        command.envs(crate::vimp_command().get_envs().filter_map(|(k, v)| Some((k, v?))));
         Proc::start(command)
     }
 

@@ -151,6 +151,12 @@ pub struct SignalServer {
 impl SignalServer {
     /// Binds `config.bind` and serves on a thread of its own.
     pub fn start(config: SignalConfig) -> Result<SignalServer, SignalError> {
+        SignalServer::start_with(config, Router::new())
+    }
+
+    /// As [`SignalServer::start`], serving `routes` too, under the same limits on
+    /// connections (each request carries the [`super::PeerAddr`] it came from).
+    pub fn start_with(config: SignalConfig, routes: Router) -> Result<SignalServer, SignalError> {
         let std_listener = std::net::TcpListener::bind(config.bind)
             .map_err(|e| SignalError::Bind { addr: config.bind, reason: e.to_string() })?;
         let addr =
@@ -168,7 +174,7 @@ impl SignalServer {
         let limits = config.limits;
         let thread = std::thread::Builder::new()
             .name("vimp-signal".into())
-            .spawn(move || runtime.block_on(serve(std_listener, config, rx)))
+            .spawn(move || runtime.block_on(serve(std_listener, config, routes, rx)))
             .map_err(|e| SignalError::Runtime(e.to_string()))?;
         Ok(SignalServer { addr, limits, shutdown: Some(tx), thread: Some(thread) })
     }
@@ -262,12 +268,13 @@ fn router(config: &SignalConfig, shared: Shared) -> Router {
 async fn serve(
     listener: std::net::TcpListener,
     config: SignalConfig,
+    routes: Router,
     mut shutdown: tokio::sync::oneshot::Receiver<()>,
 ) -> Result<(), SignalError> {
     let listener = tokio::net::TcpListener::from_std(listener).map_err(|e| SignalError::Serve(e.to_string()))?;
     let (close_all, closing) = watch::channel(false);
     let shared = Shared { rooms: Arc::default(), gate: Gate::new(config.limits), closing };
-    let app = router(&config, shared.clone());
+    let app = router(&config, shared.clone()).merge(routes);
     let deadline = config.limits.request_deadline;
     let mut accept_failed_at: Option<Instant> = None;
     loop {
@@ -293,7 +300,7 @@ async fn serve(
         let _ = stream.set_nodelay(true);
         match shared.gate.admit(from.ip(), Instant::now()) {
             Ok(ticket) => {
-                tokio::spawn(connection(stream, ticket, app.clone(), deadline));
+                tokio::spawn(connection(stream, from, ticket, app.clone(), deadline));
             }
             Err(refusal) => {
                 tokio::spawn(refuse(stream, refusal));
@@ -311,11 +318,12 @@ async fn serve(
 
 /// Serves one connection (HTTP/1.1): its request must come whole within `deadline`; a
 /// websocket it upgrades to lives on in its own task, holding `ticket`.
-async fn connection(stream: tokio::net::TcpStream, ticket: Ticket, app: Router, deadline: Duration) {
+async fn connection(stream: tokio::net::TcpStream, from: SocketAddr, ticket: Ticket, app: Router, deadline: Duration) {
     use tower::Service as _;
     let ticket = Arc::new(ticket);
     let service = hyper::service::service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {
         request.extensions_mut().insert(ticket.clone());
+        request.extensions_mut().insert(super::PeerAddr(from));
         let mut app = app.clone();
         async move { app.call(request.map(axum::body::Body::new)).await }
     });

@@ -1,0 +1,532 @@
+//! Who a player is beyond one match.
+//!
+//! - **A key pair of its own** ([`Identity`]): Ed25519, made on the player's first start and
+//!   kept beside its settings, readable by its owner only ([`Identity::load_or_create`]).
+//! - **A nickname registered for that key** by a rendezvous (`vimp signal --db`): first come,
+//!   first served, unique whatever the case ([`nickname_key`]). The player proves it holds the
+//!   key by signing a challenge the rendezvous handed out ([`Identity::prove`],
+//!   [`verify_proof`]).
+//! - **A short-lived token** ([`Claims`]): a JWT the rendezvous signs with its own Ed25519
+//!   key (EdDSA), naming the key and the nickname, bound to one room by its audience. A host
+//!   checks it against the key the rendezvous publishes (a JWKS, [`TokenKeys`]) and takes the
+//!   player's nickname from it, not from what the player typed.
+//!
+//! Tokens are made and read by the `jsonwebtoken` crate, not by hand.
+
+use std::path::Path;
+
+use base64::Engine as _;
+use ed25519_dalek::Signer as _;
+use jsonwebtoken::jwk::{Jwk, JwkSet};
+use serde::{Deserialize, Serialize};
+
+/// What a player signs to prove its key: this, then the challenge.
+pub const PROOF_CONTEXT: &str = "vimp-identity-v1:";
+
+/// How long a token lasts by default: a player's client asks for a new one before then.
+pub const TOKEN_LIFETIME_SECS: u64 = 15 * 60;
+
+fn b64(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+fn unb64(text: &str) -> Option<Vec<u8>> {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(text.trim()).ok()
+}
+
+/// What went wrong with a key, a proof or the identity file.
+#[derive(Debug, thiserror::Error)]
+pub enum IdentityError {
+    /// Not a public key (32 bytes, unpadded URL-safe base64).
+    #[error("not a public key: {0:?}")]
+    BadKey(String),
+    /// The signature is not 64 bytes of unpadded URL-safe base64, or does not verify.
+    #[error("the signature does not prove the key")]
+    BadProof,
+    /// The identity file could not be read or written.
+    #[error("{path}: {reason}")]
+    File {
+        /// The file.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// A player's public key: its name in the rendezvous's store and in tokens (`sub`), written
+/// as unpadded URL-safe base64 (43 characters).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PublicKey(pub [u8; 32]);
+
+impl std::fmt::Display for PublicKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&b64(&self.0))
+    }
+}
+
+impl std::str::FromStr for PublicKey {
+    type Err = IdentityError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let bytes = unb64(text).and_then(|b| <[u8; 32]>::try_from(b).ok());
+        let key = bytes.ok_or_else(|| IdentityError::BadKey(text.chars().take(64).collect()))?;
+        // A point off the curve is no key at all.
+        ed25519_dalek::VerifyingKey::from_bytes(&key)
+            .map_err(|_| IdentityError::BadKey(text.chars().take(64).collect()))?;
+        Ok(PublicKey(key))
+    }
+}
+
+impl Serialize for PublicKey {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for PublicKey {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// A player's key pair (see the module docs).
+#[derive(Clone)]
+pub struct Identity {
+    key: ed25519_dalek::SigningKey,
+}
+
+impl std::fmt::Debug for Identity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The secret half stays out of logs.
+        f.debug_struct("Identity").field("public_key", &self.public_key().to_string()).finish()
+    }
+}
+
+/// The identity file: the key pair's secret seed, and its public key for people to read.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct IdentityFile {
+    version: u32,
+    public_key: PublicKey,
+    secret_seed: String,
+}
+
+impl Identity {
+    /// A new key pair from the system's random source.
+    pub fn generate() -> Identity {
+        let mut seed = [0u8; 32];
+        getrandom::fill(&mut seed).expect("the system's random source");
+        Identity::from_seed(seed)
+    }
+
+    /// The key pair of a 32-byte secret seed.
+    pub fn from_seed(seed: [u8; 32]) -> Identity {
+        Identity { key: ed25519_dalek::SigningKey::from_bytes(&seed) }
+    }
+
+    /// The secret seed as text (unpadded URL-safe base64): what a rendezvous keeps of its own
+    /// signing key.
+    pub fn secret_seed_text(&self) -> String {
+        b64(self.key.as_bytes())
+    }
+
+    /// The key pair of a seed written by [`Identity::secret_seed_text`].
+    pub fn from_secret_seed_text(text: &str) -> Option<Identity> {
+        unb64(text).and_then(|s| <[u8; 32]>::try_from(s).ok()).map(Identity::from_seed)
+    }
+
+    /// The public half.
+    pub fn public_key(&self) -> PublicKey {
+        PublicKey(self.key.verifying_key().to_bytes())
+    }
+
+    /// The signature, unpadded URL-safe base64, that proves this key to whoever handed out
+    /// `challenge` ([`verify_proof`]).
+    pub fn prove(&self, challenge: &str) -> String {
+        self.sign(PROOF_CONTEXT, challenge)
+    }
+
+    /// Its signature of `message` in `context` (one context per use, so that a signature made
+    /// for one can never pass for another), unpadded URL-safe base64 ([`verify_signed`]).
+    pub fn sign(&self, context: &str, message: &str) -> String {
+        b64(&self.key.sign(format!("{context}{message}").as_bytes()).to_bytes())
+    }
+
+    /// The key pair kept at `path`, made and written there (readable by its owner only) when
+    /// there is none; and whether it was made now. A file that is there but does not parse is
+    /// an error, never replaced: it is the player's name.
+    pub fn load_or_create(path: &Path) -> Result<(Identity, bool), IdentityError> {
+        let err = |reason: String| IdentityError::File { path: path.display().to_string(), reason };
+        match std::fs::read_to_string(path) {
+            Ok(text) => {
+                let file: IdentityFile =
+                    serde_json::from_str(&text).map_err(|e| err(format!("not an identity: {e}")))?;
+                let identity = Identity::from_secret_seed_text(&file.secret_seed)
+                    .ok_or_else(|| err("its secret seed is not 32 bytes".into()))?;
+                if identity.public_key() != file.public_key {
+                    return Err(err("its public key is not that of its secret seed".into()));
+                }
+                restrict(path).map_err(|e| err(e.to_string()))?;
+                Ok((identity, false))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let identity = Identity::generate();
+                identity.save(path).map_err(|e| err(e.to_string()))?;
+                Ok((identity, true))
+            }
+            Err(e) => Err(err(e.to_string())),
+        }
+    }
+
+    /// Writes the key pair to `path` through a temporary file, readable by its owner only.
+    fn save(&self, path: &Path) -> std::io::Result<()> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let file = IdentityFile { version: 1, public_key: self.public_key(), secret_seed: self.secret_seed_text() };
+        let text = serde_json::to_string_pretty(&file).map_err(std::io::Error::other)?;
+        let tmp = path.with_extension("tmp");
+        let _ = std::fs::remove_file(&tmp);
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        std::io::Write::write_all(&mut options.open(&tmp)?, text.as_bytes())?;
+        std::fs::rename(&tmp, path)
+    }
+}
+
+/// Makes `path` readable by its owner only (a copy made with wider rights is narrowed).
+fn restrict(path: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(path)?.permissions().mode();
+        if mode & 0o077 != 0 {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(())
+}
+
+/// Whether `signature` ([`Identity::prove`]) proves `key` for `challenge`.
+pub fn verify_proof(key: &PublicKey, challenge: &str, signature: &str) -> Result<(), IdentityError> {
+    verify_signed(key, PROOF_CONTEXT, challenge, signature)
+}
+
+/// Whether `signature` is `key`'s of `message` in `context` ([`Identity::sign`]).
+pub fn verify_signed(key: &PublicKey, context: &str, message: &str, signature: &str) -> Result<(), IdentityError> {
+    let bytes = unb64(signature).and_then(|b| <[u8; 64]>::try_from(b).ok()).ok_or(IdentityError::BadProof)?;
+    let verifying = ed25519_dalek::VerifyingKey::from_bytes(&key.0).map_err(|_| IdentityError::BadProof)?;
+    let signature = ed25519_dalek::Signature::from_bytes(&bytes);
+    verifying.verify_strict(format!("{context}{message}").as_bytes(), &signature).map_err(|_| IdentityError::BadProof)
+}
+
+/// What makes two nicknames one name, as a room tells them apart
+/// ([`crate::session::same_nickname`]): the same but for case (Unicode lower case).
+pub fn nickname_key(nickname: &str) -> String {
+    nickname.chars().flat_map(char::to_lowercase).collect()
+}
+
+/// Why a nickname cannot be registered; `None` when it can: what a room would take as it is
+/// ([`crate::session::clean_nickname`]).
+pub fn nickname_problem(nickname: &str) -> Option<String> {
+    use crate::session::{MAX_NICKNAME, clean_nickname};
+    let chars = nickname.trim().chars().count();
+    if chars == 0 {
+        Some("a nickname cannot be empty".into())
+    } else if chars > MAX_NICKNAME {
+        Some(format!("a nickname has at most {MAX_NICKNAME} characters"))
+    } else if clean_nickname(nickname).as_deref() == Some(nickname) {
+        None
+    } else if nickname.chars().any(char::is_control) {
+        Some("a nickname cannot hold control characters".into())
+    } else {
+        Some("a nickname cannot begin or end with spaces, nor begin with @".into())
+    }
+}
+
+/// What a rendezvous's token says (registered JWT claims, and the nickname).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Claims {
+    /// Who issued it: the rendezvous's URL.
+    pub iss: String,
+    /// The player's public key ([`PublicKey`]'s text).
+    pub sub: String,
+    /// The room (lobby code) it admits the player to.
+    pub aud: String,
+    /// The nickname registered for the key.
+    pub nick: String,
+    /// Issued at, seconds since the Unix epoch.
+    pub iat: u64,
+    /// Good until, seconds since the Unix epoch.
+    pub exp: u64,
+}
+
+/// Why a token was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TokenError {
+    /// Not a JWT, or its claims are not a rendezvous's.
+    #[error("the token is malformed")]
+    Malformed,
+    /// Signed with a key the rendezvous does not publish (or not EdDSA).
+    #[error("the token was signed by a key the rendezvous does not publish")]
+    UnknownKey,
+    /// The signature does not verify: forged or altered.
+    #[error("the token's signature does not verify (forged or altered)")]
+    Forged,
+    /// Past its expiry.
+    #[error("the token has expired")]
+    Expired,
+    /// Issued by another rendezvous.
+    #[error("the token was issued by another rendezvous")]
+    WrongIssuer,
+    /// For another room.
+    #[error("the token is for another room")]
+    WrongRoom,
+}
+
+/// Signs tokens: a rendezvous's Ed25519 key.
+#[derive(Clone)]
+pub struct TokenSigner {
+    issuer: String,
+    kid: String,
+    key: jsonwebtoken::EncodingKey,
+    jwk: Jwk,
+}
+
+impl std::fmt::Debug for TokenSigner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenSigner").field("issuer", &self.issuer).field("kid", &self.kid).finish()
+    }
+}
+
+/// The PKCS #8 v1 wrapping of an Ed25519 secret seed (RFC 8410): what `jsonwebtoken` takes.
+fn ed25519_pkcs8(seed: &[u8; 32]) -> Vec<u8> {
+    const PREFIX: [u8; 16] =
+        [0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20];
+    let mut der = PREFIX.to_vec();
+    der.extend_from_slice(seed);
+    der
+}
+
+impl TokenSigner {
+    /// The signer of `issuer` (the rendezvous's URL) with the key pair `identity`.
+    pub fn new(issuer: &str, identity: &Identity) -> TokenSigner {
+        let key = jsonwebtoken::EncodingKey::from_ed_der(&ed25519_pkcs8(identity.key.as_bytes()));
+        let public = identity.public_key();
+        // The key's id: the first bytes of its public key, which is what a verifier looks up.
+        let kid = b64(&public.0[..12]);
+        let jwk = Jwk {
+            common: jsonwebtoken::jwk::CommonParameters {
+                public_key_use: Some(jsonwebtoken::jwk::PublicKeyUse::Signature),
+                key_algorithm: Some(jsonwebtoken::jwk::KeyAlgorithm::EdDSA),
+                key_id: Some(kid.clone()),
+                ..Default::default()
+            },
+            algorithm: jsonwebtoken::jwk::AlgorithmParameters::OctetKeyPair(
+                jsonwebtoken::jwk::OctetKeyPairParameters {
+                    key_type: jsonwebtoken::jwk::OctetKeyPairType::OctetKeyPair,
+                    curve: jsonwebtoken::jwk::EllipticCurve::Ed25519,
+                    x: b64(&public.0),
+                },
+            ),
+        };
+        TokenSigner { issuer: issuer.to_owned(), kid, key, jwk }
+    }
+
+    /// Who it says issued its tokens.
+    pub fn issuer(&self) -> &str {
+        &self.issuer
+    }
+
+    /// A token for `key` under `nick` in `room`, issued at `now` (seconds since the Unix
+    /// epoch), good for `lifetime` seconds.
+    pub fn issue(&self, key: &PublicKey, nick: &str, room: &str, now: u64, lifetime: u64) -> String {
+        let claims = Claims {
+            iss: self.issuer.clone(),
+            sub: key.to_string(),
+            aud: room.to_owned(),
+            nick: nick.to_owned(),
+            iat: now,
+            exp: now.saturating_add(lifetime),
+        };
+        let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::EdDSA);
+        header.kid = Some(self.kid.clone());
+        jsonwebtoken::encode(&header, &claims, &self.key).expect("an Ed25519 key signs whatever it is given")
+    }
+
+    /// The public key set a verifier fetches (`GET /.well-known/jwks.json`).
+    pub fn jwks(&self) -> JwkSet {
+        JwkSet { keys: vec![self.jwk.clone()] }
+    }
+}
+
+/// What a host checks tokens against: a rendezvous's issuer name and the keys it publishes.
+/// Checkpoints carry it to successors (never a token), so a host that took over checks as
+/// the first one did.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TokenKeys {
+    /// The rendezvous's URL, as its tokens' `iss` names it.
+    pub issuer: String,
+    /// Its published keys.
+    pub jwks: JwkSet,
+}
+
+impl TokenKeys {
+    /// Checks `token` for `room` at the current time: its signature by one of the keys, its
+    /// expiry, issuer and audience; its claims when all hold.
+    pub fn check(&self, token: &str, room: &str) -> Result<Claims, TokenError> {
+        let header = jsonwebtoken::decode_header(token).map_err(|_| TokenError::Malformed)?;
+        if header.alg != jsonwebtoken::Algorithm::EdDSA {
+            return Err(TokenError::UnknownKey);
+        }
+        let jwk = match &header.kid {
+            Some(kid) => self.jwks.find(kid),
+            None => self.jwks.keys.first(),
+        };
+        let key = jwk.and_then(|k| jsonwebtoken::DecodingKey::from_jwk(k).ok()).ok_or(TokenError::UnknownKey)?;
+        let mut validation = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::EdDSA);
+        validation.leeway = 5;
+        validation.set_audience(&[room]);
+        validation.set_issuer(&[&self.issuer]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        use jsonwebtoken::errors::ErrorKind;
+        match jsonwebtoken::decode::<Claims>(token, &key, &validation) {
+            Ok(data) => Ok(data.claims),
+            Err(e) => Err(match e.kind() {
+                ErrorKind::InvalidSignature => TokenError::Forged,
+                ErrorKind::ExpiredSignature => TokenError::Expired,
+                ErrorKind::InvalidIssuer => TokenError::WrongIssuer,
+                ErrorKind::InvalidAudience => TokenError::WrongRoom,
+                ErrorKind::InvalidAlgorithm | ErrorKind::InvalidEddsaKey | ErrorKind::InvalidKeyFormat => {
+                    TokenError::UnknownKey
+                }
+                _ => TokenError::Malformed,
+            }),
+        }
+    }
+}
+
+/// Seconds since the Unix epoch now.
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn signer() -> TokenSigner {
+        TokenSigner::new("http://rendezvous.test:3536", &Identity::from_seed([9; 32]))
+    }
+
+    fn keys(signer: &TokenSigner) -> TokenKeys {
+        // As a host gets them: the published set, through its JSON.
+        let text = serde_json::to_string(&signer.jwks()).unwrap();
+        TokenKeys { issuer: signer.issuer().to_owned(), jwks: serde_json::from_str(&text).unwrap() }
+    }
+
+    #[test]
+    fn a_proof_verifies_for_its_key_and_challenge_only() {
+        let (alice, bob) = (Identity::from_seed([1; 32]), Identity::from_seed([2; 32]));
+        let proof = alice.prove("c-123");
+        assert!(verify_proof(&alice.public_key(), "c-123", &proof).is_ok());
+        assert!(verify_proof(&alice.public_key(), "c-124", &proof).is_err());
+        assert!(verify_proof(&bob.public_key(), "c-123", &proof).is_err());
+        assert!(verify_proof(&alice.public_key(), "c-123", "not base64!").is_err());
+    }
+
+    #[test]
+    fn a_public_key_reads_back_from_its_text_and_garbage_is_refused() {
+        let key = Identity::from_seed([3; 32]).public_key();
+        assert_eq!(key.to_string().len(), 43);
+        assert_eq!(key.to_string().parse::<PublicKey>().unwrap(), key);
+        for bad in ["", "abc", &"A".repeat(44), "!!!!"] {
+            assert!(bad.parse::<PublicKey>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_token_is_checked_for_its_signature_expiry_issuer_and_room() {
+        let signer = signer();
+        let keys = keys(&signer);
+        let player = Identity::from_seed([4; 32]).public_key();
+        let now = unix_now();
+        let token = signer.issue(&player, "Mallory", "K7MP2Q", now, 60);
+        let claims = keys.check(&token, "K7MP2Q").unwrap();
+        assert_eq!((claims.nick.as_str(), claims.sub.parse::<PublicKey>().unwrap()), ("Mallory", player));
+
+        assert_eq!(keys.check(&token, "OTHER1"), Err(TokenError::WrongRoom));
+        let expired = signer.issue(&player, "Mallory", "K7MP2Q", now - 3600, 60);
+        assert_eq!(keys.check(&expired, "K7MP2Q"), Err(TokenError::Expired));
+        let elsewhere = TokenSigner::new("http://other.test", &Identity::from_seed([9; 32]));
+        let foreign = elsewhere.issue(&player, "Mallory", "K7MP2Q", now, 60);
+        assert_eq!(keys.check(&foreign, "K7MP2Q"), Err(TokenError::WrongIssuer));
+        // Another key under the same key id: the signature does not verify.
+        let forger =
+            TokenSigner { kid: signer.kid.clone(), ..TokenSigner::new(signer.issuer(), &Identity::from_seed([5; 32])) };
+        let forged = forger.issue(&player, "Mallory", "K7MP2Q", now, 60);
+        assert_eq!(keys.check(&forged, "K7MP2Q"), Err(TokenError::Forged));
+        // The claims altered after signing (another nickname).
+        let mut parts: Vec<String> = token.split('.').map(str::to_owned).collect();
+        let mut claims: serde_json::Value = serde_json::from_slice(&unb64(&parts[1]).unwrap()).unwrap();
+        claims["nick"] = "Alice".into();
+        parts[1] = b64(claims.to_string().as_bytes());
+        assert_eq!(keys.check(&parts.join("."), "K7MP2Q"), Err(TokenError::Forged));
+        // A key the set does not have.
+        let stranger = TokenSigner::new(signer.issuer(), &Identity::from_seed([6; 32]));
+        let unknown = stranger.issue(&player, "Mallory", "K7MP2Q", now, 60);
+        assert_eq!(keys.check(&unknown, "K7MP2Q"), Err(TokenError::UnknownKey));
+        // An unsigned token ("alg": "none").
+        let none = format!("{}.{}.", b64(br#"{"alg":"none","typ":"JWT"}"#), parts[1]);
+        assert!(keys.check(&none, "K7MP2Q").is_err());
+    }
+
+    #[test]
+    fn the_identity_file_is_made_once_kept_private_and_never_replaced() {
+        let dir = std::env::temp_dir().join(format!("vimp-identity-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let path = dir.join("identity.json");
+        let (first, made) = Identity::load_or_create(&path).unwrap();
+        assert!(made);
+        let (again, made) = Identity::load_or_create(&path).unwrap();
+        assert!(!made);
+        assert_eq!(first.public_key(), again.public_key());
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        }
+        std::fs::write(&path, "{ broken").unwrap();
+        let err = Identity::load_or_create(&path).unwrap_err().to_string();
+        assert!(err.contains("identity.json") && err.contains("not an identity"), "{err}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{ broken", "a broken file is kept as it is");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn nicknames_are_the_same_whatever_the_case_and_checked() {
+        assert_eq!(nickname_key("MaLLory"), nickname_key("mallory"));
+        assert_ne!(nickname_key("mallory"), nickname_key("mallory2"));
+        assert!(nickname_problem("Mallory").is_none());
+        for bad in ["", " x", "x ", "@x", "a\u{7}b", "abcdefghijklmnopq"] {
+            assert!(nickname_problem(bad).is_some(), "{bad:?}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn garbage_tokens_are_refused_never_a_panic(text in ".{0,300}", dots in 0usize..4) {
+            let keys = keys(&signer());
+            let token = format!("{text}{}", ".".repeat(dots));
+            prop_assert!(keys.check(&token, "K7MP2Q").is_err());
+            let _ = token.parse::<PublicKey>();
+            let _ = verify_proof(&Identity::from_seed([1; 32]).public_key(), "c", &token);
+        }
+    }
+}

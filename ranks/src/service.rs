@@ -1,0 +1,324 @@
+//! The rendezvous's identity routes, served beside its signalling (`vimp signal --db`).
+//!
+//! | route | body | answer |
+//! |-------|------|--------|
+//! | `POST /identity/challenge` | none | `{"challenge", "expiresAt"}`: a challenge to sign, good for a minute |
+//! | `POST /identity/register` | `{"publicKey", "nickname", "challenge", "signature"}` | `{"nickname"}`; 409 when the name is taken |
+//! | `POST /identity/token` | `{"publicKey", "room", "challenge", "signature"}` | `{"token", "nickname", "expiresAt"}`; 404 when the key has no name |
+//! | `GET /identity/keys` | | `{"issuer", "jwks"}`: what a host checks tokens against |
+//! | `GET /.well-known/jwks.json` | | the signing keys alone, as a JWKS |
+//! | `GET /identity/{publicKey}` | | `{"publicKey", "nickname"}`; 404 |
+//!
+//! A challenge is stateless: its expiry and a random nonce, signed with the rendezvous's own
+//! key, so that any process sharing the database's key checks it. `signature` is the
+//! player's [`Identity::prove`] of the challenge. Every refusal is a 4xx with `{"error":
+//! "why"}`; every body is capped at [`MAX_BODY`] bytes and every address held to
+//! [`RanksConfig::requests_per_second`].
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use vimp_netcode::identity::{
+    Identity, PublicKey, TOKEN_LIFETIME_SECS, TokenKeys, TokenSigner, nickname_problem, unix_now, verify_proof,
+    verify_signed,
+};
+use vimp_netcode::lobby::LobbyCode;
+use vimp_netcode::signal::PeerAddr;
+
+use crate::store::{Registration, Store, StoreError};
+
+/// The largest request body a route takes, bytes.
+pub const MAX_BODY: usize = 4096;
+
+/// How long a challenge is good for, seconds.
+pub const CHALLENGE_SECS: u64 = 60;
+
+/// What the rendezvous signs its challenges in (apart from anything a player signs).
+const CHALLENGE_CONTEXT: &str = "vimp-challenge-v1:";
+
+/// How the identity routes run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RanksConfig {
+    /// Who its tokens say issued them (`iss`): the rendezvous's public URL, or a name.
+    pub issuer: String,
+    /// How long a token lasts, seconds.
+    pub token_lifetime: u64,
+    /// Requests one address may make a second, on average (bursts of twice that).
+    pub requests_per_second: f64,
+}
+
+impl Default for RanksConfig {
+    fn default() -> Self {
+        RanksConfig { issuer: "vimp-signal".into(), token_lifetime: TOKEN_LIFETIME_SECS, requests_per_second: 20.0 }
+    }
+}
+
+/// One address's allowance.
+#[derive(Clone, Copy, Debug)]
+struct Allowance {
+    tokens: f64,
+    at: Instant,
+}
+
+/// Requests per address: a token bucket each, forgotten once full again.
+#[derive(Debug, Default)]
+struct Limiter {
+    by_address: HashMap<IpAddr, Allowance>,
+    swept_at: Option<Instant>,
+}
+
+impl Limiter {
+    fn allow(&mut self, ip: IpAddr, per_second: f64, now: Instant) -> bool {
+        let capacity = 2.0 * per_second;
+        if self.swept_at.is_none_or(|t| now.duration_since(t).as_secs_f64() * per_second >= capacity) {
+            // Those that have filled up again are as good as new: forgotten.
+            self.by_address.retain(|_, a| a.tokens + now.duration_since(a.at).as_secs_f64() * per_second < capacity);
+            self.swept_at = Some(now);
+        }
+        let a = self.by_address.entry(ip).or_insert(Allowance { tokens: capacity, at: now });
+        a.tokens = (a.tokens + now.duration_since(a.at).as_secs_f64() * per_second).min(capacity);
+        a.at = now;
+        if a.tokens >= 1.0 {
+            a.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// The identity service: the store, the rendezvous's key, and the limits.
+#[derive(Debug)]
+pub struct Ranks {
+    store: Store,
+    own: Identity,
+    signer: TokenSigner,
+    config: RanksConfig,
+    limiter: Mutex<Limiter>,
+}
+
+/// A refusal: its status and why.
+#[derive(Debug)]
+pub struct Refusal(StatusCode, String);
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        (self.0, Json(serde_json::json!({ "error": self.1 }))).into_response()
+    }
+}
+
+impl From<StoreError> for Refusal {
+    fn from(e: StoreError) -> Self {
+        tracing::warn!("identity store: {e}");
+        Refusal(StatusCode::SERVICE_UNAVAILABLE, "the rendezvous's store is unavailable".into())
+    }
+}
+
+fn refuse(status: StatusCode, why: impl Into<String>) -> Refusal {
+    Refusal(status, why.into())
+}
+
+/// `POST /identity/register`'s body.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RegisterRequest {
+    /// The player's key.
+    pub public_key: String,
+    /// The name it asks for.
+    pub nickname: String,
+    /// A challenge from `POST /identity/challenge`.
+    pub challenge: String,
+    /// The key's proof of it ([`Identity::prove`]).
+    pub signature: String,
+}
+
+/// `POST /identity/token`'s body.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TokenRequest {
+    /// The player's key.
+    pub public_key: String,
+    /// The room (lobby code) the token admits it to.
+    pub room: String,
+    /// A challenge from `POST /identity/challenge`.
+    pub challenge: String,
+    /// The key's proof of it ([`Identity::prove`]).
+    pub signature: String,
+}
+
+/// `POST /identity/token`'s answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenAnswer {
+    /// The JWT.
+    pub token: String,
+    /// The nickname it names.
+    pub nickname: String,
+    /// When it expires, seconds since the Unix epoch.
+    pub expires_at: u64,
+}
+
+/// `POST /identity/challenge`'s answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChallengeAnswer {
+    /// What to sign.
+    pub challenge: String,
+    /// When it stops being good, seconds since the Unix epoch.
+    pub expires_at: u64,
+}
+
+impl Ranks {
+    /// The service over `store`, with the signing key the store keeps.
+    pub async fn new(store: Store, config: RanksConfig) -> Result<Arc<Ranks>, StoreError> {
+        let own = store.signing_identity(unix_now()).await?;
+        let signer = TokenSigner::new(&config.issuer, &own);
+        Ok(Arc::new(Ranks { store, own, signer, config, limiter: Mutex::default() }))
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// What hosts check its tokens against.
+    pub fn token_keys(&self) -> TokenKeys {
+        TokenKeys { issuer: self.signer.issuer().to_owned(), jwks: self.signer.jwks() }
+    }
+
+    /// A challenge good until `now + CHALLENGE_SECS`.
+    pub fn challenge(&self, now: u64) -> ChallengeAnswer {
+        let mut nonce = [0u8; 12];
+        getrandom::fill(&mut nonce).expect("the system's random source");
+        let nonce: String = nonce.iter().map(|b| format!("{b:02x}")).collect();
+        let expires_at = now + CHALLENGE_SECS;
+        let payload = format!("{expires_at}.{nonce}");
+        let signature = self.own.sign(CHALLENGE_CONTEXT, &payload);
+        ChallengeAnswer { challenge: format!("{payload}.{signature}"), expires_at }
+    }
+
+    /// Checks that `challenge` is one of ours, still good at `now`, and that `signature`
+    /// proves `key` for it.
+    fn check_proof(&self, key: &str, challenge: &str, signature: &str, now: u64) -> Result<PublicKey, Refusal> {
+        let key: PublicKey = key.parse().map_err(|e| refuse(StatusCode::BAD_REQUEST, format!("{e}")))?;
+        let bad = || refuse(StatusCode::UNAUTHORIZED, "not a challenge this rendezvous handed out");
+        let (payload, ours) = challenge.rsplit_once('.').ok_or_else(bad)?;
+        verify_signed(&self.own.public_key(), CHALLENGE_CONTEXT, payload, ours).map_err(|_| bad())?;
+        let expires_at: u64 = payload.split('.').next().and_then(|t| t.parse().ok()).ok_or_else(bad)?;
+        if now > expires_at {
+            return Err(refuse(StatusCode::UNAUTHORIZED, "the challenge has expired: ask for another"));
+        }
+        verify_proof(&key, challenge, signature)
+            .map_err(|_| refuse(StatusCode::UNAUTHORIZED, "the signature does not prove the key"))?;
+        Ok(key)
+    }
+
+    /// Registers a nickname for a key that proved itself.
+    pub async fn register(&self, request: &RegisterRequest, now: u64) -> Result<String, Refusal> {
+        let key = self.check_proof(&request.public_key, &request.challenge, &request.signature, now)?;
+        if let Some(problem) = nickname_problem(&request.nickname) {
+            return Err(refuse(StatusCode::BAD_REQUEST, problem));
+        }
+        match self.store.register(&key, &request.nickname, now).await? {
+            Registration::Registered => Ok(request.nickname.clone()),
+            Registration::Taken => Err(refuse(
+                StatusCode::CONFLICT,
+                format!("the nickname {:?} is taken (names are the same whatever their case)", request.nickname),
+            )),
+            Registration::HasAnother(held) => {
+                Err(refuse(StatusCode::CONFLICT, format!("this key is registered as {held:?} already")))
+            }
+        }
+    }
+
+    /// A token for a key that proved itself, for a room.
+    pub async fn token(&self, request: &TokenRequest, now: u64) -> Result<TokenAnswer, Refusal> {
+        let key = self.check_proof(&request.public_key, &request.challenge, &request.signature, now)?;
+        let room = LobbyCode::parse(&request.room)
+            .map_err(|e| refuse(StatusCode::BAD_REQUEST, format!("not a lobby code: {e}")))?;
+        let nickname = self
+            .store
+            .nickname_of(&key)
+            .await?
+            .ok_or_else(|| refuse(StatusCode::NOT_FOUND, "this key has no nickname: register one first"))?;
+        let token = self.signer.issue(&key, &nickname, room.as_str(), now, self.config.token_lifetime);
+        Ok(TokenAnswer { token, nickname, expires_at: now + self.config.token_lifetime })
+    }
+
+    /// Whether one more request from `peer` is within its rate.
+    fn admit(&self, peer: Option<&PeerAddr>) -> Result<(), Refusal> {
+        let ip = peer.map_or(IpAddr::from([0, 0, 0, 0]), |p| p.0.ip());
+        let mut limiter = self.limiter.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if limiter.allow(ip, self.config.requests_per_second, Instant::now()) {
+            Ok(())
+        } else {
+            Err(refuse(StatusCode::TOO_MANY_REQUESTS, "too many requests from this address: slow down"))
+        }
+    }
+
+    /// The routes (see the module docs).
+    pub fn router(self: &Arc<Self>) -> Router {
+        type Peer = Option<axum::Extension<PeerAddr>>;
+        let peer = |p: &Peer| p.as_ref().map(|p| p.0);
+        Router::new()
+            .route(
+                "/identity/challenge",
+                post(move |State(r): State<Arc<Ranks>>, p: Peer| async move {
+                    r.admit(peer(&p).as_ref())?;
+                    Ok::<_, Refusal>(Json(r.challenge(unix_now())))
+                }),
+            )
+            .route(
+                "/identity/register",
+                post(move |State(r): State<Arc<Ranks>>, p: Peer, Json(body): Json<RegisterRequest>| async move {
+                    r.admit(peer(&p).as_ref())?;
+                    let nickname = r.register(&body, unix_now()).await?;
+                    Ok::<_, Refusal>((StatusCode::CREATED, Json(serde_json::json!({ "nickname": nickname }))))
+                }),
+            )
+            .route(
+                "/identity/token",
+                post(move |State(r): State<Arc<Ranks>>, p: Peer, Json(body): Json<TokenRequest>| async move {
+                    r.admit(peer(&p).as_ref())?;
+                    Ok::<_, Refusal>(Json(r.token(&body, unix_now()).await?))
+                }),
+            )
+            .route(
+                "/identity/keys",
+                get(move |State(r): State<Arc<Ranks>>, p: Peer| async move {
+                    r.admit(peer(&p).as_ref())?;
+                    Ok::<_, Refusal>(Json(r.token_keys()))
+                }),
+            )
+            .route(
+                "/.well-known/jwks.json",
+                get(move |State(r): State<Arc<Ranks>>, p: Peer| async move {
+                    r.admit(peer(&p).as_ref())?;
+                    Ok::<_, Refusal>(Json(r.signer.jwks()))
+                }),
+            )
+            .route(
+                "/identity/{key}",
+                get(move |State(r): State<Arc<Ranks>>, p: Peer, Path(key): Path<String>| async move {
+                    r.admit(peer(&p).as_ref())?;
+                    let parsed: PublicKey = key.parse().map_err(|e| refuse(StatusCode::BAD_REQUEST, format!("{e}")))?;
+                    let nickname = r
+                        .store
+                        .nickname_of(&parsed)
+                        .await?
+                        .ok_or_else(|| refuse(StatusCode::NOT_FOUND, "no nickname is registered for this key"))?;
+                    Ok::<_, Refusal>(Json(serde_json::json!({ "publicKey": key, "nickname": nickname })))
+                }),
+            )
+            .layer(DefaultBodyLimit::max(MAX_BODY))
+            .with_state(self.clone())
+    }
+}

@@ -1,0 +1,286 @@
+//! The rendezvous's store and identity routes, on SQLite files, on a real PostgreSQL (the
+//! ignored tests: `.ci/run` starts one and names it in `VIMP_TEST_POSTGRES`), and over HTTP
+//! through a real `SignalServer` on loopback.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use proptest::prelude::*;
+use vimp_netcode::identity::{Identity, TokenError, TokenKeys, unix_now};
+use vimp_netcode::signal::{SignalConfig, SignalServer, http_request};
+use vimp_ranks::service::{ChallengeAnswer, MAX_BODY, Ranks, RanksConfig, TokenAnswer};
+use vimp_ranks::store::{Backend, Registration, Store};
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap()
+}
+
+/// A SQLite file of its own for each test.
+fn sqlite_path(name: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("vimp-ranks-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir.join("rendezvous.db").display().to_string()
+}
+
+/// A database of its own on the PostgreSQL `VIMP_TEST_POSTGRES` names (`postgres://…/postgres`).
+async fn postgres_db(name: &str) -> String {
+    let base = std::env::var("VIMP_TEST_POSTGRES")
+        .expect("VIMP_TEST_POSTGRES names the PostgreSQL to test against (scripts/postgres.sh starts one)");
+    sqlx::any::install_default_drivers();
+    let admin = sqlx::AnyPool::connect(&base).await.expect("the test PostgreSQL answers");
+    let db = format!("vimp_{name}_{}", std::process::id());
+    let _ = sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {db}"))).execute(&admin).await;
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {db}"))).execute(&admin).await.unwrap();
+    admin.close().await;
+    let (root, _) = base.rsplit_once('/').expect("a URL with a database");
+    format!("{root}/{db}")
+}
+
+/// What every store must do, whatever its database.
+async fn registrations_hold(db: &str, backend: Backend) {
+    let store = Store::open(db).await.unwrap();
+    assert_eq!(store.backend(), backend);
+    let (alice, bob) = (Identity::from_seed([1; 32]).public_key(), Identity::from_seed([2; 32]).public_key());
+    assert_eq!(store.register(&alice, "Alice", 10).await.unwrap(), Registration::Registered);
+    // The same again changes nothing; another case of the name is the same name.
+    assert_eq!(store.register(&alice, "alice", 11).await.unwrap(), Registration::Registered);
+    assert_eq!(store.register(&bob, "ALICE", 12).await.unwrap(), Registration::Taken);
+    assert_eq!(store.register(&alice, "Alicia", 13).await.unwrap(), Registration::HasAnother("Alice".into()));
+    assert_eq!(store.register(&bob, "Bob", 14).await.unwrap(), Registration::Registered);
+    assert_eq!(store.nickname_of(&alice).await.unwrap().as_deref(), Some("Alice"));
+    assert_eq!(store.identities().await.unwrap(), 2);
+    let key = store.signing_identity(20).await.unwrap().public_key();
+    store.close().await;
+
+    // Opened again (the migrations already applied): the same names and the same signing key.
+    let store = Store::open(db).await.unwrap();
+    assert_eq!(store.nickname_of(&bob).await.unwrap().as_deref(), Some("Bob"));
+    assert_eq!(store.signing_identity(30).await.unwrap().public_key(), key);
+    store.close().await;
+}
+
+/// Many registrations of one name at once: exactly one wins.
+async fn one_name_one_winner(db: &str) {
+    let store = Store::open(db).await.unwrap();
+    let tries = (0..24u8).map(|i| {
+        let store = store.clone();
+        tokio::spawn(async move {
+            let key = Identity::from_seed([100 + i; 32]).public_key();
+            let name = if i % 2 == 0 { "Racer" } else { "rAcEr" };
+            store.register(&key, name, u64::from(i)).await.unwrap()
+        })
+    });
+    let mut won = 0;
+    for t in tries {
+        won += usize::from(t.await.unwrap() == Registration::Registered);
+    }
+    assert_eq!(won, 1);
+    store.close().await;
+}
+
+#[test]
+fn sqlite_keeps_one_name_per_key_and_one_key_per_name() {
+    let db = sqlite_path("registrations");
+    runtime().block_on(registrations_hold(&db, Backend::Sqlite));
+    // It holds the rendezvous's signing key: its owner's alone.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        for file in [db.clone(), format!("{db}-wal")] {
+            let mode = std::fs::metadata(&file).map(|m| m.permissions().mode() & 0o777);
+            assert!(matches!(mode, Ok(0o600) | Err(_)), "{file}: {mode:?}");
+        }
+        assert_eq!(std::fs::metadata(&db).unwrap().permissions().mode() & 0o777, 0o600);
+    }
+    runtime().block_on(one_name_one_winner(&sqlite_path("race")));
+}
+
+#[test]
+#[ignore = "needs a PostgreSQL: VIMP_TEST_POSTGRES=postgres://… (scripts/postgres.sh)"]
+fn postgres_keeps_one_name_per_key_and_one_key_per_name() {
+    runtime().block_on(async {
+        let db = postgres_db("registrations").await;
+        registrations_hold(&db, Backend::Postgres).await;
+        one_name_one_winner(&postgres_db("race").await).await;
+    });
+}
+
+#[test]
+fn a_database_url_it_does_not_speak_is_refused_by_name() {
+    let err = runtime().block_on(Store::open("mysql://localhost/x")).unwrap_err().to_string();
+    assert!(err.contains("mysql://localhost/x") && err.contains("not a database"), "{err}");
+}
+
+/// A rendezvous with identity routes on loopback, over a SQLite file.
+struct Rendezvous {
+    server: SignalServer,
+    ranks: Arc<Ranks>,
+    _runtime: tokio::runtime::Runtime,
+}
+
+fn rendezvous(name: &str, config: RanksConfig) -> Rendezvous {
+    let runtime = runtime();
+    let ranks = runtime.block_on(async {
+        let store = Store::open(&sqlite_path(name)).await.unwrap();
+        Ranks::new(store, config).await.unwrap()
+    });
+    let config = SignalConfig { bind: "127.0.0.1:0".parse().unwrap(), ..SignalConfig::default() };
+    let server = SignalServer::start_with(config, ranks.router()).unwrap();
+    Rendezvous { server, ranks, _runtime: runtime }
+}
+
+impl Rendezvous {
+    fn call(&self, method: &str, path: &str, body: Option<&str>) -> (u16, serde_json::Value) {
+        let (status, text) = http_request(&self.server.url(), method, path, body, Duration::from_secs(10)).unwrap();
+        (status, serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text)))
+    }
+
+    fn challenge(&self) -> String {
+        let (status, body) = self.call("POST", "/identity/challenge", None);
+        assert_eq!(status, 200, "{body}");
+        serde_json::from_value::<ChallengeAnswer>(body).unwrap().challenge
+    }
+
+    fn register(&self, who: &Identity, nickname: &str) -> (u16, serde_json::Value) {
+        let challenge = self.challenge();
+        let body = serde_json::json!({
+            "publicKey": who.public_key(), "nickname": nickname, "challenge": challenge,
+            "signature": who.prove(&challenge),
+        });
+        self.call("POST", "/identity/register", Some(&body.to_string()))
+    }
+
+    fn token(&self, who: &Identity, room: &str) -> (u16, serde_json::Value) {
+        let challenge = self.challenge();
+        let body = serde_json::json!({
+            "publicKey": who.public_key(), "room": room, "challenge": challenge, "signature": who.prove(&challenge),
+        });
+        self.call("POST", "/identity/token", Some(&body.to_string()))
+    }
+}
+
+#[test]
+fn a_player_registers_a_name_and_gets_tokens_a_host_checks() {
+    let rv = rendezvous("http", RanksConfig::default());
+    let (alice, mallory) = (Identity::from_seed([7; 32]), Identity::from_seed([8; 32]));
+    let (status, body) = rv.register(&alice, "Alice");
+    assert_eq!((status, body["nickname"].as_str()), (201, Some("Alice")), "{body}");
+    // The name, whatever its case, is hers.
+    let (status, body) = rv.register(&mallory, "aLiCe");
+    assert_eq!(status, 409, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("taken"), "{body}");
+    // No name, no token.
+    let (status, body) = rv.token(&mallory, "K7MP2Q");
+    assert_eq!(status, 404, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("register"), "{body}");
+
+    let (status, body) = rv.token(&alice, "k7mp2q");
+    assert_eq!(status, 200, "{body}");
+    let answer: TokenAnswer = serde_json::from_value(body).unwrap();
+    assert_eq!(answer.nickname, "Alice");
+    // A host checks it against the keys the rendezvous publishes.
+    let (status, keys) = rv.call("GET", "/identity/keys", None);
+    assert_eq!(status, 200);
+    let keys: TokenKeys = serde_json::from_value(keys).unwrap();
+    let claims = keys.check(&answer.token, "K7MP2Q").unwrap();
+    assert_eq!((claims.nick.as_str(), claims.sub), ("Alice", alice.public_key().to_string()));
+    assert_eq!(keys.check(&answer.token, "OTHER2"), Err(TokenError::WrongRoom));
+    let (status, jwks) = rv.call("GET", "/.well-known/jwks.json", None);
+    assert_eq!(
+        (status, jwks["keys"][0]["crv"].as_str(), jwks["keys"][0]["alg"].as_str()),
+        (200, Some("Ed25519"), Some("EdDSA"))
+    );
+    assert_eq!(rv.ranks.token_keys(), keys);
+    let (status, who) = rv.call("GET", &format!("/identity/{}", alice.public_key()), None);
+    assert_eq!((status, who["nickname"].as_str()), (200, Some("Alice")));
+}
+
+#[test]
+fn proofs_that_do_not_hold_are_refused_with_their_reason() {
+    let rv = rendezvous("proofs", RanksConfig::default());
+    let (alice, mallory) = (Identity::from_seed([9; 32]), Identity::from_seed([10; 32]));
+    let challenge = rv.challenge();
+    let ask = |key: &Identity, challenge: &str, signature: String| {
+        let body = serde_json::json!({
+            "publicKey": key.public_key(), "nickname": "Alice", "challenge": challenge, "signature": signature,
+        });
+        rv.call("POST", "/identity/register", Some(&body.to_string()))
+    };
+    // Mallory signs for Alice's key.
+    let (status, body) = ask(&alice, &challenge, mallory.prove(&challenge));
+    assert_eq!(status, 401, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("does not prove"), "{body}");
+    // A challenge of her own making.
+    let forged = format!("{}.abcdef.{}", unix_now() + 60, mallory.sign("vimp-challenge-v1:", "x"));
+    let (status, body) = ask(&mallory, &forged, mallory.prove(&forged));
+    assert_eq!(status, 401, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("not a challenge"), "{body}");
+    // A bad nickname.
+    let challenge = rv.challenge();
+    let body = serde_json::json!({
+        "publicKey": alice.public_key(), "nickname": "@host", "challenge": challenge, "signature": alice.prove(&challenge),
+    });
+    let (status, body) = rv.call("POST", "/identity/register", Some(&body.to_string()));
+    assert_eq!(status, 400, "{body}");
+    // A room that is no lobby code.
+    rv.register(&alice, "Alice");
+    let (status, body) = rv.token(&alice, "not a room!");
+    assert_eq!(status, 400, "{body}");
+}
+
+#[test]
+fn an_address_that_asks_too_often_is_slowed_and_a_large_body_refused() {
+    let rv = rendezvous("limits", RanksConfig { requests_per_second: 5.0, ..RanksConfig::default() });
+    // Bursts of twice the rate pass; then 429s until the bucket refills.
+    let statuses: Vec<u16> = (0..30).map(|_| rv.call("GET", "/identity/keys", None).0).collect();
+    assert!(statuses.contains(&429), "{statuses:?}");
+    assert!(statuses.iter().take(5).all(|s| *s == 200), "{statuses:?}");
+
+    let rv = rendezvous("body", RanksConfig::default());
+    let huge = format!("{{\"publicKey\": \"{}\"}}", "A".repeat(MAX_BODY * 2));
+    let (status, _) = rv.call("POST", "/identity/register", Some(&huge));
+    assert_eq!(status, 413);
+}
+
+#[test]
+fn an_expired_challenge_is_refused() {
+    let rv = rendezvous("expired", RanksConfig::default());
+    let alice = Identity::from_seed([11; 32]);
+    // A challenge handed out a while ago, checked now.
+    let old = rv.ranks.challenge(unix_now() - 3600);
+    let body = serde_json::json!({
+        "publicKey": alice.public_key(), "nickname": "Alice", "challenge": old.challenge,
+        "signature": alice.prove(&old.challenge),
+    });
+    let (status, body) = rv.call("POST", "/identity/register", Some(&body.to_string()));
+    assert_eq!(status, 401, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("expired"), "{body}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn garbage_to_every_route_is_a_4xx(
+        route in 0usize..6,
+        body in prop::collection::vec(any::<u8>(), 0..300),
+        json in any::<bool>(),
+    ) {
+        use std::sync::OnceLock;
+        static RV: OnceLock<Rendezvous> = OnceLock::new();
+        let rv = RV.get_or_init(|| rendezvous("garbage", RanksConfig { requests_per_second: 1e6, ..RanksConfig::default() }));
+        let text = String::from_utf8_lossy(&body).into_owned();
+        let text = if json { serde_json::json!({ "publicKey": text, "nickname": text, "challenge": text, "signature": text, "room": text }).to_string() } else { text };
+        let (method, path) = [
+            ("POST", "/identity/register".to_owned()),
+            ("POST", "/identity/token".to_owned()),
+            ("POST", "/identity/challenge".to_owned()),
+            ("GET", "/identity/keys".to_owned()),
+            ("GET", format!("/identity/{}", text.chars().filter(char::is_ascii_alphanumeric).take(60).collect::<String>())),
+            ("POST", "/identity/keys".to_owned()),
+        ][route].clone();
+        let (status, _) = rv.call(method, &path, Some(&text));
+        let fine = matches!((route, status), (2 | 3, 200));
+        prop_assert!(fine || (400..500).contains(&status), "{method} {path}: {status}");
+    }
+}
