@@ -76,6 +76,14 @@ pub enum HostCommand {
         /// The moment seen, in the host's ticks.
         view: ViewTime,
     },
+    /// A player is called by another name (its token gave it the name it registered, or a
+    /// verified player took its name).
+    Rename {
+        /// The slot.
+        player: PlayerId,
+        /// The shown name.
+        name: String,
+    },
 }
 
 /// [`MaxRewind`] by default, ms: the game config's `maxRewindMs`.
@@ -205,6 +213,11 @@ pub(crate) fn apply_commands(
                 if let Some(p) = participants.0.get_mut(&player) {
                     p.requested_team = Some(team);
                     events.team_requests.push(player);
+                }
+            }
+            HostCommand::Rename { player, name } => {
+                if let Some(p) = participants.0.get_mut(&player) {
+                    p.name = name;
                 }
             }
             HostCommand::Release { player } => {

@@ -20,11 +20,19 @@
 //! a player whose join hello was still on its way to it when the old host welcomed that
 //! player, or whose welcome was lost with the old host: before, that player was seated a
 //! second time, under a new name, and lost its slot and score.
+//!
+//! A slot is **verified** when its player showed a token of the rendezvous
+//! ([`vimp_netcode::identity`]) that the host checked against the rendezvous's keys
+//! ([`Roster::set_identities`]): it then plays under the token's nickname, and no other slot may
+//! hold that name (an unverified one that held it is renamed, [`Roster::verify`]). An
+//! unverified slot plays under the name it asked for, made unique among the room's. The keys
+//! travel in checkpoints (never a token), so a successor checks tokens as the first host did.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use vimp_netcode::identity::{TokenError, TokenKeys};
 use vimp_netcode::session::{Hello, SessionToken, clean_nickname, close, same_nickname, unique_nickname};
 use vimp_netcode::transport::PeerKey;
 
@@ -84,6 +92,46 @@ pub struct Seat {
     /// The peer that held it last, kept when it leaves and carried in checkpoints: a hello
     /// from it without the token takes the slot back while the slot waits.
     pub last_peer: Option<PeerKey>,
+    /// The key (its text) of the identity a checked token proved; `None`: unverified.
+    pub verified: Option<String>,
+}
+
+/// What checks players' tokens: the rendezvous's keys, and the room (lobby code) a token must
+/// be for.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Identities {
+    /// The rendezvous's issuer name and keys (`GET /identity/keys`).
+    pub keys: TokenKeys,
+    /// The lobby code: a token's audience.
+    pub room: String,
+}
+
+/// What a checked token did ([`Roster::verify`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Verified {
+    /// The slot's name now: the token's.
+    pub nickname: String,
+    /// The name it had before.
+    pub was: String,
+    /// An unverified slot that held the name, renamed: its id, old and new names.
+    pub renamed: Option<(PlayerId, String, String)>,
+}
+
+/// Why a token did not verify its slot.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum VerifyError {
+    /// The host checks no tokens: it knows no rendezvous's keys (a LAN match).
+    #[error("this host checks no tokens (its match has no rendezvous with identities)")]
+    NoKeys,
+    /// The token does not hold.
+    #[error("{0}")]
+    Token(#[from] TokenError),
+    /// Another slot of the room is verified as the same identity.
+    #[error("this identity plays in the room already")]
+    InUse,
+    /// The slot is not there.
+    #[error("no such slot")]
+    NoSeat,
 }
 
 /// A random salt for a roster's verifiers, from the operating system.
@@ -124,6 +172,9 @@ pub struct Roster {
     password: Option<Verifier>,
     /// Slots the host keeps for itself (bots), never given to peers.
     pub reserved: Vec<PlayerId>,
+    /// What checks players' tokens ([`Identities`], as JSON), if the match has a rendezvous
+    /// with identities.
+    identities: Option<String>,
 }
 
 impl Roster {
@@ -136,7 +187,52 @@ impl Roster {
             password: password.map(|p| Verifier::of(&salt, "password", p.as_bytes())),
             salt,
             reserved: Vec::new(),
+            identities: None,
         }
+    }
+
+    /// Checks players' tokens with `identities` from now on (`None`: no tokens are checked).
+    pub fn set_identities(&mut self, identities: Option<&Identities>) {
+        self.identities = identities.and_then(|i| serde_json::to_string(i).ok());
+    }
+
+    /// What checks players' tokens, if anything does.
+    pub fn identities(&self) -> Option<Identities> {
+        self.identities.as_deref().and_then(|text| serde_json::from_str(text).ok())
+    }
+
+    /// Checks `token` for `player`'s slot: when it holds, the slot is verified as the token's
+    /// identity and takes its nickname, and an unverified slot that held that name (whatever
+    /// its case) is renamed. A slot verified already takes a newer token of the same identity
+    /// (a refresh).
+    pub fn verify(&mut self, player: PlayerId, token: &str) -> Result<Verified, VerifyError> {
+        let identities = self.identities().ok_or(VerifyError::NoKeys)?;
+        let claims = identities.keys.check(token, &identities.room)?;
+        let nickname = clean_nickname(&claims.nick).ok_or(TokenError::Malformed)?;
+        if self.seats.values().any(|s| s.player != player && s.verified.as_deref() == Some(claims.sub.as_str())) {
+            return Err(VerifyError::InUse);
+        }
+        let was = self.seats.get(&player).ok_or(VerifyError::NoSeat)?.nickname.clone();
+        // The name is the identity's: whoever else holds it, unverified, takes another.
+        let holder = self
+            .seats
+            .values()
+            .find(|s| s.player != player && same_nickname(&s.nickname, &nickname))
+            .map(|s| (s.player, s.nickname.clone()));
+        let mut renamed = None;
+        if let Some((other, old)) = holder {
+            let taken =
+                |n: &str| same_nickname(n, &nickname) || self.seats.values().any(|s| same_nickname(&s.nickname, n));
+            let new = unique_nickname(&old, taken);
+            if let Some(seat) = self.seats.get_mut(&other) {
+                seat.nickname.clone_from(&new);
+            }
+            renamed = Some((other, old, new));
+        }
+        let seat = self.seats.get_mut(&player).ok_or(VerifyError::NoSeat)?;
+        seat.nickname.clone_from(&nickname);
+        seat.verified = Some(claims.sub);
+        Ok(Verified { nickname, was, renamed })
     }
 
     fn verify_token(&self, token: SessionToken) -> Verifier {
@@ -219,6 +315,7 @@ impl Roster {
             peer: Some(peer),
             left_at: None,
             last_peer: Some(peer),
+            verified: None,
         };
         self.seats.insert(player, seat);
         Ok(Admission { player, nickname, token, resumed: false, replaced: None })
@@ -284,6 +381,46 @@ mod tests {
         assert_eq!((b.player, b.nickname.as_str()), (PlayerId(1), "ANN (2)"), "names differ in more than case");
         assert_eq!(r.admit(PeerKey(3), &hello("cy", None), T0, || SessionToken([3; 16])), Err(close::SERVER_FULL));
         assert_eq!(r.admit(PeerKey(3), &hello("  ", None), T0, || SessionToken([3; 16])), Err(close::PROTOCOL));
+    }
+
+    #[test]
+    fn a_checked_token_gives_its_name_and_an_unverified_holder_of_it_is_renamed() {
+        use vimp_netcode::identity::{Identity, TokenSigner, unix_now};
+        let rendezvous = TokenSigner::new("rdv", &Identity::from_seed([1; 32]));
+        let keys = TokenKeys { issuer: "rdv".into(), jwks: rendezvous.jwks() };
+        let mut r = Roster::new(8, None, [3; 32]);
+        let squatter = r.admit(PeerKey(1), &hello("alice", None), T0, || SessionToken([1; 16])).unwrap();
+        let real = r.admit(PeerKey(2), &hello("al", None), T0, || SessionToken([2; 16])).unwrap();
+        let alice = Identity::from_seed([2; 32]).public_key();
+        let token = |room: &str| rendezvous.issue(&alice, "Alice", room, unix_now(), 60);
+        // No keys: nothing is checked.
+        assert_eq!(r.verify(real.player, &token("K7MP2Q")), Err(VerifyError::NoKeys));
+        r.set_identities(Some(&Identities { keys, room: "K7MP2Q".into() }));
+        assert_eq!(r.verify(real.player, &token("OTHER2")), Err(VerifyError::Token(TokenError::WrongRoom)));
+        assert_eq!(r.verify(real.player, "garbage"), Err(VerifyError::Token(TokenError::Malformed)));
+        let verified = r.verify(real.player, &token("K7MP2Q")).unwrap();
+        assert_eq!(
+            verified,
+            Verified {
+                nickname: "Alice".into(),
+                was: "al".into(),
+                renamed: Some((squatter.player, "alice".into(), "alice (2)".into()))
+            }
+        );
+        assert_eq!(r.seat(real.player).unwrap().verified, Some(alice.to_string()));
+        assert_eq!(r.seat(squatter.player).unwrap().verified, None);
+        // A newcomer asking for the name gets another; the same identity cannot sit twice.
+        let late = r.admit(PeerKey(3), &hello("ALICE", None), T0, || SessionToken([3; 16])).unwrap();
+        assert_eq!(late.nickname, "ALICE (3)", "alice (2) is the renamed one's");
+        assert_eq!(r.verify(late.player, &token("K7MP2Q")), Err(VerifyError::InUse));
+        // A refreshed token of the same identity is taken.
+        assert!(r.verify(real.player, &token("K7MP2Q")).is_ok());
+        // The keys travel in checkpoints (bincode), never a token.
+        let written = bincode::serde::encode_to_vec(&r, bincode::config::standard()).unwrap();
+        let (back, _): (Roster, usize) =
+            bincode::serde::decode_from_slice(&written, bincode::config::standard()).unwrap();
+        assert_eq!(back.identities(), r.identities());
+        assert_eq!(back.seat(real.player).unwrap().verified, Some(alice.to_string()));
     }
 
     #[test]

@@ -95,6 +95,9 @@ pub struct ServerConfig {
     pub maps: Vec<crate::engine::map::MapConfig>,
     /// The succession list and streaming to the successors.
     pub migration: MigrationConfig,
+    /// What checks players' tokens: the rendezvous's keys and the room (`None`: every player
+    /// plays unverified). A successor gets them with its checkpoint.
+    pub identities: Option<crate::engine::roster::Identities>,
 }
 
 impl Default for ServerConfig {
@@ -108,6 +111,7 @@ impl Default for ServerConfig {
             client_config: serde_json::Value::Null,
             maps: Vec::new(),
             migration: MigrationConfig::default(),
+            identities: None,
         }
     }
 }
@@ -369,6 +373,7 @@ impl ServerCore {
         let mut roster =
             Roster::new(config.max_players, config.password.as_deref(), crate::engine::roster::fresh_salt());
         roster.reserved = host.world().resource::<Participants>().0.keys().copied().collect();
+        roster.set_identities(config.identities.as_ref());
         let mut core = ServerCore {
             host,
             outbox: VecDeque::new(),
@@ -586,6 +591,13 @@ impl ServerCore {
     /// The slots.
     pub fn roster(&self) -> &Roster {
         &self.roster
+    }
+
+    /// Checks players' tokens with `identities` from now on (`None`: none are checked); the
+    /// successors' next checkpoint carries them.
+    pub fn set_identities(&mut self, identities: Option<&crate::engine::roster::Identities>) {
+        self.roster.set_identities(identities);
+        self.migration.meta_dirty = true;
     }
 
     /// Whether `player` watches rather than plays (a spectator, or a player still to fill in

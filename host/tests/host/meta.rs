@@ -402,6 +402,60 @@ fn a_game_form_keeps_a_player_watching_until_its_answer_passes() {
 }
 
 #[test]
+fn a_rendezvous_token_verifies_its_player_under_its_name_and_a_bad_one_is_refused_with_why() {
+    use vimp_host::engine::roster::Identities;
+    use vimp_netcode::identity::{Identity, TokenKeys, TokenSigner, unix_now};
+    let rendezvous = TokenSigner::new("rdv", &Identity::from_seed([1; 32]));
+    let mut lan = Lan::new(None);
+    let keys = TokenKeys { issuer: "rdv".into(), jwks: rendezvous.jwks() };
+    lan.server.set_identities(Some(&Identities { keys, room: "K7MP2Q".into() }));
+    let squatter = lan.join(hello("alice"));
+    let alice = lan.join(hello("al"));
+    welcomed(&mut lan);
+    let token = |nick: &str, room: &str| {
+        let key = Identity::from_seed([2; 32]).public_key();
+        json!({ "token": rendezvous.issue(&key, nick, room, unix_now(), 60) }).to_string()
+    };
+    lan.clients[alice].send_meta(meta::AUTH_RESPONSE, token("Alice", "K7MP2Q").as_bytes());
+    assert!(lan.run_until(SECOND, |l| chat_of(l, squatter).contains(&json!("s:6:Alice,al"))), "everyone hears it");
+    assert!(chat_of(&lan, alice).contains(&json!("s:7:alice,alice (2)")), "{:?}", chat_of(&lan, alice));
+    let seat = |lan: &Lan, i: usize| lan.server.roster().seat(player_id(lan, i)).cloned().expect("a seat");
+    assert_eq!((seat(&lan, alice).nickname, seat(&lan, alice).verified.is_some()), ("Alice".to_owned(), true));
+    assert_eq!((seat(&lan, squatter).nickname, seat(&lan, squatter).verified), ("alice (2)".to_owned(), None));
+    let names = |lan: &Lan| {
+        let participants = lan.server.host().world().resource::<Participants>().0.clone();
+        participants.values().map(|p| p.name.clone()).collect::<Vec<_>>()
+    };
+    assert!(
+        lan.run_until(SECOND, |l| names(l).contains(&"Alice".to_owned())),
+        "the game's name too: {:?}",
+        names(&lan)
+    );
+    assert!(names(&lan).contains(&"alice (2)".to_owned()));
+    assert!(meta_of(&mut lan, alice).contains(&MetaMessage::AuthResult(meta::AuthResult::Accepted)));
+
+    // A token for another room, and garbage: refused, said to their sender alone, with why.
+    lan.clients[squatter].send_meta(meta::AUTH_RESPONSE, token("Alice", "OTHER2").as_bytes());
+    assert!(
+        lan.run_until(SECOND, |l| chat_of(l, squatter)
+            .iter()
+            .any(|l| l.as_str().is_some_and(|l| l.starts_with("c:8:"))))
+    );
+    lan.run(SECOND / 5, None);
+    let refused = meta_of(&mut lan, squatter).into_iter().find_map(|m| match m {
+        MetaMessage::AuthResult(meta::AuthResult::Rejected(errors)) => errors.get("token").cloned(),
+        _ => None,
+    });
+    assert_eq!(refused.as_deref(), Some("the token is for another room"));
+    assert!(!chat_of(&lan, alice).iter().any(|l| l.as_str().is_some_and(|l| l.starts_with("c:8:"))));
+    assert_eq!(seat(&lan, squatter).verified, None);
+    lan.clients[squatter].send_meta(meta::AUTH_RESPONSE, br#"{"token": "not.a.jwt"}"#);
+    lan.run(SECOND / 5, None);
+    assert!(lan.clients[squatter].closed().is_none(), "a bad token is no protocol error");
+    assert_eq!(seat(&lan, alice).nickname, "Alice");
+}
+
+#[test]
 fn without_a_form_an_answer_changes_nothing() {
     let mut lan = Lan::new(None);
     let s = lan.join(spectator("eve"));

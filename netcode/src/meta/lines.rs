@@ -11,6 +11,8 @@
 //! | [`EngineLine::Back`]            | `s:3` | name | `ann is back` |
 //! | [`EngineLine::Watching`]        | `s:4` | name | `ann is watching` |
 //! | [`EngineLine::Playing`]         | `s:5` | name | `ann is playing` |
+//! | [`EngineLine::Verified`]        | `s:6` | name, earlier name | `Ann is verified` (`Ann (was ann2) is verified`) |
+//! | [`EngineLine::Renamed`]         | `s:7` | name, new name | `ann is now ann (2): the name is a verified player's` |
 //! | [`EngineLine::VotePassed`]      | `v:1` | map  | `the vote passed: map Arena` |
 //! | [`EngineLine::VoteFailed`]      | `v:2` | map  | `the vote failed: map Arena` |
 //! | [`EngineLine::NoSuchPlayer`]    | `c:1` | name | `no player named bob` |
@@ -20,6 +22,7 @@
 //! | [`EngineLine::AlreadyWatching`] | `c:5` | — | `you are watching already` |
 //! | [`EngineLine::AlreadyPlaying`]  | `c:6` | — | `you are playing already` |
 //! | [`EngineLine::ToYourself`]      | `c:7` | — | `that is you` |
+//! | [`EngineLine::TokenRefused`]    | `c:8` | why | `your token was refused (the token has expired): you play unverified` |
 //!
 //! Lines of group `c` answer a chat command and go to its sender only.
 
@@ -57,11 +60,17 @@ pub enum EngineLine {
     AlreadyPlaying,
     /// `c:7`: a personal line to its own author.
     ToYourself,
+    /// `s:6:name,was`: a player's token checked out: it plays under its registered name.
+    Verified,
+    /// `s:7:name,new`: an unverified player's name is a verified player's: it plays as `new`.
+    Renamed,
+    /// `c:8:why`: the player's token was refused; it plays unverified.
+    TokenRefused,
 }
 
 impl EngineLine {
     /// Every engine line.
-    pub const ALL: [EngineLine; 14] = [
+    pub const ALL: [EngineLine; 17] = [
         EngineLine::Joined,
         EngineLine::Left,
         EngineLine::Back,
@@ -76,6 +85,9 @@ impl EngineLine {
         EngineLine::AlreadyWatching,
         EngineLine::AlreadyPlaying,
         EngineLine::ToYourself,
+        EngineLine::Verified,
+        EngineLine::Renamed,
+        EngineLine::TokenRefused,
     ];
 
     /// Its group and code.
@@ -95,6 +107,9 @@ impl EngineLine {
             EngineLine::AlreadyWatching => ("c", 5),
             EngineLine::AlreadyPlaying => ("c", 6),
             EngineLine::ToYourself => ("c", 7),
+            EngineLine::Verified => ("s", 6),
+            EngineLine::Renamed => ("s", 7),
+            EngineLine::TokenRefused => ("c", 8),
         }
     }
 
@@ -132,6 +147,12 @@ impl EngineLine {
             EngineLine::AlreadyWatching => "you are watching already".to_owned(),
             EngineLine::AlreadyPlaying => "you are playing already".to_owned(),
             EngineLine::ToYourself => "that is you".to_owned(),
+            EngineLine::Verified if params.get(1).is_some_and(|was| was != p(0) && !was.is_empty()) => {
+                format!("{} (was {}) is verified", p(0), p(1))
+            }
+            EngineLine::Verified => format!("{} is verified", p(0)),
+            EngineLine::Renamed => format!("{} is now {}: the name is a verified player's", p(0), p(1)),
+            EngineLine::TokenRefused => format!("your token was refused ({}): you play unverified", p(0)),
         }
     }
 }

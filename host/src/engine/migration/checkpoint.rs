@@ -37,7 +37,7 @@ use crate::engine::schedule::Host;
 pub const CHECKPOINT_KIND: ContainerKind = ContainerKind(*b"VMPK");
 
 /// Format version of [`Checkpoint`]; bump it with any change to its serialised shape.
-pub const CHECKPOINT_VERSION: u16 = 2;
+pub const CHECKPOINT_VERSION: u16 = 3;
 
 /// Largest uncompressed checkpoint [`Checkpoint::decode`] accepts: 16 MiB.
 pub const MAX_CHECKPOINT_BYTES: usize = 16 * 1024 * 1024;

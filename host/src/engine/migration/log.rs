@@ -25,7 +25,7 @@ use crate::engine::players::HostCommand;
 pub const LOG_KIND: ContainerKind = ContainerKind(*b"VMPL");
 
 /// Format version of [`LogBatch`]; bump it with any change to its serialised shape.
-pub const LOG_VERSION: u16 = 4;
+pub const LOG_VERSION: u16 = 5;
 
 /// Ticks between two state hashes in the log, by default.
 pub const DEFAULT_HASH_INTERVAL: u32 = 30;
@@ -159,6 +159,7 @@ mod tests {
             player.clone().prop_map(|player| HostCommand::Leave { player }),
             (player.clone(), any::<u8>()).prop_map(|(player, team)| HostCommand::SetTeam { player, team }),
             player.clone().prop_map(|player| HostCommand::Release { player }),
+            (player.clone(), "[a-z]{0,16}").prop_map(|(player, name)| HostCommand::Rename { player, name }),
             (player.clone(), any::<u32>(), any::<bool>(), "[a-zA-Z]{0,10}").prop_map(|(player, seq, down, name)| {
                 let action = if down { KeyAction::Down } else { KeyAction::Up };
                 HostCommand::Input { player, event: InputEvent { seq, action, name } }

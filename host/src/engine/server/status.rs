@@ -34,7 +34,7 @@ use vimp_netcode::transport::PeerKey;
 
 use super::ServerCore;
 use super::chat::NO_PARAMS;
-use crate::engine::auth::AuthForm;
+use crate::engine::auth::{AuthForm, TOKEN_FIELD};
 use crate::engine::map::state::MapState;
 use crate::engine::players::{HostCommand, Panels, Participants, PlayerId};
 use crate::engine::sim::EngineSettings;
@@ -113,10 +113,19 @@ impl ServerCore {
         }
     }
 
-    /// An answer to the game's form (`AUTH_RESPONSE`): a spectator whose answer passes joins
-    /// the game (`AUTH_RESULT null`); one whose answer fails gets an error per field. An
-    /// answer from a player, or to a game without a form, is ignored; bytes that are not an
-    /// answer close the peer.
+    /// An answer to the game's form (`AUTH_RESPONSE`), which may carry the player's token
+    /// (`token`, the rendezvous's JWT of its identity) with or without a form.
+    ///
+    /// - A token is checked first ([`crate::engine::roster::Roster::verify`]): one that holds
+    ///   verifies the seat, which takes the token's nickname (`s:6` to everyone; an unverified
+    ///   holder of the name is renamed, `s:7`); one that does not leaves the seat unverified
+    ///   and its player is told why (`c:8`, and `AUTH_RESULT {"token": why}` when the game has
+    ///   no form). A later token of the same identity is a refresh, taken quietly.
+    /// - A spectator whose answer passes the game's form joins the game (`AUTH_RESULT null`);
+    ///   one whose answer fails gets an error per field. An answer from a player, or to a game
+    ///   without a form, is ignored.
+    ///
+    /// Bytes that are not an answer close the peer.
     pub(super) fn on_auth(&mut self, peer: PeerKey, payload: &[u8]) {
         let Some(player) = self.roster.player_of(peer) else { return };
         let answer = match ClientMeta::decode(op::client::AUTH_RESPONSE, payload) {
@@ -126,6 +135,10 @@ impl ServerCore {
                 return;
             }
         };
+        let has_form = self.host.world().get_resource::<AuthForm>().is_some();
+        if let Some(token) = answer.0.get(TOKEN_FIELD).and_then(|t| t.as_str()) {
+            self.on_token(peer, player, token, has_form);
+        }
         if !self.watching.contains_key(&player) {
             return;
         }
@@ -144,6 +157,44 @@ impl ServerCore {
         if accepted {
             self.enter_game(player);
         }
+    }
+
+    /// A player's token (see [`ServerCore::on_auth`]).
+    fn on_token(&mut self, peer: PeerKey, player: PlayerId, token: &str, has_form: bool) {
+        let before = self.roster.seat(player).and_then(|s| s.verified.clone());
+        match self.roster.verify(player, token) {
+            Ok(verified) => {
+                let refresh = before.is_some() && verified.was == verified.nickname;
+                if let Some((other, old, new)) = &verified.renamed {
+                    self.rename(*other, new);
+                    self.announce(EngineLine::Renamed, [old.clone(), new.clone()]);
+                }
+                if verified.was != verified.nickname {
+                    self.rename(player, &verified.nickname);
+                }
+                if !refresh {
+                    self.announce(EngineLine::Verified, [verified.nickname.clone(), verified.was.clone()]);
+                    self.migration.meta_dirty = true;
+                }
+                if !has_form {
+                    self.send_to(peer, &MetaMessage::AuthResult(AuthResult::Accepted).encoded());
+                }
+            }
+            Err(why) => {
+                tracing::info!("{player:?}'s token was refused: {why}");
+                self.reply(peer, EngineLine::TokenRefused, [why.to_string()]);
+                if !has_form {
+                    let errors = [(TOKEN_FIELD.to_owned(), why.to_string())].into_iter().collect();
+                    self.send_to(peer, &MetaMessage::AuthResult(AuthResult::Rejected(errors)).encoded());
+                }
+            }
+        }
+    }
+
+    /// `player` is now called `name` (its seat says so already): the game's participant too.
+    fn rename(&mut self, player: PlayerId, name: &str) {
+        self.host.push(HostCommand::Rename { player, name: name.to_owned() });
+        self.next_stat = std::time::Duration::ZERO;
     }
 
     /// A spectator joins the game: its actor, key set 1, a whole panel, the line to everyone.
