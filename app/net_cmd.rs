@@ -170,6 +170,8 @@ impl<'a> HostRun<'a> {
             client_config: (game.client_config)(&config),
             session: vimp_host::engine::server::session_config(&config.game),
             maps: vote_maps,
+            // A rendezvous of one's own checks who players are; an embedded one (a LAN) does not.
+            identities: args.signal.as_ref().and_then(|_| crate::setup::host_identities(&signal_url, &code)),
             ..ServerConfig::default()
         };
         // Unseated by a claim that holds the room (this host's line was cut, or it slept), it

@@ -17,6 +17,60 @@ use vimp_netcode::session::close;
 use vimp_netcode::signal::IceServer;
 use vimp_netcode::transport::Transport;
 
+/// Where a player's identity is kept by default: `identity.json` beside the settings.
+pub fn identity_path() -> Option<PathBuf> {
+    crate::window::settings::settings_path().map(|p| p.with_file_name("identity.json"))
+}
+
+/// The tokens of the player `identity` (a file; the default one when `None`) for `room` at the
+/// rendezvous `signal`, fetched beside the join; `None` when the player plays unverified
+/// (`unverified`, or no identity could be made: said why).
+pub fn token_source(
+    signal: &str,
+    room: &LobbyCode,
+    identity: Option<&std::path::Path>,
+    nickname: &str,
+    unverified: bool,
+) -> Option<vimp_netcode::identity::TokenSource> {
+    if unverified {
+        return None;
+    }
+    let path = identity.map(std::path::Path::to_path_buf).or_else(identity_path)?;
+    match vimp_netcode::identity::Identity::load_or_create(&path) {
+        Ok((identity, made)) => {
+            if made {
+                eprintln!("made this player's identity (key {}) in {}", identity.public_key(), path.display());
+            }
+            Some(vimp_netcode::identity::TokenSource::start(signal, room.as_str(), identity, nickname))
+        }
+        Err(e) => {
+            eprintln!("playing unverified: no identity: {e}");
+            None
+        }
+    }
+}
+
+/// What a host checks its players' tokens against: the keys of the rendezvous at `signal`,
+/// for the room `code`; `None` (said why) when it serves no identities.
+pub fn host_identities(signal: &str, code: &LobbyCode) -> Option<vimp_host::engine::roster::Identities> {
+    match vimp_netcode::identity::fetch_token_keys(signal) {
+        Ok(keys) => {
+            println!("players' tokens are checked against the rendezvous's keys (issuer {:?})", keys.issuer);
+            Some(vimp_host::engine::roster::Identities { keys, room: code.as_str().to_owned() })
+        }
+        Err(why) => {
+            println!("players play unverified: {why}");
+            None
+        }
+    }
+}
+
+/// Sends `token` to the host as the engine's `AUTH_RESPONSE {"token": …}`.
+pub fn send_token(client: &mut vimp_netcode::client::ClientCore, token: &str) {
+    let answer = serde_json::json!({ vimp_host::engine::auth::TOKEN_FIELD: token }).to_string();
+    client.send_meta(vimp_netcode::meta::AUTH_RESPONSE, answer.as_bytes());
+}
+
 /// The signalling server used when none is named.
 pub const DEFAULT_SIGNAL: &str = "ws://127.0.0.1:3536";
 

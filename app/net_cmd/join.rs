@@ -96,6 +96,15 @@ pub struct JoinArgs {
     /// with a silent member).
     #[arg(long)]
     pub no_host_checks: bool,
+    /// The player's identity: an Ed25519 key pair, made on first use, for which the
+    /// rendezvous registers the nickname and hands out the tokens a host checks. The window
+    /// uses `identity.json` beside the settings by default; a headless player plays
+    /// unverified unless given one.
+    #[arg(long, value_name = "FILE", conflicts_with = "unverified")]
+    pub identity: Option<PathBuf>,
+    /// Play unverified: ask the rendezvous for no token.
+    #[arg(long)]
+    pub unverified: bool,
     /// ICE servers for the WebRTC links.
     #[command(flatten)]
     pub ice: IceArgs,
@@ -214,6 +223,8 @@ struct JoinRun<'a> {
     witness: Option<Witnesser>,
     watch: JoinWatch,
     player: Player,
+    /// The player's tokens from the rendezvous (none: it plays unverified).
+    tokens: Option<vimp_netcode::identity::TokenSource>,
 }
 
 /// What the headless player did and saw in the match.
@@ -235,6 +246,10 @@ struct Player {
     seen_vote: u32,
     said_passed: bool,
     host_path: Option<LinkPath>,
+    /// The nickname the rendezvous's token names, once one went to the host.
+    verified_as: Option<String>,
+    /// Why the player plays unverified, when it does.
+    unverified: Option<String>,
 }
 
 impl<'a> JoinRun<'a> {
@@ -277,6 +292,12 @@ impl<'a> JoinRun<'a> {
             Some(_) => Witnesser::config(client_config(args.host_timeout)),
             None => client_config(args.host_timeout),
         };
+        let tokens = if args.spectate || (args.headless && args.identity.is_none()) {
+            None
+        } else {
+            let identity = args.identity.as_deref();
+            crate::setup::token_source(&signal, &target.code(), identity, &hello.nickname, args.unverified)
+        };
         let node = Node::playing(*game, transport, ClientCore::new(hello, config));
         let (dial_url, dial_ice, dial_known) = (url.clone(), ice.clone(), known.clone());
         let redialer = Redialer::new(Box::new(move || {
@@ -295,6 +316,7 @@ impl<'a> JoinRun<'a> {
             witness,
             watch: JoinWatch::default(),
             player: Player::default(),
+            tokens,
         })
     }
 
@@ -350,6 +372,22 @@ impl<'a> JoinRun<'a> {
         if (client.closed().is_some() && !redialing) || self.redialer.gave_up() || now.as_secs_f64() >= args.seconds {
             return Turn::End(None);
         }
+        if client.welcome().is_some()
+            && let Some(event) = self.tokens.as_mut().and_then(vimp_netcode::identity::TokenSource::poll)
+        {
+            match event {
+                vimp_netcode::identity::TokenEvent::Token(t) => {
+                    crate::setup::send_token(client, &t.token);
+                    if self.player.verified_as.replace(t.nickname.clone()).is_none() {
+                        eprintln!("token sent to the host: {} (registered at the rendezvous)", t.nickname);
+                    }
+                }
+                vimp_netcode::identity::TokenEvent::Unverified(why) => {
+                    eprintln!("playing unverified: {why}");
+                    self.player.unverified = Some(why);
+                }
+            }
+        }
         if client.welcome().is_some() {
             self.player.talk(args, client, now);
             self.player.vote(args, client);
@@ -399,6 +437,8 @@ impl<'a> JoinRun<'a> {
         let since_first = stats.first_snapshot_at.map(|t| (end - t).as_secs_f64()).unwrap_or(0.0);
         player.rtts.sort_by(f64::total_cmp);
         let predicting = &player.predicting;
+        let identity =
+            json!({ "verified_as": player.verified_as.clone(), "unverified_reason": player.unverified.clone() });
         let mut report = json!({
             "joined": client.welcome().is_some(),
             "reason": failure.map(|why| why.reason.clone())
@@ -443,6 +483,8 @@ impl<'a> JoinRun<'a> {
             "shadow_errors": node.errors(),
         });
         // Asking the room before a claim (one `json!` holds only so many fields).
+        report["verified_as"] = identity["verified_as"].clone();
+        report["unverified_reason"] = identity["unverified_reason"].clone();
         report["host_checks"] = json!(stats.host_checks);
         report["takeovers_held"] = json!(stats.takeovers_held);
         report["host_checks_answered"] = json!(stats.host_checks_answered);

@@ -342,7 +342,9 @@ pub fn start_match(kind: &MatchKind, settings: &Settings) -> anyhow::Result<Matc
             let dial: crate::setup::Dial =
                 Box::new(move || Ok(Box::new(WebRtcTransport::connect(&dial_url, &dial_ice)?) as Box<dyn Transport>));
             let witness = crate::setup::Witnesser::new(&url);
-            let node = NodeThread::join(crate::GAME, transport, hello, config, Some(dial), witness, clock)?;
+            let ids = (!*spectate).then(|| crate::setup::token_source(&signal, &parsed.code(), None, nickname, false));
+            let node =
+                NodeThread::join(crate::GAME, transport, hello, config, Some(dial), witness, ids.flatten(), clock)?;
             let mut state = MatchState::new(node, clock, format!("joined {url}"));
             state.room = tokens.map(|t| (url.clone(), t));
             state.joining = Some(Joining::new(signal, url.clone(), ice));

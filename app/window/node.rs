@@ -45,6 +45,7 @@ use vimp_host::engine::node::{Node, RoleChange};
 use vimp_host::engine::server::{PlayerLink, ServerConfig, ServerCore};
 use vimp_netcode::client::reconnect::Redial;
 use vimp_netcode::client::{ClientConfig, ClientCore, ClientStats, HostVoteView, MAX_QUEUED_FRAMES};
+use vimp_netcode::identity::{TokenEvent, TokenSource};
 use vimp_netcode::lobby::{LobbyCode, room_url};
 use vimp_netcode::schema::SnapshotSchema;
 use vimp_netcode::session::{Hello, Welcome};
@@ -310,7 +311,7 @@ impl NodeThread {
     pub fn host(config: HostConfig, hello: Hello, clock: Instant) -> anyhow::Result<NodeThread> {
         let (ready_tx, ready) = mpsc::sync_channel(1);
         let start = move |shared: Arc<Shared>| {
-            let (node, keep_alive, lobby) = match build(&config, hello) {
+            let (node, keep_alive, lobby, tokens) = match build(&config, hello) {
                 Ok(built) => built,
                 Err(e) => {
                     let _ = ready_tx.send(Err(e));
@@ -327,6 +328,7 @@ impl NodeThread {
                 redialer: None,
                 witness,
                 _signal: keep_alive,
+                tokens,
             };
             if config.watch {
                 turns.watch = Some(Watch::new(config.map.clone()));
@@ -351,7 +353,9 @@ impl NodeThread {
     /// first successors and takes the match over when its turn comes. With `dial`, a drop is
     /// dialed back over fresh transports from it ([`Redialer`]; [`ClientView::redial`] says
     /// how it goes, [`NodeThread::retry`] tries again after it gave up). With `witness`, a
-    /// successor asks the rendezvous about a lost host before it claims ([`Witnesser`]).
+    /// successor asks the rendezvous about a lost host before it claims ([`Witnesser`]). With
+    /// `tokens`, the player's rendezvous tokens go to the host once it is welcomed.
+    #[expect(clippy::too_many_arguments, reason = "a join's parts, each spelled out")]
     pub fn join(
         game: Game,
         transport: Box<dyn Transport>,
@@ -359,13 +363,14 @@ impl NodeThread {
         config: ClientConfig,
         dial: Option<Dial>,
         witness: Option<Witnesser>,
+        tokens: Option<TokenSource>,
         clock: Instant,
     ) -> std::io::Result<NodeThread> {
         let start = move |shared: Arc<Shared>| {
             let config = if witness.is_some() { Witnesser::config(config) } else { config };
             let node = Node::playing(game, transport, ClientCore::new(hello, config));
             let redialer = dial.map(Redialer::new);
-            Some(Turns { node, shared, capture: None, watch: None, redialer, witness, _signal: None })
+            Some(Turns { node, shared, capture: None, watch: None, redialer, witness, _signal: None, tokens })
         };
         NodeThread::spawn(clock, start)
     }
@@ -500,6 +505,9 @@ struct Turns {
     /// An embedded signalling server: friends still join by the code after the match went
     /// to another host.
     _signal: Option<SignalServer>,
+    /// The player's tokens from the rendezvous, sent to the host once welcomed and at each
+    /// refresh (none: it plays unverified).
+    tokens: Option<TokenSource>,
 }
 
 impl Turns {
@@ -548,6 +556,15 @@ impl Turns {
             }
             if let Some(witness) = self.witness.as_mut() {
                 witness.turn(&mut self.node);
+            }
+            if let (Some(tokens), Some(client)) = (self.tokens.as_mut(), self.node.client_mut())
+                && client.welcome().is_some()
+                && let Some(event) = tokens.poll()
+            {
+                match event {
+                    TokenEvent::Token(t) => crate::setup::send_token(client, &t.token),
+                    TokenEvent::Unverified(why) => eprintln!("playing unverified: {why}"),
+                }
             }
             publish(&mut self.node, &self.shared, now, &mut chat_seen);
             let due = self.node.poll_timeout().map_or(TURN, |at| at.saturating_sub(clock.elapsed()));
@@ -633,7 +650,7 @@ fn publish(node: &mut WindowNode, shared: &Shared, now: Duration, chat_seen: &mu
     inbox.chat.extend(chat);
 }
 
-type Built = (WindowNode, Option<SignalServer>, Option<(LobbyCode, String)>);
+type Built = (WindowNode, Option<SignalServer>, Option<(LobbyCode, String)>, Option<TokenSource>);
 
 /// Builds the match (map loaded, bots joined) and the node hosting it, with the window's
 /// player: over WebRTC when online, over a transport nobody joins when local.
@@ -642,6 +659,8 @@ fn build(config: &HostConfig, hello: Hello) -> anyhow::Result<Built> {
     let mut keep_alive = None;
     let mut lobby = None;
     let mut password = None;
+    let mut identities = None;
+    let mut tokens = None;
     let mesh: Box<dyn Transport> = match &config.online {
         // A local match's mesh has only this process on it, under a random key like a
         // WebRTC peer's.
@@ -659,6 +678,12 @@ fn build(config: &HostConfig, hello: Hello) -> anyhow::Result<Built> {
                 }
             };
             let url = room_url(&signal, &online.code);
+            if online.signal.is_some() {
+                // A rendezvous of one's own checks who players are (this one too); an embedded
+                // one (a LAN) does not.
+                identities = crate::setup::host_identities(&signal, &online.code);
+                tokens = crate::setup::token_source(&signal, &online.code, None, &hello.nickname, false);
+            }
             let webrtc = WebRtcTransport::connect(&url, &online.ice.resolve(&signal)?)?;
             lobby = Some((online.code, url));
             password = online.password.clone();
@@ -670,13 +695,14 @@ fn build(config: &HostConfig, hello: Hello) -> anyhow::Result<Built> {
         password,
         client_config: (config.game.client_config)(&init),
         session: vimp_host::engine::server::session_config(&init.game),
+        identities,
         ..ServerConfig::default()
     };
     // Online, the player asks the rendezvous before it claims a match it stepped down from.
     let client = if lobby.is_some() { Witnesser::config(ClientConfig::default()) } else { ClientConfig::default() };
     let player = ClientCore::new(hello, client);
     let node = Node::hosting(config.game, mesh, ServerCore::new(host, server_config), Some(player));
-    Ok((node, keep_alive, lobby))
+    Ok((node, keep_alive, lobby, tokens))
 }
 
 /// A watched map file.

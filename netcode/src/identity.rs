@@ -186,7 +186,9 @@ impl Identity {
         }
         let file = IdentityFile { version: 1, public_key: self.public_key(), secret_seed: self.secret_seed_text() };
         let text = serde_json::to_string_pretty(&file).map_err(std::io::Error::other)?;
-        let tmp = path.with_extension("tmp");
+        // A file of this process's own: two processes making their first key at once do not
+        // write into one file (the last rename wins; the other goes on with its own key).
+        let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
         let _ = std::fs::remove_file(&tmp);
         let mut options = std::fs::OpenOptions::new();
         options.write(true).create_new(true);
@@ -407,6 +409,199 @@ impl TokenKeys {
                 }
                 _ => TokenError::Malformed,
             }),
+        }
+    }
+}
+
+/// A token as the rendezvous hands it out (`POST /identity/token`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IssuedToken {
+    /// The JWT.
+    pub token: String,
+    /// The nickname it names.
+    pub nickname: String,
+    /// When it expires, seconds since the Unix epoch.
+    pub expires_at: u64,
+}
+
+/// A challenge as the rendezvous hands it out (`POST /identity/challenge`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Challenge {
+    /// What to sign ([`Identity::prove`]).
+    pub challenge: String,
+    /// When it stops being good, seconds since the Unix epoch.
+    pub expires_at: u64,
+}
+
+#[cfg(any(feature = "webrtc", feature = "signal-server"))]
+pub use fetch::{TokenEvent, TokenSource, fetch_token_keys, obtain_token};
+
+/// A player's side of the rendezvous's identity routes, over plain HTTP.
+#[cfg(any(feature = "webrtc", feature = "signal-server"))]
+mod fetch {
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use super::{Challenge, Identity, IssuedToken, TokenKeys, unix_now};
+    use crate::signal::http_request;
+
+    /// How long each request to the rendezvous may take.
+    const TIMEOUT: Duration = Duration::from_secs(5);
+
+    /// How long before its expiry a token is asked for again.
+    const REFRESH_BEFORE_SECS: u64 = 60;
+
+    /// How long after a failed refresh another is tried.
+    const RETRY_SECS: u64 = 30;
+
+    /// `(status, body)` of a request, the body's `error` when it has one.
+    fn call(signal: &str, method: &str, path: &str, body: Option<&str>) -> Result<(u16, String), String> {
+        http_request(signal, method, path, body, TIMEOUT).map_err(|e| format!("the rendezvous at {signal}: {e}"))
+    }
+
+    fn error_of(status: u16, body: &str) -> String {
+        let said = serde_json::from_str::<serde_json::Value>(body).ok();
+        let why = said.as_ref().and_then(|v| v["error"].as_str()).map(str::to_owned);
+        why.unwrap_or_else(|| format!("HTTP {status}"))
+    }
+
+    /// The keys the rendezvous at `signal` (`ws://HOST:PORT`) signs tokens with: what a host
+    /// checks its players' tokens against. An error when it serves no identities.
+    pub fn fetch_token_keys(signal: &str) -> Result<TokenKeys, String> {
+        let (status, body) = call(signal, "GET", "/identity/keys", None)?;
+        if status != 200 {
+            return Err(format!("the rendezvous at {signal} serves no identities ({})", error_of(status, &body)));
+        }
+        serde_json::from_str(&body).map_err(|e| format!("the rendezvous's keys do not read: {e}"))
+    }
+
+    /// Asks for a challenge and sends `body(challenge, proof)` to `path`.
+    fn proven(
+        signal: &str,
+        identity: &Identity,
+        path: &str,
+        body: impl Fn(&str, &str) -> serde_json::Value,
+    ) -> Result<(u16, String), String> {
+        let (status, text) = call(signal, "POST", "/identity/challenge", None)?;
+        if status != 200 {
+            return Err(format!("the rendezvous at {signal} serves no identities ({})", error_of(status, &text)));
+        }
+        let challenge: Challenge =
+            serde_json::from_str(&text).map_err(|e| format!("a challenge that does not read: {e}"))?;
+        let proof = identity.prove(&challenge.challenge);
+        call(signal, "POST", path, Some(&body(&challenge.challenge, &proof).to_string()))
+    }
+
+    /// A token for `room` from the rendezvous at `signal`, for `identity`, registering
+    /// `nickname` for it first when it has no name there. The error says why the player
+    /// plays unverified (the name is another's, no rendezvous, …).
+    pub fn obtain_token(signal: &str, room: &str, identity: &Identity, nickname: &str) -> Result<IssuedToken, String> {
+        let key = identity.public_key().to_string();
+        let token = || {
+            proven(
+                signal,
+                identity,
+                "/identity/token",
+                |challenge, signature| serde_json::json!({ "publicKey": key, "room": room, "challenge": challenge, "signature": signature }),
+            )
+        };
+        let (mut status, mut body) = token()?;
+        if status == 404 {
+            let (registered, said) = proven(
+                signal,
+                identity,
+                "/identity/register",
+                |challenge, signature| serde_json::json!({ "publicKey": key, "nickname": nickname, "challenge": challenge, "signature": signature }),
+            )?;
+            if registered != 201 {
+                return Err(error_of(registered, &said));
+            }
+            (status, body) = token()?;
+        }
+        if status != 200 {
+            return Err(error_of(status, &body));
+        }
+        serde_json::from_str(&body).map_err(|e| format!("a token that does not read: {e}"))
+    }
+
+    /// What a [`TokenSource`] has for its player.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub enum TokenEvent {
+        /// A token to send the host (`AUTH_RESPONSE {"token": …}`): the first, or a refresh.
+        Token(IssuedToken),
+        /// No token: the player plays unverified, for this reason.
+        Unverified(String),
+    }
+
+    /// A player's tokens for one room, fetched on a thread of their own so that a join never
+    /// waits for them, and fetched again a minute before each expires.
+    #[derive(Debug)]
+    pub struct TokenSource {
+        signal: String,
+        room: String,
+        identity: Identity,
+        nickname: String,
+        pending: Option<mpsc::Receiver<Result<IssuedToken, String>>>,
+        /// When to ask again (seconds since the Unix epoch); `None` after the player was
+        /// told it plays unverified.
+        next_at: Option<u64>,
+        /// Whether a token came once: a failed refresh is tried again, quietly.
+        had_one: bool,
+    }
+
+    impl TokenSource {
+        /// Starts fetching a token for `room` from the rendezvous at `signal`.
+        pub fn start(signal: &str, room: &str, identity: Identity, nickname: &str) -> TokenSource {
+            let mut source = TokenSource {
+                signal: signal.to_owned(),
+                room: room.to_owned(),
+                identity,
+                nickname: nickname.to_owned(),
+                pending: None,
+                next_at: Some(0),
+                had_one: false,
+            };
+            source.fetch();
+            source
+        }
+
+        fn fetch(&mut self) {
+            let (tx, rx) = mpsc::channel();
+            let (signal, room, identity, nickname) =
+                (self.signal.clone(), self.room.clone(), self.identity.clone(), self.nickname.clone());
+            let spawned = std::thread::Builder::new().name("vimp-token".into()).spawn(move || {
+                let _ = tx.send(obtain_token(&signal, &room, &identity, &nickname));
+            });
+            self.pending = spawned.is_ok().then_some(rx);
+            self.next_at = None;
+        }
+
+        /// What came since the last call, if anything; asks again when a token is due.
+        pub fn poll(&mut self) -> Option<TokenEvent> {
+            let now = unix_now();
+            if self.pending.is_none() && self.next_at.is_some_and(|at| now >= at) {
+                self.fetch();
+            }
+            let got = match self.pending.as_ref()?.try_recv() {
+                Ok(got) => got,
+                Err(mpsc::TryRecvError::Empty) => return None,
+                Err(mpsc::TryRecvError::Disconnected) => Err("the token's fetch stopped".to_owned()),
+            };
+            self.pending = None;
+            match got {
+                Ok(token) => {
+                    self.had_one = true;
+                    self.next_at = Some(token.expires_at.saturating_sub(REFRESH_BEFORE_SECS).max(now + 1));
+                    Some(TokenEvent::Token(token))
+                }
+                Err(_) if self.had_one => {
+                    self.next_at = Some(now + RETRY_SECS);
+                    None
+                }
+                Err(why) => Some(TokenEvent::Unverified(why)),
+            }
         }
     }
 }

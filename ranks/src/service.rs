@@ -25,7 +25,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use vimp_netcode::identity::{
     Identity, PublicKey, TOKEN_LIFETIME_SECS, TokenKeys, TokenSigner, nickname_problem, unix_now, verify_proof,
     verify_signed,
@@ -155,26 +155,10 @@ pub struct TokenRequest {
 }
 
 /// `POST /identity/token`'s answer.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TokenAnswer {
-    /// The JWT.
-    pub token: String,
-    /// The nickname it names.
-    pub nickname: String,
-    /// When it expires, seconds since the Unix epoch.
-    pub expires_at: u64,
-}
+pub use vimp_netcode::identity::IssuedToken as TokenAnswer;
 
 /// `POST /identity/challenge`'s answer.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ChallengeAnswer {
-    /// What to sign.
-    pub challenge: String,
-    /// When it stops being good, seconds since the Unix epoch.
-    pub expires_at: u64,
-}
+pub use vimp_netcode::identity::Challenge as ChallengeAnswer;
 
 impl Ranks {
     /// The service over `store`, with the signing key the store keeps.

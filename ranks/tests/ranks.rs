@@ -196,6 +196,50 @@ fn a_player_registers_a_name_and_gets_tokens_a_host_checks() {
 }
 
 #[test]
+fn a_player_s_client_registers_its_name_on_first_use_and_refreshes_its_token() {
+    use vimp_netcode::identity::{TokenEvent, TokenSource, fetch_token_keys, obtain_token};
+    let rv = rendezvous("client", RanksConfig::default());
+    let url = rv.server.url();
+    let (ann, eve) = (Identity::from_seed([21; 32]), Identity::from_seed([22; 32]));
+    // First use: no name yet, so it registers the one it plays under.
+    let token = obtain_token(&url, "K7MP2Q", &ann, "Ann").unwrap();
+    let keys = fetch_token_keys(&url).unwrap();
+    assert_eq!(keys.check(&token.token, "K7MP2Q").unwrap().nick, "Ann");
+    // Another name asked later is not taken: the key keeps the one it registered.
+    assert_eq!(obtain_token(&url, "K7MP2Q", &ann, "Annie").unwrap().nickname, "Ann");
+    // Someone else asking for her name plays unverified, and is told why.
+    let why = obtain_token(&url, "K7MP2Q", &eve, "ANN").unwrap_err();
+    assert!(why.contains("taken"), "{why}");
+
+    // The source hands over a token without the caller waiting for it.
+    let mut source = TokenSource::start(&url, "K7MP2Q", ann.clone(), "Ann");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let got = loop {
+        if let Some(event) = source.poll() {
+            break event;
+        }
+        assert!(std::time::Instant::now() < deadline, "no token came");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert!(matches!(&got, TokenEvent::Token(t) if t.nickname == "Ann"), "{got:?}");
+    let mut eves = TokenSource::start(&url, "K7MP2Q", eve, "ann");
+    let got = loop {
+        if let Some(event) = eves.poll() {
+            break event;
+        }
+        assert!(std::time::Instant::now() < deadline, "no answer came");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert!(matches!(&got, TokenEvent::Unverified(why) if why.contains("taken")), "{got:?}");
+    // No rendezvous with identities: unverified, and why.
+    let plain =
+        SignalServer::start(SignalConfig { bind: "127.0.0.1:0".parse().unwrap(), ..SignalConfig::default() }).unwrap();
+    let why = obtain_token(&plain.url(), "K7MP2Q", &ann, "Ann").unwrap_err();
+    assert!(why.contains("serves no identities"), "{why}");
+    assert!(fetch_token_keys(&plain.url()).is_err());
+}
+
+#[test]
 fn proofs_that_do_not_hold_are_refused_with_their_reason() {
     let rv = rendezvous("proofs", RanksConfig::default());
     let (alice, mallory) = (Identity::from_seed([9; 32]), Identity::from_seed([10; 32]));

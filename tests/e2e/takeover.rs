@@ -46,9 +46,17 @@ impl Table {
             .into_iter()
             .map(|(name, transport)| {
                 let hello = MatchState::hello(name, None, false);
-                let node =
-                    NodeThread::join(vimp::GAME, Box::new(transport), hello, Default::default(), None, None, clock)
-                        .expect("the node thread starts");
+                let node = NodeThread::join(
+                    vimp::GAME,
+                    Box::new(transport),
+                    hello,
+                    Default::default(),
+                    None,
+                    None,
+                    None,
+                    clock,
+                )
+                .expect("the node thread starts");
                 MatchState::new(node, clock, format!("{name}'s window"))
             })
             .collect();

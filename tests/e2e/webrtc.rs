@@ -201,6 +201,74 @@ fn two_clients_join_a_host_by_code_over_webrtc() {
     assert!(bytes_in(&ra) < bytes_in(&rb), "delta frames cost ann less than whole frames cost bob");
 }
 
+/// Players of a rendezvous with identities: each registers its name for its key on first use
+/// and sends the host its token; the host checks it and says who is verified. A player whose
+/// name another key holds plays unverified, and is told why.
+#[test]
+fn players_register_their_names_and_the_host_verifies_their_tokens() {
+    if !in_own_netns("webrtc::players_register_their_names_and_the_host_verifies_their_tokens") {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("vimp-e2e-identities-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let db = dir.join("rendezvous.db").display().to_string();
+    let signal = Proc::spawn(&["signal", "--bind", "127.0.0.1:0", "--stun-bind", "127.0.0.1:0", "--db", &db]);
+    let line = signal.line_with("listening on", Duration::from_secs(30));
+    let url = format!("ws://{}", line.split_whitespace().nth(4).expect("listening on ADDR"));
+    let host = Proc::spawn(&[
+        "host",
+        "--headless",
+        "--signal",
+        &url,
+        "--code",
+        "K7M-P2Q",
+        "--bots",
+        "1",
+        "--map",
+        "maps/test-small.json",
+        "--seconds",
+        "60",
+    ]);
+    host.line_with("checked against the rendezvous's keys", Duration::from_secs(30));
+    let join = |name: &str, identity: &str| {
+        let identity = dir.join(identity).display().to_string();
+        Proc::spawn(&[
+            "join",
+            "k7mp2q",
+            "--signal",
+            &url,
+            "--headless",
+            "--name",
+            name,
+            "--seconds",
+            "6",
+            "--json",
+            "--identity",
+            &identity,
+        ])
+    };
+    // Ann registers her name; Eve, later, asks for the same one under another key.
+    let (out, status) = join("Ann", "ann.json").finish(Duration::from_secs(60));
+    let ann = report(&out);
+    println!("ann: {ann}");
+    assert!(status.success(), "{ann}");
+    assert_eq!(ann["verified_as"], "Ann");
+    let chat = ann["chat"].as_array().expect("chat").clone();
+    assert!(chat.iter().any(|l| l.as_str().is_some_and(|l| l.starts_with("s:6:Ann"))), "the host says so: {chat:?}");
+    let a = join("ann", "ann.json");
+    let e = join("ANN", "eve.json");
+    let (out_a, _) = a.finish(Duration::from_secs(60));
+    let (out_e, status_e) = e.finish(Duration::from_secs(60));
+    let (ra, re) = (report(&out_a), report(&out_e));
+    println!("ann again: {ra}\neve: {re}");
+    assert!(status_e.success(), "{re}");
+    assert_eq!(ra["verified_as"], "Ann", "her key keeps its name whatever she types");
+    assert_eq!(re["verified_as"], serde_json::Value::Null);
+    assert!(re["unverified_reason"].as_str().is_some_and(|why| why.contains("taken")), "{re}");
+    assert!(std::fs::metadata(dir.join("eve.json")).is_ok(), "eve's identity was made for her");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A join that cannot get in says why, with its own exit code, and does not wait out
 /// `--seconds`: no signalling server (3), nobody to welcome it in the room (4), or someone in
 /// the room it finds no path to (5).
