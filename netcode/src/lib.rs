@@ -79,6 +79,7 @@ pub mod link;
 pub mod lobby;
 pub mod meta;
 pub mod migration;
+pub mod rounds;
 pub mod schema;
 pub mod session;
 pub mod signal;

@@ -8,6 +8,9 @@
 //! | `GET /identity/keys` | | `{"issuer", "jwks"}`: what a host checks tokens against |
 //! | `GET /.well-known/jwks.json` | | the signing keys alone, as a JWKS |
 //! | `GET /identity/{publicKey}` | | `{"publicKey", "nickname"}`; 404 |
+//! | `POST /rounds` | a [`RoundReport`] | `{"kept", "signed", "needed", "recorded"}`: the round is recorded once a strict majority of its verified players signed the same results |
+//! | `GET /top?limit=N&offset=M` | | `{"players": [Standing…]}`, best first (at most 100) |
+//! | `GET /top/places?keys=K1,K2,…` | | `{"players": [Standing…]}`: the places of the given players that have any |
 //!
 //! A challenge is stateless: its expiry and a random nonce, signed with the rendezvous's own
 //! key, so that any process sharing the database's key checks it. `signature` is the
@@ -33,7 +36,11 @@ use vimp_netcode::identity::{
 use vimp_netcode::lobby::LobbyCode;
 use vimp_netcode::signal::PeerAddr;
 
-use crate::store::{Registration, Store, StoreError};
+use crate::store::{Registration, Standing, Store, StoreError};
+use vimp_netcode::rounds::{MAX_ROUND_PLAYERS, RoundError, RoundReport};
+
+/// The largest round report, bytes: 64 players' keys and scores, with room to spare.
+pub const MAX_REPORT_BODY: usize = 32 * 1024;
 
 /// The largest request body a route takes, bytes.
 pub const MAX_BODY: usize = 4096;
@@ -59,6 +66,14 @@ impl Default for RanksConfig {
     fn default() -> Self {
         RanksConfig { issuer: "vimp-signal".into(), token_lifetime: TOKEN_LIFETIME_SECS, requests_per_second: 20.0 }
     }
+}
+
+/// The value of `name` in `uri`'s query (`name=value`), as it is written.
+fn query_value(uri: &axum::http::Uri, name: &str) -> Option<String> {
+    uri.query()?.split('&').find_map(|pair| {
+        let (k, v) = pair.split_once('=')?;
+        (k == name).then(|| v.to_owned())
+    })
 }
 
 /// One address's allowance.
@@ -237,6 +252,25 @@ impl Ranks {
         Ok(TokenAnswer { token, nickname, expires_at: now + self.config.token_lifetime })
     }
 
+    /// Takes a player's signed copy of a round's results.
+    pub async fn report(&self, report: &RoundReport, now: u64) -> Result<serde_json::Value, Refusal> {
+        report.check().map_err(|e| match e {
+            RoundError::Invalid(_) => refuse(StatusCode::BAD_REQUEST, e.to_string()),
+            RoundError::NotAPlayer => refuse(StatusCode::FORBIDDEN, e.to_string()),
+            RoundError::BadSignature => refuse(StatusCode::UNAUTHORIZED, e.to_string()),
+        })?;
+        LobbyCode::parse(&report.results.room)
+            .map_err(|e| refuse(StatusCode::BAD_REQUEST, format!("not a lobby code: {e}")))?;
+        let key: PublicKey = report.public_key.parse().map_err(|e| refuse(StatusCode::BAD_REQUEST, format!("{e}")))?;
+        if self.store.nickname_of(&key).await?.is_none() {
+            return Err(refuse(StatusCode::FORBIDDEN, "the reporter has no registered nickname"));
+        }
+        let outcome = self.store.report(report, now).await?;
+        Ok(serde_json::json!({
+            "kept": outcome.kept, "signed": outcome.signed, "needed": outcome.needed, "recorded": outcome.recorded,
+        }))
+    }
+
     /// Whether one more request from `peer` is within its rate.
     fn admit(&self, peer: Option<&PeerAddr>) -> Result<(), Refusal> {
         let ip = peer.map_or(IpAddr::from([0, 0, 0, 0]), |p| p.0.ip());
@@ -303,6 +337,57 @@ impl Ranks {
                 }),
             )
             .layer(DefaultBodyLimit::max(MAX_BODY))
+            .merge(self.round_routes())
             .with_state(self.clone())
+    }
+
+    /// `POST /rounds` (its own body cap), `GET /top`, `GET /top/places`.
+    fn round_routes(self: &Arc<Self>) -> Router<Arc<Ranks>> {
+        type Peer = Option<axum::Extension<PeerAddr>>;
+        let peer = |p: &Peer| p.as_ref().map(|p| p.0);
+        Router::new()
+            .route(
+                "/rounds",
+                post(move |State(r): State<Arc<Ranks>>, p: Peer, Json(body): Json<RoundReport>| async move {
+                    r.admit(peer(&p).as_ref())?;
+                    Ok::<_, Refusal>(Json(r.report(&body, unix_now()).await?))
+                }),
+            )
+            .layer(DefaultBodyLimit::max(MAX_REPORT_BODY))
+            .route(
+                "/top",
+                get(move |State(r): State<Arc<Ranks>>, p: Peer, uri: axum::http::Uri| async move {
+                    r.admit(peer(&p).as_ref())?;
+                    let number = |name: &str, default: u32| -> Result<u32, Refusal> {
+                        match query_value(&uri, name) {
+                            None => Ok(default),
+                            Some(v) => {
+                                v.parse().map_err(|_| refuse(StatusCode::BAD_REQUEST, format!("{name} is a number")))
+                            }
+                        }
+                    };
+                    let (limit, offset) = (number("limit", 20)?.min(100), number("offset", 0)?);
+                    let players = r.store.top(limit, offset).await?;
+                    Ok::<_, Refusal>(Json(serde_json::json!({ "players": players })))
+                }),
+            )
+            .route(
+                "/top/places",
+                get(move |State(r): State<Arc<Ranks>>, p: Peer, uri: axum::http::Uri| async move {
+                    r.admit(peer(&p).as_ref())?;
+                    let keys = query_value(&uri, "keys").unwrap_or_default();
+                    let keys: Vec<&str> = keys.split(',').filter(|k| !k.is_empty()).collect();
+                    if keys.len() > MAX_ROUND_PLAYERS {
+                        return Err(refuse(StatusCode::BAD_REQUEST, "at most 64 keys"));
+                    }
+                    let mut players: Vec<Standing> = Vec::new();
+                    for key in keys {
+                        let key: PublicKey =
+                            key.parse().map_err(|e| refuse(StatusCode::BAD_REQUEST, format!("{e}")))?;
+                        players.extend(r.store.standing(&key.to_string()).await?);
+                    }
+                    Ok::<_, Refusal>(Json(serde_json::json!({ "players": players })))
+                }),
+            )
     }
 }

@@ -9,6 +9,7 @@ use sqlx::Row as _;
 use sqlx::SqlSafeStr as _;
 use sqlx::migrate::{Migration, MigrationType, Migrator};
 use vimp_netcode::identity::{Identity, PublicKey, nickname_key};
+use vimp_netcode::rounds::{RoundReport, RoundResults};
 
 /// What went wrong with the store.
 #[derive(Debug, thiserror::Error)]
@@ -28,7 +29,10 @@ pub enum StoreError {
 }
 
 /// The migrations, in order: what each version of the schema adds.
-const MIGRATIONS: [(i64, &str, &str); 1] = [(1, "identities", include_str!("../migrations/0001_identities.sql"))];
+const MIGRATIONS: [(i64, &str, &str); 2] = [
+    (1, "identities", include_str!("../migrations/0001_identities.sql")),
+    (2, "rounds", include_str!("../migrations/0002_rounds.sql")),
+];
 
 fn migrator() -> Migrator {
     let migrations = MIGRATIONS
@@ -95,6 +99,37 @@ fn create_private(path: &Path) -> std::io::Result<()> {
 pub struct Store {
     pool: sqlx::AnyPool,
     backend: Backend,
+}
+
+/// What a round report came to ([`Store::report`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReportOutcome {
+    /// Whether it was new (a report sent again is kept once).
+    pub kept: bool,
+    /// How many verified players signed the same results, this one included.
+    pub signed: usize,
+    /// How many must: a strict majority of the results' verified players.
+    pub needed: usize,
+    /// Whether the round is recorded with these results.
+    pub recorded: bool,
+    /// Whether this report recorded it.
+    pub newly: bool,
+}
+
+/// A player's place in the top.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Standing {
+    /// 1 for the best.
+    pub place: u64,
+    /// Its key.
+    pub public_key: String,
+    /// Its nickname.
+    pub nickname: String,
+    /// Its skill: the rating less three times its uncertainty, what the top is ordered by.
+    pub skill: f64,
+    /// Recorded rounds it played.
+    pub rounds: u64,
 }
 
 /// What registering a nickname came to.
@@ -208,6 +243,192 @@ impl Store {
     pub async fn identities(&self) -> Result<u64, StoreError> {
         let row = sqlx::query("SELECT COUNT(*) FROM identities").fetch_one(&self.pool).await?;
         Ok(row.try_get::<i64, _>(0)?.max(0) as u64)
+    }
+
+    /// Takes `report` (checked already: [`RoundReport::check`]) at `now`: kept once per
+    /// reporter and round (a report sent again changes nothing), and the round recorded, with
+    /// the ratings it makes, as soon as a strict majority of its verified players signed the
+    /// same results. All in one transaction: a report acknowledged is on disk, and a round is
+    /// recorded once.
+    pub async fn report(&self, report: &RoundReport, now: u64) -> Result<ReportOutcome, StoreError> {
+        let results = &report.results;
+        let text = results.signed_text();
+        let digest = blake3::hash(text.as_bytes()).to_hex().to_string();
+        let mut tx = self.pool.begin().await?;
+        // The round's row first: concurrent reports of one round wait for each other here, so
+        // that each counts the ones before it.
+        sqlx::query(
+            "INSERT INTO round_tallies (round_id, reports) VALUES ($1, 1) \
+             ON CONFLICT (round_id) DO UPDATE SET reports = round_tallies.reports + 1",
+        )
+        .bind(&results.id)
+        .execute(&mut *tx)
+        .await?;
+        let kept = sqlx::query(
+            "INSERT INTO round_reports (round_id, reporter, digest, results, received_at) VALUES ($1, $2, $3, $4, $5) \
+             ON CONFLICT DO NOTHING",
+        )
+        .bind(&results.id)
+        .bind(&report.public_key)
+        .bind(&digest)
+        .bind(&text)
+        .bind(now as i64)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected()
+            == 1;
+        let recorded = sqlx::query("SELECT digest FROM rounds WHERE round_id = $1")
+            .bind(&results.id)
+            .fetch_optional(&mut *tx)
+            .await?
+            .map(|r| r.try_get::<String, _>(0))
+            .transpose()?;
+        let signed = sqlx::query("SELECT COUNT(*) FROM round_reports WHERE round_id = $1 AND digest = $2")
+            .bind(&results.id)
+            .bind(&digest)
+            .fetch_one(&mut *tx)
+            .await?
+            .try_get::<i64, _>(0)?
+            .max(0) as usize;
+        let needed = results.verified().count() / 2 + 1;
+        let outcome = match recorded {
+            Some(d) => ReportOutcome { kept, signed, needed, recorded: d == digest, newly: false },
+            None if signed >= needed => {
+                sqlx::query("INSERT INTO rounds (round_id, digest, results, recorded_at) VALUES ($1, $2, $3, $4)")
+                    .bind(&results.id)
+                    .bind(&digest)
+                    .bind(&text)
+                    .bind(now as i64)
+                    .execute(&mut *tx)
+                    .await?;
+                self.rate(&mut tx, results, now).await?;
+                ReportOutcome { kept, signed, needed, recorded: true, newly: true }
+            }
+            None => ReportOutcome { kept, signed, needed, recorded: false, newly: false },
+        };
+        tx.commit().await?;
+        Ok(outcome)
+    }
+
+    /// The ratings of a recorded round's verified players after it (Weng-Lin, teams by the
+    /// winner: it first, the others second; no winner, a draw).
+    async fn rate(
+        &self,
+        tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+        results: &RoundResults,
+        now: u64,
+    ) -> Result<(), StoreError> {
+        use skillratings::MultiTeamOutcome;
+        use skillratings::weng_lin::{WengLinConfig, WengLinRating, weng_lin_multi_team};
+        let mut teams: Vec<(u8, Vec<(String, WengLinRating)>)> = Vec::new();
+        for (i, player) in results.players.iter().enumerate() {
+            let Some(key) = &player.key else { continue };
+            let row = sqlx::query("SELECT rating, uncertainty FROM ratings WHERE public_key = $1")
+                .bind(key)
+                .fetch_optional(&mut **tx)
+                .await?;
+            let rating = match row {
+                Some(r) => WengLinRating { rating: r.try_get(0)?, uncertainty: r.try_get(1)? },
+                None => WengLinRating::new(),
+            };
+            // Team 0 is each player for itself: a team of its own.
+            let team = if player.team == 0 { 200u8.wrapping_add(i as u8) } else { player.team };
+            match teams.iter_mut().find(|(t, _)| *t == team) {
+                Some((_, members)) => members.push((key.clone(), rating)),
+                None => teams.push((team, vec![(key.clone(), rating)])),
+            }
+        }
+        if teams.len() < 2 {
+            // Nobody to have won against: no rating moves.
+            return Ok(());
+        }
+        let ratings: Vec<Vec<WengLinRating>> = teams.iter().map(|(_, m)| m.iter().map(|(_, r)| *r).collect()).collect();
+        let ranked: Vec<(&[WengLinRating], MultiTeamOutcome)> = teams
+            .iter()
+            .zip(&ratings)
+            .map(|((team, _), r)| {
+                let rank = if results.winner == 0 || *team == results.winner { 1 } else { 2 };
+                (r.as_slice(), MultiTeamOutcome::new(rank))
+            })
+            .collect();
+        let after = weng_lin_multi_team(&ranked, &WengLinConfig::new());
+        for ((_, members), new) in teams.iter().zip(after) {
+            for ((key, _), rating) in members.iter().zip(new) {
+                let skill = rating.rating - 3.0 * rating.uncertainty;
+                sqlx::query(
+                    "INSERT INTO ratings (public_key, rating, uncertainty, skill, rounds, updated_at) \
+                     VALUES ($1, $2, $3, $4, 1, $5) ON CONFLICT (public_key) DO UPDATE SET rating = $2, \
+                     uncertainty = $3, skill = $4, rounds = ratings.rounds + 1, updated_at = $5",
+                )
+                .bind(key)
+                .bind(rating.rating)
+                .bind(rating.uncertainty)
+                .bind(skill)
+                .bind(now as i64)
+                .execute(&mut **tx)
+                .await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The top: `limit` players from place `offset + 1` on, best first.
+    pub async fn top(&self, limit: u32, offset: u32) -> Result<Vec<Standing>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT r.public_key, i.nickname, r.skill, r.rounds FROM ratings r \
+             JOIN identities i ON i.public_key = r.public_key \
+             ORDER BY r.skill DESC, r.public_key LIMIT $1 OFFSET $2",
+        )
+        .bind(i64::from(limit))
+        .bind(i64::from(offset))
+        .fetch_all(&self.pool)
+        .await?;
+        let mut out = Vec::with_capacity(rows.len());
+        for (i, row) in rows.iter().enumerate() {
+            out.push(Standing {
+                place: u64::from(offset) + i as u64 + 1,
+                public_key: row.try_get(0)?,
+                nickname: row.try_get(1)?,
+                skill: row.try_get(2)?,
+                rounds: row.try_get::<i64, _>(3)?.max(0) as u64,
+            });
+        }
+        Ok(out)
+    }
+
+    /// The standing of `key` in the top, if it has played a recorded round.
+    pub async fn standing(&self, key: &str) -> Result<Option<Standing>, StoreError> {
+        let row = sqlx::query(
+            "SELECT r.public_key, i.nickname, r.skill, r.rounds FROM ratings r \
+             JOIN identities i ON i.public_key = r.public_key WHERE r.public_key = $1",
+        )
+        .bind(key)
+        .fetch_optional(&self.pool)
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        let skill: f64 = row.try_get(2)?;
+        let above = sqlx::query("SELECT COUNT(*) FROM ratings WHERE skill > $1")
+            .bind(skill)
+            .fetch_one(&self.pool)
+            .await?
+            .try_get::<i64, _>(0)?
+            .max(0) as u64;
+        Ok(Some(Standing {
+            place: above + 1,
+            public_key: row.try_get(0)?,
+            nickname: row.try_get(1)?,
+            skill,
+            rounds: row.try_get::<i64, _>(3)?.max(0) as u64,
+        }))
+    }
+
+    /// How many rounds are recorded, and how many reports are kept.
+    pub async fn rounds(&self) -> Result<(u64, u64), StoreError> {
+        let count = |sql: &'static str| async move {
+            let row = sqlx::query(sql).fetch_one(&self.pool).await?;
+            Ok::<u64, StoreError>(row.try_get::<i64, _>(0)?.max(0) as u64)
+        };
+        Ok((count("SELECT COUNT(*) FROM rounds").await?, count("SELECT COUNT(*) FROM round_reports").await?))
     }
 
     /// Closes the pool, waiting for what is under way.

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 use vimp_netcode::identity::{Identity, TokenError, TokenKeys, unix_now};
+use vimp_netcode::rounds::{RoundPlayer, RoundReport, RoundResults};
 use vimp_netcode::signal::{SignalConfig, SignalServer, http_request};
 use vimp_ranks::service::{ChallengeAnswer, MAX_BODY, Ranks, RanksConfig, TokenAnswer};
 use vimp_ranks::store::{Backend, Registration, Store};
@@ -76,6 +77,87 @@ async fn one_name_one_winner(db: &str) {
     }
     assert_eq!(won, 1);
     store.close().await;
+}
+
+/// A round of `players` (teams 1 and 2 alternately, team 1 winning) with an unverified player.
+fn round(id: &str, players: &[&Identity]) -> RoundResults {
+    let mut list: Vec<RoundPlayer> = players
+        .iter()
+        .enumerate()
+        .map(|(i, p)| RoundPlayer {
+            key: Some(p.public_key().to_string()),
+            team: 1 + (i % 2) as u8,
+            score: 10 - i as i64,
+        })
+        .collect();
+    list.push(RoundPlayer { key: None, team: 2, score: 1 });
+    RoundResults { id: id.into(), room: "K7MP2Q".into(), winner: 1, players: list }
+}
+
+/// What every store must do with rounds: a strict majority records, a lone liar does not, a
+/// report sent again counts once, ratings move once per recorded round.
+async fn rounds_hold(db: &str) {
+    let store = Store::open(db).await.unwrap();
+    let players: Vec<Identity> = (0..3).map(|i| Identity::from_seed([40 + i; 32])).collect();
+    for (i, p) in players.iter().enumerate() {
+        store.register(&p.public_key(), &format!("p{i}"), 1).await.unwrap();
+    }
+    let refs: Vec<&Identity> = players.iter().collect();
+    let honest = round("m1-r1", &refs);
+    // The host (player 0) lies: it says team 2 won.
+    let lie = RoundResults { winner: 2, ..honest.clone() };
+    let first = store.report(&RoundReport::sign(lie, &players[0]), 10).await.unwrap();
+    assert_eq!((first.signed, first.needed, first.recorded), (1, 2, false));
+    let second = store.report(&RoundReport::sign(honest.clone(), &players[1]), 11).await.unwrap();
+    assert_eq!((second.signed, second.recorded), (1, false), "one honest copy is no majority");
+    let again = store.report(&RoundReport::sign(honest.clone(), &players[1]), 12).await.unwrap();
+    assert_eq!((again.kept, again.signed, again.recorded), (false, 1, false), "sent again, counted once");
+    let third = store.report(&RoundReport::sign(honest.clone(), &players[2]), 13).await.unwrap();
+    assert_eq!((third.signed, third.recorded, third.newly), (2, true, true));
+    // The liar's copy, sent again after: the round stays as the majority had it.
+    let late = store.report(&RoundReport::sign(RoundResults { winner: 2, ..honest.clone() }, &players[0]), 14).await;
+    assert!(!late.unwrap().recorded);
+    assert_eq!(store.rounds().await.unwrap(), (1, 3));
+    let top = store.top(10, 0).await.unwrap();
+    assert_eq!(top.len(), 3);
+    // Team 1 (players 0 and 2) won: above player 1, each with one round.
+    assert_eq!(top[2].nickname, "p1", "{top:?}");
+    assert!(top.iter().all(|s| s.rounds == 1), "{top:?}");
+    let standing = store.standing(&players[1].public_key().to_string()).await.unwrap().unwrap();
+    assert_eq!(standing.place, 3);
+    store.close().await;
+}
+
+#[test]
+fn sqlite_records_a_round_its_majority_signed_and_rates_it_once() {
+    runtime().block_on(rounds_hold(&sqlite_path("rounds")));
+}
+
+#[test]
+#[ignore = "needs a PostgreSQL: VIMP_TEST_POSTGRES=postgres://… (scripts/postgres.sh)"]
+fn postgres_records_a_round_its_majority_signed_and_rates_it_once() {
+    runtime().block_on(async {
+        rounds_hold(&postgres_db("rounds").await).await;
+        // Reports of one round at once, from every player: recorded once, rated once.
+        let store = Store::open(&postgres_db("rounds_race").await).await.unwrap();
+        let players: Vec<Identity> = (0..9).map(|i| Identity::from_seed([60 + i; 32])).collect();
+        for (i, p) in players.iter().enumerate() {
+            store.register(&p.public_key(), &format!("r{i}"), 1).await.unwrap();
+        }
+        let results = round("m2-r1", &players.iter().collect::<Vec<_>>());
+        let sends = players.iter().map(|p| {
+            let (store, report) = (store.clone(), RoundReport::sign(results.clone(), p));
+            tokio::spawn(async move { store.report(&report, 20).await.unwrap() })
+        });
+        let mut newly = 0;
+        for s in sends {
+            newly += usize::from(s.await.unwrap().newly);
+        }
+        assert_eq!(newly, 1);
+        assert_eq!(store.rounds().await.unwrap(), (1, 9));
+        assert!(store.top(20, 0).await.unwrap().iter().all(|s| s.rounds == 1));
+        store.close().await;
+    });
 }
 
 #[test]
@@ -240,6 +322,42 @@ fn a_player_s_client_registers_its_name_on_first_use_and_refreshes_its_token() {
 }
 
 #[test]
+fn rounds_reported_over_http_make_the_top() {
+    let rv = rendezvous("top", RanksConfig { requests_per_second: 1e6, ..RanksConfig::default() });
+    let players: Vec<Identity> = (0..3).map(|i| Identity::from_seed([80 + i; 32])).collect();
+    for (i, p) in players.iter().enumerate() {
+        assert_eq!(rv.register(p, &format!("Top{i}")).0, 201);
+    }
+    let results = round("m9-r1", &players.iter().collect::<Vec<_>>());
+    let send = |report: &RoundReport| rv.call("POST", "/rounds", Some(&serde_json::to_string(report).unwrap()));
+    let (status, body) = send(&RoundReport::sign(results.clone(), &players[0]));
+    assert_eq!((status, body["recorded"].as_bool(), body["needed"].as_u64()), (200, Some(false), Some(2)), "{body}");
+    // A stranger's copy, and a copy altered after signing: refused with why.
+    let stranger = Identity::from_seed([99; 32]);
+    assert_eq!(rv.register(&stranger, "Stranger").0, 201);
+    let (status, body) = send(&RoundReport::sign(results.clone(), &stranger));
+    assert_eq!(status, 403, "{body}");
+    let mut altered = RoundReport::sign(results.clone(), &players[1]);
+    altered.results.players[0].score = 1000;
+    assert_eq!(send(&altered).0, 401);
+    let (status, body) = send(&RoundReport::sign(results.clone(), &players[1]));
+    assert_eq!((status, body["recorded"].as_bool()), (200, Some(true)), "{body}");
+
+    let (status, top) = rv.call("GET", "/top?limit=2", None);
+    assert_eq!(status, 200, "{top}");
+    let listed = top["players"].as_array().unwrap();
+    assert_eq!(listed.len(), 2);
+    assert_eq!((listed[0]["place"].as_u64(), listed[1]["place"].as_u64()), (Some(1), Some(2)));
+    let keys: Vec<String> = players.iter().map(|p| p.public_key().to_string()).collect();
+    let (status, places) = rv.call("GET", &format!("/top/places?keys={},{}", keys[1], stranger.public_key()), None);
+    assert_eq!(status, 200, "{places}");
+    let places = places["players"].as_array().unwrap();
+    assert_eq!(places.len(), 1, "the stranger played no recorded round: {places:?}");
+    assert_eq!((places[0]["nickname"].as_str(), places[0]["place"].as_u64()), (Some("Top1"), Some(3)));
+    assert_eq!(rv.call("GET", "/top?limit=x", None).0, 400);
+}
+
+#[test]
 fn proofs_that_do_not_hold_are_refused_with_their_reason() {
     let rv = rendezvous("proofs", RanksConfig::default());
     let (alice, mallory) = (Identity::from_seed([9; 32]), Identity::from_seed([10; 32]));
@@ -306,7 +424,7 @@ proptest! {
 
     #[test]
     fn garbage_to_every_route_is_a_4xx(
-        route in 0usize..6,
+        route in 0usize..9,
         body in prop::collection::vec(any::<u8>(), 0..300),
         json in any::<bool>(),
     ) {
@@ -322,9 +440,12 @@ proptest! {
             ("GET", "/identity/keys".to_owned()),
             ("GET", format!("/identity/{}", text.chars().filter(char::is_ascii_alphanumeric).take(60).collect::<String>())),
             ("POST", "/identity/keys".to_owned()),
+            ("POST", "/rounds".to_owned()),
+            ("GET", format!("/top?limit={}", text.chars().filter(char::is_ascii_alphanumeric).take(10).collect::<String>())),
+            ("GET", format!("/top/places?keys={}", text.chars().filter(char::is_ascii_alphanumeric).take(60).collect::<String>())),
         ][route].clone();
         let (status, _) = rv.call(method, &path, Some(&text));
-        let fine = matches!((route, status), (2 | 3, 200));
+        let fine = matches!((route, status), (2 | 3 | 7 | 8, 200));
         prop_assert!(fine || (400..500).contains(&status), "{method} {path}: {status}");
     }
 }
