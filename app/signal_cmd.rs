@@ -71,6 +71,10 @@ pub struct SignalArgs {
     /// or any name; hosts learn it with its keys.
     #[arg(long, value_name = "NAME", default_value = "vimp-signal")]
     pub issuer: String,
+    /// How many requests a second one address may make of the identity and top routes, on
+    /// average (bursts of twice that); past it, HTTP 429.
+    #[arg(long, value_name = "N", default_value_t = 20.0)]
+    pub requests_per_second: f64,
 }
 
 /// Where a rendezvous keeps its SQLite file by default: the platform's data folder
@@ -111,7 +115,14 @@ fn open_ranks(args: &SignalArgs) -> anyhow::Result<Option<Opened>> {
     };
     let runtime =
         tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().thread_name("vimp-store").build()?;
-    let config = RanksConfig { issuer: args.issuer.clone(), ..RanksConfig::default() };
+    if !(args.requests_per_second > 0.0 && args.requests_per_second.is_finite()) {
+        bail!("--requests-per-second must be a positive number, not {}", args.requests_per_second);
+    }
+    let config = RanksConfig {
+        issuer: args.issuer.clone(),
+        requests_per_second: args.requests_per_second,
+        ..RanksConfig::default()
+    };
     let (ranks, registered) = runtime
         .block_on(async {
             let ranks = Ranks::new(Store::open(&db).await?, config).await?;

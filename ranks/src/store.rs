@@ -422,6 +422,16 @@ impl Store {
         }))
     }
 
+    /// Whether `reporter`'s report of round `round_id` is kept.
+    pub async fn has_report(&self, round_id: &str, reporter: &str) -> Result<bool, StoreError> {
+        let row = sqlx::query("SELECT COUNT(*) FROM round_reports WHERE round_id = $1 AND reporter = $2")
+            .bind(round_id)
+            .bind(reporter)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(row.try_get::<i64, _>(0)? > 0)
+    }
+
     /// How many rounds are recorded, and how many reports are kept.
     pub async fn rounds(&self) -> Result<(u64, u64), StoreError> {
         let count = |sql: &'static str| async move {

@@ -300,6 +300,136 @@ fn signal_serves_identities_from_its_database() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `vimp signal` killed (SIGKILL) in a burst of round reports loses none it acknowledged, and
+/// started again on the same file, the same reports sent again count once: every round is
+/// recorded once and every player rated once per round.
+#[test]
+fn round_reports_acknowledged_before_a_sigkill_are_all_there_and_none_counts_twice() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+    use vimp_netcode::identity::{Challenge, Identity};
+    use vimp_netcode::rounds::{RoundPlayer, RoundReport, RoundResults};
+    use vimp_netcode::signal::http_request;
+
+    let dir = std::env::temp_dir().join(format!("vimp-e2e-sigkill-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let db = dir.join("rendezvous.db");
+    let start = || {
+        let mut child = crate::vimp_command()
+            .args(["signal", "--bind", "127.0.0.1:0", "--no-stun", "--requests-per-second", "1000000", "--db"])
+            .arg(&db)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("vimp signal starts");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let line = rx.recv_timeout(Duration::from_secs(30)).expect("the address is printed");
+        (child, format!("ws://{}", line.split_whitespace().nth(4).expect("listening on ADDR")))
+    };
+    let call = |url: &str, method: &str, path: &str, body: Option<String>| {
+        http_request(url, method, path, body.as_deref(), Duration::from_secs(20)).expect("the rendezvous answers")
+    };
+    let (mut child, url) = start();
+    let players: Vec<Identity> = (0..12u8).map(|i| Identity::from_seed([i + 1; 32])).collect();
+    for (i, p) in players.iter().enumerate() {
+        let (_, text) = call(&url, "POST", "/identity/challenge", None);
+        let challenge: Challenge = serde_json::from_str(&text).expect("a challenge");
+        let body = serde_json::json!({
+            "publicKey": p.public_key(), "nickname": format!("k{i}"), "challenge": challenge.challenge,
+            "signature": p.prove(&challenge.challenge),
+        });
+        assert_eq!(call(&url, "POST", "/identity/register", Some(body.to_string())).0, 201);
+    }
+    // 40 rounds of three players each, every one of them reporting: 120 reports.
+    let reports: Vec<RoundReport> = (0..40usize)
+        .flat_map(|r| {
+            let three: Vec<&Identity> = (0..3).map(|k| &players[(r + 4 * k) % players.len()]).collect();
+            let results = RoundResults {
+                id: format!("burst-{r}"),
+                room: "K7MP2Q".into(),
+                winner: 1,
+                players: three
+                    .iter()
+                    .enumerate()
+                    .map(|(k, p)| RoundPlayer {
+                        key: Some(p.public_key().to_string()),
+                        team: 1 + k as u8 % 2,
+                        score: 5,
+                    })
+                    .collect(),
+            };
+            three.into_iter().map(move |p| RoundReport::sign(results.clone(), p)).collect::<Vec<_>>()
+        })
+        .collect();
+    let reports = Arc::new(reports);
+    let acknowledged = Arc::new(Mutex::new(Vec::new()));
+    let next = Arc::new(AtomicUsize::new(0));
+    let senders: Vec<_> = (0..4)
+        .map(|_| {
+            let (reports, acknowledged, next, url) = (reports.clone(), acknowledged.clone(), next.clone(), url.clone());
+            std::thread::spawn(move || {
+                loop {
+                    let i = next.fetch_add(1, Ordering::SeqCst);
+                    let Some(report) = reports.get(i) else { break };
+                    let body = serde_json::to_string(report).expect("a report");
+                    match http_request(&url, "POST", "/rounds", Some(&body), Duration::from_secs(20)) {
+                        Ok((200, _)) => acknowledged.lock().expect("lock").push(i),
+                        // The process is gone: what was not acknowledged may be lost.
+                        _ => break,
+                    }
+                }
+            })
+        })
+        .collect();
+    // Killed mid-burst, once a good part was acknowledged.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while acknowledged.lock().expect("lock").len() < 40 {
+        assert!(std::time::Instant::now() < deadline, "the burst did not get going");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    child.kill().expect("SIGKILL");
+    child.wait().ok();
+    for s in senders {
+        s.join().expect("a sender");
+    }
+    let before_kill = acknowledged.lock().expect("lock").clone();
+    println!("{} of {} reports acknowledged before the kill", before_kill.len(), reports.len());
+    assert!(before_kill.len() < reports.len(), "the kill came mid-burst");
+
+    // Started again on the same file; every report sent again.
+    let (mut child, url) = start();
+    for report in reports.iter() {
+        let (status, text) = call(&url, "POST", "/rounds", Some(serde_json::to_string(report).expect("a report")));
+        assert_eq!(status, 200, "{text}");
+    }
+    child.kill().ok();
+    child.wait().ok();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
+    runtime.block_on(async {
+        let store = vimp_ranks::store::Store::open(&db.display().to_string()).await.expect("the database opens");
+        for &i in &before_kill {
+            let r = &reports[i];
+            assert!(store.has_report(&r.results.id, &r.public_key).await.unwrap(), "acknowledged report {i} is there");
+        }
+        assert_eq!(store.rounds().await.unwrap(), (40, 120), "every round recorded once, every report kept once");
+        for p in &players {
+            let played = reports.iter().filter(|r| r.public_key == p.public_key().to_string()).count() as u64;
+            let standing = store.standing(&p.public_key().to_string()).await.unwrap().expect("rated");
+            assert_eq!(standing.rounds, played, "rated once per round");
+        }
+        store.close().await;
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Beside a TURN server on this machine, `vimp signal` leaves the TURN server's port to it
 /// (whichever starts first) and hands that server out for STUN; a STUN port another program
 /// holds stops it at once with the reason and the flags to use.
