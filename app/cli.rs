@@ -29,6 +29,8 @@ pub enum Command {
     Signal(crate::signal_cmd::SignalArgs),
     /// Load a rendezvous with rooms of peers over real websockets and print what it spent.
     SignalBench(crate::signal_bench::SignalBenchArgs),
+    /// Load a rendezvous's identities and top: register players, report rooms' rounds, print the rates.
+    RanksBench(crate::ranks_bench::RanksBenchArgs),
     /// Maps: validate map files (and warn of places a tank cannot reach).
     #[command(subcommand)]
     Map(MapCommand),
@@ -123,6 +125,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Sim(args) => crate::sim_cmd::run(&args, &crate::GAME),
         Command::Signal(args) => crate::signal_cmd::run(&args),
         Command::SignalBench(args) => crate::signal_bench::run(&args),
+        Command::RanksBench(args) => crate::ranks_bench::run(&args),
         Command::Host(args) if args.headless => {
             anyhow::ensure!(!args.capture.is_set(), "--frames and --screenshot need the window: drop --headless");
             crate::net_cmd::host(&args, &crate::GAME)

@@ -17,6 +17,7 @@
 pub mod cli;
 pub mod map_cmd;
 pub mod net_cmd;
+pub mod ranks_bench;
 pub mod schema_cmd;
 pub mod setup;
 pub mod signal_bench;

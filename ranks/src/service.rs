@@ -8,7 +8,7 @@
 //! | `GET /identity/keys` | | `{"issuer", "jwks"}`: what a host checks tokens against |
 //! | `GET /.well-known/jwks.json` | | the signing keys alone, as a JWKS |
 //! | `GET /identity/{publicKey}` | | `{"publicKey", "nickname"}`; 404 |
-//! | `POST /rounds` | a [`RoundReport`] | `{"kept", "signed", "needed", "recorded"}`: the round is recorded once a strict majority of its verified players signed the same results |
+//! | `POST /rounds` | a [`RoundReport`] | `{"kept", "signed", "needed", "recorded", "recordedNow"}`: the round is recorded once a strict majority of its verified players signed the same results |
 //! | `GET /top?limit=N&offset=M` | | `{"players": [Standing…]}`, best first (at most 100) |
 //! | `GET /top/places?keys=K1,K2,…` | | `{"players": [Standing…]}`: the places of the given players that have any |
 //!
@@ -268,6 +268,7 @@ impl Ranks {
         let outcome = self.store.report(report, now).await?;
         Ok(serde_json::json!({
             "kept": outcome.kept, "signed": outcome.signed, "needed": outcome.needed, "recorded": outcome.recorded,
+            "recordedNow": outcome.newly,
         }))
     }
 
