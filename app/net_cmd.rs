@@ -136,6 +136,8 @@ struct HostRun<'a> {
     /// first the rendezvous, then the room itself.
     rechecking: bool,
     asking_room: Option<std::sync::mpsc::Receiver<Option<bool>>>,
+    /// The verified players' places in the top, from the rendezvous (not on a LAN).
+    places: Option<crate::setup::Places>,
 }
 
 impl<'a> HostRun<'a> {
@@ -212,6 +214,7 @@ impl<'a> HostRun<'a> {
             ticks: 0,
             rechecking: false,
             asking_room: None,
+            places: args.signal.as_ref().map(|_| crate::setup::Places::new(&signal_url)),
         })
     }
 
@@ -229,6 +232,9 @@ impl<'a> HostRun<'a> {
         self.say_membership();
         if let Some(witness) = self.witness.as_mut() {
             witness.turn(&mut self.node);
+        }
+        if let (Some(places), Some(server)) = (self.places.as_mut(), self.node.server_mut()) {
+            places.turn(server);
         }
         true
     }

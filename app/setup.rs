@@ -65,6 +65,61 @@ pub fn host_identities(signal: &str, code: &LobbyCode) -> Option<vimp_host::engi
     }
 }
 
+/// A host's fetches of its verified players' places in the global top: when they change, and
+/// every minute, on a thread beside the match; the answer goes to the server, which tells
+/// every client (`ACCOLADES_DATA`).
+pub struct Places {
+    signal: String,
+    asked: Vec<String>,
+    next_at: std::time::Instant,
+    pending: Option<std::sync::mpsc::Receiver<Result<std::collections::BTreeMap<String, u64>, String>>>,
+}
+
+impl Places {
+    /// How often places are asked for again when nothing changed.
+    const EVERY: Duration = Duration::from_secs(60);
+
+    /// Fetches from the rendezvous at `signal`.
+    pub fn new(signal: &str) -> Places {
+        Places { signal: signal.to_owned(), asked: Vec::new(), next_at: std::time::Instant::now(), pending: None }
+    }
+
+    /// A turn: hands the server what came, asks again when due.
+    pub fn turn(&mut self, server: &mut vimp_host::engine::server::ServerCore) {
+        if let Some(rx) = &self.pending {
+            match rx.try_recv() {
+                Ok(Ok(places)) => {
+                    server.set_places(places);
+                    self.pending = None;
+                }
+                Ok(Err(why)) => {
+                    tracing::debug!("the players' places: {why}");
+                    self.pending = None;
+                }
+                Err(std::sync::mpsc::TryRecvError::Empty) => return,
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => self.pending = None,
+            }
+        }
+        let keys = server.verified_keys();
+        if keys.is_empty() || (keys == self.asked && std::time::Instant::now() < self.next_at) {
+            return;
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (signal, asked) = (self.signal.clone(), keys.clone());
+        if std::thread::Builder::new()
+            .name("vimp-places".into())
+            .spawn(move || {
+                let _ = tx.send(vimp_netcode::identity::fetch_places(&signal, &asked));
+            })
+            .is_ok()
+        {
+            self.pending = Some(rx);
+        }
+        self.asked = keys;
+        self.next_at = std::time::Instant::now() + Self::EVERY;
+    }
+}
+
 /// Sends `token` to the host as the engine's `AUTH_RESPONSE {"token": …}`.
 pub fn send_token(client: &mut vimp_netcode::client::ClientCore, token: &str) {
     let answer = serde_json::json!({ vimp_host::engine::auth::TOKEN_FIELD: token }).to_string();

@@ -120,6 +120,8 @@ pub struct MatchState {
     pub panel: BTreeMap<String, String>,
     /// The stat tables.
     pub stat: StatView,
+    /// Who in the room is verified, and their places in the global top (`ACCOLADES_DATA`).
+    pub accolades: vimp_netcode::meta::Accolades,
     /// Chat lines, oldest first.
     pub chat: VecDeque<ChatLine>,
     /// The vote asked, if any.
@@ -259,6 +261,7 @@ impl MatchState {
             map_version: 0,
             panel: BTreeMap::new(),
             stat: StatView::default(),
+            accolades: Default::default(),
             chat: VecDeque::new(),
             vote: None,
             banner: None,
@@ -542,6 +545,7 @@ impl MatchState {
                 self.sync_panel();
             }
             MetaMessage::Stat(update) => self.stat.apply(&update),
+            MetaMessage::Accolades(accolades) => self.accolades = accolades,
             MetaMessage::Vote(vote) => self.vote = Some(vote),
             MetaMessage::GameInform(inform) => self.banner = Some((inform, now)),
             MetaMessage::TechInform(TechInform::Hide) => self.tech = None,

@@ -311,7 +311,7 @@ impl NodeThread {
     pub fn host(config: HostConfig, hello: Hello, clock: Instant) -> anyhow::Result<NodeThread> {
         let (ready_tx, ready) = mpsc::sync_channel(1);
         let start = move |shared: Arc<Shared>| {
-            let (node, keep_alive, lobby, tokens) = match build(&config, hello) {
+            let (node, keep_alive, lobby, tokens, places) = match build(&config, hello) {
                 Ok(built) => built,
                 Err(e) => {
                     let _ = ready_tx.send(Err(e));
@@ -329,6 +329,7 @@ impl NodeThread {
                 witness,
                 _signal: keep_alive,
                 tokens,
+                places,
             };
             if config.watch {
                 turns.watch = Some(Watch::new(config.map.clone()));
@@ -370,7 +371,17 @@ impl NodeThread {
             let config = if witness.is_some() { Witnesser::config(config) } else { config };
             let node = Node::playing(game, transport, ClientCore::new(hello, config));
             let redialer = dial.map(Redialer::new);
-            Some(Turns { node, shared, capture: None, watch: None, redialer, witness, _signal: None, tokens })
+            Some(Turns {
+                node,
+                shared,
+                capture: None,
+                watch: None,
+                redialer,
+                witness,
+                _signal: None,
+                tokens,
+                places: None,
+            })
         };
         NodeThread::spawn(clock, start)
     }
@@ -508,6 +519,8 @@ struct Turns {
     /// The player's tokens from the rendezvous, sent to the host once welcomed and at each
     /// refresh (none: it plays unverified).
     tokens: Option<TokenSource>,
+    /// While hosting online, the verified players' places in the top.
+    places: Option<crate::setup::Places>,
 }
 
 impl Turns {
@@ -528,6 +541,9 @@ impl Turns {
             }
             match self.node.server_mut() {
                 Some(server) => {
+                    if let Some(places) = self.places.as_mut() {
+                        places.turn(server);
+                    }
                     let notes = self.watch.as_mut().map(|w| w.poll(&game, server)).unwrap_or_default();
                     self.shared.inbox.lock().unwrap_or_else(PoisonError::into_inner).notes.extend(notes);
                     if let Some(capture) = self.capture
@@ -650,7 +666,8 @@ fn publish(node: &mut WindowNode, shared: &Shared, now: Duration, chat_seen: &mu
     inbox.chat.extend(chat);
 }
 
-type Built = (WindowNode, Option<SignalServer>, Option<(LobbyCode, String)>, Option<TokenSource>);
+type Built =
+    (WindowNode, Option<SignalServer>, Option<(LobbyCode, String)>, Option<TokenSource>, Option<crate::setup::Places>);
 
 /// Builds the match (map loaded, bots joined) and the node hosting it, with the window's
 /// player: over WebRTC when online, over a transport nobody joins when local.
@@ -661,6 +678,7 @@ fn build(config: &HostConfig, hello: Hello) -> anyhow::Result<Built> {
     let mut password = None;
     let mut identities = None;
     let mut tokens = None;
+    let mut places = None;
     let mesh: Box<dyn Transport> = match &config.online {
         // A local match's mesh has only this process on it, under a random key like a
         // WebRTC peer's.
@@ -682,6 +700,7 @@ fn build(config: &HostConfig, hello: Hello) -> anyhow::Result<Built> {
                 // A rendezvous of one's own checks who players are (this one too); an embedded
                 // one (a LAN) does not.
                 identities = crate::setup::host_identities(&signal, &online.code);
+                places = Some(crate::setup::Places::new(&signal));
                 tokens = crate::setup::token_source(&signal, &online.code, None, &hello.nickname, false);
             }
             let webrtc = WebRtcTransport::connect(&url, &online.ice.resolve(&signal)?)?;
@@ -702,7 +721,7 @@ fn build(config: &HostConfig, hello: Hello) -> anyhow::Result<Built> {
     let client = if lobby.is_some() { Witnesser::config(ClientConfig::default()) } else { ClientConfig::default() };
     let player = ClientCore::new(hello, client);
     let node = Node::hosting(config.game, mesh, ServerCore::new(host, server_config), Some(player));
-    Ok((node, keep_alive, lobby, tokens))
+    Ok((node, keep_alive, lobby, tokens, places))
 }
 
 /// A watched map file.

@@ -436,7 +436,7 @@ pub struct Challenge {
 }
 
 #[cfg(any(feature = "webrtc", feature = "signal-server"))]
-pub use fetch::{TokenEvent, TokenSource, fetch_token_keys, obtain_token};
+pub use fetch::{TokenEvent, TokenSource, fetch_places, fetch_token_keys, obtain_token};
 
 /// A player's side of the rendezvous's identity routes, over plain HTTP.
 #[cfg(any(feature = "webrtc", feature = "signal-server"))]
@@ -475,6 +475,19 @@ mod fetch {
             return Err(format!("the rendezvous at {signal} serves no identities ({})", error_of(status, &body)));
         }
         serde_json::from_str(&body).map_err(|e| format!("the rendezvous's keys do not read: {e}"))
+    }
+
+    /// The places in the global top of the players with `keys` (those that have one), from
+    /// the rendezvous at `signal` (`GET /top/places`).
+    pub fn fetch_places(signal: &str, keys: &[String]) -> Result<std::collections::BTreeMap<String, u64>, String> {
+        let path = format!("/top/places?keys={}", keys.join(","));
+        let (status, body) = call(signal, "GET", &path, None)?;
+        if status != 200 {
+            return Err(format!("the rendezvous's top: {}", error_of(status, &body)));
+        }
+        let said: serde_json::Value = serde_json::from_str(&body).map_err(|e| format!("the top does not read: {e}"))?;
+        let players = said["players"].as_array().cloned().unwrap_or_default();
+        Ok(players.iter().filter_map(|p| Some((p["publicKey"].as_str()?.to_owned(), p["place"].as_u64()?))).collect())
     }
 
     /// Asks for a challenge and sends `body(challenge, proof)` to `path`.

@@ -24,10 +24,11 @@
 //! | 15 | [`CHAT_DATA`]        | [`ChatMessage`] | `["text","author",teamId]`, `["text","author",teamId,"to"]` (personal) or `"group:code:p1,p2"` |
 //! | 16 | [`VOTE_DATA`]        | [`Vote`]        | `{"name":"map","params":["a"],"values":["x","y"]}`; `values` may be `"maps"` or `"teams"` |
 //! | 17 | [`KEYSET_DATA`]      | [`Keyset`]      | `0` (spectator) or `1` (player) |
+//! | 18 | [`ACCOLADES_DATA`]   | [`Accolades`]   | `{"3":{"verified":true,"place":12},"4":{"verified":false}}` (the whole room, by player id) |
 //!
 //! [`MetaMessage`] gathers them: [`MetaMessage::port`], [`MetaMessage::encode`] and
-//! [`MetaMessage::decode`]. Port 5 (the binary frame) and port 18 (accolades) are not
-//! meta payloads of this module: decoding them is [`MetaError::UnknownPort`].
+//! [`MetaMessage::decode`]. Port 5 (the binary frame) is not a meta payload of this module:
+//! decoding it is [`MetaError::UnknownPort`].
 //!
 //! # Client → server
 //!
@@ -95,6 +96,7 @@
 //! [`crate::frame::op`] and a const here, its type (serde's derive, and `wire::Payload`
 //! for its port), and one row in the table.
 
+mod accolades;
 mod auth;
 mod chat;
 mod error;
@@ -109,6 +111,7 @@ mod testing;
 mod vote;
 mod wire;
 
+pub use accolades::{Accolade, Accolades};
 pub use auth::{AuthData, AuthParam, AuthResponse, AuthResult};
 pub use chat::{ChatHistory, ChatMessage, ChatText, MAX_CHAT_HISTORY};
 pub use error::MetaError;
@@ -129,8 +132,8 @@ use wire::{Part, Payload};
 // Each port's number is written once, in the frame layer's opcode table.
 pub use crate::frame::op::client::{AUTH_RESPONSE, CHAT, VOTE};
 pub use crate::frame::op::{
-    AUTH_DATA, AUTH_RESULT, CHAT_DATA, CLEAR, CONFIG_DATA, FIRST_SHOT_DATA, GAME_INFORM_DATA, KEYSET_DATA, MAP_DATA,
-    PANEL_DATA, SOUND_DATA, STAT_DATA, TECH_INFORM_DATA, VOTE_DATA,
+    ACCOLADES_DATA, AUTH_DATA, AUTH_RESULT, CHAT_DATA, CLEAR, CONFIG_DATA, FIRST_SHOT_DATA, GAME_INFORM_DATA,
+    KEYSET_DATA, MAP_DATA, PANEL_DATA, SOUND_DATA, STAT_DATA, TECH_INFORM_DATA, VOTE_DATA,
 };
 
 /// A message as it goes on the wire: its port, which follows from its type, and its bytes
@@ -300,6 +303,8 @@ meta_table! {
         (VOTE_DATA, Vote, Vote),
         /// Port 17: the active key set.
         (KEYSET_DATA, Keyset, Keyset),
+        /// Port 18: the room's players in the global top.
+        (ACCOLADES_DATA, Accolades, Accolades),
     }
 }
 
@@ -371,8 +376,9 @@ mod tests {
             CHAT_DATA,
             VOTE_DATA,
             KEYSET_DATA,
+            ACCOLADES_DATA,
         ];
-        assert_eq!(server, [0, 1, 2, 3, 4, 6, 7, 8, 11, 13, 14, 15, 16, 17]);
+        assert_eq!(server, [0, 1, 2, 3, 4, 6, 7, 8, 11, 13, 14, 15, 16, 17, 18]);
         assert_eq!([AUTH_RESPONSE, CHAT, VOTE], [1, 6, 7]);
     }
 
@@ -406,6 +412,7 @@ mod tests {
             (ChatMessage::System { group: s("s"), code: 1, params: vec![] }.into(), 15),
             (Vote { name: s("map"), params: None, values: None }.into(), 16),
             (Keyset::Player.into(), 17),
+            (Accolades::default().into(), 18),
         ];
         for (msg, port) in cases {
             assert_eq!(msg.port(), port, "{msg:?}");
@@ -417,7 +424,7 @@ mod tests {
 
     #[test]
     fn unknown_ports_are_refused() {
-        for port in [5, 9, 10, 12, 18, 255] {
+        for port in [5, 9, 10, 12, 19, 255] {
             assert_eq!(dec(port, "null"), Err(MetaError::UnknownPort { port }));
         }
         for port in [0, 2, 5, 13, 15, 16] {
@@ -589,6 +596,13 @@ mod tests {
             arb_chat().prop_map(MetaMessage::Chat),
             arb_vote().prop_map(MetaMessage::Vote),
             prop_oneof![Just(Keyset::Spectator), Just(Keyset::Player)].prop_map(MetaMessage::Keyset),
+            proptest::collection::btree_map(
+                any::<u8>().prop_map(|id| id.to_string()),
+                (any::<bool>(), proptest::option::of(1u64..100_000))
+                    .prop_map(|(verified, place)| Accolade { verified, place }),
+                0..6,
+            )
+            .prop_map(|m| MetaMessage::Accolades(Accolades(m))),
         ]
     }
 

@@ -123,6 +123,13 @@ fn chat(ctx: &egui::Context, m: &mut MatchState, ui: &mut InMatch, keys: &Button
         for line in recent.into_iter().rev() {
             match &line.author {
                 Some(author) => {
+                    // A verified author's name carries a check mark.
+                    let verified = m.stat.rows.iter().any(|((table, id), (_, cells))| {
+                        *table == 0
+                            && cells.first().is_some_and(|c| c.to_string() == *author)
+                            && m.accolades.of(*id).is_some_and(|a| a.verified)
+                    });
+                    let author = if verified { format!("{author} \u{2713}") } else { author.clone() };
                     area.horizontal_wrapped(|row| {
                         let who = match &line.to {
                             Some(to) => format!("{author} → {to}:"),
@@ -462,15 +469,31 @@ fn scoreboard(ui: &mut egui::Ui, m: &crate::window::net::MatchState) {
         for head in vimp_netcode::meta::PLAYER_COLUMNS {
             g.strong(head);
         }
+        if !m.accolades.0.is_empty() {
+            g.strong("top");
+        }
         g.end_row();
         for (id, cells) in rows {
+            let accolade = m.accolades.of(id);
             for (i, cell) in cells.iter().enumerate().take(5) {
-                let text = if i == 4 { format!("{cell} ms") } else { cell.to_string() };
+                let text = match i {
+                    // A verified player's name carries a check mark; another's is as it asked.
+                    0 if accolade.is_some_and(|a| a.verified) => format!("{cell} \u{2713}"),
+                    4 => format!("{cell} ms"),
+                    _ => cell.to_string(),
+                };
                 if Some(id) == me {
                     g.label(egui::RichText::new(text).strong().color(egui::Color32::from_rgb(255, 230, 140)));
                 } else {
                     g.label(text);
                 }
+            }
+            if !m.accolades.0.is_empty() {
+                match accolade {
+                    Some(a) if a.verified => g.label(a.place.map_or_else(|| "-".to_owned(), |p| format!("#{p}"))),
+                    Some(_) => g.weak("unverified"),
+                    None => g.label(""),
+                };
             }
             g.end_row();
         }

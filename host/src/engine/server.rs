@@ -220,6 +220,10 @@ pub struct ServerCore {
     map_sent: Option<Encoded>,
     /// What each player's answer to the game's form said, once it passed.
     auth_values: BTreeMap<PlayerId, serde_json::Map<String, serde_json::Value>>,
+    /// The verified players' places in the global top, by key ([`ServerCore::set_places`]).
+    places: BTreeMap<String, u64>,
+    /// The accolades every client heard last.
+    accolades_sent: Option<vimp_netcode::meta::Accolades>,
     map_vote: Option<MapVote>,
     /// Spectators' seats and the player each one watches.
     watching: BTreeMap<PlayerId, Option<PlayerId>>,
@@ -392,6 +396,8 @@ impl ServerCore {
             map_loads: 0,
             map_sent: None,
             auth_values: BTreeMap::new(),
+            places: BTreeMap::new(),
+            accolades_sent: None,
             map_vote: None,
             watching: BTreeMap::new(),
             migration: succession::Migration::new(config.migration.clone()),
@@ -593,6 +599,40 @@ impl ServerCore {
         &self.roster
     }
 
+    /// The verified players' places in the global top, by key (what the rendezvous said
+    /// last: `GET /top/places`); every client hears them with the next `ACCOLADES_DATA`.
+    pub fn set_places(&mut self, places: BTreeMap<String, u64>) {
+        self.places = places;
+    }
+
+    /// The keys of the verified players in the room: whose places are worth asking for.
+    pub fn verified_keys(&self) -> Vec<String> {
+        self.roster.seats().filter_map(|s| s.verified.clone()).collect()
+    }
+
+    /// The room's accolades now: who is verified, and their places; `None` when this host
+    /// checks no tokens (nobody can be verified).
+    pub fn accolades(&self) -> Option<vimp_netcode::meta::Accolades> {
+        self.roster.identities()?;
+        let room = self.roster.seats().map(|s| {
+            let place = s.verified.as_ref().and_then(|k| self.places.get(k)).copied();
+            let accolade = vimp_netcode::meta::Accolade { verified: s.verified.is_some(), place };
+            (s.player.0.to_string(), accolade)
+        });
+        Some(vimp_netcode::meta::Accolades(room.collect()))
+    }
+
+    /// Sends every client the room's accolades when they changed (`ACCOLADES_DATA`).
+    fn broadcast_accolades(&mut self) {
+        let now = self.accolades();
+        if now != self.accolades_sent {
+            if let Some(accolades) = &now {
+                self.send_all(&MetaMessage::Accolades(accolades.clone()).encoded());
+            }
+            self.accolades_sent = now;
+        }
+    }
+
     /// Checks players' tokens with `identities` from now on (`None`: none are checked); the
     /// successors' next checkpoint carries them.
     pub fn set_identities(&mut self, identities: Option<&crate::engine::roster::Identities>) {
@@ -747,6 +787,7 @@ impl ServerCore {
         if now >= self.next_stat {
             self.next_stat = now + STAT_INTERVAL;
             self.broadcast_stat();
+            self.broadcast_accolades();
         }
         self.stream_migration(now);
         self.flush(now);

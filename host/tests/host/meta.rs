@@ -432,7 +432,26 @@ fn a_rendezvous_token_verifies_its_player_under_its_name_and_a_bad_one_is_refuse
         names(&lan)
     );
     assert!(names(&lan).contains(&"alice (2)".to_owned()));
-    assert!(meta_of(&mut lan, alice).contains(&MetaMessage::AuthResult(meta::AuthResult::Accepted)));
+    let got = meta_of(&mut lan, alice);
+    assert!(got.contains(&MetaMessage::AuthResult(meta::AuthResult::Accepted)));
+    // Everyone hears who is verified (ACCOLADES_DATA, by player id), with the places the host
+    // was told.
+    let accolades = |got: &[MetaMessage]| {
+        got.iter().rev().find_map(|m| match m {
+            MetaMessage::Accolades(a) => Some(a.clone()),
+            _ => None,
+        })
+    };
+    let heard = accolades(&got).expect("accolades");
+    let id = |lan: &Lan, i: usize| player_id(lan, i).0 as u32;
+    assert_eq!(heard.of(id(&lan, alice)).map(|a| (a.verified, a.place)), Some((true, None)));
+    assert_eq!(heard.of(id(&lan, squatter)).map(|a| a.verified), Some(false));
+    let key = seat(&lan, alice).verified.expect("a key");
+    assert_eq!(lan.server.verified_keys(), std::slice::from_ref(&key));
+    lan.server.set_places([(key, 7)].into_iter().collect());
+    lan.run(SECOND, None);
+    let heard = accolades(&meta_of(&mut lan, squatter)).expect("accolades again");
+    assert_eq!(heard.of(id(&lan, alice)).and_then(|a| a.place), Some(7));
 
     // A token for another room, and garbage: refused, said to their sender alone, with why.
     lan.clients[squatter].send_meta(meta::AUTH_RESPONSE, token("Alice", "OTHER2").as_bytes());

@@ -78,6 +78,9 @@ impl ServerCore {
         }
         self.send_to(peer, &MetaMessage::Stat(self.stat.full()).encoded());
         self.send_to(peer, &keyset(playing));
+        if let Some(accolades) = self.accolades() {
+            self.send_to(peer, &MetaMessage::Accolades(accolades).encoded());
+        }
         self.send_to(peer, &hide());
         self.panels.insert(peer, PanelState::new());
         if let Some(form) = form.filter(|_| !resumed && !spectator) {
@@ -175,6 +178,7 @@ impl ServerCore {
                 if !refresh {
                     self.announce(EngineLine::Verified, [verified.nickname.clone(), verified.was.clone()]);
                     self.migration.meta_dirty = true;
+                    self.next_stat = std::time::Duration::ZERO;
                 }
                 if !has_form {
                     self.send_to(peer, &MetaMessage::AuthResult(AuthResult::Accepted).encoded());
