@@ -40,6 +40,42 @@ enum Page {
     Join,
     Playtest,
     Settings,
+    Top,
+}
+
+/// The "Top players" page's list, fetched from the rendezvous on a thread of its own.
+#[derive(Debug, Default)]
+struct TopList {
+    /// A `Mutex` only to be `Sync`, as a resource's fields must.
+    pending: Option<std::sync::Mutex<std::sync::mpsc::Receiver<Result<Vec<vimp_netcode::identity::TopEntry>, String>>>>,
+    shown: Option<Result<Vec<vimp_netcode::identity::TopEntry>, String>>,
+    from: String,
+}
+
+impl TopList {
+    /// How many players the page lists.
+    const SHOWN: u32 = 15;
+
+    /// Asks the rendezvous at `signal` for the top again.
+    fn fetch(&mut self, signal: &str) {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let from = signal.trim_end_matches('/').to_owned();
+        let asked = from.clone();
+        let spawned = std::thread::Builder::new().name("vimp-top".into()).spawn(move || {
+            let _ = tx.send(vimp_netcode::identity::fetch_top(&asked, Self::SHOWN));
+        });
+        self.pending = spawned.is_ok().then(|| std::sync::Mutex::new(rx));
+        self.shown = None;
+        self.from = from;
+    }
+
+    /// Takes the answer when it came.
+    fn poll(&mut self) {
+        if let Some(got) = self.pending.as_ref().and_then(|rx| rx.lock().ok()?.try_recv().ok()) {
+            self.shown = Some(got);
+            self.pending = None;
+        }
+    }
 }
 
 /// What the menus and the HUD remember between frames.
@@ -54,6 +90,7 @@ struct UiState {
     /// The action waiting for a key press to be rebound.
     rebinding: Option<String>,
     in_match: InMatch,
+    top: TopList,
 }
 
 #[derive(Debug, Default)]
@@ -105,6 +142,10 @@ fn menu_ui(
                 Page::Playtest => playtest_page(ui, state, &mut store, &mut request),
                 Page::Settings => {
                     settings_page(ui, state, &mut store);
+                    back(ui, &mut state.page);
+                }
+                Page::Top => {
+                    top_page(ui, &mut state.top, &store.settings.signal_url);
                     back(ui, &mut state.page);
                 }
             }
@@ -164,12 +205,16 @@ fn main_page(
         ("Host", Page::Host),
         ("Join by code", Page::Join),
         ("Playtest a map file", Page::Playtest),
+        ("Top players", Page::Top),
         ("Settings", Page::Settings),
     ];
     for (label, page) in pages {
         ui.add_space(8.0);
         if ui.add(wide(label)).clicked() {
             state.page = page;
+            if page == Page::Top {
+                state.top.fetch(&store.settings.signal_url);
+            }
         }
     }
     ui.add_space(8.0);
@@ -302,6 +347,49 @@ fn skill_picker(ui: &mut egui::Ui, id: &str, skill: &mut BotSkill) -> bool {
         }
     });
     *skill != before
+}
+
+/// The global top the rendezvous keeps: the best players by skill, with their recorded rounds.
+fn top_page(ui: &mut egui::Ui, top: &mut TopList, signal: &str) {
+    top.poll();
+    ui.heading("Top players");
+    ui.label(format!("kept by the rendezvous at {}", top.from));
+    ui.weak("verified players (\u{2714} on the scoreboard), by skill: their rating less three uncertainties");
+    ui.add_space(8.0);
+    match &top.shown {
+        None => {
+            ui.label("asking the rendezvous…");
+            ui.ctx().request_repaint_after(std::time::Duration::from_millis(100));
+        }
+        Some(Err(why)) => {
+            ui.colored_label(egui::Color32::from_rgb(255, 110, 100), why);
+        }
+        Some(Ok(players)) if players.is_empty() => {
+            ui.label("no recorded rounds yet: verified players' rounds make the top");
+        }
+        Some(Ok(players)) => {
+            // Centred as the main menu's grid is: in a box of its own width.
+            ui.allocate_ui(egui::vec2(360.0, 0.0), |ui| {
+                egui::Grid::new("top").striped(true).min_col_width(80.0).show(ui, |g| {
+                    for head in ["place", "player", "skill", "rounds"] {
+                        g.strong(head);
+                    }
+                    g.end_row();
+                    for p in players {
+                        g.label(format!("#{}", p.place));
+                        g.label(&p.nickname);
+                        g.label(format!("{:.1}", p.skill));
+                        g.label(p.rounds.to_string());
+                        g.end_row();
+                    }
+                });
+            });
+        }
+    }
+    ui.add_space(8.0);
+    if ui.button("Refresh").clicked() {
+        top.fetch(signal);
+    }
 }
 
 fn back(ui: &mut egui::Ui, page: &mut Page) {

@@ -436,7 +436,7 @@ pub struct Challenge {
 }
 
 #[cfg(any(feature = "webrtc", feature = "signal-server"))]
-pub use fetch::{TokenEvent, TokenSource, fetch_places, fetch_token_keys, obtain_token};
+pub use fetch::{TokenEvent, TokenSource, TopEntry, fetch_places, fetch_token_keys, fetch_top, obtain_token};
 
 /// A player's side of the rendezvous's identity routes, over plain HTTP.
 #[cfg(any(feature = "webrtc", feature = "signal-server"))]
@@ -488,6 +488,35 @@ mod fetch {
         let said: serde_json::Value = serde_json::from_str(&body).map_err(|e| format!("the top does not read: {e}"))?;
         let players = said["players"].as_array().cloned().unwrap_or_default();
         Ok(players.iter().filter_map(|p| Some((p["publicKey"].as_str()?.to_owned(), p["place"].as_u64()?))).collect())
+    }
+
+    /// A player's place in the global top, as `GET /top` lists it.
+    #[derive(Clone, Debug, PartialEq, serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct TopEntry {
+        /// 1 for the best.
+        pub place: u64,
+        /// Its registered nickname.
+        pub nickname: String,
+        /// Its key.
+        pub public_key: String,
+        /// Its rating less three times its uncertainty: what the top is ordered by.
+        pub skill: f64,
+        /// Recorded rounds it played.
+        pub rounds: u64,
+    }
+
+    /// The best `limit` players of the global top kept by the rendezvous at `signal`.
+    pub fn fetch_top(signal: &str, limit: u32) -> Result<Vec<TopEntry>, String> {
+        let (status, body) = call(signal, "GET", &format!("/top?limit={limit}"), None)?;
+        if status != 200 {
+            return Err(format!("the rendezvous at {signal} keeps no top ({})", error_of(status, &body)));
+        }
+        #[derive(serde::Deserialize)]
+        struct Top {
+            players: Vec<TopEntry>,
+        }
+        serde_json::from_str::<Top>(&body).map(|t| t.players).map_err(|e| format!("the top does not read: {e}"))
     }
 
     /// Asks for a challenge and sends `body(challenge, proof)` to `path`.

@@ -129,7 +129,7 @@ fn chat(ctx: &egui::Context, m: &mut MatchState, ui: &mut InMatch, keys: &Button
                             && cells.first().is_some_and(|c| c.to_string() == *author)
                             && m.accolades.of(*id).is_some_and(|a| a.verified)
                     });
-                    let author = if verified { format!("{author} \u{2713}") } else { author.clone() };
+                    let author = if verified { format!("{author} \u{2714}") } else { author.clone() };
                     area.horizontal_wrapped(|row| {
                         let who = match &line.to {
                             Some(to) => format!("{author} → {to}:"),
@@ -478,7 +478,7 @@ fn scoreboard(ui: &mut egui::Ui, m: &crate::window::net::MatchState) {
             for (i, cell) in cells.iter().enumerate().take(5) {
                 let text = match i {
                     // A verified player's name carries a check mark; another's is as it asked.
-                    0 if accolade.is_some_and(|a| a.verified) => format!("{cell} \u{2713}"),
+                    0 if accolade.is_some_and(|a| a.verified) => format!("{cell} \u{2714}"),
                     4 => format!("{cell} ms"),
                     _ => cell.to_string(),
                 };
