@@ -14,6 +14,8 @@ use vimp_netcode::identity::{Challenge, Identity};
 use vimp_netcode::rounds::{RoundPlayer, RoundReport, RoundResults};
 use vimp_netcode::signal::http_request;
 
+use crate::signal_bench::Server;
+
 /// What `vimp ranks-bench` was asked to do.
 #[derive(Debug, Clone, clap::Args)]
 pub struct RanksBenchArgs {
@@ -42,52 +44,6 @@ pub struct RanksBenchArgs {
     /// Print the figures as one line of JSON.
     #[arg(long)]
     pub json: bool,
-}
-
-/// A `vimp signal` process under load, killed on drop.
-struct Server {
-    child: std::process::Child,
-    url: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Server {
-    fn start(db: &str) -> anyhow::Result<Server> {
-        use std::io::BufRead as _;
-        let exe = std::env::current_exe().context("finding this program")?;
-        let mut child = std::process::Command::new(exe)
-            .args(["signal", "--bind", "127.0.0.1:0", "--no-stun", "--max-per-address", "1000000"])
-            .args(["--requests-per-second", "1000000000", "--db", db])
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .context("starting vimp signal")?;
-        let stdout = child.stdout.take().context("its output")?;
-        let mut lines = std::io::BufReader::new(stdout).lines();
-        let first = lines.next().context("vimp signal printed nothing (see its error above)")??;
-        let url = first
-            .split('(')
-            .nth(1)
-            .and_then(|s| s.strip_suffix(')'))
-            .with_context(|| format!("no address in {first:?}"))?
-            .to_owned();
-        std::thread::spawn(move || lines.map_while(Result::ok).for_each(drop));
-        Ok(Server { child, url })
-    }
-
-    /// Its CPU time so far, seconds (user and system).
-    fn cpu_s(&self) -> f64 {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap_or_default();
-        let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
-        (ticks(11) + ticks(12)) / 100.0
-    }
 }
 
 /// Runs `jobs` jobs on `concurrency` threads, each job's latency in ms into the result (an
@@ -153,7 +109,7 @@ pub fn run(args: &RanksBenchArgs) -> anyhow::Result<i32> {
         bail!("--identities must be at least --players ({})", args.players);
     }
     let server = match &args.db {
-        Some(db) => Some(Server::start(db)?),
+        Some(db) => Some(Server::start(&["--db", db])?),
         None => None,
     };
     let url = server.as_ref().map_or_else(|| args.url.clone().unwrap_or_default(), |s| s.url.clone());
@@ -173,7 +129,8 @@ pub fn run(args: &RanksBenchArgs) -> anyhow::Result<i32> {
             Identity::from_seed(seed)
         })
         .collect();
-    let cpu0 = server.as_ref().map_or(0.0, Server::cpu_s);
+    let cpu_s = |s: &Server| s.cpu_s().unwrap_or(0.0);
+    let cpu0 = server.as_ref().map_or(0.0, cpu_s);
     let started = Instant::now();
     let mut registration = run_jobs(
         identities.len(),
@@ -203,7 +160,7 @@ pub fn run(args: &RanksBenchArgs) -> anyhow::Result<i32> {
         .flat_map(|round| (0..args.rooms).flat_map(move |room| (0..players).map(move |p| (room, round, p))))
         .collect();
     let recorded = AtomicUsize::new(0);
-    let cpu1 = server.as_ref().map_or(0.0, Server::cpu_s);
+    let cpu1 = server.as_ref().map_or(0.0, cpu_s);
     let started = Instant::now();
     let mut reporting = run_jobs(
         reports.len(),
@@ -237,7 +194,7 @@ pub fn run(args: &RanksBenchArgs) -> anyhow::Result<i32> {
         "reported",
     )?;
     let reporting_s = started.elapsed().as_secs_f64();
-    let cpu2 = server.as_ref().map_or(0.0, Server::cpu_s);
+    let cpu2 = server.as_ref().map_or(0.0, cpu_s);
     registration.sort_by(f64::total_cmp);
     reporting.sort_by(f64::total_cmp);
     let figures = serde_json::json!({

@@ -72,6 +72,8 @@ pub struct Places {
     signal: String,
     asked: Vec<String>,
     next_at: std::time::Instant,
+    /// When the verified players were looked at last (a node turns every millisecond).
+    looked_at: Option<std::time::Instant>,
     pending: Option<std::sync::mpsc::Receiver<Result<std::collections::BTreeMap<String, u64>, String>>>,
 }
 
@@ -79,9 +81,18 @@ impl Places {
     /// How often places are asked for again when nothing changed.
     const EVERY: Duration = Duration::from_secs(60);
 
+    /// How often the verified players are looked at for a change.
+    const LOOK: Duration = Duration::from_secs(1);
+
     /// Fetches from the rendezvous at `signal`.
     pub fn new(signal: &str) -> Places {
-        Places { signal: signal.to_owned(), asked: Vec::new(), next_at: std::time::Instant::now(), pending: None }
+        Places {
+            signal: signal.to_owned(),
+            asked: Vec::new(),
+            next_at: std::time::Instant::now(),
+            looked_at: None,
+            pending: None,
+        }
     }
 
     /// A turn: hands the server what came, asks again when due.
@@ -100,6 +111,10 @@ impl Places {
                 Err(std::sync::mpsc::TryRecvError::Disconnected) => self.pending = None,
             }
         }
+        if self.pending.is_some() || self.looked_at.is_some_and(|at| at.elapsed() < Self::LOOK) {
+            return;
+        }
+        self.looked_at = Some(std::time::Instant::now());
         let keys = server.verified_keys();
         if keys.is_empty() || (keys == self.asked && std::time::Instant::now() < self.next_at) {
             return;

@@ -99,18 +99,20 @@ pub fn run(args: &SignalBenchArgs) -> anyhow::Result<i32> {
 }
 
 /// The server under load: a `vimp signal` process with the per-address limits out of the way
-/// (every peer here comes from one address).
-struct Server {
+/// (every peer here comes from one address). `vimp ranks-bench` loads one too.
+pub(crate) struct Server {
     child: Child,
-    url: String,
+    pub(crate) url: String,
 }
 
 impl Server {
-    fn start() -> anyhow::Result<Server> {
+    /// Starts `vimp signal` on loopback with `extra` flags (`--no-db`, or a `--db`).
+    pub(crate) fn start(extra: &[&str]) -> anyhow::Result<Server> {
         let exe = std::env::current_exe().context("finding this program")?;
         let mut child = Command::new(exe)
-            .args(["signal", "--bind", "127.0.0.1:0", "--no-stun", "--no-db", "--max-per-address", "1000000"])
-            .args(["--upgrades-per-second", "1000000000"])
+            .args(["signal", "--bind", "127.0.0.1:0", "--no-stun", "--max-per-address", "1000000"])
+            .args(["--upgrades-per-second", "1000000000", "--requests-per-second", "1000000000"])
+            .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -131,7 +133,7 @@ impl Server {
     }
 
     /// Its CPU time so far, seconds.
-    fn cpu_s(&self) -> anyhow::Result<f64> {
+    pub(crate) fn cpu_s(&self) -> anyhow::Result<f64> {
         let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id()))?;
         // The fields after the command name (in parentheses, which may hold spaces).
         let rest = stat.rsplit_once(')').context("a stat line")?.1;
@@ -242,7 +244,7 @@ async fn hold_open(sockets: &mut [Ws], hold: Duration) -> bool {
 async fn once(args: &SignalBenchArgs, rooms: usize) -> anyhow::Result<Figures> {
     let server = match &args.url {
         Some(_) => None,
-        None => Some(Server::start()?),
+        None => Some(Server::start(&["--no-db"])?),
     };
     let url = match (&args.url, &server) {
         (Some(url), _) => url.trim_end_matches('/').to_owned(),

@@ -23,6 +23,10 @@ use serde::{Deserialize, Serialize};
 /// What a player signs to prove its key: this, then the challenge.
 pub const PROOF_CONTEXT: &str = "vimp-identity-v1:";
 
+/// How far apart the clocks of a rendezvous and a host may be: a token this long past its
+/// expiry still holds.
+pub const TOKEN_LEEWAY_SECS: u64 = 5;
+
 /// How long a token lasts by default: a player's client asks for a new one before then.
 pub const TOKEN_LIFETIME_SECS: u64 = 15 * 60;
 
@@ -379,9 +383,10 @@ pub struct TokenKeys {
 }
 
 impl TokenKeys {
-    /// Checks `token` for `room` at the current time: its signature by one of the keys, its
-    /// expiry, issuer and audience; its claims when all hold.
-    pub fn check(&self, token: &str, room: &str) -> Result<Claims, TokenError> {
+    /// Checks `token` for `room` at `now` (seconds since the Unix epoch): its signature by one
+    /// of the keys, its expiry (with [`TOKEN_LEEWAY_SECS`] for clocks that differ), issuer and
+    /// audience; its claims when all hold.
+    pub fn check(&self, token: &str, room: &str, now: u64) -> Result<Claims, TokenError> {
         let header = jsonwebtoken::decode_header(token).map_err(|_| TokenError::Malformed)?;
         if header.alg != jsonwebtoken::Algorithm::EdDSA {
             return Err(TokenError::UnknownKey);
@@ -392,12 +397,14 @@ impl TokenKeys {
         };
         let key = jwk.and_then(|k| jsonwebtoken::DecodingKey::from_jwk(k).ok()).ok_or(TokenError::UnknownKey)?;
         let mut validation = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::EdDSA);
-        validation.leeway = 5;
+        // The expiry is checked against the `now` given, not the library's clock.
+        validation.validate_exp = false;
         validation.set_audience(&[room]);
         validation.set_issuer(&[&self.issuer]);
         validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
         use jsonwebtoken::errors::ErrorKind;
         match jsonwebtoken::decode::<Claims>(token, &key, &validation) {
+            Ok(data) if data.claims.exp.saturating_add(TOKEN_LEEWAY_SECS) < now => Err(TokenError::Expired),
             Ok(data) => Ok(data.claims),
             Err(e) => Err(match e.kind() {
                 ErrorKind::InvalidSignature => TokenError::Forged,
@@ -695,33 +702,34 @@ mod tests {
         let player = Identity::from_seed([4; 32]).public_key();
         let now = unix_now();
         let token = signer.issue(&player, "Mallory", "K7MP2Q", now, 60);
-        let claims = keys.check(&token, "K7MP2Q").unwrap();
+        let claims = keys.check(&token, "K7MP2Q", now).unwrap();
         assert_eq!((claims.nick.as_str(), claims.sub.parse::<PublicKey>().unwrap()), ("Mallory", player));
 
-        assert_eq!(keys.check(&token, "OTHER1"), Err(TokenError::WrongRoom));
-        let expired = signer.issue(&player, "Mallory", "K7MP2Q", now - 3600, 60);
-        assert_eq!(keys.check(&expired, "K7MP2Q"), Err(TokenError::Expired));
+        assert_eq!(keys.check(&token, "OTHER1", now), Err(TokenError::WrongRoom));
+        // Past its expiry, beyond the leeway only.
+        assert_eq!(keys.check(&token, "K7MP2Q", now + 60 + TOKEN_LEEWAY_SECS).map(|c| c.nick), Ok("Mallory".into()));
+        assert_eq!(keys.check(&token, "K7MP2Q", now + 61 + TOKEN_LEEWAY_SECS), Err(TokenError::Expired));
         let elsewhere = TokenSigner::new("http://other.test", &Identity::from_seed([9; 32]));
         let foreign = elsewhere.issue(&player, "Mallory", "K7MP2Q", now, 60);
-        assert_eq!(keys.check(&foreign, "K7MP2Q"), Err(TokenError::WrongIssuer));
+        assert_eq!(keys.check(&foreign, "K7MP2Q", now), Err(TokenError::WrongIssuer));
         // Another key under the same key id: the signature does not verify.
         let forger =
             TokenSigner { kid: signer.kid.clone(), ..TokenSigner::new(signer.issuer(), &Identity::from_seed([5; 32])) };
         let forged = forger.issue(&player, "Mallory", "K7MP2Q", now, 60);
-        assert_eq!(keys.check(&forged, "K7MP2Q"), Err(TokenError::Forged));
+        assert_eq!(keys.check(&forged, "K7MP2Q", now), Err(TokenError::Forged));
         // The claims altered after signing (another nickname).
         let mut parts: Vec<String> = token.split('.').map(str::to_owned).collect();
         let mut claims: serde_json::Value = serde_json::from_slice(&unb64(&parts[1]).unwrap()).unwrap();
         claims["nick"] = "Alice".into();
         parts[1] = b64(claims.to_string().as_bytes());
-        assert_eq!(keys.check(&parts.join("."), "K7MP2Q"), Err(TokenError::Forged));
+        assert_eq!(keys.check(&parts.join("."), "K7MP2Q", now), Err(TokenError::Forged));
         // A key the set does not have.
         let stranger = TokenSigner::new(signer.issuer(), &Identity::from_seed([6; 32]));
         let unknown = stranger.issue(&player, "Mallory", "K7MP2Q", now, 60);
-        assert_eq!(keys.check(&unknown, "K7MP2Q"), Err(TokenError::UnknownKey));
+        assert_eq!(keys.check(&unknown, "K7MP2Q", now), Err(TokenError::UnknownKey));
         // An unsigned token ("alg": "none").
         let none = format!("{}.{}.", b64(br#"{"alg":"none","typ":"JWT"}"#), parts[1]);
-        assert!(keys.check(&none, "K7MP2Q").is_err());
+        assert!(keys.check(&none, "K7MP2Q", now).is_err());
     }
 
     #[test]
@@ -761,7 +769,7 @@ mod tests {
         fn garbage_tokens_are_refused_never_a_panic(text in ".{0,300}", dots in 0usize..4) {
             let keys = keys(&signer());
             let token = format!("{text}{}", ".".repeat(dots));
-            prop_assert!(keys.check(&token, "K7MP2Q").is_err());
+            prop_assert!(keys.check(&token, "K7MP2Q", 1_000).is_err());
             let _ = token.parse::<PublicKey>();
             let _ = verify_proof(&Identity::from_seed([1; 32]).public_key(), "c", &token);
         }

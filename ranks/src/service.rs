@@ -76,6 +76,9 @@ fn query_value(uri: &axum::http::Uri, name: &str) -> Option<String> {
     })
 }
 
+/// Where a request came from, as the signalling server puts it in the request's extensions.
+type Peer = Option<axum::Extension<PeerAddr>>;
+
 /// One address's allowance.
 #[derive(Clone, Copy, Debug)]
 struct Allowance {
@@ -272,9 +275,10 @@ impl Ranks {
         }))
     }
 
-    /// Whether one more request from `peer` is within its rate.
-    fn admit(&self, peer: Option<&PeerAddr>) -> Result<(), Refusal> {
-        let ip = peer.map_or(IpAddr::from([0, 0, 0, 0]), |p| p.0.ip());
+    /// Whether one more request from `peer` (the address the signalling server saw) is within
+    /// its rate.
+    fn admit(&self, peer: &Peer) -> Result<(), Refusal> {
+        let ip = peer.as_ref().map_or(IpAddr::from([0, 0, 0, 0]), |p| p.0.0.ip());
         let mut limiter = self.limiter.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if limiter.allow(ip, self.config.requests_per_second, Instant::now()) {
             Ok(())
@@ -285,20 +289,18 @@ impl Ranks {
 
     /// The routes (see the module docs).
     pub fn router(self: &Arc<Self>) -> Router {
-        type Peer = Option<axum::Extension<PeerAddr>>;
-        let peer = |p: &Peer| p.as_ref().map(|p| p.0);
         Router::new()
             .route(
                 "/identity/challenge",
                 post(move |State(r): State<Arc<Ranks>>, p: Peer| async move {
-                    r.admit(peer(&p).as_ref())?;
+                    r.admit(&p)?;
                     Ok::<_, Refusal>(Json(r.challenge(unix_now())))
                 }),
             )
             .route(
                 "/identity/register",
                 post(move |State(r): State<Arc<Ranks>>, p: Peer, Json(body): Json<RegisterRequest>| async move {
-                    r.admit(peer(&p).as_ref())?;
+                    r.admit(&p)?;
                     let nickname = r.register(&body, unix_now()).await?;
                     Ok::<_, Refusal>((StatusCode::CREATED, Json(serde_json::json!({ "nickname": nickname }))))
                 }),
@@ -306,28 +308,28 @@ impl Ranks {
             .route(
                 "/identity/token",
                 post(move |State(r): State<Arc<Ranks>>, p: Peer, Json(body): Json<TokenRequest>| async move {
-                    r.admit(peer(&p).as_ref())?;
+                    r.admit(&p)?;
                     Ok::<_, Refusal>(Json(r.token(&body, unix_now()).await?))
                 }),
             )
             .route(
                 "/identity/keys",
                 get(move |State(r): State<Arc<Ranks>>, p: Peer| async move {
-                    r.admit(peer(&p).as_ref())?;
+                    r.admit(&p)?;
                     Ok::<_, Refusal>(Json(r.token_keys()))
                 }),
             )
             .route(
                 "/.well-known/jwks.json",
                 get(move |State(r): State<Arc<Ranks>>, p: Peer| async move {
-                    r.admit(peer(&p).as_ref())?;
+                    r.admit(&p)?;
                     Ok::<_, Refusal>(Json(r.signer.jwks()))
                 }),
             )
             .route(
                 "/identity/{key}",
                 get(move |State(r): State<Arc<Ranks>>, p: Peer, Path(key): Path<String>| async move {
-                    r.admit(peer(&p).as_ref())?;
+                    r.admit(&p)?;
                     let parsed: PublicKey = key.parse().map_err(|e| refuse(StatusCode::BAD_REQUEST, format!("{e}")))?;
                     let nickname = r
                         .store
@@ -344,13 +346,11 @@ impl Ranks {
 
     /// `POST /rounds` (its own body cap), `GET /top`, `GET /top/places`.
     fn round_routes(self: &Arc<Self>) -> Router<Arc<Ranks>> {
-        type Peer = Option<axum::Extension<PeerAddr>>;
-        let peer = |p: &Peer| p.as_ref().map(|p| p.0);
         Router::new()
             .route(
                 "/rounds",
                 post(move |State(r): State<Arc<Ranks>>, p: Peer, Json(body): Json<RoundReport>| async move {
-                    r.admit(peer(&p).as_ref())?;
+                    r.admit(&p)?;
                     Ok::<_, Refusal>(Json(r.report(&body, unix_now()).await?))
                 }),
             )
@@ -358,7 +358,7 @@ impl Ranks {
             .route(
                 "/top",
                 get(move |State(r): State<Arc<Ranks>>, p: Peer, uri: axum::http::Uri| async move {
-                    r.admit(peer(&p).as_ref())?;
+                    r.admit(&p)?;
                     let number = |name: &str, default: u32| -> Result<u32, Refusal> {
                         match query_value(&uri, name) {
                             None => Ok(default),
@@ -375,7 +375,7 @@ impl Ranks {
             .route(
                 "/top/places",
                 get(move |State(r): State<Arc<Ranks>>, p: Peer, uri: axum::http::Uri| async move {
-                    r.admit(peer(&p).as_ref())?;
+                    r.admit(&p)?;
                     let keys = query_value(&uri, "keys").unwrap_or_default();
                     let keys: Vec<&str> = keys.split(',').filter(|k| !k.is_empty()).collect();
                     if keys.len() > MAX_ROUND_PLAYERS {

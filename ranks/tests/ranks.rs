@@ -264,9 +264,9 @@ fn a_player_registers_a_name_and_gets_tokens_a_host_checks() {
     let (status, keys) = rv.call("GET", "/identity/keys", None);
     assert_eq!(status, 200);
     let keys: TokenKeys = serde_json::from_value(keys).unwrap();
-    let claims = keys.check(&answer.token, "K7MP2Q").unwrap();
+    let claims = keys.check(&answer.token, "K7MP2Q", unix_now()).unwrap();
     assert_eq!((claims.nick.as_str(), claims.sub), ("Alice", alice.public_key().to_string()));
-    assert_eq!(keys.check(&answer.token, "OTHER2"), Err(TokenError::WrongRoom));
+    assert_eq!(keys.check(&answer.token, "OTHER2", unix_now()), Err(TokenError::WrongRoom));
     let (status, jwks) = rv.call("GET", "/.well-known/jwks.json", None);
     assert_eq!(
         (status, jwks["keys"][0]["crv"].as_str(), jwks["keys"][0]["alg"].as_str()),
@@ -286,7 +286,7 @@ fn a_player_s_client_registers_its_name_on_first_use_and_refreshes_its_token() {
     // First use: no name yet, so it registers the one it plays under.
     let token = obtain_token(&url, "K7MP2Q", &ann, "Ann").unwrap();
     let keys = fetch_token_keys(&url).unwrap();
-    assert_eq!(keys.check(&token.token, "K7MP2Q").unwrap().nick, "Ann");
+    assert_eq!(keys.check(&token.token, "K7MP2Q", unix_now()).unwrap().nick, "Ann");
     // Another name asked later is not taken: the key keeps the one it registered.
     assert_eq!(obtain_token(&url, "K7MP2Q", &ann, "Annie").unwrap().nickname, "Ann");
     // Someone else asking for her name plays unverified, and is told why.

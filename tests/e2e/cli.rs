@@ -241,34 +241,42 @@ fn signal_prints_its_address_and_serves_the_ice_list() {
     assert!(turn[0]["credential"].as_str().is_some_and(|p| p.len() == 28), "{answer}");
 }
 
+/// `vimp signal` on a free loopback port with `args` after `signal --bind 127.0.0.1:0`: the
+/// process, its `ws://` URL, and the lines it prints after the first, as they come (every line is
+/// read until it ends: a closed pipe would kill it at its next print).
+fn signal_child(args: &[&std::ffi::OsStr]) -> (std::process::Child, String, std::sync::mpsc::Receiver<String>) {
+    use std::io::{BufRead, BufReader};
+    let mut child = crate::vimp_command()
+        .args(["signal", "--bind", "127.0.0.1:0"])
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("vimp signal starts");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let line = rx.recv_timeout(std::time::Duration::from_secs(30)).expect("the address is printed");
+    let url = format!("ws://{}", line.split_whitespace().nth(4).expect("listening on ADDR"));
+    (child, url, rx)
+}
+
 /// `vimp signal` keeps its identities in the database `--db` names, made on first start,
 /// and serves the keys hosts check tokens against; a database it does not speak stops it
 /// with the reason.
 #[test]
 fn signal_serves_identities_from_its_database() {
-    use std::io::{BufRead, BufReader};
-    use std::process::Stdio;
     use std::time::Duration;
 
     let dir = std::env::temp_dir().join(format!("vimp-e2e-signal-db-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let db = dir.join("rendezvous.db");
     let start = || {
-        let mut child = crate::vimp_command()
-            .args(["signal", "--bind", "127.0.0.1:0", "--no-stun", "--issuer", "rdv.test", "--db"])
-            .arg(&db)
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("vimp signal starts");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        let line = rx.recv_timeout(Duration::from_secs(30)).expect("the address is printed");
-        let url = format!("ws://{}", line.split_whitespace().nth(4).expect("listening on ADDR"));
+        let flags = ["--no-stun", "--issuer", "rdv.test", "--db"].map(std::ffi::OsStr::new);
+        let (child, url, rx) = signal_child(&[&flags[..], &[db.as_os_str()]].concat());
         let identities = rx.recv_timeout(Duration::from_secs(30)).expect("the identities line");
         (child, url, identities)
     };
@@ -305,8 +313,6 @@ fn signal_serves_identities_from_its_database() {
 /// recorded once and every player rated once per round.
 #[test]
 fn round_reports_acknowledged_before_a_sigkill_are_all_there_and_none_counts_twice() {
-    use std::io::{BufRead, BufReader};
-    use std::process::Stdio;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::{Arc, Mutex};
     use std::time::Duration;
@@ -318,21 +324,9 @@ fn round_reports_acknowledged_before_a_sigkill_are_all_there_and_none_counts_twi
     let _ = std::fs::remove_dir_all(&dir);
     let db = dir.join("rendezvous.db");
     let start = || {
-        let mut child = crate::vimp_command()
-            .args(["signal", "--bind", "127.0.0.1:0", "--no-stun", "--requests-per-second", "1000000", "--db"])
-            .arg(&db)
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("vimp signal starts");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        let line = rx.recv_timeout(Duration::from_secs(30)).expect("the address is printed");
-        (child, format!("ws://{}", line.split_whitespace().nth(4).expect("listening on ADDR")))
+        let flags = ["--no-stun", "--requests-per-second", "1000000", "--db"].map(std::ffi::OsStr::new);
+        let (child, url, _lines) = signal_child(&[&flags[..], &[db.as_os_str()]].concat());
+        (child, url)
     };
     let call = |url: &str, method: &str, path: &str, body: Option<String>| {
         http_request(url, method, path, body.as_deref(), Duration::from_secs(20)).expect("the rendezvous answers")

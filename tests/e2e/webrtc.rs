@@ -133,13 +133,18 @@ impl Drop for Proc {
     }
 }
 
-/// `vimp signal` on a free port and a headless host with 2 bots on the small map, lobby
-/// `K7M-P2Q`, with `extra` flags; returns both (killed on drop) and the signalling URL.
-fn signal_and_host(extra: &[&str]) -> (Proc, Proc, String) {
+/// `vimp signal` on a free port (its identities in this run's data folder), and its URL.
+fn signal() -> (Proc, String) {
     let signal = Proc::spawn(&["signal", "--bind", "127.0.0.1:0", "--stun-bind", "127.0.0.1:0"]);
     let line = signal.line_with("listening on", Duration::from_secs(30));
     let addr = line.split_whitespace().nth(4).expect("listening on ADDR").to_owned();
-    let url = format!("ws://{addr}");
+    (signal, format!("ws://{addr}"))
+}
+
+/// `vimp signal` on a free port and a headless host with 2 bots on the small map, lobby
+/// `K7M-P2Q`, with `extra` flags; returns both (killed on drop) and the signalling URL.
+fn signal_and_host(extra: &[&str]) -> (Proc, Proc, String) {
+    let (signal, url) = signal();
     let mut args = vec!["host", "--headless", "--signal", &url, "--code", "K7M-P2Q", "--bots", "2"];
     args.extend(["--map", "maps/test-small.json"]);
     args.extend(extra);
@@ -211,10 +216,7 @@ fn players_register_their_names_and_the_host_verifies_their_tokens() {
     }
     let dir = std::env::temp_dir().join(format!("vimp-e2e-identities-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let db = dir.join("rendezvous.db").display().to_string();
-    let signal = Proc::spawn(&["signal", "--bind", "127.0.0.1:0", "--stun-bind", "127.0.0.1:0", "--db", &db]);
-    let line = signal.line_with("listening on", Duration::from_secs(30));
-    let url = format!("ws://{}", line.split_whitespace().nth(4).expect("listening on ADDR"));
+    let (_signal, url) = signal();
     let host = Proc::spawn(&[
         "host",
         "--headless",

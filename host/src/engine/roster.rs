@@ -196,18 +196,23 @@ impl Roster {
         self.identities = identities.and_then(|i| serde_json::to_string(i).ok());
     }
 
+    /// Whether players' tokens are checked ([`Roster::set_identities`]).
+    pub fn checks_tokens(&self) -> bool {
+        self.identities.is_some()
+    }
+
     /// What checks players' tokens, if anything does.
     pub fn identities(&self) -> Option<Identities> {
         self.identities.as_deref().and_then(|text| serde_json::from_str(text).ok())
     }
 
-    /// Checks `token` for `player`'s slot: when it holds, the slot is verified as the token's
+    /// Checks `token` for `player`'s slot at `now` (seconds since the Unix epoch): when it holds, the slot is verified as the token's
     /// identity and takes its nickname, and an unverified slot that held that name (whatever
     /// its case) is renamed. A slot verified already takes a newer token of the same identity
     /// (a refresh).
-    pub fn verify(&mut self, player: PlayerId, token: &str) -> Result<Verified, VerifyError> {
+    pub fn verify(&mut self, player: PlayerId, token: &str, now: u64) -> Result<Verified, VerifyError> {
         let identities = self.identities().ok_or(VerifyError::NoKeys)?;
-        let claims = identities.keys.check(token, &identities.room)?;
+        let claims = identities.keys.check(token, &identities.room, now)?;
         let nickname = clean_nickname(&claims.nick).ok_or(TokenError::Malformed)?;
         if self.seats.values().any(|s| s.player != player && s.verified.as_deref() == Some(claims.sub.as_str())) {
             return Err(VerifyError::InUse);
@@ -385,20 +390,21 @@ mod tests {
 
     #[test]
     fn a_checked_token_gives_its_name_and_an_unverified_holder_of_it_is_renamed() {
-        use vimp_netcode::identity::{Identity, TokenSigner, unix_now};
+        use vimp_netcode::identity::{Identity, TokenSigner};
         let rendezvous = TokenSigner::new("rdv", &Identity::from_seed([1; 32]));
         let keys = TokenKeys { issuer: "rdv".into(), jwks: rendezvous.jwks() };
         let mut r = Roster::new(8, None, [3; 32]);
         let squatter = r.admit(PeerKey(1), &hello("alice", None), T0, || SessionToken([1; 16])).unwrap();
         let real = r.admit(PeerKey(2), &hello("al", None), T0, || SessionToken([2; 16])).unwrap();
         let alice = Identity::from_seed([2; 32]).public_key();
-        let token = |room: &str| rendezvous.issue(&alice, "Alice", room, unix_now(), 60);
+        const NOW: u64 = 1_800_000_000;
+        let token = |room: &str| rendezvous.issue(&alice, "Alice", room, NOW, 60);
         // No keys: nothing is checked.
-        assert_eq!(r.verify(real.player, &token("K7MP2Q")), Err(VerifyError::NoKeys));
+        assert_eq!(r.verify(real.player, &token("K7MP2Q"), NOW), Err(VerifyError::NoKeys));
         r.set_identities(Some(&Identities { keys, room: "K7MP2Q".into() }));
-        assert_eq!(r.verify(real.player, &token("OTHER2")), Err(VerifyError::Token(TokenError::WrongRoom)));
-        assert_eq!(r.verify(real.player, "garbage"), Err(VerifyError::Token(TokenError::Malformed)));
-        let verified = r.verify(real.player, &token("K7MP2Q")).unwrap();
+        assert_eq!(r.verify(real.player, &token("OTHER2"), NOW), Err(VerifyError::Token(TokenError::WrongRoom)));
+        assert_eq!(r.verify(real.player, "garbage", NOW), Err(VerifyError::Token(TokenError::Malformed)));
+        let verified = r.verify(real.player, &token("K7MP2Q"), NOW).unwrap();
         assert_eq!(
             verified,
             Verified {
@@ -412,9 +418,9 @@ mod tests {
         // A newcomer asking for the name gets another; the same identity cannot sit twice.
         let late = r.admit(PeerKey(3), &hello("ALICE", None), T0, || SessionToken([3; 16])).unwrap();
         assert_eq!(late.nickname, "ALICE (3)", "alice (2) is the renamed one's");
-        assert_eq!(r.verify(late.player, &token("K7MP2Q")), Err(VerifyError::InUse));
+        assert_eq!(r.verify(late.player, &token("K7MP2Q"), NOW), Err(VerifyError::InUse));
         // A refreshed token of the same identity is taken.
-        assert!(r.verify(real.player, &token("K7MP2Q")).is_ok());
+        assert!(r.verify(real.player, &token("K7MP2Q"), NOW).is_ok());
         // The keys travel in checkpoints (bincode), never a token.
         let written = bincode::serde::encode_to_vec(&r, bincode::config::standard()).unwrap();
         let (back, _): (Roster, usize) =

@@ -613,7 +613,9 @@ impl ServerCore {
     /// The room's accolades now: who is verified, and their places; `None` when this host
     /// checks no tokens (nobody can be verified).
     pub fn accolades(&self) -> Option<vimp_netcode::meta::Accolades> {
-        self.roster.identities()?;
+        if !self.roster.checks_tokens() {
+            return None;
+        }
         let room = self.roster.seats().map(|s| {
             let place = s.verified.as_ref().and_then(|k| self.places.get(k)).copied();
             let accolade = vimp_netcode::meta::Accolade { verified: s.verified.is_some(), place };

@@ -165,7 +165,7 @@ impl ServerCore {
     /// A player's token (see [`ServerCore::on_auth`]).
     fn on_token(&mut self, peer: PeerKey, player: PlayerId, token: &str, has_form: bool) {
         let before = self.roster.seat(player).and_then(|s| s.verified.clone());
-        match self.roster.verify(player, token) {
+        match self.roster.verify(player, token, vimp_netcode::identity::unix_now()) {
             Ok(verified) => {
                 let refresh = before.is_some() && verified.was == verified.nickname;
                 if let Some((other, old, new)) = &verified.renamed {
