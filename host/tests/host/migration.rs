@@ -87,6 +87,10 @@ fn a_shadow_replaying_the_log_matches_every_hash_and_ends_in_the_same_state() {
     assert!(shadow.hashes_checked() >= 1500 / 30, "{} hashes checked", shadow.hashes_checked());
     assert!(!shadow.wants_checkpoint());
     assert_same_state(&mut original, &mut shadow);
+    // What the sim said, the host it shadows said: the shadow keeps none of it (a successor
+    // would send it all again when it takes over).
+    assert!(!original.take_meta().is_empty(), "the match said something");
+    assert!(shadow.host_mut().take_meta().is_empty());
 }
 
 #[test]

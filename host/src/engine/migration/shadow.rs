@@ -200,6 +200,8 @@ impl Shadow {
                         self.host.push(command);
                     }
                     self.host.step();
+                    // What the sim says was said by the host it shadows: nothing to keep.
+                    self.host.take_meta();
                     if self.host.tick() != tick {
                         self.wants_checkpoint = true;
                         return Err(MigrationError::Tick { expected: tick, got: self.host.tick() });
