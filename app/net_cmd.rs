@@ -65,12 +65,23 @@ pub struct HostArgs {
     /// The match seed (a random one by default).
     #[arg(long)]
     pub seed: Option<u64>,
+    /// How long a round lasts, seconds (the game's rules by default: 180).
+    #[arg(long, value_name = "SECONDS", value_parser = round_seconds)]
+    pub round_seconds: Option<f32>,
     /// ICE servers for the WebRTC links.
     #[command(flatten)]
     pub ice: IceArgs,
     /// In the window: render frames and save a picture.
     #[command(flatten)]
     pub capture: crate::setup::CaptureArgs,
+}
+
+/// A round's length: 1 second to a day.
+fn round_seconds(text: &str) -> Result<f32, String> {
+    match text.parse::<f32>() {
+        Ok(s) if (1.0..=86_400.0).contains(&s) => Ok(s),
+        _ => Err(format!("{text:?} is not a round's length in seconds (1 to 86400)")),
+    }
 }
 
 fn random_u64() -> u64 {
@@ -155,7 +166,7 @@ impl<'a> HostRun<'a> {
             }
         };
         let seed = args.seed.unwrap_or_else(random_u64);
-        let (host, config) = new_match(game, &args.map, args.bots, args.bot_skill, seed)?;
+        let (host, config) = new_match(game, &args.map, args.bots, args.bot_skill, seed, args.round_seconds)?;
         let mut vote_maps = Vec::new();
         for path in &args.vote_maps {
             let label = path.display().to_string();

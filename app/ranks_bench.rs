@@ -1,9 +1,11 @@
 //! `vimp ranks-bench`: a load on a rendezvous's identities and top, measured from outside. It
 //! starts `vimp signal` on a database (`--db`: a SQLite file, or a PostgreSQL URL) as a process
 //! of its own, or loads the one at `--url`; registers `--identities` players (a challenge and a
-//! signed registration each), then plays `--rooms` rooms at once, each of `--players` of them for
-//! `--rounds` rounds, every player sending its signed copy of each round's results. It prints
-//! registrations and reports a second, the reports' latency, and how many rounds were recorded.
+//! signed registration each) and has each take a token for the room they play in (a round
+//! lists only players who did), then plays `--rooms` rooms at once, each of `--players` of them
+//! for `--rounds` rounds, every player sending its signed copy of each round's results. It
+//! prints registrations, tokens and reports a second, the latency of each, and how many rounds
+//! were recorded.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -15,6 +17,9 @@ use vimp_netcode::rounds::{RoundPlayer, RoundReport, RoundResults};
 use vimp_netcode::signal::http_request;
 
 use crate::signal_bench::Server;
+
+/// The lobby code every room's rounds name (rounds are told apart by their ids).
+const ROOM: &str = "K7MP2Q";
 
 /// What `vimp ranks-bench` was asked to do.
 #[derive(Debug, Clone, clap::Args)]
@@ -152,6 +157,28 @@ pub fn run(args: &RanksBenchArgs) -> anyhow::Result<i32> {
     )?;
     let registration_s = started.elapsed().as_secs_f64();
 
+    // Every player joins its room: a token for it (a round lists only players who took one).
+    let started = Instant::now();
+    let mut tokens = run_jobs(
+        identities.len(),
+        args.concurrency,
+        |i| {
+            let (status, text) = call("POST", "/identity/challenge", None)?;
+            anyhow::ensure!(status == 200, "a challenge: HTTP {status} {text}");
+            let challenge: Challenge = serde_json::from_str(&text)?;
+            let p = &identities[i];
+            let body = serde_json::json!({
+                "publicKey": p.public_key(), "room": ROOM, "challenge": challenge.challenge,
+                "signature": p.prove(&challenge.challenge),
+            });
+            let (status, text) = call("POST", "/identity/token", Some(body.to_string()))?;
+            anyhow::ensure!(status == 200, "a token: HTTP {status} {text}");
+            Ok(())
+        },
+        "joined",
+    )?;
+    let tokens_s = started.elapsed().as_secs_f64();
+
     // Every room's rounds, each player's report of each; rooms interleaved, as rooms that play
     // at once end their rounds at about the same time.
     let run_id = format!("{:x}", std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_millis());
@@ -171,7 +198,7 @@ pub fn run(args: &RanksBenchArgs) -> anyhow::Result<i32> {
                 (0..players).map(|k| &identities[(room * players + k) % identities.len()]).collect();
             let results = RoundResults {
                 id: format!("{run_id}-{room}-{round}"),
-                room: "K7MP2Q".into(),
+                room: ROOM.into(),
                 winner: 1 + (round % 2) as u8,
                 players: members
                     .iter()
@@ -196,6 +223,7 @@ pub fn run(args: &RanksBenchArgs) -> anyhow::Result<i32> {
     let reporting_s = started.elapsed().as_secs_f64();
     let cpu2 = server.as_ref().map_or(0.0, cpu_s);
     registration.sort_by(f64::total_cmp);
+    tokens.sort_by(f64::total_cmp);
     reporting.sort_by(f64::total_cmp);
     let figures = serde_json::json!({
         "database": args.db.as_deref().map(|d| if d.starts_with("postgres") { "postgresql" } else { "sqlite" }),
@@ -207,6 +235,8 @@ pub fn run(args: &RanksBenchArgs) -> anyhow::Result<i32> {
         "registrations_per_s": identities.len() as f64 / registration_s,
         "registration_ms_p50": percentile(&registration, 0.5),
         "registration_ms_p99": percentile(&registration, 0.99),
+        "tokens_per_s": identities.len() as f64 / tokens_s,
+        "token_ms_p99": percentile(&tokens, 0.99),
         "reports": reports.len(),
         "reports_per_s": reports.len() as f64 / reporting_s,
         "report_ms_p50": percentile(&reporting, 0.5),
@@ -225,6 +255,12 @@ pub fn run(args: &RanksBenchArgs) -> anyhow::Result<i32> {
             figures["registrations_per_s"].as_f64().unwrap_or(0.0),
             figures["registration_ms_p50"].as_f64().unwrap_or(0.0),
             figures["registration_ms_p99"].as_f64().unwrap_or(0.0),
+        );
+        println!(
+            "{} tokens for the room in {tokens_s:.1} s: {:.0} a second, p99 {:.1} ms (a challenge and a token each)",
+            args.identities,
+            figures["tokens_per_s"].as_f64().unwrap_or(0.0),
+            figures["token_ms_p99"].as_f64().unwrap_or(0.0),
         );
         println!(
             "{} round reports from {} rooms at once in {reporting_s:.1} s: {:.0} a second, p50 {:.1} ms, p99 {:.1} ms; {} rounds recorded",

@@ -65,8 +65,8 @@ pub fn host_identities(signal: &str, code: &LobbyCode) -> Option<vimp_host::engi
     }
 }
 
-/// A host's fetches of its verified players' places in the global top: when they change, and
-/// every minute, on a thread beside the match; the answer goes to the server, which tells
+/// A host's fetches of its verified players' places in the global top: when they change, a
+/// few seconds after each round's end, and every minute, on a thread beside the match; the answer goes to the server, which tells
 /// every client (`ACCOLADES_DATA`).
 pub struct Places {
     signal: String,
@@ -75,6 +75,8 @@ pub struct Places {
     /// When the verified players were looked at last (a node turns every millisecond).
     looked_at: Option<std::time::Instant>,
     pending: Option<std::sync::mpsc::Receiver<Result<std::collections::BTreeMap<String, u64>, String>>>,
+    /// The server's round ends when they were looked at last.
+    rounds_seen: u64,
 }
 
 impl Places {
@@ -84,6 +86,10 @@ impl Places {
     /// How often the verified players are looked at for a change.
     const LOOK: Duration = Duration::from_secs(1);
 
+    /// How long after a round's end places are asked for again: the time its players' reports
+    /// take to reach the rendezvous and record it.
+    const AFTER_ROUND: Duration = Duration::from_secs(5);
+
     /// Fetches from the rendezvous at `signal`.
     pub fn new(signal: &str) -> Places {
         Places {
@@ -92,6 +98,19 @@ impl Places {
             next_at: std::time::Instant::now(),
             looked_at: None,
             pending: None,
+            rounds_seen: 0,
+        }
+    }
+
+    /// A host's fetches when it checks its players' tokens (one that took a match over from
+    /// a host that did), from the rendezvous at `signal`: made once, on the first turn that
+    /// hosts.
+    pub fn turn_lazily(places: &mut Option<Places>, signal: &str, server: &mut vimp_host::engine::server::ServerCore) {
+        if places.is_none() && server.roster().checks_tokens() {
+            *places = Some(Places::new(signal));
+        }
+        if let Some(places) = places {
+            places.turn(server);
         }
     }
 
@@ -115,6 +134,11 @@ impl Places {
             return;
         }
         self.looked_at = Some(std::time::Instant::now());
+        if server.rounds_ended() > self.rounds_seen {
+            // A round ended: its players' places change once the rendezvous records it.
+            self.rounds_seen = server.rounds_ended();
+            self.next_at = self.next_at.min(std::time::Instant::now() + Self::AFTER_ROUND);
+        }
         let keys = server.verified_keys();
         if keys.is_empty() || (keys == self.asked && std::time::Instant::now() < self.next_at) {
             return;
@@ -132,6 +156,17 @@ impl Places {
         }
         self.asked = keys;
         self.next_at = std::time::Instant::now() + Self::EVERY;
+    }
+}
+
+/// One line on what the rendezvous said of a round report.
+pub fn report_line(round: &str, answer: &Result<vimp_netcode::identity::ReportAnswer, String>) -> String {
+    match answer {
+        Ok(a) if a.recorded => {
+            format!("round {round}: recorded in the global top (signed by {}, {} needed)", a.signed, a.needed)
+        }
+        Ok(a) => format!("round {round}: reported (signed by {} so far, {} needed)", a.signed, a.needed),
+        Err(why) => format!("round {round}: not reported: {why}"),
     }
 }
 
@@ -245,15 +280,20 @@ pub fn client_config(host_timeout_ms: u64) -> ClientConfig {
     ClientConfig { host_timeout: Duration::from_millis(host_timeout_ms.max(1)), ..ClientConfig::default() }
 }
 
-/// A match of `game` on the map file `map` with `bots` bots of `skill` joined and one tick stepped; with its config.
+/// A match of `game` on the map file `map` with `bots` bots of `skill` joined and one tick stepped
+/// (rounds of `round_seconds` when given); with its config.
 pub fn new_match(
     game: &Game,
     map: &std::path::Path,
     bots: u8,
     skill: BotSkill,
     seed: u64,
+    round_seconds: Option<f32>,
 ) -> anyhow::Result<(Host, vimp_host::InitConfig)> {
-    let config = (game.init_config)(seed, skill);
+    let mut config = (game.init_config)(seed, skill);
+    if let Some(seconds) = round_seconds {
+        config.game["rounds"]["roundSeconds"] = serde_json::json!(seconds);
+    }
     let label = map.display().to_string();
     let text = std::fs::read_to_string(map).with_context(|| format!("reading {label}"))?;
     let mut host = Host::new(config.clone(), *game)?;

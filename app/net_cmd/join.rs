@@ -6,6 +6,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+/// How long a leaving player waits for the answers to its round reports still on their way.
+const REPORTS_WAIT: Duration = Duration::from_secs(10);
+
 use serde_json::json;
 use vimp_host::PlayerId;
 use vimp_host::engine::game::Game;
@@ -225,6 +228,8 @@ struct JoinRun<'a> {
     player: Player,
     /// The player's tokens from the rendezvous (none: it plays unverified).
     tokens: Option<vimp_netcode::identity::TokenSource>,
+    /// Once it hosts a match whose tokens are checked, the players' places in the top.
+    places: Option<crate::setup::Places>,
 }
 
 /// What the headless player did and saw in the match.
@@ -250,6 +255,10 @@ struct Player {
     verified_as: Option<String>,
     /// Why the player plays unverified, when it does.
     unverified: Option<String>,
+    /// The round reports it sent, with what the rendezvous said (or why not).
+    rounds: Vec<serde_json::Value>,
+    /// Its place in the global top, as the host said last (`ACCOLADES_DATA`).
+    place: Option<u64>,
 }
 
 impl<'a> JoinRun<'a> {
@@ -317,6 +326,7 @@ impl<'a> JoinRun<'a> {
             watch: JoinWatch::default(),
             player: Player::default(),
             tokens,
+            places: None,
         })
     }
 
@@ -346,6 +356,10 @@ impl<'a> JoinRun<'a> {
         }
         if let Some(witness) = self.witness.as_mut() {
             witness.turn(node);
+        }
+        // Hosting after a takeover from a host that checked tokens: its players' places too.
+        if let Some(server) = node.server_mut() {
+            crate::setup::Places::turn_lazily(&mut self.places, &self.signal, server);
         }
         let (checkpoints, transport_failure) = (node.checkpoints(), node.transport().failure());
         let host_path = node.client().and_then(ClientCore::host_peer).and_then(|h| node.transport().path(h));
@@ -378,6 +392,7 @@ impl<'a> JoinRun<'a> {
             match event {
                 vimp_netcode::identity::TokenEvent::Token(t) => {
                     crate::setup::send_token(client, &t.token);
+                    client.set_identity_key(self.tokens.as_ref().map(|s| s.public_key().to_string()));
                     if self.player.verified_as.replace(t.nickname.clone()).is_none() {
                         eprintln!("token sent to the host: {} (registered at the rendezvous)", t.nickname);
                     }
@@ -385,6 +400,19 @@ impl<'a> JoinRun<'a> {
                 vimp_netcode::identity::TokenEvent::Unverified(why) => {
                     eprintln!("playing unverified: {why}");
                     self.player.unverified = Some(why);
+                }
+                vimp_netcode::identity::TokenEvent::Reported { round, answer } => self.player.reported(round, answer),
+            }
+        }
+        // A round's end: this player's signed copy of what its scoreboard showed, to the top.
+        if let Some(tokens) = self.tokens.as_mut() {
+            while let Some(heard) = client.take_round() {
+                match heard {
+                    Ok(results) => tokens.report(results),
+                    Err(why) => {
+                        eprintln!("a round's results not signed: {why}");
+                        self.player.rounds.push(json!({ "error": why.to_string() }));
+                    }
                 }
             }
         }
@@ -407,6 +435,19 @@ impl<'a> JoinRun<'a> {
             crate::setup::await_successor(node, || self.start.elapsed());
         }
         node.leave(end);
+        // Round reports on their way get their answers (a few seconds at most).
+        if let Some(tokens) = self.tokens.as_mut() {
+            let deadline = std::time::Instant::now() + REPORTS_WAIT;
+            while tokens.reporting() && std::time::Instant::now() < deadline {
+                match tokens.poll() {
+                    Some(vimp_netcode::identity::TokenEvent::Reported { round, answer }) => {
+                        self.player.reported(round, answer)
+                    }
+                    Some(_) => {}
+                    None => std::thread::sleep(Duration::from_millis(20)),
+                }
+            }
+        }
         if node.client().is_some_and(|c| c.welcome().is_some() && c.closed().is_none()) {
             // The close frame on its way, the links still open: the host sees a player who
             // left, not one whose link dropped.
@@ -485,6 +526,8 @@ impl<'a> JoinRun<'a> {
         // Asking the room before a claim (one `json!` holds only so many fields).
         report["verified_as"] = identity["verified_as"].clone();
         report["unverified_reason"] = identity["unverified_reason"].clone();
+        report["rounds_reported"] = json!(player.rounds);
+        report["place"] = json!(player.place);
         report["host_checks"] = json!(stats.host_checks);
         report["takeovers_held"] = json!(stats.takeovers_held);
         report["host_checks_answered"] = json!(stats.host_checks_answered);
@@ -524,6 +567,15 @@ fn getting_in(
 }
 
 impl Player {
+    /// What the rendezvous said of one of its round reports: said, and kept for the figures.
+    fn reported(&mut self, round: String, answer: Result<vimp_netcode::identity::ReportAnswer, String>) {
+        eprintln!("{}", crate::setup::report_line(&round, &answer));
+        self.rounds.push(match answer {
+            Ok(a) => json!({ "id": round, "signed": a.signed, "needed": a.needed, "recorded": a.recorded }),
+            Err(why) => json!({ "id": round, "error": why }),
+        });
+    }
+
     /// Keeps the session token in `--token-file` once welcomed (a player's, not a spectator's).
     fn keep_token(&mut self, args: &JoinArgs, client: &ClientCore) {
         if let (Some(path), Some(w)) = (&args.token_file, client.welcome())
@@ -642,6 +694,11 @@ impl Player {
         }
         for (port, payload) in meta {
             answer_form(client, port, &payload);
+            if let (Ok(vimp_netcode::meta::MetaMessage::Accolades(room)), Some(w)) =
+                (vimp_netcode::meta::MetaMessage::decode(port, &payload), client.welcome())
+            {
+                self.place = room.of(u32::from(w.player_id)).and_then(|a| a.place);
+            }
             if port == vimp_netcode::meta::STAT_DATA
                 && let (Ok(stat), Some(w)) = (serde_json::from_slice::<serde_json::Value>(&payload), client.welcome())
             {

@@ -367,6 +367,7 @@ impl MatchState {
                 }
                 HostNote::MapWarnings(lines) => self.map_warnings = Some((lines.join("\n"), now)),
                 HostNote::MapInvalid(errors) => self.map_error = Some(errors),
+                HostNote::Reported(line) => self.note = Some((line, now)),
             }
         }
         if self.interp.is_none()

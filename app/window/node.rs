@@ -111,7 +111,7 @@ pub struct OnlineConfig {
     pub password: Option<String>,
 }
 
-/// What the host tells the window about the map it plays.
+/// What the node tells the window beside the match: the map it plays, and the top.
 #[derive(Clone, Debug, PartialEq)]
 pub enum HostNote {
     /// The watched map was saved and is being played now.
@@ -120,6 +120,8 @@ pub enum HostNote {
     MapInvalid(String),
     /// The map being played (at the start, or just reloaded) has warnings (`field: warning: reason`).
     MapWarnings(Vec<String>),
+    /// What the rendezvous said of the player's report of a round (a line).
+    Reported(String),
 }
 
 /// What the window reads of its player's client and of the node, as the node thread
@@ -541,8 +543,14 @@ impl Turns {
             }
             match self.node.server_mut() {
                 Some(server) => {
-                    if let Some(places) = self.places.as_mut() {
-                        places.turn(server);
+                    // A match taken over from a host that checked tokens: its places too.
+                    match self.tokens.as_ref() {
+                        Some(tokens) => crate::setup::Places::turn_lazily(&mut self.places, tokens.signal(), server),
+                        None => {
+                            if let Some(places) = self.places.as_mut() {
+                                places.turn(server);
+                            }
+                        }
                     }
                     let notes = self.watch.as_mut().map(|w| w.poll(&game, server)).unwrap_or_default();
                     self.shared.inbox.lock().unwrap_or_else(PoisonError::into_inner).notes.extend(notes);
@@ -575,11 +583,27 @@ impl Turns {
             }
             if let (Some(tokens), Some(client)) = (self.tokens.as_mut(), self.node.client_mut())
                 && client.welcome().is_some()
-                && let Some(event) = tokens.poll()
             {
-                match event {
-                    TokenEvent::Token(t) => crate::setup::send_token(client, &t.token),
-                    TokenEvent::Unverified(why) => eprintln!("playing unverified: {why}"),
+                match tokens.poll() {
+                    Some(TokenEvent::Token(t)) => {
+                        crate::setup::send_token(client, &t.token);
+                        client.set_identity_key(Some(tokens.public_key().to_string()));
+                    }
+                    Some(TokenEvent::Unverified(why)) => eprintln!("playing unverified: {why}"),
+                    Some(TokenEvent::Reported { round, answer }) => {
+                        let line = crate::setup::report_line(&round, &answer);
+                        eprintln!("{line}");
+                        let note = HostNote::Reported(line);
+                        self.shared.inbox.lock().unwrap_or_else(PoisonError::into_inner).notes.push(note);
+                    }
+                    None => {}
+                }
+                // A round's end: the player's signed copy of what its scoreboard showed.
+                while let Some(heard) = client.take_round() {
+                    match heard {
+                        Ok(results) => tokens.report(results),
+                        Err(why) => eprintln!("a round's results not signed: {why}"),
+                    }
                 }
             }
             publish(&mut self.node, &self.shared, now, &mut chat_seen);
@@ -672,7 +696,8 @@ type Built =
 /// Builds the match (map loaded, bots joined) and the node hosting it, with the window's
 /// player: over WebRTC when online, over a transport nobody joins when local.
 fn build(config: &HostConfig, hello: Hello) -> anyhow::Result<Built> {
-    let (host, init) = crate::setup::new_match(&config.game, &config.map, config.bots, config.skill, config.seed)?;
+    let (host, init) =
+        crate::setup::new_match(&config.game, &config.map, config.bots, config.skill, config.seed, None)?;
     let mut keep_alive = None;
     let mut lobby = None;
     let mut password = None;

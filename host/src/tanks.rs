@@ -160,15 +160,20 @@ impl Plugin for TanksPlugin {
         )
         .add_systems(
             HostTick,
-            (tank::step_tank_levels, weapons::step_bomb_levels, weapons::burst_bombs, lagcomp::record_hulls)
+            (
+                tank::step_tank_levels,
+                weapons::step_bomb_levels,
+                weapons::burst_bombs,
+                lagcomp::record_hulls,
+                // Every tick: a round's end reports the scores it ended with.
+                rows::publish_scores,
+            )
                 .chain()
                 .in_set(HostSystems::Contacts),
         )
         .add_systems(
             HostTick,
-            (rows::build_rows, rows::publish_scores, rows::publish_panels)
-                .in_set(HostSystems::Snapshot)
-                .in_set(RowsSystems),
+            (rows::build_rows, rows::publish_panels).in_set(HostSystems::Snapshot).in_set(RowsSystems),
         );
     }
 }

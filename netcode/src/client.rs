@@ -119,6 +119,7 @@ mod keys;
 pub mod reconnect;
 mod redialing;
 mod report;
+mod rounds;
 mod shadow;
 mod silence;
 mod snapshots;
@@ -248,6 +249,8 @@ pub struct ClientCore {
     keys: keys::Keys,
     /// The lines heard, and those said that wait for a host.
     chat: chat::Chat,
+    /// The scoreboard, and the round ends heard, for a verified player to sign.
+    rounds: rounds::Rounds,
 }
 
 impl ClientCore {
@@ -272,6 +275,7 @@ impl ClientCore {
             redialing: redialing::Redialing::default(),
             keys: keys::Keys::new(config.input_history),
             chat: chat::Chat::default(),
+            rounds: rounds::Rounds::default(),
             settings: config,
         }
     }
@@ -390,6 +394,21 @@ impl ClientCore {
     /// Chat lines received (`[text, author, teamId]`).
     pub fn chat(&self) -> &[serde_json::Value] {
         self.chat.lines()
+    }
+
+    /// Says that this client's player plays verified under the identity `key` (its
+    /// [`PublicKey`](crate::identity::PublicKey)'s text), or no longer does (`None`): the round
+    /// ends its hosts send are checked for it from now on ([`Self::take_round`]).
+    pub fn set_identity_key(&mut self, key: Option<String>) {
+        self.rounds.set_key(key);
+    }
+
+    /// The oldest round end heard and not taken, for a verified player: the results to sign
+    /// and send the rendezvous ([`RoundReport::sign`](crate::rounds::RoundReport::sign)), or
+    /// why they are not this player's to sign (they disagree with its scoreboard, or do not
+    /// read). Each round end is taken once.
+    pub fn take_round(&mut self) -> Option<Result<crate::rounds::RoundResults, crate::rounds::RoundError>> {
+        self.rounds.take()
     }
 
     /// Other meta messages received, `(port, payload)`, taken.

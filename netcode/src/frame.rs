@@ -188,6 +188,11 @@ pub mod op {
     /// The answer to a [`HOST_CHECK`]: the epoch of the host the answerer follows and how long
     /// ago it last heard it (client → client).
     pub const HOST_SEEN: u8 = 53;
+    /// A round's end: the results the host reports to the rendezvous and the stat row of each
+    /// of their players, for every verified player to check against its scoreboard and sign
+    /// (host → client, JSON; see [`RoundOver`](crate::rounds::RoundOver)). Sent only by a host
+    /// that checks tokens.
+    pub const ROUND_RESULTS: u8 = 54;
     /// One chunk of a frame above [`MAX_MESSAGE`](super::MAX_MESSAGE) bytes, see the [module docs](super).
     pub const CHUNK: u8 = 255;
 

@@ -443,7 +443,10 @@ pub struct Challenge {
 }
 
 #[cfg(any(feature = "webrtc", feature = "signal-server"))]
-pub use fetch::{TokenEvent, TokenSource, TopEntry, fetch_places, fetch_token_keys, fetch_top, obtain_token};
+pub use fetch::{
+    ReportAnswer, TokenEvent, TokenSource, TopEntry, fetch_places, fetch_token_keys, fetch_top, obtain_token,
+    send_report,
+};
 
 /// A player's side of the rendezvous's identity routes, over plain HTTP.
 #[cfg(any(feature = "webrtc", feature = "signal-server"))]
@@ -452,6 +455,7 @@ mod fetch {
     use std::time::Duration;
 
     use super::{Challenge, Identity, IssuedToken, TokenKeys, unix_now};
+    use crate::rounds::{RoundReport, RoundResults};
     use crate::signal::http_request;
 
     /// How long each request to the rendezvous may take.
@@ -575,6 +579,36 @@ mod fetch {
         serde_json::from_str(&body).map_err(|e| format!("a token that does not read: {e}"))
     }
 
+    /// What the rendezvous said of a round report (`POST /rounds`).
+    #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct ReportAnswer {
+        /// The report was new (one sent again is kept once).
+        pub kept: bool,
+        /// How many verified players signed the same results so far.
+        pub signed: u64,
+        /// How many must: a strict majority of the round's verified players.
+        pub needed: u64,
+        /// The round is recorded with these results.
+        pub recorded: bool,
+        /// This report recorded it.
+        pub recorded_now: bool,
+    }
+
+    /// Sends `report` to the rendezvous at `signal` (`POST /rounds`).
+    pub fn send_report(signal: &str, report: &RoundReport) -> Result<ReportAnswer, (u16, String)> {
+        let body = serde_json::to_string(report).map_err(|e| (0, e.to_string()))?;
+        let (status, text) = call(signal, "POST", "/rounds", Some(&body)).map_err(|e| (0, e))?;
+        if status != 200 {
+            return Err((status, error_of(status, &text)));
+        }
+        serde_json::from_str(&text).map_err(|e| (status, format!("an answer that does not read: {e}")))
+    }
+
+    /// How many times a round report is sent before it is given up (when the rendezvous
+    /// cannot be reached, is busy or fails), and the wait before each try again.
+    const REPORT_RETRIES: [Duration; 3] = [Duration::from_secs(1), Duration::from_secs(4), Duration::from_secs(15)];
+
     /// What a [`TokenSource`] has for its player.
     #[derive(Clone, Debug, PartialEq, Eq)]
     pub enum TokenEvent {
@@ -582,6 +616,14 @@ mod fetch {
         Token(IssuedToken),
         /// No token: the player plays unverified, for this reason.
         Unverified(String),
+        /// The player's signed copy of a round's results went to the rendezvous
+        /// ([`TokenSource::report`]): what it said, or why it could not be sent.
+        Reported {
+            /// The round's id.
+            round: String,
+            /// The rendezvous's answer.
+            answer: Result<ReportAnswer, String>,
+        },
     }
 
     /// A player's tokens for one room, fetched on a thread of their own so that a join never
@@ -598,6 +640,8 @@ mod fetch {
         next_at: Option<u64>,
         /// Whether a token came once: a failed refresh is tried again, quietly.
         had_one: bool,
+        /// Round reports on their way.
+        reports: Vec<mpsc::Receiver<TokenEvent>>,
     }
 
     impl TokenSource {
@@ -611,6 +655,7 @@ mod fetch {
                 pending: None,
                 next_at: Some(0),
                 had_one: false,
+                reports: Vec::new(),
             };
             source.fetch();
             source
@@ -627,8 +672,63 @@ mod fetch {
             self.next_at = None;
         }
 
+        /// The rendezvous it asks (`ws://HOST:PORT`).
+        pub fn signal(&self) -> &str {
+            &self.signal
+        }
+
+        /// The player's identity key.
+        pub fn public_key(&self) -> super::PublicKey {
+            self.identity.public_key()
+        }
+
+        /// Signs `results` (a round this player played, as its scoreboard showed it) and
+        /// sends them to the rendezvous, on a thread of its own, trying again a few times
+        /// when it cannot be reached or is busy; [`Self::poll`] tells what it said.
+        pub fn report(&mut self, results: RoundResults) {
+            let (tx, rx) = mpsc::channel();
+            let signal = self.signal.clone();
+            let report = RoundReport::sign(results, &self.identity);
+            let spawned = std::thread::Builder::new().name("vimp-report".into()).spawn(move || {
+                let mut retries = REPORT_RETRIES.iter();
+                let answer = loop {
+                    match send_report(&signal, &report) {
+                        Ok(answer) => break Ok(answer),
+                        // Not reached, too many requests, or the rendezvous failed: again, later.
+                        Err((status, why)) if status == 0 || status == 429 || status >= 500 => match retries.next() {
+                            Some(wait) => std::thread::sleep(*wait),
+                            None => break Err(why),
+                        },
+                        Err((_, why)) => break Err(why),
+                    }
+                };
+                let _ = tx.send(TokenEvent::Reported { round: report.results.id.clone(), answer });
+            });
+            if spawned.is_ok() {
+                self.reports.push(rx);
+            }
+        }
+
+        /// Whether round reports are on their way (their answers not taken yet).
+        pub fn reporting(&self) -> bool {
+            !self.reports.is_empty()
+        }
+
         /// What came since the last call, if anything; asks again when a token is due.
         pub fn poll(&mut self) -> Option<TokenEvent> {
+            let mut i = 0;
+            while let Some(rx) = self.reports.get(i) {
+                match rx.try_recv() {
+                    Ok(event) => {
+                        self.reports.swap_remove(i);
+                        return Some(event);
+                    }
+                    Err(mpsc::TryRecvError::Empty) => i += 1,
+                    Err(mpsc::TryRecvError::Disconnected) => {
+                        self.reports.swap_remove(i);
+                    }
+                }
+            }
             let now = unix_now();
             if self.pending.is_none() && self.next_at.is_some_and(|at| now >= at) {
                 self.fetch();

@@ -8,7 +8,7 @@
 //! | `GET /identity/keys` | | `{"issuer", "jwks"}`: what a host checks tokens against |
 //! | `GET /.well-known/jwks.json` | | the signing keys alone, as a JWKS |
 //! | `GET /identity/{publicKey}` | | `{"publicKey", "nickname"}`; 404 |
-//! | `POST /rounds` | a [`RoundReport`] | `{"kept", "signed", "needed", "recorded", "recordedNow"}`: the round is recorded once a strict majority of its verified players signed the same results |
+//! | `POST /rounds` | a [`RoundReport`] | `{"kept", "signed", "needed", "recorded", "recordedNow"}`: the round is recorded once a strict majority of its verified players signed the same results; 403 when it lists a player who took no token for its room in the last day ([`ROOM_TOKEN_SECS`]) |
 //! | `GET /top?limit=N&offset=M` | | `{"players": [Standing…]}`, best first (at most 100) |
 //! | `GET /top/places?keys=K1,K2,…` | | `{"players": [Standing…]}`: the places of the given players that have any |
 //!
@@ -47,6 +47,10 @@ pub const MAX_BODY: usize = 4096;
 
 /// How long a challenge is good for, seconds.
 pub const CHALLENGE_SECS: u64 = 60;
+
+/// How long after its last token for a room a player may be listed in that room's rounds,
+/// seconds (a day: reports sent late, after a restart, still count).
+pub const ROOM_TOKEN_SECS: u64 = 24 * 60 * 60;
 
 /// What the rendezvous signs its challenges in (apart from anything a player signs).
 const CHALLENGE_CONTEXT: &str = "vimp-challenge-v1:";
@@ -252,13 +256,14 @@ impl Ranks {
             .await?
             .ok_or_else(|| refuse(StatusCode::NOT_FOUND, "this key has no nickname: register one first"))?;
         let token = self.signer.issue(&key, &nickname, room.as_str(), now, self.config.token_lifetime);
+        self.store.note_token(&key, room.as_str(), now).await?;
         Ok(TokenAnswer { token, nickname, expires_at: now + self.config.token_lifetime })
     }
 
     /// Takes a player's signed copy of a round's results.
     pub async fn report(&self, report: &RoundReport, now: u64) -> Result<serde_json::Value, Refusal> {
         report.check().map_err(|e| match e {
-            RoundError::Invalid(_) => refuse(StatusCode::BAD_REQUEST, e.to_string()),
+            RoundError::Invalid(_) | RoundError::Disagrees(_) => refuse(StatusCode::BAD_REQUEST, e.to_string()),
             RoundError::NotAPlayer => refuse(StatusCode::FORBIDDEN, e.to_string()),
             RoundError::BadSignature => refuse(StatusCode::UNAUTHORIZED, e.to_string()),
         })?;
@@ -267,6 +272,16 @@ impl Ranks {
         let key: PublicKey = report.public_key.parse().map_err(|e| refuse(StatusCode::BAD_REQUEST, format!("{e}")))?;
         if self.store.nickname_of(&key).await?.is_none() {
             return Err(refuse(StatusCode::FORBIDDEN, "the reporter has no registered nickname"));
+        }
+        // A host may list only players who joined its room: each took a token for it here.
+        let since = now.saturating_sub(ROOM_TOKEN_SECS);
+        let strangers = self.store.strangers(&report.results, since).await?;
+        if !strangers.is_empty() {
+            let room = &report.results.room;
+            return Err(refuse(
+                StatusCode::FORBIDDEN,
+                format!("the round lists players who took no token for room {room}: {}", strangers.join(", ")),
+            ));
         }
         let outcome = self.store.report(report, now).await?;
         Ok(serde_json::json!({

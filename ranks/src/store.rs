@@ -29,9 +29,10 @@ pub enum StoreError {
 }
 
 /// The migrations, in order: what each version of the schema adds.
-const MIGRATIONS: [(i64, &str, &str); 2] = [
+const MIGRATIONS: [(i64, &str, &str); 3] = [
     (1, "identities", include_str!("../migrations/0001_identities.sql")),
     (2, "rounds", include_str!("../migrations/0002_rounds.sql")),
+    (3, "room tokens", include_str!("../migrations/0003_room_tokens.sql")),
 ];
 
 fn migrator() -> Migrator {
@@ -420,6 +421,41 @@ impl Store {
             skill,
             rounds: row.try_get::<i64, _>(3)?.max(0) as u64,
         }))
+    }
+
+    /// Notes that `key` took a token for `room` at `now`.
+    pub async fn note_token(&self, key: &PublicKey, room: &str, now: u64) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO room_tokens (public_key, room, issued_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (public_key, room) DO UPDATE SET issued_at = $3",
+        )
+        .bind(key.to_string())
+        .bind(room)
+        .bind(now as i64)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// The verified players of `results` that took no token for its room at `since` or later:
+    /// players who did not join that room through this rendezvous.
+    pub async fn strangers(&self, results: &RoundResults, since: u64) -> Result<Vec<String>, StoreError> {
+        let keys: Vec<&str> = results.verified().collect();
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let marks: Vec<String> = (0..keys.len()).map(|i| format!("${}", i + 3)).collect();
+        let sql = format!(
+            "SELECT public_key FROM room_tokens WHERE room = $1 AND issued_at >= $2 AND public_key IN ({})",
+            marks.join(", ")
+        );
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(&results.room).bind(since as i64);
+        for key in &keys {
+            query = query.bind(*key);
+        }
+        let joined: Vec<String> =
+            query.fetch_all(&self.pool).await?.iter().map(|r| r.try_get::<String, _>(0)).collect::<Result<_, _>>()?;
+        Ok(keys.into_iter().filter(|k| !joined.iter().any(|j| j == k)).map(str::to_owned).collect())
     }
 
     /// Whether `reporter`'s report of round `round_id` is kept.

@@ -330,6 +330,22 @@ fn rounds_reported_over_http_make_the_top() {
     }
     let results = round("m9-r1", &players.iter().collect::<Vec<_>>());
     let send = |report: &RoundReport| rv.call("POST", "/rounds", Some(&serde_json::to_string(report).unwrap()));
+    // Players who never joined the room (no token for it): a host may not list them.
+    assert_eq!(rv.token(&players[0], "K7MP2Q").0, 200);
+    assert_eq!(rv.token(&players[2], "H7MP3R").0, 200);
+    let (status, body) = send(&RoundReport::sign(results.clone(), &players[0]));
+    let why = body["error"].as_str().unwrap_or_default();
+    assert_eq!(status, 403, "{body}");
+    assert!(
+        why.contains("no token for room K7MP2Q")
+            && why.contains(&players[1].public_key().to_string())
+            && why.contains(&players[2].public_key().to_string())
+            && !why.contains(&players[0].public_key().to_string()),
+        "{why}"
+    );
+    for p in &players {
+        assert_eq!(rv.token(p, "K7MP2Q").0, 200);
+    }
     let (status, body) = send(&RoundReport::sign(results.clone(), &players[0]));
     assert_eq!((status, body["recorded"].as_bool(), body["needed"].as_u64()), (200, Some(false), Some(2)), "{body}");
     // A stranger's copy, and a copy altered after signing: refused with why.

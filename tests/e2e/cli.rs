@@ -341,6 +341,14 @@ fn round_reports_acknowledged_before_a_sigkill_are_all_there_and_none_counts_twi
             "signature": p.prove(&challenge.challenge),
         });
         assert_eq!(call(&url, "POST", "/identity/register", Some(body.to_string())).0, 201);
+        // Each joins the room: a round lists only players who took a token for it.
+        let (_, text) = call(&url, "POST", "/identity/challenge", None);
+        let challenge: Challenge = serde_json::from_str(&text).expect("a challenge");
+        let body = serde_json::json!({
+            "publicKey": p.public_key(), "room": "K7MP2Q", "challenge": challenge.challenge,
+            "signature": p.prove(&challenge.challenge),
+        });
+        assert_eq!(call(&url, "POST", "/identity/token", Some(body.to_string())).0, 200);
     }
     // 40 rounds of three players each, every one of them reporting: 120 reports.
     let reports: Vec<RoundReport> = (0..40usize)

@@ -27,8 +27,9 @@ struct Table {
 impl Table {
     fn new() -> Table {
         let clock = Instant::now();
-        let (host, init) = vimp::setup::new_match(&vimp::GAME, &repo("maps/test-small.json"), 2, Default::default(), 7)
-            .expect("the match builds");
+        let (host, init) =
+            vimp::setup::new_match(&vimp::GAME, &repo("maps/test-small.json"), 2, Default::default(), 7, None)
+                .expect("the match builds");
         let mut host_end = MemoryTransport::new(HOST);
         let mut ann = MemoryTransport::new(ANN);
         let mut bob = MemoryTransport::new(BOB);
@@ -200,8 +201,9 @@ fn the_players_vote_the_host_away_twice_and_no_tick_is_lost() {
 /// A match (2 bots on the small map) hosted by a node on the in-memory transport `HOST`,
 /// with no player of its own.
 fn hosting_node() -> vimp_host::engine::node::Node<MemoryTransport> {
-    let (host, init) = vimp::setup::new_match(&vimp::GAME, &repo("maps/test-small.json"), 2, Default::default(), 9)
-        .expect("the match builds");
+    let (host, init) =
+        vimp::setup::new_match(&vimp::GAME, &repo("maps/test-small.json"), 2, Default::default(), 9, None)
+            .expect("the match builds");
     let config = ServerConfig {
         client_config: vimp_host::tanks::client_config(&init),
         session: vimp_host::engine::server::session_config(&init.game),

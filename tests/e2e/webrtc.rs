@@ -271,6 +271,85 @@ fn players_register_their_names_and_the_host_verifies_their_tokens() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Verified players of a real match sign each round's results as their scoreboards showed
+/// them and send them to the rendezvous, which records the round once both signed; the host
+/// then asks for their places and tells them. Two players on opposite teams: both rated.
+#[test]
+fn verified_players_report_their_rounds_and_the_rendezvous_records_them() {
+    if !in_own_netns("webrtc::verified_players_report_their_rounds_and_the_rendezvous_records_them") {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("vimp-e2e-rounds-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (_signal, url) = signal();
+    // Rounds of 10 s, 3 s apart: they end about 10, 23 and 36 s in.
+    let host = Proc::spawn(&[
+        "host",
+        "--headless",
+        "--signal",
+        &url,
+        "--code",
+        "K7M-P2Q",
+        "--map",
+        "maps/test-small.json",
+        "--round-seconds",
+        "10",
+        "--seconds",
+        "120",
+    ]);
+    host.line_with("checked against the rendezvous's keys", Duration::from_secs(30));
+    let join = |name: &str| {
+        let identity = dir.join(format!("{name}.json")).display().to_string();
+        let args = ["join", "k7mp2q", "--signal", &url, "--headless", "--name", name, "--seconds", "40", "--json"];
+        Proc::spawn(&[&args[..], &["--identity", &identity]].concat())
+    };
+    let (ann, bob) = (join("Ann"), join("Bob"));
+    let (out_a, status_a) = ann.finish(Duration::from_secs(120));
+    let (out_b, status_b) = bob.finish(Duration::from_secs(120));
+    let (ra, rb) = (report(&out_a), report(&out_b));
+    println!("ann: {}\nbob: {}", ra["rounds_reported"], rb["rounds_reported"]);
+    assert!(status_a.success() && status_b.success(), "{ra}\n{rb}");
+    assert_eq!((ra["verified_as"].as_str(), rb["verified_as"].as_str()), (Some("Ann"), Some("Bob")));
+    // The rounds each signed: none refused or disagreeing, and the same ones for both.
+    let signed = |r: &serde_json::Value| {
+        let list = r["rounds_reported"].as_array().cloned().unwrap_or_default();
+        assert!(list.iter().all(|x| x["error"].is_null()), "a report failed: {list:?}");
+        list.iter().map(|x| x["id"].as_str().expect("an id").to_owned()).collect::<std::collections::BTreeSet<_>>()
+    };
+    let (sa, sb) = (signed(&ra), signed(&rb));
+    let both: Vec<&String> = sa.intersection(&sb).collect();
+    assert!(!both.is_empty(), "both signed a round: {sa:?} {sb:?}");
+    // Each round both signed is recorded: the second report of it says so.
+    let recorded = |r: &serde_json::Value, id: &str| {
+        r["rounds_reported"].as_array().into_iter().flatten().any(|x| x["id"] == id && x["recorded"] == true)
+    };
+    for id in &both {
+        assert!(recorded(&ra, id) || recorded(&rb, id), "round {id} recorded");
+        assert!(id.starts_with("K7MP2Q-"), "{id}");
+    }
+    // Both rated (opposite teams), and each told its place by the host.
+    let (status, top) = vimp_netcode::signal::http_request(&url, "GET", "/top", None, Duration::from_secs(10))
+        .expect("the rendezvous answers");
+    let top: serde_json::Value = serde_json::from_str(&top).expect("JSON");
+    println!("top: {top}");
+    assert_eq!(status, 200);
+    let names: Vec<&str> =
+        top["players"].as_array().into_iter().flatten().filter_map(|p| p["nickname"].as_str()).collect();
+    assert!(names.contains(&"Ann") && names.contains(&"Bob"), "{top}");
+    let rounds = |name: &str| {
+        top["players"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|p| p["nickname"] == name)
+            .and_then(|p| p["rounds"].as_u64())
+    };
+    assert_eq!(rounds("Ann"), Some(both.len() as u64), "rated once per round: {top}");
+    assert!(ra["place"].as_u64().is_some() && rb["place"].as_u64().is_some(), "places told: {ra} {rb}");
+    drop(host);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A join that cannot get in says why, with its own exit code, and does not wait out
 /// `--seconds`: no signalling server (3), nobody to welcome it in the room (4), or someone in
 /// the room it finds no path to (5).

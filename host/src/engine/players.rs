@@ -156,6 +156,21 @@ pub struct Score {
 #[derive(Resource, Clone, Debug, Default, PartialEq, Eq)]
 pub struct Scores(pub BTreeMap<PlayerId, Score>);
 
+/// A round the game ended ([`RoundEnds`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RoundEnd {
+    /// The team that won (0: a draw, or no teams).
+    pub winner: u8,
+}
+
+/// The rounds the game ended since the session layer last looked: the game pushes one when
+/// it decides a round (the scoreboard, [`Scores`], then holds the round's scores). A host
+/// whose players' tokens are checked sends every client the round's results to sign for the
+/// global top ([`ROUND_RESULTS`](vimp_netcode::frame::op::ROUND_RESULTS)). Like the meta
+/// outbox, not part of a dump.
+#[derive(Resource, Clone, Debug, Default, PartialEq, Eq)]
+pub struct RoundEnds(pub Vec<RoundEnd>);
+
 /// Each player's HUD panel as the game keeps it: `key → value` (`t` — round time in seconds —
 /// is the one key the engine names; the rest are the game's).
 #[derive(Resource, Clone, Debug, Default, PartialEq, Eq)]

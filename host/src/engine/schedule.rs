@@ -78,6 +78,7 @@ impl Plugin for HostPlugin {
             .init_resource::<GameHooks>()
             .init_resource::<MetaOutbox>()
             .init_resource::<players::Scores>()
+            .init_resource::<players::RoundEnds>()
             .init_resource::<players::Panels>();
 
         let mut schedule = Schedule::new(HostTick);
@@ -285,6 +286,11 @@ impl Host {
     /// The meta messages produced since the last call, taken.
     pub fn take_meta(&mut self) -> Vec<Outgoing> {
         std::mem::take(&mut self.app.world_mut().resource_mut::<MetaOutbox>().0)
+    }
+
+    /// The rounds the game ended since the last call, taken.
+    pub fn take_round_ends(&mut self) -> Vec<players::RoundEnd> {
+        std::mem::take(&mut self.app.world_mut().resource_mut::<players::RoundEnds>().0)
     }
 
     /// The whole match state as bytes (see [`state::serialize_state`]).

@@ -53,6 +53,7 @@
 mod chat;
 mod output;
 mod peers;
+mod rounds;
 mod status;
 mod succession;
 mod vote;
@@ -224,6 +225,8 @@ pub struct ServerCore {
     places: BTreeMap<String, u64>,
     /// The accolades every client heard last.
     accolades_sent: Option<vimp_netcode::meta::Accolades>,
+    /// Round ends told to the clients ([`ServerCore::rounds_ended`]).
+    rounds_ended: u64,
     map_vote: Option<MapVote>,
     /// Spectators' seats and the player each one watches.
     watching: BTreeMap<PlayerId, Option<PlayerId>>,
@@ -398,6 +401,7 @@ impl ServerCore {
             auth_values: BTreeMap::new(),
             places: BTreeMap::new(),
             accolades_sent: None,
+            rounds_ended: 0,
             map_vote: None,
             watching: BTreeMap::new(),
             migration: succession::Migration::new(config.migration.clone()),
@@ -785,6 +789,7 @@ impl ServerCore {
         for _ in 0..steps {
             self.host.step();
             self.send_tick_output();
+            self.report_round_ends();
         }
         if now >= self.next_stat {
             self.next_stat = now + STAT_INTERVAL;

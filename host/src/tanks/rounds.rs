@@ -10,6 +10,7 @@ use serde_json::json;
 
 use crate::engine::map;
 use crate::engine::meta::MetaOutbox;
+use crate::engine::players::{RoundEnd, RoundEnds};
 use crate::engine::sim::EngineSettings;
 use crate::tanks::TanksRules;
 use vimp_netcode::meta::{GameInform, Sound};
@@ -99,6 +100,7 @@ pub(crate) fn run_rounds(world: &mut World) {
     let rules = world.resource::<TanksRules>().0.rounds.clone();
     let mut round = world.resource::<Round>().clone();
     let mut reload = false;
+    let mut ended = None;
     {
         let mut outbox = world.resource_mut::<MetaOutbox>();
         match round.phase {
@@ -114,6 +116,7 @@ pub(crate) fn run_rounds(world: &mut World) {
                     outbox.broadcast(inform(CODE_VICTORY, json!(winner)));
                     outbox.broadcast(Sound("victory".into()));
                     round.phase = Phase::Intermission(rules.intermission_seconds);
+                    ended = Some(RoundEnd { winner });
                 } else {
                     round.phase = Phase::Playing(t);
                 }
@@ -140,6 +143,10 @@ pub(crate) fn run_rounds(world: &mut World) {
         }
     }
     world.insert_resource(round);
+    if let Some(end) = ended {
+        // For the global top: the scores the round ended with are the scoreboard's now.
+        world.resource_mut::<RoundEnds>().0.push(end);
+    }
     if reload {
         // The same map again: crates back in place; the map hook respawns everyone and starts the round.
         let map = world.resource::<map::state::MapState>().config.clone();

@@ -484,3 +484,40 @@ fn without_a_form_an_answer_changes_nothing() {
     assert!(!plays(&lan, s), "tanks have no form: /play is the way in");
     assert!(!meta_of(&mut lan, s).iter().any(|m| matches!(m, MetaMessage::AuthResult(_))));
 }
+
+/// At a round's end, a host that checks tokens tells every client the round's results, and
+/// each verified player finds them the same as its own scoreboard: the copies its process
+/// signs are the same bytes. An unverified player has nothing to sign.
+#[test]
+fn a_round_end_gives_every_verified_player_the_same_results_to_sign() {
+    use vimp_host::engine::roster::Identities;
+    use vimp_netcode::identity::{Identity, TokenKeys, TokenSigner, unix_now};
+    let rendezvous = TokenSigner::new("rdv", &Identity::from_seed([1; 32]));
+    let mut lan = super::network::Lan::with_setup(None, Vec::new(), super::SMALL, 1, |config| {
+        config.game["rounds"] = json!({ "roundSeconds": 3, "intermissionSeconds": 1 });
+    });
+    let keys = TokenKeys { issuer: "rdv".into(), jwks: rendezvous.jwks() };
+    lan.server.set_identities(Some(&Identities { keys, room: "K7MP2Q".into() }));
+    let (alice, bob, carol) = (lan.join(hello("alice")), lan.join(hello("bob")), lan.join(hello("carol")));
+    welcomed(&mut lan);
+    for (i, seed, name) in [(alice, 2, "Alice"), (bob, 3, "Bob")] {
+        let key = Identity::from_seed([seed; 32]).public_key();
+        let token = json!({ "token": rendezvous.issue(&key, name, "K7MP2Q", unix_now(), 60) }).to_string();
+        lan.clients[i].send_meta(meta::AUTH_RESPONSE, token.as_bytes());
+        lan.clients[i].set_identity_key(Some(key.to_string()));
+    }
+    let verified = |lan: &Lan| lan.server.verified_keys().len() == 2;
+    assert!(lan.run_until(SECOND, verified), "both tokens hold");
+    assert!(lan.run_until(5 * SECOND, |l| l.server.rounds_ended() > 0), "the round ends");
+    lan.run(SECOND / 2, None);
+    let a = lan.clients[alice].take_round().expect("alice heard the round's end").expect("and agrees");
+    let b = lan.clients[bob].take_round().expect("bob heard it").expect("and agrees");
+    assert_eq!(a.signed_text(), b.signed_text(), "both sign the same bytes");
+    assert_eq!(a.room, "K7MP2Q");
+    assert!(a.check().is_ok());
+    assert_eq!(a.verified().count(), 2, "{a:?}");
+    // Every player of the match is listed (the bot and carol unverified), none twice.
+    let participants = lan.server.host().world().resource::<Participants>().0.len();
+    assert_eq!(a.players.len(), participants);
+    assert!(lan.clients[carol].take_round().is_none(), "an unverified player signs nothing");
+}

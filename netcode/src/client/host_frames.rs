@@ -1,5 +1,6 @@
 //! What a client does with what its host says: the welcome, snapshots (decoded against
-//! their baselines), the key set, chat, and the migration streams its shadow is fed from.
+//! their baselines), the key set, chat, the scoreboard and round ends, and the migration
+//! streams its shadow is fed from.
 
 use super::snapshots::Decoded;
 use super::*;
@@ -79,6 +80,12 @@ impl ClientCore {
                     self.chat.heard(line);
                 }
             }
+            ClientEvent::Meta { port: op::STAT_DATA, payload } => {
+                if let Ok(MetaMessage::Stat(update)) = MetaMessage::decode(op::STAT_DATA, &payload) {
+                    self.rounds.stat(&update);
+                }
+                self.meta.push((op::STAT_DATA, payload));
+            }
             ClientEvent::Meta { port: op::KEYSET_DATA, payload } => {
                 if let Ok(MetaMessage::Keyset(keyset)) = MetaMessage::decode(op::KEYSET_DATA, &payload) {
                     self.switch_keyset(keyset);
@@ -136,7 +143,7 @@ impl ClientCore {
         }
     }
 
-    /// Migration frames (and the chat history after a resumed welcome). One that does not decode is counted and ignored: the sender is the
+    /// Migration frames (and the chat history after a resumed welcome, and round ends). One that does not decode is counted and ignored: the sender is the
     /// host, and closing the client's only link to the match would lose more than it protects.
     pub(super) fn on_migration(&mut self, opcode: u8, payload: &[u8]) {
         if opcode == op::CHAT_HISTORY {
@@ -144,6 +151,11 @@ impl ClientCore {
                 Ok(history) => self.chat.merge(history.0.iter().map(ChatMessage::to_json).collect()),
                 Err(_) => self.stats.bad_migration_frames += 1,
             }
+            return;
+        }
+        if opcode == op::ROUND_RESULTS {
+            let me = self.link.welcome.as_ref().map(|w| u32::from(w.player_id));
+            self.rounds.heard(payload, me);
             return;
         }
         self.stats.migration_frames += 1;

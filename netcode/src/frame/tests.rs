@@ -100,6 +100,10 @@ fn opcodes_match_the_spec_ports() {
         let taken = server.contains(&code) || client.contains(&code) || engine.contains(&code);
         assert!(!taken && !data_plane.contains(&code) && !vote.contains(&code), "{code} collides");
     }
+    // A round's end, host → clients.
+    assert_eq!(op::ROUND_RESULTS, 54);
+    let taken = server.contains(&op::ROUND_RESULTS) || client.contains(&op::ROUND_RESULTS);
+    assert!(!taken && !engine.contains(&op::ROUND_RESULTS) && !check.contains(&op::ROUND_RESULTS));
 }
 
 #[test]

@@ -202,6 +202,7 @@ impl Shadow {
                     self.host.step();
                     // What the sim says was said by the host it shadows: nothing to keep.
                     self.host.take_meta();
+                    self.host.take_round_ends();
                     if self.host.tick() != tick {
                         self.wants_checkpoint = true;
                         return Err(MigrationError::Tick { expected: tick, got: self.host.tick() });

@@ -39,7 +39,7 @@ impl ServerCore {
     }
 
     /// Brings the stat table up to date (a row per participant: name, status, score, deaths,
-    /// latency) and sends what changed to every client.
+    /// latency, in its team's tbody) and sends what changed to every client.
     pub(super) fn broadcast_stat(&mut self) {
         let world = self.host.world();
         let participants = world.resource::<Participants>();
@@ -54,7 +54,8 @@ impl ServerCore {
                 deaths: score.deaths,
                 latency_ms: self.latency.get(player).map_or(0, |ms| ms.round() as u32),
             };
-            self.stat.set_row(0, player.0 as u32, 0, row.cells());
+            // A row's tbody is its player's team.
+            self.stat.set_row(0, player.0 as u32, p.team, row.cells());
             present.push(player.0 as u32);
         }
         let gone: Vec<u32> =
