@@ -8,7 +8,7 @@
 #
 # Defaults: 10,000 identities, 500 rooms of 8 players at once, 4 rounds each (16,000 reports),
 # 64 requests in flight. VIMP is the binary to run (default: a release build, made here).
-# Prints a line of JSON per database: registrations and reports a second, their p50 and p99
+# Prints a line of JSON per database: registrations, tokens and reports a second, their p50 and p99
 # latency, the rounds recorded and the server's CPU seconds per phase.
 set -euo pipefail
 cd "$(dirname "$0")/.."
