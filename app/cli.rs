@@ -138,6 +138,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
                 password: args.password,
                 code: args.code,
                 signal: args.signal,
+                round_seconds: args.round_seconds,
             });
             window(WindowOptions::captured(start, args.capture))
         }

@@ -85,6 +85,8 @@ pub enum MatchKind {
         code: Option<String>,
         /// The signalling server (the settings' one by default).
         signal: Option<String>,
+        /// How long a round lasts, seconds (the game's rules by default).
+        round_seconds: Option<f32>,
     },
     /// A match someone else hosts.
     Join {
@@ -283,6 +285,7 @@ pub fn start_match(kind: &MatchKind, settings: &Settings) -> anyhow::Result<Matc
                 bots: *bots,
                 skill: *skill,
                 seed: random_seed(),
+                round_seconds: None,
                 watch: true,
                 online: None,
                 capture: Some(crate::WINDOW.capture_view),
@@ -290,9 +293,12 @@ pub fn start_match(kind: &MatchKind, settings: &Settings) -> anyhow::Result<Matc
             let node = NodeThread::host(config, MatchState::hello(nickname, None, false), clock)?;
             Ok(MatchState::new(node, clock, format!("local match on {}", map.display())))
         }
-        MatchKind::Host { map, bots, skill, password, code, signal } => {
+        MatchKind::Host { map, bots, skill, password, code, signal, round_seconds } => {
+            // One named on the command line is used as it is; the settings' default means the
+            // window embeds its own.
+            let embedded_signal =
+                signal.is_none() && settings.signal_url.trim_end_matches('/') == crate::setup::DEFAULT_SIGNAL;
             let signal = signal.as_deref().unwrap_or(&settings.signal_url).trim_end_matches('/');
-            let embedded_signal = signal == crate::setup::DEFAULT_SIGNAL;
             let code = match code {
                 Some(c) => LobbyCode::parse(c)?,
                 None => LobbyCode::from_random(random_seed()),
@@ -310,6 +316,7 @@ pub fn start_match(kind: &MatchKind, settings: &Settings) -> anyhow::Result<Matc
                 bots: *bots,
                 skill: *skill,
                 seed: random_seed(),
+                round_seconds: *round_seconds,
                 watch: false,
                 online: Some(online),
                 capture: Some(crate::WINDOW.capture_view),

@@ -88,6 +88,8 @@ pub struct HostConfig {
     pub skill: BotSkill,
     /// The match seed.
     pub seed: u64,
+    /// How long a round lasts, seconds (the game's rules when `None`).
+    pub round_seconds: Option<f32>,
     /// Reload the map when its file changes.
     pub watch: bool,
     /// Serve friends over WebRTC too.
@@ -696,8 +698,14 @@ type Built =
 /// Builds the match (map loaded, bots joined) and the node hosting it, with the window's
 /// player: over WebRTC when online, over a transport nobody joins when local.
 fn build(config: &HostConfig, hello: Hello) -> anyhow::Result<Built> {
-    let (host, init) =
-        crate::setup::new_match(&config.game, &config.map, config.bots, config.skill, config.seed, None)?;
+    let (host, init) = crate::setup::new_match(
+        &config.game,
+        &config.map,
+        config.bots,
+        config.skill,
+        config.seed,
+        config.round_seconds,
+    )?;
     let mut keep_alive = None;
     let mut lobby = None;
     let mut password = None;

@@ -255,6 +255,7 @@ fn host_page(ui: &mut egui::Ui, state: &mut UiState, store: &mut SettingsStore, 
             password,
             code: None,
             signal: None,
+            round_seconds: None,
         });
     }
     back(ui, &mut state.page);

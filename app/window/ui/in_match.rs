@@ -255,12 +255,13 @@ fn change_host_vote(ctx: &egui::Context, m: &mut MatchState) {
 fn banners(ctx: &egui::Context, m: &MatchState, now: Duration) {
     if let Some((inform, _)) = &m.banner {
         egui::Area::new(egui::Id::new("banner")).anchor(egui::Align2::CENTER_TOP, [0.0, 120.0]).show(ctx, |area| {
-            area.label(
-                egui::RichText::new((crate::WINDOW.inform_text)(inform))
-                    .size(36.0)
-                    .strong()
-                    .color(egui::Color32::from_rgb(255, 220, 120)),
-            );
+            // On one line: the area keeps the last banner's width, which a longer one would
+            // otherwise wrap in.
+            let text = egui::RichText::new((crate::WINDOW.inform_text)(inform))
+                .size(36.0)
+                .strong()
+                .color(egui::Color32::from_rgb(255, 220, 120));
+            area.add(egui::Label::new(text).extend());
         });
     }
 
@@ -271,7 +272,8 @@ fn banners(ctx: &egui::Context, m: &MatchState, now: Duration) {
         egui::Area::new(egui::Id::new("host changed")).anchor(egui::Align2::CENTER_TOP, [0.0, 70.0]).show(
             ctx,
             |area| {
-                area.label(egui::RichText::new(text).size(22.0).color(egui::Color32::from_rgb(140, 200, 255)));
+                let text = egui::RichText::new(text).size(22.0).color(egui::Color32::from_rgb(140, 200, 255));
+                area.add(egui::Label::new(text).extend());
             },
         );
     }
