@@ -131,6 +131,18 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
             crate::net_cmd::host(&args, &crate::GAME)
         }
         Command::Host(args) => {
+            anyhow::ensure!(
+                args.seconds.is_none() && !args.json,
+                "--seconds and --json are for --headless: the window hosts until its player leaves"
+            );
+            let extras = crate::window::HostExtras {
+                seed: args.seed,
+                round_seconds: args.round_seconds,
+                max_players: Some(args.max_players),
+                vote_maps: args.vote_maps,
+                bind: Some(args.bind),
+                ice: args.ice,
+            };
             let start = Some(MatchKind::Host {
                 map: args.map,
                 bots: args.bots,
@@ -138,7 +150,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
                 password: args.password,
                 code: args.code,
                 signal: args.signal,
-                round_seconds: args.round_seconds,
+                extras,
             });
             window(WindowOptions::captured(start, args.capture))
         }

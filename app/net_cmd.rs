@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
 use serde_json::json;
 use vimp_host::PlayerId;
 use vimp_host::engine::game::{BotSkill, Game};
@@ -56,10 +55,10 @@ pub struct HostArgs {
     /// Most players, bots included.
     #[arg(long, default_value_t = 16)]
     pub max_players: usize,
-    /// Stop after this many seconds (default: run until stopped).
+    /// Stop after this many seconds (default: run until stopped); with --headless.
     #[arg(long)]
     pub seconds: Option<f64>,
-    /// Print the figures as JSON when stopping.
+    /// Print the figures as JSON when stopping; with --headless.
     #[arg(long)]
     pub json: bool,
     /// The match seed (a random one by default).
@@ -167,12 +166,7 @@ impl<'a> HostRun<'a> {
         };
         let seed = args.seed.unwrap_or_else(random_u64);
         let (host, config) = new_match(game, &args.map, args.bots, args.bot_skill, seed, args.round_seconds)?;
-        let mut vote_maps = Vec::new();
-        for path in &args.vote_maps {
-            let label = path.display().to_string();
-            let text = std::fs::read_to_string(path).with_context(|| format!("reading {label}"))?;
-            vote_maps.push(vimp_host::engine::map::MapConfig::from_json(&label, &text)?);
-        }
+        let vote_maps = crate::setup::load_vote_maps(&args.vote_maps)?;
         let url = room_url(&signal_url, &code);
         let ice = args.ice.resolve(&signal_url)?;
         let transport: Box<dyn Transport> = Box::new(WebRtcTransport::connect(&url, &ice)?);

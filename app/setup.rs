@@ -180,7 +180,7 @@ pub fn send_token(client: &mut vimp_netcode::client::ClientCore, token: &str) {
 pub const DEFAULT_SIGNAL: &str = "ws://127.0.0.1:3536";
 
 /// ICE servers from flags (none by default: no third-party server is contacted unless named).
-#[derive(Debug, Clone, Default, clap::Args)]
+#[derive(Debug, Clone, Default, PartialEq, clap::Args)]
 pub struct IceArgs {
     /// A STUN server (repeatable), e.g. `stun:stun.example.net:3478`.
     #[arg(long = "stun", value_name = "URL")]
@@ -217,6 +217,16 @@ impl IceArgs {
             out.extend(more);
         }
         Ok(out)
+    }
+
+    /// These flags' servers, then `more`'s.
+    pub fn then(&self, more: &IceArgs) -> IceArgs {
+        let mut all = self.clone();
+        all.stun.extend(more.stun.iter().cloned());
+        all.turn.extend(more.turn.iter().cloned());
+        all.turn_user = all.turn_user.or_else(|| more.turn_user.clone());
+        all.turn_pass = all.turn_pass.or_else(|| more.turn_pass.clone());
+        all
     }
 
     /// The ICE servers these flags name.
@@ -303,6 +313,18 @@ pub fn new_match(
     }
     host.step();
     Ok((host, config))
+}
+
+/// The maps of `--vote-map` flags, read and checked.
+pub fn load_vote_maps(paths: &[PathBuf]) -> anyhow::Result<Vec<vimp_host::engine::map::MapConfig>> {
+    paths
+        .iter()
+        .map(|path| {
+            let label = path.display().to_string();
+            let text = std::fs::read_to_string(path).with_context(|| format!("reading {label}"))?;
+            Ok(vimp_host::engine::map::MapConfig::from_json(&label, &text)?)
+        })
+        .collect()
 }
 
 /// `vimp join`'s exit code when the signalling server cannot be reached or is lost before the

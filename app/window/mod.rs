@@ -85,8 +85,8 @@ pub enum MatchKind {
         code: Option<String>,
         /// The signalling server (the settings' one by default).
         signal: Option<String>,
-        /// How long a round lasts, seconds (the game's rules by default).
-        round_seconds: Option<f32>,
+        /// What `vimp host`'s flags say beyond the menu's Host page.
+        extras: HostExtras,
     },
     /// A match someone else hosts.
     Join {
@@ -103,6 +103,24 @@ pub enum MatchKind {
         /// How long the host may stay silent before the successors take over, ms (500).
         host_timeout_ms: Option<u64>,
     },
+}
+
+/// What `vimp host` may ask of the window's host beyond the menu's Host page; the defaults are
+/// the menu's.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HostExtras {
+    /// The match seed (a random one by default).
+    pub seed: Option<u64>,
+    /// How long a round lasts, seconds (the game's rules by default).
+    pub round_seconds: Option<f32>,
+    /// Most players, bots included (the engine's default, 16, by default).
+    pub max_players: Option<usize>,
+    /// Maps players may vote for, besides the one played.
+    pub vote_maps: Vec<PathBuf>,
+    /// Where an embedded signalling server listens (`0.0.0.0:3536` by default).
+    pub bind: Option<std::net::SocketAddr>,
+    /// ICE servers, before the settings' ones.
+    pub ice: crate::setup::IceArgs,
 }
 
 /// The screen shown.
@@ -286,6 +304,8 @@ pub fn start_match(kind: &MatchKind, settings: &Settings) -> anyhow::Result<Matc
                 skill: *skill,
                 seed: random_seed(),
                 round_seconds: None,
+                max_players: vimp_host::engine::server::ServerConfig::default().max_players,
+                vote_maps: Vec::new(),
                 watch: true,
                 online: None,
                 capture: Some(crate::WINDOW.capture_view),
@@ -293,7 +313,7 @@ pub fn start_match(kind: &MatchKind, settings: &Settings) -> anyhow::Result<Matc
             let node = NodeThread::host(config, MatchState::hello(nickname, None, false), clock)?;
             Ok(MatchState::new(node, clock, format!("local match on {}", map.display())))
         }
-        MatchKind::Host { map, bots, skill, password, code, signal, round_seconds } => {
+        MatchKind::Host { map, bots, skill, password, code, signal, extras } => {
             // One named on the command line is used as it is; the settings' default means the
             // window embeds its own.
             let embedded_signal =
@@ -305,9 +325,9 @@ pub fn start_match(kind: &MatchKind, settings: &Settings) -> anyhow::Result<Matc
             };
             let online = OnlineConfig {
                 signal: (!embedded_signal).then(|| signal.to_owned()),
-                bind: "0.0.0.0:3536".parse().expect("a valid address"),
+                bind: extras.bind.unwrap_or_else(|| "0.0.0.0:3536".parse().expect("a valid address")),
                 code,
-                ice: settings.ice(),
+                ice: extras.ice.then(&settings.ice()),
                 password: password.clone(),
             };
             let config = HostConfig {
@@ -315,8 +335,12 @@ pub fn start_match(kind: &MatchKind, settings: &Settings) -> anyhow::Result<Matc
                 map: map.clone(),
                 bots: *bots,
                 skill: *skill,
-                seed: random_seed(),
-                round_seconds: *round_seconds,
+                seed: extras.seed.unwrap_or_else(random_seed),
+                round_seconds: extras.round_seconds,
+                max_players: extras
+                    .max_players
+                    .unwrap_or(vimp_host::engine::server::ServerConfig::default().max_players),
+                vote_maps: extras.vote_maps.clone(),
                 watch: false,
                 online: Some(online),
                 capture: Some(crate::WINDOW.capture_view),

@@ -90,6 +90,10 @@ pub struct HostConfig {
     pub seed: u64,
     /// How long a round lasts, seconds (the game's rules when `None`).
     pub round_seconds: Option<f32>,
+    /// Most players, bots included.
+    pub max_players: usize,
+    /// Map files players may vote for, besides the one played.
+    pub vote_maps: Vec<PathBuf>,
     /// Reload the map when its file changes.
     pub watch: bool,
     /// Serve friends over WebRTC too.
@@ -748,6 +752,8 @@ fn build(config: &HostConfig, hello: Hello) -> anyhow::Result<Built> {
         client_config: (config.game.client_config)(&init),
         session: vimp_host::engine::server::session_config(&init.game),
         identities,
+        max_players: config.max_players,
+        maps: crate::setup::load_vote_maps(&config.vote_maps)?,
         ..ServerConfig::default()
     };
     // Online, the player asks the rendezvous before it claims a match it stepped down from.

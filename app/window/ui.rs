@@ -255,7 +255,7 @@ fn host_page(ui: &mut egui::Ui, state: &mut UiState, store: &mut SettingsStore, 
             password,
             code: None,
             signal: None,
-            round_seconds: None,
+            extras: Default::default(),
         });
     }
     back(ui, &mut state.page);

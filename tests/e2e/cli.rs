@@ -14,6 +14,22 @@ fn help_lists_the_subcommands() {
     }
 }
 
+/// Flags that mean nothing where they are given are refused before anything starts: a window
+/// host has no `--seconds` or `--json`, a headless one no screenshot; a round of no length.
+#[test]
+fn host_flags_that_do_not_apply_are_refused_with_why() {
+    for (args, why) in [
+        (&["host", "--seconds", "5"][..], "--seconds and --json are for --headless"),
+        (&["host", "--json"][..], "--seconds and --json are for --headless"),
+        (&["host", "--headless", "--frames", "3"][..], "need the window"),
+        (&["host", "--headless", "--round-seconds", "0"][..], "not a round's length"),
+    ] {
+        let out = vimp(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(why), "vimp {args:?}: {err}");
+    }
+}
+
 #[test]
 fn schema_check_accepts_the_tanks_schema() {
     let file = repo("host/src/tanks/snapshot.json");

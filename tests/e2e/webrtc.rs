@@ -879,7 +879,7 @@ fn the_players_vote_a_window_host_away_and_its_player_follows() {
         password: None,
         code: Some("K7M-P2Q".into()),
         signal: Some(url.clone()),
-        round_seconds: None,
+        extras: Default::default(),
     };
     let mut m = start_match(&kind, &Settings::default()).expect("the window hosts");
     let until = |m: &mut vimp::window::net::MatchState,
