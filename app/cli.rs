@@ -166,6 +166,11 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
                 spectate: args.spectate,
                 nickname: args.name,
                 host_timeout_ms: Some(args.host_timeout),
+                extras: crate::window::JoinExtras {
+                    identity: args.identity,
+                    unverified: args.unverified,
+                    ice: args.ice,
+                },
             });
             window(WindowOptions::captured(start, args.capture))
         }

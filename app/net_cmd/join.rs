@@ -43,24 +43,26 @@ pub struct JoinArgs {
     /// The lobby password.
     #[arg(long)]
     pub password: Option<String>,
-    /// The snapshot format to ask the host for: 6 (delta frames against the last frame this
+    /// Headless: the snapshot format to ask the host for: 6 (delta frames against the last frame this
     /// client acknowledged) or 5 (every frame whole, as an older client gets).
-    #[arg(long, value_name = "N", default_value_t = 6, value_parser = clap::value_parser!(u8).range(5..=6))]
+    #[arg(long, value_name = "N", default_value_t = 6, value_parser = clap::value_parser!(u8).range(5..=6), requires = "headless")]
     pub snapshot_format: u8,
-    /// Leave after this many seconds.
-    #[arg(long, default_value_t = 10.0)]
+    /// Headless: leave after this many seconds.
+    #[arg(long, default_value_t = 10.0, requires = "headless")]
     pub seconds: f64,
-    /// Give up when the host has not welcomed us after this many seconds, saying why: exit code
+    /// Headless: give up when the host has not welcomed us after this many seconds, saying why: exit code
     /// 4 when there is no host in the room (or it did not welcome us), 5 when there is one but
     /// no network path to it was found (3: the signalling server could not be reached; 6: the
     /// host refused us, and said why).
-    #[arg(long, value_name = "SECONDS", default_value_t = 15.0)]
+    #[arg(long, value_name = "SECONDS", default_value_t = 15.0, requires = "headless")]
     pub join_timeout: f64,
-    /// A chat line to say once joined, or a chat command (`/spectate`, `/w name text`, `/help`).
-    #[arg(long)]
+    /// Headless: a chat line to say once joined, or a chat command (`/spectate`, `/w name
+    /// text`, `/help`).
+    #[arg(long, requires = "headless")]
     pub say: Option<String>,
-    /// Seconds after the welcome to wait before saying it (so friends joining meanwhile hear it).
-    #[arg(long, default_value_t = 3.0)]
+    /// Headless: seconds after the welcome to wait before saying it (so friends joining
+    /// meanwhile hear it).
+    #[arg(long, default_value_t = 3.0, requires = "headless")]
     pub say_after: f64,
     /// The longest the host may stay silent (nothing on either channel) before it counts as
     /// lost and the successors take over, ms; a link that has shown itself steady is judged
@@ -70,34 +72,34 @@ pub struct JoinArgs {
     pub host_timeout: u64,
     /// Headless: call the `@changeHost` vote this many seconds after the welcome (or as soon
     /// after as the host lists this player as a successor).
-    #[arg(long, value_name = "S")]
+    #[arg(long, value_name = "S", requires = "headless")]
     pub call_change_host: Option<f64>,
     /// Headless: how to answer a `@changeHost` vote someone else called (unanswered by default).
-    #[arg(long, value_name = "yes|no", value_parser = ["yes", "no"])]
+    #[arg(long, value_name = "yes|no", value_parser = ["yes", "no"], requires = "headless")]
     pub change_host_answer: Option<String>,
-    /// Print the figures as JSON when leaving.
-    #[arg(long)]
+    /// Headless: print the figures as JSON when leaving.
+    #[arg(long, requires = "headless")]
     pub json: bool,
     /// Headless: a file that keeps this player's session token: read when joining (back to
     /// the slot it names, its team and score, if the host kept it: 5 minutes after a drop),
     /// written once welcomed. A client killed and started again with it is back in its slot.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", requires = "headless")]
     pub token_file: Option<PathBuf>,
     /// Headless: predict the player's own tank as the window does (the game's prediction on
     /// the host's sim code) and report its corrections: how far each frame from the host moved it.
-    #[arg(long)]
+    #[arg(long, requires = "headless")]
     pub predict: bool,
     /// Headless: say a numbered chat line (`NICK #N`) every this many seconds after the welcome.
-    #[arg(long, value_name = "S")]
+    #[arg(long, value_name = "S", requires = "headless")]
     pub say_every: Option<f64>,
-    /// Do not dial the match again after a drop (by default: at once, then 2, 10 and 30 s
-    /// after each failed attempt, with the slot's token).
-    #[arg(long)]
+    /// Headless: do not dial the match again after a drop (by default: at once, then 2, 10
+    /// and 30 s after each failed attempt, with the slot's token).
+    #[arg(long, requires = "headless")]
     pub no_reconnect: bool,
-    /// Never answer the room's check before a takeover, and say so in the hello, as a
-    /// client of another make may: a member that is no voter (for soaks and tests of a room
-    /// with a silent member).
-    #[arg(long)]
+    /// Headless: never answer the room's check before a takeover, and say so in the hello,
+    /// as a client of another make may: a member that is no voter (for soaks and tests of a
+    /// room with a silent member).
+    #[arg(long, requires = "headless")]
     pub no_host_checks: bool,
     /// The player's identity: an Ed25519 key pair, made on first use, for which the
     /// rendezvous registers the nickname and hands out the tokens a host checks. The window

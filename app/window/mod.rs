@@ -102,7 +102,21 @@ pub enum MatchKind {
         nickname: Option<String>,
         /// How long the host may stay silent before the successors take over, ms (500).
         host_timeout_ms: Option<u64>,
+        /// What `vimp join`'s flags say beyond the menu's Join page.
+        extras: JoinExtras,
     },
+}
+
+/// What `vimp join` may ask of the window's join beyond the menu's Join page; the defaults are
+/// the menu's.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct JoinExtras {
+    /// The player's identity file (`identity.json` beside the settings by default).
+    pub identity: Option<PathBuf>,
+    /// Play unverified: ask the rendezvous for no token.
+    pub unverified: bool,
+    /// ICE servers, before the settings' ones.
+    pub ice: crate::setup::IceArgs,
 }
 
 /// What `vimp host` may ask of the window's host beyond the menu's Host page; the defaults are
@@ -204,6 +218,16 @@ pub fn assets_dir() -> PathBuf {
 
 /// Opens the window and runs until it closes; returns the process exit code.
 pub fn run(options: WindowOptions) -> anyhow::Result<i32> {
+    if cfg!(all(unix, not(target_os = "macos")))
+        && ["DISPLAY", "WAYLAND_DISPLAY", "WAYLAND_SOCKET"]
+            .iter()
+            .all(|v| std::env::var_os(v).is_none_or(|v| v.is_empty()))
+    {
+        anyhow::bail!(
+            "no display to open the window on (DISPLAY and WAYLAND_DISPLAY are not set): run it in a desktop \
+             session or under xvfb-run, or use a headless command (vimp sim, vimp host --headless, vimp join --headless)"
+        );
+    }
     let (settings, path, problem) = match settings::settings_path() {
         Some(path) => {
             let (s, problem) = Settings::load_from(&path);
@@ -352,12 +376,12 @@ pub fn start_match(kind: &MatchKind, settings: &Settings) -> anyhow::Result<Matc
             state.room = room.zip(tokens());
             Ok(state)
         }
-        MatchKind::Join { target, password, signal, spectate, nickname: name, host_timeout_ms } => {
+        MatchKind::Join { target, password, signal, spectate, nickname: name, host_timeout_ms, extras } => {
             let nickname = name.as_deref().unwrap_or(nickname);
             let parsed = JoinTarget::parse(target)?;
             let url = parsed.room_url(signal.as_deref().unwrap_or(&settings.signal_url));
             let signal = url.rsplit_once('/').map_or(url.as_str(), |(s, _)| s).to_owned();
-            let ice = settings.ice().resolve(&signal)?;
+            let ice = extras.ice.then(&settings.ice()).resolve(&signal)?;
             let transport: Box<dyn Transport> = Box::new(WebRtcTransport::connect(&url, &ice)?);
             let mut hello = MatchState::hello(nickname, password.clone(), *spectate);
             // Back to the slot this player had in this room, if that was within 5 minutes.
@@ -373,7 +397,10 @@ pub fn start_match(kind: &MatchKind, settings: &Settings) -> anyhow::Result<Matc
             let dial: crate::setup::Dial =
                 Box::new(move || Ok(Box::new(WebRtcTransport::connect(&dial_url, &dial_ice)?) as Box<dyn Transport>));
             let witness = crate::setup::Witnesser::new(&url);
-            let ids = (!*spectate).then(|| crate::setup::token_source(&signal, &parsed.code(), None, nickname, false));
+            let ids = (!*spectate).then(|| {
+                let identity = extras.identity.as_deref();
+                crate::setup::token_source(&signal, &parsed.code(), identity, nickname, extras.unverified)
+            });
             let node =
                 NodeThread::join(crate::GAME, transport, hello, config, Some(dial), witness, ids.flatten(), clock)?;
             let mut state = MatchState::new(node, clock, format!("joined {url}"));

@@ -285,6 +285,7 @@ fn join_page(ui: &mut egui::Ui, state: &mut UiState, store: &SettingsStore, requ
             spectate: state.join_spectate,
             nickname: None,
             host_timeout_ms: None,
+            extras: Default::default(),
         });
     }
     back(ui, &mut state.page);

@@ -15,19 +15,33 @@ fn help_lists_the_subcommands() {
 }
 
 /// Flags that mean nothing where they are given are refused before anything starts: a window
-/// host has no `--seconds` or `--json`, a headless one no screenshot; a round of no length.
+/// host has no `--seconds` or `--json`, nor a window join any of the headless player's, a
+/// headless one no screenshot; a round of no length.
 #[test]
-fn host_flags_that_do_not_apply_are_refused_with_why() {
+fn flags_that_do_not_apply_are_refused_with_why() {
     for (args, why) in [
         (&["host", "--seconds", "5"][..], "--seconds and --json are for --headless"),
         (&["host", "--json"][..], "--seconds and --json are for --headless"),
         (&["host", "--headless", "--frames", "3"][..], "need the window"),
         (&["host", "--headless", "--round-seconds", "0"][..], "not a round's length"),
+        (&["join", "k7mp2q", "--seconds", "5"][..], "--headless"),
+        (&["join", "k7mp2q", "--say", "hi", "--json"][..], "--headless"),
+        (&["join", "k7mp2q", "--headless", "--screenshot", "x.png"][..], "need the window"),
     ] {
         let out = vimp(args);
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success() && err.contains(why), "vimp {args:?}: {err}");
     }
+    // No display to open a window on: said, not a panic.
+    let out = crate::vimp_command()
+        .args(["play"])
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY")
+        .env_remove("WAYLAND_SOCKET")
+        .output()
+        .expect("vimp runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("no display") && !err.contains("panicked"), "{err}");
 }
 
 #[test]

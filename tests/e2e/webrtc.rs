@@ -829,6 +829,7 @@ fn the_window_says_why_a_join_cannot_get_in() {
         spectate: true,
         nickname: None,
         host_timeout_ms: None,
+        extras: Default::default(),
     };
     // The match's own clock, `ahead` of the wall clock: the join's timeout comes without
     // waiting for it.
