@@ -96,7 +96,7 @@ use std::time::Duration;
 use crate::delta;
 use crate::frame::{self, Channel, op};
 use crate::input::{Aim, KeyAction, KeyTable};
-use crate::meta::{ChatHistory, ChatMessage, Keyset, MetaMessage};
+use crate::meta::{ChatHistory, ChatMessage, EngineLine, Keyset, MetaMessage};
 use crate::migration::{
     ALIVE_WITHIN, CHECK_TIME, Claim, Evidence, Handoff, HostBallot, HostCheck, HostSeen, HostVote, MigrationPayload,
     Succession,
@@ -398,7 +398,8 @@ impl ClientCore {
 
     /// Says that this client's player plays verified under the identity `key` (its
     /// [`PublicKey`](crate::identity::PublicKey)'s text), or no longer does (`None`): the round
-    /// ends its hosts send are checked for it from now on ([`Self::take_round`]).
+    /// ends its hosts send are checked for it from now on ([`Self::take_round`]). Its process
+    /// says so as it sends each token; a refusal of the host's (`c:8`) takes it back.
     pub fn set_identity_key(&mut self, key: Option<String>) {
         self.rounds.set_key(key);
     }

@@ -506,6 +506,11 @@ fn a_round_end_gives_every_verified_player_the_same_results_to_sign() {
         lan.clients[i].send_meta(meta::AUTH_RESPONSE, token.as_bytes());
         lan.clients[i].set_identity_key(Some(key.to_string()));
     }
+    // Carol's token is another room's: refused, she plays unverified and signs nothing.
+    let key = Identity::from_seed([4; 32]).public_key();
+    let token = json!({ "token": rendezvous.issue(&key, "Carol", "H7MP3R", unix_now(), 60) }).to_string();
+    lan.clients[carol].send_meta(meta::AUTH_RESPONSE, token.as_bytes());
+    lan.clients[carol].set_identity_key(Some(key.to_string()));
     let verified = |lan: &Lan| lan.server.verified_keys().len() == 2;
     assert!(lan.run_until(SECOND, verified), "both tokens hold");
     assert!(lan.run_until(5 * SECOND, |l| l.server.rounds_ended() > 0), "the round ends");
@@ -519,5 +524,6 @@ fn a_round_end_gives_every_verified_player_the_same_results_to_sign() {
     // Every player of the match is listed (the bot and carol unverified), none twice.
     let participants = lan.server.host().world().resource::<Participants>().0.len();
     assert_eq!(a.players.len(), participants);
+    assert!(chat_of(&lan, carol).iter().any(|l| l.as_str().is_some_and(|l| l.starts_with("c:8:"))));
     assert!(lan.clients[carol].take_round().is_none(), "an unverified player signs nothing");
 }

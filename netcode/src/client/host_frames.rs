@@ -76,6 +76,14 @@ impl ClientCore {
                 self.stats.configs += 1;
             }
             ClientEvent::Meta { port: op::CHAT_DATA, payload } => {
+                // The host refused this player's token: it plays unverified, and has no round
+                // to sign until a token of its holds.
+                if let Ok(MetaMessage::Chat(ChatMessage::System { group, code, .. })) =
+                    MetaMessage::decode(op::CHAT_DATA, &payload)
+                    && EngineLine::of(&group, code) == Some(EngineLine::TokenRefused)
+                {
+                    self.rounds.set_key(None);
+                }
                 if let Ok(line) = serde_json::from_slice(&payload) {
                     self.chat.heard(line);
                 }
