@@ -165,6 +165,10 @@ pub fn report_line(round: &str, answer: &Result<vimp_netcode::identity::ReportAn
         Ok(a) if a.recorded => {
             format!("round {round}: recorded in the global top (signed by {}, {} needed)", a.signed, a.needed)
         }
+        Ok(a) if a.signed >= a.needed => format!(
+            "round {round}: reported (signed by {}, {} needed, but from {} of the players' {} homes: a majority must sign)",
+            a.signed, a.needed, a.homes_signed, a.homes
+        ),
         Ok(a) => format!("round {round}: reported (signed by {} so far, {} needed)", a.signed, a.needed),
         Err(why) => format!("round {round}: not reported: {why}"),
     }

@@ -8,7 +8,7 @@
 //! | `GET /identity/keys` | | `{"issuer", "jwks"}`: what a host checks tokens against |
 //! | `GET /.well-known/jwks.json` | | the signing keys alone, as a JWKS |
 //! | `GET /identity/{publicKey}` | | `{"publicKey", "nickname"}`; 404 |
-//! | `POST /rounds` | a [`RoundReport`] | `{"kept", "signed", "needed", "recorded", "recordedNow"}`: the round is recorded once a strict majority of its verified players signed the same results; 403 when it lists a player who took no token for its room in the last day ([`ROOM_TOKEN_SECS`]) |
+//! | `POST /rounds` | a [`RoundReport`] | `{"kept", "signed", "needed", "homesSigned", "homes", "recorded", "recordedNow"}`: the round is recorded once a strict majority of its verified players, from a strict majority of their addresses, signed the same results; 403 when it lists a player who took no token for its room in the last day ([`ROOM_TOKEN_SECS`]) |
 //! | `GET /top?limit=N&offset=M` | | `{"players": [Standing…]}`, best first (at most 100) |
 //! | `GET /top/places?keys=K1,K2,…` | | `{"players": [Standing…]}`: the places of the given players that have any |
 //!
@@ -245,8 +245,14 @@ impl Ranks {
         }
     }
 
-    /// A token for a key that proved itself, for a room.
-    pub async fn token(&self, request: &TokenRequest, now: u64) -> Result<TokenAnswer, Refusal> {
+    /// A token for a key that proved itself, for a room, asked from `address` (what the
+    /// signalling server saw; `None` when it saw none).
+    pub async fn token(
+        &self,
+        request: &TokenRequest,
+        address: Option<IpAddr>,
+        now: u64,
+    ) -> Result<TokenAnswer, Refusal> {
         let key = self.check_proof(&request.public_key, &request.challenge, &request.signature, now)?;
         let room = LobbyCode::parse(&request.room)
             .map_err(|e| refuse(StatusCode::BAD_REQUEST, format!("not a lobby code: {e}")))?;
@@ -256,7 +262,8 @@ impl Ranks {
             .await?
             .ok_or_else(|| refuse(StatusCode::NOT_FOUND, "this key has no nickname: register one first"))?;
         let token = self.signer.issue(&key, &nickname, room.as_str(), now, self.config.token_lifetime);
-        self.store.note_token(&key, room.as_str(), now).await?;
+        let address = address.map_or_else(|| "unknown".to_owned(), |a| a.to_string());
+        self.store.note_token(&key, room.as_str(), &address, now).await?;
         Ok(TokenAnswer { token, nickname, expires_at: now + self.config.token_lifetime })
     }
 
@@ -285,7 +292,8 @@ impl Ranks {
         }
         let outcome = self.store.report(report, now).await?;
         Ok(serde_json::json!({
-            "kept": outcome.kept, "signed": outcome.signed, "needed": outcome.needed, "recorded": outcome.recorded,
+            "kept": outcome.kept, "signed": outcome.signed, "needed": outcome.needed,
+            "homesSigned": outcome.homes.0, "homes": outcome.homes.1, "recorded": outcome.recorded,
             "recordedNow": outcome.newly,
         }))
     }
@@ -324,7 +332,8 @@ impl Ranks {
                 "/identity/token",
                 post(move |State(r): State<Arc<Ranks>>, p: Peer, Json(body): Json<TokenRequest>| async move {
                     r.admit(&p)?;
-                    Ok::<_, Refusal>(Json(r.token(&body, unix_now()).await?))
+                    let address = p.as_ref().map(|p| p.0.0.ip());
+                    Ok::<_, Refusal>(Json(r.token(&body, address, unix_now()).await?))
                 }),
             )
             .route(

@@ -111,6 +111,10 @@ pub struct ReportOutcome {
     pub signed: usize,
     /// How many must: a strict majority of the results' verified players.
     pub needed: usize,
+    /// How many addresses (homes) the players who signed the same results took their tokens
+    /// from, and how many the round's verified players did: a strict majority of those must
+    /// sign too.
+    pub homes: (usize, usize),
     /// Whether the round is recorded with these results.
     pub recorded: bool,
     /// Whether this report recorded it.
@@ -292,9 +296,10 @@ impl Store {
             .try_get::<i64, _>(0)?
             .max(0) as usize;
         let needed = results.verified().count() / 2 + 1;
+        let homes = Self::homes(&mut tx, results, &digest).await?;
         let outcome = match recorded {
-            Some(d) => ReportOutcome { kept, signed, needed, recorded: d == digest, newly: false },
-            None if signed >= needed => {
+            Some(d) => ReportOutcome { kept, signed, needed, homes, recorded: d == digest, newly: false },
+            None if signed >= needed && (homes.1 == 0 || homes.0 * 2 > homes.1) => {
                 sqlx::query("INSERT INTO rounds (round_id, digest, results, recorded_at) VALUES ($1, $2, $3, $4)")
                     .bind(&results.id)
                     .bind(&digest)
@@ -303,12 +308,54 @@ impl Store {
                     .execute(&mut *tx)
                     .await?;
                 self.rate(&mut tx, results, now).await?;
-                ReportOutcome { kept, signed, needed, recorded: true, newly: true }
+                ReportOutcome { kept, signed, needed, homes, recorded: true, newly: true }
             }
-            None => ReportOutcome { kept, signed, needed, recorded: false, newly: false },
+            None => ReportOutcome { kept, signed, needed, homes, recorded: false, newly: false },
         };
         tx.commit().await?;
         Ok(outcome)
+    }
+
+    /// How many addresses (homes) the players who signed `digest` of the round took their
+    /// tokens for its room from, and how many the round's verified players did: a round is
+    /// recorded only when its signers are a strict majority of both its players and its homes,
+    /// so that identities one host made and had join from its own address count as one.
+    /// Players whose tokens are not noted (a store used without the routes) are left out.
+    async fn homes(
+        tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+        results: &RoundResults,
+        digest: &str,
+    ) -> Result<(usize, usize), StoreError> {
+        let keys: Vec<&str> = results.verified().collect();
+        if keys.is_empty() {
+            return Ok((0, 0));
+        }
+        let marks: Vec<String> = (0..keys.len()).map(|i| format!("${}", i + 2)).collect();
+        let sql = format!(
+            "SELECT COUNT(DISTINCT address) FROM room_tokens WHERE room = $1 AND public_key IN ({})",
+            marks.join(", ")
+        );
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(&results.room);
+        for key in &keys {
+            query = query.bind(*key);
+        }
+        let homes = query.fetch_one(&mut **tx).await?.try_get::<i64, _>(0)?.max(0) as usize;
+        if homes == 0 {
+            return Ok((0, 0));
+        }
+        let signed = sqlx::query(
+            "SELECT COUNT(DISTINCT t.address) FROM round_reports r \
+             JOIN room_tokens t ON t.public_key = r.reporter AND t.room = $1 \
+             WHERE r.round_id = $2 AND r.digest = $3",
+        )
+        .bind(&results.room)
+        .bind(&results.id)
+        .bind(digest)
+        .fetch_one(&mut **tx)
+        .await?
+        .try_get::<i64, _>(0)?
+        .max(0) as usize;
+        Ok((signed, homes))
     }
 
     /// The ratings of a recorded round's verified players after it (Weng-Lin, teams by the
@@ -423,14 +470,15 @@ impl Store {
         }))
     }
 
-    /// Notes that `key` took a token for `room` at `now`.
-    pub async fn note_token(&self, key: &PublicKey, room: &str, now: u64) -> Result<(), StoreError> {
+    /// Notes that `key` took a token for `room` from `address` at `now`.
+    pub async fn note_token(&self, key: &PublicKey, room: &str, address: &str, now: u64) -> Result<(), StoreError> {
         sqlx::query(
-            "INSERT INTO room_tokens (public_key, room, issued_at) VALUES ($1, $2, $3) \
-             ON CONFLICT (public_key, room) DO UPDATE SET issued_at = $3",
+            "INSERT INTO room_tokens (public_key, room, address, issued_at) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (public_key, room) DO UPDATE SET address = $3, issued_at = $4",
         )
         .bind(key.to_string())
         .bind(room)
+        .bind(address)
         .bind(now as i64)
         .execute(&self.pool)
         .await?;

@@ -128,6 +128,53 @@ async fn rounds_hold(db: &str) {
     store.close().await;
 }
 
+/// What every store must do with homes: identities one host made and had join from its own
+/// address count as one home, and a round is recorded only when its signers are a majority of
+/// its homes too.
+async fn homes_hold(db: &str) {
+    let store = Store::open(db).await.unwrap();
+    let people: Vec<Identity> = (0..5).map(|i| Identity::from_seed([120 + i; 32])).collect();
+    // The host and two identities of its own, at one address; two friends, each at home.
+    let addresses = ["198.51.100.1", "198.51.100.1", "198.51.100.1", "203.0.113.2", "203.0.113.3"];
+    for (i, (p, address)) in people.iter().zip(addresses).enumerate() {
+        store.register(&p.public_key(), &format!("h{i}"), 1).await.unwrap();
+        store.note_token(&p.public_key(), "K7MP2Q", address, 2).await.unwrap();
+    }
+    let honest = round("m5-r1", &people.iter().collect::<Vec<_>>());
+    let lie = RoundResults { winner: 2, ..honest.clone() };
+    let mut last = None;
+    for p in &people[..3] {
+        last = Some(store.report(&RoundReport::sign(lie.clone(), p), 10).await.unwrap());
+    }
+    let last = last.unwrap();
+    assert_eq!((last.signed, last.needed, last.homes, last.recorded), (3, 3, (1, 3), false), "one home of three");
+    for p in &people[3..] {
+        assert!(!store.report(&RoundReport::sign(honest.clone(), p), 11).await.unwrap().recorded);
+    }
+    assert_eq!(store.rounds().await.unwrap().0, 0, "neither copy holds both majorities");
+
+    // Friends who share a home: recorded once a player from another home signs too.
+    let three: Vec<&Identity> = vec![&people[0], &people[1], &people[3]];
+    let results = round("m5-r2", &three);
+    let first = store.report(&RoundReport::sign(results.clone(), three[0]), 20).await.unwrap();
+    let second = store.report(&RoundReport::sign(results.clone(), three[1]), 21).await.unwrap();
+    assert_eq!((first.recorded, second.signed, second.homes, second.recorded), (false, 2, (1, 2), false));
+    let third = store.report(&RoundReport::sign(results, three[2]), 22).await.unwrap();
+    assert_eq!((third.homes, third.recorded, third.newly), ((2, 2), true, true));
+    store.close().await;
+}
+
+#[test]
+fn sqlite_counts_a_host_s_own_identities_as_one_home() {
+    runtime().block_on(homes_hold(&sqlite_path("homes")));
+}
+
+#[test]
+#[ignore = "needs a PostgreSQL: VIMP_TEST_POSTGRES=postgres://… (scripts/postgres.sh)"]
+fn postgres_counts_a_host_s_own_identities_as_one_home() {
+    runtime().block_on(async { homes_hold(&postgres_db("homes").await).await });
+}
+
 #[test]
 fn sqlite_records_a_round_its_majority_signed_and_rates_it_once() {
     runtime().block_on(rounds_hold(&sqlite_path("rounds")));
