@@ -161,14 +161,16 @@ impl Places {
 
 /// One line on what the rendezvous said of a round report.
 pub fn report_line(round: &str, answer: &Result<vimp_netcode::identity::ReportAnswer, String>) -> String {
+    use vimp_netcode::identity::ReportAnswer;
     match answer {
         Ok(a) if a.recorded => {
             format!("round {round}: recorded in the global top (signed by {}, {} needed)", a.signed, a.needed)
         }
-        Ok(a) if a.signed >= a.needed => format!(
-            "round {round}: reported (signed by {}, {} needed, but from {} of the players' {} homes: a majority must sign)",
-            a.signed, a.needed, a.homes_signed, a.homes
-        ),
+        Ok(ReportAnswer { signed, needed, homes_signed: Some(at), homes: Some(of), .. }) if signed >= needed => {
+            format!(
+                "round {round}: reported (signed by {signed}, {needed} needed, but from {at} of the players' {of} homes: a majority of them must sign)"
+            )
+        }
         Ok(a) => format!("round {round}: reported (signed by {} so far, {} needed)", a.signed, a.needed),
         Err(why) => format!("round {round}: not reported: {why}"),
     }

@@ -589,12 +589,13 @@ mod fetch {
         pub signed: u64,
         /// How many must: a strict majority of the round's verified players.
         pub needed: u64,
-        /// How many addresses (homes) the players who signed took their tokens from.
+        /// How many addresses (homes) the players who signed took their tokens from, once
+        /// they are enough players.
         #[serde(default)]
-        pub homes_signed: u64,
+        pub homes_signed: Option<u64>,
         /// How many the round's verified players did: a strict majority must sign too.
         #[serde(default)]
-        pub homes: u64,
+        pub homes: Option<u64>,
         /// The round is recorded with these results.
         pub recorded: bool,
         /// This report recorded it.

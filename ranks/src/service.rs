@@ -8,7 +8,7 @@
 //! | `GET /identity/keys` | | `{"issuer", "jwks"}`: what a host checks tokens against |
 //! | `GET /.well-known/jwks.json` | | the signing keys alone, as a JWKS |
 //! | `GET /identity/{publicKey}` | | `{"publicKey", "nickname"}`; 404 |
-//! | `POST /rounds` | a [`RoundReport`] | `{"kept", "signed", "needed", "homesSigned", "homes", "recorded", "recordedNow"}`: the round is recorded once a strict majority of its verified players, from a strict majority of their addresses, signed the same results; 403 when it lists a player who took no token for its room in the last day ([`ROOM_TOKEN_SECS`]) |
+//! | `POST /rounds` | a [`RoundReport`] | `{"kept", "signed", "needed", "homesSigned", "homes", "recorded", "recordedNow"}`: the round is recorded once a strict majority of its verified players, from a strict majority of their addresses (the homes, counted once the players are enough, else `null`), signed the same results; 403 when it lists a player who took no token for its room in the last day ([`ROOM_TOKEN_SECS`]) |
 //! | `GET /top?limit=N&offset=M` | | `{"players": [Standing…]}`, best first (at most 100) |
 //! | `GET /top/places?keys=K1,K2,…` | | `{"players": [Standing…]}`: the places of the given players that have any |
 //!
@@ -293,7 +293,8 @@ impl Ranks {
         let outcome = self.store.report(report, now).await?;
         Ok(serde_json::json!({
             "kept": outcome.kept, "signed": outcome.signed, "needed": outcome.needed,
-            "homesSigned": outcome.homes.0, "homes": outcome.homes.1, "recorded": outcome.recorded,
+            "homesSigned": outcome.homes.map(|h| h.0), "homes": outcome.homes.map(|h| h.1),
+            "recorded": outcome.recorded,
             "recordedNow": outcome.newly,
         }))
     }

@@ -113,8 +113,9 @@ pub struct ReportOutcome {
     pub needed: usize,
     /// How many addresses (homes) the players who signed the same results took their tokens
     /// from, and how many the round's verified players did: a strict majority of those must
-    /// sign too.
-    pub homes: (usize, usize),
+    /// sign too. Counted only when enough players signed (`signed >= needed`) of a round not
+    /// recorded yet.
+    pub homes: Option<(usize, usize)>,
     /// Whether the round is recorded with these results.
     pub recorded: bool,
     /// Whether this report recorded it.
@@ -296,10 +297,14 @@ impl Store {
             .try_get::<i64, _>(0)?
             .max(0) as usize;
         let needed = results.verified().count() / 2 + 1;
-        let homes = Self::homes(&mut tx, results, &digest).await?;
+        // The homes only when the players' majority is there: most reports are not the one.
+        let homes = match recorded {
+            None if signed >= needed => Some(Self::homes(&mut tx, results, &digest).await?),
+            _ => None,
+        };
         let outcome = match recorded {
             Some(d) => ReportOutcome { kept, signed, needed, homes, recorded: d == digest, newly: false },
-            None if signed >= needed && (homes.1 == 0 || homes.0 * 2 > homes.1) => {
+            None if homes.is_some_and(|(signed, all)| all == 0 || signed * 2 > all) => {
                 sqlx::query("INSERT INTO rounds (round_id, digest, results, recorded_at) VALUES ($1, $2, $3, $4)")
                     .bind(&results.id)
                     .bind(&digest)
