@@ -112,6 +112,8 @@ impl Server {
         let mut child = Command::new(exe)
             .args(["signal", "--bind", "127.0.0.1:0", "--no-stun", "--max-per-address", "1000000"])
             .args(["--upgrades-per-second", "1000000000", "--requests-per-second", "1000000000"])
+            // No database unless one is named: not the data folder of whoever runs the bench.
+            .args(if extra.contains(&"--db") { &[][..] } else { &["--no-db"][..] })
             .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

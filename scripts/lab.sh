@@ -78,6 +78,9 @@ mount -t tmpfs lab-run /run
 mkdir -p /run/netns
 LAB_DIR="$(mktemp -d /run/lab.XXXXXX)"
 export LAB_DIR LAB_VIMP="$vimp"
+# The rendezvous's database, and every identity, live in the scratch directory: not the
+# data folder of whoever runs the lab.
+export VIMP_DATA_DIR="$LAB_DIR/data" VIMP_CONFIG_DIR="$LAB_DIR/config"
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done

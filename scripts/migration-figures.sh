@@ -26,6 +26,7 @@ for i in $(seq 1 "$runs"); do
         set -u
         ip link set lo up; ip link set lo multicast on; ip route add 224.0.0.0/4 dev lo
         bin=$1; dir=$2; delay=$3
+        export VIMP_DATA_DIR=$dir/data
         "$bin" signal --bind 127.0.0.1:3536 > "$dir/signal.out" 2>&1 &
         for _ in $(seq 100); do grep -q "listening on" "$dir/signal.out" && break; sleep 0.05; done
         "$bin" host --headless --signal ws://127.0.0.1:3536 --code K7M-P2Q --bots 2 --map maps/test-small.json --seconds 60 > "$dir/host.out" 2>&1 &

@@ -18,6 +18,8 @@ fi
 
 tmp=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
+# The rendezvous's database in the scratch directory, not the data folder of whoever runs this.
+export VIMP_DATA_DIR="$tmp/data"
 "$vimp" signal --bind 127.0.0.1:3536 > "$tmp/signal.log" &
 for _ in $(seq 100); do grep -q listening "$tmp/signal.log" 2>/dev/null && break; sleep 0.1; done
 sig=ws://127.0.0.1:3536

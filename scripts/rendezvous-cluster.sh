@@ -53,6 +53,8 @@ fi
 
 keep="${CLUSTER_KEEP:-/tmp/rendezvous-cluster}"
 rm -rf "$keep" && mkdir -p "$keep"
+# The backends share one rendezvous database, in the scratch directory.
+export VIMP_DATA_DIR="$keep/data"
 ulimit -n "$(ulimit -Hn)"
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2> /dev/null || true; done; wait 2> /dev/null || true' EXIT

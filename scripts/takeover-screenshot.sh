@@ -26,7 +26,7 @@ unshare -rn bash -c '
     set -u
     ip link set lo up; ip link set lo multicast on; ip route add 224.0.0.0/4 dev lo
     bin=$1; dir=$2; out=$3; frames=$4; kill_after=$5
-    export VIMP_CONFIG_DIR=$dir/config
+    export VIMP_CONFIG_DIR=$dir/config VIMP_DATA_DIR=$dir/data
     "$bin" signal --bind 127.0.0.1:3536 > "$dir/signal.out" 2>&1 &
     for _ in $(seq 100); do grep -q "listening on" "$dir/signal.out" && break; sleep 0.05; done
     "$bin" host --headless --signal ws://127.0.0.1:3536 --code K7M-P2Q --bots 3 --map maps/default.json --seconds 120 > "$dir/host.out" 2>&1 &
