@@ -75,6 +75,11 @@ pub struct SignalArgs {
     /// average (bursts of twice that); past it, HTTP 429.
     #[arg(long, value_name = "N", default_value_t = 20.0)]
     pub requests_per_second: f64,
+    /// A balancer in front of this server (repeatable): its requests are taken as coming from
+    /// the address its `X-Forwarded-For` adds (HAProxy's `option forwardfor`), for the rate
+    /// above and the homes a round's players play from.
+    #[arg(long, value_name = "IP")]
+    pub trusted_proxy: Vec<std::net::IpAddr>,
 }
 
 /// Where a rendezvous keeps its SQLite file by default: the platform's data folder
@@ -188,7 +193,14 @@ pub fn run(args: &SignalArgs) -> anyhow::Result<i32> {
         total,
         request_deadline: std::time::Duration::from_secs_f64(args.request_deadline),
     };
-    let config = SignalConfig { bind: args.bind, ice: IceConfig { ice_servers }, turn_secret, stun_port, limits };
+    let config = SignalConfig {
+        bind: args.bind,
+        ice: IceConfig { ice_servers },
+        turn_secret,
+        stun_port,
+        limits,
+        trusted_proxies: args.trusted_proxy.clone(),
+    };
     let ranks = open_ranks(args)?;
     let routes = ranks.as_ref().map_or_else(axum::Router::new, |opened| opened.ranks.router());
     let server = SignalServer::start_with(config, routes)?;

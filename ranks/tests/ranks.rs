@@ -248,12 +248,18 @@ struct Rendezvous {
 }
 
 fn rendezvous(name: &str, config: RanksConfig) -> Rendezvous {
+    rendezvous_behind(name, config, Vec::new())
+}
+
+/// A rendezvous that takes the requests of `proxies` as their `X-Forwarded-For` says.
+fn rendezvous_behind(name: &str, config: RanksConfig, proxies: Vec<std::net::IpAddr>) -> Rendezvous {
     let runtime = runtime();
     let ranks = runtime.block_on(async {
         let store = Store::open(&sqlite_path(name)).await.unwrap();
         Ranks::new(store, config).await.unwrap()
     });
-    let config = SignalConfig { bind: "127.0.0.1:0".parse().unwrap(), ..SignalConfig::default() };
+    let config =
+        SignalConfig { bind: "127.0.0.1:0".parse().unwrap(), trusted_proxies: proxies, ..SignalConfig::default() };
     let server = SignalServer::start_with(config, ranks.router()).unwrap();
     Rendezvous { server, ranks, _runtime: runtime }
 }
@@ -465,6 +471,41 @@ fn an_address_that_asks_too_often_is_slowed_and_a_large_body_refused() {
     let huge = format!("{{\"publicKey\": \"{}\"}}", "A".repeat(MAX_BODY * 2));
     let (status, _) = rv.call("POST", "/identity/register", Some(&huge));
     assert_eq!(status, 413);
+}
+
+/// `GET path` with an `X-Forwarded-For` header, as a balancer sends it; the status.
+fn get_forwarded(rv: &Rendezvous, path: &str, forwarded: &str) -> u16 {
+    use std::io::{Read as _, Write as _};
+    let url = rv.server.url();
+    let addr = url.trim_start_matches("ws://");
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let request =
+        format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nX-Forwarded-For: {forwarded}\r\nConnection: close\r\n\r\n");
+    s.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    let _ = s.read_to_string(&mut answer);
+    answer.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0)
+}
+
+/// Behind a balancer it trusts, the rendezvous holds each player's address to its rate (and
+/// counts homes by it), not the balancer's; a header from anyone else changes nothing.
+#[test]
+fn behind_a_trusted_balancer_each_forwarded_address_has_its_own_rate() {
+    let config = RanksConfig { requests_per_second: 5.0, ..RanksConfig::default() };
+    let rv = rendezvous_behind("proxied", config.clone(), vec!["127.0.0.1".parse().unwrap()]);
+    // Thirty players, one request each: none slowed.
+    let each: Vec<u16> = (0..30).map(|i| get_forwarded(&rv, "/identity/keys", &format!("10.0.{i}.1"))).collect();
+    assert!(each.iter().all(|s| *s == 200), "{each:?}");
+    // One player thirty times (the client wrote an address of its own first: the balancer's
+    // last one counts).
+    let one: Vec<u16> =
+        (0..30).map(|i| get_forwarded(&rv, "/identity/keys", &format!("10.9.{i}.9, 10.1.1.1"))).collect();
+    assert!(one.contains(&429), "{one:?}");
+    // Not behind a balancer it trusts: the header is anyone's to write, and is not read.
+    let rv = rendezvous("unproxied", config);
+    let spoofed: Vec<u16> = (0..30).map(|i| get_forwarded(&rv, "/identity/keys", &format!("10.0.{i}.1"))).collect();
+    assert!(spoofed.contains(&429), "{spoofed:?}");
 }
 
 #[test]

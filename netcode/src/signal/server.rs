@@ -74,6 +74,12 @@ pub struct SignalConfig {
     pub stun_port: Option<u16>,
     /// What a connection, an address and the server may hold.
     pub limits: Limits,
+    /// Balancers in front of this server: a request that comes from one of them is taken as
+    /// coming from the last address its `X-Forwarded-For` names (HAProxy's `option
+    /// forwardfor`), for the routes that look at who asks ([`super::PeerAddr`]: rate limits,
+    /// and the homes a round's players play from). Connections are still counted by the
+    /// address they come from.
+    pub trusted_proxies: Vec<std::net::IpAddr>,
 }
 
 impl Default for SignalConfig {
@@ -84,6 +90,7 @@ impl Default for SignalConfig {
             turn_secret: None,
             stun_port: None,
             limits: Limits::default(),
+            trusted_proxies: Vec::new(),
         }
     }
 }
@@ -300,7 +307,8 @@ async fn serve(
         let _ = stream.set_nodelay(true);
         match shared.gate.admit(from.ip(), Instant::now()) {
             Ok(ticket) => {
-                tokio::spawn(connection(stream, from, ticket, app.clone(), deadline));
+                let proxied = config.trusted_proxies.contains(&from.ip());
+                tokio::spawn(connection(stream, from, proxied, ticket, app.clone(), deadline));
             }
             Err(refusal) => {
                 tokio::spawn(refuse(stream, refusal));
@@ -317,13 +325,23 @@ async fn serve(
 }
 
 /// Serves one connection (HTTP/1.1): its request must come whole within `deadline`; a
-/// websocket it upgrades to lives on in its own task, holding `ticket`.
-async fn connection(stream: tokio::net::TcpStream, from: SocketAddr, ticket: Ticket, app: Router, deadline: Duration) {
+/// websocket it upgrades to lives on in its own task, holding `ticket`. A connection from a
+/// trusted balancer (`proxied`) has each request's peer taken from its `X-Forwarded-For`.
+async fn connection(
+    stream: tokio::net::TcpStream,
+    from: SocketAddr,
+    proxied: bool,
+    ticket: Ticket,
+    app: Router,
+    deadline: Duration,
+) {
     use tower::Service as _;
     let ticket = Arc::new(ticket);
     let service = hyper::service::service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {
         request.extensions_mut().insert(ticket.clone());
-        request.extensions_mut().insert(super::PeerAddr(from));
+        let peer =
+            if proxied { forwarded_for(request.headers()).map_or(from, |ip| SocketAddr::new(ip, 0)) } else { from };
+        request.extensions_mut().insert(super::PeerAddr(peer));
         let mut app = app.clone();
         async move { app.call(request.map(axum::body::Body::new)).await }
     });
@@ -334,6 +352,14 @@ async fn connection(stream: tokio::net::TcpStream, from: SocketAddr, ticket: Tic
         .with_upgrades();
     // A request that does not end within the deadline (or a body that trickles) is closed.
     let _ = tokio::time::timeout(deadline, served).await;
+}
+
+/// The address a balancer says a request came from: the last of its `X-Forwarded-For`
+/// headers' addresses (the one the balancer itself added; any before it the client could have
+/// written).
+fn forwarded_for(headers: &axum::http::HeaderMap) -> Option<std::net::IpAddr> {
+    let last = headers.get_all("x-forwarded-for").iter().next_back()?.to_str().ok()?;
+    last.rsplit(',').next()?.trim().parse().ok()
 }
 
 /// Answers a refused connection at once and closes it.
@@ -503,6 +529,19 @@ mod tests {
 
     fn local() -> SignalConfig {
         SignalConfig { bind: SocketAddr::from(([127, 0, 0, 1], 0)), ..SignalConfig::default() }
+    }
+
+    #[test]
+    fn a_balancer_s_forwarded_address_is_the_last_it_added() {
+        let mut headers = axum::http::HeaderMap::new();
+        assert_eq!(forwarded_for(&headers), None);
+        headers.append("x-forwarded-for", "203.0.113.9".parse().unwrap());
+        assert_eq!(forwarded_for(&headers), "203.0.113.9".parse().ok());
+        // What the client wrote comes first; the balancer's own, last.
+        headers.append("x-forwarded-for", "10.0.0.1, 2001:db8::7".parse().unwrap());
+        assert_eq!(forwarded_for(&headers), "2001:db8::7".parse().ok());
+        headers.append("x-forwarded-for", "not an address".parse().unwrap());
+        assert_eq!(forwarded_for(&headers), None);
     }
 
     /// Reads from `stream` until `done` says the bytes are complete, with a deadline.
