@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
-use vimp_netcode::identity::{Challenge, Identity};
+use vimp_netcode::identity::{Challenge, Identity, obtain_token};
 use vimp_netcode::rounds::{RoundPlayer, RoundReport, RoundResults};
 use vimp_netcode::signal::http_request;
 
@@ -157,22 +157,15 @@ pub fn run(args: &RanksBenchArgs) -> anyhow::Result<i32> {
     )?;
     let registration_s = started.elapsed().as_secs_f64();
 
-    // Every player joins its room: a token for it (a round lists only players who took one).
+    // Every player joins its room: a token for it (a round lists only players who took one),
+    // as a player's client asks (a challenge and a token).
     let started = Instant::now();
     let mut tokens = run_jobs(
         identities.len(),
         args.concurrency,
         |i| {
-            let (status, text) = call("POST", "/identity/challenge", None)?;
-            anyhow::ensure!(status == 200, "a challenge: HTTP {status} {text}");
-            let challenge: Challenge = serde_json::from_str(&text)?;
-            let p = &identities[i];
-            let body = serde_json::json!({
-                "publicKey": p.public_key(), "room": ROOM, "challenge": challenge.challenge,
-                "signature": p.prove(&challenge.challenge),
-            });
-            let (status, text) = call("POST", "/identity/token", Some(body.to_string()))?;
-            anyhow::ensure!(status == 200, "a token: HTTP {status} {text}");
+            obtain_token(&url, ROOM, &identities[i], &format!("b{i}"))
+                .map_err(|why| anyhow::anyhow!("a token: {why}"))?;
             Ok(())
         },
         "joined",

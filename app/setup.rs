@@ -66,8 +66,8 @@ pub fn host_identities(signal: &str, code: &LobbyCode) -> Option<vimp_host::engi
 }
 
 /// A host's fetches of its verified players' places in the global top: when they change, a
-/// few seconds after each round's end, and every minute, on a thread beside the match; the answer goes to the server, which tells
-/// every client (`ACCOLADES_DATA`).
+/// few seconds after each round's end, and every minute, on a thread beside the match; the
+/// answer goes to the server, which tells every client (`ACCOLADES_DATA`).
 pub struct Places {
     signal: String,
     asked: Vec<String>,

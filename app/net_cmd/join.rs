@@ -439,14 +439,10 @@ impl<'a> JoinRun<'a> {
         node.leave(end);
         // Round reports on their way get their answers (a few seconds at most).
         if let Some(tokens) = self.tokens.as_mut() {
-            let deadline = std::time::Instant::now() + REPORTS_WAIT;
-            while tokens.reporting() && std::time::Instant::now() < deadline {
-                match tokens.poll() {
-                    Some(vimp_netcode::identity::TokenEvent::Reported { round, answer }) => {
-                        self.player.reported(round, answer)
-                    }
-                    Some(_) => {}
-                    None => std::thread::sleep(Duration::from_millis(20)),
+            let deadline = Instant::now() + REPORTS_WAIT;
+            while let Some(event) = tokens.wait_report(deadline.saturating_duration_since(Instant::now())) {
+                if let vimp_netcode::identity::TokenEvent::Reported { round, answer } = event {
+                    self.player.reported(round, answer);
                 }
             }
         }

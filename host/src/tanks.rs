@@ -33,9 +33,9 @@ use bevy::prelude::*;
 use crate::engine::config::InitConfig;
 use crate::engine::game::{Game, MatchFigures};
 use crate::engine::game::{GameInit, GameMigration};
-use crate::engine::players::{MaxRewind, PlayerKeys};
+use crate::engine::players::{MaxRewind, PlayerKeys, round_ended};
 use crate::engine::sim::{EngineSettings, HostSystems, HostTick};
-use crate::engine::snapshot::RowsSystems;
+use crate::engine::snapshot::{RowsSystems, snapshot_tick};
 use config::TanksConfig;
 
 /// The game's rules, from the init config's `game` half.
@@ -165,8 +165,8 @@ impl Plugin for TanksPlugin {
                 weapons::step_bomb_levels,
                 weapons::burst_bombs,
                 lagcomp::record_hulls,
-                // Every tick: a round's end reports the scores it ended with.
-                rows::publish_scores,
+                // On the ticks that show them, and on a round's end, which reports them.
+                rows::publish_scores.run_if(snapshot_tick.or_else(round_ended)),
             )
                 .chain()
                 .in_set(HostSystems::Contacts),

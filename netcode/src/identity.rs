@@ -647,8 +647,11 @@ mod fetch {
         next_at: Option<u64>,
         /// Whether a token came once: a failed refresh is tried again, quietly.
         had_one: bool,
-        /// Round reports on their way.
-        reports: Vec<mpsc::Receiver<TokenEvent>>,
+        /// Where the round reports' threads send the rendezvous's answers, and where they are
+        /// taken.
+        answers: (mpsc::Sender<TokenEvent>, mpsc::Receiver<TokenEvent>),
+        /// Round reports on their way (their answers not taken yet).
+        reporting: usize,
     }
 
     impl TokenSource {
@@ -662,7 +665,8 @@ mod fetch {
                 pending: None,
                 next_at: Some(0),
                 had_one: false,
-                reports: Vec::new(),
+                answers: mpsc::channel(),
+                reporting: 0,
             };
             source.fetch();
             source
@@ -693,7 +697,7 @@ mod fetch {
         /// sends them to the rendezvous, on a thread of its own, trying again a few times
         /// when it cannot be reached or is busy; [`Self::poll`] tells what it said.
         pub fn report(&mut self, results: RoundResults) {
-            let (tx, rx) = mpsc::channel();
+            let tx = self.answers.0.clone();
             let signal = self.signal.clone();
             let report = RoundReport::sign(results, &self.identity);
             let spawned = std::thread::Builder::new().name("vimp-report".into()).spawn(move || {
@@ -712,29 +716,26 @@ mod fetch {
                 let _ = tx.send(TokenEvent::Reported { round: report.results.id.clone(), answer });
             });
             if spawned.is_ok() {
-                self.reports.push(rx);
+                self.reporting += 1;
             }
         }
 
-        /// Whether round reports are on their way (their answers not taken yet).
-        pub fn reporting(&self) -> bool {
-            !self.reports.is_empty()
+        /// The answer to a round report on its way, waiting at most `timeout` for one; `None`
+        /// when none is on its way or none came in time.
+        pub fn wait_report(&mut self, timeout: Duration) -> Option<TokenEvent> {
+            if self.reporting == 0 {
+                return None;
+            }
+            let event = self.answers.1.recv_timeout(timeout).ok()?;
+            self.reporting -= 1;
+            Some(event)
         }
 
         /// What came since the last call, if anything; asks again when a token is due.
         pub fn poll(&mut self) -> Option<TokenEvent> {
-            let mut i = 0;
-            while let Some(rx) = self.reports.get(i) {
-                match rx.try_recv() {
-                    Ok(event) => {
-                        self.reports.swap_remove(i);
-                        return Some(event);
-                    }
-                    Err(mpsc::TryRecvError::Empty) => i += 1,
-                    Err(mpsc::TryRecvError::Disconnected) => {
-                        self.reports.swap_remove(i);
-                    }
-                }
+            if let Ok(event) = self.answers.1.try_recv() {
+                self.reporting = self.reporting.saturating_sub(1);
+                return Some(event);
             }
             let now = unix_now();
             if self.pending.is_none() && self.next_at.is_some_and(|at| now >= at) {

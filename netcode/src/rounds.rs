@@ -32,6 +32,14 @@ pub struct RoundPlayer {
     pub score: i64,
 }
 
+impl RoundPlayer {
+    /// The order of a round's players in its canonical form: by key, unverified ones last by
+    /// team and best score first.
+    fn canonical_order(a: &RoundPlayer, b: &RoundPlayer) -> std::cmp::Ordering {
+        (a.key.is_none(), &a.key, a.team, -a.score).cmp(&(b.key.is_none(), &b.key, b.team, -b.score))
+    }
+}
+
 /// A round's results: which room, which round, who played in which team and how they did.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -67,9 +75,7 @@ impl RoundResults {
     /// The results in canonical form: players ordered (by key, unverified ones after by team
     /// and score), as every copy must be to sign the same bytes.
     pub fn canonical(mut self) -> RoundResults {
-        self.players.sort_by(|a, b| {
-            (a.key.is_none(), &a.key, a.team, -a.score).cmp(&(b.key.is_none(), &b.key, b.team, -b.score))
-        });
+        self.players.sort_by(RoundPlayer::canonical_order);
         self
     }
 
@@ -166,9 +172,7 @@ impl RoundOver {
     /// `players[i]` as given).
     pub fn new(results: RoundResults, rows: Vec<u32>) -> RoundOver {
         let mut both: Vec<(RoundPlayer, u32)> = results.players.into_iter().zip(rows).collect();
-        both.sort_by(|(a, _), (b, _)| {
-            (a.key.is_none(), &a.key, a.team, -a.score).cmp(&(b.key.is_none(), &b.key, b.team, -b.score))
-        });
+        both.sort_by(|(a, _), (b, _)| RoundPlayer::canonical_order(a, b));
         let (players, rows) = both.into_iter().unzip();
         RoundOver { results: RoundResults { players, ..results }, rows }
     }

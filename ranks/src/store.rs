@@ -45,6 +45,11 @@ fn migrator() -> Migrator {
     Migrator::with_migrations(migrations)
 }
 
+/// `n` bind marks from `$first` on, for a query's `IN (…)`: `$3, $4, $5`.
+fn marks(first: usize, n: usize) -> String {
+    (first..first + n).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ")
+}
+
 /// Which database a store is on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Backend {
@@ -335,15 +340,12 @@ impl Store {
         if keys.is_empty() {
             return Ok((0, 0));
         }
-        let marks: Vec<String> = (0..keys.len()).map(|i| format!("${}", i + 2)).collect();
         let sql = format!(
             "SELECT COUNT(DISTINCT address) FROM room_tokens WHERE room = $1 AND public_key IN ({})",
-            marks.join(", ")
+            marks(2, keys.len())
         );
-        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(&results.room);
-        for key in &keys {
-            query = query.bind(*key);
-        }
+        let query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(&results.room);
+        let query = keys.iter().fold(query, |q, key| q.bind(*key));
         let homes = query.fetch_one(&mut **tx).await?.try_get::<i64, _>(0)?.max(0) as usize;
         if homes == 0 {
             return Ok((0, 0));
@@ -497,15 +499,12 @@ impl Store {
         if keys.is_empty() {
             return Ok(Vec::new());
         }
-        let marks: Vec<String> = (0..keys.len()).map(|i| format!("${}", i + 3)).collect();
         let sql = format!(
             "SELECT public_key FROM room_tokens WHERE room = $1 AND issued_at >= $2 AND public_key IN ({})",
-            marks.join(", ")
+            marks(3, keys.len())
         );
-        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(&results.room).bind(since as i64);
-        for key in &keys {
-            query = query.bind(*key);
-        }
+        let query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(&results.room).bind(since as i64);
+        let query = keys.iter().fold(query, |q, key| q.bind(*key));
         let joined: Vec<String> =
             query.fetch_all(&self.pool).await?.iter().map(|r| r.try_get::<String, _>(0)).collect::<Result<_, _>>()?;
         Ok(keys.into_iter().filter(|k| !joined.iter().any(|j| j == k)).map(str::to_owned).collect())

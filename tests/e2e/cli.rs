@@ -346,7 +346,7 @@ fn round_reports_acknowledged_before_a_sigkill_are_all_there_and_none_counts_twi
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::{Arc, Mutex};
     use std::time::Duration;
-    use vimp_netcode::identity::{Challenge, Identity};
+    use vimp_netcode::identity::{Identity, obtain_token};
     use vimp_netcode::rounds::{RoundPlayer, RoundReport, RoundResults};
     use vimp_netcode::signal::http_request;
 
@@ -363,22 +363,10 @@ fn round_reports_acknowledged_before_a_sigkill_are_all_there_and_none_counts_twi
     };
     let (mut child, url) = start();
     let players: Vec<Identity> = (0..12u8).map(|i| Identity::from_seed([i + 1; 32])).collect();
+    // Each registers its name and joins the room: a round lists only players who took a token
+    // for it.
     for (i, p) in players.iter().enumerate() {
-        let (_, text) = call(&url, "POST", "/identity/challenge", None);
-        let challenge: Challenge = serde_json::from_str(&text).expect("a challenge");
-        let body = serde_json::json!({
-            "publicKey": p.public_key(), "nickname": format!("k{i}"), "challenge": challenge.challenge,
-            "signature": p.prove(&challenge.challenge),
-        });
-        assert_eq!(call(&url, "POST", "/identity/register", Some(body.to_string())).0, 201);
-        // Each joins the room: a round lists only players who took a token for it.
-        let (_, text) = call(&url, "POST", "/identity/challenge", None);
-        let challenge: Challenge = serde_json::from_str(&text).expect("a challenge");
-        let body = serde_json::json!({
-            "publicKey": p.public_key(), "room": "K7MP2Q", "challenge": challenge.challenge,
-            "signature": p.prove(&challenge.challenge),
-        });
-        assert_eq!(call(&url, "POST", "/identity/token", Some(body.to_string())).0, 200);
+        obtain_token(&url, "K7MP2Q", p, &format!("k{i}")).expect("a name and a token");
     }
     // 40 rounds of three players each, every one of them reporting: 120 reports.
     let reports: Vec<RoundReport> = (0..40usize)

@@ -153,6 +153,24 @@ fn signal_and_host(extra: &[&str]) -> (Proc, Proc, String) {
     (signal, host, url)
 }
 
+/// A headless host of lobby `K7M-P2Q` on the small map at the rendezvous `url`, with `extra`
+/// flags, once it checks players' tokens against the rendezvous's keys.
+fn host_checking_tokens(url: &str, extra: &[&str]) -> Proc {
+    let mut args = vec!["host", "--headless", "--signal", url, "--code", "K7M-P2Q", "--map", "maps/test-small.json"];
+    args.extend(extra);
+    let host = Proc::spawn(&args);
+    host.line_with("checked against the rendezvous's keys", Duration::from_secs(30));
+    host
+}
+
+/// A headless player `name` of lobby `K7M-P2Q` at the rendezvous `url` for `seconds`, with the
+/// identity in the file `identity` (made on first use), printing its figures as JSON.
+fn join_verified(url: &str, name: &str, identity: &std::path::Path, seconds: &str) -> Proc {
+    let identity = identity.display().to_string();
+    let args = ["join", "k7mp2q", "--signal", url, "--headless", "--name", name, "--seconds", seconds, "--json"];
+    Proc::spawn(&[&args[..], &["--identity", &identity]].concat())
+}
+
 #[test]
 fn two_clients_join_a_host_by_code_over_webrtc() {
     if !in_own_netns("webrtc::two_clients_join_a_host_by_code_over_webrtc") {
@@ -217,38 +235,8 @@ fn players_register_their_names_and_the_host_verifies_their_tokens() {
     let dir = std::env::temp_dir().join(format!("vimp-e2e-identities-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let (_signal, url) = signal();
-    let host = Proc::spawn(&[
-        "host",
-        "--headless",
-        "--signal",
-        &url,
-        "--code",
-        "K7M-P2Q",
-        "--bots",
-        "1",
-        "--map",
-        "maps/test-small.json",
-        "--seconds",
-        "60",
-    ]);
-    host.line_with("checked against the rendezvous's keys", Duration::from_secs(30));
-    let join = |name: &str, identity: &str| {
-        let identity = dir.join(identity).display().to_string();
-        Proc::spawn(&[
-            "join",
-            "k7mp2q",
-            "--signal",
-            &url,
-            "--headless",
-            "--name",
-            name,
-            "--seconds",
-            "6",
-            "--json",
-            "--identity",
-            &identity,
-        ])
-    };
+    let _host = host_checking_tokens(&url, &["--bots", "1", "--seconds", "60"]);
+    let join = |name: &str, identity: &str| join_verified(&url, name, &dir.join(identity), "6");
     // Ann registers her name; Eve, later, asks for the same one under another key.
     let (out, status) = join("Ann", "ann.json").finish(Duration::from_secs(60));
     let ann = report(&out);
@@ -283,26 +271,8 @@ fn verified_players_report_their_rounds_and_the_rendezvous_records_them() {
     let _ = std::fs::remove_dir_all(&dir);
     let (_signal, url) = signal();
     // Rounds of 10 s, 3 s apart: they end about 10, 23 and 36 s in.
-    let host = Proc::spawn(&[
-        "host",
-        "--headless",
-        "--signal",
-        &url,
-        "--code",
-        "K7M-P2Q",
-        "--map",
-        "maps/test-small.json",
-        "--round-seconds",
-        "10",
-        "--seconds",
-        "120",
-    ]);
-    host.line_with("checked against the rendezvous's keys", Duration::from_secs(30));
-    let join = |name: &str| {
-        let identity = dir.join(format!("{name}.json")).display().to_string();
-        let args = ["join", "k7mp2q", "--signal", &url, "--headless", "--name", name, "--seconds", "40", "--json"];
-        Proc::spawn(&[&args[..], &["--identity", &identity]].concat())
-    };
+    let host = host_checking_tokens(&url, &["--round-seconds", "10", "--seconds", "120"]);
+    let join = |name: &str| join_verified(&url, name, &dir.join(format!("{name}.json")), "40");
     let (ann, bob) = (join("Ann"), join("Bob"));
     let (out_a, status_a) = ann.finish(Duration::from_secs(120));
     let (out_b, status_b) = bob.finish(Duration::from_secs(120));

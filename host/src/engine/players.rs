@@ -171,6 +171,12 @@ pub struct RoundEnd {
 #[derive(Resource, Clone, Debug, Default, PartialEq, Eq)]
 pub struct RoundEnds(pub Vec<RoundEnd>);
 
+/// Run condition: the game ended a round this tick (a game that keeps [`Scores`] only on
+/// snapshot ticks keeps them on this one too).
+pub fn round_ended(ends: Res<RoundEnds>) -> bool {
+    !ends.0.is_empty()
+}
+
 /// Each player's HUD panel as the game keeps it: `key → value` (`t` — round time in seconds —
 /// is the one key the engine names; the rest are the game's).
 #[derive(Resource, Clone, Debug, Default, PartialEq, Eq)]

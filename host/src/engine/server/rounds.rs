@@ -15,6 +15,10 @@ impl ServerCore {
     /// player took part (nobody would sign).
     pub(super) fn report_round_ends(&mut self) {
         let ends = self.host.take_round_ends();
+        // Every tick comes here: the keys are read only on a round's end.
+        if ends.is_empty() {
+            return;
+        }
         let Some(room) = self.roster.identities().map(|i| i.room) else { return };
         for end in ends {
             let over = self.round_over(end, &room);
