@@ -11,11 +11,33 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 /// The `vimp` binary, keeping what it stores (a rendezvous's database) in a folder of this
-/// test run's, not in the user's data folder.
+/// test process's, not in the user's data folder.
 pub(crate) fn vimp_command() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_vimp"));
-    command.env("VIMP_DATA_DIR", std::env::temp_dir().join(format!("vimp-e2e-data-{}", std::process::id())));
+    command.env("VIMP_DATA_DIR", data_dir());
     command
+}
+
+/// This test process's data folder: new to it (a process id comes back, and a folder an
+/// earlier run left would hand this one its names and rounds), and made after the folders of
+/// runs more than a day old are swept away.
+fn data_dir() -> &'static std::path::Path {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let temp = std::env::temp_dir();
+        let stale = |entry: &std::fs::DirEntry| {
+            entry.file_name().to_string_lossy().starts_with("vimp-e2e-data-")
+                && entry
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .is_ok_and(|at| at.elapsed().is_ok_and(|age| age > std::time::Duration::from_secs(24 * 3600)))
+        };
+        for entry in std::fs::read_dir(&temp).into_iter().flatten().flatten().filter(stale) {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+        let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        temp.join(format!("vimp-e2e-data-{}-{}", std::process::id(), since.as_nanos()))
+    })
 }
 
 /// Runs `vimp` with `args` to completion.

@@ -279,7 +279,7 @@ fn verified_players_report_their_rounds_and_the_rendezvous_records_them() {
     let (ra, rb) = (report(&out_a), report(&out_b));
     println!("ann: {}\nbob: {}", ra["rounds_reported"], rb["rounds_reported"]);
     assert!(status_a.success() && status_b.success(), "{ra}\n{rb}");
-    assert_eq!((ra["verified_as"].as_str(), rb["verified_as"].as_str()), (Some("Ann"), Some("Bob")));
+    assert_eq!((ra["verified_as"].as_str(), rb["verified_as"].as_str()), (Some("Ann"), Some("Bob")), "{ra}\n{rb}");
     // The rounds each signed: none refused or disagreeing, and the same ones for both.
     let signed = |r: &serde_json::Value| {
         let list = r["rounds_reported"].as_array().cloned().unwrap_or_default();
