@@ -103,10 +103,17 @@ impl Places {
     }
 
     /// A host's fetches when it checks its players' tokens (one that took a match over from
-    /// a host that did), from the rendezvous at `signal`: made once, on the first turn that
-    /// hosts.
-    pub fn turn_lazily(places: &mut Option<Places>, signal: &str, server: &mut vimp_host::engine::server::ServerCore) {
-        if places.is_none() && server.roster().checks_tokens() {
+    /// a host that did), from the rendezvous at `signal` (none: only those made already):
+    /// made once, on the first turn that hosts.
+    pub fn turn_lazily(
+        places: &mut Option<Places>,
+        signal: Option<&str>,
+        server: &mut vimp_host::engine::server::ServerCore,
+    ) {
+        if let Some(signal) = signal
+            && places.is_none()
+            && server.roster().checks_tokens()
+        {
             *places = Some(Places::new(signal));
         }
         if let Some(places) = places {
@@ -176,10 +183,36 @@ pub fn report_line(round: &str, answer: &Result<vimp_netcode::identity::ReportAn
     }
 }
 
-/// Sends `token` to the host as the engine's `AUTH_RESPONSE {"token": …}`.
-pub fn send_token(client: &mut vimp_netcode::client::ClientCore, token: &str) {
+/// Sends `token`, one of `tokens`', to the host as the engine's `AUTH_RESPONSE {"token": …}`:
+/// from now on the client checks the round ends it hears for `tokens`' key.
+pub fn send_token(
+    client: &mut vimp_netcode::client::ClientCore,
+    tokens: &vimp_netcode::identity::TokenSource,
+    token: &str,
+) {
     let answer = serde_json::json!({ vimp_host::engine::auth::TOKEN_FIELD: token }).to_string();
     client.send_meta(vimp_netcode::meta::AUTH_RESPONSE, answer.as_bytes());
+    client.set_identity_key(Some(tokens.public_key().to_string()));
+}
+
+/// The round ends `client` heard since the last call: each that agrees with its scoreboard
+/// signed and sent to the rendezvous (`TokenSource::report`); why each other was not, said on
+/// stderr and returned.
+pub fn report_rounds(
+    client: &mut vimp_netcode::client::ClientCore,
+    tokens: &mut vimp_netcode::identity::TokenSource,
+) -> Vec<String> {
+    let mut refused = Vec::new();
+    while let Some(heard) = client.take_round() {
+        match heard {
+            Ok(results) => tokens.report(results),
+            Err(why) => {
+                eprintln!("a round's results not signed: {why}");
+                refused.push(why.to_string());
+            }
+        }
+    }
+    refused
 }
 
 /// The signalling server used when none is named.

@@ -6,9 +6,6 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-/// How long a leaving player waits for the answers to its round reports still on their way.
-const REPORTS_WAIT: Duration = Duration::from_secs(10);
-
 use serde_json::json;
 use vimp_host::PlayerId;
 use vimp_host::engine::game::Game;
@@ -22,6 +19,9 @@ use vimp_netcode::transport::webrtc::WebRtcTransport;
 use vimp_netcode::transport::{LinkPath, Transport};
 
 use crate::setup::{DEFAULT_SIGNAL, IceArgs, JoinFailure, Redialer, UNREACHABLE, Witnesser, client_config, linger};
+
+/// How long a leaving player waits for the answers to its round reports still on their way.
+const REPORTS_WAIT: Duration = Duration::from_secs(10);
 
 /// What `vimp join` was asked to do.
 #[derive(Debug, Clone, clap::Args)]
@@ -361,7 +361,7 @@ impl<'a> JoinRun<'a> {
         }
         // Hosting after a takeover from a host that checked tokens: its players' places too.
         if let Some(server) = node.server_mut() {
-            crate::setup::Places::turn_lazily(&mut self.places, &self.signal, server);
+            crate::setup::Places::turn_lazily(&mut self.places, Some(&self.signal), server);
         }
         let (checkpoints, transport_failure) = (node.checkpoints(), node.transport().failure());
         let host_path = node.client().and_then(ClientCore::host_peer).and_then(|h| node.transport().path(h));
@@ -388,13 +388,13 @@ impl<'a> JoinRun<'a> {
         if (client.closed().is_some() && !redialing) || self.redialer.gave_up() || now.as_secs_f64() >= args.seconds {
             return Turn::End(None);
         }
-        if client.welcome().is_some()
-            && let Some(event) = self.tokens.as_mut().and_then(vimp_netcode::identity::TokenSource::poll)
+        if let Some(tokens) = self.tokens.as_mut()
+            && client.welcome().is_some()
+            && let Some(event) = tokens.poll()
         {
             match event {
                 vimp_netcode::identity::TokenEvent::Token(t) => {
-                    crate::setup::send_token(client, &t.token);
-                    client.set_identity_key(self.tokens.as_ref().map(|s| s.public_key().to_string()));
+                    crate::setup::send_token(client, tokens, &t.token);
                     if self.player.verified_as.replace(t.nickname.clone()).is_none() {
                         eprintln!("token sent to the host: {} (registered at the rendezvous)", t.nickname);
                     }
@@ -408,14 +408,8 @@ impl<'a> JoinRun<'a> {
         }
         // A round's end: this player's signed copy of what its scoreboard showed, to the top.
         if let Some(tokens) = self.tokens.as_mut() {
-            while let Some(heard) = client.take_round() {
-                match heard {
-                    Ok(results) => tokens.report(results),
-                    Err(why) => {
-                        eprintln!("a round's results not signed: {why}");
-                        self.player.rounds.push(json!({ "error": why.to_string() }));
-                    }
-                }
+            for why in crate::setup::report_rounds(client, tokens) {
+                self.player.rounds.push(json!({ "error": why }));
             }
         }
         if client.welcome().is_some() {

@@ -550,14 +550,8 @@ impl Turns {
             match self.node.server_mut() {
                 Some(server) => {
                     // A match taken over from a host that checked tokens: its places too.
-                    match self.tokens.as_ref() {
-                        Some(tokens) => crate::setup::Places::turn_lazily(&mut self.places, tokens.signal(), server),
-                        None => {
-                            if let Some(places) = self.places.as_mut() {
-                                places.turn(server);
-                            }
-                        }
-                    }
+                    let signal = self.tokens.as_ref().map(TokenSource::signal);
+                    crate::setup::Places::turn_lazily(&mut self.places, signal, server);
                     let notes = self.watch.as_mut().map(|w| w.poll(&game, server)).unwrap_or_default();
                     self.shared.inbox.lock().unwrap_or_else(PoisonError::into_inner).notes.extend(notes);
                     if let Some(capture) = self.capture
@@ -591,10 +585,7 @@ impl Turns {
                 && client.welcome().is_some()
             {
                 match tokens.poll() {
-                    Some(TokenEvent::Token(t)) => {
-                        crate::setup::send_token(client, &t.token);
-                        client.set_identity_key(Some(tokens.public_key().to_string()));
-                    }
+                    Some(TokenEvent::Token(t)) => crate::setup::send_token(client, tokens, &t.token),
                     Some(TokenEvent::Unverified(why)) => eprintln!("playing unverified: {why}"),
                     Some(TokenEvent::Reported { round, answer }) => {
                         let line = crate::setup::report_line(&round, &answer);
@@ -605,12 +596,7 @@ impl Turns {
                     None => {}
                 }
                 // A round's end: the player's signed copy of what its scoreboard showed.
-                while let Some(heard) = client.take_round() {
-                    match heard {
-                        Ok(results) => tokens.report(results),
-                        Err(why) => eprintln!("a round's results not signed: {why}"),
-                    }
-                }
+                crate::setup::report_rounds(client, tokens);
             }
             publish(&mut self.node, &self.shared, now, &mut chat_seen);
             let due = self.node.poll_timeout().map_or(TURN, |at| at.saturating_sub(clock.elapsed()));

@@ -210,37 +210,22 @@ fn map_check_warns_of_places_a_tank_cannot_reach_and_keeps_exit_code_0() {
 
 #[test]
 fn signal_prints_its_address_and_serves_the_ice_list() {
-    use std::io::{BufRead, BufReader, Read, Write};
-    use std::process::Stdio;
+    use std::io::{Read, Write};
     use std::time::Duration;
 
-    let mut child = crate::vimp_command()
-        .args([
-            "signal",
-            "--bind",
-            "127.0.0.1:0",
-            "--stun-bind",
-            "127.0.0.1:0",
-            "--stun",
-            "stun:stun.example.net:3478",
-            "--turn",
-            "turn:turn.example.net:3478",
-            "--turn-secret",
-            "north-wind",
-        ])
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("vimp signal starts");
-    let stdout = child.stdout.take().expect("stdout");
-    let (tx, rx) = std::sync::mpsc::channel();
-    // Read every line until the process ends: a closed pipe would kill it at its next print.
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let line = rx.recv_timeout(Duration::from_secs(30)).expect("the address is printed");
-    let addr = line.split_whitespace().nth(4).expect("listening on ADDR");
+    let flags = [
+        "--stun-bind",
+        "127.0.0.1:0",
+        "--stun",
+        "stun:stun.example.net:3478",
+        "--turn",
+        "turn:turn.example.net:3478",
+        "--turn-secret",
+        "north-wind",
+    ]
+    .map(std::ffi::OsStr::new);
+    let (mut child, url, rx) = signal_child(&flags);
+    let addr = url.trim_start_matches("ws://");
     let mut s = std::net::TcpStream::connect(addr).expect("connect");
     write!(s, "GET /ice HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").expect("write");
     s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
