@@ -257,22 +257,8 @@ pub fn run(options: WindowOptions) -> anyhow::Result<i32> {
                 ..default()
             })
             .set(AssetPlugin { file_path: assets_dir().display().to_string(), ..default() }),
-    )
-    .add_plugins(EguiPlugin::default())
-    .insert_resource(ClearColor(Color::srgb(0.08, 0.09, 0.1)))
-    .insert_resource(SettingsStore { settings, path, problem })
-    .insert_resource(request)
-    .insert_resource(capture)
-    .init_state::<Screen>()
-    .add_systems(Startup, spawn_camera)
-    .add_systems(
-        Update,
-        (start_requested, update_match.in_set(MatchUpdate).run_if(in_state(Screen::Match)), capture_frames).chain(),
-    )
-    .add_plugins(ui::UiPlugin)
-    .add_plugins(sound::SoundPlugin)
-    .insert_resource(game::NavOverlayOn(options.nav_overlay));
-    (crate::WINDOW.plugins)(&mut app);
+    );
+    add_window(&mut app, SettingsStore { settings, path, problem }, request, capture, options.nav_overlay);
     let exit = app.run();
     if let Some(e) = failed.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
         anyhow::bail!(e);
@@ -281,6 +267,27 @@ pub fn run(options: WindowOptions) -> anyhow::Result<i32> {
         AppExit::Success => 0,
         AppExit::Error(code) => code.get() as i32,
     })
+}
+
+/// Everything the window adds over what opens it and reads its input (`DefaultPlugins` in
+/// [`run`]; a window with no GPU in the tests that drive it): egui, the screens, the menus and
+/// the HUD, sounds and the game's drawing.
+fn add_window(app: &mut App, store: SettingsStore, request: MatchRequest, capture: Capture, nav_overlay: bool) {
+    app.add_plugins(EguiPlugin::default())
+        .insert_resource(ClearColor(Color::srgb(0.08, 0.09, 0.1)))
+        .insert_resource(store)
+        .insert_resource(request)
+        .insert_resource(capture)
+        .init_state::<Screen>()
+        .add_systems(Startup, spawn_camera)
+        .add_systems(
+            Update,
+            (start_requested, update_match.in_set(MatchUpdate).run_if(in_state(Screen::Match)), capture_frames).chain(),
+        )
+        .add_plugins(ui::UiPlugin)
+        .add_plugins(sound::SoundPlugin)
+        .insert_resource(game::NavOverlayOn(nav_overlay));
+    (crate::WINDOW.plugins)(app);
 }
 
 fn spawn_camera(mut commands: Commands) {
