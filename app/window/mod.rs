@@ -17,6 +17,8 @@ pub mod predict;
 pub mod settings;
 pub mod sound;
 pub mod tokens;
+#[cfg(test)]
+mod tests;
 mod ui;
 
 use std::path::PathBuf;

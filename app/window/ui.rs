@@ -80,7 +80,7 @@ impl TopList {
 
 /// What the menus and the HUD remember between frames.
 #[derive(Resource, Debug, Default)]
-struct UiState {
+pub(super) struct UiState {
     page: Page,
     join_target: String,
     join_password: String,
@@ -89,18 +89,19 @@ struct UiState {
     playtest_map: String,
     /// The action waiting for a key press to be rebound.
     rebinding: Option<String>,
-    in_match: InMatch,
+    pub(super) in_match: InMatch,
     top: TopList,
 }
 
 #[derive(Debug, Default)]
-struct InMatch {
-    chat_open: bool,
+pub(super) struct InMatch {
+    pub(super) chat_open: bool,
     chat_text: String,
     chat_error: Option<String>,
-    scoreboard: bool,
+    pub(super) scoreboard: bool,
     graph: bool,
-    paused: bool,
+    /// The match menu (Esc) is open.
+    pub(super) paused: bool,
     /// Chat was just opened: give the text field the focus.
     focus_chat: bool,
 }
@@ -519,7 +520,8 @@ fn game_form(w: &mut egui::Ui, form: &mut crate::window::net::GameForm) -> (bool
     out
 }
 
-/// Keys to input events while no text field has the keyboard; Tab, F3, F4, Enter and Esc for the window.
+/// Keys to input events while no text field has the keyboard; Tab, F3, F4 and Enter for the
+/// window (Esc is the match menu's, [`in_match::match_ui`]).
 fn game_keys(
     keys: Res<ButtonInput<KeyCode>>,
     mouse: Res<ButtonInput<MouseButton>>,
@@ -548,10 +550,6 @@ fn game_keys(
     if keys.just_pressed(KeyCode::Enter) {
         ui.chat_open = true;
         ui.focus_chat = true;
-        return;
-    }
-    if keys.just_pressed(KeyCode::Escape) {
-        ui.paused = true;
         return;
     }
     for (action, key) in &store.settings.bindings {

@@ -31,6 +31,10 @@ pub(super) fn match_ui(
     panel(ctx, m);
     form(ctx, m);
     lobby(ctx, m);
+    // Esc closes the chat while it is open, else opens or closes the match menu: one press
+    // does one of them, here alone (the game keys, which run before this pass, leave it).
+    let esc = keys.just_pressed(KeyCode::Escape);
+    let menu_esc = esc && !ui.chat_open;
     chat(ctx, m, ui, &keys, now);
     // The scoreboard while Tab is held.
     if ui.scoreboard {
@@ -47,7 +51,7 @@ pub(super) fn match_ui(
     if ui.graph {
         net_graph(ctx, m);
     }
-    let leave = black_screen(ctx, m, now) | match_menu(ctx, m, ui, &keys);
+    let leave = black_screen(ctx, m, now) | match_menu(ctx, m, ui, menu_esc);
     if leave {
         m.leave();
         commands.remove_resource::<ActiveMatch>();
@@ -422,9 +426,12 @@ fn black_screen(ctx: &egui::Context, m: &mut MatchState, now: Duration) -> bool 
     leave
 }
 
-/// Esc: the match menu.
-fn match_menu(ctx: &egui::Context, m: &mut MatchState, ui: &mut InMatch, keys: &ButtonInput<KeyCode>) -> bool {
+/// Esc: the match menu, opened or closed by `esc`.
+fn match_menu(ctx: &egui::Context, m: &mut MatchState, ui: &mut InMatch, esc: bool) -> bool {
     let mut leave = false;
+    if esc {
+        ui.paused = !ui.paused;
+    }
     if ui.paused {
         egui::Window::new("match")
             .anchor(egui::Align2::CENTER_CENTER, [0.0, 0.0])
@@ -432,7 +439,7 @@ fn match_menu(ctx: &egui::Context, m: &mut MatchState, ui: &mut InMatch, keys: &
             .resizable(false)
             .show(ctx, |w| {
                 w.label(&m.title);
-                if w.button("Resume").clicked() || keys.just_pressed(KeyCode::Escape) {
+                if w.button("Resume").clicked() {
                     ui.paused = false;
                 }
                 if w.button("Change team").clicked() {

@@ -1,0 +1,244 @@
+//! The window driven as a player drives it: keys pressed, buttons clicked, frames passing.
+//!
+//! [`Driver`] builds the window's own app, with every plugin [`super::run`] adds, over a
+//! window that no GPU renders and no display shows (Bevy's renderer with no backend, no
+//! winit): keys and clicks go in as the messages winit would write, and what egui lays out
+//! is found by its words in the accessibility tree egui builds each frame.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use bevy::input::ButtonState;
+use bevy::input::keyboard::{Key, KeyboardInput};
+use bevy::input::mouse::MouseButtonInput;
+use bevy::prelude::*;
+use bevy::render::RenderPlugin;
+use bevy::render::settings::{RenderCreation, WgpuSettings};
+use bevy::window::{CursorMoved, ExitCondition, PrimaryWindow, WindowEvent, WindowResolution};
+use bevy::winit::WinitPlugin;
+use bevy_egui::{EguiContext, EguiFullOutput, EguiPostUpdateSet, PrimaryEguiContext, egui};
+use vimp_host::engine::game::BotSkill;
+
+use super::settings::Settings;
+use super::ui::UiState;
+use super::{Capture, MatchKind, MatchRequest, Screen, SettingsStore, add_window};
+
+/// How long a test waits for what a player would see at once.
+const DEADLINE: Duration = Duration::from_secs(30);
+
+/// What egui laid out in the last frame: each widget's words and where it is, in the
+/// window's logical pixels.
+#[derive(Resource, Default, Debug)]
+struct Laid(Vec<(String, egui::Rect)>);
+
+/// The window, driven.
+struct Driver {
+    app: App,
+    window: Entity,
+    /// Where the settings live (a folder of this test's own).
+    dir: PathBuf,
+}
+
+impl Driver {
+    /// The window at its main menu, with the settings in a folder of this test's own.
+    fn new(name: &str) -> Driver {
+        let dir = std::env::temp_dir().join(format!("vimp-window-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("a settings folder");
+        let path = dir.join("settings.json");
+        let settings = Settings { nickname: "tester".into(), ..Settings::default() };
+        let store = SettingsStore { settings, path: Some(path), problem: None };
+        let capture = Capture {
+            frames_left: None,
+            path: None,
+            requested: false,
+            saved: Default::default(),
+            failed: Default::default(),
+        };
+        let mut app = App::new();
+        app.add_plugins(
+            DefaultPlugins
+                .build()
+                .disable::<WinitPlugin>()
+                .disable::<bevy::log::LogPlugin>()
+                .set(RenderPlugin {
+                    render_creation: RenderCreation::Automatic(Box::new(WgpuSettings { backends: None, ..default() })),
+                    ..default()
+                })
+                .set(WindowPlugin {
+                    primary_window: Some(Window { resolution: WindowResolution::new(1280, 720), ..default() }),
+                    exit_condition: ExitCondition::DontExit,
+                    close_when_requested: false,
+                    ..default()
+                })
+                .set(AssetPlugin { file_path: super::assets_dir().display().to_string(), ..default() }),
+        );
+        add_window(&mut app, store, MatchRequest::default(), capture, false);
+        app.init_resource::<Laid>().add_systems(
+            PostUpdate,
+            read_layout.after(EguiPostUpdateSet::EndPass).before(EguiPostUpdateSet::ProcessOutput),
+        );
+        app.finish();
+        app.cleanup();
+        let window =
+            app.world_mut().query_filtered::<Entity, With<PrimaryWindow>>().single(app.world()).expect("a window");
+        let mut driver = Driver { app, window, dir };
+        // The camera, and with it egui's context, come in the first frames.
+        driver.until("egui lays out the menu", |d| !d.app.world().resource::<Laid>().0.is_empty());
+        driver
+    }
+
+    /// One frame.
+    fn frame(&mut self) {
+        self.app.update();
+    }
+
+    /// Frames until `done`, for at most [`DEADLINE`].
+    fn until(&mut self, what: &str, mut done: impl FnMut(&mut Driver) -> bool) {
+        let start = Instant::now();
+        loop {
+            self.frame();
+            if done(self) {
+                return;
+            }
+            assert!(start.elapsed() < DEADLINE, "{what}: not within {DEADLINE:?}; on screen: {:?}", self.words());
+            // A frame of the real window's rate: the node thread works meanwhile.
+            std::thread::sleep(Duration::from_millis(16));
+        }
+    }
+
+    fn key(&mut self, key: KeyCode, state: ButtonState) {
+        let logical_key = match key {
+            KeyCode::Escape => Key::Escape,
+            KeyCode::Enter => Key::Enter,
+            KeyCode::Tab => Key::Tab,
+            _ => Key::Unidentified(bevy::input::keyboard::NativeKey::Unidentified),
+        };
+        let window = self.window;
+        self.app.world_mut().write_message(KeyboardInput {
+            key_code: key,
+            logical_key,
+            state,
+            text: None,
+            repeat: false,
+            window,
+        });
+    }
+
+    /// A key pressed and let go, a frame each.
+    fn tap(&mut self, key: KeyCode) {
+        self.key(key, ButtonState::Pressed);
+        self.frame();
+        self.key(key, ButtonState::Released);
+        self.frame();
+    }
+
+    /// Where the widget showing `words` is, if it is on screen.
+    fn find(&self, words: &str) -> Option<egui::Rect> {
+        self.app.world().resource::<Laid>().0.iter().find(|(w, _)| w == words).map(|(_, r)| *r)
+    }
+
+    /// The words on screen.
+    fn words(&self) -> Vec<String> {
+        self.app.world().resource::<Laid>().0.iter().map(|(w, _)| w.clone()).collect()
+    }
+
+    /// Clicks the widget showing `words`: the pointer moves there, the left button goes down,
+    /// then up, a frame each.
+    fn click(&mut self, words: &str) {
+        let rect = self.find(words).unwrap_or_else(|| panic!("no {words:?} on screen: {:?}", self.words()));
+        let position = Vec2::new(rect.center().x, rect.center().y);
+        let window = self.window;
+        // As winit writes them: each message, and the same as a window event (egui reads those).
+        let moved = CursorMoved { window, position, delta: None };
+        self.app.world_mut().write_message(moved.clone());
+        self.app.world_mut().write_message(WindowEvent::CursorMoved(moved));
+        self.frame();
+        for state in [ButtonState::Pressed, ButtonState::Released] {
+            let button = MouseButtonInput { button: MouseButton::Left, state, window };
+            self.app.world_mut().write_message(button);
+            self.app.world_mut().write_message(WindowEvent::MouseButtonInput(button));
+            self.frame();
+        }
+    }
+
+    fn screen(&self) -> Screen {
+        *self.app.world().resource::<State<Screen>>().get()
+    }
+
+    fn ui(&self) -> &UiState {
+        self.app.world().resource::<UiState>()
+    }
+
+    /// Starts a local match against `bots` bots on the default map, and waits until the
+    /// host welcomed this window's player.
+    fn local_match(&mut self, bots: u8) {
+        let map = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("maps/default.json");
+        self.app.world_mut().resource_mut::<MatchRequest>().kind =
+            Some(MatchKind::Local { map, bots, skill: BotSkill::Normal });
+        self.until("the match starts and the host welcomes the player", |d| {
+            d.screen() == Screen::Match
+                && d.app
+                    .world_mut()
+                    .get_resource_mut::<super::ActiveMatch>()
+                    .is_some_and(|mut m| m.get().player_id().is_some())
+        });
+    }
+
+    fn settings_dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Keeps what egui laid out this frame: the words and bounds of every node of its
+/// accessibility tree (which the test turns on).
+fn read_layout(
+    mut laid: ResMut<Laid>,
+    mut contexts: Query<(&mut EguiContext, &EguiFullOutput), With<PrimaryEguiContext>>,
+) {
+    let Ok((mut context, output)) = contexts.single_mut() else { return };
+    let ctx = context.get_mut();
+    // From the next pass on.
+    ctx.enable_accesskit();
+    let Some(update) = output.0.as_ref().and_then(|o| o.platform_output.accesskit_update.as_ref()) else {
+        return;
+    };
+    let scale = ctx.pixels_per_point();
+    laid.0 = update
+        .nodes
+        .iter()
+        .filter_map(|(_, node)| {
+            let words = node.label().or(node.value())?.to_owned();
+            let b = node.bounds()?;
+            let rect = egui::Rect::from_min_max(
+                egui::pos2(b.x0 as f32 / scale, b.y0 as f32 / scale),
+                egui::pos2(b.x1 as f32 / scale, b.y1 as f32 / scale),
+            );
+            Some((words, rect))
+        })
+        .collect();
+}
+
+#[test]
+fn esc_opens_the_match_menu_and_closes_it_and_leave_goes_back_to_the_menu() {
+    let mut d = Driver::new("esc");
+    d.local_match(1);
+    assert!(!d.ui().in_match.paused);
+    d.tap(KeyCode::Escape);
+    assert!(d.ui().in_match.paused, "Esc opens the match menu");
+    d.until("the match menu shows", |d| d.find("Leave the match").is_some());
+    d.tap(KeyCode::Escape);
+    assert!(!d.ui().in_match.paused, "Esc again closes it");
+    d.until("the match menu goes", |d| d.find("Leave the match").is_none());
+    d.tap(KeyCode::Escape);
+    d.until("the match menu shows again", |d| d.find("Leave the match").is_some());
+    d.click("Leave the match");
+    d.until("leaving goes back to the main menu", |d| d.screen() == Screen::Menu);
+    assert!(d.settings_dir().is_dir());
+}
