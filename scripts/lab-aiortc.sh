@@ -39,7 +39,7 @@ rm -rf "$keep" && mkdir -p "$keep"
 scripts/lab.sh --vimp "$vimp" --home a:cone --home b:cone --line "a:$line" --line "b:$line" -- bash -c '
   set -u
   keep=$1 tries=$2 python=$3
-  stun=stun:203.0.113.10:3478
+  stun=stun:45.0.113.10:3478
   letters=23456789ABCDEFGHJKMNPQRSTUVWXYZ
   for i in $(seq "$tries"); do
     d="$LAB_DIR/aiortc$i"
