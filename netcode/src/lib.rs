@@ -5,12 +5,12 @@
 //! bytes, events and values. The host (`vimp-host`) and the desktop client (`vimp`)
 //! own the clocks.
 //!
-//! Two cargo features, on by default, add the parts that own sockets and threads:
-//! `webrtc` ([`transport::webrtc`], over matchbox) and `signal-server`
-//! ([`signal::SignalServer`] on tokio and axum, and [`stun`]); either brings the blocking
-//! HTTP asks of a signalling server ([`signal::fetch_ice`], [`signal::fetch_room`]). Without
-//! them (`--no-default-features`) the crate opens no socket and depends on none of
-//! matchbox, tokio or axum.
+//! Three cargo features, on by default, add the parts that own sockets and threads:
+//! `webrtc` ([`transport::webrtc`], over matchbox), `signal-server`
+//! ([`signal::SignalServer`] on tokio and axum, and [`stun`]) and `portmap` ([`portmap`]: the
+//! home router's port mappings); `webrtc` or `signal-server` brings the blocking HTTP asks of
+//! a signalling server ([`signal::fetch_ice`], [`signal::fetch_room`]). Without them (`--no-default-features`) the crate opens no socket and depends on none
+//! of matchbox, tokio or axum.
 //!
 //! ```text
 //!            host (vimp-host)                                client (vimp)
@@ -45,6 +45,8 @@
 //! - [`lobby`]: lobby codes and join targets.
 //! - [`signal`]: the signalling server's protocol, and with `signal-server` the server.
 //! - [`stun`] (with `signal-server`): a STUN binding responder.
+//! - [`portmap`] (with `portmap`): opens the host's ports on its home router (UPnP-IGD, PCP,
+//!   NAT-PMP), renews them and closes them again.
 //!
 //! A round trip:
 //!
@@ -79,6 +81,8 @@ pub mod link;
 pub mod lobby;
 pub mod meta;
 pub mod migration;
+#[cfg(feature = "portmap")]
+pub mod portmap;
 pub mod rounds;
 pub mod schema;
 pub mod session;
