@@ -9,7 +9,8 @@
 //! `webrtc` ([`transport::webrtc`], over matchbox), `signal-server`
 //! ([`signal::SignalServer`] on tokio and axum, and [`stun`]) and `portmap` ([`portmap`]: the
 //! home router's port mappings); `webrtc` or `signal-server` brings the blocking HTTP asks of
-//! a signalling server ([`signal::fetch_ice`], [`signal::fetch_room`]). Without them (`--no-default-features`) the crate opens no socket and depends on none
+//! a signalling server ([`signal::fetch_ice`], [`signal::fetch_room`], over TLS for a `wss://`
+//! one). Without them (`--no-default-features`) the crate opens no socket and depends on none
 //! of matchbox, tokio or axum.
 //!
 //! ```text

@@ -183,9 +183,20 @@ pub enum SignalError {
     /// The runtime could not start.
     #[error("cannot start the signalling runtime: {0}")]
     Runtime(String),
-    /// The server failed while serving.
+    /// The server failed while serving, or answered what could not be used.
     #[error("the signalling server failed: {0}")]
     Serve(String),
+    /// The rendezvous could not be reached: the machine answered that nothing listens at the
+    /// address (`refused`), or no answer came in time.
+    #[error("cannot reach the rendezvous at {server}: {reason}")]
+    Unreachable {
+        /// The rendezvous asked (`ws://HOST:PORT`).
+        server: String,
+        /// Its machine answered that no process listens there: nothing serves it now.
+        refused: bool,
+        /// What the connection said.
+        reason: String,
+    },
 }
 
 /// Asks the signalling server at `server` (`ws://HOST:PORT`) for its ICE list (`GET /ice`).
