@@ -668,19 +668,22 @@ pub struct Witnesser {
 }
 
 impl Witnesser {
-    /// A witness for the room at `room_url` (`ws://HOST:PORT/CODE`); `None` for a URL whose
-    /// rendezvous cannot be asked over plain HTTP (`wss://`): the client then goes by its own
-    /// silence, as without a rendezvous.
+    /// A witness for the room at `room_url` (`ws://HOST:PORT/CODE`, or `wss://` over TLS);
+    /// `None` for a URL that names no rendezvous: the client then goes by its own silence, as
+    /// without a rendezvous.
     pub fn new(room_url: &str) -> Option<Witnesser> {
-        let (server, room) = room_url.trim_end_matches('/').rsplit_once('/')?;
-        (server.starts_with("ws://") && !room.is_empty()).then(|| Witnesser {
-            server: server.to_owned(),
-            room: room.to_owned(),
-            asked: std::collections::VecDeque::new(),
-            next: 0,
-            answered: None,
-            last: None,
-        })
+        let (server, room) = split_room(room_url)?;
+        Some(Witnesser { server, room, asked: std::collections::VecDeque::new(), next: 0, answered: None, last: None })
+    }
+
+    /// Asks the rendezvous at `room_url` from now on: the room moved there (a new host serves
+    /// it). Questions already asked elsewhere count no more.
+    pub fn ask_at(&mut self, room_url: &str) {
+        if let Some((server, room)) = split_room(room_url) {
+            (self.server, self.room) = (server, room);
+            self.answered = Some(self.next);
+            self.asked.clear();
+        }
     }
 
     /// Asks the rendezvous, off the calling thread, whether the room holds a process other
@@ -730,6 +733,8 @@ impl Witnesser {
                     Some(false) => Witness::Gone,
                     None => Witness::Unreachable,
                 },
+                // Its machine says nothing listens there: what serves the room is gone.
+                Err(vimp_netcode::signal::SignalError::Unreachable { refused: true, .. }) => Witness::Refused,
                 Err(_) => Witness::Unreachable,
             };
             let _ = tx.send(witness);
@@ -739,6 +744,15 @@ impl Witnesser {
             self.next += 1;
         }
     }
+}
+
+/// The rendezvous (`ws://HOST:PORT` or `wss://…`) and the room of a room URL.
+fn split_room(room_url: &str) -> Option<(String, String)> {
+    let (server, room) = room_url.trim_end_matches('/').rsplit_once('/')?;
+    let room = room.split('?').next().unwrap_or(room);
+    let named = (server.starts_with("ws://") || server.starts_with("wss://")) && server.contains("://");
+    (named && !room.is_empty() && !server.ends_with(':') && !server.ends_with('/'))
+        .then(|| (server.to_owned(), room.to_owned()))
 }
 
 /// Parses `--bot-skill` (easy, normal or hard, any case).

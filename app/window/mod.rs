@@ -16,9 +16,9 @@ pub mod node;
 pub mod predict;
 pub mod settings;
 pub mod sound;
-pub mod tokens;
 #[cfg(test)]
 mod tests;
+pub mod tokens;
 mod ui;
 
 use std::path::PathBuf;

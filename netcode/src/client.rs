@@ -251,6 +251,8 @@ pub struct ClientCore {
     chat: chat::Chat,
     /// The scoreboard, and the round ends heard, for a verified player to sign.
     rounds: rounds::Rounds,
+    /// Where the room is, as the host it came from said last ([`op::ROOM`](crate::frame::op::ROOM)).
+    room: Option<(PeerKey, crate::lobby::Invite)>,
 }
 
 impl ClientCore {
@@ -276,8 +278,15 @@ impl ClientCore {
             keys: keys::Keys::new(config.input_history),
             chat: chat::Chat::default(),
             rounds: rounds::Rounds::default(),
+            room: None,
             settings: config,
         }
+    }
+
+    /// Where the room is, as a host said last: the invite friends join by, and whether the
+    /// rendezvous runs in that host's process; with the host that said it.
+    pub fn room(&self) -> Option<(PeerKey, &crate::lobby::Invite)> {
+        self.room.as_ref().map(|(host, invite)| (*host, invite))
     }
 
     /// How long the host may be silent before it counts as lost: what its link has shown

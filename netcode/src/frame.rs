@@ -193,6 +193,11 @@ pub mod op {
     /// (host → client, JSON; see [`RoundOver`](crate::rounds::RoundOver)). Sent only by a host
     /// that checks tokens.
     pub const ROUND_RESULTS: u8 = 54;
+    /// Where the room is: the invite friends join by, and whether the rendezvous runs in the
+    /// host's own process (host → client, JSON, at the welcome and at each change; see
+    /// [`Invite`](crate::lobby::Invite)). A player whose host serves the room moves its
+    /// signalling there.
+    pub const ROOM: u8 = 55;
     /// One chunk of a frame above [`MAX_MESSAGE`](super::MAX_MESSAGE) bytes, see the [module docs](super).
     pub const CHUNK: u8 = 255;
 

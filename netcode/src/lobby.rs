@@ -375,6 +375,117 @@ impl FromStr for JoinTarget {
     }
 }
 
+/// Where a host's room is, as the host tells its players ([`op::ROOM`](crate::frame::op::ROOM),
+/// JSON, at the welcome and at each change): the room URL friends in other homes join by
+/// (`ws://PUBLIC:PORT/CODE`, when the host's router mapped its ports or a public rendezvous
+/// serves the room), the one on the host's own network, and whether the rendezvous runs in
+/// the host's own process (`served`: the default setup, where it goes with the host).
+///
+/// `{"public":"ws://45.0.113.21:3536/K7MP2Q","lan":"ws://192.168.1.10:3536/K7MP2Q","served":true}`;
+/// `public` and `lan` may be left out, `served` is always written. Both URLs read as
+/// [`JoinTarget::Url`] and name the same code; at most [`Invite::MAX_LEN`] bytes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Invite {
+    /// The room URL for friends in other homes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub public: Option<String>,
+    /// The room URL on the host's own network.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lan: Option<String>,
+    /// The rendezvous runs in the host's own process.
+    pub served: bool,
+}
+
+/// Why an [`Invite`] does not read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum InviteError {
+    /// More than [`Invite::MAX_LEN`] bytes.
+    #[error("a room's invite of {0} bytes is over {max}", max = Invite::MAX_LEN)]
+    TooLong(usize),
+    /// Not the JSON object described at [`Invite`].
+    #[error("a room's invite does not read: {0}")]
+    Shape(String),
+    /// A URL that is not a room URL.
+    #[error("a room's invite names {url:?}: {error}")]
+    Url {
+        /// The URL.
+        url: String,
+        /// Why it is not a room URL.
+        error: LobbyError,
+    },
+    /// The two URLs name different rooms.
+    #[error("a room's invite names two rooms")]
+    TwoRooms,
+}
+
+impl Invite {
+    /// The longest invite on the wire, bytes.
+    pub const MAX_LEN: usize = 1024;
+
+    /// Its bytes.
+    pub fn encode(&self) -> Vec<u8> {
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+
+    /// Reads an invite from untrusted bytes.
+    pub fn decode(bytes: &[u8]) -> Result<Invite, InviteError> {
+        if bytes.len() > Self::MAX_LEN {
+            return Err(InviteError::TooLong(bytes.len()));
+        }
+        let invite: Invite = serde_json::from_slice(bytes).map_err(|e| InviteError::Shape(e.to_string()))?;
+        invite.validate()?;
+        Ok(invite)
+    }
+
+    /// Checks the rules at [`Invite`].
+    pub fn validate(&self) -> Result<(), InviteError> {
+        let mut codes = Vec::new();
+        for url in self.public.iter().chain(&self.lan) {
+            match JoinTarget::parse(url) {
+                Ok(JoinTarget::Url { code, .. }) => codes.push(code),
+                Ok(JoinTarget::Code(_)) => {
+                    return Err(InviteError::Url { url: url.clone(), error: LobbyError::MissingScheme });
+                }
+                Err(error) => return Err(InviteError::Url { url: url.clone(), error }),
+            }
+        }
+        if codes.windows(2).any(|w| w[0] != w[1]) {
+            return Err(InviteError::TwoRooms);
+        }
+        let len = self.encode().len();
+        if len > Self::MAX_LEN {
+            return Err(InviteError::TooLong(len));
+        }
+        Ok(())
+    }
+
+    /// The URL a player at `own` (its address on its network, when known) should reach the
+    /// room by: the host's network's when both are on one private network (the same /24, or
+    /// /64), else the public one, else whichever there is.
+    pub fn for_player(&self, own: Option<std::net::IpAddr>) -> Option<&str> {
+        let lan_host = self.lan.as_deref().and_then(|url| server_ip(JoinTarget::parse(url).ok()?.server()?));
+        let near = match (own, lan_host) {
+            (Some(std::net::IpAddr::V4(a)), Some(std::net::IpAddr::V4(b))) => a.octets()[..3] == b.octets()[..3],
+            (Some(std::net::IpAddr::V6(a)), Some(std::net::IpAddr::V6(b))) => a.segments()[..4] == b.segments()[..4],
+            _ => false,
+        };
+        if near { self.lan.as_deref() } else { self.public.as_deref().or(self.lan.as_deref()) }
+    }
+}
+
+/// The IP address a canonical server (`ws://HOST[:PORT]`, [`JoinTarget::server`]) names, if
+/// its host is one.
+fn server_ip(server: &str) -> Option<std::net::IpAddr> {
+    let authority = server.split_once("://")?.1;
+    let host = match authority.strip_prefix('[') {
+        Some(rest) => rest.split_once(']')?.0,
+        None => authority.split(':').next()?,
+    };
+    host.parse().ok()
+}
+
 /// Reads the parts of a signalling URL around its `://` into the canonical server and the code.
 fn parse_url(scheme: &str, rest: &str) -> Result<(String, LobbyCode), LobbyError> {
     if scheme.is_empty() {
@@ -738,6 +849,38 @@ mod tests {
         })
     }
 
+    #[test]
+    fn an_invite_reads_its_two_urls_and_a_player_takes_the_nearer() {
+        let json = r#"{"public":"ws://45.0.113.21:3536/K7MP2Q","lan":"ws://192.168.1.10:3536/K7MP2Q","served":true}"#;
+        let invite = Invite::decode(json.as_bytes()).expect("reads");
+        assert_eq!(invite.encode(), json.as_bytes(), "one byte string per value");
+        assert_eq!(invite.public.as_deref(), Some("ws://45.0.113.21:3536/K7MP2Q"));
+        assert!(invite.served);
+        let at = |ip: &str| invite.for_player(Some(ip.parse().expect("an address")));
+        assert_eq!(at("192.168.1.33"), Some("ws://192.168.1.10:3536/K7MP2Q"), "on the host's network");
+        assert_eq!(at("10.2.0.10"), Some("ws://45.0.113.21:3536/K7MP2Q"), "in another home");
+        assert_eq!(invite.for_player(None), Some("ws://45.0.113.21:3536/K7MP2Q"));
+        let lan_only = Invite { public: None, ..invite.clone() };
+        assert_eq!(lan_only.for_player(Some("10.2.0.10".parse().expect("an address"))), invite.lan.as_deref());
+        assert_eq!(Invite::decode(br#"{"served":false}"#), Ok(Invite::default()));
+    }
+
+    #[test]
+    fn an_invite_that_breaks_a_rule_is_refused() {
+        for (json, why) in [
+            (r#"{"public":"K7MP2Q","served":true}"#, "a bare code"),
+            (r#"{"public":"http://h:1/K7MP2Q","served":true}"#, "another scheme"),
+            (r#"{"public":"ws://a:1/K7MP2Q","lan":"ws://b:1/K7MP2R","served":true}"#, "two rooms"),
+            (r#"{"public":"ws://a:1/K7MP2Q"}"#, "served left out"),
+            (r#"{"public":"ws://a:1/K7MP2Q","served":true,"more":1}"#, "an unknown field"),
+            (r#"[1]"#, "not an object"),
+        ] {
+            assert!(Invite::decode(json.as_bytes()).is_err(), "{why}: {json}");
+        }
+        let long = format!(r#"{{"public":"ws://{}:1/K7MP2Q","served":true}}"#, "a".repeat(2000));
+        assert!(matches!(Invite::decode(long.as_bytes()), Err(InviteError::TooLong(_))));
+    }
+
     proptest! {
         #[test]
         fn code_round_trips(value in any::<u64>()) {
@@ -759,6 +902,22 @@ mod tests {
             let target = if bare { JoinTarget::Code(c) } else { JoinTarget::Url { server: server.clone(), code: c } };
             prop_assert_eq!(JoinTarget::parse(&target.to_string()), Ok(target.clone()));
             prop_assert_eq!(JoinTarget::parse(&target.room_url(&server)), Ok(JoinTarget::Url { server, code: c }));
+        }
+
+        #[test]
+        fn invites_round_trip(public in proptest::option::of(any_server()), lan in proptest::option::of(any_server()), c in any_code(), served in any::<bool>()) {
+            let invite = Invite { public: public.map(|s| room_url(&s, &c)), lan: lan.map(|s| room_url(&s, &c)), served };
+            if invite.validate().is_ok() {
+                prop_assert_eq!(Invite::decode(&invite.encode()), Ok(invite));
+            }
+        }
+
+        #[test]
+        fn garbage_invites_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..1200), text in "[{}\\[\\]\":,a-z0-9./ ]{0,200}") {
+            let _ = Invite::decode(&bytes);
+            if let Ok(invite) = Invite::decode(text.as_bytes()) {
+                prop_assert_eq!(Invite::decode(&invite.encode()), Ok(invite));
+            }
         }
 
         #[test]

@@ -225,6 +225,8 @@ pub struct ServerCore {
     places: BTreeMap<String, u64>,
     /// The accolades every client heard last.
     accolades_sent: Option<vimp_netcode::meta::Accolades>,
+    /// Where the room is ([`ServerCore::set_room`]).
+    room: Option<vimp_netcode::lobby::Invite>,
     /// Round ends told to the clients ([`ServerCore::rounds_ended`]).
     rounds_ended: u64,
     map_vote: Option<MapVote>,
@@ -401,6 +403,7 @@ impl ServerCore {
             auth_values: BTreeMap::new(),
             places: BTreeMap::new(),
             accolades_sent: None,
+            room: None,
             rounds_ended: 0,
             map_vote: None,
             watching: BTreeMap::new(),
@@ -637,6 +640,26 @@ impl ServerCore {
             }
             self.accolades_sent = now;
         }
+    }
+
+    /// Where the room is: the invite friends join by, and whether the rendezvous runs in this
+    /// host's process. Every client hears it now (when it changed), and each newcomer at its
+    /// welcome (`ROOM`); a player whose host serves the room moves its signalling there.
+    pub fn set_room(&mut self, invite: Option<vimp_netcode::lobby::Invite>) {
+        if invite == self.room {
+            return;
+        }
+        self.room = invite;
+        if let Some(bytes) = self.room.as_ref().map(vimp_netcode::lobby::Invite::encode) {
+            for session in self.peers.values_mut().filter(|s| s.is_active()) {
+                session.send(Channel::Reliable, op::ROOM, &bytes);
+            }
+        }
+    }
+
+    /// Where the room is, as [`ServerCore::set_room`] said last.
+    pub fn room(&self) -> Option<&vimp_netcode::lobby::Invite> {
+        self.room.as_ref()
     }
 
     /// Checks players' tokens with `identities` from now on (`None`: none are checked); the

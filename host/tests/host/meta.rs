@@ -527,3 +527,24 @@ fn a_round_end_gives_every_verified_player_the_same_results_to_sign() {
     assert!(chat_of(&lan, carol).iter().any(|l| l.as_str().is_some_and(|l| l.starts_with("c:8:"))));
     assert!(lan.clients[carol].take_round().is_none(), "an unverified player signs nothing");
 }
+
+#[test]
+fn every_player_hears_where_the_room_is_and_a_newcomer_hears_it_at_its_welcome() {
+    use vimp_netcode::lobby::Invite;
+    let mut lan = Lan::new(None);
+    let early = lan.join(hello("early"));
+    welcomed(&mut lan);
+    assert!(lan.clients[early].room().is_none(), "nothing said yet");
+    // The host serves its room and its router opened it: every player hears the invite.
+    let lan_only = Invite { public: None, lan: Some("ws://192.168.1.10:3536/K7MP2Q".into()), served: true };
+    lan.server.set_room(Some(lan_only.clone()));
+    let host = lan.clients[early].host_peer().expect("a host");
+    assert!(lan.run_until(SECOND, |l| l.clients[early].room() == Some((host, &lan_only))));
+    let opened = Invite { public: Some("ws://45.0.113.21:3536/K7MP2Q".into()), ..lan_only };
+    lan.server.set_room(Some(opened.clone()));
+    assert!(lan.run_until(SECOND, |l| l.clients[early].room() == Some((host, &opened))), "the change too");
+    // A newcomer hears it with its welcome.
+    let late = lan.join(hello("late"));
+    welcomed(&mut lan);
+    assert!(lan.run_until(SECOND, |l| l.clients[late].room() == Some((host, &opened))));
+}

@@ -34,6 +34,8 @@ pub enum Witness {
     There,
     /// The rendezvous did not answer (or answers without its members).
     Unreachable,
+    /// The rendezvous's machine answered that nothing listens there: no process serves it.
+    Refused,
 }
 
 /// A claim's evidence: `lost` of the `answered` members said the host is lost, and the
@@ -60,6 +62,10 @@ pub(super) struct Check {
     alive_within: Duration,
     /// Whether a rendezvous may be asked ([`ClientConfig::witness`](super::ClientConfig::witness)).
     witnessed: bool,
+    /// Whether the rendezvous runs in the lost host's own process (its invite said so,
+    /// [`Invite::served`](crate::lobby::Invite::served)): then a rendezvous that refuses or
+    /// does not answer went with its host, which is evidence, not silence.
+    served: bool,
     /// What the rendezvous said last, since the host was lost.
     witness: Option<Witness>,
     /// Whether a round ended with no answer saying the host plays on: the room is silent
@@ -80,8 +86,27 @@ impl Check {
             round_end: None,
             alive_within,
             witnessed,
+            served: false,
             witness: None,
             quiet: false,
+        }
+    }
+
+    /// As [`Check::new`], for a host whose own process serves the rendezvous asked: its
+    /// refusal, or its silence, says the host is gone as the room list of a rendezvous apart
+    /// does when the host's socket left it.
+    pub(super) fn served_by_host(mut self, served: bool) -> Check {
+        self.served = served;
+        self
+    }
+
+    /// What the rendezvous's word says of the host: gone, as a rendezvous apart says it when
+    /// the host's socket left the room, or as the host's own rendezvous says it by going.
+    fn says_gone(&self) -> bool {
+        match self.witness {
+            Some(Witness::Gone) => true,
+            Some(Witness::Refused | Witness::Unreachable) => self.served,
+            Some(Witness::There) | None => false,
         }
     }
 
@@ -115,7 +140,7 @@ impl Check {
 
     /// Whether the rendezvous is worth asking now: one may be, and its word would decide.
     pub(super) fn wants_witness(&self) -> bool {
-        self.witnessed && self.witness != Some(Witness::Gone)
+        self.witnessed && !self.says_gone()
     }
 
     /// What the rendezvous said.
@@ -137,7 +162,11 @@ impl Check {
     /// - claim once the rendezvous says the host's process is gone and no answer of this
     ///   round says it plays on, when nobody else is in the room or a round ended with no
     ///   answer saying so (a silent room): a room that may still answer is heard first, as
-    ///   the rendezvous hears only the host's signalling, which a lossy line stalls;
+    ///   the rendezvous hears only the host's signalling, which a lossy line stalls. A
+    ///   rendezvous that runs in the host's own process says so by refusing the question
+    ///   (its machine answers that nothing listens: the process died) or by not answering it
+    ///   (the host's whole line went quiet), as a rendezvous apart does by the host's socket
+    ///   leaving its room or going silent;
     /// - with nobody else in the room and no rendezvous to ask, claim at once;
     /// - at a round's end, claim when more answers said lost than alive (a majority of those
     ///   who answered);
@@ -153,7 +182,7 @@ impl Check {
         if n > 0 && (lost + 1) * 2 > n + 1 {
             return Step::Claim(evidence(lost, self.answers.len()));
         }
-        let gone = alive == 0 && self.witness == Some(Witness::Gone);
+        let gone = alive == 0 && self.says_gone();
         if gone && (n == 0 || self.quiet) {
             return Step::Claim(evidence(lost, self.answers.len()));
         }
@@ -279,6 +308,33 @@ mod tests {
         c.witness(Witness::Gone);
         assert_eq!(c.step(ms(410), ROUND), Step::Claim(Evidence { lost: 1, answered: 1 }));
         assert!(!c.wants_witness(), "nothing more to ask");
+    }
+
+    #[test]
+    fn a_rendezvous_in_the_host_s_process_that_refuses_or_is_silent_says_the_host_is_gone() {
+        for (went, how) in [(Witness::Refused, "its machine says nothing listens"), (Witness::Unreachable, "silent")] {
+            // Alone with a host whose process served the room.
+            let mut c = Check::new(3, vec![], crate::migration::ALIVE_WITHIN, true).served_by_host(true);
+            assert_eq!(s(c.step(ms(0), ROUND)), Step::Ask, "{how}");
+            c.witness(Witness::There);
+            assert_eq!(s(c.step(ms(200), ROUND)), Step::AskAgain, "{how}: it answers, the host is there");
+            c.witness(went);
+            assert_eq!(c.step(ms(210), ROUND), Step::Claim(Evidence { lost: 1, answered: 1 }), "{how}");
+            assert!(!c.wants_witness(), "{how}: nothing more to ask");
+            // A rendezvous apart that refuses or is silent says nothing of the host.
+            let mut c = Check::new(3, vec![], crate::migration::ALIVE_WITHIN, true);
+            c.step(ms(0), ROUND);
+            c.witness(went);
+            assert_eq!(s(c.step(ms(200), ROUND)), Step::AskAgain, "{how}, a rendezvous apart: it holds");
+            assert!(c.wants_witness(), "{how}");
+            // And a room that hears the host holds the claim whatever its rendezvous did.
+            let mut c = Check::new(3, room(1), crate::migration::ALIVE_WITHIN, true).served_by_host(true);
+            c.step(ms(0), ROUND);
+            c.witness(went);
+            c.answer(PeerKey(1), alive());
+            assert_eq!(s(c.step(ms(10), ROUND)), Step::Wait, "{how}");
+            assert_eq!(s(c.step(ms(200), ROUND)), Step::AskAgain, "{how}");
+        }
     }
 
     #[test]

@@ -161,6 +161,15 @@ impl ClientCore {
             }
             return;
         }
+        if opcode == op::ROOM {
+            let host = self.link.host.as_ref().map(|(peer, _)| *peer);
+            match (crate::lobby::Invite::decode(payload), host) {
+                (Ok(invite), Some(host)) => self.room = Some((host, invite)),
+                (Ok(_), None) => {}
+                (Err(_), _) => self.stats.bad_migration_frames += 1,
+            }
+            return;
+        }
         if opcode == op::ROUND_RESULTS {
             let me = self.link.welcome.as_ref().map(|w| u32::from(w.player_id));
             self.rounds.heard(payload, me);

@@ -133,8 +133,11 @@ impl ClientCore {
         let published = self.following.succession.as_ref().and_then(|s| s.voters.as_ref());
         if lost.check.is_none() {
             let voters = lost.room.iter().copied().filter(|p| published.is_none_or(|v| v.contains(p))).collect();
-            let mut check =
-                host_check::Check::new(epoch, lost.room.clone(), alive_within, witnessed).with_voters(voters);
+            // The lost host's own process served the rendezvous the witness asks.
+            let served = lost.host.is_some_and(|h| self.room.as_ref().is_some_and(|(by, i)| *by == h && i.served));
+            let mut check = host_check::Check::new(epoch, lost.room.clone(), alive_within, witnessed)
+                .with_voters(voters)
+                .served_by_host(served);
             // The room's answers to this client's warning, if they are fresh, count now.
             let fresh = now.saturating_sub(round);
             for (peer, seen, _) in lost.early.drain(..).filter(|(.., at)| *at >= fresh) {

@@ -104,6 +104,10 @@ fn opcodes_match_the_spec_ports() {
     assert_eq!(op::ROUND_RESULTS, 54);
     let taken = server.contains(&op::ROUND_RESULTS) || client.contains(&op::ROUND_RESULTS);
     assert!(!taken && !engine.contains(&op::ROUND_RESULTS) && !check.contains(&op::ROUND_RESULTS));
+    // Where the room is, host → clients.
+    assert_eq!(op::ROOM, 55);
+    let taken = server.contains(&op::ROOM) || client.contains(&op::ROOM) || engine.contains(&op::ROOM);
+    assert!(!taken && !check.contains(&op::ROOM) && !vote.contains(&op::ROOM) && op::ROOM != op::ROUND_RESULTS);
 }
 
 #[test]

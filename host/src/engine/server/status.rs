@@ -81,6 +81,9 @@ impl ServerCore {
         if let Some(accolades) = self.accolades() {
             self.send_to(peer, &MetaMessage::Accolades(accolades).encoded());
         }
+        if let (Some(room), Some(session)) = (self.room.as_ref(), self.peers.get_mut(&peer)) {
+            session.send(vimp_netcode::frame::Channel::Reliable, vimp_netcode::frame::op::ROOM, &room.encode());
+        }
         self.send_to(peer, &hide());
         self.panels.insert(peer, PanelState::new());
         if let Some(form) = form.filter(|_| !resumed && !spectator) {
