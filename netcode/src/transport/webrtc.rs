@@ -174,8 +174,10 @@
 //!   that works is then peer-reflexive, nominated after its 300 ms wait.
 //! - **mDNS needs multicast.** webrtc-rs opens a multicast DNS socket for every peer
 //!   connection; where no interface can join the group (a namespace with only `lo` and no
-//!   `ip link set lo multicast on; ip route add 224.0.0.0/4 dev lo`), that fails, matchbox
-//!   panics in its message loop, and the transport closes with [`WebRtcError::Panicked`].
+//!   `ip link set lo multicast on; ip route add 224.0.0.0/4 dev lo`), no peer connection can be
+//!   made: each handshake ends with a warning, counted in
+//!   [`RoomPlace::connections_failed`], and the socket goes on (matchbox unwrapped the error and
+//!   its message loop panicked, taking every link of the socket with it, before it was patched).
 //!
 //! ```no_run
 //! use std::time::Instant;
@@ -252,9 +254,8 @@ pub enum WebRtcError {
         /// matchbox's account of it.
         reason: String,
     },
-    /// The message loop panicked: matchbox unwraps webrtc-rs errors, e.g. when a peer
-    /// connection cannot be created on a machine where mDNS cannot work (see the module docs).
-    /// The payload's message, for the log.
+    /// The message loop panicked (a bug in the WebRTC stack: a peer connection that cannot be
+    /// made no longer panics it, see the module docs). The payload's message, for the log.
     #[error("the WebRTC message loop panicked: {0}")]
     Panicked(String),
     /// A message above [`MAX_MESSAGE`] bytes: WebRTC would drop it, so it was not sent.
@@ -369,9 +370,16 @@ impl WebRtcTransport {
     /// into one; TURN URLs need a user name and credential, and every TURN server must share
     /// the same ones ([`WebRtcError::InvalidIceServer`] otherwise).
     pub fn connect(room_url: &str, ice_servers: &[IceServer]) -> Result<Self, WebRtcError> {
+        Self::connect_in(&RoomPlace::new(), room_url, ice_servers)
+    }
+
+    /// As [`connect`](Self::connect), sharing `place` with the socket: where the room moves,
+    /// the ICE servers of its new rendezvous and the ports the router forwards here, which the
+    /// process changes while the transport runs (every transport it dials shares one).
+    pub fn connect_in(place: &RoomPlace, room_url: &str, ice_servers: &[IceServer]) -> Result<Self, WebRtcError> {
         check_room_url(room_url)?;
         let ice_server = merge_ice_servers(ice_servers)?;
-        Self::start(WebRtcSocket::builder(keyed(room_url)).ice_server(ice_server))
+        Self::start(WebRtcSocket::builder(keyed(room_url)).ice_server(ice_server).place(place.0.clone()))
     }
 
     /// As [`connect`](Self::connect), with the ICE servers to use coming from `fetch` (e.g.
@@ -383,6 +391,17 @@ impl WebRtcTransport {
     /// list not go to [`connect`](Self::connect) as it is (check it there with
     /// [`check_ice_servers`](Self::check_ice_servers) to say so) or `fetch` panic.
     pub fn connect_fetching(
+        room_url: &str,
+        known: &[IceServer],
+        fetch: impl FnOnce() -> Vec<IceServer> + Send + 'static,
+    ) -> Result<Self, WebRtcError> {
+        Self::connect_fetching_in(&RoomPlace::new(), room_url, known, fetch)
+    }
+
+    /// As [`connect_fetching`](Self::connect_fetching), sharing `place` with the socket (see
+    /// [`connect_in`](Self::connect_in)).
+    pub fn connect_fetching_in(
+        place: &RoomPlace,
         room_url: &str,
         known: &[IceServer],
         fetch: impl FnOnce() -> Vec<IceServer> + Send + 'static,
@@ -399,7 +418,9 @@ impl WebRtcTransport {
                 }
             })
             .map_err(WebRtcError::Spawn)?;
-        Self::start(WebRtcSocket::builder(keyed(room_url)).ice_server(known).ice_server_later(ice_rx))
+        Self::start(
+            WebRtcSocket::builder(keyed(room_url)).ice_server(known).ice_server_later(ice_rx).place(place.0.clone()),
+        )
     }
 
     /// Whether `ice_servers` can go to [`connect`](Self::connect) as they are.
@@ -704,6 +725,54 @@ fn peer_key(id: PeerId) -> PeerKey {
 /// `room_url` with a key of this socket's own (`key=`, 122 random bits): the rendezvous derives
 /// the peer's id from it (see [`signal`](crate::signal)), so that the socket, should it lose its
 /// websocket, joins its room again under the id its links know it by.
+/// Where a process's room is and how its peers reach it, shared by every transport the
+/// process dials into that room ([`WebRtcTransport::connect_in`]), and changed while they run:
+///
+/// - [`RoomPlace::move_room`]: the room moved to another rendezvous (a new host serves it in
+///   its own process): the socket leaves its rendezvous and joins the room there at once,
+///   under the id its links know it by;
+/// - [`RoomPlace::set_ice_servers`]: the ICE servers of the peer connections made from now on
+///   (the new rendezvous's STUN);
+/// - [`RoomPlace::set_reach`]: the router's public address and the UDP ports it forwards to
+///   this machine (`portmap`): each peer connection made from now on binds one of them while it
+///   lives, and offers the public address with it as a server reflexive candidate, which a peer
+///   behind any NAT, a strict one included, reaches directly.
+#[derive(Clone, Debug, Default)]
+pub struct RoomPlace(matchbox_socket::SocketPlace);
+
+impl RoomPlace {
+    /// A place that changes nothing yet.
+    pub fn new() -> RoomPlace {
+        RoomPlace::default()
+    }
+
+    /// The room is at `room_url` (`ws://HOST:PORT/CODE`) now.
+    pub fn move_room(&self, room_url: &str) -> Result<(), WebRtcError> {
+        check_room_url(room_url)?;
+        self.0.move_room(room_url.split('?').next().unwrap_or(room_url));
+        Ok(())
+    }
+
+    /// The ICE servers of the peer connections made from now on.
+    pub fn set_ice_servers(&self, ice_servers: &[IceServer]) -> Result<(), WebRtcError> {
+        self.0.set_ice_server(merge_ice_servers(ice_servers)?);
+        Ok(())
+    }
+
+    /// How many peer connections could not be made (webrtc-rs refused to build one: no
+    /// interface to bind, or no multicast for its mDNS socket, see the module docs): each
+    /// ended one handshake, and nothing else.
+    pub fn connections_failed(&self) -> usize {
+        self.0.connections_failed()
+    }
+
+    /// The router's public address and the UDP ports it forwards here (each to the same port
+    /// on this machine), or `None`.
+    pub fn set_reach(&self, reach: Option<(std::net::IpAddr, Vec<u16>)>) {
+        self.0.set_reach(reach.map(|(public_ip, ports)| matchbox_socket::Reach { public_ip, ports }));
+    }
+}
+
 fn keyed(room_url: &str) -> String {
     let join = if room_url.contains('?') { '&' } else { '?' };
     format!("{room_url}{join}key={}", uuid::Uuid::new_v4().simple())

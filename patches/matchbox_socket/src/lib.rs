@@ -12,6 +12,6 @@ pub use error::{Error, SignalingError};
 pub use matchbox_protocol::PeerId;
 pub use webrtc_socket::{
     CandidatePair, CandidateType, ChannelConfig, MessageLoopFuture, Packet, PeerEvent, PeerRequest,
-    PeerSignal, PeerState, RtcIceServerConfig, Signaller, SignallerBuilder, WebRtcChannel,
+    PeerSignal, PeerState, Reach, RtcIceServerConfig, Signaller, SignallerBuilder, SocketPlace, WebRtcChannel,
     WebRtcSocket, WebRtcSocketBuilder, error::ChannelError,
 };

@@ -56,6 +56,11 @@ pub enum SignalingError {
     #[error("the signaling server gave this socket another id when it joined again")]
     IdChanged,
 
+    /// The room moved to another signalling server ([`SocketPlace::move_room`](crate::SocketPlace::move_room)):
+    /// the socket left this one to join it there.
+    #[error("the room moved to another signaling server")]
+    RoomMoved,
+
     /// User Implementation Error that may be returned from using custom
     /// [`SignallerBuilder`](crate::SignallerBuilder) and [`Signaller`](crate::Signaller)
     /// implementations

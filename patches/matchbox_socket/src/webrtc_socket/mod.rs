@@ -4,6 +4,7 @@
 
 pub mod error;
 mod messages;
+mod place;
 mod signal_peer;
 mod socket;
 
@@ -23,6 +24,7 @@ use futures_util::select;
 use log::{debug, error, info, warn};
 use matchbox_protocol::PeerId;
 pub use messages::*;
+pub use place::{Reach, SocketPlace};
 pub(crate) use socket::MessageLoopChannels;
 pub use socket::{
     CandidatePair, CandidateType, ChannelConfig, PeerState, RtcIceServerConfig, WebRtcChannel,
@@ -96,14 +98,19 @@ pub trait Signaller: Sync + Send + 'static {
 /// (`id`) is noted from the first `IdAssigned`; a later one, from a signaller of the socket
 /// joining its room again, is the same id and is not passed on, or ends the loop
 /// ([`SignalingError::IdChanged`]).
+///
+/// A move of the room ([`SocketPlace::move_room`]) ends it with [`SignalingError::RoomMoved`].
 async fn signaling_loop(
     mut signaller: Box<dyn Signaller>,
     requests_receiver: &mut futures_channel::mpsc::UnboundedReceiver<PeerRequest>,
     events_sender: &futures_channel::mpsc::UnboundedSender<PeerEvent>,
     id: &mut Option<PeerId>,
+    moved: &mut futures_channel::mpsc::UnboundedReceiver<()>,
 ) -> Result<(), SignalingError> {
     loop {
         select! {
+            _ = moved.next() => break Err(SignalingError::RoomMoved),
+
             request = requests_receiver.next().fuse() => {
                 debug!("-> {request:?}");
                 let Some(request) = request else {break Err(SignalingError::StreamExhausted)};
@@ -150,6 +157,14 @@ const REJOIN_MAX_WAIT: Duration = Duration::from_secs(5);
 /// new signaller each time the last one fails while a peer is connected (`linked`), until one
 /// gets in, waiting longer each try. Requests made meanwhile wait for it, but the keep-alives.
 /// Ends with the error that ended the last signaller when it is not joining again.
+/// The signalling of a socket: [`signaling_loop`] over `signaller`, and, with `rejoin`, over a
+/// new signaller each time the last one fails while a peer is connected (`linked`), until one
+/// gets in, waiting longer each try. Requests made meanwhile wait for it, but the keep-alives.
+/// Ends with the error that ended the last signaller when it is not joining again.
+///
+/// When the room moves (`place`, [`SocketPlace::move_room`]), the socket leaves its server at
+/// once and joins the room at the new URL (its query, the socket's key, kept), right away,
+/// whether or not a peer is connected.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn keep_signaling(
     mut signaller: Box<dyn Signaller>,
@@ -159,10 +174,13 @@ pub(crate) async fn keep_signaling(
     linked: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     mut requests_receiver: futures_channel::mpsc::UnboundedReceiver<PeerRequest>,
     events_sender: futures_channel::mpsc::UnboundedSender<PeerEvent>,
+    place: SocketPlace,
 ) -> Result<(), SignalingError> {
     use std::sync::atomic::Ordering;
     let mut id = None;
     let mut waiting = std::collections::VecDeque::new();
+    let mut moved = place.on_move();
+    let current_url = || room_url_now(&place, &room_url);
     loop {
         let mut ended = Ok(());
         // What was asked while no signaller was there goes first.
@@ -173,29 +191,35 @@ pub(crate) async fn keep_signaling(
             }
         }
         if ended.is_ok() {
-            ended = signaling_loop(signaller, &mut requests_receiver, &events_sender, &mut id).await;
+            ended = signaling_loop(signaller, &mut requests_receiver, &events_sender, &mut id, &mut moved).await;
         }
         // The socket dropped (its requests end): nothing to join again for. Else the websocket
-        // failed or ended (the server closed it, went away).
+        // failed or ended (the server closed it, went away), or the room moved.
         let lost = match ended {
             Ok(()) => return Ok(()),
             Err(SignalingError::StreamExhausted) if requests_receiver.is_terminated() => return ended,
             Err(e) => e,
         };
-        let Some(peer) = id.filter(|_| rejoin && !matches!(lost, SignalingError::IdChanged)) else {
+        let room_moved = matches!(lost, SignalingError::RoomMoved);
+        let Some(peer) = id.filter(|_| (rejoin || room_moved) && !matches!(lost, SignalingError::IdChanged)) else {
             return Err(lost);
         };
         let spread = REJOIN_FIRST_WAIT.mul_f64((peer.0.as_u128() % 1024) as f64 / 1024.0);
-        let mut wait = REJOIN_FIRST_WAIT + spread;
+        let mut wait = if room_moved { Duration::ZERO } else { REJOIN_FIRST_WAIT + spread };
         warn!("signaling lost ({lost}); joining the room again while a peer is connected");
         signaller = loop {
-            if linked.load(Ordering::Relaxed) == 0 {
+            if linked.load(Ordering::Relaxed) == 0 && !room_moved {
                 return Err(lost);
             }
             let mut delay = Delay::new(wait).fuse();
             loop {
                 select! {
                     _ = delay => break,
+                    // Moved meanwhile: tried at once, at the new URL.
+                    _ = moved.next() => {
+                        wait = Duration::ZERO;
+                        break;
+                    }
                     request = requests_receiver.next() => match request {
                         Some(PeerRequest::KeepAlive) => {}
                         Some(request) => waiting.push_back(request),
@@ -203,17 +227,29 @@ pub(crate) async fn keep_signaling(
                     },
                 }
             }
-            if linked.load(Ordering::Relaxed) == 0 {
+            if linked.load(Ordering::Relaxed) == 0 && !room_moved {
                 return Err(lost);
             }
-            match builder.new_signaller(Some(1), room_url.clone()).await {
+            match builder.new_signaller(Some(1), current_url()).await {
                 Ok(signaller) => break signaller,
                 Err(e) => {
                     debug!("joining the room again failed: {e}");
-                    wait = (wait * 2).min(REJOIN_MAX_WAIT);
+                    wait = (wait * 2).clamp(REJOIN_FIRST_WAIT, REJOIN_MAX_WAIT);
                 }
             }
         };
+    }
+}
+
+/// The room's URL now: `room_url` (the builder's), or where the room moved, with the builder's
+/// query (the socket's key).
+pub(crate) fn room_url_now(place: &SocketPlace, room_url: &str) -> String {
+    match place.room_url() {
+        Some(url) => match room_url.split_once('?') {
+            Some((_, query)) if !url.contains('?') => format!("{url}?{query}"),
+            _ => url,
+        },
+        None => room_url.to_owned(),
     }
 }
 
@@ -251,7 +287,7 @@ trait Messenger {
     /// Up to `count` connections to make handshakes with, made now and gathering their
     /// candidates, so that an offer or answer made with one does not wait for a STUN round
     /// trip: see [`SPARES`].
-    async fn make_spares(ice_server_config: &RtcIceServerConfig, count: usize) -> Vec<Self::Spare>;
+    async fn make_spares(ice_server_config: &RtcIceServerConfig, count: usize, place: &SocketPlace) -> Vec<Self::Spare>;
 
     async fn offer_handshake(
         signal_peer: SignalPeer,
@@ -260,6 +296,7 @@ trait Messenger {
         ice_server_config: &RtcIceServerConfig,
         channel_configs: &[ChannelConfig],
         spare: Option<Self::Spare>,
+        place: &SocketPlace,
     ) -> Option<HandshakeResult<Self::DataChannel, Self::HandshakeMeta>>;
 
     async fn accept_handshake(
@@ -269,6 +306,7 @@ trait Messenger {
         ice_server_config: &RtcIceServerConfig,
         channel_configs: &[ChannelConfig],
         spare: Option<Self::Spare>,
+        place: &SocketPlace,
     ) -> Option<HandshakeResult<Self::DataChannel, Self::HandshakeMeta>>;
 
     /// Runs the connection to a peer until it ends, reporting the candidate pair it uses on
@@ -311,6 +349,7 @@ async fn message_loop<M: Messenger>(
     channels: MessageLoopChannels,
     keep_alive_interval: Option<Duration>,
     linked: &std::sync::atomic::AtomicUsize,
+    place: &SocketPlace,
 ) -> Result<(), SignalingError> {
     let MessageLoopChannels {
         requests_sender,
@@ -327,7 +366,7 @@ async fn message_loop<M: Messenger>(
     let mut data_channels = HashMap::new();
     let mut id_tx = Option::Some(id_tx);
     let mut spares = Vec::new();
-    let mut making_spares = M::make_spares(ice_server_config, SPARES).fuse();
+    let mut making_spares = M::make_spares(ice_server_config, SPARES, place).fuse();
     let mut spares_expire = Either::Right(std::future::pending()).fuse();
 
     let mut timeout = if let Some(interval) = keep_alive_interval {
@@ -355,7 +394,7 @@ async fn message_loop<M: Messenger>(
             _ = spares_expire => {
                 // Dropped (and closed) before the new ones are made.
                 spares.clear();
-                making_spares = M::make_spares(ice_server_config, SPARES).fuse();
+                making_spares = M::make_spares(ice_server_config, SPARES, place).fuse();
             }
 
             _  = &mut timeout => {
@@ -395,7 +434,7 @@ async fn message_loop<M: Messenger>(
                                 let (signal_tx, signal_rx) = futures_channel::mpsc::unbounded();
                                 handshake_signals.insert(peer_uuid, signal_tx);
                                 let signal_peer = SignalPeer::new(peer_uuid, requests_sender.clone());
-                                handshakes.push(M::offer_handshake(signal_peer, signal_rx, messages_from_peers_tx.clone(), ice_server_config, channel_configs, take_spare(&mut spares, &mut making_spares, || M::make_spares(ice_server_config, SPARES).fuse())))
+                                handshakes.push(M::offer_handshake(signal_peer, signal_rx, messages_from_peers_tx.clone(), ice_server_config, channel_configs, take_spare(&mut spares, &mut making_spares, || M::make_spares(ice_server_config, SPARES, place).fuse()), place))
                             },
                             PeerEvent::PeerLeft(peer_uuid) => {
                                 if peer_state_tx.unbounded_send((peer_uuid, PeerState::Disconnected)).is_err() {
@@ -407,7 +446,7 @@ async fn message_loop<M: Messenger>(
                                 let signal_tx = handshake_signals.entry(sender).or_insert_with(|| {
                                     let (from_peer_tx, peer_signal_rx) = futures_channel::mpsc::unbounded();
                                     let signal_peer = SignalPeer::new(sender, requests_sender.clone());
-                                    handshakes.push(M::accept_handshake(signal_peer, peer_signal_rx, messages_from_peers_tx.clone(), ice_server_config, channel_configs, take_spare(&mut spares, &mut making_spares, || M::make_spares(ice_server_config, SPARES).fuse())));
+                                    handshakes.push(M::accept_handshake(signal_peer, peer_signal_rx, messages_from_peers_tx.clone(), ice_server_config, channel_configs, take_spare(&mut spares, &mut making_spares, || M::make_spares(ice_server_config, SPARES, place).fuse()), place));
                                     from_peer_tx
                                 });
 

@@ -1,6 +1,7 @@
 use super::{
-    HandshakeResult, PacketSendError, PeerDataSender, SignallerBuilder,
+    HandshakeResult, PacketSendError, PeerDataSender, SignallerBuilder, SocketPlace,
     messages::{PeerEvent, PeerRequest},
+    place::{PortLease, reflexive_beside},
 };
 use crate::{
     CandidatePair, CandidateType, RtcIceServerConfig,
@@ -212,18 +213,22 @@ impl Messenger for NativeMessenger {
     type HandshakeMeta = NativeHandshakeMeta;
     type Spare = NativeSpare;
 
-    async fn make_spares(ice_server_config: &RtcIceServerConfig, count: usize) -> Vec<Self::Spare> {
+    async fn make_spares(ice_server_config: &RtcIceServerConfig, count: usize, place: &SocketPlace) -> Vec<Self::Spare> {
         let mut spares = Vec::with_capacity(count);
         for _ in 0..count {
-            match build_rtc_peer_connection(ice_server_config).await {
+            let generation = place.generation();
+            match build_rtc_peer_connection(ice_server_config, place).await {
                 Ok((connection, handler)) => {
                     if let Err(e) = connection.gather_ahead().await {
                         warn!("a connection made ahead cannot gather: {e}");
                         continue;
                     }
-                    spares.push(NativeSpare { connection, handler });
+                    spares.push(NativeSpare { connection, handler, generation });
                 }
-                Err(e) => warn!("cannot make a connection ahead: {e}"),
+                Err(e) => {
+                    warn!("cannot make a connection ahead: {e}");
+                    place.connection_failed();
+                }
             }
         }
         spares
@@ -236,6 +241,7 @@ impl Messenger for NativeMessenger {
         ice_server_config: &RtcIceServerConfig,
         channel_configs: &[ChannelConfig],
         spare: Option<Self::Spare>,
+        place: &SocketPlace,
     ) -> Option<HandshakeResult<Self::DataChannel, Self::HandshakeMeta>> {
         let (to_peer_message_tx, to_peer_message_rx) = new_senders_and_receivers(channel_configs);
         let (peer_disconnected_tx, peer_disconnected_rx) = futures_channel::mpsc::channel(1);
@@ -243,7 +249,7 @@ impl Messenger for NativeMessenger {
         debug!("making offer");
         let phases = Phases::new(signal_peer.id);
         let (connection, trickle) =
-            connection_for(spare, &signal_peer, phases, ice_server_config, &peer_disconnected_tx).await;
+            connection_for(spare, &signal_peer, phases, ice_server_config, place, &peer_disconnected_tx).await?;
 
         let (data_channel_ready_txs, data_channels_ready_fut) =
             create_data_channels_ready_fut(channel_configs);
@@ -334,6 +340,7 @@ impl Messenger for NativeMessenger {
         ice_server_config: &RtcIceServerConfig,
         channel_configs: &[ChannelConfig],
         spare: Option<Self::Spare>,
+        place: &SocketPlace,
     ) -> Option<HandshakeResult<Self::DataChannel, Self::HandshakeMeta>> {
         let (to_peer_message_tx, to_peer_message_rx) = new_senders_and_receivers(channel_configs);
         let (peer_disconnected_tx, peer_disconnected_rx) = futures_channel::mpsc::channel(1);
@@ -341,7 +348,7 @@ impl Messenger for NativeMessenger {
         debug!("handshake_accept");
         let phases = Phases::new(signal_peer.id);
         let (connection, trickle) =
-            connection_for(spare, &signal_peer, phases, ice_server_config, &peer_disconnected_tx).await;
+            connection_for(spare, &signal_peer, phases, ice_server_config, place, &peer_disconnected_tx).await?;
 
         let (data_channel_ready_txs, data_channels_ready_fut) =
             create_data_channels_ready_fut(channel_configs);
@@ -543,7 +550,10 @@ fn runtime() -> Arc<dyn Runtime> {
 /// A webrtc-rs peer connection that is dropped without being closed keeps its driver task, and
 /// with it its sockets, running. The remote peer would then see it as connected until ICE times
 /// out, even though no data channel is served anymore.
-struct ConnectionGuard(Arc<dyn PeerConnection>);
+///
+/// It holds the forwarded port its connection is bound to, if any ([`SocketPlace::set_reach`]),
+/// until the connection has closed its sockets.
+struct ConnectionGuard(Arc<dyn PeerConnection>, Option<PortLease>);
 
 impl std::ops::Deref for ConnectionGuard {
     type Target = Arc<dyn PeerConnection>;
@@ -556,11 +566,14 @@ impl std::ops::Deref for ConnectionGuard {
 impl Drop for ConnectionGuard {
     fn drop(&mut self) {
         let connection = Arc::clone(&self.0);
+        let lease = self.1.take();
         // Dropping the returned handle detaches the task.
         runtime().spawn(Box::pin(async move {
             if let Err(e) = connection.close().await {
                 debug!("failed to close peer connection: {e:?}");
             }
+            // Free for another connection once this one's sockets are closed.
+            drop(lease);
         }));
     }
 }
@@ -700,13 +713,17 @@ struct CandidateTrickle {
     /// Local candidates gathered before this side's offer or answer was sent, `None` once
     /// they have been sent.
     pending: Mutex<Option<Vec<String>>>,
+    /// The port the router forwards to the connection, and the router's public address: a
+    /// host candidate on that port goes with its server reflexive twin at that address.
+    reach: Option<(u16, std::net::IpAddr)>,
 }
 
 impl CandidateTrickle {
-    fn new(signal_peer: SignalPeer) -> Self {
+    fn new(signal_peer: SignalPeer, reach: Option<(u16, std::net::IpAddr)>) -> Self {
         Self {
             signal_peer,
             pending: Mutex::new(Some(Vec::new())),
+            reach,
         }
     }
 
@@ -718,10 +735,25 @@ impl CandidateTrickle {
                 return;
             }
         };
+        // On a forwarded port, the router's public address with it: a peer behind any NAT
+        // reaches this connection there (no STUN gives it: the router forwards the port).
+        let twin = self.reach.and_then(|(port, public_ip)| {
+            let candidate = reflexive_beside(&candidate_init.candidate, port, public_ip)?;
+            serde_json::to_string(&RTCIceCandidateInit { candidate, ..candidate_init.clone() }).ok()
+        });
+        let Ok(candidate_json) = serde_json::to_string(&candidate_init) else {
+            error!("failed to serialize an ice candidate, ignoring it");
+            return;
+        };
+        self.send_or_keep(candidate_json);
+        if let Some(twin) = twin {
+            debug!("the forwarded port's public twin: {twin}");
+            self.send_or_keep(twin);
+        }
+    }
 
-        let candidate_json =
-            serde_json::to_string(&candidate_init).expect("failed to serialize candidate to json");
-
+    /// Sends a local candidate, or keeps it until this side's description went.
+    fn send_or_keep(&self, candidate_json: String) {
         // Local candidates can only be sent after the description they belong to: the
         // offerer's after its offer, the answerer's after its answer.
         let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
@@ -793,31 +825,46 @@ impl CandidateTrickle {
 }
 
 /// The connection a handshake with `signal_peer` makes, `spare` or a new one, bound to that
-/// peer: its candidates (those gathered ahead first) go to the trickle it returns.
+/// peer: its candidates (those gathered ahead first) go to the trickle it returns. `None`, said
+/// why, when no connection can be made: that handshake ends, and nothing else.
 async fn connection_for(
     spare: Option<NativeSpare>,
     signal_peer: &SignalPeer,
     phases: Phases,
     ice_server_config: &RtcIceServerConfig,
+    place: &SocketPlace,
     peer_disconnected_tx: &Sender<()>,
-) -> (ConnectionGuard, Arc<CandidateTrickle>) {
+) -> Option<(ConnectionGuard, Arc<CandidateTrickle>)> {
+    // One made ahead before the ICE servers or the forwarded ports changed is made again.
+    let spare = spare.filter(|s| s.generation == place.generation());
     let (connection, handler) = match spare {
-        Some(NativeSpare { connection, handler }) => {
+        Some(NativeSpare { connection, handler, .. }) => {
             phases.note("connection made ahead taken");
             (connection, handler)
         }
-        None => build_rtc_peer_connection(ice_server_config).await.unwrap(),
+        None => match build_rtc_peer_connection(ice_server_config, place).await {
+            Ok(made) => made,
+            Err(e) => {
+                warn!("cannot make a peer connection for {}: {e}", signal_peer.id);
+                place.connection_failed();
+                return None;
+            }
+        },
     };
-    let trickle = Arc::new(CandidateTrickle::new(signal_peer.clone()));
+    let reach = connection.1.as_ref().map(|lease| (lease.port, lease.public_ip));
+    let trickle = Arc::new(CandidateTrickle::new(signal_peer.clone(), reach));
     handler.bind(Arc::clone(&trickle), peer_disconnected_tx.clone(), phases);
-    (connection, trickle)
+    Some((connection, trickle))
 }
 
 /// A peer connection with no peer yet: its events wait in its handler until
-/// [`ConnectionEventHandler::bind`].
+/// [`ConnectionEventHandler::bind`]. It uses the ICE servers `place` names, else
+/// `ice_server_config`, and binds a port the router forwards here when `place` has one free.
 async fn build_rtc_peer_connection(
     ice_server_config: &RtcIceServerConfig,
+    place: &SocketPlace,
 ) -> Result<(ConnectionGuard, Arc<ConnectionEventHandler>), webrtc::error::Error> {
+    let ice_server_config = place.ice_server().unwrap_or_else(|| ice_server_config.clone());
     let config = RTCConfigurationBuilder::new()
         .with_ice_servers(vec![RTCIceServer {
             urls: ice_server_config.urls.clone(),
@@ -826,18 +873,21 @@ async fn build_rtc_peer_connection(
         }])
         .build();
 
+    // One socket per local interface. A family the host doesn't have is skipped. On IPv4, a
+    // port the router forwards here, when one is free.
+    let lease = place.lease_port();
+    let v4 = format!("0.0.0.0:{}", lease.as_ref().map_or(0, |l| l.port));
     let handler = Arc::new(ConnectionEventHandler { handled: Mutex::new(Handled::Ahead(Vec::new())) });
     let connection = PeerConnectionBuilder::new()
         .with_configuration(config)
         .with_setting_engine(ice_timing())
         .with_runtime(runtime())
         .with_handler(Arc::clone(&handler) as Arc<dyn PeerConnectionEventHandler>)
-        // One socket per local interface. A family the host doesn't have is skipped.
-        .with_udp_addrs(vec!["0.0.0.0:0", "[::]:0"])
+        .with_udp_addrs(vec![v4, "[::]:0".to_owned()])
         .build()
         .await?;
 
-    Ok((ConnectionGuard(Arc::new(connection)), handler))
+    Ok((ConnectionGuard(Arc::new(connection), lease), handler))
 }
 
 /// A peer connection made ahead of the offer it will answer, gathering its candidates
@@ -845,6 +895,8 @@ async fn build_rtc_peer_connection(
 pub(crate) struct NativeSpare {
     connection: ConnectionGuard,
     handler: Arc<ConnectionEventHandler>,
+    /// What it was made with ([`SocketPlace::generation`]).
+    generation: u64,
 }
 
 /// ICE timing for a game's links, instead of webrtc's defaults (checks every 200 ms, and the

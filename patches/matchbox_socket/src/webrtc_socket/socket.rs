@@ -115,6 +115,8 @@ pub(crate) struct SocketConfig {
     pub(crate) keep_alive_interval: Option<Duration>,
     /// Whether to join the room again when signalling is lost while a peer is connected
     pub(crate) rejoin: bool,
+    /// Where the room is and how peers reach this socket, as the application changes them
+    pub(crate) place: crate::webrtc_socket::SocketPlace,
 }
 
 /// An ICE server configuration that comes after the socket starts: fetched while the
@@ -164,6 +166,7 @@ impl WebRtcSocketBuilder {
                 attempts: Some(3),
                 keep_alive_interval: Some(Duration::from_secs(10)),
                 rejoin: false,
+                place: crate::webrtc_socket::SocketPlace::new(),
             },
             signaller_builder: None,
         }
@@ -223,6 +226,14 @@ impl WebRtcSocketBuilder {
     /// Off by default: the socket then keeps its links, and no new peer can join it.
     pub fn signaling_rejoin(mut self, rejoin: bool) -> Self {
         self.config.rejoin = rejoin;
+        self
+    }
+
+    /// Shares `place` with the socket: the application moves the room with it, changes the ICE
+    /// servers of the connections made from then on, and says which ports the router
+    /// forwards here ([`SocketPlace`](crate::SocketPlace)).
+    pub fn place(mut self, place: crate::webrtc_socket::SocketPlace) -> Self {
+        self.config.place = place;
         self
     }
 
@@ -302,7 +313,7 @@ impl WebRtcSocketBuilder {
                 SignalingError::NegotiationFailed(e) => Error::ConnectionFailed(*e),
                 SignalingError::WebSocket(e) => Error::Disconnected(e.into()),
                 SignalingError::UserImplementationError(_) => Error::ConnectionFailed(e),
-                SignalingError::IdChanged => Error::Disconnected(e),
+                SignalingError::IdChanged | SignalingError::RoomMoved => Error::Disconnected(e),
                 SignalingError::UnknownFormat | SignalingError::StreamExhausted => {
                     unimplemented!("these errors should never be propagated here")
                 }
@@ -926,7 +937,7 @@ async fn run_socket(
         })
     };
     let (signaller, ice_server) = futures::future::try_join(
-        builder.new_signaller(config.attempts, config.room_url.clone()),
+        builder.new_signaller(config.attempts, crate::webrtc_socket::room_url_now(&config.place, &config.room_url)),
         ice_server,
     )
     .await?;
@@ -944,6 +955,7 @@ async fn run_socket(
         linked.clone(),
         requests_receiver,
         events_sender,
+        config.place.clone(),
     );
 
     let channels = MessageLoopChannels {
@@ -961,6 +973,7 @@ async fn run_socket(
         channels,
         config.keep_alive_interval,
         &linked,
+        &config.place,
     );
 
     let mut message_loop_done = Box::pin(message_loop_fut.fuse());
@@ -1095,6 +1108,7 @@ mod test {
             attempts: Some(1),
             keep_alive_interval: None,
             rejoin: false,
+            place: Default::default(),
         };
 
         let result = run_socket(

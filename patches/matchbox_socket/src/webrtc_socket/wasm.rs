@@ -127,7 +127,7 @@ impl Messenger for WasmMessenger {
     /// A browser gathers a connection's candidates from its description; nothing is made ahead.
     type Spare = ();
 
-    async fn make_spares(_ice_server_config: &RtcIceServerConfig, _count: usize) -> Vec<Self::Spare> {
+    async fn make_spares(_ice_server_config: &RtcIceServerConfig, _count: usize, _place: &super::SocketPlace) -> Vec<Self::Spare> {
         Vec::new()
     }
 
@@ -138,6 +138,7 @@ impl Messenger for WasmMessenger {
         ice_server_config: &RtcIceServerConfig,
         channel_configs: &[ChannelConfig],
         _spare: Option<Self::Spare>,
+        _place: &super::SocketPlace,
     ) -> Option<HandshakeResult<Self::DataChannel, Self::HandshakeMeta>> {
         debug!("making offer");
 
@@ -237,6 +238,7 @@ impl Messenger for WasmMessenger {
         ice_server_config: &RtcIceServerConfig,
         channel_configs: &[ChannelConfig],
         _spare: Option<Self::Spare>,
+        _place: &super::SocketPlace,
     ) -> Option<HandshakeResult<Self::DataChannel, Self::HandshakeMeta>> {
         debug!("handshake_accept");
 
