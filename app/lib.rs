@@ -8,6 +8,8 @@
 //!   length), and what each runs;
 //! - [`sim_cmd`], [`net_cmd`] (`vimp host`, `vimp join`), [`signal_cmd`], [`map_cmd`],
 //!   [`schema_cmd`]: the headless subcommands;
+//! - [`home_room`]: the default setup's room: a host that serves its rendezvous, opens its
+//!   router's ports and tells the invite, and players that follow the room to a new host;
 //! - [`setup`]: what the window and the headless commands share (the default rendezvous, the
 //!   ICE flags, a new match, why a join did not get in);
 //! - [`window`]: the window (menus, HUD, net graph, settings, the node thread);
@@ -15,6 +17,7 @@
 //!   navigation overlay).
 
 pub mod cli;
+pub mod home_room;
 pub mod map_cmd;
 pub mod net_cmd;
 pub mod ranks_bench;

@@ -14,12 +14,12 @@ use vimp_host::engine::node::{Node, RoleChange};
 use vimp_host::engine::server::{PlayerLink, ServerConfig, ServerCore, ServerEvent, ServerStats};
 use vimp_netcode::lobby::{LobbyCode, room_url};
 use vimp_netcode::session::Hello;
-use vimp_netcode::signal::{SignalConfig, SignalServer};
 use vimp_netcode::transport::Transport;
-use vimp_netcode::transport::webrtc::WebRtcTransport;
+use vimp_netcode::transport::webrtc::{RoomPlace, WebRtcTransport};
 
 pub use join::{JoinArgs, join};
 
+use crate::home_room::{HomeRoom, RoomFollower};
 use crate::setup::{IceArgs, Redialer, Witnesser, client_config, linger, new_match};
 
 /// What `vimp host` was asked to do.
@@ -31,6 +31,10 @@ pub struct HostArgs {
     /// Where the embedded signalling server listens.
     #[arg(long, default_value = "0.0.0.0:3536")]
     pub bind: std::net::SocketAddr,
+    /// Without --signal: do not ask the home router to open ports (UPnP, PCP, NAT-PMP); friends
+    /// in other homes then reach this host only through ports forwarded by hand.
+    #[arg(long)]
+    pub no_port_mapping: bool,
     /// The lobby code (6 characters); a random one by default.
     #[arg(long)]
     pub code: Option<String>,
@@ -130,8 +134,11 @@ struct HostRun<'a> {
     /// A fresh socket to the room (to ask it whether the match went on without this host).
     dial: Dial,
     redialer: Redialer,
-    /// Keeps the embedded signalling server up while the host runs.
-    _embedded: Option<SignalServer>,
+    /// The room this process serves (its rendezvous, the router's mappings, the invite), when
+    /// no rendezvous was named; kept while the process runs, as a member too.
+    home: Option<HomeRoom>,
+    /// Where the room is: a successor that serves it moves every transport there.
+    follower: RoomFollower,
     peak_peers: usize,
     /// Every player's link while it was there, last seen.
     links: BTreeMap<PlayerId, PlayerLink>,
@@ -157,19 +164,26 @@ impl<'a> HostRun<'a> {
             Some(c) => LobbyCode::parse(c)?,
             None => LobbyCode::from_random(random_u64()),
         };
-        let (signal_url, embedded) = match &args.signal {
-            Some(url) => (url.trim_end_matches('/').to_owned(), None),
-            None => {
-                let server = SignalServer::start(SignalConfig { bind: args.bind, ..Default::default() })?;
-                (server.url(), Some(server))
-            }
+        // Without a rendezvous named, this process serves the room itself, and asks its
+        // router to open it to other homes.
+        let place = RoomPlace::new();
+        let mut home = match &args.signal {
+            Some(_) => None,
+            None => Some(HomeRoom::open(code, args.bind, false, args.max_players, !args.no_port_mapping)?),
+        };
+        let signal_url = match (&args.signal, &home) {
+            (Some(url), _) => url.trim_end_matches('/').to_owned(),
+            (None, Some(home)) => home.signal(),
+            (None, None) => unreachable!("a home room without a rendezvous named"),
         };
         let seed = args.seed.unwrap_or_else(random_u64);
         let (host, config) = new_match(game, &args.map, args.bots, args.bot_skill, seed, args.round_seconds)?;
         let vote_maps = crate::setup::load_vote_maps(&args.vote_maps)?;
         let url = room_url(&signal_url, &code);
-        let ice = args.ice.resolve(&signal_url)?;
-        let transport: Box<dyn Transport> = Box::new(WebRtcTransport::connect(&url, &ice)?);
+        // A host that serves its room gathers no candidate from its own STUN responder: its
+        // router's public address comes from the router.
+        let ice = if home.is_some() { args.ice.known()? } else { args.ice.resolve(&signal_url)? };
+        let transport: Box<dyn Transport> = Box::new(WebRtcTransport::connect_in(&place, &url, &ice)?);
         let server_config = ServerConfig {
             match_id: format!("{code}-{seed:016x}"),
             max_players: args.max_players,
@@ -186,21 +200,34 @@ impl<'a> HostRun<'a> {
         let member = Hello::new("host", env!("CARGO_PKG_VERSION"));
         let node = Node::hosting(*game, transport, ServerCore::new(host, server_config), None)
             .stays_as_member(member, Witnesser::config(client_config(500)));
-        let (dial_url, dial_ice) = (url.clone(), ice.clone());
+        let (dial_url, dial_ice, dial_place) = (url.clone(), ice.clone(), place.clone());
         let dial = move || -> anyhow::Result<Box<dyn Transport>> {
-            Ok(Box::new(WebRtcTransport::connect(&dial_url, &dial_ice)?))
+            Ok(Box::new(WebRtcTransport::connect_in(&dial_place, &dial_url, &dial_ice)?))
         };
         // As a member, a hello nobody answered, or a link that dropped, is dialed again: the
         // links it had may have failed while this process slept.
         let redialer = Redialer::new(Box::new(dial.clone()));
         println!("lobby code: {}", code.grouped());
-        println!("friends join with: vimp join {url}");
-        if args.signal.is_none() {
-            println!(
-                "(signalling embedded at {signal_url}; on a LAN, give friends this machine's address instead of 127.0.0.1)"
-            );
+        if let Some(home) = home.as_mut() {
+            // The router's answer (a few seconds at most) makes the invite.
+            match home.wait(&place, Duration::from_secs(8)) {
+                Some(Ok(said)) => eprintln!("{said}"),
+                Some(Err(said)) => eprintln!("{said}"),
+                None => {}
+            }
+            if let Some(lan) = &home.invite().lan {
+                println!("on this network, friends join with: vimp join {lan}");
+            }
+            match &home.invite().public {
+                Some(public) => println!("friends join with: vimp join {public}"),
+                None if home.invite().lan.is_none() => println!("friends join with: vimp join {url}"),
+                None => {}
+            }
+        } else {
+            println!("friends join with: vimp join {url}");
         }
         Ok(HostRun {
+            follower: RoomFollower::new(place.clone(), &url),
             args,
             code,
             witness: Witnesser::new(&url),
@@ -210,7 +237,7 @@ impl<'a> HostRun<'a> {
             node,
             dial: Box::new(dial),
             redialer,
-            _embedded: embedded,
+            home,
             peak_peers: 0,
             links: BTreeMap::new(),
             next_links: Duration::ZERO,
@@ -241,7 +268,37 @@ impl<'a> HostRun<'a> {
         if let (Some(places), Some(server)) = (self.places.as_mut(), self.node.server_mut()) {
             places.turn(server);
         }
+        self.keep_room();
         true
+    }
+
+    /// The room's whereabouts: while this process hosts and serves the room, its invite goes to
+    /// every player; as a member, it follows the room to a host that serves it.
+    fn keep_room(&mut self) {
+        if let Some(home) = self.home.as_mut() {
+            match home.turn(self.follower.place()) {
+                Some(Ok(said)) => {
+                    eprintln!("{said}");
+                    if let Some(public) = &home.invite().public {
+                        println!("friends join with: vimp join {public}");
+                    }
+                }
+                Some(Err(said)) => eprintln!("{said}"),
+                None => {}
+            }
+            if let Some(server) = self.node.server_mut() {
+                server.set_room(Some(home.invite().clone()));
+            }
+        }
+        if self.node.server().is_none()
+            && let Some(client) = self.node.client()
+            && let Some((invite, true)) = self.follower.turn(client, self.witness.as_mut())
+        {
+            eprintln!(
+                "the room moved to the new host's rendezvous: {}",
+                invite.public.as_deref().or(invite.lan.as_deref()).unwrap_or_default()
+            );
+        }
     }
 
     /// While this process hosts: who joins and leaves, the figures, each player's link.

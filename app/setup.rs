@@ -641,6 +641,11 @@ pub const WITNESS_INTERVAL: Duration = Duration::from_millis(250);
 /// How long one question to the rendezvous may take before it counts as unanswered.
 pub const WITNESS_TIMEOUT: Duration = Duration::from_secs(1);
 
+/// How long a question to a rendezvous in the lost host's own process may take at least before
+/// it counts as unanswered (three round trips of the host's link, up to [`WITNESS_TIMEOUT`]):
+/// two connection attempts, 250 ms apart, each a SYN and its answer.
+pub const SERVED_WITNESS_TIMEOUT: Duration = Duration::from_millis(400);
+
 /// Most questions to the rendezvous in flight at once.
 pub const WITNESS_IN_FLIGHT: usize = 4;
 
@@ -665,6 +670,8 @@ pub struct Witnesser {
     next: u64,
     answered: Option<u64>,
     last: Option<std::time::Instant>,
+    /// The round trip of the link to the host, as last measured.
+    rtt_ms: Option<f64>,
 }
 
 impl Witnesser {
@@ -673,7 +680,15 @@ impl Witnesser {
     /// without a rendezvous.
     pub fn new(room_url: &str) -> Option<Witnesser> {
         let (server, room) = split_room(room_url)?;
-        Some(Witnesser { server, room, asked: std::collections::VecDeque::new(), next: 0, answered: None, last: None })
+        Some(Witnesser {
+            server,
+            room,
+            asked: std::collections::VecDeque::new(),
+            next: 0,
+            answered: None,
+            last: None,
+            rtt_ms: None,
+        })
     }
 
     /// Asks the rendezvous at `room_url` from now on: the room moved there (a new host serves
@@ -719,15 +734,27 @@ impl Witnesser {
             Err(std::sync::mpsc::TryRecvError::Empty) => true,
             Err(std::sync::mpsc::TryRecvError::Disconnected) => false,
         });
+        self.rtt_ms = client.rtt_ms().or(self.rtt_ms);
         let Some(host) = client.witness_wanted() else { return };
         if self.asked.len() >= WITNESS_IN_FLIGHT || self.last.is_some_and(|at| at.elapsed() < WITNESS_INTERVAL) {
             return;
         }
         self.last = Some(std::time::Instant::now());
+        // A rendezvous in the lost host's own process is asked of the host's machine itself,
+        // whose link has been silent a while already: a few round trips of that link without
+        // an answer are its silence.
+        let served = client.room().is_some_and(|(by, invite)| by == host && invite.served);
+        let timeout = match (served, self.rtt_ms) {
+            (true, Some(rtt)) => {
+                Duration::from_secs_f64(3.0 * rtt / 1000.0).clamp(SERVED_WITNESS_TIMEOUT, WITNESS_TIMEOUT)
+            }
+            (true, None) => SERVED_WITNESS_TIMEOUT,
+            (false, _) => WITNESS_TIMEOUT,
+        };
         let (tx, rx) = std::sync::mpsc::channel();
         let (server, room) = (self.server.clone(), self.room.clone());
         let asked = std::thread::Builder::new().name("vimp-witness".into()).spawn(move || {
-            let witness = match vimp_netcode::signal::fetch_room(&server, &room, WITNESS_TIMEOUT) {
+            let witness = match vimp_netcode::signal::fetch_room(&server, &room, timeout) {
                 Ok(info) => match info.holds(host) {
                     Some(true) => Witness::There,
                     Some(false) => Witness::Gone,

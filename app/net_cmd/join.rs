@@ -15,10 +15,21 @@ use vimp_netcode::input::KeyAction;
 use vimp_netcode::lobby::JoinTarget;
 use vimp_netcode::session::{Hello, close};
 use vimp_netcode::signal::IceServer;
-use vimp_netcode::transport::webrtc::WebRtcTransport;
+use vimp_netcode::transport::webrtc::{RoomPlace, WebRtcTransport};
 use vimp_netcode::transport::{LinkPath, Transport};
 
+use crate::home_room::{HomeRoom, RoomFollower};
 use crate::setup::{DEFAULT_SIGNAL, IceArgs, JoinFailure, Redialer, UNREACHABLE, Witnesser, client_config, linger};
+
+/// Says how friends join the room this process serves: on stdout, or with `--json` (whose
+/// stdout is the report alone) on stderr.
+fn say_invite(args: &JoinArgs, url: &str) {
+    if args.json {
+        eprintln!("friends join with: vimp join {url}");
+    } else {
+        println!("friends join with: vimp join {url}");
+    }
+}
 
 /// How long a leaving player waits for the answers to its round reports still on their way.
 const REPORTS_WAIT: Duration = Duration::from_secs(10);
@@ -96,6 +107,10 @@ pub struct JoinArgs {
     /// and 30 s after each failed attempt, with the slot's token).
     #[arg(long, requires = "headless")]
     pub no_reconnect: bool,
+    /// Headless: after taking over a match whose host served the room, do not ask the home
+    /// router to open ports for it.
+    #[arg(long, requires = "headless")]
+    pub no_port_mapping: bool,
     /// Headless: never answer the room's check before a takeover, and say so in the hello,
     /// as a client of another make may: a member that is no voter (for soaks and tests of a
     /// room with a silent member).
@@ -232,6 +247,10 @@ struct JoinRun<'a> {
     tokens: Option<vimp_netcode::identity::TokenSource>,
     /// Once it hosts a match whose tokens are checked, the players' places in the top.
     places: Option<crate::setup::Places>,
+    /// Where the room is: its transports follow it to a host that serves it.
+    follower: RoomFollower,
+    /// The room this process serves, once it took over a match whose host served it.
+    home: Option<HomeRoom>,
 }
 
 /// What the headless player did and saw in the match.
@@ -297,7 +316,9 @@ impl<'a> JoinRun<'a> {
                 list
             }
         };
-        let transport: Box<dyn Transport> = Box::new(WebRtcTransport::connect_fetching(&url, &known, fetch)?);
+        let place = RoomPlace::new();
+        let transport: Box<dyn Transport> =
+            Box::new(WebRtcTransport::connect_fetching_in(&place, &url, &known, fetch)?);
         let witness = Witnesser::new(&url);
         let config = match witness {
             Some(_) => Witnesser::config(client_config(args.host_timeout)),
@@ -310,12 +331,13 @@ impl<'a> JoinRun<'a> {
             crate::setup::token_source(&signal, &target.code(), identity, &hello.nickname, args.unverified)
         };
         let node = Node::playing(*game, transport, ClientCore::new(hello, config));
-        let (dial_url, dial_ice, dial_known) = (url.clone(), ice.clone(), known.clone());
+        let (dial_url, dial_ice, dial_known, dial_place) = (url.clone(), ice.clone(), known.clone(), place.clone());
         let redialer = Redialer::new(Box::new(move || {
             let servers = dial_ice.get().map_or(&dial_known, |(list, _)| list);
-            Ok(Box::new(WebRtcTransport::connect(&dial_url, servers)?) as Box<dyn Transport>)
+            Ok(Box::new(WebRtcTransport::connect_in(&dial_place, &dial_url, servers)?) as Box<dyn Transport>)
         }));
         Ok(JoinRun {
+            follower: RoomFollower::new(place, &url),
             args,
             start,
             url,
@@ -329,6 +351,7 @@ impl<'a> JoinRun<'a> {
             player: Player::default(),
             tokens,
             places: None,
+            home: None,
         })
     }
 
@@ -349,7 +372,31 @@ impl<'a> JoinRun<'a> {
             eprintln!("{change}");
             if let RoleChange::Promoted { tick, epoch, .. } = change {
                 self.player.promoted = Some((tick, epoch));
+                // The host it took over from served the room: this process serves it now.
+                let served = node.client().and_then(ClientCore::room).is_some_and(|(_, invite)| invite.served);
+                if served && self.home.is_none() {
+                    self.home = HomeRoom::take_over(&mut self.follower, !args.no_port_mapping);
+                    if let Some(home) = &self.home {
+                        say_invite(args, &home.best_url());
+                    }
+                }
             }
+        }
+        if let Some(home) = self.home.as_mut() {
+            if let Some(said) = home.turn(self.follower.place()) {
+                eprintln!("{}", said.unwrap_or_else(|e| e));
+                say_invite(args, &home.best_url());
+            }
+            if let Some(server) = node.server_mut() {
+                server.set_room(Some(home.invite().clone()));
+            }
+        }
+        if node.server().is_none()
+            && let Some(client) = node.client()
+            && let Some((invite, true)) = self.follower.turn(client, self.witness.as_mut())
+        {
+            let at = invite.public.as_deref().or(invite.lan.as_deref()).unwrap_or_default();
+            eprintln!("the room moved to the new host's rendezvous: {at}");
         }
         if !args.no_reconnect {
             for note in self.redialer.turn(node, now) {

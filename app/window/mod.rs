@@ -391,7 +391,8 @@ pub fn start_match(kind: &MatchKind, settings: &Settings) -> anyhow::Result<Matc
             let url = parsed.room_url(signal.as_deref().unwrap_or(&settings.signal_url));
             let signal = url.rsplit_once('/').map_or(url.as_str(), |(s, _)| s).to_owned();
             let ice = extras.ice.then(&settings.ice()).resolve(&signal)?;
-            let transport: Box<dyn Transport> = Box::new(WebRtcTransport::connect(&url, &ice)?);
+            let place = vimp_netcode::transport::webrtc::RoomPlace::new();
+            let transport: Box<dyn Transport> = Box::new(WebRtcTransport::connect_in(&place, &url, &ice)?);
             let mut hello = MatchState::hello(nickname, password.clone(), *spectate);
             // Back to the slot this player had in this room, if that was within 5 minutes.
             let tokens = tokens();
@@ -402,16 +403,27 @@ pub fn start_match(kind: &MatchKind, settings: &Settings) -> anyhow::Result<Matc
             // A player can be chosen to take the match over; a spectator never is (the host
             // lists no spectator), but its node is the same.
             // A drop is dialed back: a fresh transport into the room for each attempt.
-            let (dial_url, dial_ice) = (url.clone(), ice.clone());
-            let dial: crate::setup::Dial =
-                Box::new(move || Ok(Box::new(WebRtcTransport::connect(&dial_url, &dial_ice)?) as Box<dyn Transport>));
+            let (dial_url, dial_ice, dial_place) = (url.clone(), ice.clone(), place.clone());
+            let dial: crate::setup::Dial = Box::new(move || {
+                Ok(Box::new(WebRtcTransport::connect_in(&dial_place, &dial_url, &dial_ice)?) as Box<dyn Transport>)
+            });
             let witness = crate::setup::Witnesser::new(&url);
             let ids = (!*spectate).then(|| {
                 let identity = extras.identity.as_deref();
                 crate::setup::token_source(&signal, &parsed.code(), identity, nickname, extras.unverified)
             });
-            let node =
-                NodeThread::join(crate::GAME, transport, hello, config, Some(dial), witness, ids.flatten(), clock)?;
+            let follower = crate::home_room::RoomFollower::new(place, &url);
+            let node = NodeThread::join(
+                crate::GAME,
+                transport,
+                hello,
+                config,
+                Some(dial),
+                witness,
+                ids.flatten(),
+                Some(follower),
+                clock,
+            )?;
             let mut state = MatchState::new(node, clock, format!("joined {url}"));
             state.room = tokens.map(|t| (url.clone(), t));
             state.joining = Some(Joining::new(signal, url.clone(), ice));

@@ -49,11 +49,11 @@ use vimp_netcode::identity::{TokenEvent, TokenSource};
 use vimp_netcode::lobby::{LobbyCode, room_url};
 use vimp_netcode::schema::SnapshotSchema;
 use vimp_netcode::session::{Hello, Welcome};
-use vimp_netcode::signal::{SignalConfig, SignalServer};
 use vimp_netcode::snapshot::Frame;
-use vimp_netcode::transport::webrtc::WebRtcTransport;
+use vimp_netcode::transport::webrtc::{RoomPlace, WebRtcTransport};
 use vimp_netcode::transport::{LinkPath, MemoryTransport, PeerKey, Transport};
 
+use crate::home_room::{HomeRoom, RoomFollower};
 use crate::setup::{Dial, IceArgs, Redialer, Witnesser};
 
 /// The node this process runs, as the window holds it.
@@ -159,9 +159,25 @@ pub struct ClientView {
     redial: Option<Redial>,
     /// Rows of the newest frame shown carried forward ([`ClientCore::rows_carried`]).
     rows_carried: usize,
+    /// Where the room is: the invite of the room this process serves, or its host's.
+    invite: Option<vimp_netcode::lobby::Invite>,
+    /// Why friends in other homes cannot reach the room this process serves, if they cannot.
+    room_note: Option<String>,
 }
 
 impl ClientView {
+    /// Where the room is: the invite friends join by (the room this process serves, or the one
+    /// its host told), when there is one.
+    pub fn invite(&self) -> Option<&vimp_netcode::lobby::Invite> {
+        self.invite.as_ref()
+    }
+
+    /// Why friends in other homes cannot reach the room this process serves (its router opened
+    /// no port), in a player's words, with what to do.
+    pub fn room_note(&self) -> Option<&str> {
+        self.room_note.as_deref()
+    }
+
     /// Rows of the newest frame shown carried forward by their rates: rows on the move the
     /// host held back for its byte budget ([`ClientCore::rows_carried`]).
     pub fn rows_carried(&self) -> usize {
@@ -319,7 +335,7 @@ impl NodeThread {
     pub fn host(config: HostConfig, hello: Hello, clock: Instant) -> anyhow::Result<NodeThread> {
         let (ready_tx, ready) = mpsc::sync_channel(1);
         let start = move |shared: Arc<Shared>| {
-            let (node, keep_alive, lobby, tokens, places) = match build(&config, hello) {
+            let (node, home, follower, lobby, tokens, places) = match build(&config, hello) {
                 Ok(built) => built,
                 Err(e) => {
                     let _ = ready_tx.send(Err(e));
@@ -335,7 +351,8 @@ impl NodeThread {
                 watch: None,
                 redialer: None,
                 witness,
-                _signal: keep_alive,
+                home,
+                follower,
                 tokens,
                 places,
             };
@@ -364,6 +381,9 @@ impl NodeThread {
     /// how it goes, [`NodeThread::retry`] tries again after it gave up). With `witness`, a
     /// successor asks the rendezvous about a lost host before it claims ([`Witnesser`]). With
     /// `tokens`, the player's rendezvous tokens go to the host once it is welcomed.
+    ///
+    /// With `follower`, the transports follow the room to a host that serves it, and this
+    /// process serves it when it takes over a match whose host served it ([`RoomFollower`]).
     #[expect(clippy::too_many_arguments, reason = "a join's parts, each spelled out")]
     pub fn join(
         game: Game,
@@ -373,6 +393,7 @@ impl NodeThread {
         dial: Option<Dial>,
         witness: Option<Witnesser>,
         tokens: Option<TokenSource>,
+        follower: Option<RoomFollower>,
         clock: Instant,
     ) -> std::io::Result<NodeThread> {
         let start = move |shared: Arc<Shared>| {
@@ -386,7 +407,8 @@ impl NodeThread {
                 watch: None,
                 redialer,
                 witness,
-                _signal: None,
+                home: None,
+                follower,
                 tokens,
                 places: None,
             })
@@ -521,9 +543,11 @@ struct Turns {
     redialer: Option<Redialer>,
     /// Asks the rendezvous about a lost host, in an online match.
     witness: Option<Witnesser>,
-    /// An embedded signalling server: friends still join by the code after the match went
-    /// to another host.
-    _signal: Option<SignalServer>,
+    /// The room this process serves (its rendezvous, the router's mappings, the invite): one it
+    /// hosts with no rendezvous named, or took over from a host that served it.
+    home: Option<HomeRoom>,
+    /// Where the room is, in an online match: the transports follow it to a host that serves it.
+    follower: Option<RoomFollower>,
     /// The player's tokens from the rendezvous, sent to the host once welcomed and at each
     /// refresh (none: it plays unverified).
     tokens: Option<TokenSource>,
@@ -581,6 +605,7 @@ impl Turns {
             if let Some(witness) = self.witness.as_mut() {
                 witness.turn(&mut self.node);
             }
+            self.keep_room();
             if let (Some(tokens), Some(client)) = (self.tokens.as_mut(), self.node.client_mut())
                 && client.welcome().is_some()
             {
@@ -623,6 +648,56 @@ impl Turns {
             self.node.leave(now);
             self.node.send_now(now);
             crate::setup::linger();
+        }
+    }
+}
+
+impl Turns {
+    /// The room's whereabouts: a match taken over from a host that served the room is served
+    /// here now; while this process serves it, its invite goes to every player; otherwise the
+    /// transports follow the room to a host that serves it. The window reads the invite.
+    fn keep_room(&mut self) {
+        let Some(follower) = self.follower.as_mut() else { return };
+        if self.home.is_none()
+            && self.node.is_hosting()
+            && self
+                .node
+                .client()
+                .and_then(ClientCore::room)
+                .is_some_and(|(host, invite)| invite.served && Some(host) != self.node.transport().local_id())
+        {
+            self.home = HomeRoom::take_over(follower, true);
+            if let Some(home) = &self.home {
+                eprintln!("friends join with: vimp join {}", home.best_url());
+            }
+        }
+        if let Some(home) = self.home.as_mut() {
+            if let Some(said) = home.turn(follower.place()) {
+                let text = said.as_ref().unwrap_or_else(|e| e);
+                eprintln!("{text}");
+                // The window shows why friends in other homes cannot reach this host yet.
+                self.shared.view.lock().unwrap_or_else(PoisonError::into_inner).room_note = said.err();
+            }
+            if let Some(server) = self.node.server_mut() {
+                server.set_room(Some(home.invite().clone()));
+            }
+        } else if !self.node.is_hosting()
+            && let Some(client) = self.node.client()
+            && let Some((invite, true)) = follower.turn(client, self.witness.as_mut())
+        {
+            eprintln!(
+                "the room moved to the new host's rendezvous: {}",
+                invite.public.as_deref().or(invite.lan.as_deref()).unwrap_or_default()
+            );
+        }
+        let invite = match (&self.home, self.node.client().and_then(ClientCore::room)) {
+            (Some(home), _) => Some(home.invite().clone()),
+            (None, Some((_, invite))) => Some(invite.clone()),
+            (None, None) => None,
+        };
+        let mut view = self.shared.view.lock().unwrap_or_else(PoisonError::into_inner);
+        if view.invite != invite {
+            view.invite = invite;
         }
     }
 }
@@ -682,8 +757,14 @@ fn publish(node: &mut WindowNode, shared: &Shared, now: Duration, chat_seen: &mu
     inbox.chat.extend(chat);
 }
 
-type Built =
-    (WindowNode, Option<SignalServer>, Option<(LobbyCode, String)>, Option<TokenSource>, Option<crate::setup::Places>);
+type Built = (
+    WindowNode,
+    Option<HomeRoom>,
+    Option<RoomFollower>,
+    Option<(LobbyCode, String)>,
+    Option<TokenSource>,
+    Option<crate::setup::Places>,
+);
 
 /// Builds the match (map loaded, bots joined) and the node hosting it, with the window's
 /// player: over WebRTC when online, over a transport nobody joins when local.
@@ -696,7 +777,8 @@ fn build(config: &HostConfig, hello: Hello) -> anyhow::Result<Built> {
         config.seed,
         config.round_seconds,
     )?;
-    let mut keep_alive = None;
+    let mut home = None;
+    let mut follower = None;
     let mut lobby = None;
     let mut password = None;
     let mut identities = None;
@@ -709,13 +791,16 @@ fn build(config: &HostConfig, hello: Hello) -> anyhow::Result<Built> {
             Box::new(MemoryTransport::new(PeerKey(u128::from_le_bytes(vimp_host::engine::roster::fresh_token().0))))
         }
         Some(online) => {
+            // Without a rendezvous named, this process serves the room, and asks its router to
+            // open it to other homes (the window shows the invite once it did).
+            let place = RoomPlace::new();
             let signal = match &online.signal {
                 Some(url) => url.trim_end_matches('/').to_owned(),
                 None => {
-                    let server = SignalServer::start(SignalConfig { bind: online.bind, ..Default::default() })?;
-                    let url = server.url();
-                    keep_alive = Some(server);
-                    url
+                    let room = HomeRoom::open(online.code, online.bind, false, config.max_players, true)?;
+                    let signal = room.signal();
+                    home = Some(room);
+                    signal
                 }
             };
             let url = room_url(&signal, &online.code);
@@ -726,7 +811,10 @@ fn build(config: &HostConfig, hello: Hello) -> anyhow::Result<Built> {
                 places = Some(crate::setup::Places::new(&signal));
                 tokens = crate::setup::token_source(&signal, &online.code, None, &hello.nickname, false);
             }
-            let webrtc = WebRtcTransport::connect(&url, &online.ice.resolve(&signal)?)?;
+            // A host that serves its room gathers no candidate from its own STUN responder.
+            let ice = if home.is_some() { online.ice.known()? } else { online.ice.resolve(&signal)? };
+            let webrtc = WebRtcTransport::connect_in(&place, &url, &ice)?;
+            follower = Some(RoomFollower::new(place, &url));
             lobby = Some((online.code, url));
             password = online.password.clone();
             Box::new(webrtc)
@@ -746,7 +834,7 @@ fn build(config: &HostConfig, hello: Hello) -> anyhow::Result<Built> {
     let client = if lobby.is_some() { Witnesser::config(ClientConfig::default()) } else { ClientConfig::default() };
     let player = ClientCore::new(hello, client);
     let node = Node::hosting(config.game, mesh, ServerCore::new(host, server_config), Some(player));
-    Ok((node, keep_alive, lobby, tokens, places))
+    Ok((node, home, follower, lobby, tokens, places))
 }
 
 /// A watched map file.

@@ -243,6 +243,16 @@
 //!   signalling socket, which a lossy line can stall while the match plays on. While the
 //!   rendezvous says the host is there, or cannot be reached, the successor holds (until
 //!   [`ClientConfig::give_up`](crate::client::ClientConfig::give_up)).
+//! - **A rendezvous in the host's own process speaks by going.** In the default setup the
+//!   host serves the room's rendezvous itself, and says so in its invite
+//!   ([`Invite::served`](crate::lobby::Invite::served), the `ROOM` message). That rendezvous
+//!   dies with the host, so its room list never says the host left: instead, a question its
+//!   machine refuses (nothing listens there: the process died) or that nobody answers (the
+//!   host's whole line went quiet) says the host is gone, weighed with the room's answers
+//!   exactly as a rendezvous apart saying the host's socket left. A rendezvous apart that
+//!   refuses or does not answer says nothing of the host. The successor that then takes over
+//!   serves the room in its own process and says so in its own invite; every player's socket
+//!   moves there.
 //!
 //! # Claims a live host refuses
 //!

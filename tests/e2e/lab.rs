@@ -248,3 +248,129 @@ fn at_the_average_profile_a_join_plays_and_the_match_survives_its_host_s_line_cu
         assert!(r["freeze_ms"].as_f64().is_some(), "{r}");
     }
 }
+
+/// A headless host in `home` that serves its room itself, as a player who presses Host gets it
+/// (no `--signal`: its rendezvous in its own process, its ports opened on its home router), with
+/// 2 bots on the small map, lobby `K7M-P2Q`, once it prints the invite for other homes: the
+/// room's URL at its router's public address.
+fn default_host_in(home: &str, extra: &[&str]) -> (Proc, String) {
+    let mut args = vec!["host", "--headless", "--code", "K7M-P2Q", "--bots", "2", "--map", "maps/test-small.json"];
+    args.extend(extra);
+    let host = Proc::spawn_in(home, &args);
+    let invite = invite_at(&host, home);
+    (host, invite)
+}
+
+/// The invite `proc` prints for the room it serves in `home`: the room's URL at the home
+/// router's public address (`LAB_PUBLIC_home`).
+fn invite_at(proc: &Proc, home: &str) -> String {
+    let public = std::env::var(format!("LAB_PUBLIC_{home}")).expect("inside the lab");
+    let line = proc.line_with(&format!("friends join with: vimp join ws://{public}:"), Duration::from_secs(30));
+    let invite = line.rsplit_once("vimp join ").map(|(_, url)| url.trim().to_owned()).expect("an invite");
+    assert!(invite.ends_with("/K7MP2Q"), "{invite}");
+    invite
+}
+
+/// A headless player in `home` joining by `invite` alone for `seconds`, printing its JSON report.
+fn join_invite_from(home: &str, invite: &str, name: &str, seconds: &str) -> Proc {
+    Proc::spawn_in(home, &["join", invite, "--headless", "--name", name, "--seconds", seconds, "--json"])
+}
+
+#[test]
+#[ignore = "needs the home-network lab (root, iptables, miniupnpd): .ci/run runs it"]
+fn friends_behind_cone_and_strict_nats_join_a_default_host_by_its_invite() {
+    if !in_lab(
+        "lab::friends_behind_cone_and_strict_nats_join_a_default_host_by_its_invite",
+        &["--no-signal", "--home", "a:upnp", "--home", "b:cone", "--home", "c:symmetric"],
+    ) {
+        return;
+    }
+    // No rendezvous on the internet, no TURN: the host's router forwards its ports, and friends
+    // have nothing but the invite.
+    let (host, invite) = default_host_in("a", &["--seconds", "60"]);
+    let (ann, bob) = (join_invite_from("b", &invite, "ann", "10"), join_invite_from("c", &invite, "bob", "10"));
+    for (name, friend) in [("ann (cone NAT)", ann), ("bob (symmetric NAT)", bob)] {
+        let (out, status, errs) = friend.finish_with_errs(Duration::from_secs(90));
+        let r = report(&out);
+        println!("{name}: {r}");
+        if r["joined"] != true {
+            println!("{name}'s stderr:\n{}\nthe host's:\n{}", errs.join("\n"), host.err_lines().join("\n"));
+        }
+        assert!(status.success(), "{r}");
+        assert_eq!(r["joined"], true, "{name} joins by the invite: {r}");
+        assert!(r["snapshots_per_s"].as_f64().is_some_and(|s| s >= 25.0), "{r}");
+        assert_ne!(r["host_path"], "relayed", "no relay in the default setup: {r}");
+    }
+}
+
+#[test]
+#[ignore = "needs the home-network lab (root, iptables, miniupnpd): .ci/run runs it"]
+fn a_default_match_of_two_outlives_its_host_and_friends_join_the_successor() {
+    if !in_lab(
+        "lab::a_default_match_of_two_outlives_its_host_and_friends_join_the_successor",
+        &["--no-signal", "--home", "a:upnp", "--home", "b:upnp", "--home", "c:cone"],
+    ) {
+        return;
+    }
+    let (mut host, invite) = default_host_in("a", &["--seconds", "120"]);
+    let ann = join_invite_from("b", &invite, "ann", "40");
+    let mut log = ErrLog::default();
+    log.wait(&[&ann], "shadowing the host", Duration::from_secs(40));
+    // The host dies, and the room's rendezvous with it. Ann, alone with it, asks the room's
+    // rendezvous: the host's router forwards the question to a machine where nothing listens.
+    host.child.kill().expect("SIGKILL the host");
+    let _ = host.child.wait();
+    log.wait(&[&ann], "took the match over", Duration::from_secs(10));
+    // Ann's process serves the room now, opened on her own router: Carol joins her by the new
+    // invite (on stderr: her stdout is the report).
+    let public = std::env::var("LAB_PUBLIC_b").expect("inside the lab");
+    let (_, line) =
+        log.wait_line(&[&ann], &format!("friends join with: vimp join ws://{public}:"), Duration::from_secs(30));
+    let new_invite = line.rsplit_once("vimp join ").map(|(_, url)| url.trim().to_owned()).expect("an invite");
+    let (out, status, errs) =
+        join_invite_from("c", &new_invite, "carol", "8").finish_with_errs(Duration::from_secs(90));
+    let rc = report(&out);
+    println!("carol: {rc}\n{}", errs.join("\n"));
+    assert!(status.success() && rc["joined"] == true, "a friend joins the successor by its invite: {rc}");
+    let (out, status, rest) = ann.finish_with_errs(Duration::from_secs(90));
+    let ra = report(&out);
+    println!("ann: {ra}\n{}\n{}", log.text(), rest.join("\n"));
+    assert!(status.success(), "{ra}");
+    assert_eq!(ra["migrations"], 1, "{ra}");
+    assert!(ra["snapshots_after_host_change"].as_u64().is_some_and(|n| n > 100), "the match goes on: {ra}");
+}
+
+#[test]
+#[ignore = "needs the home-network lab (root, iptables, miniupnpd): .ci/run runs it"]
+fn at_the_average_profile_a_default_match_of_two_survives_its_host_s_line_cut() {
+    if !in_lab(
+        "lab::at_the_average_profile_a_default_match_of_two_survives_its_host_s_line_cut",
+        &["--no-signal", "--home", "a:upnp", "--home", "b:upnp", "--line", "a:25:8:1", "--line", "b:25:8:1"],
+    ) {
+        return;
+    }
+    let (host, invite) = default_host_in("a", &["--seconds", "120"]);
+    let ann = join_invite_from("b", &invite, "ann", "30");
+    let mut log = ErrLog::default();
+    log.wait(&[&ann], "shadowing the host", Duration::from_secs(40));
+    // The host's home line goes dead (its router drops everything; a upnp router's rules are
+    // iptables-legacy's): nothing answers for it, not even its rendezvous.
+    let cut = |op: &str| {
+        for chain in ["FORWARD", "INPUT"] {
+            let mut rule = vec!["netns", "exec", "a-router", "iptables-legacy", op, chain];
+            rule.extend(if op == "-I" { &["1", "-j", "DROP"][..] } else { &["1"][..] });
+            let status = Command::new("ip").args(&rule).status().expect("ip runs");
+            assert!(status.success(), "iptables-legacy {op} {chain}");
+        }
+    };
+    cut("-I");
+    log.wait(&[&ann], "took the match over", Duration::from_secs(15));
+    let (out, status, rest) = ann.finish_with_errs(Duration::from_secs(90));
+    cut("-D");
+    drop(host);
+    let ra = report(&out);
+    println!("ann: {ra}\n{}\n{}", log.text(), rest.join("\n"));
+    assert!(status.success(), "{ra}");
+    assert!(ra["snapshots_after_host_change"].as_u64().is_some_and(|n| n > 100), "the match goes on: {ra}");
+    assert!(ra["freeze_ms"].as_f64().is_some(), "{ra}");
+}

@@ -55,6 +55,7 @@ impl Table {
                     None,
                     None,
                     None,
+                    None,
                     clock,
                 )
                 .expect("the node thread starts");

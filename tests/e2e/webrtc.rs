@@ -28,6 +28,23 @@ pub(crate) fn in_own_netns(test: &str) -> bool {
     false
 }
 
+/// As [`in_own_netns`], with a network of its own beside loopback (`lan0`, 10.9.0.1/24, the
+/// default route): a host that serves its room invites its players at that address, as a host at
+/// home does at its address on the home network.
+pub(crate) fn in_own_netns_with_lan(test: &str) -> bool {
+    if std::env::var_os(IN_NETNS).is_some() {
+        return true;
+    }
+    let mut unshare = Command::new("unshare");
+    unshare.args(["-rn", "sh", "-c"]).arg(
+        "ip link set lo up && ip link set lo multicast on && ip route add 224.0.0.0/4 dev lo && \
+         ip link add lan0 type veth peer name lan1 && ip addr add 10.9.0.1/24 dev lan0 && \
+         ip link set lan0 up && ip link set lan1 up && ip route add default dev lan0 && exec \"$0\" \"$@\"",
+    );
+    rerun_through(unshare, test, IN_NETNS, "its network namespace");
+    false
+}
+
 /// A child process whose stdout and stderr lines arrive on channels, killed on drop.
 pub(crate) struct Proc {
     pub(crate) child: Child,
@@ -540,6 +557,13 @@ impl ErrLog {
         }
     }
 
+    /// As [`Self::wait`], with the line.
+    pub(crate) fn wait_line(&mut self, procs: &[&Proc], needle: &str, limit: Duration) -> (usize, String) {
+        let who = self.wait(procs, needle, limit);
+        let line = self.0.iter().rev().find(|(i, l, used)| *i == who && *used && l.contains(needle)).map(|(_, l, _)| l);
+        (who, line.cloned().unwrap_or_default())
+    }
+
     pub(crate) fn count(&self, needle: &str) -> usize {
         self.0.iter().filter(|(_, l, _)| l.contains(needle)).count()
     }
@@ -593,6 +617,101 @@ fn the_match_survives_its_host_killed_mid_round() {
     let promoted = [&ra, &rb][successor];
     assert!(!promoted["promoted_at_tick"].is_null(), "{promoted}");
     assert_eq!(promoted["shadow_mismatches"], 0, "{promoted}");
+}
+
+/// The room URL after `"friends join with: vimp join "` in `line`.
+fn invite_in(line: &str) -> String {
+    line.rsplit_once("vimp join ").map(|(_, url)| url.trim().to_owned()).expect("an invite")
+}
+
+/// A headless host that serves its room itself (no `--signal`), its rendezvous on port 3600, as a
+/// player who presses Host gets it (the router is not asked here: `--no-port-mapping`), and the
+/// invite it gives on this network.
+fn home_host() -> (Proc, String) {
+    let args = ["host", "--headless", "--code", "K7M-P2Q", "--bots", "2", "--map", "maps/test-small.json"];
+    let host = Proc::spawn(&[&args[..], &["--bind", "0.0.0.0:3600", "--no-port-mapping", "--seconds", "120"]].concat());
+    let invite = invite_in(&host.line_with("on this network, friends join with", Duration::from_secs(30)));
+    assert_eq!(invite, "ws://10.9.0.1:3600/K7MP2Q", "the invite names the host's address on its network");
+    (host, invite)
+}
+
+/// A headless player `name` joining `invite` for `seconds`, printing its figures as JSON.
+fn join_invite(invite: &str, name: &str, seconds: &str) -> Proc {
+    Proc::spawn(&["join", invite, "--headless", "--name", name, "--seconds", seconds, "--json", "--no-port-mapping"])
+}
+
+/// A friend who joins the room at `invite` after the takeover: it gets in, with everyone.
+fn a_friend_joins_at(invite: &str, peers: usize) {
+    let (out, status, errs) = join_invite(invite, "carol", "6").finish_with_errs(Duration::from_secs(60));
+    let r = report(&out);
+    println!("carol: {r}\n{}", errs.join("\n"));
+    assert!(status.success(), "{r}");
+    assert_eq!(r["joined"], true, "a friend joins the new host by its invite: {r}");
+    let linked = format!("linked to {peers} peer(s)");
+    assert!(errs.iter().any(|l| l.contains(&linked)), "linked to every player: {errs:?}");
+}
+
+#[test]
+fn a_two_player_match_outlives_a_host_that_served_its_room_and_friends_join_the_new_one() {
+    if !in_own_netns_with_lan(
+        "webrtc::a_two_player_match_outlives_a_host_that_served_its_room_and_friends_join_the_new_one",
+    ) {
+        return;
+    }
+    let (mut host, invite) = home_host();
+    let ann = join_invite(&invite, "ann", "30");
+    let mut log = ErrLog::default();
+    log.wait(&[&ann], "shadowing the host", Duration::from_secs(40));
+    // The host dies, and its rendezvous with it: alone with it, Ann has nobody to ask but the
+    // rendezvous, whose machine now refuses the question.
+    host.child.kill().expect("SIGKILL the host");
+    let _ = host.child.wait();
+    log.wait(&[&ann], "took the match over", Duration::from_secs(10));
+    log.wait(&[&ann], "serving the room here now", Duration::from_secs(10));
+    let new_invite = invite_in(&log.wait_line(&[&ann], "friends join with", Duration::from_secs(10)).1);
+    assert_eq!(new_invite, "ws://10.9.0.1:3536/K7MP2Q", "Ann's process serves the room now");
+    a_friend_joins_at(&new_invite, 1);
+    let (out, status, rest) = ann.finish_with_errs(Duration::from_secs(60));
+    let r = report(&out);
+    println!("ann: {r}\n{}\n{}", log.text(), rest.join("\n"));
+    assert!(status.success(), "{r}");
+    assert_eq!(r["close_code"], serde_json::Value::Null, "{r}");
+    assert_eq!(r["migrations"], 1, "{r}");
+    assert!(r["snapshots_after_host_change"].as_u64().is_some_and(|n| n > 100), "the match goes on: {r}");
+    assert!(r["freeze_ms"].as_f64().is_some(), "{r}");
+}
+
+#[test]
+fn players_follow_the_room_to_the_successor_that_serves_it() {
+    if !in_own_netns_with_lan("webrtc::players_follow_the_room_to_the_successor_that_serves_it") {
+        return;
+    }
+    let (mut host, invite) = home_host();
+    // Ann leaves 6 s before Bob: whoever took over, the other follows it for a while.
+    let (ann, bob) = (join_invite(&invite, "ann", "30"), join_invite(&invite, "bob", "36"));
+    let mut log = ErrLog::default();
+    log.wait_each(&[&ann, &bob], "linked to 2 peer(s)", Duration::from_secs(40));
+    log.wait_each(&[&ann, &bob], "shadowing the host", Duration::from_secs(20));
+    host.child.kill().expect("SIGKILL the host");
+    let _ = host.child.wait();
+    let successor = log.wait(&[&ann, &bob], "took the match over", Duration::from_secs(10));
+    let follower = 1 - successor;
+    // The other player's socket moves to the room the successor serves: a friend who joins
+    // there links to both.
+    let moved = log.wait(&[&ann, &bob], "the room moved to the new host's rendezvous", Duration::from_secs(10));
+    assert_eq!(moved, follower, "{}", log.text());
+    let (by, line) = log.wait_line(&[&ann, &bob], "friends join with: vimp join", Duration::from_secs(10));
+    assert_eq!(by, successor, "{}", log.text());
+    let new_invite = invite_in(&line);
+    a_friend_joins_at(&new_invite, 2);
+    for (name, p) in [("ann", ann), ("bob", bob)] {
+        let (out, status) = p.finish(Duration::from_secs(60));
+        let r = report(&out);
+        println!("{name}: {r}");
+        assert!(status.success(), "{r}");
+        assert_eq!(r["close_code"], serde_json::Value::Null, "{r}");
+        assert!(r["migrations"].as_u64().is_some_and(|n| n >= 1), "{r}");
+    }
 }
 
 /// What the silent member of [`a_member_that_never_answers_checks_cannot_hold_the_takeover`]

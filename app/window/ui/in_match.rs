@@ -96,26 +96,51 @@ fn form(ctx: &egui::Context, m: &mut MatchState) {
     }
 }
 
-/// The lobby code when hosting, with who is here.
+/// The lobby code and the invite (when hosting, or when the host serves the room), with who is
+/// here while hosting.
 fn lobby(ctx: &egui::Context, m: &MatchState) {
-    if let Some((code, url)) = m.node.lobby.clone() {
-        egui::Area::new(egui::Id::new("lobby")).anchor(egui::Align2::RIGHT_TOP, [-12.0, 12.0]).show(ctx, |area| {
-            egui::Frame::popup(area.style()).show(area, |area| {
-                area.label("lobby code");
-                area.label(egui::RichText::new(code.grouped()).size(40.0).monospace().strong());
-                if area.button("Copy").clicked() {
-                    area.ctx().copy_text(code.grouped());
+    let view = m.client();
+    let invite = view.invite().cloned();
+    let note = view.room_note().map(str::to_owned);
+    let hosting = m.node.lobby.clone();
+    let url = invite.as_ref().and_then(|i| i.public.clone().or_else(|| i.lan.clone()));
+    let code = hosting
+        .as_ref()
+        .map(|(code, _)| *code)
+        .or_else(|| url.as_deref().and_then(|u| vimp_netcode::lobby::JoinTarget::parse(u).ok()).map(|t| t.code()));
+    let Some(code) = code else { return };
+    egui::Area::new(egui::Id::new("lobby")).anchor(egui::Align2::RIGHT_TOP, [-12.0, 12.0]).show(ctx, |area| {
+        egui::Frame::popup(area.style()).show(area, |area| {
+            area.set_max_width(420.0);
+            area.label("lobby code");
+            area.label(egui::RichText::new(code.grouped()).size(40.0).monospace().strong());
+            if area.button("Copy code").clicked() {
+                area.ctx().copy_text(code.grouped());
+            }
+            let invite_url = url.or_else(|| hosting.as_ref().map(|(_, url)| url.clone()));
+            if let Some(url) = invite_url {
+                area.label("invite friends with");
+                area.label(egui::RichText::new(&url).monospace());
+                if area.button("Copy invite").clicked() {
+                    area.ctx().copy_text(url.clone());
                 }
-                area.weak(url);
+                if let Some(lan) = invite.as_ref().and_then(|i| i.lan.as_ref()).filter(|lan| **lan != url) {
+                    area.weak(format!("on your network: {lan}"));
+                }
+            }
+            if let Some(note) = note {
+                area.colored_label(egui::Color32::from_rgb(255, 190, 90), note);
+            }
+            if hosting.is_some() {
                 area.separator();
                 for (_, cells) in m.stat.rows.values() {
                     let name = cells.first().map(ToString::to_string).unwrap_or_default();
                     let status = cells.get(1).map(ToString::to_string).unwrap_or_default();
                     area.label(format!("{name} {status}"));
                 }
-            });
+            }
         });
-    }
+    });
 }
 
 /// Chat: the last lines, and the line being typed.
