@@ -129,7 +129,7 @@ cut_line() {
 lose_host() {
   local how="$1" code="$2" prefix="$3"
   host_in_a "$code" 120 "$prefix-host.out"
-  players_join 30 "$prefix"
+  players_join 20 "$prefix"
   for _ in $(seq 400); do
     [ "$(cat "$prefix"-*.err 2>/dev/null | grep -c 'shadowing the host')" -ge 1 ] &&
       [ "$(cat "$prefix"-*.err 2>/dev/null | grep -c "linked to $FRIENDS_N peer")" -ge "$FRIENDS_N" ] && break
@@ -167,7 +167,7 @@ if [ -n "${LAB_PROFILES_INSIDE:-}" ]; then
     lose_host cut "CUT${letters:$((k % 31)):1}${letters:$((k / 31 % 31)):1}2" "$out/cut$k"
   done
   for k in $(seq "$kills"); do
-    lose_host kill "K1L${letters:$((k % 31)):1}${letters:$((k / 31 % 31)):1}2" "$out/kill$k"
+    lose_host kill "KXQ${letters:$((k % 31)):1}${letters:$((k / 31 % 31)):1}2" "$out/kill$k"
   done
   # Every report and log, kept after the lab is gone.
   keep="${LAB_PROFILES_KEEP:-/tmp/lab-profiles}/$PROFILE-$SETUP"

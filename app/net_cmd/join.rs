@@ -397,6 +397,10 @@ impl<'a> JoinRun<'a> {
         {
             let at = invite.public.as_deref().or(invite.lan.as_deref()).unwrap_or_default();
             eprintln!("the room moved to the new host's rendezvous: {at}");
+            // The new invite, where the first one was said.
+            if !at.is_empty() {
+                say_invite(args, at);
+            }
         }
         if !args.no_reconnect {
             for note in self.redialer.turn(node, now) {

@@ -700,8 +700,8 @@ fn players_follow_the_room_to_the_successor_that_serves_it() {
     // there links to both.
     let moved = log.wait(&[&ann, &bob], "the room moved to the new host's rendezvous", Duration::from_secs(10));
     assert_eq!(moved, follower, "{}", log.text());
-    let (by, line) = log.wait_line(&[&ann, &bob], "friends join with: vimp join", Duration::from_secs(10));
-    assert_eq!(by, successor, "{}", log.text());
+    // Both say the new invite (on stderr: their stdout is the report).
+    let (_, line) = log.wait_line(&[&ann, &bob], "friends join with: vimp join", Duration::from_secs(10));
     let new_invite = invite_in(&line);
     a_friend_joins_at(&new_invite, 2);
     for (name, p) in [("ann", ann), ("bob", bob)] {
