@@ -320,7 +320,7 @@ impl<'a> HostRun<'a> {
             let known =
                 self.links.get(&link.player).is_some_and(|l| l.path == link.path && l.nickname == link.nickname);
             if let (Some(path), false) = (link.path, known) {
-                eprintln!("the link to {} is {}", link.nickname, path.as_str());
+                eprintln!("the link to {} is {}", link.nickname, path.words());
             }
             self.links.insert(link.player, link);
         }

@@ -34,6 +34,9 @@ fn say_invite(args: &JoinArgs, url: &str) {
 /// How long a leaving player waits for the answers to its round reports still on their way.
 const REPORTS_WAIT: Duration = Duration::from_secs(10);
 
+/// The `--help` heading of the flags a headless run takes (tests, measurements, bots).
+const HEADLESS: &str = "Headless runs (tests, measurements; with --headless)";
+
 /// What `vimp join` was asked to do.
 #[derive(Debug, Clone, clap::Args)]
 pub struct JoinArgs {
@@ -56,24 +59,24 @@ pub struct JoinArgs {
     pub password: Option<String>,
     /// Headless: the snapshot format to ask the host for: 6 (delta frames against the last frame this
     /// client acknowledged) or 5 (every frame whole, as an older client gets).
-    #[arg(long, value_name = "N", default_value_t = 6, value_parser = clap::value_parser!(u8).range(5..=6), requires = "headless")]
+    #[arg(long, value_name = "N", default_value_t = 6, value_parser = clap::value_parser!(u8).range(5..=6), requires = "headless", help_heading = HEADLESS)]
     pub snapshot_format: u8,
     /// Headless: leave after this many seconds.
-    #[arg(long, default_value_t = 10.0, requires = "headless")]
+    #[arg(long, default_value_t = 10.0, requires = "headless", help_heading = HEADLESS)]
     pub seconds: f64,
     /// Headless: give up when the host has not welcomed us after this many seconds, saying why: exit code
     /// 4 when there is no host in the room (or it did not welcome us), 5 when there is one but
     /// no network path to it was found (3: the signalling server could not be reached; 6: the
     /// host refused us, and said why).
-    #[arg(long, value_name = "SECONDS", default_value_t = 15.0, requires = "headless")]
+    #[arg(long, value_name = "SECONDS", default_value_t = 15.0, requires = "headless", help_heading = HEADLESS)]
     pub join_timeout: f64,
     /// Headless: a chat line to say once joined, or a chat command (`/spectate`, `/w name
     /// text`, `/help`).
-    #[arg(long, requires = "headless")]
+    #[arg(long, requires = "headless", help_heading = HEADLESS)]
     pub say: Option<String>,
     /// Headless: seconds after the welcome to wait before saying it (so friends joining
     /// meanwhile hear it).
-    #[arg(long, default_value_t = 3.0, requires = "headless")]
+    #[arg(long, default_value_t = 3.0, requires = "headless", help_heading = HEADLESS)]
     pub say_after: f64,
     /// The longest the host may stay silent (nothing on either channel) before it counts as
     /// lost and the successors take over, ms; a link that has shown itself steady is judged
@@ -83,38 +86,38 @@ pub struct JoinArgs {
     pub host_timeout: u64,
     /// Headless: call the `@changeHost` vote this many seconds after the welcome (or as soon
     /// after as the host lists this player as a successor).
-    #[arg(long, value_name = "S", requires = "headless")]
+    #[arg(long, value_name = "S", requires = "headless", help_heading = HEADLESS)]
     pub call_change_host: Option<f64>,
     /// Headless: how to answer a `@changeHost` vote someone else called (unanswered by default).
     #[arg(long, value_name = "yes|no", value_parser = ["yes", "no"], requires = "headless")]
     pub change_host_answer: Option<String>,
     /// Headless: print the figures as JSON when leaving.
-    #[arg(long, requires = "headless")]
+    #[arg(long, requires = "headless", help_heading = HEADLESS)]
     pub json: bool,
     /// Headless: a file that keeps this player's session token: read when joining (back to
     /// the slot it names, its team and score, if the host kept it: 5 minutes after a drop),
     /// written once welcomed. A client killed and started again with it is back in its slot.
-    #[arg(long, value_name = "FILE", requires = "headless")]
+    #[arg(long, value_name = "FILE", requires = "headless", help_heading = HEADLESS)]
     pub token_file: Option<PathBuf>,
     /// Headless: predict the player's own tank as the window does (the game's prediction on
     /// the host's sim code) and report its corrections: how far each frame from the host moved it.
-    #[arg(long, requires = "headless")]
+    #[arg(long, requires = "headless", help_heading = HEADLESS)]
     pub predict: bool,
     /// Headless: say a numbered chat line (`NICK #N`) every this many seconds after the welcome.
-    #[arg(long, value_name = "S", requires = "headless")]
+    #[arg(long, value_name = "S", requires = "headless", help_heading = HEADLESS)]
     pub say_every: Option<f64>,
     /// Headless: do not dial the match again after a drop (by default: at once, then 2, 10
     /// and 30 s after each failed attempt, with the slot's token).
-    #[arg(long, requires = "headless")]
+    #[arg(long, requires = "headless", help_heading = HEADLESS)]
     pub no_reconnect: bool,
     /// Headless: after taking over a match whose host served the room, do not ask the home
     /// router to open ports for it.
-    #[arg(long, requires = "headless")]
+    #[arg(long, requires = "headless", help_heading = HEADLESS)]
     pub no_port_mapping: bool,
     /// Headless: never answer the room's check before a takeover, and say so in the hello,
     /// as a client of another make may: a member that is no voter (for soaks and tests of a
     /// room with a silent member).
-    #[arg(long, requires = "headless")]
+    #[arg(long, requires = "headless", help_heading = HEADLESS)]
     pub no_host_checks: bool,
     /// The player's identity: an Ed25519 key pair, made on first use, for which the
     /// rendezvous registers the nickname and hands out the tokens a host checks. The window
@@ -500,7 +503,11 @@ impl<'a> JoinRun<'a> {
         if self.args.json {
             println!("{}", serde_json::to_string_pretty(&report)?);
         } else {
-            println!("{}", serde_json::to_string(&report)?);
+            let chat: Vec<String> =
+                self.node.client().map(|c| c.chat().iter().map(chat_words).collect()).unwrap_or_default();
+            for line in plain_lines(&report, &chat) {
+                println!("{line}");
+            }
         }
         let client = self.node.client().expect("a player's node has its client");
         Ok(match (client.closed(), failure) {
@@ -583,6 +590,58 @@ impl<'a> JoinRun<'a> {
         report["snapshot_gap_ms_max"] = json!(self.watch.gap_ms(1.0));
         report
     }
+}
+
+/// A chat line as a player reads it: `alice: hi`, `alice → bob: hi` (a whisper), or the
+/// engine's words for a system line (`alice joined`).
+fn chat_words(line: &serde_json::Value) -> String {
+    use vimp_netcode::meta::ChatMessage;
+    match ChatMessage::from_json(line.clone()) {
+        Ok(ChatMessage::User { text, author, .. }) => format!("{author}: {text}"),
+        Ok(ChatMessage::Personal { text, author, to, .. }) => format!("{author} → {to}: {text}"),
+        Ok(system) => crate::window::net::system_text(&system),
+        Err(_) => line.to_string(),
+    }
+}
+
+/// What `vimp join --headless` prints without `--json`: plain lines from its report, and the
+/// chat (`chat`, already in words).
+fn plain_lines(r: &serde_json::Value, chat: &[String]) -> Vec<String> {
+    let mut lines = Vec::new();
+    let ms = |key: &str| r[key].as_f64().map(|v| format!("{v:.0} ms"));
+    if r["joined"] == true {
+        let nickname = r["nickname"].as_str().unwrap_or("player");
+        let path = match r["host_path"].as_str() {
+            Some("direct") => ", directly",
+            Some("reflexive") => ", through a NAT",
+            Some("relayed") => ", relayed by a TURN server",
+            _ => "",
+        };
+        let took = ms("join_ms").map_or_else(String::new, |t| format!(" in {t}"));
+        lines.push(format!("joined {} as {nickname}{took}{path}", r["url"].as_str().unwrap_or_default()));
+        let rtt = ms("rtt_ms_p50").map_or_else(String::new, |t| format!(", a round trip of {t}"));
+        let score = r["score"].as_i64().map_or_else(String::new, |s| format!(", score {s}"));
+        let per_s = r["snapshots_per_s"].as_f64().unwrap_or(0.0);
+        lines.push(format!("{} snapshots ({per_s:.1} a second){rtt}{score}", r["snapshots"]));
+        if let Some(n) = r["migrations"].as_u64().filter(|n| *n > 0) {
+            let freeze = ms("freeze_ms").map_or_else(String::new, |t| format!("; play froze {t}"));
+            lines.push(format!("the host changed {n} time(s){freeze}"));
+        }
+        if let Some(tick) = r["promoted_at_tick"].as_u64() {
+            lines.push(format!("this player took the match over at tick {tick}"));
+        }
+    } else {
+        lines.push(format!("did not get in: {}", r["reason"].as_str().unwrap_or("no host welcomed this player")));
+    }
+    if let Some(name) = r["verified_as"].as_str() {
+        let place = r["place"].as_u64().map_or_else(String::new, |p| format!(", #{p} in the top"));
+        lines.push(format!("verified as {name}{place}"));
+    }
+    if !chat.is_empty() {
+        lines.push("chat:".to_owned());
+        lines.extend(chat.iter().map(|l| format!("  {l}")));
+    }
+    lines
 }
 
 /// Whether a client not in yet has failed to get in, and why: the signalling server lost,
@@ -721,7 +780,7 @@ impl Player {
             && self.host_path != Some(path)
         {
             self.host_path = Some(path);
-            eprintln!("the link to the host is {}", path.as_str());
+            eprintln!("the link to the host is {}", path.words());
         }
         if now >= self.next_sample {
             self.next_sample = now + Duration::from_secs(1);
@@ -860,5 +919,24 @@ mod tests {
         assert_eq!(phases["ice_servers"], json!(4.0));
         assert_eq!(phases["id_assigned"], json!(10.0));
         assert_eq!(phases["link"], json!(300.0));
+    }
+
+    #[test]
+    fn the_report_reads_as_plain_lines_and_chat_as_people_write_it() {
+        let report = json!({
+            "joined": true, "url": "ws://h:3536/K7MP2Q", "nickname": "ann", "join_ms": 412.3, "host_path": "reflexive",
+            "snapshots": 300, "snapshots_per_s": 30.0, "rtt_ms_p50": 21.0, "score": 3, "migrations": 1,
+            "freeze_ms": 180.4, "promoted_at_tick": null, "verified_as": null,
+        });
+        let chat = [json!(["hi", "bob", 2]), json!(["psst", "bob", 2, "ann"]), json!("s:1:bob")];
+        let chat: Vec<String> = chat.iter().map(chat_words).collect();
+        assert_eq!(chat, ["bob: hi", "bob → ann: psst", "bob joined"]);
+        let lines = plain_lines(&report, &chat);
+        assert_eq!(lines[0], "joined ws://h:3536/K7MP2Q as ann in 412 ms, through a NAT");
+        assert_eq!(lines[1], "300 snapshots (30.0 a second), a round trip of 21 ms, score 3");
+        assert_eq!(lines[2], "the host changed 1 time(s); play froze 180 ms");
+        assert_eq!(&lines[3..], ["chat:", "  bob: hi", "  bob → ann: psst", "  bob joined"]);
+        let refused = json!({ "joined": false, "reason": "no host in room K7M-P2Q: check the code" });
+        assert_eq!(plain_lines(&refused, &[]), ["did not get in: no host in room K7M-P2Q: check the code"]);
     }
 }

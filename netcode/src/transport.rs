@@ -95,6 +95,15 @@ impl LinkPath {
             LinkPath::Relayed => "relayed",
         }
     }
+
+    /// How a player reads it: `direct`, `through a NAT` or `relayed by a TURN server`.
+    pub fn words(self) -> &'static str {
+        match self {
+            LinkPath::Direct => "direct",
+            LinkPath::Reflexive => "through a NAT",
+            LinkPath::Relayed => "relayed by a TURN server",
+        }
+    }
 }
 
 /// An in-memory transport: links to other [`MemoryTransport`]s, each through a seeded conditioner.

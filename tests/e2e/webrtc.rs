@@ -763,7 +763,8 @@ fn a_member_that_never_answers_checks_cannot_hold_the_takeover() {
     let (_signal, mut host, url) = signal_and_host(&["--seconds", "120"]);
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let (zed, seen) = silent_member(&url, std::sync::Arc::clone(&stop));
-    let ann = Proc::spawn(&["join", "k7mp2q", "--signal", &url, "--headless", "--name", "ann", "--seconds", "30"]);
+    let ann =
+        Proc::spawn(&["join", "k7mp2q", "--signal", &url, "--headless", "--name", "ann", "--seconds", "30", "--json"]);
     let mut log = ErrLog::default();
     // ann in, linked to the host and zed, shadowing the host; zed playing.
     log.wait_each(&[&ann], "linked to 2 peer(s)", Duration::from_secs(40));
