@@ -438,6 +438,75 @@ impl JoinFailure {
     }
 }
 
+/// Tells at once that a join's room has no host, rather than when the join's time is up: once
+/// the joiner's socket is in the room and linked to nobody, the rendezvous is asked who else is
+/// there, half a second in and again two seconds in (a host's socket that was joining the room
+/// again meanwhile is there by then); nobody both times is a wrong code, or a host that left.
+#[derive(Debug)]
+pub struct EmptyRoom {
+    signal: String,
+    room_url: String,
+    /// When the socket was first seen in the room.
+    since: Option<std::time::Instant>,
+    /// The answers of the questions asked: whether anyone else is in the room.
+    asked: Vec<std::sync::mpsc::Receiver<Option<bool>>>,
+    answers: Vec<Option<bool>>,
+}
+
+impl EmptyRoom {
+    /// When each question is asked, after the socket came into the room.
+    const ASK_AT: [Duration; 2] = [Duration::from_millis(500), Duration::from_secs(2)];
+
+    /// Watches the join of the room at `room_url` through the rendezvous `signal`.
+    pub fn new(signal: &str, room_url: &str) -> EmptyRoom {
+        EmptyRoom {
+            signal: signal.to_owned(),
+            room_url: room_url.to_owned(),
+            since: None,
+            asked: Vec::new(),
+            answers: Vec::new(),
+        }
+    }
+
+    /// One turn: `in_room`, the socket has its id in the room; `linked`, peers linked. The
+    /// failure to say once both answers said nobody else is there.
+    pub fn turn(&mut self, in_room: bool, linked: usize) -> Option<JoinFailure> {
+        if !in_room || linked > 0 || self.answers.len() == Self::ASK_AT.len() {
+            return None;
+        }
+        let since = *self.since.get_or_insert_with(std::time::Instant::now);
+        if let Some(&at) = Self::ASK_AT.get(self.asked.len())
+            && since.elapsed() >= at
+        {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let (server, room) = (self.signal.clone(), self.room_url.clone());
+            let room = room.rsplit_once('/').map_or(room.as_str(), |(_, r)| r).to_owned();
+            let _ = std::thread::Builder::new().name("vimp-room".into()).spawn(move || {
+                let info = vimp_netcode::signal::fetch_room(&server, &room, Duration::from_secs(2)).ok();
+                // Anyone but this socket (a server that lists no members counts heads).
+                let _ = tx.send(info.map(|i| i.peers > 1));
+            });
+            self.asked.push(rx);
+        }
+        for rx in &self.asked[self.answers.len()..] {
+            match rx.try_recv() {
+                Ok(answer) => self.answers.push(answer),
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => self.answers.push(None),
+                Err(std::sync::mpsc::TryRecvError::Empty) => break,
+            }
+        }
+        let empty = self.answers.len() == Self::ASK_AT.len() && self.answers.iter().all(|a| *a == Some(false));
+        empty.then(|| {
+            let room = self.room_url.rsplit_once('/').map_or(self.room_url.as_str(), |(_, r)| r);
+            let code = LobbyCode::parse(room).map_or_else(|_| room.to_owned(), |c| c.grouped());
+            JoinFailure {
+                code: TIMED_OUT,
+                reason: format!("no host in room {code}: check the code (or the host has left)"),
+            }
+        })
+    }
+}
+
 /// A fresh transport into the match's room, for each reconnection attempt.
 pub type Dial = Box<dyn FnMut() -> anyhow::Result<Box<dyn Transport>> + Send>;
 

@@ -254,6 +254,8 @@ struct JoinRun<'a> {
     follower: RoomFollower,
     /// The room this process serves, once it took over a match whose host served it.
     home: Option<HomeRoom>,
+    /// Whether anyone else is in the room, asked as soon as the socket is in it.
+    empty: crate::setup::EmptyRoom,
 }
 
 /// What the headless player did and saw in the match.
@@ -339,6 +341,7 @@ impl<'a> JoinRun<'a> {
             let servers = dial_ice.get().map_or(&dial_known, |(list, _)| list);
             Ok(Box::new(WebRtcTransport::connect_in(&dial_place, &dial_url, servers)?) as Box<dyn Transport>)
         }));
+        let empty = crate::setup::EmptyRoom::new(&signal, &url);
         Ok(JoinRun {
             follower: RoomFollower::new(place, &url),
             args,
@@ -355,6 +358,7 @@ impl<'a> JoinRun<'a> {
             tokens,
             places: None,
             home: None,
+            empty,
         })
     }
 
@@ -418,6 +422,7 @@ impl<'a> JoinRun<'a> {
             crate::setup::Places::turn_lazily(&mut self.places, Some(&self.signal), server);
         }
         let (checkpoints, transport_failure) = (node.checkpoints(), node.transport().failure());
+        let in_room = node.transport().local_id().is_some();
         let host_path = node.client().and_then(ClientCore::host_peer).and_then(|h| node.transport().path(h));
         let client = node.client_mut().expect("a player's node has its client");
         while let Some(change) = client.poll_event() {
@@ -432,7 +437,11 @@ impl<'a> JoinRun<'a> {
             eprintln!("shadowing the host (first checkpoint in)");
         }
         let servers = self.ice.get().map_or(&self.known, |(list, _)| list);
-        if let Some(why) = getting_in(args, client, transport_failure, (&self.signal, &self.url, servers), now) {
+        // A room with nobody else in it is said at once: a wrong code.
+        let empty = if client.welcome().is_none() { self.empty.turn(in_room, client.linked_peers()) } else { None };
+        if let Some(why) =
+            empty.or_else(|| getting_in(args, client, transport_failure, (&self.signal, &self.url, servers), now))
+        {
             eprintln!("vimp join: {}", why.reason);
             return Turn::End(Some(why));
         }

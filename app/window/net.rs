@@ -195,6 +195,8 @@ pub struct Joining {
     asked: Option<std::sync::mpsc::Receiver<JoinFailure>>,
     /// Why the join failed, once known.
     pub failure: Option<JoinFailure>,
+    /// Whether anyone else is in the room, asked as soon as the socket is in it.
+    empty: crate::setup::EmptyRoom,
 }
 
 impl Joining {
@@ -203,7 +205,8 @@ impl Joining {
 
     /// A join of the room at `url` through `signal`, with `ice`.
     pub fn new(signal: String, url: String, ice: Vec<vimp_netcode::signal::IceServer>) -> Joining {
-        Joining { signal, url, ice, timeout: Self::TIMEOUT, asked: None, failure: None }
+        let empty = crate::setup::EmptyRoom::new(&signal, &url);
+        Joining { signal, url, ice, timeout: Self::TIMEOUT, asked: None, failure: None, empty }
     }
 
     /// Watches a join not welcomed yet: the signalling server lost, or no welcome within
@@ -214,6 +217,11 @@ impl Joining {
         }
         if let Some(reason) = client.failure() {
             self.failure = Some(JoinFailure { code: crate::setup::UNREACHABLE, reason: reason.to_owned() });
+            return;
+        }
+        // A room with nobody else in it is said at once: a wrong code.
+        if let Some(empty) = self.empty.turn(client.local_id().is_some(), client.linked_peers()) {
+            self.failure = Some(empty);
             return;
         }
         if now >= self.timeout && self.asked.is_none() {

@@ -166,6 +166,11 @@ pub struct ClientView {
 }
 
 impl ClientView {
+    /// This process's key in the mesh, once the rendezvous gave it one.
+    pub fn local_id(&self) -> Option<PeerKey> {
+        self.local_id
+    }
+
     /// Where the room is: the invite friends join by (the room this process serves, or the one
     /// its host told), when there is one.
     pub fn invite(&self) -> Option<&vimp_netcode::lobby::Invite> {

@@ -619,6 +619,21 @@ fn the_match_survives_its_host_killed_mid_round() {
     assert_eq!(promoted["shadow_mismatches"], 0, "{promoted}");
 }
 
+#[test]
+fn a_wrong_code_is_answered_at_once_in_plain_words() {
+    if !in_own_netns("webrtc::a_wrong_code_is_answered_at_once_in_plain_words") {
+        return;
+    }
+    let (_signal, url) = signal();
+    // A minute to wait, were the empty room not asked at once.
+    let args = ["join", "ZZZ-ZZZ", "--signal", &url, "--headless", "--seconds", "60", "--join-timeout", "60"];
+    let (out, status) = Proc::spawn(&args).finish(Duration::from_secs(30));
+    assert_eq!(status.code(), Some(4), "{out}");
+    // Plain lines without --json.
+    assert!(!out.trim_start().starts_with('{'), "{out}");
+    assert!(out.contains("did not get in: no host in room ZZZ-ZZZ: check the code"), "{out}");
+}
+
 /// The room URL after `"friends join with: vimp join "` in `line`.
 fn invite_in(line: &str) -> String {
     line.rsplit_once("vimp join ").map(|(_, url)| url.trim().to_owned()).expect("an invite")

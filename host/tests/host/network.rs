@@ -645,9 +645,13 @@ fn a_version_mismatch_is_4410_and_a_wrong_password_4401() {
     old.password = Some("sesame".into());
     let v = lan.join(old);
     let p = lan.join(hello("nopass"));
+    let w = lan.join(Hello { password: Some("guess".into()), ..hello("guess") });
     assert!(lan.run_until(Duration::from_secs(2), |l| l.clients.iter().all(|c| c.closed().is_some())));
     assert_eq!(lan.clients[v].closed().map(|c| c.0), Some(close::VERSION));
-    assert_eq!(lan.clients[p].closed().map(|c| c.0), Some(close::BAD_PASSWORD));
+    // No password and a wrong one are told apart.
+    let said = |i: usize| lan.clients[i].closed().cloned().expect("closed");
+    assert_eq!(said(p), (close::BAD_PASSWORD, "this lobby needs a password: join with it".to_owned()));
+    assert_eq!(said(w), (close::BAD_PASSWORD, "wrong lobby password".to_owned()));
     assert_eq!(lan.server.roster().seats().count(), 0);
 }
 

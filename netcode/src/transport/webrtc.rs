@@ -243,8 +243,14 @@ pub enum WebRtcError {
     #[error("cannot start the WebRTC thread: {0}")]
     Spawn(#[source] std::io::Error),
     /// The signalling server could not be reached (nothing was joined).
-    #[error("cannot reach the signalling server: {reason}")]
+    #[error(
+        "cannot reach the rendezvous at {server}: {}. Check the address; the host (or its `vimp signal`) must be \
+         running there",
+        plain_reason(reason)
+    )]
     ConnectFailed {
+        /// The rendezvous (`ws://HOST:PORT`).
+        server: String,
         /// matchbox's account of it.
         reason: String,
     },
@@ -341,6 +347,8 @@ enum LoopEnd {
 #[derive(Debug)]
 pub struct WebRtcTransport {
     socket: WebRtcSocket,
+    /// The rendezvous joined (`ws://HOST:PORT`), for what a failure says.
+    server: String,
     local_id: Option<PeerKey>,
     /// Peers reported connected, by key, with matchbox's id for sending.
     peers: BTreeMap<PeerKey, (PeerId, PeerStatus)>,
@@ -379,7 +387,7 @@ impl WebRtcTransport {
     pub fn connect_in(place: &RoomPlace, room_url: &str, ice_servers: &[IceServer]) -> Result<Self, WebRtcError> {
         check_room_url(room_url)?;
         let ice_server = merge_ice_servers(ice_servers)?;
-        Self::start(WebRtcSocket::builder(keyed(room_url)).ice_server(ice_server).place(place.0.clone()))
+        Self::start(WebRtcSocket::builder(keyed(room_url)).ice_server(ice_server).place(place.0.clone()), room_url)
     }
 
     /// As [`connect`](Self::connect), with the ICE servers to use coming from `fetch` (e.g.
@@ -420,6 +428,7 @@ impl WebRtcTransport {
             .map_err(WebRtcError::Spawn)?;
         Self::start(
             WebRtcSocket::builder(keyed(room_url)).ice_server(known).ice_server_later(ice_rx).place(place.0.clone()),
+            room_url,
         )
     }
 
@@ -429,7 +438,8 @@ impl WebRtcTransport {
     }
 
     /// Starts the socket `builder` describes, with the channels and timers every link uses.
-    fn start(builder: matchbox_socket::WebRtcSocketBuilder) -> Result<Self, WebRtcError> {
+    fn start(builder: matchbox_socket::WebRtcSocketBuilder, room_url: &str) -> Result<Self, WebRtcError> {
+        let server = room_url.rsplit_once('/').map_or(room_url, |(server, _)| server).to_owned();
         let (socket, message_loop) = builder
             .reconnect_attempts(Some(1))
             // The rendezvous hears this process every half second, so that a successor asking
@@ -456,6 +466,7 @@ impl WebRtcTransport {
             .map_err(WebRtcError::Spawn)?;
         Ok(WebRtcTransport {
             socket,
+            server,
             local_id: None,
             peers: BTreeMap::new(),
             early: BTreeMap::new(),
@@ -575,7 +586,7 @@ impl WebRtcTransport {
         self.stop = None;
         self.close_reason = match self.thread.take().map(JoinHandle::join) {
             Some(Ok(LoopEnd::Ended(Err(matchbox_socket::Error::ConnectionFailed(e))))) => {
-                Some(WebRtcError::ConnectFailed { reason: e.to_string() })
+                Some(WebRtcError::ConnectFailed { server: self.server.clone(), reason: e.to_string() })
             }
             Some(Ok(LoopEnd::Ended(Err(matchbox_socket::Error::Disconnected(e))))) => {
                 Some(WebRtcError::SignallingLost { reason: e.to_string() })
@@ -770,6 +781,24 @@ impl RoomPlace {
     /// on this machine), or `None`.
     pub fn set_reach(&self, reach: Option<(std::net::IpAddr, Vec<u16>)>) {
         self.0.set_reach(reach.map(|(public_ip, ports)| matchbox_socket::Reach { public_ip, ports }));
+    }
+}
+
+/// What a failed connection to the rendezvous comes to, in a player's words.
+fn plain_reason(reason: &str) -> &'static str {
+    let reason = reason.to_ascii_lowercase();
+    if reason.contains("refused") {
+        "nothing answers at that address (connection refused)"
+    } else if reason.contains("timed out") || reason.contains("timeout") {
+        "no answer from that address in time"
+    } else if reason.contains("resolve") || reason.contains("lookup") || reason.contains("dns") {
+        "that name resolves to no address"
+    } else if reason.contains("unreachable") {
+        "no route to that address"
+    } else if reason.contains("tls") || reason.contains("certificate") {
+        "its TLS certificate is not trusted"
+    } else {
+        "the connection failed"
     }
 }
 

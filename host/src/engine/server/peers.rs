@@ -141,7 +141,10 @@ impl ServerCore {
                     let full = full.encoded();
                     session.send(Channel::Reliable, full.port, &full.bytes);
                 }
-                session.reject(code, None)
+                // A lobby with a password, and a hello that gave none, is told as such.
+                let reason = (code == close::BAD_PASSWORD && hello.password.is_none())
+                    .then_some("this lobby needs a password: join with it");
+                session.reject(code, reason)
             }
             Ok(a) => self.admit(peer, &hello, a),
         }

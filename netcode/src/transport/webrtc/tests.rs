@@ -220,6 +220,10 @@ fn an_unreachable_signalling_server_closes_the_transport_with_its_reason() {
     let addr = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port");
     let mut transport = WebRtcTransport::connect(&format!("ws://{addr}/K7MP2Q"), &[]).expect("starts");
     closes_unconnected(&mut transport);
+    // Said in a player's words: where, what happened, what to check.
+    let said = transport.close_reason().map(ToString::to_string).unwrap_or_default();
+    assert!(said.starts_with(&format!("cannot reach the rendezvous at ws://{addr}: nothing answers")), "{said}");
+    assert!(said.contains("must be running there"), "{said}");
     assert_eq!(transport.local_id(), None);
     let refused = transport.try_send(PeerKey(1), Channel::Reliable, b"x".to_vec());
     assert!(matches!(refused, Err(WebRtcError::Closed)), "{refused:?}");
