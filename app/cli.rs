@@ -119,6 +119,9 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
     }
     match command {
         Command::Play(args) => {
+            // No match can start on a map the game refuses: said, and a failing exit, before a
+            // window opens on the menu.
+            crate::map_cmd::load_checked(&args.map, &crate::GAME)?;
             let start = Some(MatchKind::Local { map: args.map, bots: args.bots, skill: args.bot_skill });
             window(WindowOptions { nav_overlay: args.nav_overlay, ..WindowOptions::captured(start, args.capture) })
         }

@@ -1,5 +1,7 @@
 //! `vimp map check`: validates map files and prints every problem as `file:field: reason`, and
 //! what the game's bodies could not do there as `file:field: warning: reason` (warnings keep the exit code 0).
+//! A map that reads is then loaded into the game itself, as a match would load it: what the game
+//! refuses (its teams' respawns, say) fails the check the same way.
 
 use std::path::PathBuf;
 
@@ -21,6 +23,12 @@ pub fn check(files: &[PathBuf], game: &Game) -> anyhow::Result<i32> {
         };
         match MapConfig::from_json(&label, &text) {
             Ok(map) => {
+                // What a match does with it: the game loads it, or refuses it.
+                if let Err(why) = game_accepts(game, &map) {
+                    failed += 1;
+                    eprintln!("{label}: the game refuses the map: {why}");
+                    continue;
+                }
                 let (w, h) = (map.map.first().map_or(0, |r| r.len()), map.map.len());
                 let warnings = match (game.map_warnings)(&map) {
                     Ok(w) => w,
@@ -58,4 +66,22 @@ pub fn check(files: &[PathBuf], game: &Game) -> anyhow::Result<i32> {
         }
     }
     Ok(i32::from(failed > 0))
+}
+
+/// Loads `map` into a match of `game` as a host loads it: `Err` with the game's reason when it
+/// refuses the map.
+pub fn game_accepts(game: &Game, map: &MapConfig) -> Result<(), String> {
+    let config = (game.init_config)(0, vimp_host::engine::game::BotSkill::Normal);
+    let mut host = vimp_host::Host::new(config, *game).map_err(|e| e.to_string())?;
+    host.load_map(map.clone()).map_err(|e| e.to_string())
+}
+
+/// Reads the map at `path` as a match would: parsed, checked against the format's rules and
+/// loaded by `game`; every problem in the error, one per line.
+pub fn load_checked(path: &std::path::Path, game: &Game) -> anyhow::Result<MapConfig> {
+    let label = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("reading the map {label}: {e}"))?;
+    let map = MapConfig::from_json(&label, &text).map_err(|e| anyhow::anyhow!("{e}"))?;
+    game_accepts(game, &map).map_err(|why| anyhow::anyhow!("{label}: the game refuses the map: {why}"))?;
+    Ok(map)
 }

@@ -137,6 +137,40 @@ fn map_check_accepts_the_shipped_maps_and_names_the_field_at_fault() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// A map the format allows but the game refuses (teams named "red" and "blue", or one team):
+/// `vimp map check` fails it as the game would, and `vimp play` on it exits non-zero with the
+/// reason, before any window.
+#[test]
+fn map_check_and_play_refuse_what_the_game_refuses() {
+    let dir = std::env::temp_dir().join(format!("vimp-map-game-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let mut map: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(repo("maps/test-small.json")).expect("read")).expect("json");
+    let respawns = map["respawns"].clone();
+    map["respawns"] = serde_json::json!({ "red": respawns["1"], "blue": respawns["2"] });
+    let colours = dir.join("colours.json");
+    std::fs::write(&colours, map.to_string()).expect("write");
+    map["respawns"] = serde_json::json!({ "1": respawns["1"] });
+    let one_team = dir.join("one-team.json");
+    std::fs::write(&one_team, map.to_string()).expect("write");
+    for bad in [&colours, &one_team] {
+        let path = bad.to_str().expect("utf-8 path");
+        let out = vimp(&["map", "check", path]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{path}: {err}");
+        assert!(
+            err.contains(path) && err.contains("the game refuses the map") && err.contains("respawns for team"),
+            "{err}"
+        );
+        // No match can start on it: said, and a failing exit, with no window opened.
+        let out = vimp(&["play", "--map", path]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{path}: {err}");
+        assert!(err.contains("the game refuses the map"), "{err}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 /// The layered rules' table of cases (the same the host's unit tests run): `vimp map check`
 /// passes each rule's valid map and names every problem of its invalid one, file first.
 #[test]
