@@ -146,8 +146,9 @@ struct Drawn {
     rows_map: Option<u64>,
     /// While the player's own tank is under a slab: where it is and the band it is drawn in.
     see_through: Option<([f32; 2], u8)>,
-    /// The tanks' names this frame: where (Bevy's world), what, and how visible.
-    names: Vec<(Vec2, String, f32)>,
+    /// The tanks' names this frame: where (Bevy's world), what, and how visible; the player's
+    /// own with its tank's centre and reach, for the mark around it.
+    names: Vec<(Vec2, String, f32, Option<(Vec2, f32)>)>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -458,7 +459,9 @@ fn sync_tanks(
             }
         }
         let name = names.get(&pid).cloned().unwrap_or_else(|| format!("#{pid}"));
-        drawn.names.push((world(x, y, 0.0).truncate() + Vec2::new(0.0, lift + 14.0), name, 0.9 * label_alpha));
+        let center = world(x, y, 0.0).truncate();
+        let own = mine.then_some((center, hull.x.max(hull.y) * look.scale * 0.75));
+        drawn.names.push((center + Vec2::new(0.0, lift + 14.0), name, 0.9 * label_alpha, own));
     }
 }
 
@@ -472,10 +475,44 @@ fn paint_names(
     // The camera's transform as `follow_camera` left it this frame (it has no parent).
     let at = GlobalTransform::from(*at);
     let painter = contexts.ctx_mut()?.layer_painter(egui::LayerId::background());
-    for (point, name, alpha) in &drawn.names {
+    for (point, name, alpha, own) in &drawn.names {
         let Ok(p) = camera.world_to_viewport(&at, point.extend(0.0)) else { continue };
-        let color = egui::Color32::from_white_alpha((alpha * 255.0).round() as u8);
-        painter.text(egui::pos2(p.x, p.y), egui::Align2::CENTER_CENTER, name, egui::FontId::monospace(13.0), color);
+        let a = (alpha * 255.0).round() as u8;
+        match own {
+            // The player's own tank among its teammates: a gold ring around it, its name gold.
+            Some((center, reach)) => {
+                let (Ok(c), Ok(edge)) = (
+                    camera.world_to_viewport(&at, center.extend(0.0)),
+                    camera.world_to_viewport(&at, (*center + Vec2::new(*reach, 0.0)).extend(0.0)),
+                ) else {
+                    continue;
+                };
+                let gold = egui::Color32::from_rgba_unmultiplied(255, 215, 90, a);
+                painter.circle_stroke(
+                    egui::pos2(c.x, c.y),
+                    (edge.x - c.x).abs().max(8.0),
+                    egui::Stroke::new(2.5, gold),
+                );
+                let text = format!("{name} (you)");
+                painter.text(
+                    egui::pos2(p.x, p.y),
+                    egui::Align2::CENTER_CENTER,
+                    text,
+                    egui::FontId::monospace(14.0),
+                    gold,
+                );
+            }
+            None => {
+                let color = egui::Color32::from_white_alpha(a);
+                painter.text(
+                    egui::pos2(p.x, p.y),
+                    egui::Align2::CENTER_CENTER,
+                    name,
+                    egui::FontId::monospace(13.0),
+                    color,
+                );
+            }
+        }
     }
     Ok(())
 }

@@ -29,6 +29,23 @@ use crate::window::predict::{LocalPrediction, MakePrediction};
 use crate::window::tokens::Tokens;
 use vimp_host::engine::node::RoleChange;
 
+/// A tank destroyed: by whom, whose, when (the node's clock): the stat table's player ids.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Kill {
+    /// Who destroyed it (the victim itself when it destroyed its own tank).
+    pub killer: u32,
+    /// Whose tank it was.
+    pub victim: u32,
+    /// When it was heard.
+    pub at: Duration,
+}
+
+/// How many kills the feed keeps, and how long each is shown.
+pub const KILL_FEED: usize = 5;
+
+/// How long a kill stays in the feed.
+pub const KILL_SHOWN: Duration = Duration::from_secs(6);
+
 /// How long a banner stays up.
 pub const BANNER_TIME: Duration = Duration::from_secs(4);
 /// How often a token in use is remembered again.
@@ -128,6 +145,8 @@ pub struct MatchState {
     pub vote: Option<Vote>,
     /// The newest game message and when it came.
     pub banner: Option<(GameInform, Duration)>,
+    /// The newest tanks destroyed, for the kill feed (at most [`KILL_FEED`]).
+    pub kills: std::collections::VecDeque<Kill>,
     /// The black screen, while shown.
     pub tech: Option<TechInform>,
     /// Whether the player plays or watches, as the host last said (`KEYSET_DATA`).
@@ -273,6 +292,7 @@ impl MatchState {
             chat: VecDeque::new(),
             vote: None,
             banner: None,
+            kills: Default::default(),
             tech: None,
             keyset: None,
             form: None,
@@ -556,6 +576,15 @@ impl MatchState {
             MetaMessage::Stat(update) => self.stat.apply(&update),
             MetaMessage::Accolades(accolades) => self.accolades = accolades,
             MetaMessage::Vote(vote) => self.vote = Some(vote),
+            MetaMessage::GameInform(inform) if inform.code == GameInform::FRAG => {
+                let id = |i: usize| inform.params.as_ref().and_then(|p| p.get(i)).and_then(serde_json::Value::as_u64);
+                if let (Some(killer), Some(victim)) = (id(0), id(1)) {
+                    self.kills.push_back(Kill { killer: killer as u32, victim: victim as u32, at: now });
+                    while self.kills.len() > KILL_FEED {
+                        self.kills.pop_front();
+                    }
+                }
+            }
             MetaMessage::GameInform(inform) => self.banner = Some((inform, now)),
             MetaMessage::TechInform(TechInform::Hide) => self.tech = None,
             MetaMessage::TechInform(t) => self.tech = Some(t),

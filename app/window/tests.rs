@@ -42,11 +42,16 @@ struct Driver {
 impl Driver {
     /// The window at its main menu, with the settings in a folder of this test's own.
     fn new(name: &str) -> Driver {
+        Driver::with_nickname(name, "tester")
+    }
+
+    /// As [`Driver::new`], the player's nickname `nickname` (the first run's is `player`).
+    fn with_nickname(name: &str, nickname: &str) -> Driver {
         let dir = std::env::temp_dir().join(format!("vimp-window-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("a settings folder");
         let path = dir.join("settings.json");
-        let settings = Settings { nickname: "tester".into(), ..Settings::default() };
+        let settings = Settings { nickname: nickname.into(), ..Settings::default() };
         let store = SettingsStore { settings, path: Some(path), problem: None };
         let capture = Capture {
             frames_left: None,
@@ -84,7 +89,7 @@ impl Driver {
             app.world_mut().query_filtered::<Entity, With<PrimaryWindow>>().single(app.world()).expect("a window");
         let mut driver = Driver { app, window, dir };
         // The camera, and with it egui's context, come in the first frames.
-        driver.until("egui lays out the menu", |d| !d.app.world().resource::<Laid>().0.is_empty());
+        driver.until("egui lays out the menu", |d| d.find("Play local (bots)").is_some());
         driver
     }
 
@@ -133,6 +138,30 @@ impl Driver {
         self.frame();
     }
 
+    /// Types `text` into whatever has the keyboard: a key press and release per character.
+    fn type_text(&mut self, text: &str) {
+        let window = self.window;
+        for ch in text.chars() {
+            let key_code = match ch {
+                'a'..='z' => key_of_letter(ch),
+                ' ' => KeyCode::Space,
+                _ => KeyCode::Unidentified(bevy::input::keyboard::NativeKeyCode::Unidentified),
+            };
+            for state in [ButtonState::Pressed, ButtonState::Released] {
+                let logical_key = Key::Character(ch.to_string().into());
+                self.app.world_mut().write_message(KeyboardInput {
+                    key_code,
+                    logical_key,
+                    state,
+                    text: (state == ButtonState::Pressed).then(|| ch.to_string().into()),
+                    repeat: false,
+                    window,
+                });
+                self.frame();
+            }
+        }
+    }
+
     /// Where the widget showing `words` is, if it is on screen.
     fn find(&self, words: &str) -> Option<egui::Rect> {
         self.app.world().resource::<Laid>().0.iter().find(|(w, _)| w == words).map(|(_, r)| *r)
@@ -170,6 +199,12 @@ impl Driver {
         self.app.world().resource::<UiState>()
     }
 
+    /// The settings as saved in the file.
+    fn saved(&self) -> serde_json::Value {
+        let text = std::fs::read_to_string(self.dir.join("settings.json")).expect("the settings were saved");
+        serde_json::from_str(&text).expect("settings JSON")
+    }
+
     /// Starts a local match against `bots` bots on the default map, and waits until the
     /// host welcomed this window's player.
     fn local_match(&mut self, bots: u8) {
@@ -194,6 +229,13 @@ impl Drop for Driver {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// The key of a lower-case letter.
+fn key_of_letter(ch: char) -> KeyCode {
+    let name = format!("Key{}", ch.to_ascii_uppercase());
+    crate::window::input::key_from_name(&name)
+        .unwrap_or(KeyCode::Unidentified(bevy::input::keyboard::NativeKeyCode::Unidentified))
 }
 
 /// Keeps what egui laid out this frame: the words and bounds of every node of its
@@ -241,4 +283,34 @@ fn esc_opens_the_match_menu_and_closes_it_and_leave_goes_back_to_the_menu() {
     d.click("Leave the match");
     d.until("leaving goes back to the main menu", |d| d.screen() == Screen::Menu);
     assert!(d.settings_dir().is_dir());
+}
+
+#[test]
+fn the_first_run_asks_for_a_nickname_and_saves_it() {
+    let mut d = Driver::with_nickname("nickname", "player");
+    d.until("the question shows", |d| d.find("Your nickname").is_some());
+    // The field has the keyboard at once.
+    d.type_text("zed");
+    d.click("Save");
+    d.until("the question goes", |d| d.find("Your nickname").is_none());
+    assert_eq!(d.saved()["nickname"], "zed", "saved at once");
+    assert_eq!(d.app.world().resource::<SettingsStore>().settings.nickname, "zed");
+}
+
+#[test]
+fn chat_goes_to_the_match_and_tab_shows_the_scoreboard() {
+    let mut d = Driver::new("chat");
+    d.local_match(1);
+    d.tap(KeyCode::Enter);
+    d.until("the chat's field opens", |d| d.ui().in_match.chat_open);
+    d.frame();
+    d.type_text("hi there");
+    d.tap(KeyCode::Enter);
+    d.until("the line comes back from the host", |d| d.find("tester:").is_some() && d.find("hi there").is_some());
+    assert!(!d.ui().in_match.chat_open, "Enter sent it and closed the field");
+    // Tab held: the scoreboard, with this player in it; let go, gone.
+    d.key(KeyCode::Tab, ButtonState::Pressed);
+    d.until("the scoreboard shows", |d| d.find("scoreboard").is_some() && d.find("tester").is_some());
+    d.key(KeyCode::Tab, ButtonState::Released);
+    d.until("the scoreboard goes", |d| d.find("scoreboard").is_none());
 }

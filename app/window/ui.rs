@@ -91,6 +91,10 @@ pub(super) struct UiState {
     rebinding: Option<String>,
     pub(super) in_match: InMatch,
     top: TopList,
+    /// The first-run question for a nickname: the name being typed, and whether it was
+    /// answered or put off in this run.
+    name_draft: String,
+    name_asked: bool,
 }
 
 #[derive(Debug, Default)]
@@ -126,6 +130,7 @@ fn menu_ui(
         state.rebinding = None;
         store.save();
     }
+    ask_name(ctx, state, &mut store);
     egui::CentralPanel::default().show(&mut screen(ctx), |ui| {
         ui.vertical_centered(|ui| {
             ui.add_space(40.0);
@@ -168,6 +173,42 @@ fn wide(text: &str) -> egui::Button<'_> {
 }
 
 /// The main menu: play at once (with the map and bot skill under the button), or a page.
+/// The nickname everyone starts with, until the player picks one.
+const FIRST_NICKNAME: &str = "player";
+
+/// On the first run (the nickname still the one everyone starts with), asks the player what
+/// friends should call it: saved at once; "Later" asks again the next run.
+fn ask_name(ctx: &egui::Context, state: &mut UiState, store: &mut SettingsStore) {
+    if state.name_asked || store.settings.nickname != FIRST_NICKNAME {
+        return;
+    }
+    egui::Window::new("Your nickname")
+        .anchor(egui::Align2::CENTER_CENTER, [0.0, 0.0])
+        .collapsible(false)
+        .resizable(false)
+        .show(ctx, |w| {
+            w.label("What should friends call you? It shows over your tank and in the chat.");
+            let edit = w.add(egui::TextEdit::singleline(&mut state.name_draft).hint_text("a nickname").char_limit(24));
+            // Typed into at once.
+            if !edit.has_focus() && !w.ctx().memory(|m| m.focused().is_some()) {
+                edit.request_focus();
+            }
+            let typed = state.name_draft.trim().to_owned();
+            let entered = edit.lost_focus() && w.input(|i| i.key_pressed(egui::Key::Enter));
+            w.horizontal(|row| {
+                let play = row.add_enabled(!typed.is_empty(), egui::Button::new("Save"));
+                if (play.clicked() || entered) && !typed.is_empty() {
+                    store.settings.nickname = typed.clone();
+                    store.save();
+                    state.name_asked = true;
+                }
+                if row.button("Later").clicked() {
+                    state.name_asked = true;
+                }
+            });
+        });
+}
+
 fn main_page(
     ui: &mut egui::Ui,
     state: &mut UiState,

@@ -45,6 +45,7 @@ pub(super) fn match_ui(
             .show(ctx, |w| scoreboard(w, m));
     }
 
+    kill_feed(ctx, m, now);
     vote(ctx, m);
     change_host_vote(ctx, m);
     banners(ctx, m, now);
@@ -58,6 +59,40 @@ pub(super) fn match_ui(
         next.set(Screen::Menu);
     }
     Ok(())
+}
+
+/// The newest tanks destroyed, top centre: `killer ▸ victim` in their teams' colours, the
+/// player's own name marked.
+fn kill_feed(ctx: &egui::Context, m: &MatchState, now: Duration) {
+    let shown: Vec<_> =
+        m.kills.iter().filter(|k| now.saturating_sub(k.at) < crate::window::net::KILL_SHOWN).copied().collect();
+    if shown.is_empty() {
+        return;
+    }
+    let me = m.player_id();
+    let who = |id: u32| {
+        let cells = m.stat.rows.get(&(0, id)).map(|(_, cells)| cells);
+        let name = cells.and_then(|c| c.first()).map_or_else(|| format!("#{id}"), ToString::to_string);
+        let team = m.stat.rows.get(&(0, id)).map_or(0, |(tbody, _)| *tbody);
+        let name = if Some(id) == me { format!("{name} (you)") } else { name };
+        egui::RichText::new(name).strong().color((crate::WINDOW.team_color)(team))
+    };
+    egui::Area::new(egui::Id::new("kill feed")).anchor(egui::Align2::CENTER_TOP, [0.0, 12.0]).show(ctx, |area| {
+        egui::Frame::popup(area.style()).fill(egui::Color32::from_black_alpha(170)).show(area, |area| {
+            for kill in shown.iter().rev() {
+                area.horizontal(|row| {
+                    if kill.killer == kill.victim {
+                        row.label(who(kill.victim));
+                        row.label(egui::RichText::new("destroyed their own tank").color(egui::Color32::from_gray(220)));
+                    } else {
+                        row.label(who(kill.killer));
+                        row.label(egui::RichText::new("destroyed").color(egui::Color32::from_gray(220)));
+                        row.label(who(kill.victim));
+                    }
+                });
+            }
+        });
+    });
 }
 
 /// The HUD from the panel; a spectator's says how to play.
@@ -145,65 +180,85 @@ fn lobby(ctx: &egui::Context, m: &MatchState) {
 
 /// Chat: the last lines, and the line being typed.
 fn chat(ctx: &egui::Context, m: &mut MatchState, ui: &mut InMatch, keys: &ButtonInput<KeyCode>, now: Duration) {
+    let recent: Vec<_> = m
+        .chat
+        .iter()
+        .rev()
+        .filter(|l| ui.chat_open || now.saturating_sub(l.at).as_secs() < 12)
+        .take(8)
+        .cloned()
+        .collect();
+    if recent.is_empty() && !ui.chat_open {
+        return;
+    }
     egui::Area::new(egui::Id::new("chat")).anchor(egui::Align2::LEFT_BOTTOM, [12.0, -12.0]).show(ctx, |area| {
-        area.set_max_width(480.0);
-        let recent: Vec<_> =
-            m.chat.iter().rev().filter(|l| ui.chat_open || now.saturating_sub(l.at).as_secs() < 12).take(8).collect();
-        for line in recent.into_iter().rev() {
-            match &line.author {
-                Some(author) => {
-                    // A verified author's name carries a check mark.
-                    let verified = m.stat.rows.iter().any(|((table, id), (_, cells))| {
-                        *table == 0
-                            && cells.first().is_some_and(|c| c.to_string() == *author)
-                            && m.accolades.of(*id).is_some_and(|a| a.verified)
-                    });
-                    let author = if verified { format!("{author} \u{2714}") } else { author.clone() };
-                    area.horizontal_wrapped(|row| {
-                        let who = match &line.to {
-                            Some(to) => format!("{author} → {to}:"),
-                            None => format!("{author}:"),
-                        };
-                        row.colored_label((crate::WINDOW.team_color)(line.team), who);
-                        let text = egui::RichText::new(&line.text);
-                        row.label(if line.to.is_some() { text.italics() } else { text });
-                    });
-                }
-                None => {
-                    area.colored_label(egui::Color32::from_gray(170), &line.text);
-                }
-            }
-        }
-        if ui.chat_open {
-            let edit =
-                area.add(egui::TextEdit::singleline(&mut ui.chat_text).hint_text("say something, or /help (Enter)"));
-            if ui.focus_chat {
-                edit.request_focus();
-                ui.focus_chat = false;
-            }
-            if let Some(e) = &ui.chat_error {
-                area.colored_label(egui::Color32::from_rgb(255, 110, 100), e);
-            }
-            if keys.just_pressed(KeyCode::Escape) {
-                ui.chat_open = false;
-                ui.chat_text.clear();
-                ui.chat_error = None;
-            } else if edit.lost_focus() && keys.just_pressed(KeyCode::Enter) {
-                let text = ui.chat_text.trim().to_owned();
-                if text.is_empty() {
-                    ui.chat_open = false;
-                } else {
-                    match m.say(&text) {
-                        Ok(()) => {
-                            ui.chat_text.clear();
-                            ui.chat_error = None;
-                            ui.chat_open = false;
-                        }
-                        Err(e) => ui.chat_error = Some(e.to_string()),
+        // A dark ground under the lines, whatever the map shows behind them.
+        egui::Frame::popup(area.style()).fill(egui::Color32::from_black_alpha(165)).show(area, |area| {
+            area.set_max_width(480.0);
+            for line in recent.into_iter().rev() {
+                match &line.author {
+                    Some(author) => {
+                        // A verified author's name carries a check mark.
+                        let verified = m.stat.rows.iter().any(|((table, id), (_, cells))| {
+                            *table == 0
+                                && cells.first().is_some_and(|c| c.to_string() == *author)
+                                && m.accolades.of(*id).is_some_and(|a| a.verified)
+                        });
+                        let author = if verified { format!("{author} \u{2714}") } else { author.clone() };
+                        area.horizontal_wrapped(|row| {
+                            let who = match &line.to {
+                                Some(to) => format!("{author} → {to}:"),
+                                None => format!("{author}:"),
+                            };
+                            row.label(
+                                egui::RichText::new(who)
+                                    .size(15.0)
+                                    .strong()
+                                    .color((crate::WINDOW.team_color)(line.team)),
+                            );
+                            let text = egui::RichText::new(&line.text).size(15.0).color(egui::Color32::WHITE);
+                            row.label(if line.to.is_some() { text.italics() } else { text });
+                        });
+                    }
+                    None => {
+                        // The engine's and the game's lines (joins, answers to /help): light, not grey.
+                        area.label(
+                            egui::RichText::new(&line.text).size(15.0).color(egui::Color32::from_rgb(200, 225, 255)),
+                        );
                     }
                 }
             }
-        }
+            if ui.chat_open {
+                let edit = area
+                    .add(egui::TextEdit::singleline(&mut ui.chat_text).hint_text("say something, or /help (Enter)"));
+                if ui.focus_chat {
+                    edit.request_focus();
+                    ui.focus_chat = false;
+                }
+                if let Some(e) = &ui.chat_error {
+                    area.colored_label(egui::Color32::from_rgb(255, 110, 100), e);
+                }
+                if keys.just_pressed(KeyCode::Escape) {
+                    ui.chat_open = false;
+                    ui.chat_text.clear();
+                    ui.chat_error = None;
+                } else if edit.lost_focus() && keys.just_pressed(KeyCode::Enter) {
+                    let text = ui.chat_text.trim().to_owned();
+                    if text.is_empty() {
+                        ui.chat_open = false;
+                    } else {
+                        match m.say(&text) {
+                            Ok(()) => {
+                                ui.chat_text.clear();
+                                ui.chat_error = None;
+                                ui.chat_open = false;
+                            }
+                            Err(e) => ui.chat_error = Some(e.to_string()),
+                        }
+                    }
+                }
+            }
+        });
     });
 }
 

@@ -29,19 +29,23 @@ pub(crate) fn publish_scores(tanks: Query<&Tank>, mut scores: ResMut<Scores>) {
         .collect();
 }
 
-/// Keeps each player's panel: `t` round time left (s), `h` health, `w1`/`w2` ammo, `wa` active weapon.
+/// Keeps each player's panel: `t` round time left (s), `h` health, `w1`/`w2` ammo, `wa` active
+/// weapon, and while its tank is destroyed `r`, the seconds until it is back.
 pub(crate) fn publish_panels(tanks: Query<&Tank>, round: Res<Round>, mut panels: ResMut<Panels>) {
     let t = round.time_left().ceil().max(0.0) as u32;
     panels.0 = tanks
         .iter()
         .map(|tank| {
-            let panel = vec![
+            let mut panel = vec![
                 ("t".to_owned(), t.to_string()),
                 ("h".to_owned(), (tank.health.ceil().max(0.0) as u32).to_string()),
                 ("w1".to_owned(), tank.ammo[0].to_string()),
                 ("w2".to_owned(), tank.ammo[1].to_string()),
                 ("wa".to_owned(), tank.weapon.name().to_owned()),
             ];
+            if !tank.alive {
+                panel.push(("r".to_owned(), (tank.respawn_in.ceil().max(0.0) as u32).to_string()));
+            }
             (tank.player, panel)
         })
         .collect();

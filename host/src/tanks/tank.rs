@@ -471,6 +471,12 @@ pub fn apply_damage<T: std::ops::DerefMut<Target = Tank>>(
             }
         }
         outbox.broadcast(vimp_netcode::meta::Sound("frag".into()));
+        // Who destroyed whom, for every player's kill feed.
+        let params = vec![serde_json::json!(d.from.0), serde_json::json!(d.target.0)];
+        outbox.broadcast(vimp_netcode::meta::GameInform {
+            code: vimp_netcode::meta::GameInform::FRAG,
+            params: Some(params),
+        });
     }
 }
 

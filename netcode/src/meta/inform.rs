@@ -34,6 +34,9 @@ impl GameInform {
     pub const ROUND_START: u8 = 1;
     /// The game is over.
     pub const GAME_OVER: u8 = 2;
+    /// A player destroyed another (or itself): params `[killer, victim]`, their player ids (the
+    /// stat table's row ids). Shown in a kill feed, not as a banner.
+    pub const FRAG: u8 = 3;
 
     const PART: Part = Part { what: "game inform", expected: INFORM };
 }
