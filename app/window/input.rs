@@ -95,6 +95,68 @@ pub fn key_name(key: KeyCode) -> Option<&'static str> {
     KEYS.iter().find(|(_, k)| *k == key).map(|(n, _)| *n)
 }
 
+/// A key as the keyboard shows it (`KeyW` → `W`, `Digit1` → `1`, `ArrowLeft` → `←`,
+/// `ShiftLeft` → `Left Shift`); a name that is no key, as it is.
+pub fn key_label(name: &str) -> String {
+    if let Some(letter) = name.strip_prefix("Key") {
+        return letter.to_owned();
+    }
+    if let Some(digit) = name.strip_prefix("Digit") {
+        return digit.to_owned();
+    }
+    if let Some(digit) = name.strip_prefix("Numpad") {
+        return format!("Numpad {digit}");
+    }
+    let side = |rest: &str, key: &str| {
+        let (what, side) =
+            if let Some(w) = rest.strip_suffix("Left") { (w, "Left") } else { (rest.strip_suffix("Right")?, "Right") };
+        (what == key).then(|| format!("{side} {}", if key == "Control" { "Ctrl" } else { key }))
+    };
+    for key in ["Shift", "Control", "Alt"] {
+        if let Some(label) = side(name, key) {
+            return label;
+        }
+    }
+    match name {
+        "ArrowUp" => "↑",
+        "ArrowDown" => "↓",
+        "ArrowLeft" => "←",
+        "ArrowRight" => "→",
+        "Comma" => ",",
+        "Period" => ".",
+        "Slash" => "/",
+        "Semicolon" => ";",
+        "Quote" => "'",
+        "BracketLeft" => "[",
+        "BracketRight" => "]",
+        "Backquote" => "`",
+        "Minus" => "-",
+        "Equal" => "=",
+        "PageUp" => "Page Up",
+        "PageDown" => "Page Down",
+        other => other,
+    }
+    .to_owned()
+}
+
+/// What an action does, in words (`gunLeft` → `Turn the gun left`); an action this window does
+/// not know, as it is.
+pub fn action_words(action: &str) -> &str {
+    match action {
+        "forward" => "Drive forward",
+        "back" => "Drive back",
+        "left" => "Turn left",
+        "right" => "Turn right",
+        "gunLeft" => "Turn the gun left",
+        "gunRight" => "Turn the gun right",
+        "fire" => "Fire",
+        "nextWeapon" => "Next weapon",
+        "nextPlayer" => "Watch the next player",
+        "prevPlayer" => "Watch the previous player",
+        other => other,
+    }
+}
+
 /// Keys the window keeps for itself (never bound to an action).
 pub const RESERVED: &[KeyCode] = &[KeyCode::Tab, KeyCode::Enter, KeyCode::Escape, KeyCode::F3, KeyCode::F4];
 
@@ -110,5 +172,18 @@ mod tests {
             assert!(!RESERVED.contains(&code));
         }
         assert_eq!(key_from_name("Tab"), None, "reserved keys cannot be bound");
+    }
+
+    #[test]
+    fn keys_read_as_on_the_keyboard_and_actions_in_words() {
+        let labels: Vec<String> =
+            ["KeyW", "Digit1", "ArrowLeft", "ShiftLeft", "ControlRight", "Space", "Numpad4", "Nothing"]
+                .iter()
+                .map(|k| key_label(k))
+                .collect();
+        assert_eq!(labels, ["W", "1", "←", "Left Shift", "Right Ctrl", "Space", "Numpad 4", "Nothing"]);
+        for (action, _) in crate::window::settings::default_bindings() {
+            assert_ne!(action_words(&action), action, "{action} has words");
+        }
     }
 }

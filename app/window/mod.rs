@@ -253,7 +253,7 @@ pub fn run(options: WindowOptions) -> anyhow::Result<i32> {
             .set(WindowPlugin {
                 primary_window: Some(Window {
                     title: "vimp".into(),
-                    resolution: WindowResolution::new(1280, 720),
+                    resolution: WindowResolution::new(settings.window_size[0], settings.window_size[1]),
                     ..default()
                 }),
                 ..default()
@@ -288,8 +288,54 @@ fn add_window(app: &mut App, store: SettingsStore, request: MatchRequest, captur
         )
         .add_plugins(ui::UiPlugin)
         .add_plugins(sound::SoundPlugin)
+        .add_systems(PostUpdate, apply_settings)
         .insert_resource(game::NavOverlayOn(nav_overlay));
     (crate::WINDOW.plugins)(app);
+}
+
+/// Applies the settings a player sees at once: full screen or a window of its size, vsync, the
+/// UI's scale (and, with the `audio` feature, the volume), each time they change.
+fn apply_settings(
+    store: Res<SettingsStore>,
+    mut windows: Query<&mut Window, With<bevy::window::PrimaryWindow>>,
+    mut egui: Query<&mut bevy_egui::EguiContext>,
+    #[cfg(feature = "audio")] mut volume: ResMut<bevy::audio::GlobalVolume>,
+    mut seen: Local<Option<settings::Settings>>,
+) {
+    let s = &store.settings;
+    let display =
+        |s: &settings::Settings| (s.fullscreen, s.window_size, s.vsync, s.ui_scale().to_bits(), s.volume().to_bits());
+    let added = !egui.is_empty() && seen.as_ref().is_none_or(|old| display(old) != display(s));
+    if !added {
+        return;
+    }
+    for mut window in &mut windows {
+        let mode = if s.fullscreen {
+            bevy::window::WindowMode::BorderlessFullscreen(bevy::window::MonitorSelection::Current)
+        } else {
+            bevy::window::WindowMode::Windowed
+        };
+        if window.mode != mode {
+            window.mode = mode;
+        }
+        let [w, h] = s.window_size;
+        if !s.fullscreen && (window.resolution.width() as u32, window.resolution.height() as u32) != (w, h) {
+            window.resolution.set(w as f32, h as f32);
+        }
+        let present =
+            if s.vsync { bevy::window::PresentMode::AutoVsync } else { bevy::window::PresentMode::AutoNoVsync };
+        if window.present_mode != present {
+            window.present_mode = present;
+        }
+    }
+    for mut context in &mut egui {
+        context.get_mut().set_zoom_factor(s.ui_scale());
+    }
+    #[cfg(feature = "audio")]
+    {
+        *volume = bevy::audio::GlobalVolume::new(bevy::audio::Volume::Linear(s.volume()));
+    }
+    *seen = Some(s.clone());
 }
 
 fn spawn_camera(mut commands: Commands) {

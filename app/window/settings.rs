@@ -1,4 +1,5 @@
-//! The player's settings: nickname, signalling server, ICE servers, key bindings, how the gun aims.
+//! The player's settings: nickname, key bindings, how the gun aims, the window and sound, and
+//! (advanced) the signalling server and ICE servers.
 //!
 //! Saved as JSON in the platform's config directory (`$XDG_CONFIG_HOME/vimp/settings.json`
 //! or `~/.config/vimp/settings.json` on Linux, `~/Library/Application Support/vimp/` on
@@ -44,7 +45,23 @@ pub struct Settings {
     pub map: String,
     /// How the player aims the gun: with the mouse pointer (the default) or with the gun keys only.
     pub aim: AimScheme,
+    /// The window fills the screen (borderless) instead of being a window.
+    pub fullscreen: bool,
+    /// The window's size when not full screen, in logical pixels.
+    pub window_size: [u32; 2],
+    /// Frames wait for the screen's refresh (no tearing; a frame rate at most the screen's).
+    pub vsync: bool,
+    /// How large the menus and the HUD are drawn (1 = as designed).
+    pub ui_scale: f32,
+    /// The sounds' loudness, 0 to 1 (with the `audio` feature).
+    pub volume: f32,
 }
+
+/// The window sizes the settings page offers.
+pub const WINDOW_SIZES: [[u32; 2]; 5] = [[1280, 720], [1600, 900], [1920, 1080], [2560, 1440], [1024, 768]];
+
+/// The UI scales the settings page offers.
+pub const UI_SCALES: [f32; 5] = [0.75, 1.0, 1.25, 1.5, 2.0];
 
 /// How the player aims the gun (`"aim"` in the settings file).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -85,6 +102,11 @@ impl Default for Settings {
             bot_skill: BotSkill::default(),
             map: "maps/default.json".into(),
             aim: AimScheme::default(),
+            fullscreen: false,
+            window_size: [1280, 720],
+            vsync: true,
+            ui_scale: 1.0,
+            volume: 0.8,
         }
     }
 }
@@ -117,6 +139,16 @@ impl Settings {
             turn_user: (!self.turn_user.is_empty()).then(|| self.turn_user.clone()),
             turn_pass: (!self.turn_pass.is_empty()).then(|| self.turn_pass.clone()),
         }
+    }
+
+    /// The UI scale, kept to what egui draws well.
+    pub fn ui_scale(&self) -> f32 {
+        if self.ui_scale.is_finite() { self.ui_scale.clamp(0.5, 3.0) } else { 1.0 }
+    }
+
+    /// The volume, kept to 0..=1.
+    pub fn volume(&self) -> f32 {
+        if self.volume.is_finite() { self.volume.clamp(0.0, 1.0) } else { 0.8 }
     }
 
     /// The key bound to `action`, if any.

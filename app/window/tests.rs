@@ -314,3 +314,37 @@ fn chat_goes_to_the_match_and_tab_shows_the_scoreboard() {
     d.key(KeyCode::Tab, ButtonState::Released);
     d.until("the scoreboard goes", |d| d.find("scoreboard").is_none());
 }
+
+#[test]
+fn the_match_menu_changes_team_and_the_settings_page_saves_at_once() {
+    let mut d = Driver::new("menus");
+    d.local_match(1);
+    d.tap(KeyCode::Escape);
+    d.until("the match menu", |d| d.find("Change team").is_some());
+    d.click("Change team");
+    d.until("the teams to choose from", |d| {
+        d.app.world_mut().get_resource_mut::<super::ActiveMatch>().is_some_and(|mut m| m.get().vote.is_some())
+    });
+    assert!(!d.ui().in_match.paused, "the menu closed for the vote");
+    d.tap(KeyCode::Escape);
+    d.until("the match menu", |d| d.find("Leave the match").is_some());
+    d.click("Leave the match");
+    d.until("the main menu", |d| d.screen() == Screen::Menu && d.find("Settings").is_some());
+    // Settings: full screen and the HUD's size, applied and saved at once.
+    d.click("Settings");
+    d.until("the settings page", |d| d.find("full screen").is_some());
+    d.click("full screen");
+    d.until("the window fills the screen", |d| {
+        let mode =
+            d.app.world_mut().query_filtered::<&Window, With<PrimaryWindow>>().single(d.app.world()).map(|w| w.mode);
+        matches!(mode, Ok(bevy::window::WindowMode::BorderlessFullscreen(_)))
+    });
+    assert_eq!(d.saved()["fullscreen"], true);
+    // Keys read as on the keyboard, actions in words; the network under "Advanced".
+    for words in ["Drive forward", "W", "Turn the gun left", "Q", "Space", "Advanced: the network"] {
+        assert!(d.find(words).is_some(), "{words:?} on the page: {:?}", d.words());
+    }
+    assert!(d.find("STUN servers").is_none(), "the servers are folded away");
+    d.click("Back");
+    d.until("the main menu", |d| d.find("Play local (bots)").is_some());
+}

@@ -7,7 +7,7 @@ use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 use vimp_host::engine::game::BotSkill;
 use vimp_netcode::input::{AIM_PRESSED, Aim, KeyAction};
 
-use crate::window::input::{RESERVED, key_from_name, key_name};
+use crate::window::input::{RESERVED, action_words, key_from_name, key_label, key_name};
 use crate::window::settings::{AimScheme, MAPS, map_label};
 use crate::window::{ActiveMatch, MatchKind, MatchRequest, Screen, SettingsStore};
 
@@ -147,7 +147,9 @@ fn menu_ui(
                 Page::Join => join_page(ui, state, &store, &mut request),
                 Page::Playtest => playtest_page(ui, state, &mut store, &mut request),
                 Page::Settings => {
-                    settings_page(ui, state, &mut store);
+                    // Taller than a small window: it scrolls, and Back stays in sight under it.
+                    let height = (ui.available_height() - 60.0).max(120.0);
+                    egui::ScrollArea::vertical().max_height(height).show(ui, |ui| settings_page(ui, state, &mut store));
                     back(ui, &mut state.page);
                 }
                 Page::Top => {
@@ -451,40 +453,51 @@ fn settings_page(ui: &mut egui::Ui, state: &mut UiState, store: &mut SettingsSto
         ui.label("nickname");
         changed |= ui.text_edit_singleline(&mut s.nickname).lost_focus();
         ui.end_row();
-        ui.label("rendezvous (signalling server), for hosting and joining");
-        changed |= ui.text_edit_singleline(&mut s.signal_url).lost_focus();
-        ui.end_row();
-        for (label, list) in [("STUN servers", &mut s.stun), ("TURN servers", &mut s.turn)] {
-            ui.label(label);
-            let mut text = list.join(" ");
-            if ui.add(egui::TextEdit::singleline(&mut text).hint_text("space-separated URLs")).changed() {
-                *list = text.split_whitespace().map(str::to_owned).collect();
-            }
-            ui.end_row();
-        }
-        ui.label("TURN user");
-        changed |= ui.text_edit_singleline(&mut s.turn_user).lost_focus();
-        ui.end_row();
-        ui.label("TURN password");
-        changed |= ui.add(egui::TextEdit::singleline(&mut s.turn_pass).password(true)).lost_focus();
-        ui.end_row();
-    });
-    ui.add_space(8.0);
-    ui.horizontal(|ui| {
         ui.label("aim the gun with");
         egui::ComboBox::from_id_salt("aim scheme").selected_text(s.aim.label()).show_ui(ui, |ui| {
             for scheme in AimScheme::ALL {
                 changed |= ui.selectable_value(&mut s.aim, scheme, scheme.label()).changed();
             }
         });
+        ui.end_row();
     });
     ui.add_space(8.0);
-    ui.label("keys (click, then press the new key)");
+    ui.label(egui::RichText::new("Screen and sound").strong());
+    egui::Grid::new("display").num_columns(2).show(ui, |ui| {
+        ui.label("display");
+        changed |= ui.checkbox(&mut s.fullscreen, "full screen").changed();
+        ui.end_row();
+        ui.label("window size");
+        let size = |[w, h]: [u32; 2]| format!("{w} × {h}");
+        egui::ComboBox::from_id_salt("window size").selected_text(size(s.window_size)).show_ui(ui, |ui| {
+            for choice in crate::window::settings::WINDOW_SIZES {
+                changed |= ui.selectable_value(&mut s.window_size, choice, size(choice)).changed();
+            }
+        });
+        ui.end_row();
+        ui.label("");
+        changed |= ui.checkbox(&mut s.vsync, "vsync (no tearing)").changed();
+        ui.end_row();
+        ui.label("menus and HUD size");
+        let scale = |f: f32| format!("{:.0} %", f * 100.0);
+        egui::ComboBox::from_id_salt("ui scale").selected_text(scale(s.ui_scale())).show_ui(ui, |ui| {
+            for choice in crate::window::settings::UI_SCALES {
+                changed |= ui.selectable_value(&mut s.ui_scale, choice, scale(choice)).changed();
+            }
+        });
+        ui.end_row();
+        ui.label("volume");
+        changed |= ui.add(egui::Slider::new(&mut s.volume, 0.0..=1.0).show_value(false)).drag_stopped();
+        ui.end_row();
+    });
+    ui.add_space(8.0);
+    ui.label(egui::RichText::new("Keys").strong());
+    ui.weak("click a key, then press the new one");
     egui::Grid::new("bindings").num_columns(2).show(ui, |ui| {
         for (action, key) in &s.bindings {
-            ui.label(action);
+            ui.label(action_words(action));
             let text =
-                if state.rebinding.as_deref() == Some(action) { "press a key…".to_owned() } else { key.clone() };
+                if state.rebinding.as_deref() == Some(action) { "press a key…".to_owned() } else { key_label(key) };
             let known = key_from_name(key).is_some();
             let button = egui::Button::new(if known {
                 egui::RichText::new(text)
@@ -501,6 +514,28 @@ fn settings_page(ui: &mut egui::Ui, state: &mut UiState, store: &mut SettingsSto
         s.bindings = crate::window::settings::default_bindings();
         changed = true;
     }
+    ui.add_space(8.0);
+    egui::CollapsingHeader::new("Advanced: the network").show(ui, |ui| {
+        egui::Grid::new("network").num_columns(2).show(ui, |ui| {
+            ui.label("rendezvous (signalling server), for hosting and joining");
+            changed |= ui.text_edit_singleline(&mut s.signal_url).lost_focus();
+            ui.end_row();
+            for (label, list) in [("STUN servers", &mut s.stun), ("TURN servers", &mut s.turn)] {
+                ui.label(label);
+                let mut text = list.join(" ");
+                if ui.add(egui::TextEdit::singleline(&mut text).hint_text("space-separated URLs")).changed() {
+                    *list = text.split_whitespace().map(str::to_owned).collect();
+                }
+                ui.end_row();
+            }
+            ui.label("TURN user");
+            changed |= ui.text_edit_singleline(&mut s.turn_user).lost_focus();
+            ui.end_row();
+            ui.label("TURN password");
+            changed |= ui.add(egui::TextEdit::singleline(&mut s.turn_pass).password(true)).lost_focus();
+            ui.end_row();
+        });
+    });
     if changed {
         store.save();
     }
