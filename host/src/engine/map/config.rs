@@ -493,8 +493,31 @@ fn json_error(file: &str, e: &serde_json::Error) -> MapError {
     let (line, column) = (e.line(), e.column());
     let text = e.to_string();
     let suffix = format!(" at line {line} column {column}");
-    let message = text.strip_suffix(&suffix).unwrap_or(&text).to_owned();
+    let message = plain_json_words(text.strip_suffix(&suffix).unwrap_or(&text));
     MapError::Json { file: file.to_owned(), line, column, message }
+}
+
+/// serde's words for what a JSON value should have been, in a map maker's: "expected f32" is
+/// "expected a number", "key must be a string" says the key wants double quotes.
+fn plain_json_words(message: &str) -> String {
+    if message == "key must be a string" {
+        return "a key must be text in double quotes (\"1\": …, not 1: …)".to_owned();
+    }
+    let mut out = message.to_owned();
+    for (rust, words) in [
+        ("f32", "a number"),
+        ("f64", "a number"),
+        ("u8", "a whole number from 0 to 255"),
+        ("u16", "a whole number from 0 to 65535"),
+        ("u32", "a whole number, 0 or more"),
+        ("usize", "a whole number, 0 or more"),
+        ("i32", "a whole number"),
+        ("a sequence", "a list [ … ]"),
+        ("a map", "an object { … }"),
+    ] {
+        out = out.replace(&format!("expected {rust}"), &format!("expected {words}"));
+    }
+    out
 }
 
 fn check_finite(issues: &mut Issues, field: &str, value: f32) -> bool {

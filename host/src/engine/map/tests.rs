@@ -624,3 +624,15 @@ mod fuzz {
             })
     }
 }
+
+#[test]
+fn a_map_that_is_not_this_json_names_the_line_and_column_in_a_map_maker_s_words() {
+    let wrong_type = SMALL.replace(r#""tileSize": 10"#, r#""tileSize": "big""#);
+    let err = MapConfig::from_json("m.json", &wrong_type).unwrap_err().to_string();
+    assert!(err.starts_with("m.json:4:"), "{err}");
+    assert!(err.contains("expected a number") && !err.contains("f32"), "{err}");
+    let bare_key = SMALL.replace(r#""1": [[15"#, r#"1: [[15"#);
+    let err = MapConfig::from_json("m.json", &bare_key).unwrap_err().to_string();
+    assert!(err.starts_with("m.json:17:"), "{err}");
+    assert!(err.contains("double quotes"), "{err}");
+}
