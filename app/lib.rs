@@ -10,6 +10,7 @@
 //!   [`schema_cmd`]: the headless subcommands;
 //! - [`home_room`]: the default setup's room: a host that serves its rendezvous, opens its
 //!   router's ports and tells the invite, and players that follow the room to a new host;
+//! - [`shipped`]: the maps, sprites and sounds inside the binary, and the player's own maps;
 //! - [`setup`]: what the window and the headless commands share (the default rendezvous, the
 //!   ICE flags, a new match, why a join did not get in);
 //! - [`window`]: the window (menus, HUD, net graph, settings, the node thread);
@@ -23,6 +24,7 @@ pub mod net_cmd;
 pub mod ranks_bench;
 pub mod schema_cmd;
 pub mod setup;
+pub mod shipped;
 pub mod signal_bench;
 pub mod signal_cmd;
 pub mod sim_cmd;

@@ -13,7 +13,7 @@ pub fn check(files: &[PathBuf], game: &Game) -> anyhow::Result<i32> {
     let mut failed = 0;
     for file in files {
         let label = file.display().to_string();
-        let text = match std::fs::read_to_string(file) {
+        let text = match crate::shipped::read_map(file) {
             Ok(t) => t,
             Err(e) => {
                 eprintln!("{label}: {e}");
@@ -80,7 +80,7 @@ pub fn game_accepts(game: &Game, map: &MapConfig) -> Result<(), String> {
 /// loaded by `game`; every problem in the error, one per line.
 pub fn load_checked(path: &std::path::Path, game: &Game) -> anyhow::Result<MapConfig> {
     let label = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("reading the map {label}: {e}"))?;
+    let text = crate::shipped::read_map(path).map_err(|e| anyhow::anyhow!("reading the map {label}: {e}"))?;
     let map = MapConfig::from_json(&label, &text).map_err(|e| anyhow::anyhow!("{e}"))?;
     game_accepts(game, &map).map_err(|why| anyhow::anyhow!("{label}: the game refuses the map: {why}"))?;
     Ok(map)

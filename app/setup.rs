@@ -344,7 +344,7 @@ pub fn new_match(
         config.game["rounds"]["roundSeconds"] = serde_json::json!(seconds);
     }
     let label = map.display().to_string();
-    let text = std::fs::read_to_string(map).with_context(|| format!("reading {label}"))?;
+    let text = crate::shipped::read_map(map).with_context(|| format!("reading {label}"))?;
     let mut host = Host::new(config.clone(), *game)?;
     host.load_map_json(&label, &text)?;
     for i in 0..bots {
@@ -360,7 +360,7 @@ pub fn load_vote_maps(paths: &[PathBuf]) -> anyhow::Result<Vec<vimp_host::engine
         .iter()
         .map(|path| {
             let label = path.display().to_string();
-            let text = std::fs::read_to_string(path).with_context(|| format!("reading {label}"))?;
+            let text = crate::shipped::read_map(path).with_context(|| format!("reading {label}"))?;
             Ok(vimp_host::engine::map::MapConfig::from_json(&label, &text)?)
         })
         .collect()

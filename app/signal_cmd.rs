@@ -85,17 +85,7 @@ pub struct SignalArgs {
 /// Where a rendezvous keeps its SQLite file by default: the platform's data folder
 /// (`$VIMP_DATA_DIR` when set).
 pub fn default_db_path() -> Option<std::path::PathBuf> {
-    let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(std::path::PathBuf::from);
-    let dir = if let Some(d) = env("VIMP_DATA_DIR") {
-        d
-    } else if cfg!(target_os = "windows") {
-        env("LOCALAPPDATA")?.join("vimp")
-    } else if cfg!(target_os = "macos") {
-        env("HOME")?.join("Library/Application Support/vimp")
-    } else {
-        env("XDG_DATA_HOME").or_else(|| env("HOME").map(|h| h.join(".local/share")))?.join("vimp")
-    };
-    Some(dir.join("rendezvous.db"))
+    crate::shipped::data_dir().map(|dir| dir.join("rendezvous.db"))
 }
 
 /// The identity routes over a database, and the runtime that keeps its connections.

@@ -223,7 +223,7 @@ fn print_figures(report: &serde_json::Value, game_lines: &[String], check_dump_a
 /// Runs a match of `game`; returns the exit code (1 when a dump check found a divergence).
 pub fn run(args: &SimArgs, game: &Game) -> anyhow::Result<i32> {
     let label = args.map.display().to_string();
-    let text = std::fs::read_to_string(&args.map).with_context(|| format!("reading {label}"))?;
+    let text = crate::shipped::read_map(&args.map).with_context(|| format!("reading {label}"))?;
     let mut host = new_host(args, game, &label, &text)?;
     let receivers: FrameReceivers = FrameReceivers((0..args.bots).map(|i| PlayerId(i as u8)).collect());
     host.world_mut().insert_resource(receivers.clone());

@@ -208,16 +208,6 @@ struct Capture {
     failed: std::sync::Arc<Mutex<Option<String>>>,
 }
 
-/// Where the game's sprites are: `VIMP_ASSETS`, else `assets` beside the executable's
-/// source tree (a `cargo run`), else `assets` in the working directory.
-pub fn assets_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("VIMP_ASSETS") {
-        return PathBuf::from(dir);
-    }
-    let built = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/assets"));
-    if built.is_dir() { built } else { PathBuf::from("assets") }
-}
-
 /// Opens the window and runs until it closes; returns the process exit code.
 pub fn run(options: WindowOptions) -> anyhow::Result<i32> {
     if cfg!(all(unix, not(target_os = "macos")))
@@ -248,18 +238,16 @@ pub fn run(options: WindowOptions) -> anyhow::Result<i32> {
     };
 
     let mut app = App::new();
-    app.add_plugins(
-        DefaultPlugins
-            .set(WindowPlugin {
-                primary_window: Some(Window {
-                    title: "vimp".into(),
-                    resolution: WindowResolution::new(settings.window_size[0], settings.window_size[1]),
-                    ..default()
-                }),
-                ..default()
-            })
-            .set(AssetPlugin { file_path: assets_dir().display().to_string(), ..default() }),
-    );
+    // The sprites and sounds come from the binary, wherever it runs.
+    crate::shipped::register_assets(&mut app);
+    app.add_plugins(DefaultPlugins.set(WindowPlugin {
+        primary_window: Some(Window {
+            title: "vimp".into(),
+            resolution: WindowResolution::new(settings.window_size[0], settings.window_size[1]),
+            ..default()
+        }),
+        ..default()
+    }));
     add_window(&mut app, SettingsStore { settings, path, problem }, request, capture, options.nav_overlay);
     let exit = app.run();
     if let Some(e) = failed.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take() {

@@ -874,7 +874,7 @@ impl Watch {
 /// (if any) follow the note; on any error the match goes on on the map it had.
 pub fn reload(game: &Game, server: &mut ServerCore, path: &std::path::Path) -> Vec<HostNote> {
     let label = path.display().to_string();
-    let text = match std::fs::read_to_string(path) {
+    let text = match crate::shipped::read_map(path) {
         Ok(t) => t,
         Err(e) => return vec![HostNote::MapInvalid(format!("{label}: {e}"))],
     };

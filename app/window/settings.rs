@@ -221,6 +221,18 @@ pub fn map_label(file: &str) -> &str {
     MAPS.iter().find(|(_, f)| *f == file).map_or(file, |(name, _)| name)
 }
 
+/// The maps the menus offer: the shipped ones by name ([`MAPS`]), then the player's own, the
+/// `.json` files of the maps folder in the data folder (`crate::shipped::user_maps_dir`), by
+/// file name.
+pub fn offered_maps() -> Vec<(String, String)> {
+    let shipped = MAPS.iter().map(|(name, file)| ((*name).to_owned(), (*file).to_owned()));
+    let own = crate::shipped::user_maps().into_iter().map(|path| {
+        let name = path.file_stem().map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+        (format!("{name} (yours)"), path.display().to_string())
+    });
+    shipped.chain(own).collect()
+}
+
 /// Where a file that did not parse is kept.
 pub fn bad_copy_path(path: &Path) -> PathBuf {
     path.with_extension("json.bad")

@@ -61,6 +61,7 @@ impl Driver {
             failed: Default::default(),
         };
         let mut app = App::new();
+        crate::shipped::register_assets(&mut app);
         app.add_plugins(
             DefaultPlugins
                 .build()
@@ -75,8 +76,7 @@ impl Driver {
                     exit_condition: ExitCondition::DontExit,
                     close_when_requested: false,
                     ..default()
-                })
-                .set(AssetPlugin { file_path: super::assets_dir().display().to_string(), ..default() }),
+                }),
         );
         add_window(&mut app, store, MatchRequest::default(), capture, false);
         app.init_resource::<Laid>().add_systems(

@@ -8,7 +8,7 @@ use vimp_host::engine::game::BotSkill;
 use vimp_netcode::input::{AIM_PRESSED, Aim, KeyAction};
 
 use crate::window::input::{RESERVED, action_words, key_from_name, key_label, key_name};
-use crate::window::settings::{AimScheme, MAPS, map_label};
+use crate::window::settings::{AimScheme, map_label};
 use crate::window::{ActiveMatch, MatchKind, MatchRequest, Screen, SettingsStore};
 
 mod in_match;
@@ -373,12 +373,13 @@ fn reachability(signal: &str) -> String {
     }
 }
 
-/// A choice of one of the shipped maps ([`MAPS`]); returns whether it changed.
+/// A choice of one of the maps the menus offer (the shipped ones and the player's own,
+/// [`offered_maps`](crate::window::settings::offered_maps)); returns whether it changed.
 fn map_picker(ui: &mut egui::Ui, id: &str, map: &mut String) -> bool {
     let before = map.clone();
     egui::ComboBox::from_id_salt(("map", id)).selected_text(map_label(map).to_owned()).show_ui(ui, |ui| {
-        for (name, file) in MAPS {
-            ui.selectable_value(map, file.to_owned(), name);
+        for (name, file) in crate::window::settings::offered_maps() {
+            ui.selectable_value(map, file, name);
         }
     });
     *map != before

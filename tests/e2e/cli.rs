@@ -137,6 +137,39 @@ fn map_check_accepts_the_shipped_maps_and_names_the_field_at_fault() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// The binary copied out of the checkout, run where there is no `maps/` and no `assets/`, with
+/// an empty home: the shipped maps come from the binary itself.
+#[test]
+fn the_binary_runs_outside_the_checkout() {
+    let dir = std::env::temp_dir().join(format!("vimp-elsewhere-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("home")).expect("temp dir");
+    let exe = dir.join("vimp");
+    std::fs::copy(env!("CARGO_BIN_EXE_vimp"), &exe).expect("the binary copies");
+    let run = |args: &[&str]| {
+        std::process::Command::new(&exe)
+            .args(args)
+            .current_dir(&dir)
+            .env_clear()
+            .env("HOME", dir.join("home"))
+            .output()
+            .expect("the copied binary runs")
+    };
+    let out = run(&["sim", "--bots", "2", "--seconds", "2", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("the sim's report");
+    assert!(report["ticks"].as_u64().is_some_and(|t| t > 200), "{report}");
+    for map in ["maps/default.json", "bridge", "rooms.json"] {
+        let out = run(&["map", "check", map]);
+        assert!(out.status.success(), "{map}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stdout).contains(": ok"), "{map}");
+    }
+    let out = run(&["map", "check", "maps/nowhere.json"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("the shipped maps:") && err.contains("default.json"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 /// A map the format allows but the game refuses (teams named "red" and "blue", or one team):
 /// `vimp map check` fails it as the game would, and `vimp play` on it exits non-zero with the
 /// reason, before any window.
