@@ -7,11 +7,15 @@ use vimp_host::engine::game::BotSkill;
 
 /// vimp: fast 2D physics matches hosted from a player's own machine.
 #[derive(Debug, Parser)]
-#[command(name = "vimp", version, about, long_about = None)]
+#[command(name = "vimp", version = crate::logs::VERSION, about, long_about = None)]
 pub struct Cli {
     /// What to run (nothing: the window with the main menu).
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// How much the log file says (error, warn, info, debug or trace); it is in the data
+    /// folder's `logs`, with any crash report.
+    #[arg(long, global = true, value_name = "LEVEL", default_value = "info", value_parser = crate::logs::parse_level)]
+    pub log_level: tracing::Level,
 }
 
 /// The subcommands.
@@ -88,23 +92,28 @@ pub enum SchemaCommand {
 /// Without a window (whose Bevy log plugin does the same), `RUST_LOG` turns on log lines on
 /// stderr, e.g. `RUST_LOG=rtc_ice=debug vimp join … --headless` for how ICE goes.
 fn headless_log() {
-    let Ok(filter) = tracing_subscriber::EnvFilter::try_from_env("RUST_LOG") else {
-        return;
-    };
+    use tracing_subscriber::Layer;
+    use tracing_subscriber::layer::SubscriberExt;
+    // On stderr what RUST_LOG asks for (nothing without it); the log file at `--log-level`.
+    let stderr = tracing_subscriber::EnvFilter::try_from_env("RUST_LOG").ok().map(|filter| {
+        tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_ansi(false)
+            .with_timer(tracing_subscriber::fmt::time::uptime())
+            .with_filter(filter)
+    });
     // The WebRTC stack logs through `log`; its records become tracing events.
     let _ = tracing_log::LogTracer::init();
-    let subscriber = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .with_timer(tracing_subscriber::fmt::time::uptime())
-        .finish();
+    let subscriber = tracing_subscriber::registry().with(stderr).with(crate::logs::file_layer());
     let _ = tracing::subscriber::set_global_default(subscriber);
 }
 
 /// Runs a parsed command line; returns the process exit code.
 pub fn run(cli: Cli) -> anyhow::Result<i32> {
     use crate::window::{MatchKind, WindowOptions, run as window};
+    crate::logs::init(cli.log_level);
+    // The subcommand, not its flags: a password or a secret stays out of the log.
+    let what = std::env::args().nth(1).unwrap_or_default();
     let Some(command) = cli.command else {
         return window(WindowOptions { start: None, frames: None, screenshot: None, nav_overlay: false });
     };
@@ -116,6 +125,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
     };
     if !windowed {
         headless_log();
+        tracing::info!("vimp {} started: {what}", crate::logs::VERSION);
     }
     match command {
         Command::Play(args) => {

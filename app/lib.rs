@@ -10,6 +10,7 @@
 //!   [`schema_cmd`]: the headless subcommands;
 //! - [`home_room`]: the default setup's room: a host that serves its rendezvous, opens its
 //!   router's ports and tells the invite, and players that follow the room to a new host;
+//! - [`logs`]: the version and commit, the log file and the crash report;
 //! - [`shipped`]: the maps, sprites and sounds inside the binary, and the player's own maps;
 //! - [`setup`]: what the window and the headless commands share (the default rendezvous, the
 //!   ICE flags, a new match, why a join did not get in);
@@ -19,6 +20,7 @@
 
 pub mod cli;
 pub mod home_room;
+pub mod logs;
 pub mod map_cmd;
 pub mod net_cmd;
 pub mod ranks_bench;

@@ -240,14 +240,19 @@ pub fn run(options: WindowOptions) -> anyhow::Result<i32> {
     let mut app = App::new();
     // The sprites and sounds come from the binary, wherever it runs.
     crate::shipped::register_assets(&mut app);
-    app.add_plugins(DefaultPlugins.set(WindowPlugin {
-        primary_window: Some(Window {
-            title: "vimp".into(),
-            resolution: WindowResolution::new(settings.window_size[0], settings.window_size[1]),
-            ..default()
-        }),
-        ..default()
-    }));
+    app.add_plugins(
+        DefaultPlugins
+            .set(WindowPlugin {
+                primary_window: Some(Window {
+                    title: "vimp".into(),
+                    resolution: WindowResolution::new(settings.window_size[0], settings.window_size[1]),
+                    ..default()
+                }),
+                ..default()
+            })
+            // The log file in the data folder, beside Bevy's console output.
+            .set(bevy::log::LogPlugin { custom_layer: |_| crate::logs::file_layer(), ..default() }),
+    );
     add_window(&mut app, SettingsStore { settings, path, problem }, request, capture, options.nav_overlay);
     let exit = app.run();
     if let Some(e) = failed.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take() {

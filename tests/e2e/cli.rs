@@ -170,6 +170,34 @@ fn the_binary_runs_outside_the_checkout() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// `--version` names the commit; a headless command keeps a log file in the data folder's `logs`.
+#[test]
+fn the_version_names_its_commit_and_a_log_file_is_kept() {
+    let out = vimp(&["--version"]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && said.starts_with("vimp ") && said.contains("(commit "), "{said}");
+    let data = std::env::temp_dir().join(format!("vimp-logs-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&data);
+    let out = crate::vimp_command()
+        .env("VIMP_DATA_DIR", &data)
+        .args(["sim", "--bots", "2", "--seconds", "1", "--log-level", "debug"])
+        .output()
+        .expect("vimp runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let logs: Vec<std::path::PathBuf> = std::fs::read_dir(data.join("logs"))
+        .expect("a logs folder")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .collect();
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    let text = std::fs::read_to_string(&logs[0]).expect("the log");
+    assert!(text.contains("started: sim"), "{text}");
+    let out = vimp(&["sim", "--log-level", "loud"]);
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("not a log level"));
+    std::fs::remove_dir_all(&data).ok();
+}
+
 /// A map the format allows but the game refuses (teams named "red" and "blue", or one team):
 /// `vimp map check` fails it as the game would, and `vimp play` on it exits non-zero with the
 /// reason, before any window.
