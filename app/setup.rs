@@ -711,9 +711,10 @@ pub const WITNESS_INTERVAL: Duration = Duration::from_millis(250);
 pub const WITNESS_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// How long a question to a rendezvous in the lost host's own process may take at least before
-/// it counts as unanswered (three round trips of the host's link, up to [`WITNESS_TIMEOUT`]):
-/// two connection attempts, 250 ms apart, each a SYN and its answer.
-pub const SERVED_WITNESS_TIMEOUT: Duration = Duration::from_millis(400);
+/// it counts as unanswered (three round trips of the host's link, up to [`WITNESS_TIMEOUT`]).
+/// Such a question is asked while the host is only quiet (half its timeout), so this runs
+/// beside the rest of that timeout.
+pub const SERVED_WITNESS_TIMEOUT: Duration = Duration::from_millis(300);
 
 /// Most questions to the rendezvous in flight at once.
 pub const WITNESS_IN_FLIGHT: usize = 4;

@@ -253,6 +253,9 @@ pub struct ClientCore {
     rounds: rounds::Rounds,
     /// Where the room is, as the host it came from said last ([`op::ROOM`](crate::frame::op::ROOM)).
     room: Option<(PeerKey, crate::lobby::Invite)>,
+    /// What the rendezvous said of the host followed while it was only quiet, and when
+    /// ([`Self::witness_wanted`]).
+    early_witness: Option<(PeerKey, Witness, Duration)>,
 }
 
 impl ClientCore {
@@ -279,6 +282,7 @@ impl ClientCore {
             chat: chat::Chat::default(),
             rounds: rounds::Rounds::default(),
             room: None,
+            early_witness: None,
             settings: config,
         }
     }

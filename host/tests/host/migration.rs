@@ -1405,6 +1405,47 @@ fn alone_with_its_host_a_successor_claims_only_once_the_rendezvous_says_the_host
     assert!(m.client(ann).stats().witness_answers >= 3);
 }
 
+#[test]
+fn alone_with_a_host_that_served_the_room_its_rendezvous_going_silent_is_its_word() {
+    use vimp_netcode::lobby::Invite;
+    let config = ClientConfig { witness: true, ..ClientConfig::default() };
+    let (mut m, [ann, _]) = ann_and(config, Hello { can_host: false, checks: false, ..hello("zed") });
+    // The default setup: the host's own process serves the room's rendezvous, and says so.
+    let invite = Invite { public: None, lan: Some("ws://192.168.1.10:3536/K7MP2Q".into()), served: true };
+    m.mesh.server.set_room(Some(invite));
+    assert!(m.run_until(Duration::from_secs(1), |m| m.client(ann).room().is_some_and(|(_, i)| i.served)));
+    // ann's link stalls while the host plays on, and its rendezvous answers: she holds.
+    let stalled = LinkConfig::new().latency(Duration::from_secs(3600));
+    assert!(m.mesh.peers[ann].transport_mut().condition(HOST, stalled));
+    let held = m.run_until(Duration::from_secs(3), |m| {
+        witness(m, ann, Witness::There);
+        m.client(ann).stats().takeovers_held >= 3
+    });
+    assert!(held && m.takeovers.is_empty(), "ann held: {:?}", m.client(ann).stats());
+    assert_eq!(m.mesh.server.superseded(), None, "the host plays on");
+    // The stall ends: she carries on with the host.
+    assert!(m.mesh.peers[ann].transport_mut().condition(HOST, LinkConfig::new().latency(Duration::from_millis(15))));
+    assert!(m.run_until(Duration::from_secs(3), |m| !m.client(ann).host_lost()), "{:?}", m.client(ann).stats());
+    m.run(Duration::from_secs(1));
+    // Then the host's line goes dead: its link, and its rendezvous with it, fall silent.
+    m.cut_first_host();
+    let (mut asked_ahead, mut counted_lost_at) = (false, None);
+    let took = m.run_until(Duration::from_secs(3), |m| {
+        let quiet = !m.client(ann).host_lost();
+        if m.client(ann).witness_wanted().is_some() && quiet {
+            asked_ahead = true;
+        }
+        witness(m, ann, Witness::Unreachable);
+        if !quiet && counted_lost_at.is_none() {
+            counted_lost_at = Some(m.mesh.now);
+        }
+        m.takeovers.len() == 1
+    });
+    assert!(took, "ann took over on the rendezvous's silence: {:?}", m.client(ann).stats());
+    assert!(asked_ahead, "the rendezvous was asked while the host was only quiet");
+    assert_eq!(m.new_host(ann).epoch(), 2);
+}
+
 /// ann (a successor that asks the rendezvous) and zed (plays, never answers a check, cannot
 /// host); the host dies while the rendezvous cannot be reached, and ann, having held,
 /// gives up (4408). Then she dials the room again: a fresh transport, linked to zed alone.

@@ -138,6 +138,16 @@ impl ClientCore {
             let mut check = host_check::Check::new(epoch, lost.room.clone(), alive_within, witnessed)
                 .with_voters(voters)
                 .served_by_host(served);
+            // What the rendezvous said of this host while it was going quiet: a question asked
+            // since the host was last heard.
+            if let Some((host, word, _)) = self
+                .early_witness
+                .take()
+                .filter(|(host, _, at)| Some(*host) == lost.host && *at >= self.link.host_heard_at)
+            {
+                tracing::debug!(target: TAKEOVER_LOG, "{:.3} s: the rendezvous, asked ahead: {word:?} of {host}", now.as_secs_f64());
+                check.witness(word);
+            }
             // The room's answers to this client's warning, if they are fresh, count now.
             let fresh = now.saturating_sub(round);
             for (peer, seen, _) in lost.early.drain(..).filter(|(.., at)| *at >= fresh) {
@@ -449,7 +459,21 @@ impl ClientCore {
     /// waits for its word (see [`ClientConfig::witness`]): its driver asks the room list
     /// (`GET /rooms/CODE`, [`RoomInfo::holds`](crate::signal::RoomInfo::holds)) and tells
     /// [`Self::witness`] what it said. `None` when nothing is to be asked.
+    ///
+    /// A host whose own process serves the rendezvous (its invite says so) is asked about
+    /// already once it has been silent for half of [`Self::host_timeout`]: its rendezvous can
+    /// say nothing until it has been silent a few round trips too, and that wait then runs
+    /// beside the rest of the host's timeout rather than after it. The answer is kept for the
+    /// check should the host be counted lost.
     pub fn witness_wanted(&self) -> Option<PeerKey> {
+        if self.settings.witness
+            && self.following.lost.is_none()
+            && let Some((host, _)) = self.link.host.as_ref()
+            && self.room.as_ref().is_some_and(|(by, invite)| by == host && invite.served)
+            && self.now.saturating_sub(self.link.host_heard_at) >= self.host_timeout() / 2
+        {
+            return Some(*host);
+        }
         let lost = self.following.lost.as_ref().filter(|l| !l.cleared)?;
         lost.check.as_ref().filter(|c| c.wants_witness())?;
         lost.host
@@ -459,10 +483,20 @@ impl ClientCore {
     /// check of the room takes it into account from its next step. An answer about another
     /// host, or once nothing waits for it, is dropped.
     pub fn witness(&mut self, host: PeerKey, witness: Witness) {
+        // Asked ahead, while the host was only quiet: kept for the check.
+        if self.following.lost.is_none() {
+            if self.link.host.as_ref().is_some_and(|(h, _)| *h == host) {
+                self.early_witness = Some((host, witness, self.now));
+                self.stats.witness_answers += 1;
+            }
+            return;
+        }
         let Some(lost) = self.following.lost.as_mut().filter(|l| !l.cleared && l.host == Some(host)) else { return };
         if let Some(check) = lost.check.as_mut() {
             check.witness(witness);
             self.stats.witness_answers += 1;
+        } else {
+            self.early_witness = Some((host, witness, self.now));
         }
     }
 
