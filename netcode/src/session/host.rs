@@ -280,6 +280,11 @@ impl HostSession {
             (_, op::HOST_CHECK | op::HOST_SEEN) => {}
             // A rival claimant (a peer that promoted too) announces itself before any hello.
             (_, op::CLAIM) => self.events.push_back(HostEvent::Claim(frame.payload.to_vec())),
+            // What only a host says, from a peer that hosted for a moment: a rival claimant that
+            // stepped down to this host and is its client now, whose server told the room where
+            // it was (`ROOM`), or welcomed and pinged those that had said hello to it. Late from
+            // its former role: not acted on, and no reason to drop the peer.
+            (_, op::ROOM | op::PING | op::WELCOME | op::SUCCESSION | op::CHAT_HISTORY | op::ROUND_RESULTS) => {}
             (_, op::CLOSE) => {
                 let code = close_code_of(frame.payload);
                 self.state = HostState::Closed(code);

@@ -231,6 +231,29 @@ fn a_welcomed_client_ignores_a_hello_and_a_pong_late_from_before_the_roles_chang
     assert_eq!(client.close_code(), Some(close::PROTOCOL));
 }
 
+/// A rival claimant that stepped down to this host and is its client now: what its server said
+/// in the moment it hosted (where the room is, a ping, a welcome, its list) reaches this host's
+/// session of it late; ignored, the peer stays. A client's meta on a host's port number is
+/// still taken as the client's.
+#[test]
+fn a_host_session_ignores_what_its_peer_said_while_it_hosted_for_a_moment() {
+    let (mut host, _) = connected();
+    let room = crate::lobby::Invite { public: None, lan: Some("ws://10.3.0.10:3536/K7MP2Q".into()), served: true };
+    for (opcode, payload) in [
+        (op::ROOM, room.encode()),
+        (op::PING, vec![0; 16]),
+        (op::WELCOME, serde_json::to_vec(&welcome()).expect("json")),
+        (op::SUCCESSION, vec![1, 2, 3]),
+        (op::CHAT_HISTORY, b"[]".to_vec()),
+    ] {
+        host.handle_message(MS, Channel::Reliable, &[&[opcode][..], &payload].concat());
+        assert!(host.is_active(), "{opcode}: {:?}", host.close_code());
+    }
+    // A snapshot is still no client's to send.
+    host.handle_message(MS, Channel::Unreliable, &[op::SHOT_DATA, 1, 2]);
+    assert_eq!(host.close_code(), Some(close::PROTOCOL));
+}
+
 #[test]
 fn keys_data_takes_a_binary_batch_or_one_event_in_the_text_form() {
     let (mut host, _) = connected();
