@@ -275,6 +275,26 @@ impl<'a> HostRun<'a> {
     /// The room's whereabouts: while this process hosts and serves the room, its invite goes to
     /// every player; as a member, it follows the room to a host that serves it.
     fn keep_room(&mut self) {
+        // Stepped down: the room is the new host's to serve. Hosting again a match whose host
+        // served the room: this process serves it again.
+        if self.home.is_some() && self.node.server().is_none() {
+            self.home = None;
+            eprintln!("no longer serving the room here: it follows its new host");
+        }
+        let me = self.node.transport().local_id();
+        if self.home.is_none()
+            && self.node.server().is_some()
+            && self
+                .node
+                .client()
+                .and_then(vimp_netcode::client::ClientCore::room)
+                .is_some_and(|(host, invite)| invite.served && Some(host) != me)
+        {
+            self.home = HomeRoom::take_over(&mut self.follower, !self.args.no_port_mapping);
+            if let Some(home) = &self.home {
+                println!("friends join with: vimp join {}", home.best_url());
+            }
+        }
         if let Some(home) = self.home.as_mut() {
             match home.turn(self.follower.place()) {
                 Some(Ok(said)) => {

@@ -389,6 +389,12 @@ impl<'a> JoinRun<'a> {
                 }
             }
         }
+        // Stepped down (a rival claimant won, or the players voted this host away): the room is
+        // the new host's to serve; the router forwards nothing here any more.
+        if self.home.is_some() && !node.is_hosting() {
+            self.home = None;
+            eprintln!("no longer serving the room here: it follows its new host");
+        }
         if let Some(home) = self.home.as_mut() {
             if let Some(said) = home.turn(self.follower.place()) {
                 eprintln!("{}", said.unwrap_or_else(|e| e));

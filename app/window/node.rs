@@ -676,6 +676,11 @@ impl Turns {
                 eprintln!("friends join with: vimp join {}", home.best_url());
             }
         }
+        // No longer hosting: the room is the new host's to serve.
+        if self.home.is_some() && !self.node.is_hosting() {
+            self.home = None;
+            eprintln!("no longer serving the room here: it follows its new host");
+        }
         if let Some(home) = self.home.as_mut() {
             if let Some(said) = home.turn(follower.place()) {
                 let text = said.as_ref().unwrap_or_else(|e| e);

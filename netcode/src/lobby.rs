@@ -462,8 +462,9 @@ impl Invite {
     }
 
     /// The URL a player at `own` (its address on its network, when known) should reach the
-    /// room by: the host's network's when both are on one private network (the same /24, or
-    /// /64), else the public one, else whichever there is.
+    /// room by: the host's network's when both are on one network (the same /24, or /64), else
+    /// the public one; `None` when there is none that reaches the player (the host's network's
+    /// alone, for a player elsewhere). With `own` unknown, the public one, else the network's.
     pub fn for_player(&self, own: Option<std::net::IpAddr>) -> Option<&str> {
         let lan_host = self.lan.as_deref().and_then(|url| server_ip(JoinTarget::parse(url).ok()?.server()?));
         let near = match (own, lan_host) {
@@ -471,7 +472,11 @@ impl Invite {
             (Some(std::net::IpAddr::V6(a)), Some(std::net::IpAddr::V6(b))) => a.segments()[..4] == b.segments()[..4],
             _ => false,
         };
-        if near { self.lan.as_deref() } else { self.public.as_deref().or(self.lan.as_deref()) }
+        match own {
+            _ if near => self.lan.as_deref(),
+            Some(_) => self.public.as_deref(),
+            None => self.public.as_deref().or(self.lan.as_deref()),
+        }
     }
 }
 
@@ -861,7 +866,8 @@ mod tests {
         assert_eq!(at("10.2.0.10"), Some("ws://45.0.113.21:3536/K7MP2Q"), "in another home");
         assert_eq!(invite.for_player(None), Some("ws://45.0.113.21:3536/K7MP2Q"));
         let lan_only = Invite { public: None, ..invite.clone() };
-        assert_eq!(lan_only.for_player(Some("10.2.0.10".parse().expect("an address"))), invite.lan.as_deref());
+        assert_eq!(lan_only.for_player(Some("10.2.0.10".parse().expect("an address"))), None, "out of reach");
+        assert_eq!(lan_only.for_player(None), invite.lan.as_deref());
         assert_eq!(Invite::decode(br#"{"served":false}"#), Ok(Invite::default()));
     }
 
