@@ -13,6 +13,7 @@ pub mod graph;
 pub mod input;
 pub mod net;
 pub mod node;
+mod pad;
 pub mod predict;
 pub mod settings;
 pub mod sound;

@@ -348,3 +348,48 @@ fn the_match_menu_changes_team_and_the_settings_page_saves_at_once() {
     d.click("Back");
     d.until("the main menu", |d| d.find("Play local (bots)").is_some());
 }
+
+#[test]
+fn a_gamepad_drives_the_tank_and_start_opens_the_match_menu() {
+    use bevy::input::gamepad::{
+        GamepadAxis, GamepadButton, GamepadConnection, GamepadConnectionEvent, RawGamepadAxisChangedEvent,
+        RawGamepadButtonChangedEvent, RawGamepadEvent,
+    };
+    let mut d = Driver::new("pad");
+    d.local_match(1);
+    let pad = d.app.world_mut().spawn_empty().id();
+    let connected = GamepadConnection::Connected { name: "pad".into(), vendor_id: None, product_id: None };
+    d.app.world_mut().write_message(GamepadConnectionEvent::new(pad, connected));
+    d.frame();
+    let axis = |d: &mut Driver, axis, value| {
+        let event = RawGamepadEvent::Axis(RawGamepadAxisChangedEvent::new(pad, axis, value));
+        d.app.world_mut().write_message(event);
+        d.frame();
+    };
+    let button = |d: &mut Driver, button, value| {
+        let event = RawGamepadEvent::Button(RawGamepadButtonChangedEvent::new(pad, button, value));
+        d.app.world_mut().write_message(event);
+        d.frame();
+    };
+    let held = |d: &mut Driver| {
+        d.app.world_mut().get_resource_mut::<super::ActiveMatch>().map(|mut m| m.get().held.clone()).unwrap_or_default()
+    };
+    // The left stick up and to the right: forward and right held; back to the middle, let go.
+    axis(&mut d, GamepadAxis::LeftStickY, 0.9);
+    axis(&mut d, GamepadAxis::LeftStickX, 0.8);
+    assert_eq!(held(&mut d), ["forward", "right"]);
+    axis(&mut d, GamepadAxis::LeftStickY, 0.0);
+    axis(&mut d, GamepadAxis::LeftStickX, 0.1);
+    assert!(held(&mut d).is_empty(), "{:?}", held(&mut d));
+    // A fires while held.
+    button(&mut d, GamepadButton::South, 1.0);
+    assert_eq!(held(&mut d), ["fire"]);
+    button(&mut d, GamepadButton::South, 0.0);
+    assert!(held(&mut d).is_empty());
+    // Start: the match menu, and again to close it.
+    button(&mut d, GamepadButton::Start, 1.0);
+    assert!(d.ui().in_match.paused, "Start opens the match menu");
+    button(&mut d, GamepadButton::Start, 0.0);
+    button(&mut d, GamepadButton::Start, 1.0);
+    assert!(!d.ui().in_match.paused, "and closes it");
+}

@@ -21,7 +21,8 @@ pub(crate) struct UiPlugin;
 impl Plugin for UiPlugin {
     fn build(&self, app: &mut App) {
         app.init_resource::<UiState>()
-            .add_systems(Update, (game_keys, pointer_aim).chain().run_if(in_state(Screen::Match)))
+            .init_resource::<super::pad::PadHeld>()
+            .add_systems(Update, (game_keys, super::pad::pad_keys, pointer_aim).chain().run_if(in_state(Screen::Match)))
             .add_systems(OnExit(Screen::Match), |mut ui: ResMut<UiState>| ui.in_match = InMatch::default())
             .configure_sets(EguiPrimaryContextPass, super::WorldText.before(match_ui))
             .add_systems(
@@ -515,6 +516,15 @@ fn settings_page(ui: &mut egui::Ui, state: &mut UiState, store: &mut SettingsSto
         s.bindings = crate::window::settings::default_bindings();
         changed = true;
     }
+    ui.add_space(4.0);
+    ui.label(egui::RichText::new("Gamepad").strong());
+    egui::Grid::new("pad").num_columns(2).show(ui, |ui| {
+        for (part, does) in crate::window::pad::PAD_BINDINGS {
+            ui.label(*part);
+            ui.label(*does);
+            ui.end_row();
+        }
+    });
     ui.add_space(8.0);
     egui::CollapsingHeader::new("Advanced: the network").show(ui, |ui| {
         egui::Grid::new("network").num_columns(2).show(ui, |ui| {
