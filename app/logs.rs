@@ -40,6 +40,12 @@ where
 {
     use tracing_subscriber::Layer;
     let dir = logs_dir()?;
+    // Made first: the appender looks for old logs to prune before it makes the folder, and
+    // would say on stderr that it found none.
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        eprintln!("no log file in {}: {e}", dir.display());
+        return None;
+    }
     let appender = tracing_appender::rolling::Builder::new()
         .rotation(tracing_appender::rolling::Rotation::DAILY)
         .filename_prefix("vimp")
