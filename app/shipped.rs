@@ -108,6 +108,11 @@ pub fn user_maps() -> Vec<PathBuf> {
     maps
 }
 
+/// Whether the binary ships the asset at `path` (`sounds/shot.wav`), the window's asset root.
+pub fn has_asset(path: &str) -> bool {
+    Assets::get(path).is_some()
+}
+
 /// Makes the shipped sprites and sounds the window's default asset source: `assets.load(
 /// "sprites/tank_hull.png")` reads them from the binary. Call before `AssetPlugin` (before
 /// `DefaultPlugins`).
@@ -137,5 +142,15 @@ mod tests {
         let err = read_map(&nowhere.join("maps/nowhere.json")).expect_err("no such map");
         assert!(err.to_string().contains("bridge.json") && err.to_string().contains("default.json"), "{err}");
         assert!(shipped_maps().contains(&"test-small.json".to_owned()));
+    }
+
+    /// Every sound the tanks game names, the host's system sounds and the window's own, ships.
+    #[test]
+    fn every_sound_the_game_names_ships() {
+        use vimp_host::tanks::{SOUND_FRAG, SOUND_ROUND_START};
+        for name in [SOUND_ROUND_START, SOUND_FRAG, "shot", "blast"] {
+            assert!(has_asset(&format!("sounds/{name}.wav")), "no assets/sounds/{name}.wav");
+        }
+        assert!(!has_asset("sounds/nothing.wav"));
     }
 }

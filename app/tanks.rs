@@ -14,7 +14,6 @@ pub const WINDOW: crate::window::game::WindowGame = crate::window::game::WindowG
     panel: hud::panel,
     team_color: hud::team_color32,
     inform_text: hud::inform_text,
-    inform_sound: hud::inform_sound,
     tech_text: hud::tech_text,
     vote_title: hud::vote_title,
     capture_view: overlay::capture_view,

@@ -3,9 +3,10 @@
 
     python3 scripts/make-sounds.py [OUT_DIR]
 
-shot.wav   a short, dry gun crack
-blast.wav  a low explosion with a noisy tail
-round.wav  a two-note chime for a round start
+shot.wav        a short, dry gun crack
+blast.wav       a low explosion with a noisy tail
+frag.wav        a tank destroyed: a metal clang over a deep thud
+roundStart.wav  a two-note chime for a round start
 All are 22,050 Hz, mono, 16-bit PCM, made for this project.
 """
 import math
@@ -63,6 +64,22 @@ def blast(rng):
     return out
 
 
+def frag(rng):
+    n = int(RATE * 0.7)
+    noise = [rng.uniform(-1, 1) for _ in range(n)]
+    thud = lowpass(lowpass(noise, 0.04), 0.06)
+    out = []
+    for i in range(n):
+        t = i / RATE
+        attack = min(1.0, t / 0.003)
+        # A struck steel plate: a few inharmonic partials, each dying at its own pace.
+        clang = sum(a * math.sin(2 * math.pi * f * t) * math.exp(-t * d)
+                    for f, a, d in ((310.0, 0.5, 9.0), (523.0, 0.35, 12.0), (871.0, 0.25, 16.0), (1290.0, 0.15, 22.0)))
+        low = math.sin(2 * math.pi * (55 - 20 * t) * t) * math.exp(-t * 5.0)
+        out.append(attack * (0.8 * clang + 2.5 * thud[i] * math.exp(-t * 5.0) + 0.8 * low))
+    return out
+
+
 def chime(_rng):
     out = []
     for f, start, length in ((660.0, 0.0, 0.35), (990.0, 0.14, 0.5)):
@@ -83,7 +100,7 @@ def chime(_rng):
 def main():
     out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "assets", "sounds")
     os.makedirs(out_dir, exist_ok=True)
-    for name, make in (("shot", shot), ("blast", blast), ("round", chime)):
+    for name, make in (("shot", shot), ("blast", blast), ("frag", frag), ("roundStart", chime)):
         path = os.path.join(out_dir, name + ".wav")
         write(path, make(random.Random(name)))
         print(path)

@@ -112,8 +112,3 @@ pub fn vote_title(vote: &Vote) -> String {
         name => name.to_owned(),
     }
 }
-
-/// The sound of a game message, if it has one.
-pub fn inform_sound(inform: &GameInform) -> Option<&'static str> {
-    (inform.code == GameInform::ROUND_START).then_some("round")
-}

@@ -22,8 +22,6 @@ pub struct WindowGame {
     pub team_color: fn(u8) -> egui::Color32,
     /// What a game message (an inform) says on the banner.
     pub inform_text: fn(&GameInform) -> String,
-    /// The sound a game message plays, if any.
-    pub inform_sound: fn(&GameInform) -> Option<&'static str>,
     /// What a technical message (`code`, its params) says on the black screen.
     pub tech_text: fn(u8, Option<&[serde_json::Value]>) -> String,
     /// A vote's title.

@@ -31,27 +31,26 @@ fn play(
     assets: Res<AssetServer>,
     active: Option<ResMut<crate::window::ActiveMatch>>,
     camera: Query<&Transform, With<crate::window::game::MainCamera>>,
-    mut last_banner: Local<Option<std::time::Duration>>,
+    mut unknown: Local<std::collections::HashSet<String>>,
 ) {
     use bevy::audio::Volume;
     if let Some(mut active) = active {
-        let m = active.get();
-        for name in m.sounds.drain(..) {
+        for name in active.get().sounds.drain(..) {
             queue.0.push((name, None));
-        }
-        if let Some((inform, at)) = &m.banner
-            && *last_banner != Some(*at)
-        {
-            *last_banner = Some(*at);
-            if let Some(name) = (crate::WINDOW.inform_sound)(inform) {
-                queue.0.push((name.to_owned(), None));
-            }
         }
     }
     let ear = camera.single().map(|t| [t.translation.x, -t.translation.y]).ok();
     for (name, at) in queue.0.drain(..) {
         if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
             continue; // a name from the wire never becomes a path outside assets/sounds
+        }
+        let path = format!("sounds/{name}.wav");
+        if !crate::shipped::has_asset(&path) {
+            // A host may name sounds this build does not ship: said once in the log, not played.
+            if unknown.len() < 64 && unknown.insert(name) {
+                info!("no sound {path} in this build; the host's sound is not played");
+            }
+            continue;
         }
         let volume = match (at, ear) {
             (Some(p), Some(e)) => 1.0 - ((p[0] - e[0]).hypot(p[1] - e[1]) / HEARING).min(1.0),
@@ -61,7 +60,7 @@ fn play(
             continue;
         }
         commands.spawn((
-            AudioPlayer::new(assets.load::<AudioSource>(format!("sounds/{name}.wav"))),
+            AudioPlayer::new(assets.load::<AudioSource>(path)),
             PlaybackSettings::DESPAWN.with_volume(Volume::Linear(volume * 0.7)),
         ));
     }

@@ -38,6 +38,11 @@ use crate::engine::sim::{EngineSettings, HostSystems, HostTick};
 use crate::engine::snapshot::{RowsSystems, snapshot_tick};
 use config::TanksConfig;
 
+/// The system sound (SOUND, port 6) of a round's start: a file of the window's `assets/sounds/`.
+pub const SOUND_ROUND_START: &str = "roundStart";
+/// The system sound of a tank destroyed.
+pub const SOUND_FRAG: &str = "frag";
+
 /// The game's rules, from the init config's `game` half.
 #[derive(Resource, Clone, Debug, Default)]
 pub struct TanksRules(pub TanksConfig);

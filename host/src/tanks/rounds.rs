@@ -85,7 +85,7 @@ impl Round {
         self.team_frags = [0; 2];
         self.phase = Phase::Playing(rules.0.rounds.round_seconds);
         outbox.broadcast(inform(CODE_ROUND_START, json!(self.number)));
-        outbox.broadcast(Sound("roundStart".into()));
+        outbox.broadcast(Sound(super::SOUND_ROUND_START.into()));
     }
 }
 

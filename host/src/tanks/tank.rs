@@ -470,7 +470,7 @@ pub fn apply_damage<T: std::ops::DerefMut<Target = Tank>>(
                 round.add_frag(killer.team);
             }
         }
-        outbox.broadcast(vimp_netcode::meta::Sound("frag".into()));
+        outbox.broadcast(vimp_netcode::meta::Sound(super::SOUND_FRAG.into()));
         // Who destroyed whom, for every player's kill feed.
         let params = vec![serde_json::json!(d.from.0), serde_json::json!(d.target.0)];
         outbox.broadcast(vimp_netcode::meta::GameInform {
