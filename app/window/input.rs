@@ -95,7 +95,7 @@ pub fn key_name(key: KeyCode) -> Option<&'static str> {
     KEYS.iter().find(|(_, k)| *k == key).map(|(n, _)| *n)
 }
 
-/// A key as the keyboard shows it (`KeyW` → `W`, `Digit1` → `1`, `ArrowLeft` → `←`,
+/// A key as the keyboard shows it (`KeyW` → `W`, `Digit1` → `1`, `ArrowLeft` → `Left arrow`,
 /// `ShiftLeft` → `Left Shift`); a name that is no key, as it is.
 pub fn key_label(name: &str) -> String {
     if let Some(letter) = name.strip_prefix("Key") {
@@ -118,10 +118,10 @@ pub fn key_label(name: &str) -> String {
         }
     }
     match name {
-        "ArrowUp" => "↑",
-        "ArrowDown" => "↓",
-        "ArrowLeft" => "←",
-        "ArrowRight" => "→",
+        "ArrowUp" => "Up arrow",
+        "ArrowDown" => "Down arrow",
+        "ArrowLeft" => "Left arrow",
+        "ArrowRight" => "Right arrow",
         "Comma" => ",",
         "Period" => ".",
         "Slash" => "/",
@@ -181,9 +181,27 @@ mod tests {
                 .iter()
                 .map(|k| key_label(k))
                 .collect();
-        assert_eq!(labels, ["W", "1", "←", "Left Shift", "Right Ctrl", "Space", "Numpad 4", "Nothing"]);
+        assert_eq!(labels, ["W", "1", "Left arrow", "Left Shift", "Right Ctrl", "Space", "Numpad 4", "Nothing"]);
         for (action, _) in crate::window::settings::default_bindings() {
             assert_ne!(action_words(&action), action, "{action} has words");
         }
+    }
+
+    /// Every key's label and every action's words are drawn by the window's fonts (egui's own):
+    /// a glyph they lack shows as a box.
+    #[test]
+    fn the_fonts_draw_every_key_and_action() {
+        use bevy_egui::egui;
+        let ctx = egui::Context::default();
+        ctx.run_ui(egui::RawInput::default(), |_| {}).textures_delta.clear();
+        let font = egui::FontId::proportional(14.0);
+        let actions = crate::window::settings::default_bindings().into_iter().map(|(a, _)| action_words(&a).to_owned());
+        let missing: Vec<String> = KEYS
+            .iter()
+            .map(|(name, _)| key_label(name))
+            .chain(actions)
+            .filter(|text| !ctx.fonts_mut(|f| f.has_glyphs(&font, text)))
+            .collect();
+        assert!(missing.is_empty(), "no glyphs for {missing:?}");
     }
 }

@@ -289,12 +289,28 @@ fn esc_opens_the_match_menu_and_closes_it_and_leave_goes_back_to_the_menu() {
 fn the_first_run_asks_for_a_nickname_and_saves_it() {
     let mut d = Driver::with_nickname("nickname", "player");
     d.until("the question shows", |d| d.find("Your nickname").is_some());
+    // The question comes first: the menu behind it takes no clicks.
+    d.click("Settings");
+    for _ in 0..5 {
+        d.frame();
+    }
+    assert!(d.find("Reset keys").is_none(), "Settings opened behind the question: {:?}", d.words());
     // The field has the keyboard at once.
     d.type_text("zed");
     d.click("Save");
     d.until("the question goes", |d| d.find("Your nickname").is_none());
     assert_eq!(d.saved()["nickname"], "zed", "saved at once");
     assert_eq!(d.app.world().resource::<SettingsStore>().settings.nickname, "zed");
+}
+
+#[test]
+fn the_nickname_is_saved_by_enter_as_well() {
+    let mut d = Driver::with_nickname("nickname-enter", "player");
+    d.until("the question shows", |d| d.find("Your nickname").is_some());
+    d.type_text("ann");
+    d.tap(KeyCode::Enter);
+    d.until("the question goes", |d| d.find("Your nickname").is_none());
+    assert_eq!(d.saved()["nickname"], "ann", "saved at once");
 }
 
 #[test]

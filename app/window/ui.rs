@@ -150,7 +150,17 @@ fn menu_ui(
                 Page::Settings => {
                     // Taller than a small window: it scrolls, and Back stays in sight under it.
                     let height = (ui.available_height() - 60.0).max(120.0);
-                    egui::ScrollArea::vertical().max_height(height).show(ui, |ui| settings_page(ui, state, &mut store));
+                    // A column of its own, in the middle: labels and what they set read as pairs.
+                    egui::ScrollArea::vertical().max_height(height).show(ui, |ui| {
+                        ui.vertical_centered(|ui| {
+                            let width = ui.available_width().min(640.0);
+                            let column = egui::Layout::top_down(egui::Align::Min);
+                            ui.allocate_ui_with_layout(egui::vec2(width, 0.0), column, |ui| {
+                                ui.set_width(width);
+                                settings_page(ui, state, &mut store)
+                            });
+                        });
+                    });
                     back(ui, &mut state.page);
                 }
                 Page::Top => {
@@ -185,31 +195,31 @@ fn ask_name(ctx: &egui::Context, state: &mut UiState, store: &mut SettingsStore)
     if state.name_asked || store.settings.nickname != FIRST_NICKNAME {
         return;
     }
-    egui::Window::new("Your nickname")
-        .anchor(egui::Align2::CENTER_CENTER, [0.0, 0.0])
-        .collapsible(false)
-        .resizable(false)
-        .show(ctx, |w| {
-            w.label("What should friends call you? It shows over your tank and in the chat.");
-            let edit = w.add(egui::TextEdit::singleline(&mut state.name_draft).hint_text("a nickname").char_limit(24));
-            // Typed into at once.
-            if !edit.has_focus() && !w.ctx().memory(|m| m.focused().is_some()) {
-                edit.request_focus();
+    // Modal: the menu behind it takes no clicks until it is answered.
+    egui::Modal::new(egui::Id::new("ask name")).show(ctx, |w| {
+        w.set_max_width(360.0);
+        w.heading("Your nickname");
+        w.label("What should friends call you? It shows over your tank and in the chat.");
+        let edit = w.add(egui::TextEdit::singleline(&mut state.name_draft).hint_text("a nickname").char_limit(24));
+        // Typed into at once, and Enter saves (the field gives the keyboard up on Enter: it is
+        // not asked back that frame).
+        let entered = w.input(|i| i.key_pressed(egui::Key::Enter));
+        if !entered && !edit.has_focus() && !w.ctx().memory(|m| m.focused().is_some()) {
+            edit.request_focus();
+        }
+        let typed = state.name_draft.trim().to_owned();
+        w.horizontal(|row| {
+            let play = row.add_enabled(!typed.is_empty(), egui::Button::new("Save"));
+            if (play.clicked() || entered) && !typed.is_empty() {
+                store.settings.nickname = typed.clone();
+                store.save();
+                state.name_asked = true;
             }
-            let typed = state.name_draft.trim().to_owned();
-            let entered = edit.lost_focus() && w.input(|i| i.key_pressed(egui::Key::Enter));
-            w.horizontal(|row| {
-                let play = row.add_enabled(!typed.is_empty(), egui::Button::new("Save"));
-                if (play.clicked() || entered) && !typed.is_empty() {
-                    store.settings.nickname = typed.clone();
-                    store.save();
-                    state.name_asked = true;
-                }
-                if row.button("Later").clicked() {
-                    state.name_asked = true;
-                }
-            });
+            if row.button("Later").clicked() {
+                state.name_asked = true;
+            }
         });
+    });
 }
 
 fn main_page(

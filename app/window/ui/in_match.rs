@@ -102,7 +102,7 @@ fn panel(ctx: &egui::Context, m: &MatchState) {
         egui::Frame::popup(area.style()).show(area, |area| {
             (crate::WINDOW.panel)(area, &m.panel);
             if watching {
-                area.weak("watching: ←/→ other players, /play to join");
+                area.weak("watching: the arrow keys switch players, /play to join");
             }
         });
     });
@@ -207,7 +207,7 @@ fn chat(ctx: &egui::Context, m: &mut MatchState, ui: &mut InMatch, keys: &Button
                         let author = if verified { format!("{author} \u{2714}") } else { author.clone() };
                         area.horizontal_wrapped(|row| {
                             let who = match &line.to {
-                                Some(to) => format!("{author} → {to}:"),
+                                Some(to) => format!("{author} to {to}:"),
                                 None => format!("{author}:"),
                             };
                             row.label(
