@@ -136,7 +136,9 @@ impl Server {
 
     /// Its CPU time so far, seconds.
     pub(crate) fn cpu_s(&self) -> anyhow::Result<f64> {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id()))?;
+        let path = format!("/proc/{}/stat", self.child.id());
+        let stat = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading the server's CPU time from {path} (the bench needs Linux's /proc)"))?;
         // The fields after the command name (in parentheses, which may hold spaces).
         let rest = stat.rsplit_once(')').context("a stat line")?.1;
         let fields: Vec<&str> = rest.split_whitespace().collect();
@@ -161,10 +163,18 @@ impl Drop for Server {
     }
 }
 
+/// Clock ticks per second, the unit of `/proc/PID/stat`'s CPU times.
+#[cfg(unix)]
 fn clock_ticks() -> f64 {
     // SAFETY: sysconf reads a constant of the system.
     let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     if ticks > 0 { ticks as f64 } else { 100.0 }
+}
+
+/// Elsewhere there is no `/proc` to read (the bench says so when it reads it).
+#[cfg(not(unix))]
+fn clock_ticks() -> f64 {
+    100.0
 }
 
 type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
