@@ -256,7 +256,7 @@ async fn hold_open(sockets: &mut [Ws], hold: Duration) -> bool {
 async fn once(args: &SignalBenchArgs, rooms: usize) -> anyhow::Result<Figures> {
     let server = match &args.url {
         Some(_) => None,
-        None => Some(Server::start(&["--no-db"])?),
+        None => Some(Server::start(&[])?),
     };
     let url = match (&args.url, &server) {
         (Some(url), _) => url.trim_end_matches('/').to_owned(),

@@ -599,3 +599,19 @@ fn signal_refuses_a_turn_secret_beside_a_static_password() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--turn-secret"), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// `vimp signal-bench` starts its own rendezvous, fills its rooms and relays their signals:
+/// a short run gives every room and a relay time.
+#[test]
+fn signal_bench_fills_its_rooms_through_a_rendezvous_of_its_own() {
+    let out = vimp(&["signal-bench", "--rooms", "20", "--spread-ms", "100", "--json"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "vimp signal-bench failed: {err}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().last().expect("a line of figures");
+    let figures: serde_json::Value = serde_json::from_str(line).expect("JSON figures");
+    assert_eq!((figures["rooms"].as_u64(), figures["peers"].as_u64()), (Some(20), Some(40)), "{figures}");
+    assert_eq!(figures["rooms_closed"], 0, "{figures}");
+    assert!(figures["relay_p50_ms"].as_f64().is_some_and(|ms| ms > 0.0), "{figures}");
+    assert!(figures["server_cpu_s"].as_f64().is_some(), "{figures}");
+}
