@@ -11,7 +11,7 @@ coordinates below have their origin at the top-left corner, y down. Sprites
 drawn at 2 px per world unit: the hull (80x60 px = 40x30 units), the turret
 (64x24 px), and the 64x64 tiles (32x32 units on the map).
 
-    python3 scripts/make-sprites.py            # writes assets/sprites/*.png
+    python3 scripts/make-sprites.py            # writes assets/sprites/*.png and assets/icon.png
     python3 scripts/make-sprites.py OUT_DIR    # writes elsewhere
 """
 import math
@@ -648,6 +648,33 @@ SPRITES = [
 ]
 
 
+# --------------------------------------------------------------------------
+# Icon: 256x256, the game's tank from above facing up, in the first team's
+# colour on a rounded square of the floor's green. Written beside the sprites'
+# folder (assets/icon.png): the desktop entry's icon, not a sprite the game draws.
+
+ICON = 256
+ICON_BG = hexc("#3b4239")
+ICON_BG_EDGE = hexc("#262b25")
+ICON_TINT = hexc("#e8b43a")
+ICON_SCALE = 2.4  # icon px per sprite px
+
+
+def icon(x, y):
+    c = CLEAR
+    d = sd_box(x, y, 6.0, 6.0, ICON - 6.0, ICON - 6.0, 40.0)
+    if d < 0:
+        c = ICON_BG_EDGE if d > -5.0 else ICON_BG
+    cx = cy = ICON / 2
+    # the sprites face +x; the icon's tank faces up (-y)
+    u, v = (cy - y) / ICON_SCALE, (x - cx) / ICON_SCALE
+    for part in (hull(HULL_W / 2 + u, HULL_H / 2 + v), turret(TUR_CX + u, TUR_CY + v)):
+        if part[3] > 0:
+            tinted = (part[0] * ICON_TINT[0], part[1] * ICON_TINT[1], part[2] * ICON_TINT[2], part[3])
+            c = over(c, tinted)
+    return c
+
+
 def build():
     """Returns {name: (w, h, rgba_bytes)}."""
     return {name: (w, h, render(w, h, fn, ss)) for name, w, h, fn, ss in SPRITES}
@@ -661,6 +688,11 @@ def main():
         data = png_bytes(w, h, px)
         (out / name).write_bytes(data)
         print(f"{out / name}: {w}x{h}, {len(data)} bytes")
+    if len(sys.argv) <= 1:
+        path = root / "assets" / "icon.png"
+        data = png_bytes(ICON, ICON, render(ICON, ICON, icon))
+        path.write_bytes(data)
+        print(f"{path}: {ICON}x{ICON}, {len(data)} bytes")
 
 
 if __name__ == "__main__":
