@@ -303,6 +303,27 @@ fn the_first_run_asks_for_a_nickname_and_saves_it() {
     assert_eq!(d.app.world().resource::<SettingsStore>().settings.nickname, "zed");
 }
 
+/// Each page of the main menu opens from its button, and Back is the way home.
+#[test]
+fn every_page_of_the_main_menu_opens_and_back_comes_home() {
+    let mut d = Driver::new("pages");
+    d.until("the main menu shows", |d| d.find("Quit").is_some());
+    for (button, page_says) in [
+        ("Host", "Host a match"),
+        ("Join by code", "lobby code or room URL"),
+        ("Playtest a map file", "bot skill"),
+        ("Top players", "Top players"),
+        ("Settings", "Reset keys"),
+    ] {
+        d.click(button);
+        d.until(&format!("{button} opens its page"), |d| {
+            d.find("Back").is_some() && d.find(page_says).is_some() && d.find("Quit").is_none()
+        });
+        d.click("Back");
+        d.until(&format!("Back from {button} comes home"), |d| d.find("Quit").is_some() && d.find("Back").is_none());
+    }
+}
+
 #[test]
 fn the_nickname_is_saved_by_enter_as_well() {
     let mut d = Driver::with_nickname("nickname-enter", "player");
