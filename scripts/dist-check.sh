@@ -33,16 +33,8 @@ started=$(date +%s)
 step() { printf '\n== %s (%s, %d s in)\n' "$1" "$(date +%T)" "$(( $(date +%s) - started ))"; }
 fail() { echo "dist-check.sh: $*" >&2; exit 1; }
 
-need_packages() {
-  local missing=()
-  for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
-  if [ ${#missing[@]} -gt 0 ]; then
-    step "installing ${missing[*]} (Debian packages)"
-    local sudo=; [ "$(id -u)" -eq 0 ] || sudo=sudo
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  fi
-}
+# need_packages: Debian packages, installed when missing.
+source scripts/need-packages.sh
 
 # A field of a JSON object on stdin.
 field() { /usr/bin/python3 -c 'import json,sys; v=json.load(sys.stdin); [v:=v[k] for k in sys.argv[1:]]; print(v)' "$@"; }
@@ -56,6 +48,20 @@ PLAYER_PATH=/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin
 as_player() {
   mkdir -p -m 700 "$home/.run"
   env -i HOME="$home" PATH="$PLAYER_PATH" LANG=C.UTF-8 XDG_RUNTIME_DIR="$home/.run" "$@"
+}
+
+# run_binary NAME RUN...: `--version`, `sim` (its state hash left in $hash) and `map check` on
+# the shipped maps, each run as RUN... (a command and the binary).
+run_binary() {
+  local name=$1; shift
+  step "$name --version"
+  "$@" --version
+  step "$name sim (a headless match of bots, the default map)"
+  local sim; sim=$("$@" sim --seconds 20 --json) || fail "$name sim failed"
+  hash=$(field state_hash <<<"$sim")
+  echo "tick p50 $(field tick_us_p50 <<<"$sim") µs, p99 $(field tick_us_p99 <<<"$sim") µs, state hash $hash"
+  step "$name map check on the shipped maps"
+  "$@" map check default.json rooms bridge
 }
 
 check_linux() {
@@ -73,16 +79,8 @@ check_linux() {
   local vimp="$dir/vimp"
   cd "$root/cwd"
 
-  step "vimp --version"
-  as_player "$vimp" --version
-
-  step "vimp sim (a headless match of bots, the default map)"
-  local sim; sim=$(as_player "$vimp" sim --seconds 20 --json) || fail "vimp sim failed"
-  linux_hash=$(field state_hash <<<"$sim")
-  echo "tick p50 $(field tick_us_p50 <<<"$sim") µs, p99 $(field tick_us_p99 <<<"$sim") µs, state hash $linux_hash"
-
-  step "vimp map check on the shipped maps"
-  as_player "$vimp" map check default.json rooms bridge
+  run_binary vimp as_player "$vimp"
+  linux_hash=$hash
 
   step "a host and a friend joining it by its invite, in a private network namespace"
   # The namespace has loopback alone; both run in it, the host serving its own room.
@@ -175,14 +173,8 @@ EOF
     x86_64-w64-mingw32-gcc -O2 -shared -o "$system32/bcryptprimitives.dll" "$root/prng.c" "$root/prng.def" -ladvapi32
   fi
 
-  step "vimp.exe --version (under wine)"
-  winerun "$dir/vimp.exe" --version
-  step "vimp.exe sim (under wine)"
-  local sim; sim=$(winerun "$dir/vimp.exe" sim --seconds 20 --json) || fail "vimp.exe sim failed"
-  windows_hash=$(field state_hash <<<"$sim")
-  echo "tick p50 $(field tick_us_p50 <<<"$sim") µs, p99 $(field tick_us_p99 <<<"$sim") µs, state hash $windows_hash"
-  step "vimp.exe map check on the shipped maps (under wine)"
-  winerun "$dir/vimp.exe" map check default.json rooms bridge
+  run_binary "vimp.exe (under wine)" winerun "$dir/vimp.exe"
+  windows_hash=$hash
 }
 
 for archive in "$@"; do

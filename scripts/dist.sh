@@ -38,17 +38,8 @@ size() { stat -c %s "$1" | awk '{ printf "%.1f MB", $1 / 1e6 }'; }
 version=$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"/\1/p' Cargo.toml)
 features=audio,gamepad
 
-# Debian packages a build needs, installed when missing.
-need_packages() {
-  local missing=()
-  for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
-  if [ ${#missing[@]} -gt 0 ]; then
-    step "installing ${missing[*]} (Debian packages)"
-    local sudo=; [ "$(id -u)" -eq 0 ] || sudo=sudo
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  fi
-}
+# need_packages: Debian packages, installed when missing.
+source scripts/need-packages.sh
 
 if ! cargo about --version >/dev/null 2>&1; then
   step "installing cargo-about (the licences)"
