@@ -262,12 +262,22 @@ impl Messenger for NativeMessenger {
             messages_from_peers_tx,
             channel_configs,
         )
-        .await;
+        .await
+        .map_err(|e| warn!("peer {}: cannot make its data channels, dropping the peer: {e}", signal_peer.id))
+        .ok()?;
 
-        // TODO: maybe pass in options? ice restart etc.?
-        let offer = connection.create_offer(None).await.unwrap();
+        // A connection that cannot offer ends this handshake only.
+        let offer = connection
+            .create_offer(None)
+            .await
+            .map_err(|e| warn!("peer {}: cannot make an offer, dropping the peer: {e}", signal_peer.id))
+            .ok()?;
         let sdp = offer.sdp.clone();
-        connection.set_local_description(offer).await.unwrap();
+        connection
+            .set_local_description(offer)
+            .await
+            .map_err(|e| warn!("peer {}: cannot set the offer, dropping the peer: {e}", signal_peer.id))
+            .ok()?;
         signal_peer.send(PeerSignal::Offer(sdp));
         phases.note("offer sent");
         // The signalling channel keeps order, so candidates sent now reach the peer after the
@@ -361,7 +371,9 @@ impl Messenger for NativeMessenger {
             messages_from_peers_tx,
             channel_configs,
         )
-        .await;
+        .await
+        .map_err(|e| warn!("peer {}: cannot make its data channels, dropping the peer: {e}", signal_peer.id))
+        .ok()?;
 
         let offer = loop {
             let Some(signal) = peer_signal_rx.next().await else {
@@ -939,34 +951,37 @@ async fn create_data_channels(
     peer_disconnected_tx: Sender<()>,
     from_peer_message_tx: Vec<UnboundedSender<(PeerId, Packet)>>,
     channel_configs: &[ChannelConfig],
-) -> (Vec<Arc<dyn DataChannel>>, EventForwarding) {
+) -> Result<(Vec<Arc<dyn DataChannel>>, EventForwarding), String> {
     let mut channels = vec![];
     let mut event_forwarding = vec![];
     for (i, channel_config) in channel_configs.iter().enumerate() {
-        let channel = create_data_channel(connection, channel_config, i).await;
+        let channel = create_data_channel(connection, channel_config, i).await?;
+        let (Some(ready), Some(from_peer)) = (data_channel_ready_txs.pop(), from_peer_message_tx.get(i)) else {
+            return Err(format!("no channel {i} among {}", channel_configs.len()));
+        };
 
         event_forwarding.push(forward_data_channel_events(
             Arc::clone(&channel),
-            data_channel_ready_txs.pop().unwrap(),
+            ready,
             phases,
             i,
             peer_disconnected_tx.clone(),
-            from_peer_message_tx.get(i).unwrap().clone(),
+            from_peer.clone(),
         ));
         channels.push(channel);
     }
 
-    (
+    Ok((
         channels,
         Box::pin(join_all(event_forwarding).map(|_| ()).fuse()),
-    )
+    ))
 }
 
 async fn create_data_channel(
     connection: &dyn PeerConnection,
     channel_config: &ChannelConfig,
     channel_index: usize,
-) -> Arc<dyn DataChannel> {
+) -> Result<Arc<dyn DataChannel>, String> {
     let config = RTCDataChannelInit {
         ordered: channel_config.ordered,
         negotiated: Some(channel_index as u16),
@@ -977,7 +992,7 @@ async fn create_data_channel(
     connection
         .create_data_channel(&format!("matchbox_socket_{channel_index}"), Some(config))
         .await
-        .unwrap()
+        .map_err(|e| e.to_string())
 }
 
 /// Forwards a data channel's events until it closes, then reports the peer disconnected.

@@ -118,7 +118,7 @@ impl SocketPlace {
     }
 
     /// The room's URL, if it moved.
-    pub(crate) fn room_url(&self) -> Option<String> {
+    pub fn room_url(&self) -> Option<String> {
         self.state().room_url.clone()
     }
 
