@@ -145,9 +145,11 @@ pub fn run(args: &RanksBenchArgs) -> anyhow::Result<i32> {
             anyhow::ensure!(status == 200, "a challenge: HTTP {status} {text}");
             let challenge: Challenge = serde_json::from_str(&text)?;
             let p = &identities[i];
+            let nickname = format!("b{i}");
+            let purpose = vimp_netcode::identity::Purpose::Register { nickname: &nickname };
             let body = serde_json::json!({
-                "publicKey": p.public_key(), "nickname": format!("b{i}"), "challenge": challenge.challenge,
-                "signature": p.prove(&challenge.challenge),
+                "publicKey": p.public_key(), "nickname": nickname, "challenge": challenge.challenge,
+                "signature": p.prove(&challenge.challenge, purpose),
             });
             let (status, text) = call("POST", "/identity/register", Some(body.to_string()))?;
             anyhow::ensure!(status == 201 || status == 409, "a registration: HTTP {status} {text}");

@@ -21,7 +21,34 @@ use jsonwebtoken::jwk::{Jwk, JwkSet};
 use serde::{Deserialize, Serialize};
 
 /// What a player signs to prove its key: this, then the challenge.
-pub const PROOF_CONTEXT: &str = "vimp-identity-v1:";
+pub const PROOF_CONTEXT: &str = "vimp-identity-v2:";
+
+/// What a proof of a key is for ([`Identity::prove`]): the rendezvous takes it for that alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Purpose<'a> {
+    /// Registering this nickname for the key.
+    Register {
+        /// The nickname asked for.
+        nickname: &'a str,
+    },
+    /// A token for this room (its lobby code, as the player asks for it).
+    Token {
+        /// The room.
+        room: &'a str,
+    },
+}
+
+impl Purpose<'_> {
+    /// What is signed with the challenge: the purpose's name and its object, each on a line of
+    /// its own (neither holds a line break: a nickname holds no control character, a room is a
+    /// lobby code), so that no purpose reads as another.
+    fn message(&self, challenge: &str) -> String {
+        match self {
+            Purpose::Register { nickname } => format!("{challenge}\nregister\n{nickname}"),
+            Purpose::Token { room } => format!("{challenge}\ntoken\n{room}"),
+        }
+    }
+}
 
 /// How far apart the clocks of a rendezvous and a host may be: a token this long past its
 /// expiry still holds.
@@ -146,9 +173,9 @@ impl Identity {
     }
 
     /// The signature, unpadded URL-safe base64, that proves this key to whoever handed out
-    /// `challenge` ([`verify_proof`]).
-    pub fn prove(&self, challenge: &str) -> String {
-        self.sign(PROOF_CONTEXT, challenge)
+    /// `challenge`, for `purpose` alone ([`verify_proof`]).
+    pub fn prove(&self, challenge: &str, purpose: Purpose<'_>) -> String {
+        self.sign(PROOF_CONTEXT, &purpose.message(challenge))
     }
 
     /// Its signature of `message` in `context` (one context per use, so that a signature made
@@ -218,9 +245,14 @@ fn restrict(path: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Whether `signature` ([`Identity::prove`]) proves `key` for `challenge`.
-pub fn verify_proof(key: &PublicKey, challenge: &str, signature: &str) -> Result<(), IdentityError> {
-    verify_signed(key, PROOF_CONTEXT, challenge, signature)
+/// Whether `signature` ([`Identity::prove`]) proves `key` for `challenge` and `purpose`.
+pub fn verify_proof(
+    key: &PublicKey,
+    challenge: &str,
+    purpose: Purpose<'_>,
+    signature: &str,
+) -> Result<(), IdentityError> {
+    verify_signed(key, PROOF_CONTEXT, &purpose.message(challenge), signature)
 }
 
 /// Whether `signature` is `key`'s of `message` in `context` ([`Identity::sign`]).
@@ -231,27 +263,44 @@ pub fn verify_signed(key: &PublicKey, context: &str, message: &str, signature: &
     verifying.verify_strict(format!("{context}{message}").as_bytes(), &signature).map_err(|_| IdentityError::BadProof)
 }
 
-/// What makes two nicknames one name, as a room tells them apart
-/// ([`crate::session::same_nickname`]): the same but for case (Unicode lower case).
+/// What makes two nicknames one name, as people read them and as a room and the rendezvous
+/// tell them apart ([`crate::session::same_nickname`]): the same but for case (Unicode lower
+/// case), and the same when they look alike. Unicode's skeleton of the lower-cased name (UTS
+/// #39's confusables: Cyrillic `а` is Latin `a`, `0` is `o`, `rn` is `m`, full-width letters
+/// are the letters), lower-cased again.
 pub fn nickname_key(nickname: &str) -> String {
-    nickname.chars().flat_map(char::to_lowercase).collect()
+    let lower: String = nickname.chars().flat_map(char::to_lowercase).collect();
+    unicode_security::confusable_detection::skeleton(&lower).flat_map(char::to_lowercase).collect()
 }
 
 /// Why a nickname cannot be registered; `None` when it can: what a room would take as it is
-/// ([`crate::session::clean_nickname`]).
+/// ([`crate::session::clean_nickname`]), written in one script (Japanese may mix its own),
+/// of letters, digits and marks that Unicode allows in identifiers (UTS #39), spaces and
+/// ASCII punctuation: nothing invisible (zero-width joiners, fillers), no bidi controls, no
+/// full-width look-alikes, no emoji.
 pub fn nickname_problem(nickname: &str) -> Option<String> {
     use crate::session::{MAX_NICKNAME, clean_nickname};
+    use unicode_security::{GeneralSecurityProfile as _, MixedScript as _};
     let chars = nickname.trim().chars().count();
+    let disallowed = nickname.chars().find(|&c| !(c == ' ' || c.is_ascii_graphic() || c.identifier_allowed()));
     if chars == 0 {
         Some("a nickname cannot be empty".into())
     } else if chars > MAX_NICKNAME {
         Some(format!("a nickname has at most {MAX_NICKNAME} characters"))
-    } else if clean_nickname(nickname).as_deref() == Some(nickname) {
-        None
     } else if nickname.chars().any(char::is_control) {
         Some("a nickname cannot hold control characters".into())
-    } else {
+    } else if clean_nickname(nickname).as_deref() != Some(nickname) {
         Some("a nickname cannot begin or end with spaces, nor begin with @".into())
+    } else if let Some(c) = disallowed {
+        Some(format!(
+            "a nickname cannot hold U+{:04X}: it is letters and digits, spaces and ASCII punctuation (nothing \
+             invisible, no direction marks, look-alikes or emoji)",
+            u32::from(c)
+        ))
+    } else if !nickname.is_single_script() {
+        Some("a nickname is written in one script: it cannot mix, say, Latin and Cyrillic letters".into())
+    } else {
+        None
     }
 }
 
@@ -454,7 +503,7 @@ mod fetch {
     use std::sync::mpsc;
     use std::time::Duration;
 
-    use super::{Challenge, Identity, IssuedToken, TokenKeys, unix_now};
+    use super::{Challenge, Identity, IssuedToken, Purpose, TokenKeys, unix_now};
     use crate::rounds::{RoundReport, RoundResults};
     use crate::signal::http_request;
 
@@ -530,11 +579,13 @@ mod fetch {
         serde_json::from_str::<Top>(&body).map(|t| t.players).map_err(|e| format!("the top does not read: {e}"))
     }
 
-    /// Asks for a challenge and sends `body(challenge, proof)` to `path`.
+    /// Asks for a challenge and sends `body(challenge, proof)` to `path`, the proof made for
+    /// `purpose`.
     fn proven(
         signal: &str,
         identity: &Identity,
         path: &str,
+        purpose: Purpose<'_>,
         body: impl Fn(&str, &str) -> serde_json::Value,
     ) -> Result<(u16, String), String> {
         let (status, text) = call(signal, "POST", "/identity/challenge", None)?;
@@ -543,7 +594,7 @@ mod fetch {
         }
         let challenge: Challenge =
             serde_json::from_str(&text).map_err(|e| format!("a challenge that does not read: {e}"))?;
-        let proof = identity.prove(&challenge.challenge);
+        let proof = identity.prove(&challenge.challenge, purpose);
         call(signal, "POST", path, Some(&body(&challenge.challenge, &proof).to_string()))
     }
 
@@ -557,6 +608,7 @@ mod fetch {
                 signal,
                 identity,
                 "/identity/token",
+                Purpose::Token { room },
                 |challenge, signature| serde_json::json!({ "publicKey": key, "room": room, "challenge": challenge, "signature": signature }),
             )
         };
@@ -566,6 +618,7 @@ mod fetch {
                 signal,
                 identity,
                 "/identity/register",
+                Purpose::Register { nickname },
                 |challenge, signature| serde_json::json!({ "publicKey": key, "nickname": nickname, "challenge": challenge, "signature": signature }),
             )?;
             if registered != 201 {
@@ -784,13 +837,23 @@ mod tests {
     }
 
     #[test]
-    fn a_proof_verifies_for_its_key_and_challenge_only() {
+    fn a_proof_verifies_for_its_key_challenge_and_purpose_only() {
         let (alice, bob) = (Identity::from_seed([1; 32]), Identity::from_seed([2; 32]));
-        let proof = alice.prove("c-123");
-        assert!(verify_proof(&alice.public_key(), "c-123", &proof).is_ok());
-        assert!(verify_proof(&alice.public_key(), "c-124", &proof).is_err());
-        assert!(verify_proof(&bob.public_key(), "c-123", &proof).is_err());
-        assert!(verify_proof(&alice.public_key(), "c-123", "not base64!").is_err());
+        let room = Purpose::Token { room: "K7MP2Q" };
+        let proof = alice.prove("c-123", room);
+        assert!(verify_proof(&alice.public_key(), "c-123", room, &proof).is_ok());
+        assert!(verify_proof(&alice.public_key(), "c-124", room, &proof).is_err());
+        assert!(verify_proof(&bob.public_key(), "c-123", room, &proof).is_err());
+        assert!(verify_proof(&alice.public_key(), "c-123", room, "not base64!").is_err());
+        // For another room, or for a name: not this proof.
+        assert!(verify_proof(&alice.public_key(), "c-123", Purpose::Token { room: "ABCDEF" }, &proof).is_err());
+        assert!(verify_proof(&alice.public_key(), "c-123", Purpose::Register { nickname: "K7MP2Q" }, &proof).is_err());
+        let name = alice.prove("c-123", Purpose::Register { nickname: "alice" });
+        assert!(verify_proof(&alice.public_key(), "c-123", Purpose::Register { nickname: "alice" }, &name).is_ok());
+        assert!(verify_proof(&alice.public_key(), "c-123", Purpose::Register { nickname: "Alice" }, &name).is_err());
+        // A signature of the bare challenge (the old proofs) proves nothing.
+        let bare = alice.sign("vimp-identity-v1:", "c-123");
+        assert!(verify_proof(&alice.public_key(), "c-123", room, &bare).is_err());
     }
 
     #[test]
@@ -872,6 +935,45 @@ mod tests {
         }
     }
 
+    #[test]
+    fn names_that_look_alike_are_one_name_and_hidden_characters_are_refused() {
+        // One key for what people read as one name.
+        for (a, b) in [
+            ("alice", "\u{430}lice"),
+            ("alice", "\u{ff41}\u{ff4c}\u{ff49}\u{ff43}\u{ff45}"),
+            ("bob", "B0B"),
+            ("mary", "rnary"),
+        ] {
+            assert_eq!(nickname_key(a), nickname_key(b), "{a:?} and {b:?}");
+        }
+        assert_ne!(nickname_key("alice"), nickname_key("alicia"));
+        // Each refused with what it holds.
+        let refused = [
+            ("\u{430}lice", "one script"),                          // Cyrillic а among Latin letters
+            ("\u{ff41}\u{ff4c}\u{ff49}\u{ff43}\u{ff45}", "U+FF41"), // full-width
+            ("a\u{200d}lice", "U+200D"),                            // a zero-width joiner
+            ("al\u{200b}ice", "U+200B"),                            // a zero-width space
+            ("\u{202e}ecila", "U+202E"),                            // right-to-left override
+            ("x\u{2066}y", "U+2066"),                               // a bidi isolate
+            ("\u{3164}", "U+3164"),                                 // a Hangul filler
+            ("tank\u{1f600}", "U+1F600"),                           // an emoji
+        ];
+        for (name, why) in refused {
+            let problem = nickname_problem(name).unwrap_or_else(|| panic!("{name:?} was taken"));
+            assert!(problem.contains(why), "{name:?}: {problem}");
+        }
+        // Names in one script, accents, and a script that mixes its own, are taken.
+        for good in [
+            "Zo\u{eb}",
+            "\u{418}\u{432}\u{430}\u{43d}",
+            "\u{65e5}\u{672c}\u{8a9e}\u{30c6}\u{30b9}\u{30c8}",
+            "tank_1-2",
+            "Ann Lee",
+        ] {
+            assert_eq!(nickname_problem(good), None, "{good:?}");
+        }
+    }
+
     proptest! {
         #[test]
         fn garbage_tokens_are_refused_never_a_panic(text in ".{0,300}", dots in 0usize..4) {
@@ -879,7 +981,7 @@ mod tests {
             let token = format!("{text}{}", ".".repeat(dots));
             prop_assert!(keys.check(&token, "K7MP2Q", 1_000).is_err());
             let _ = token.parse::<PublicKey>();
-            let _ = verify_proof(&Identity::from_seed([1; 32]).public_key(), "c", &token);
+            let _ = verify_proof(&Identity::from_seed([1; 32]).public_key(), "c", Purpose::Token { room: "K7MP2Q" }, &token);
         }
     }
 }

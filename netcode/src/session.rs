@@ -329,10 +329,12 @@ pub fn clean_nickname(raw: &str) -> Option<String> {
     ((1..=MAX_NICKNAME).contains(&n) && name.chars().all(|c| !c.is_control())).then(|| name.to_owned())
 }
 
-/// Whether two nicknames are the same name: equal but for case (Unicode lower case), so
-/// that a host keeps names apart as people read them and `/w bob` finds `Bob`.
+/// Whether two nicknames are the same name: equal but for case (Unicode lower case) and for
+/// characters that look alike ([`crate::identity::nickname_key`]), so that a host keeps names
+/// apart as people read them (a Cyrillic `а` does not make a second `alice`) and `/w bob`
+/// finds `Bob`.
 pub fn same_nickname(a: &str, b: &str) -> bool {
-    a == b || a.chars().flat_map(char::to_lowercase).eq(b.chars().flat_map(char::to_lowercase))
+    a == b || crate::identity::nickname_key(a) == crate::identity::nickname_key(b)
 }
 
 /// `name` if `taken` says it is free, else `name (2)`, `name (3)`… shortened to fit 16 characters.

@@ -12,9 +12,12 @@
 //! | `GET /top?limit=N&offset=M` | | `{"players": [Standing…]}`, best first (at most 100) |
 //! | `GET /top/places?keys=K1,K2,…` | | `{"players": [Standing…]}`: the places of the given players that have any |
 //!
-//! A challenge is stateless: its expiry and a random nonce, signed with the rendezvous's own
-//! key, so that any process sharing the database's key checks it. `signature` is the
-//! player's [`Identity::prove`] of the challenge. Every refusal is a 4xx with `{"error":
+//! A challenge is its expiry and a random nonce, signed with the rendezvous's own key, so that
+//! any process sharing the database's key checks it. `signature` is the player's
+//! [`Identity::prove`] of the challenge for what it asks: this nickname, or a token for this
+//! room ([`Purpose`]); a proof taken for one is refused for any other. Each challenge is good
+//! once: its nonce is spent in the database when a proof of it is taken (replayed, it is
+//! refused), and forgotten once it has expired. Every refusal is a 4xx with `{"error":
 //! "why"}`; every body is capped at [`MAX_BODY`] bytes and every address held to
 //! [`RanksConfig::requests_per_second`].
 
@@ -30,8 +33,8 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 use vimp_netcode::identity::{
-    Identity, PublicKey, TOKEN_LIFETIME_SECS, TokenKeys, TokenSigner, nickname_problem, unix_now, verify_proof,
-    verify_signed,
+    Identity, PublicKey, Purpose, TOKEN_LIFETIME_SECS, TokenKeys, TokenSigner, nickname_problem, unix_now,
+    verify_proof, verify_signed,
 };
 use vimp_netcode::lobby::LobbyCode;
 use vimp_netcode::signal::PeerAddr;
@@ -211,28 +214,40 @@ impl Ranks {
         ChallengeAnswer { challenge: format!("{payload}.{signature}"), expires_at }
     }
 
-    /// Checks that `challenge` is one of ours, still good at `now`, and that `signature`
-    /// proves `key` for it.
-    fn check_proof(&self, key: &str, challenge: &str, signature: &str, now: u64) -> Result<PublicKey, Refusal> {
+    /// Checks that `challenge` is one of ours, still good at `now` and not spent, and that
+    /// `signature` proves `key` for it and `purpose`; then spends it.
+    async fn check_proof(
+        &self,
+        key: &str,
+        challenge: &str,
+        purpose: Purpose<'_>,
+        signature: &str,
+        now: u64,
+    ) -> Result<PublicKey, Refusal> {
         let key: PublicKey = key.parse().map_err(|e| refuse(StatusCode::BAD_REQUEST, format!("{e}")))?;
         let bad = || refuse(StatusCode::UNAUTHORIZED, "not a challenge this rendezvous handed out");
         let (payload, ours) = challenge.rsplit_once('.').ok_or_else(bad)?;
         verify_signed(&self.own.public_key(), CHALLENGE_CONTEXT, payload, ours).map_err(|_| bad())?;
-        let expires_at: u64 = payload.split('.').next().and_then(|t| t.parse().ok()).ok_or_else(bad)?;
+        let (expires_at, nonce) = payload.split_once('.').ok_or_else(bad)?;
+        let expires_at: u64 = expires_at.parse().map_err(|_| bad())?;
         if now > expires_at {
             return Err(refuse(StatusCode::UNAUTHORIZED, "the challenge has expired: ask for another"));
         }
-        verify_proof(&key, challenge, signature)
-            .map_err(|_| refuse(StatusCode::UNAUTHORIZED, "the signature does not prove the key"))?;
+        verify_proof(&key, challenge, purpose, signature)
+            .map_err(|_| refuse(StatusCode::UNAUTHORIZED, "the signature does not prove the key for what it asks"))?;
+        if !self.store.spend_challenge(nonce, expires_at, now).await? {
+            return Err(refuse(StatusCode::UNAUTHORIZED, "the challenge was used already: ask for another"));
+        }
         Ok(key)
     }
 
     /// Registers a nickname for a key that proved itself.
     pub async fn register(&self, request: &RegisterRequest, now: u64) -> Result<String, Refusal> {
-        let key = self.check_proof(&request.public_key, &request.challenge, &request.signature, now)?;
         if let Some(problem) = nickname_problem(&request.nickname) {
             return Err(refuse(StatusCode::BAD_REQUEST, problem));
         }
+        let purpose = Purpose::Register { nickname: &request.nickname };
+        let key = self.check_proof(&request.public_key, &request.challenge, purpose, &request.signature, now).await?;
         match self.store.register(&key, &request.nickname, now).await? {
             Registration::Registered => Ok(request.nickname.clone()),
             Registration::Taken => Err(refuse(
@@ -253,7 +268,8 @@ impl Ranks {
         address: Option<IpAddr>,
         now: u64,
     ) -> Result<TokenAnswer, Refusal> {
-        let key = self.check_proof(&request.public_key, &request.challenge, &request.signature, now)?;
+        let purpose = Purpose::Token { room: &request.room };
+        let key = self.check_proof(&request.public_key, &request.challenge, purpose, &request.signature, now).await?;
         let room = LobbyCode::parse(&request.room)
             .map_err(|e| refuse(StatusCode::BAD_REQUEST, format!("not a lobby code: {e}")))?;
         let nickname = self

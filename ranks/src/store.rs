@@ -29,11 +29,18 @@ pub enum StoreError {
 }
 
 /// The migrations, in order: what each version of the schema adds.
-const MIGRATIONS: [(i64, &str, &str); 3] = [
+const MIGRATIONS: [(i64, &str, &str); 5] = [
     (1, "identities", include_str!("../migrations/0001_identities.sql")),
     (2, "rounds", include_str!("../migrations/0002_rounds.sql")),
     (3, "room tokens", include_str!("../migrations/0003_room_tokens.sql")),
+    (4, "store meta", include_str!("../migrations/0004_store_meta.sql")),
+    (5, "spent challenges", include_str!("../migrations/0005_spent_challenges.sql")),
 ];
+
+/// The rules [`nickname_key`] keys names by, as `store_meta` notes them: names registered
+/// under other rules are keyed again when a store opens ([`Store::rekey_nicknames`]).
+/// `uts39-1`: lower case, then Unicode's confusables skeleton (before it: lower case alone).
+pub const NICKNAME_KEYS: &str = "uts39-1";
 
 fn migrator() -> Migrator {
     let migrations = MIGRATIONS
@@ -85,6 +92,7 @@ async fn set_up(pool: &sqlx::AnyPool, backend: Backend) -> Result<(), StoreError
 
 /// Makes the SQLite file at `path` (and its folder) when it is not there, readable by its
 /// owner only: it holds the rendezvous's signing key. SQLite gives its journal the same rights.
+/// A file found open to others has their rights taken away ([`tighten`]).
 fn create_private(path: &Path) -> std::io::Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
@@ -95,9 +103,49 @@ fn create_private(path: &Path) -> std::io::Result<()> {
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
     match options.open(path) {
         Ok(_) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => tighten(path),
         Err(e) => Err(e),
     }
+}
+
+/// Takes the group's and others' rights away from the SQLite file at `path` and its journal,
+/// saying so in the log: a file found open to them (copied in, or made by hand) holds the
+/// signing key all the same.
+fn tighten(path: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let journal = |suffix: &str| {
+            let mut name = path.as_os_str().to_owned();
+            name.push(suffix);
+            std::path::PathBuf::from(name)
+        };
+        for file in [path.to_owned(), journal("-wal"), journal("-shm")] {
+            let mode = match std::fs::metadata(&file) {
+                Ok(meta) => meta.permissions().mode() & 0o777,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(e),
+            };
+            if mode & 0o077 != 0 {
+                std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode & 0o700))?;
+                tracing::warn!(
+                    "{} could be read by other users (mode {mode:o}): now by its owner alone ({:o})",
+                    file.display(),
+                    mode & 0o700
+                );
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(())
+}
+
+/// The file a SQLite URL (`sqlite://PATH?…`, `sqlite:PATH`) names; `None` for one in memory.
+fn sqlite_file(url: &str) -> Option<&Path> {
+    let rest = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:"))?;
+    let path = rest.split('?').next().unwrap_or_default();
+    (!path.is_empty() && path != ":memory:").then(|| Path::new(path))
 }
 
 /// The rendezvous's database (see the module docs). Cheap to clone: a pool.
@@ -162,6 +210,8 @@ impl Store {
         let (url, backend) = connect_url(db)?;
         if backend == Backend::Sqlite && !db.starts_with("sqlite:") {
             create_private(Path::new(db)).map_err(|e| StoreError::Database(sqlx::Error::Io(e)))?;
+        } else if let Some(path) = sqlite_file(db) {
+            tighten(path).map_err(|e| StoreError::Database(sqlx::Error::Io(e)))?;
         }
         let connections = match backend {
             // One writer at a time whatever the pool; readers beside it under WAL.
@@ -179,7 +229,67 @@ impl Store {
             }
             tokio::time::sleep(std::time::Duration::from_millis(25 << attempt.min(4))).await;
         }
-        Ok(Store { pool, backend })
+        let store = Store { pool, backend };
+        store.rekey_nicknames().await?;
+        Ok(store)
+    }
+
+    /// Keys every registered name by today's rules ([`NICKNAME_KEYS`]) when the store's were
+    /// others: the first registered of names that now look alike keeps the key, each later one
+    /// keeps its name under a key of its own (its key and public key), and no new name like
+    /// them can be registered. Done once per change of the rules.
+    async fn rekey_nicknames(&self) -> Result<(), StoreError> {
+        let done = sqlx::query("SELECT value FROM store_meta WHERE name = $1")
+            .bind("nickname_keys")
+            .fetch_optional(&self.pool)
+            .await?
+            .map(|row| row.try_get::<String, _>(0))
+            .transpose()?;
+        if done.as_deref() == Some(NICKNAME_KEYS) {
+            return Ok(());
+        }
+        let rows =
+            sqlx::query("SELECT public_key, nickname, nickname_key FROM identities ORDER BY registered_at, public_key")
+                .fetch_all(&self.pool)
+                .await?;
+        let mut keyed = std::collections::HashSet::new();
+        let mut changes = Vec::new();
+        for row in &rows {
+            let (key, nickname, old): (String, String, String) = (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
+            let mut new = nickname_key(&nickname);
+            if !keyed.insert(new.clone()) {
+                new = format!("{new}\u{1f}{key}");
+            }
+            if new != old {
+                changes.push((key, old, new));
+            }
+        }
+        if !changes.is_empty() {
+            let mut tx = self.pool.begin().await?;
+            // Out of the way first (a row's new key may be another's old one), then in place.
+            for (key, old, _) in &changes {
+                sqlx::query("UPDATE identities SET nickname_key = $1 WHERE public_key = $2")
+                    .bind(format!("\u{1e}{old}\u{1f}{key}"))
+                    .bind(key)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            for (key, _, new) in &changes {
+                sqlx::query("UPDATE identities SET nickname_key = $1 WHERE public_key = $2")
+                    .bind(new)
+                    .bind(key)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            tx.commit().await?;
+            tracing::info!("{} of {} registered names keyed again by {NICKNAME_KEYS}", changes.len(), rows.len());
+        }
+        sqlx::query("INSERT INTO store_meta (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = $2")
+            .bind("nickname_keys")
+            .bind(NICKNAME_KEYS)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
     }
 
     /// Which database it is on.
@@ -239,6 +349,26 @@ impl Store {
             Some(held) => Ok(Registration::HasAnother(held)),
             None => Ok(Registration::Taken),
         }
+    }
+
+    /// Spends the challenge whose nonce is `nonce`, good until `expires_at`: `true` the first
+    /// time, `false` when it was spent already (every process on one database agrees).
+    /// Challenges expired by `now` are forgotten now and then.
+    pub async fn spend_challenge(&self, nonce: &str, expires_at: u64, now: u64) -> Result<bool, StoreError> {
+        static SPENT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        if SPENT.fetch_add(1, std::sync::atomic::Ordering::Relaxed).is_multiple_of(256) {
+            sqlx::query("DELETE FROM spent_challenges WHERE expires_at < $1")
+                .bind(now as i64)
+                .execute(&self.pool)
+                .await?;
+        }
+        let spent =
+            sqlx::query("INSERT INTO spent_challenges (nonce, expires_at) VALUES ($1, $2) ON CONFLICT DO NOTHING")
+                .bind(nonce)
+                .bind(expires_at as i64)
+                .execute(&self.pool)
+                .await?;
+        Ok(spent.rows_affected() == 1)
     }
 
     /// The nickname registered for `key`.

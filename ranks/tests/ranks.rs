@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use proptest::prelude::*;
-use vimp_netcode::identity::{Identity, TokenError, TokenKeys, unix_now};
+use vimp_netcode::identity::{Identity, Purpose, TokenError, TokenKeys, unix_now};
 use vimp_netcode::rounds::{RoundPlayer, RoundReport, RoundResults};
 use vimp_netcode::signal::{SignalConfig, SignalServer, http_request};
 use vimp_ranks::service::{ChallengeAnswer, MAX_BODY, Ranks, RanksConfig, TokenAnswer};
@@ -48,6 +48,11 @@ async fn registrations_hold(db: &str, backend: Backend) {
     assert_eq!(store.register(&bob, "ALICE", 12).await.unwrap(), Registration::Taken);
     assert_eq!(store.register(&alice, "Alicia", 13).await.unwrap(), Registration::HasAnother("Alice".into()));
     assert_eq!(store.register(&bob, "Bob", 14).await.unwrap(), Registration::Registered);
+    // A name that looks like one registered is that name: Cyrillic а, full-width letters.
+    let mallory = Identity::from_seed([3; 32]).public_key();
+    for alike in ["\u{430}lice", "\u{ff21}lice", "B0B"] {
+        assert_eq!(store.register(&mallory, alike, 15).await.unwrap(), Registration::Taken, "{alike:?}");
+    }
     assert_eq!(store.nickname_of(&alice).await.unwrap().as_deref(), Some("Alice"));
     assert_eq!(store.identities().await.unwrap(), 2);
     let key = store.signing_identity(20).await.unwrap().public_key();
@@ -224,6 +229,89 @@ fn sqlite_keeps_one_name_per_key_and_one_key_per_name() {
     runtime().block_on(one_name_one_winner(&sqlite_path("race")));
 }
 
+/// Names registered under the old keys (lower case alone) are keyed again once, by look: of two
+/// that now look alike the first registered keeps the key, the second its name, and no third
+/// like them gets in.
+#[test]
+fn names_registered_before_the_look_alike_rules_are_keyed_again_once() {
+    use sqlx::Row as _;
+    let db = sqlite_path("rekey");
+    let (mary, rnary, third) = [7u8, 8, 9].map(|seed| Identity::from_seed([seed; 32]).public_key()).into();
+    runtime().block_on(async {
+        let store = Store::open(&db).await.unwrap();
+        store.close().await;
+        // As an older store left it: lower-cased keys, and no note of the rules.
+        sqlx::any::install_default_drivers();
+        let pool = sqlx::AnyPool::connect(&format!("sqlite://{db}")).await.unwrap();
+        for (key, name, at) in [(&mary, "Mary", 1i64), (&rnary, "rnary", 2)] {
+            sqlx::query(
+                "INSERT INTO identities (public_key, nickname, nickname_key, registered_at) VALUES ($1, $2, $3, $4)",
+            )
+            .bind(key.to_string())
+            .bind(name)
+            .bind(name.to_lowercase())
+            .bind(at)
+            .execute(&pool)
+            .await
+            .unwrap();
+        }
+        sqlx::query("DELETE FROM store_meta").execute(&pool).await.unwrap();
+        pool.close().await;
+
+        let store = Store::open(&db).await.unwrap();
+        assert_eq!(store.nickname_of(&mary).await.unwrap().as_deref(), Some("Mary"));
+        assert_eq!(store.nickname_of(&rnary).await.unwrap().as_deref(), Some("rnary"), "kept its name");
+        assert_eq!(store.register(&third, "MARY", 3).await.unwrap(), Registration::Taken);
+        assert_eq!(store.register(&third, "rnary", 3).await.unwrap(), Registration::Taken);
+        assert_eq!(store.register(&rnary, "rnary", 4).await.unwrap(), Registration::Registered, "still its own");
+        store.close().await;
+        let pool = sqlx::AnyPool::connect(&format!("sqlite://{db}")).await.unwrap();
+        let keys: Vec<String> = sqlx::query("SELECT nickname_key FROM identities ORDER BY registered_at")
+            .fetch_all(&pool)
+            .await
+            .unwrap()
+            .iter()
+            .map(|row| row.get(0))
+            .collect();
+        assert_eq!(keys[0], "rnary", "the first registered holds the key");
+        assert!(keys[1].starts_with("rnary\u{1f}"), "{keys:?}");
+        pool.close().await;
+    });
+}
+
+/// A database found open to other users (a copy, a file made by hand) is its owner's alone
+/// once opened, its journal too.
+#[cfg(unix)]
+#[test]
+fn sqlite_files_found_open_to_others_are_tightened() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let db = sqlite_path("found-open");
+    runtime().block_on(async {
+        let store = Store::open(&db).await.unwrap();
+        store.close().await;
+    });
+    let open = std::fs::Permissions::from_mode(0o644);
+    std::fs::set_permissions(&db, open.clone()).unwrap();
+    std::fs::write(format!("{db}-wal"), b"").unwrap();
+    std::fs::set_permissions(format!("{db}-wal"), open).unwrap();
+    runtime().block_on(async {
+        let store = Store::open(&db).await.unwrap();
+        store.close().await;
+    });
+    for file in [db.clone(), format!("{db}-wal")] {
+        let mode = std::fs::metadata(&file).map(|m| m.permissions().mode() & 0o777);
+        assert!(matches!(mode, Ok(0o600) | Err(_)), "{file}: {mode:?}");
+    }
+    assert_eq!(std::fs::metadata(&db).unwrap().permissions().mode() & 0o777, 0o600);
+    // Named by URL alike.
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o640)).unwrap();
+    runtime().block_on(async {
+        let store = Store::open(&format!("sqlite://{db}")).await.unwrap();
+        store.close().await;
+    });
+    assert_eq!(std::fs::metadata(&db).unwrap().permissions().mode() & 0o777, 0o600);
+}
+
 #[test]
 #[ignore = "needs a PostgreSQL: VIMP_TEST_POSTGRES=postgres://… (scripts/postgres.sh)"]
 fn postgres_keeps_one_name_per_key_and_one_key_per_name() {
@@ -280,7 +368,7 @@ impl Rendezvous {
         let challenge = self.challenge();
         let body = serde_json::json!({
             "publicKey": who.public_key(), "nickname": nickname, "challenge": challenge,
-            "signature": who.prove(&challenge),
+            "signature": who.prove(&challenge, Purpose::Register { nickname }),
         });
         self.call("POST", "/identity/register", Some(&body.to_string()))
     }
@@ -288,7 +376,8 @@ impl Rendezvous {
     fn token(&self, who: &Identity, room: &str) -> (u16, serde_json::Value) {
         let challenge = self.challenge();
         let body = serde_json::json!({
-            "publicKey": who.public_key(), "room": room, "challenge": challenge, "signature": who.prove(&challenge),
+            "publicKey": who.public_key(), "room": room, "challenge": challenge,
+            "signature": who.prove(&challenge, Purpose::Token { room }),
         });
         self.call("POST", "/identity/token", Some(&body.to_string()))
     }
@@ -438,18 +527,20 @@ fn proofs_that_do_not_hold_are_refused_with_their_reason() {
         rv.call("POST", "/identity/register", Some(&body.to_string()))
     };
     // Mallory signs for Alice's key.
-    let (status, body) = ask(&alice, &challenge, mallory.prove(&challenge));
+    let for_alice = Purpose::Register { nickname: "Alice" };
+    let (status, body) = ask(&alice, &challenge, mallory.prove(&challenge, for_alice));
     assert_eq!(status, 401, "{body}");
     assert!(body["error"].as_str().unwrap().contains("does not prove"), "{body}");
     // A challenge of her own making.
     let forged = format!("{}.abcdef.{}", unix_now() + 60, mallory.sign("vimp-challenge-v1:", "x"));
-    let (status, body) = ask(&mallory, &forged, mallory.prove(&forged));
+    let (status, body) = ask(&mallory, &forged, mallory.prove(&forged, for_alice));
     assert_eq!(status, 401, "{body}");
     assert!(body["error"].as_str().unwrap().contains("not a challenge"), "{body}");
     // A bad nickname.
     let challenge = rv.challenge();
     let body = serde_json::json!({
-        "publicKey": alice.public_key(), "nickname": "@host", "challenge": challenge, "signature": alice.prove(&challenge),
+        "publicKey": alice.public_key(), "nickname": "@host", "challenge": challenge,
+        "signature": alice.prove(&challenge, Purpose::Register { nickname: "@host" }),
     });
     let (status, body) = rv.call("POST", "/identity/register", Some(&body.to_string()));
     assert_eq!(status, 400, "{body}");
@@ -457,6 +548,55 @@ fn proofs_that_do_not_hold_are_refused_with_their_reason() {
     rv.register(&alice, "Alice");
     let (status, body) = rv.token(&alice, "not a room!");
     assert_eq!(status, 400, "{body}");
+}
+
+/// A proof is for what it was made for, once: replayed, or taken to another room or name, it
+/// is refused (an on-path reader of one request gets nothing it can use).
+#[test]
+fn a_proof_is_good_once_and_for_its_own_purpose() {
+    let rv = rendezvous("purpose", RanksConfig::default());
+    let (alice, bob) = (Identity::from_seed([12; 32]), Identity::from_seed([13; 32]));
+    assert_eq!(rv.register(&alice, "Alice").0, 201);
+    let post = |path: &str, body: serde_json::Value| rv.call("POST", path, Some(&body.to_string()));
+    // A token for K7MP2Q, asked once: the same challenge and proof again are refused.
+    let challenge = rv.challenge();
+    let proof = alice.prove(&challenge, Purpose::Token { room: "K7MP2Q" });
+    let ask = serde_json::json!({
+        "publicKey": alice.public_key(), "room": "K7MP2Q", "challenge": challenge, "signature": proof,
+    });
+    let (status, body) = post("/identity/token", ask.clone());
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = post("/identity/token", ask);
+    assert_eq!(status, 401, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("used already"), "{body}");
+    // A fresh proof for one room, taken to another: refused, and the challenge is not spent.
+    let challenge = rv.challenge();
+    let proof = alice.prove(&challenge, Purpose::Token { room: "K7MP2Q" });
+    let elsewhere = serde_json::json!({
+        "publicKey": alice.public_key(), "room": "ABCDEF", "challenge": challenge, "signature": proof,
+    });
+    let (status, body) = post("/identity/token", elsewhere);
+    assert_eq!(status, 401, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("for what it asks"), "{body}");
+    let right = serde_json::json!({
+        "publicKey": alice.public_key(), "room": "K7MP2Q", "challenge": challenge, "signature": proof,
+    });
+    assert_eq!(post("/identity/token", right).0, 200, "the challenge was still good for its own room");
+    // A proof made to register one name does not register another.
+    let challenge = rv.challenge();
+    let proof = bob.prove(&challenge, Purpose::Register { nickname: "Bob" });
+    let other = serde_json::json!({
+        "publicKey": bob.public_key(), "nickname": "Bobby", "challenge": challenge, "signature": proof,
+    });
+    let (status, body) = post("/identity/register", other);
+    assert_eq!(status, 401, "{body}");
+    // Nor is a token proof one to register with.
+    let challenge = rv.challenge();
+    let proof = bob.prove(&challenge, Purpose::Token { room: "K7MP2Q" });
+    let crossed = serde_json::json!({
+        "publicKey": bob.public_key(), "nickname": "K7MP2Q", "challenge": challenge, "signature": proof,
+    });
+    assert_eq!(post("/identity/register", crossed).0, 401);
 }
 
 #[test]
@@ -516,7 +656,7 @@ fn an_expired_challenge_is_refused() {
     let old = rv.ranks.challenge(unix_now() - 3600);
     let body = serde_json::json!({
         "publicKey": alice.public_key(), "nickname": "Alice", "challenge": old.challenge,
-        "signature": alice.prove(&old.challenge),
+        "signature": alice.prove(&old.challenge, Purpose::Register { nickname: "Alice" }),
     });
     let (status, body) = rv.call("POST", "/identity/register", Some(&body.to_string()));
     assert_eq!(status, 401, "{body}");
