@@ -263,7 +263,7 @@ impl RoomFollower {
                 let signal = url.rsplit_once('/').map_or(url.as_str(), |(s, _)| s).to_owned();
                 let place = self.place.clone();
                 let _ = std::thread::Builder::new().name("vimp-ice-fetch".into()).spawn(move || {
-                    let servers = crate::setup::fetch_ice(&signal, 0);
+                    let servers = crate::setup::fetch_ice(&signal, None, 0);
                     if let Err(e) = place.set_ice_servers(&servers) {
                         tracing::warn!("the new rendezvous's ICE servers: {e}");
                     }

@@ -15,7 +15,7 @@ use vimp_host::engine::server::{PlayerLink, ServerConfig, ServerCore, ServerEven
 use vimp_netcode::lobby::{LobbyCode, room_url};
 use vimp_netcode::session::Hello;
 use vimp_netcode::transport::Transport;
-use vimp_netcode::transport::webrtc::{RoomPlace, WebRtcTransport};
+use vimp_netcode::transport::webrtc::{RoomPlace, WebRtcError, WebRtcTransport};
 
 pub use join::{JoinArgs, join};
 
@@ -182,8 +182,22 @@ impl<'a> HostRun<'a> {
         let url = room_url(&signal_url, &code);
         // A host that serves its room gathers no candidate from its own STUN responder: its
         // router's public address comes from the router.
-        let ice = if home.is_some() { args.ice.known()? } else { args.ice.resolve(&signal_url)? };
-        let transport: Box<dyn Transport> = Box::new(WebRtcTransport::connect_in(&place, &url, &ice)?);
+        let (ice, fetch) = if home.is_some() {
+            (args.ice.known()?, None)
+        } else {
+            let (known, fetch) = args.ice.fetching(&signal_url)?;
+            (known, Some(fetch))
+        };
+        let connect = move |place: &RoomPlace, url: &str| -> Result<WebRtcTransport, WebRtcError> {
+            match &fetch {
+                Some(fetch) => {
+                    let fetch = fetch.clone();
+                    WebRtcTransport::connect_fetching_in(place, url, &ice, move |keyed: &str| fetch(keyed))
+                }
+                None => WebRtcTransport::connect_in(place, url, &ice),
+            }
+        };
+        let transport: Box<dyn Transport> = Box::new(connect(&place, &url)?);
         let server_config = ServerConfig {
             match_id: format!("{code}-{seed:016x}"),
             max_players: args.max_players,
@@ -200,10 +214,8 @@ impl<'a> HostRun<'a> {
         let member = Hello::new("host", env!("CARGO_PKG_VERSION"));
         let node = Node::hosting(*game, transport, ServerCore::new(host, server_config), None)
             .stays_as_member(member, Witnesser::config(client_config(500)));
-        let (dial_url, dial_ice, dial_place) = (url.clone(), ice.clone(), place.clone());
-        let dial = move || -> anyhow::Result<Box<dyn Transport>> {
-            Ok(Box::new(WebRtcTransport::connect_in(&dial_place, &dial_url, &dial_ice)?))
-        };
+        let (dial_url, dial_place) = (url.clone(), place.clone());
+        let dial = move || -> anyhow::Result<Box<dyn Transport>> { Ok(Box::new(connect(&dial_place, &dial_url)?)) };
         // As a member, a hello nobody answered, or a link that dropped, is dialed again: the
         // links it had may have failed while this process slept.
         let redialer = Redialer::new(Box::new(dial.clone()));

@@ -4,6 +4,7 @@
 //! dropped player back in.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -16,6 +17,7 @@ use vimp_netcode::lobby::LobbyCode;
 use vimp_netcode::session::close;
 use vimp_netcode::signal::IceServer;
 use vimp_netcode::transport::Transport;
+use vimp_netcode::transport::webrtc::WebRtcTransport;
 
 /// Where a player's identity is kept by default: `identity.json` beside the settings.
 pub fn identity_path() -> Option<PathBuf> {
@@ -238,13 +240,32 @@ pub struct IceArgs {
 /// The environment variable with more ICE servers, as JSON: `[{"urls": ["stun:…"]}, …]`.
 pub const ICE_ENV: &str = "VIMP_ICE_SERVERS";
 
+/// How a socket in a room gets its ICE servers ([`IceArgs::fetching`]): given the room URL
+/// with the socket's key, the whole list.
+pub type IceFetch = Arc<dyn Fn(&str) -> Vec<IceServer> + Send + Sync>;
+
 impl IceArgs {
-    /// The ICE servers to use: these flags, then `VIMP_ICE_SERVERS`, then what the signalling
-    /// server at `signal` hands out. None of them by default.
-    pub fn resolve(&self, signal: &str) -> anyhow::Result<Vec<IceServer>> {
-        let mut out = self.known()?;
-        out.extend(fetch_ice(signal, out.len()));
-        Ok(out)
+    /// The ICE servers for a socket in a room at the rendezvous `signal`: these flags, then
+    /// `VIMP_ICE_SERVERS` (`known`, checked now), and a fetch that adds what the rendezvous hands
+    /// the room member the socket's key names (TURN credentials are minted for members alone),
+    /// for [`WebRtcTransport::connect_fetching_in`]: it runs the fetch while the websocket
+    /// connects, and again while minted credentials are renewed. None of them by default.
+    pub fn fetching(&self, signal: &str) -> anyhow::Result<(Vec<IceServer>, IceFetch)> {
+        let known = self.known()?;
+        WebRtcTransport::check_ice_servers(&known)?;
+        let (signal, kept) = (signal.to_owned(), known.clone());
+        let fetch = move |keyed: &str| {
+            let fetched = fetch_ice(&signal, Some(keyed), kept.len());
+            let all: Vec<_> = kept.iter().chain(&fetched).cloned().collect();
+            match WebRtcTransport::check_ice_servers(&all) {
+                Ok(()) => all,
+                Err(e) => {
+                    eprintln!("note: {e}; going on without the rendezvous's ICE servers");
+                    kept.clone()
+                }
+            }
+        };
+        Ok((known, Arc::new(fetch)))
     }
 
     /// The ICE servers named here: these flags, then `VIMP_ICE_SERVERS`.
@@ -285,10 +306,16 @@ impl IceArgs {
     }
 }
 
-/// The ICE servers the signalling server at `signal` hands out; none, with a note, if it does
-/// not answer (`known` servers are there beside them).
-pub fn fetch_ice(signal: &str, known: usize) -> Vec<IceServer> {
-    match vimp_netcode::signal::fetch_ice(signal, Duration::from_secs(3)) {
+/// The ICE servers the signalling server at `signal` hands out, to the member of the room that
+/// `room_url`'s key names (`?key=`) if it names one; none, with a note, if it does not answer
+/// (`known` servers are there beside them).
+pub fn fetch_ice(signal: &str, room_url: Option<&str>, known: usize) -> Vec<IceServer> {
+    let fetched = match room_url.and_then(vimp_netcode::signal::room_key) {
+        // The rendezvous waits up to 3 s for the member's socket to be in the room.
+        Some((room, key)) => vimp_netcode::signal::fetch_ice_in(signal, room, key, Duration::from_secs(6)),
+        None => vimp_netcode::signal::fetch_ice(signal, Duration::from_secs(3)),
+    };
+    match fetched {
         Ok(list) => list.ice_servers,
         Err(e) => {
             eprintln!("note: {e}; going on with {known} ICE server(s)");
@@ -425,7 +452,7 @@ impl JoinFailure {
                     format!(
                         "room {code} has a host, but no network path to it was found in {waited_s:.0} s: both sides \
                          are behind strict NATs, and a TURN relay is needed (the rendezvous hands out none: \
-                         `vimp signal --turn URL --turn-secret S`)"
+                         `vimp signal --turn URL` with VIMP_TURN_SECRET)"
                     )
                 };
                 JoinFailure { code: NO_PATH, reason }

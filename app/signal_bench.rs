@@ -112,6 +112,7 @@ impl Server {
         let mut child = Command::new(exe)
             .args(["signal", "--bind", "127.0.0.1:0", "--no-stun", "--max-per-address", "1000000"])
             .args(["--upgrades-per-second", "1000000000", "--requests-per-second", "1000000000"])
+            .args(["--messages-per-second", "1000000000", "--messages-per-address", "1000000000"])
             // No database unless one is named: not the data folder of whoever runs the bench.
             .args(if extra.contains(&"--db") { &[][..] } else { &["--no-db"][..] })
             .args(extra)
@@ -239,13 +240,27 @@ async fn room(
     Ok((times, closed))
 }
 
-/// Keeps `sockets` open for `hold`, reading what comes: whether the server closed one meanwhile.
+/// How often a held socket says it is alive: well within the server's idle timeout, far less
+/// often than a player's (which speaks every 250 ms), so that holding costs the server little.
+const HOLD_KEEP_ALIVE: Duration = Duration::from_secs(5);
+
+/// Keeps `sockets` open for `hold`, reading what comes and saying a keep-alive every
+/// [`HOLD_KEEP_ALIVE`]: whether the server closed one meanwhile.
 async fn hold_open(sockets: &mut [Ws], hold: Duration) -> bool {
     let until = tokio::time::Instant::now() + hold;
+    let mut beat = tokio::time::Instant::now() + HOLD_KEEP_ALIVE;
     loop {
         let next = futures::future::select_all(sockets.iter_mut().map(|ws| ws.next()));
-        match tokio::time::timeout_at(until, next).await {
-            Err(_) => return false,
+        match tokio::time::timeout_at(until.min(beat), next).await {
+            Err(_) if beat >= until => return false,
+            Err(_) => {
+                for ws in sockets.iter_mut() {
+                    if ws.send(Message::text("\"KeepAlive\"")).await.is_err() {
+                        return true;
+                    }
+                }
+                beat += HOLD_KEEP_ALIVE;
+            }
             Ok((Some(Ok(Message::Close(_))) | Some(Err(_)) | None, _, _)) => return true,
             Ok(_) => {}
         }

@@ -13,8 +13,9 @@ use vimp_ranks::service::{Ranks, RanksConfig};
 use vimp_ranks::store::Store;
 
 use vimp_netcode::signal::{
-    DEFAULT_PER_ADDRESS, DEFAULT_TURN_TTL_SECS, DEFAULT_UPGRADES_PER_SECOND, IceConfig, Limits, SignalConfig,
-    SignalServer, TurnSecret, connections_allowed, raise_open_files_limit,
+    DEFAULT_IDLE, DEFAULT_MESSAGES_PER_ADDRESS, DEFAULT_MESSAGES_PER_SECOND, DEFAULT_PER_ADDRESS,
+    DEFAULT_TURN_TTL_SECS, DEFAULT_UPGRADES_PER_SECOND, IceConfig, Limits, SignalConfig, SignalServer, TurnSecret,
+    connections_allowed, raise_open_files_limit,
 };
 use vimp_netcode::stun::StunServer;
 
@@ -35,13 +36,19 @@ pub struct SignalArgs {
     /// The ICE servers handed to joining peers.
     #[command(flatten)]
     pub ice: crate::setup::IceArgs,
-    /// The secret the `--turn` servers share (coturn: `use-auth-secret` and
-    /// `static-auth-secret=S`): every peer gets its own time-limited credential instead of a
-    /// static password.
-    #[arg(long, value_name = "S", requires = "turn", conflicts_with_all = ["turn_user", "turn_pass"])]
+    /// A file holding the secret the `--turn` servers share (coturn: `use-auth-secret` and
+    /// `static-auth-secret=S`; the file's first line): every peer gets its own time-limited
+    /// credential instead of a static password. Or the secret in `VIMP_TURN_SECRET`; never on
+    /// the command line, which every user of the machine can read.
+    #[arg(long, value_name = "PATH", requires = "turn", conflicts_with_all = ["turn_user", "turn_pass"])]
+    pub turn_secret_file: Option<std::path::PathBuf>,
+    /// Refused, with why: a secret on the command line is readable by every user of the machine.
+    #[arg(long, value_name = "S", hide = true)]
     pub turn_secret: Option<String>,
-    /// How long a minted TURN credential lasts, seconds.
-    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_TURN_TTL_SECS, requires = "turn_secret")]
+    /// How long a minted TURN credential lasts, seconds (at most ten minutes; a relay made with
+    /// it lives on, and a player in its room fetches a fresh one for the links it makes later).
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_TURN_TTL_SECS,
+          value_parser = clap::value_parser!(u64).range(60..=DEFAULT_TURN_TTL_SECS))]
     pub turn_ttl: u64,
     /// The most connections one address may hold open (HTTP requests and websockets; a home's
     /// players share one address); past it, its new ones are refused at once (HTTP 429).
@@ -54,6 +61,18 @@ pub struct SignalArgs {
     /// included) before it is closed, seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = 5.0)]
     pub request_deadline: f64,
+    /// How many messages a second one peer's websocket may send, on average (bursts of twice
+    /// that): signals and keep-alives. Past it, its socket is closed (code 1008).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MESSAGES_PER_SECOND)]
+    pub messages_per_second: f64,
+    /// How many messages a second all websockets from one address may send together, on
+    /// average (bursts of twice that). Past it, the socket that sends is closed (code 1008).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MESSAGES_PER_ADDRESS)]
+    pub messages_per_address: f64,
+    /// How long a websocket may say nothing before it is closed, seconds (a player's says a
+    /// keep-alive four times a second).
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_IDLE.as_secs_f64())]
+    pub idle: f64,
     /// The most connections in all (default: what the open-files limit allows, raised to
     /// its hard limit at start); past it, new ones are refused at once (HTTP 503).
     #[arg(long, value_name = "N")]
@@ -61,8 +80,9 @@ pub struct SignalArgs {
     /// The database of registered nicknames and of this rendezvous's signing key: a SQLite
     /// file (a path, or `sqlite://PATH`), or `postgres://USER@HOST/DB` for several processes
     /// behind one address (default: `rendezvous.db` in the platform's data folder,
-    /// `$VIMP_DATA_DIR` or `~/.local/share/vimp` on Linux).
-    #[arg(long, value_name = "PATH|URL", conflicts_with = "no_db")]
+    /// `$VIMP_DATA_DIR` or `~/.local/share/vimp` on Linux). A URL with a password belongs in
+    /// `VIMP_DB`, not on the command line.
+    #[arg(long, value_name = "PATH|URL", env = "VIMP_DB", hide_env_values = true, conflicts_with = "no_db")]
     pub db: Option<String>,
     /// No identities: signalling, STUN and TURN only (players join unverified).
     #[arg(long)]
@@ -71,8 +91,8 @@ pub struct SignalArgs {
     /// or any name; hosts learn it with its keys.
     #[arg(long, value_name = "NAME", default_value = "vimp-signal")]
     pub issuer: String,
-    /// How many requests a second one address may make of the identity and top routes, on
-    /// average (bursts of twice that); past it, HTTP 429.
+    /// How many requests a second one address may make of the identity and top routes, and
+    /// of the lookups (`/ice`, `/rooms`), on average (bursts of twice that); past it, HTTP 429.
     #[arg(long, value_name = "N", default_value_t = 20.0)]
     pub requests_per_second: f64,
     /// A balancer in front of this server (repeatable): its requests are taken as coming from
@@ -136,14 +156,78 @@ fn shown_db(db: &str) -> String {
     }
 }
 
+/// Where `VIMP_TURN_SECRET` is read from.
+pub const TURN_SECRET_ENV: &str = "VIMP_TURN_SECRET";
+
+/// The TURN servers' shared secret: `--turn-secret-file`'s first line, or `VIMP_TURN_SECRET`;
+/// `None` when neither is given.
+fn turn_secret(args: &SignalArgs) -> anyhow::Result<Option<String>> {
+    if args.turn_secret.is_some() {
+        bail!(
+            "--turn-secret is no more: a secret on the command line can be read by every user of this machine \
+             (/proc/PID/cmdline). Put it in a file only the service reads (--turn-secret-file PATH) or in \
+             {TURN_SECRET_ENV}"
+        );
+    }
+    let secret = match &args.turn_secret_file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading the TURN secret from {}", path.display()))?;
+            warn_if_open(path);
+            text.lines().next().unwrap_or_default().trim().to_owned()
+        }
+        None => match std::env::var(TURN_SECRET_ENV) {
+            Ok(secret) => secret.trim().to_owned(),
+            Err(_) => return Ok(None),
+        },
+    };
+    if secret.is_empty() {
+        bail!(
+            "the TURN secret is empty ({})",
+            args.turn_secret_file.as_ref().map_or_else(|| TURN_SECRET_ENV.to_owned(), |p| p.display().to_string())
+        );
+    }
+    if args.ice.turn.is_empty() {
+        bail!(
+            "a TURN secret is given ({TURN_SECRET_ENV} or --turn-secret-file) but no --turn server to mint credentials for"
+        );
+    }
+    if args.ice.turn_user.is_some() || args.ice.turn_pass.is_some() {
+        bail!(
+            "a TURN secret ({TURN_SECRET_ENV}) and --turn-user/--turn-pass both name the TURN servers' credentials: give one"
+        );
+    }
+    Ok(Some(secret))
+}
+
+/// Says so when `path`, a secret's file, may be read by other users than its owner.
+fn warn_if_open(path: &std::path::Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        if let Ok(meta) = std::fs::metadata(path)
+            && meta.permissions().mode() & 0o077 != 0
+        {
+            eprintln!(
+                "vimp signal: {} may be read by other users (mode {:o}): chmod 600 it",
+                path.display(),
+                meta.permissions().mode() & 0o777
+            );
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+}
+
 /// Starts the server, prints where it listens and serves until the process is stopped.
 pub fn run(args: &SignalArgs) -> anyhow::Result<i32> {
     let mut ice_servers = args.ice.servers();
-    let turn_secret = args.turn_secret.as_ref().map(|secret| {
+    let turn_secret = turn_secret(args)?.map(|secret| {
         // The TURN URLs get minted credentials instead of the static entry.
         ice_servers.retain(|s| s.urls != args.ice.turn);
-        TurnSecret { urls: args.ice.turn.clone(), secret: secret.clone(), ttl_secs: args.turn_ttl }
+        TurnSecret { urls: args.ice.turn.clone(), secret, ttl_secs: args.turn_ttl }
     });
+    let minting = turn_secret.is_some();
     let conflict =
         if args.no_stun { None } else { turn_on_stun_port(args.stun_bind, &args.ice.turn, is_local, resolve) };
     let stun = match (&conflict, args.no_stun) {
@@ -174,6 +258,18 @@ pub fn run(args: &SignalArgs) -> anyhow::Result<i32> {
     if !(args.request_deadline > 0.0 && args.request_deadline <= 3600.0) {
         bail!("--request-deadline must be between 0 and 3600 seconds, not {}", args.request_deadline);
     }
+    for (flag, rate) in [
+        ("--messages-per-second", args.messages_per_second),
+        ("--messages-per-address", args.messages_per_address),
+        ("--requests-per-second", args.requests_per_second),
+    ] {
+        if !(rate > 0.0 && rate.is_finite()) {
+            bail!("{flag} must be a positive number, not {rate}");
+        }
+    }
+    if !(args.idle >= 1.0 && args.idle <= 86_400.0) {
+        bail!("--idle must be between 1 and 86400 seconds, not {}", args.idle);
+    }
     // Each peer holds an open file (its socket): as many as the system lets this process have.
     let files = raise_open_files_limit();
     let total = args.max_connections.unwrap_or_else(|| connections_allowed(files)).max(1);
@@ -182,6 +278,10 @@ pub fn run(args: &SignalArgs) -> anyhow::Result<i32> {
         upgrades_per_second: args.upgrades_per_second,
         total,
         request_deadline: std::time::Duration::from_secs_f64(args.request_deadline),
+        lookups_per_second: args.requests_per_second,
+        messages_per_second: args.messages_per_second,
+        messages_per_address: args.messages_per_address,
+        idle: std::time::Duration::from_secs_f64(args.idle),
     };
     let config = SignalConfig {
         bind: args.bind,
@@ -205,8 +305,8 @@ pub fn run(args: &SignalArgs) -> anyhow::Result<i32> {
             args.stun_bind
         );
     }
-    if args.turn_secret.is_some() {
-        println!("TURN credentials are minted per peer, valid for {} s", args.turn_ttl);
+    if minting {
+        println!("TURN credentials are minted for peers in rooms alone, each valid for {} s", args.turn_ttl);
     }
     match &ranks {
         Some(opened) => println!(
@@ -221,8 +321,13 @@ pub fn run(args: &SignalArgs) -> anyhow::Result<i32> {
     }
     println!(
         "holds up to {total} connections (open-files limit {files}); {} per address, {} websockets a second per \
-         address, {} s to send a request",
-        limits.per_address, limits.upgrades_per_second, args.request_deadline
+         address, {} s to send a request; {} messages a second per socket, {} per address; {} s of silence",
+        limits.per_address,
+        limits.upgrades_per_second,
+        args.request_deadline,
+        limits.messages_per_second,
+        limits.messages_per_address,
+        args.idle
     );
     println!(
         "rooms are lobby codes: peers join at {0}/CODE; ICE servers at {0}/ice; who is in a room at {0}/rooms/CODE",

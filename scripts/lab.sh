@@ -179,16 +179,18 @@ if [ "$signal" = 1 ]; then
   if [ "$turn" = 1 ]; then
     # vimp signal first, without --no-stun, as people start them: it leaves UDP 3478 to the
     # TURN server it hands out (which answers STUN there itself), so coturn still gets it.
-    ip netns exec rdv "$vimp" signal --bind "$pub.10:3536" \
-      --turn "turn:$pub.10:3478" --turn-secret "$secret" \
+    VIMP_TURN_SECRET="$secret" ip netns exec rdv "$vimp" signal --bind "$pub.10:3536" \
+      --turn "turn:$pub.10:3478" \
       > "$LAB_DIR/signal.log" 2>&1 &
     pids+=($!)
     for _ in $(seq 200); do grep -q listening "$LAB_DIR/signal.log" 2>/dev/null && break; sleep 0.05; done
-    ip netns exec rdv turnserver -n --listening-ip "$pub.10" --relay-ip "$pub.10" \
-      --listening-port 3478 --min-port 49152 --max-port 65535 --realm vimp.lab \
-      --use-auth-secret --static-auth-secret "$secret" --fingerprint --no-cli --no-tls --no-dtls \
-      --no-software-attribute --log-file stdout --simple-log --pidfile "$LAB_DIR/turn.pid" \
-      > "$LAB_DIR/turn.log" 2>&1 &
+    # coturn as deploy/turnserver.conf sets it up (what it relays to, its quotas), with the
+    # lab's address and secret.
+    conf="$(dirname "$0")/../deploy/turnserver.conf"
+    { sed -e "s/^static-auth-secret=.*/static-auth-secret=$secret/" -e 's/^realm=.*/realm=vimp.lab/' "$conf"
+      printf 'listening-ip=%s\nrelay-ip=%s\nno-software-attribute\npidfile=%s\n' "$pub.10" "$pub.10" "$LAB_DIR/turn.pid"
+    } > "$LAB_DIR/turnserver.conf"
+    ip netns exec rdv turnserver -c "$LAB_DIR/turnserver.conf" > "$LAB_DIR/turn.log" 2>&1 &
   else
     ip netns exec rdv "$vimp" signal --bind "$pub.10:3536" --stun-bind "$pub.10:3478" \
       > "$LAB_DIR/signal.log" 2>&1 &

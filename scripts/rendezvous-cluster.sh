@@ -87,7 +87,8 @@ members() {
 # 1. The backends and the balancer.
 for i in 0 1 2; do
   "$vimp" signal --bind "127.0.0.1:${PORTS[$i]}" --no-stun --max-per-address 1000000 --trusted-proxy 127.0.0.1 \
-    --upgrades-per-second 1000000000 > "$keep/signal-$i.log" 2>&1 &
+    --upgrades-per-second 1000000000 --messages-per-address 1000000000 --requests-per-second 1000000000 \
+    > "$keep/signal-$i.log" 2>&1 &
   pids+=($!)
   backend_pid[$i]=$!
 done

@@ -303,20 +303,13 @@ impl<'a> JoinRun<'a> {
         };
         let signal = url.rsplit_once('/').map_or(url.as_str(), |(server, _)| server).to_owned();
         let start = Instant::now();
-        let known = args.ice.known()?;
+        let (known, fetch_list) = args.ice.fetching(&signal)?;
         let ice: Arc<OnceLock<(Vec<IceServer>, Duration)>> = Arc::default();
         let fetch = {
-            let (signal, known, ice) = (signal.clone(), known.clone(), ice.clone());
-            move || {
-                let fetched = crate::setup::fetch_ice(&signal, known.len());
-                let all: Vec<_> = known.iter().chain(&fetched).cloned().collect();
-                let list = match WebRtcTransport::check_ice_servers(&all) {
-                    Ok(()) => all,
-                    Err(e) => {
-                        eprintln!("note: {e}; going on without the rendezvous's ICE servers");
-                        known
-                    }
-                };
+            let (fetch_list, ice) = (fetch_list.clone(), ice.clone());
+            move |keyed: &str| {
+                let list = fetch_list(keyed);
+                // The first list and when it came, for the join's phases.
                 let _ = ice.set((list.clone(), start.elapsed()));
                 list
             }
@@ -336,10 +329,13 @@ impl<'a> JoinRun<'a> {
             crate::setup::token_source(&signal, &target.code(), identity, &hello.nickname, args.unverified)
         };
         let node = Node::playing(*game, transport, ClientCore::new(hello, config));
-        let (dial_url, dial_ice, dial_known, dial_place) = (url.clone(), ice.clone(), known.clone(), place.clone());
+        let (dial_url, dial_known, dial_place) = (url.clone(), known.clone(), place.clone());
         let redialer = Redialer::new(Box::new(move || {
-            let servers = dial_ice.get().map_or(&dial_known, |(list, _)| list);
-            Ok(Box::new(WebRtcTransport::connect_in(&dial_place, &dial_url, servers)?) as Box<dyn Transport>)
+            // A fresh list each time: minted TURN credentials are for this socket's key.
+            let fetch = fetch_list.clone();
+            let fetch = move |keyed: &str| fetch(keyed);
+            Ok(Box::new(WebRtcTransport::connect_fetching_in(&dial_place, &dial_url, &dial_known, fetch)?)
+                as Box<dyn Transport>)
         }));
         let empty = crate::setup::EmptyRoom::new(&signal, &url);
         Ok(JoinRun {

@@ -430,9 +430,21 @@ pub fn start_match(kind: &MatchKind, settings: &Settings) -> anyhow::Result<Matc
             let parsed = JoinTarget::parse(target)?;
             let url = parsed.room_url(signal.as_deref().unwrap_or(&settings.signal_url));
             let signal = url.rsplit_once('/').map_or(url.as_str(), |(s, _)| s).to_owned();
-            let ice = extras.ice.then(&settings.ice()).resolve(&signal)?;
+            let (known, fetch) = extras.ice.then(&settings.ice()).fetching(&signal)?;
+            let ice: net::IceSeen = std::sync::Arc::new(std::sync::Mutex::new(known.clone()));
             let place = vimp_netcode::transport::webrtc::RoomPlace::new();
-            let transport: Box<dyn Transport> = Box::new(WebRtcTransport::connect_in(&place, &url, &ice)?);
+            let seen = ice.clone();
+            let connect = move |place: &vimp_netcode::transport::webrtc::RoomPlace, url: &str| {
+                let (fetch, seen) = (fetch.clone(), seen.clone());
+                WebRtcTransport::connect_fetching_in(place, url, &known, move |keyed: &str| {
+                    let list = fetch(keyed);
+                    if let Ok(mut seen) = seen.lock() {
+                        seen.clone_from(&list);
+                    }
+                    list
+                })
+            };
+            let transport: Box<dyn Transport> = Box::new(connect(&place, &url)?);
             let mut hello = MatchState::hello(nickname, password.clone(), *spectate);
             // Back to the slot this player had in this room, if that was within 5 minutes.
             let tokens = tokens();
@@ -443,10 +455,9 @@ pub fn start_match(kind: &MatchKind, settings: &Settings) -> anyhow::Result<Matc
             // A player can be chosen to take the match over; a spectator never is (the host
             // lists no spectator), but its node is the same.
             // A drop is dialed back: a fresh transport into the room for each attempt.
-            let (dial_url, dial_ice, dial_place) = (url.clone(), ice.clone(), place.clone());
-            let dial: crate::setup::Dial = Box::new(move || {
-                Ok(Box::new(WebRtcTransport::connect_in(&dial_place, &dial_url, &dial_ice)?) as Box<dyn Transport>)
-            });
+            let (dial_url, dial_place) = (url.clone(), place.clone());
+            let dial: crate::setup::Dial =
+                Box::new(move || Ok(Box::new(connect(&dial_place, &dial_url)?) as Box<dyn Transport>));
             let witness = crate::setup::Witnesser::new(&url);
             let ids = (!*spectate).then(|| {
                 let identity = extras.identity.as_deref();

@@ -200,14 +200,18 @@ pub struct MatchState {
     shadow_said: bool,
 }
 
+/// The ICE servers a join's socket uses, as they stand: what a player named, then what the
+/// rendezvous handed it once fetched (and renewed).
+pub type IceSeen = std::sync::Arc<std::sync::Mutex<Vec<vimp_netcode::signal::IceServer>>>;
+
 /// A join that has not been welcomed yet, and what to ask to say why when none comes.
 pub struct Joining {
     /// The signalling server.
     pub signal: String,
     /// The room's URL.
     pub url: String,
-    /// The ICE servers the join uses.
-    pub ice: Vec<vimp_netcode::signal::IceServer>,
+    /// The ICE servers the join uses: those known, then the rendezvous's once fetched.
+    pub ice: IceSeen,
     /// How long to wait for the welcome before saying why there is none.
     pub timeout: Duration,
     /// The diagnosis under way (it asks the signalling server, so not on the frame).
@@ -223,7 +227,7 @@ impl Joining {
     pub const TIMEOUT: Duration = Duration::from_secs(15);
 
     /// A join of the room at `url` through `signal`, with `ice`.
-    pub fn new(signal: String, url: String, ice: Vec<vimp_netcode::signal::IceServer>) -> Joining {
+    pub fn new(signal: String, url: String, ice: IceSeen) -> Joining {
         let empty = crate::setup::EmptyRoom::new(&signal, &url);
         Joining { signal, url, ice, timeout: Self::TIMEOUT, asked: None, failure: None, empty }
     }
@@ -245,8 +249,8 @@ impl Joining {
         }
         if now >= self.timeout && self.asked.is_none() {
             let (tx, rx) = std::sync::mpsc::channel();
-            let (signal, url, ice, linked) =
-                (self.signal.clone(), self.url.clone(), self.ice.clone(), client.linked_peers());
+            let ice = self.ice.lock().map(|list| list.clone()).unwrap_or_default();
+            let (signal, url, linked) = (self.signal.clone(), self.url.clone(), client.linked_peers());
             let waited = now.as_secs_f64();
             std::thread::spawn(move || {
                 let _ = tx.send(JoinFailure::diagnose(&signal, &url, &ice, linked, waited));

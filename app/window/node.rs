@@ -822,8 +822,12 @@ fn build(config: &HostConfig, hello: Hello) -> anyhow::Result<Built> {
                 tokens = crate::setup::token_source(&signal, &online.code, None, &hello.nickname, false);
             }
             // A host that serves its room gathers no candidate from its own STUN responder.
-            let ice = if home.is_some() { online.ice.known()? } else { online.ice.resolve(&signal)? };
-            let webrtc = WebRtcTransport::connect_in(&place, &url, &ice)?;
+            let webrtc = if home.is_some() {
+                WebRtcTransport::connect_in(&place, &url, &online.ice.known()?)?
+            } else {
+                let (known, fetch) = online.ice.fetching(&signal)?;
+                WebRtcTransport::connect_fetching_in(&place, &url, &known, move |keyed: &str| fetch(keyed))?
+            };
             follower = Some(RoomFollower::new(place, &url));
             lobby = Some((online.code, url));
             password = online.password.clone();

@@ -43,8 +43,9 @@ mod http;
 mod server;
 #[cfg(feature = "signal-server")]
 pub use server::{
+    DEFAULT_IDLE, DEFAULT_LOOKUPS_PER_SECOND, DEFAULT_MESSAGES_PER_ADDRESS, DEFAULT_MESSAGES_PER_SECOND,
     DEFAULT_PER_ADDRESS, DEFAULT_REQUEST_DEADLINE, DEFAULT_TURN_TTL_SECS, DEFAULT_UPGRADES_PER_SECOND, Limits,
-    MAX_SIGNAL, RESERVED_FILES, SignalConfig, SignalServer, TurnSecret, WS_BUFFER, connections_allowed,
+    MAX_ROOM, MAX_SIGNAL, RESERVED_FILES, SignalConfig, SignalServer, TurnSecret, WS_BUFFER, connections_allowed,
     open_files_limit, raise_open_files_limit, turn_password,
 };
 
@@ -199,13 +200,44 @@ pub enum SignalError {
     },
 }
 
-/// Asks the signalling server at `server` (`ws://HOST:PORT`) for its ICE list (`GET /ice`).
-///
-/// Plain `ws://` only (the request is HTTP/1.1 over the same address); a `wss://` server's
-/// list comes from flags or settings instead.
+/// Asks the signalling server at `server` (`ws://HOST:PORT`, or `wss://` over TLS) for its
+/// ICE list (`GET /ice`): what it hands a stranger, no TURN credential among it (see
+/// [`fetch_ice_in`]).
 #[cfg(any(feature = "webrtc", feature = "signal-server"))]
 pub fn fetch_ice(server: &str, timeout: std::time::Duration) -> Result<IceConfig, SignalError> {
     http_get(server, ICE_PATH, "the ICE list", timeout)
+}
+
+/// As [`fetch_ice`], for the peer whose socket is in room `room` under `key` (the `?key=` of
+/// its room URL, see [`room_key`]): a rendezvous that mints TURN credentials mints one for such
+/// a peer alone, bound to its room and id, and waits a moment for its socket to get there.
+#[cfg(any(feature = "webrtc", feature = "signal-server"))]
+pub fn fetch_ice_in(
+    server: &str,
+    room: &str,
+    key: &str,
+    timeout: std::time::Duration,
+) -> Result<IceConfig, SignalError> {
+    let safe = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if !(safe(room) && safe(key)) {
+        return fetch_ice(server, timeout);
+    }
+    http_get(server, &format!("{ICE_PATH}?room={room}&key={key}"), "the ICE list", timeout)
+}
+
+/// The peer a socket that names itself by `key` (`?key=KEY`) is in its room, on every
+/// rendezvous; `None` for a key a rendezvous refuses.
+#[cfg(feature = "signal-server")]
+pub fn peer_of_room_key(key: &str) -> Option<crate::transport::PeerKey> {
+    server::peer_of_key(key).map(|id| crate::transport::PeerKey(id.0.as_u128()))
+}
+
+/// The room and the key a room URL (`ws://HOST:PORT/ROOM?key=KEY`) names, if it names both.
+pub fn room_key(room_url: &str) -> Option<(&str, &str)> {
+    let (path, query) = room_url.split_once('?')?;
+    let room = path.rsplit_once('/')?.1;
+    let key = query.split('&').find_map(|pair| pair.strip_prefix("key="))?;
+    (!room.is_empty() && !key.is_empty()).then_some((room, key))
 }
 
 /// Asks the signalling server at `server` (`ws://HOST:PORT`) how many peers room `room` holds

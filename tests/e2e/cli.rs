@@ -312,6 +312,16 @@ fn signal_prints_its_address_and_serves_the_ice_list() {
     use std::io::{Read, Write};
     use std::time::Duration;
 
+    // The TURN secret comes from a file (the first line), never the command line.
+    let dir = std::env::temp_dir().join(format!("vimp-turn-secret-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a folder");
+    let secret = dir.join("turn.secret");
+    std::fs::write(&secret, "north-wind\n").expect("write the secret");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    }
     let flags = [
         "--stun-bind",
         "127.0.0.1:0",
@@ -319,10 +329,10 @@ fn signal_prints_its_address_and_serves_the_ice_list() {
         "stun:stun.example.net:3478",
         "--turn",
         "turn:turn.example.net:3478",
-        "--turn-secret",
-        "north-wind",
+        "--turn-secret-file",
     ]
     .map(std::ffi::OsStr::new);
+    let flags: Vec<&std::ffi::OsStr> = flags.into_iter().chain([secret.as_os_str()]).collect();
     let (mut child, url, rx) = signal_child(&flags);
     let addr = url.trim_start_matches("ws://");
     let mut s = std::net::TcpStream::connect(addr).expect("connect");
@@ -332,6 +342,11 @@ fn signal_prints_its_address_and_serves_the_ice_list() {
     let _ = s.read_to_string(&mut answer);
     // Its STUN address, printed once its responder is up (read before the process ends).
     let stun = rx.recv_timeout(Duration::from_secs(30)).expect("the STUN address is printed");
+    // A member of a room asks with the key its socket joined by.
+    let key = "0f1e2d3c4b5a69788796a5b4c3d2e1f0";
+    let (mut member, _) = tungstenite::connect(format!("{url}/K7MP2Q?key={key}")).expect("into the room");
+    let _ = member.read().expect("its id");
+    let ice = vimp_netcode::signal::fetch_ice_in(&url, "K7MP2Q", key, Duration::from_secs(10)).expect("the ICE list");
     child.kill().ok();
     child.wait().ok();
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
@@ -339,20 +354,15 @@ fn signal_prints_its_address_and_serves_the_ice_list() {
     // Its own STUN responder comes first, at the host this request named.
     let port = stun.rsplit(':').next().expect("UDP ADDR");
     assert!(answer.contains(&format!("stun:x:{port}")), "{answer}");
-    // The TURN server comes once, with a credential minted for this request (its password is
-    // checked against the scheme in the signalling server's own tests).
-    let body = answer.split_once("\r\n\r\n").expect("a body").1;
-    let ice: serde_json::Value = serde_json::from_str(body).expect("JSON");
-    let turn: Vec<&serde_json::Value> = ice["iceServers"]
-        .as_array()
-        .expect("a list")
-        .iter()
-        .filter(|s| s["urls"][0] == "turn:turn.example.net:3478")
-        .collect();
-    assert_eq!(turn.len(), 1, "{answer}");
-    let user = turn[0]["username"].as_str().expect("a user name");
-    assert!(user.split_once(':').is_some_and(|(expiry, _)| expiry.parse::<u64>().is_ok()), "{user}");
-    assert!(turn[0]["credential"].as_str().is_some_and(|p| p.len() == 28), "{answer}");
+    // A stranger gets no TURN credential; the member gets one, once, minted for it in its room
+    // (its password is checked against the scheme in the signalling server's own tests).
+    assert!(!answer.contains("turn.example.net"), "{answer}");
+    let turn: Vec<_> = ice.ice_servers.iter().filter(|s| s.urls == ["turn:turn.example.net:3478"]).collect();
+    assert_eq!(turn.len(), 1, "{ice:?}");
+    let user = turn[0].username.as_deref().expect("a user name");
+    let (expiry, whose) = user.split_once(':').expect("EXPIRY:ROOM-PEER");
+    assert!(expiry.parse::<u64>().is_ok() && whose.starts_with("K7MP2Q-"), "{user}");
+    assert!(turn[0].credential.as_deref().is_some_and(|p| p.len() == 28), "{ice:?}");
 }
 
 /// `vimp signal` on a free loopback port with `args` after `signal --bind 127.0.0.1:0`: the
@@ -549,7 +559,7 @@ fn signal_leaves_a_local_turn_server_its_port_and_stops_when_the_stun_port_is_ta
     let turn = format!("turn:127.0.0.1:{port}");
     let mut child = crate::vimp_command()
         .args(["signal", "--bind", "127.0.0.1:0", "--stun-bind", &stun_bind, "--turn", &turn])
-        .args(["--turn-secret", "s"])
+        .env("VIMP_TURN_SECRET", "s")
         .stdout(Stdio::piped())
         .spawn()
         .expect("vimp signal starts");
@@ -591,13 +601,31 @@ fn signal_leaves_a_local_turn_server_its_port_and_stops_when_the_stun_port_is_ta
 }
 
 #[test]
-fn signal_refuses_a_turn_secret_beside_a_static_password() {
+fn signal_refuses_a_turn_secret_on_the_command_line_or_beside_a_static_password() {
+    let turn = ["signal", "--bind", "127.0.0.1:0", "--no-stun", "--no-db", "--turn", "turn:t.example.net:3478"];
+    // On the command line, any user of the machine reads it: refused, saying where it goes.
+    let out = crate::vimp_command().args(turn).args(["--turn-secret", "s"]).output().expect("vimp runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("--turn-secret-file") && err.contains("VIMP_TURN_SECRET"), "{err}");
+    assert!(String::from_utf8_lossy(&out.stdout).is_empty(), "it never said it listens");
+    // A secret beside a static password: which is meant is unclear.
     let out = crate::vimp_command()
-        .args(["signal", "--no-stun", "--turn", "turn:t.example.net:3478", "--turn-secret", "s", "--turn-pass", "p"])
+        .args(turn)
+        .args(["--turn-pass", "p"])
+        .env("VIMP_TURN_SECRET", "s")
         .output()
         .expect("vimp runs");
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--turn-secret"), "{}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("--turn-pass"), "{err}");
+    // A secret file that is not there.
+    let out = crate::vimp_command()
+        .args(turn)
+        .args(["--turn-secret-file", "/nonexistent/turn.secret"])
+        .output()
+        .expect("vimp runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("/nonexistent/turn.secret"), "{err}");
 }
 
 /// `vimp signal-bench` starts its own rendezvous, fills its rooms and relays their signals:

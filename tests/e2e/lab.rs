@@ -115,6 +115,52 @@ fn a_join_with_no_path_to_the_host_says_a_relay_is_needed() {
     assert!(reason.contains("room K7M-P2Q has a host") && reason.contains("TURN relay is needed"), "{r}");
 }
 
+/// A TURN relay from `home` with `user`/`pass` towards `peer`: coturn's own test client
+/// (`turnutils_uclient`) allocates a relay and binds a channel to the peer; its output.
+fn relay_to(home: &str, user: &str, pass: &str, peer: &str) -> String {
+    let out = Command::new("ip")
+        .args(["netns", "exec", home, "timeout", "20", "turnutils_uclient", "-u", user, "-w", pass])
+        .args(["-e", peer, "-r", "3480", "-n", "1", "-m", "1", "-c", "45.0.113.10"])
+        .output()
+        .expect("turnutils_uclient runs");
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+#[test]
+#[ignore = "needs the home-network lab (root, iptables, coturn): .ci/run runs it"]
+fn the_relay_is_a_room_member_s_and_reaches_no_private_or_metadata_address() {
+    if !in_lab("lab::the_relay_is_a_room_member_s_and_reaches_no_private_or_metadata_address", &["--home", "a:cone"]) {
+        return;
+    }
+    let server = signal();
+    let turn = |ice: &vimp_netcode::signal::IceConfig| ice.ice_servers.iter().find(|s| s.username.is_some()).cloned();
+    // A stranger in no room gets no TURN credential.
+    let stranger = vimp_netcode::signal::fetch_ice(&server, Duration::from_secs(10)).expect("the ICE list");
+    assert_eq!(turn(&stranger), None, "{stranger:?}");
+    // A member of a room does: its socket in the room under its key, it asks with that key.
+    let key = "5e1f0c9a8b7d42e8a6c1f0b9d2e4a7c3";
+    let (mut socket, _) = tungstenite::connect(format!("{server}/RELAY1?key={key}")).expect("into the room");
+    let assigned = socket.read().expect("its id");
+    assert!(assigned.to_string().contains("IdAssigned"), "{assigned}");
+    let ice = vimp_netcode::signal::fetch_ice_in(&server, "RELAY1", key, Duration::from_secs(10)).expect("the list");
+    let minted = turn(&ice).unwrap_or_else(|| panic!("no credential for a member: {ice:?}"));
+    let (user, pass) = (minted.username.expect("a user"), minted.credential.expect("a password"));
+    assert!(user.contains(":RELAY1-"), "bound to its room: {user}");
+    // With it, a relay reaches a public address (home a's router)...
+    let public = relay_to("a", &user, &pass, "45.0.113.21");
+    assert!(!public.contains("403"), "{public}");
+    assert!(public.contains("tot_send_msgs=1"), "{public}");
+    // ...and none of the cloud's metadata service, the server's own networks or loopback.
+    for peer in ["169.254.169.254", "10.0.0.5", "192.168.1.1", "100.64.0.7", "127.0.0.1"] {
+        let refused = relay_to("a", &user, &pass, peer);
+        assert!(refused.contains("403 (Forbidden IP)"), "{peer}: {refused}");
+    }
+    // A credential of someone's making (the secret unknown) allocates nothing.
+    let forged = relay_to("a", &user, "bm90IHRoZSBwYXNzd29yZA==", "45.0.113.21");
+    assert!(!forged.contains("tot_send_msgs=1"), "{forged}");
+    let _ = socket.close(None);
+}
+
 #[test]
 #[ignore = "needs the home-network lab (root, iptables, coturn): .ci/run runs it"]
 fn a_join_over_a_slow_lossy_line_plays() {

@@ -30,23 +30,28 @@ use futures::{SinkExt, StreamExt};
 use matchbox_protocol::{JsonPeerEvent, JsonPeerRequest, PeerId, PeerRequest};
 use tokio::sync::{mpsc, watch};
 
-use super::{DEFAULT_PORT, ICE_PATH, IceConfig, IceServer, ROOMS_PATH, SignalError};
+use super::{DEFAULT_PORT, ICE_PATH, IceConfig, IceServer, PeerAddr, ROOMS_PATH, SignalError};
 
 mod gate;
 #[cfg(test)]
 mod open_internet_tests;
 mod rooms;
 
+use gate::{Act, Bucket, Gate, Refusal, Ticket};
 pub use gate::{
+    DEFAULT_IDLE, DEFAULT_LOOKUPS_PER_SECOND, DEFAULT_MESSAGES_PER_ADDRESS, DEFAULT_MESSAGES_PER_SECOND,
     DEFAULT_PER_ADDRESS, DEFAULT_REQUEST_DEADLINE, DEFAULT_UPGRADES_PER_SECOND, Limits, RESERVED_FILES,
     connections_allowed, open_files_limit, raise_open_files_limit,
 };
-use gate::{Gate, Refusal, Ticket};
 use rooms::{Rooms, Undelivered};
 
 /// The most a signalling message may take, bytes: an SDP is a few KiB. A larger one closes its
 /// sender's socket (close code 1009, with the reason).
 pub const MAX_SIGNAL: usize = 64 * 1024;
+
+/// The longest room name, bytes: a room is named by letters, digits, `-` and `_` (a lobby code
+/// is six).
+pub const MAX_ROOM: usize = 64;
 
 /// A websocket's read buffer, and the write buffer it fills before it writes, bytes: an idle
 /// socket holds little more than these.
@@ -95,8 +100,17 @@ impl Default for SignalConfig {
     }
 }
 
-/// How long minted TURN credentials last by default: a day, the TURN REST API's usual.
-pub const DEFAULT_TURN_TTL_SECS: u64 = 24 * 60 * 60;
+/// How long minted TURN credentials last by default, and at most: ten minutes. A relay once
+/// allocated lives on past it (the TURN server checks a credential when a relay is made, not
+/// while it is kept); a player still in its room fetches a fresh one for the links it makes
+/// later.
+pub const DEFAULT_TURN_TTL_SECS: u64 = 10 * 60;
+
+/// How long `GET /ice?room=CODE&key=KEY` waits for the asking peer's socket to be in its room
+/// before it answers without a TURN credential (at most half the request deadline): a player
+/// fetches its ICE list while its websocket connects, so the two meet within a round trip or
+/// two.
+pub(super) const ICE_WAIT: Duration = Duration::from_secs(3);
 
 /// TURN servers sharing a secret with the signalling server (see the module docs).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -110,7 +124,8 @@ pub struct TurnSecret {
 }
 
 impl TurnSecret {
-    /// The TURN server entry with a credential for `peer`, valid until `now_unix + ttl_secs`.
+    /// The TURN server entry with a credential for `peer` (`ROOM-PEER_ID`: the room and the
+    /// peer it was handed to), valid until `now_unix + ttl_secs`.
     pub fn mint(&self, now_unix: u64, peer: &str) -> IceServer {
         let username = format!("{}:{peer}", now_unix.saturating_add(self.ttl_secs));
         let credential = turn_password(&self.secret, &username);
@@ -142,6 +157,8 @@ fn host_of(authority: &str) -> Option<&str> {
 struct Shared {
     rooms: Arc<Mutex<Rooms>>,
     gate: Arc<Gate>,
+    /// What `GET /ice` hands out.
+    ice: Arc<IceRoute>,
     /// Becomes true when the server stops: every websocket closes.
     closing: watch::Receiver<bool>,
 }
@@ -230,44 +247,129 @@ impl Drop for SignalServer {
     }
 }
 
+/// What `GET /ice` hands out: the configured list, the STUN responder beside this server, and
+/// TURN credentials minted for peers in rooms.
+struct IceRoute {
+    ice: IceConfig,
+    turn: Option<TurnSecret>,
+    stun_port: Option<u16>,
+}
+
+/// `GET /ice[?room=CODE&key=KEY]`: the ICE servers, this server's STUN responder first (at the
+/// host the peer asked, its `Host`). A TURN credential is minted only for a peer in a room: the
+/// peer names the room and the key its socket there names itself by (`?key=`, see
+/// [`peer_of_key`]), and the credential names that room and peer and lasts
+/// [`TurnSecret::ttl_secs`]. Its socket may still be connecting: the answer waits for it up to
+/// [`ICE_WAIT`] (or half the request deadline), then comes without TURN.
+async fn ice_list(
+    State(shared): State<Shared>,
+    peer: Peer,
+    RawQuery(query): RawQuery,
+    headers: axum::http::HeaderMap,
+) -> Response {
+    if let Err(refused) = lookup(&shared, peer) {
+        return refused.into_response();
+    }
+    let route = &shared.ice;
+    let mut list = route.ice.clone();
+    let host = headers.get(axum::http::header::HOST).and_then(|h| h.to_str().ok()).and_then(host_of);
+    if let (Some(port), Some(host)) = (route.stun_port, host) {
+        list.ice_servers.insert(0, IceServer { urls: vec![format!("stun:{host}:{port}")], ..IceServer::default() });
+    }
+    let Some(turn) = &route.turn else { return axum::Json(list).into_response() };
+    let param = |name: &str| {
+        query.as_deref().and_then(|q| q.split('&').find_map(|pair| pair.strip_prefix(name)?.strip_prefix('=')))
+    };
+    let (Some(room), Some(member)) = (param("room"), param("key").and_then(peer_of_key)) else {
+        return axum::Json(list).into_response();
+    };
+    if room_name(room).is_err() {
+        return axum::Json(list).into_response();
+    }
+    let (waited_from, wait) = (Instant::now(), ICE_WAIT.min(shared.gate.limits().request_deadline / 2));
+    loop {
+        if shared.rooms.lock().is_ok_and(|rooms| rooms.holds(room, member)) {
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+            list.ice_servers.push(turn.mint(now, &format!("{room}-{member}")));
+            break;
+        }
+        if waited_from.elapsed() >= wait {
+            tracing::debug!("no TURN credential for {member}: not in room {room} within {wait:?}");
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    axum::Json(list).into_response()
+}
+
 /// The routes: `GET /ice`, `GET /rooms/CODE`, and a websocket at `/CODE` (`/` for the room
 /// matchbox calls `world`).
-fn router(config: &SignalConfig, shared: Shared) -> Router {
-    let ice = config.ice.clone();
-    let turn = config.turn_secret.clone();
-    let asked = Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let stun_port = config.stun_port;
-    let answer = move |headers: axum::http::HeaderMap| {
-        let mut list = ice.clone();
-        let host = headers.get(axum::http::header::HOST).and_then(|h| h.to_str().ok()).and_then(host_of);
-        if let (Some(port), Some(host)) = (stun_port, host) {
-            list.ice_servers.insert(0, IceServer { urls: vec![format!("stun:{host}:{port}")], ..IceServer::default() });
-        }
-        if let Some(turn) = &turn {
-            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-            let n = asked.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            list.ice_servers.push(turn.mint(now, &format!("vimp-{n}")));
-        }
-        std::future::ready(axum::Json(list))
+fn router(shared: Shared) -> Router {
+    let list = |State(shared): State<Shared>, peer: Peer, Path(room): Path<String>| {
+        let answer = lookup(&shared, peer).and_then(|()| room_name(&room)).map(|()| {
+            let info = shared.rooms.lock().map(|r| r.info(&room, Instant::now())).unwrap_or_default();
+            axum::Json(info).into_response()
+        });
+        std::future::ready(answer.unwrap_or_else(IntoResponse::into_response))
     };
-    let list = |State(shared): State<Shared>, Path(room): Path<String>| {
-        let info = shared.rooms.lock().map(|r| r.info(&room, Instant::now())).unwrap_or_default();
-        std::future::ready(axum::Json(info))
-    };
-    let load = |State(shared): State<Shared>| {
-        let load = shared.rooms.lock().map(|r| r.load()).unwrap_or_default();
-        std::future::ready(axum::Json(load))
+    let load = |State(shared): State<Shared>, peer: Peer| {
+        let answer = lookup(&shared, peer).map(|()| {
+            let load = shared.rooms.lock().map(|r| r.load()).unwrap_or_default();
+            axum::Json(load).into_response()
+        });
+        std::future::ready(answer.unwrap_or_else(IntoResponse::into_response))
     };
     Router::new()
-        .route(ICE_PATH, get(answer))
+        .route(ICE_PATH, get(ice_list))
         .route(ROOMS_PATH, get(load))
         .route(&format!("{ROOMS_PATH}/{{room}}"), get(list))
-        .route("/", get(|ws, query, ticket, state| join(ws, None, query, ticket, state)))
+        .route("/", get(|ws, query, ticket, from, state| join(ws, None, query, ticket, from, state)))
         .route(
             "/{room}",
-            get(|ws, Path(room): Path<String>, query, ticket, state| join(ws, Some(room), query, ticket, state)),
+            get(|ws, Path(room): Path<String>, query, ticket, from, state| {
+                join(ws, Some(room), query, ticket, from, state)
+            }),
         )
         .with_state(shared)
+}
+
+/// The address a request came from (a trusted balancer's forwarded one), as
+/// [`connection`] puts it in every request.
+type Peer = Option<Extension<PeerAddr>>;
+
+/// A refused request: its status and why, answered as `{"error": why}`.
+struct Refused(StatusCode, String);
+
+impl IntoResponse for Refused {
+    fn into_response(self) -> Response {
+        let Refused(status, why) = self;
+        let mut answer = (status, axum::Json(serde_json::json!({ "error": why }))).into_response();
+        if status == StatusCode::TOO_MANY_REQUESTS {
+            answer.headers_mut().insert(axum::http::header::RETRY_AFTER, axum::http::HeaderValue::from_static("1"));
+        }
+        answer
+    }
+}
+
+/// Whether `peer` may look something up now ([`Limits::lookups_per_second`]): the refusal to
+/// answer when not.
+fn lookup(shared: &Shared, peer: Peer) -> Result<(), Refused> {
+    let Some(Extension(PeerAddr(peer))) = peer else { return Ok(()) };
+    if shared.gate.allows(peer.ip(), Act::Lookup, Instant::now()) {
+        return Ok(());
+    }
+    let rate = shared.gate.limits().lookups_per_second;
+    Err(Refused(StatusCode::TOO_MANY_REQUESTS, format!("more than {rate} lookups a second from this address")))
+}
+
+/// Whether `room` may name a room (1 to [`MAX_ROOM`] letters, digits, `-` or `_`): the
+/// refusal to answer when not.
+fn room_name(room: &str) -> Result<(), Refused> {
+    let fits = (1..=MAX_ROOM).contains(&room.len());
+    if fits && room.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
+        return Ok(());
+    }
+    Err(Refused(StatusCode::BAD_REQUEST, format!("a room is named by 1 to {MAX_ROOM} letters, digits, - or _")))
 }
 
 /// Accepts connections until `shutdown`, each served under the gate's limits; then closes
@@ -280,8 +382,10 @@ async fn serve(
 ) -> Result<(), SignalError> {
     let listener = tokio::net::TcpListener::from_std(listener).map_err(|e| SignalError::Serve(e.to_string()))?;
     let (close_all, closing) = watch::channel(false);
-    let shared = Shared { rooms: Arc::default(), gate: Gate::new(config.limits), closing };
-    let app = router(&config, shared.clone()).merge(routes);
+    let ice =
+        Arc::new(IceRoute { ice: config.ice.clone(), turn: config.turn_secret.clone(), stun_port: config.stun_port });
+    let shared = Shared { rooms: Arc::default(), gate: Gate::new(config.limits), ice, closing };
+    let app = router(shared.clone()).merge(routes);
     let deadline = config.limits.request_deadline;
     let mut accept_failed_at: Option<Instant> = None;
     loop {
@@ -396,27 +500,35 @@ async fn join(
     room: Option<String>,
     RawQuery(query): RawQuery,
     Extension(ticket): Extension<Arc<Ticket>>,
+    from: Peer,
     State(shared): State<Shared>,
 ) -> Response {
+    let room = room.unwrap_or_else(|| "world".to_owned());
+    if let Err(refused) = room_name(&room) {
+        return refused.into_response();
+    }
     let key = query.as_deref().and_then(|q| q.split('&').find_map(|pair| pair.strip_prefix("key=")));
     let peer = match key.map(peer_of_key) {
         None => PeerId(uuid::Uuid::new_v4()),
         Some(Some(peer)) => peer,
         Some(None) => {
-            return (StatusCode::BAD_REQUEST, "a peer key is 16 to 64 letters, digits, - or _").into_response();
+            return Refused(StatusCode::BAD_REQUEST, "a peer key is 16 to 64 letters, digits, - or _".into())
+                .into_response();
         }
     };
-    if !shared.gate.upgrade(ticket.ip(), Instant::now()) {
-        return (StatusCode::TOO_MANY_REQUESTS, "too many websockets opened from this address").into_response();
+    // Rates go by the address a balancer forwarded for; connections by the balancer's.
+    let ip = from.map_or(ticket.ip(), |Extension(PeerAddr(from))| from.ip());
+    if !shared.gate.allows(ip, Act::Upgrade, Instant::now()) {
+        return Refused(StatusCode::TOO_MANY_REQUESTS, "too many websockets opened from this address".into())
+            .into_response();
     }
-    let room = room.unwrap_or_else(|| "world".to_owned());
     ws.read_buffer_size(WS_BUFFER)
         .write_buffer_size(WS_BUFFER)
         .max_write_buffer_size(MAX_SIGNAL * 4)
         // Over the limit but not far over: the reader says why it closes (see `member`).
         .max_message_size(MAX_SIGNAL * 2)
         .max_frame_size(MAX_SIGNAL * 2)
-        .on_upgrade(move |socket| member(socket, peer, room, shared, ticket))
+        .on_upgrade(move |socket| member(socket, peer, ip, room, shared, ticket))
 }
 
 /// The peer id a websocket that says `?key=KEY` gets: the same on every server, so that a peer
@@ -437,8 +549,16 @@ pub(super) fn peer_of_key(key: &str) -> Option<PeerId> {
 }
 
 /// A member of `room` for as long as its websocket is open: it gets its id, the room hears of it,
-/// its signals are relayed, and the room hears when it goes.
-async fn member(socket: WebSocket, peer: PeerId, room: String, shared: Shared, ticket: Arc<Ticket>) {
+/// its signals are relayed, and the room hears when it goes. It is closed when it says nothing
+/// for [`Limits::idle`], or says more than its rate or its address's ([`Limits`]) allow.
+async fn member(
+    socket: WebSocket,
+    peer: PeerId,
+    ip: std::net::IpAddr,
+    room: String,
+    shared: Shared,
+    ticket: Arc<Ticket>,
+) {
     let (mut sink, mut stream) = socket.split();
     let (outbox, mut outgoing) = mpsc::channel::<Message>(OUTBOX);
     let _ = outbox.try_send(Message::Text(JsonPeerEvent::IdAssigned(peer).to_string().into()));
@@ -459,10 +579,20 @@ async fn member(socket: WebSocket, peer: PeerId, room: String, shared: Shared, t
     let seat = shared.rooms.lock().map(|mut rooms| rooms.join(peer, &room, outbox.clone(), Instant::now())).ok();
     let mut closing = shared.closing.clone();
     let (mut written, mut stopping) = (false, false);
-    let close = |code: u16, reason: &'static str| Message::Close(Some(CloseFrame { code, reason: reason.into() }));
+    let close = |code: u16, reason: &str| Message::Close(Some(CloseFrame { code, reason: reason.into() }));
+    let limits = *shared.gate.limits();
+    let (rate, burst) = (limits.messages_per_second, limits.messages_per_second * 2.0);
+    let mut said = Bucket::full(burst, Instant::now());
     loop {
         let message = tokio::select! {
-            message = stream.next() => message,
+            message = tokio::time::timeout(limits.idle, stream.next()) => match message {
+                Ok(message) => message,
+                Err(_) => {
+                    let why = format!("silent for {} s", limits.idle.as_secs());
+                    let _ = outbox.try_send(close(1008, &why));
+                    break;
+                }
+            },
             _ = closing.wait_for(|c| *c) => {
                 let _ = outbox.try_send(close(1001, "the rendezvous is stopping"));
                 stopping = true;
@@ -475,6 +605,21 @@ async fn member(socket: WebSocket, peer: PeerId, room: String, shared: Shared, t
                 break;
             }
         };
+        if matches!(message, Some(Ok(Message::Text(_) | Message::Binary(_) | Message::Ping(_) | Message::Pong(_)))) {
+            let now = Instant::now();
+            let too_fast = if !said.take(rate, burst, now) {
+                Some(format!("more than {rate} messages a second"))
+            } else if !shared.gate.allows(ip, Act::Message, now) {
+                Some(format!("more than {} messages a second from this address", limits.messages_per_address))
+            } else {
+                None
+            };
+            if let Some(why) = too_fast {
+                tracing::debug!("peer {peer} in room {room}: closed, {why}");
+                let _ = outbox.try_send(close(1008, &why));
+                break;
+            }
+        }
         match message {
             Some(Ok(Message::Text(text))) if text.len() > MAX_SIGNAL => {
                 let _ = outbox.try_send(close(1009, "a signalling message is at most 64 KiB"));
@@ -590,23 +735,54 @@ mod tests {
     }
 
     #[test]
-    fn serves_minted_turn_credentials_that_expire_later() {
+    fn mints_turn_credentials_for_a_peer_in_its_room_alone() {
+        use crate::signal::{fetch_ice_in, room_key};
         let mut config = local();
         config.turn_secret =
             Some(TurnSecret { urls: vec!["turn:t.example.net:3478".into()], secret: "s3".into(), ttl_secs: 600 });
         let server = SignalServer::start(config).expect("start");
+        let turn = |ice: &IceConfig| ice.ice_servers.iter().find(|s| s.urls == ["turn:t.example.net:3478"]).cloned();
+        // A stranger in no room gets none.
+        let stranger = fetch_ice(&server.url(), Duration::from_secs(5)).expect("ice");
+        assert_eq!(turn(&stranger), None, "{stranger:?}");
+        // A peer in its room gets one naming the room and its id, for ten minutes.
+        let key = "3f1c0a9e5b7d42e8a6c1f0b9d2e4a7c3";
+        let (_socket, id) = enter_with_id(&server, &format!("TURN01?key={key}"));
+        let room_url = format!("{}/TURN01?key={key}", server.url());
+        let (room, key) = room_key(&room_url).expect("a room and a key");
         let before = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_secs();
-        let first = fetch_ice(&server.url(), Duration::from_secs(5)).expect("ice");
-        let second = fetch_ice(&server.url(), Duration::from_secs(5)).expect("ice");
-        let (a, b) = (&first.ice_servers[0], &second.ice_servers[0]);
-        assert_eq!(a.urls, ["turn:t.example.net:3478"]);
-        let user = a.username.as_deref().expect("a user name");
+        let ice = fetch_ice_in(&server.url(), room, key, Duration::from_secs(10)).expect("ice");
+        let minted = turn(&ice).expect("a TURN server for a member");
+        let user = minted.username.as_deref().expect("a user name");
         let (expiry, peer) = user.split_once(':').expect("EXPIRY:PEER");
         let expiry: u64 = expiry.parse().expect("Unix seconds");
         assert!((before + 600..before + 660).contains(&expiry), "{expiry} vs {before}");
-        assert!(!peer.is_empty());
-        assert_eq!(a.credential.as_deref(), Some(turn_password("s3", user).as_str()));
-        assert_ne!(a.username, b.username, "each peer gets its own");
+        assert_eq!(peer, format!("TURN01-{id}"));
+        assert_eq!(minted.credential.as_deref(), Some(turn_password("s3", user).as_str()));
+        // The key of a member, but another room: none (after the wait).
+        let elsewhere = fetch_ice_in(&server.url(), "TURN02", key, Duration::from_secs(10)).expect("ice");
+        assert_eq!(turn(&elsewhere), None);
+        // A member's id without its key is nothing to ask by.
+        let by_id = fetch_ice_in(&server.url(), room, &id.replace('-', ""), Duration::from_secs(10)).expect("ice");
+        assert_eq!(turn(&by_id), None);
+        server.stop().expect("stop");
+    }
+
+    #[test]
+    fn a_peer_whose_socket_is_still_connecting_gets_its_credential_once_it_is_in() {
+        use crate::signal::fetch_ice_in;
+        let mut config = local();
+        config.turn_secret =
+            Some(TurnSecret { urls: vec!["turn:t.example.net:3478".into()], secret: "s3".into(), ttl_secs: 600 });
+        let server = SignalServer::start(config).expect("start");
+        let key = "9a8b7c6d5e4f30112233445566778899";
+        let url = server.url();
+        // Asked first, as a player asks while its websocket connects.
+        let asked = std::thread::spawn(move || fetch_ice_in(&url, "TURN03", key, Duration::from_secs(10)));
+        std::thread::sleep(Duration::from_millis(200));
+        let _socket = enter(&server, &format!("TURN03?key={key}"));
+        let ice = asked.join().expect("the fetch").expect("ice");
+        assert!(ice.ice_servers.iter().any(|s| s.username.is_some()), "{ice:?}");
         server.stop().expect("stop");
     }
 

@@ -361,6 +361,9 @@ pub struct WebRtcTransport {
     stats: WebRtcStats,
     stop: Option<oneshot::Sender<()>>,
     thread: Option<JoinHandle<LoopEnd>>,
+    /// Held while the ICE list's fetch and renewal ([`renew_in`]) may run: dropped with the
+    /// transport, which ends them.
+    _renewing: Option<std::sync::mpsc::Sender<()>>,
     closed: bool,
     close_reason: Option<WebRtcError>,
 }
@@ -391,9 +394,15 @@ impl WebRtcTransport {
     }
 
     /// As [`connect`](Self::connect), with the ICE servers to use coming from `fetch` (e.g.
-    /// `known` and what [`fetch_ice`](crate::signal::fetch_ice) gets from the rendezvous),
+    /// `known` and what [`fetch_ice_in`](crate::signal::fetch_ice_in) gets from the rendezvous),
     /// which runs on a thread of its own while the websocket connects: the two waits overlap
-    /// instead of adding up. No peer handshake starts before `fetch` returns.
+    /// instead of adding up. No peer handshake starts before `fetch` returns. `fetch` is given
+    /// the room URL with the key this socket names itself by (`?key=`), which a rendezvous
+    /// that mints TURN credentials wants before it mints one for a peer in its room.
+    ///
+    /// A list that holds minted TURN credentials (user name `EXPIRY:…`) is fetched again while
+    /// the transport lives, at half each one's remaining life, from the room's rendezvous of
+    /// the moment ([`RoomPlace::move_room`]), for the peer connections made later.
     ///
     /// `known` is checked here ([`WebRtcError::InvalidIceServer`]), and used should `fetch`'s
     /// list not go to [`connect`](Self::connect) as it is (check it there with
@@ -401,7 +410,7 @@ impl WebRtcTransport {
     pub fn connect_fetching(
         room_url: &str,
         known: &[IceServer],
-        fetch: impl FnOnce() -> Vec<IceServer> + Send + 'static,
+        fetch: impl Fn(&str) -> Vec<IceServer> + Send + 'static,
     ) -> Result<Self, WebRtcError> {
         Self::connect_fetching_in(&RoomPlace::new(), room_url, known, fetch)
     }
@@ -412,24 +421,43 @@ impl WebRtcTransport {
         place: &RoomPlace,
         room_url: &str,
         known: &[IceServer],
-        fetch: impl FnOnce() -> Vec<IceServer> + Send + 'static,
+        fetch: impl Fn(&str) -> Vec<IceServer> + Send + 'static,
     ) -> Result<Self, WebRtcError> {
         check_room_url(room_url)?;
         let known = merge_ice_servers(known)?;
+        let keyed_url = keyed(room_url);
         let (ice_tx, ice_rx) = oneshot::channel();
+        let (renewing, stopped) = std::sync::mpsc::channel::<()>();
+        let (place_there, asked_at) = (place.clone(), keyed_url.clone());
         std::thread::Builder::new()
             .name("vimp-ice-fetch".into())
             .spawn(move || {
+                let mut list = fetch(&asked_at);
                 // The socket may have ended already; then nobody waits for this.
-                if let Ok(fetched) = merge_ice_servers(&fetch()) {
+                if let Ok(fetched) = merge_ice_servers(&list) {
                     let _ = ice_tx.send(fetched);
+                }
+                let key = crate::signal::room_key(&asked_at).map(|(_, key)| key.to_owned()).unwrap_or_default();
+                while let Some(wait) = renew_in(&list, crate::identity::unix_now()) {
+                    match stopped.recv_timeout(wait) {
+                        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                        // The transport is gone.
+                        _ => return,
+                    }
+                    let room = place_there.0.room_url().unwrap_or_else(|| room_url_of(&asked_at).to_owned());
+                    list = fetch(&format!("{room}?key={key}"));
+                    if let Ok(fetched) = merge_ice_servers(&list) {
+                        place_there.0.set_ice_server(fetched);
+                    }
                 }
             })
             .map_err(WebRtcError::Spawn)?;
-        Self::start(
-            WebRtcSocket::builder(keyed(room_url)).ice_server(known).ice_server_later(ice_rx).place(place.0.clone()),
+        let mut transport = Self::start(
+            WebRtcSocket::builder(keyed_url).ice_server(known).ice_server_later(ice_rx).place(place.0.clone()),
             room_url,
-        )
+        )?;
+        transport._renewing = Some(renewing);
+        Ok(transport)
     }
 
     /// Whether `ice_servers` can go to [`connect`](Self::connect) as they are.
@@ -475,6 +503,7 @@ impl WebRtcTransport {
             stats: WebRtcStats::default(),
             stop: Some(stop),
             thread: Some(thread),
+            _renewing: None,
             closed: false,
             close_reason: None,
         })
@@ -800,6 +829,23 @@ fn plain_reason(reason: &str) -> &'static str {
     } else {
         "the connection failed"
     }
+}
+
+/// How long until `list`'s minted TURN credentials (user name `EXPIRY:…`, Unix seconds) are
+/// fetched again at `now`: half the remaining life of the one that expires first, at least 30
+/// s. `None` when it holds none (static credentials, or none at all): nothing to renew.
+fn renew_in(list: &[IceServer], now: u64) -> Option<Duration> {
+    let expiry = list
+        .iter()
+        .filter_map(|s| s.username.as_deref()?.split_once(':')?.0.parse::<u64>().ok())
+        .filter(|&expiry| expiry > 1_000_000_000)
+        .min()?;
+    Some(Duration::from_secs((expiry.saturating_sub(now) / 2).max(30)))
+}
+
+/// The room URL without its query.
+fn room_url_of(url: &str) -> &str {
+    url.split('?').next().unwrap_or(url)
 }
 
 fn keyed(room_url: &str) -> String {

@@ -153,6 +153,11 @@ impl Rooms {
     }
 
     /// How many peers are in rooms.
+    /// Whether `peer`'s socket is in `room` now.
+    pub(super) fn holds(&self, room: &str, peer: PeerId) -> bool {
+        self.room_of.get(&peer).is_some_and(|r| r == room)
+    }
+
     pub(super) fn peers(&self) -> usize {
         self.room_of.len()
     }

@@ -236,7 +236,7 @@ fn ice_servers_on_their_way_hold_back_neither_a_failed_connect_nor_a_bad_known_s
     let addr = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port");
     let url = format!("ws://{addr}/K7MP2Q");
     let (_never, never_rx) = std::sync::mpsc::channel::<()>();
-    let fetch = move || {
+    let fetch = move |_: &str| {
         let _ = never_rx.recv();
         Vec::new()
     };
@@ -244,8 +244,56 @@ fn ice_servers_on_their_way_hold_back_neither_a_failed_connect_nor_a_bad_known_s
     closes_unconnected(&mut transport);
     // A known server matchbox would fail on is refused at once, before anything starts.
     let bad = IceServer { urls: vec!["stun:".into()], ..IceServer::default() };
-    let refused = WebRtcTransport::connect_fetching(&url, &[bad], Vec::new);
+    let refused = WebRtcTransport::connect_fetching(&url, &[bad], |_: &str| Vec::new());
     assert!(matches!(refused, Err(WebRtcError::InvalidIceServer { .. })), "{refused:?}");
+}
+
+#[test]
+fn the_ice_list_is_fetched_for_the_key_the_socket_joins_by_and_minted_credentials_are_renewed() {
+    if !in_own_netns(
+        "the_ice_list_is_fetched_for_the_key_the_socket_joins_by_and_minted_credentials_are_renewed",
+        LOOPBACK_ONLY,
+    ) {
+        return;
+    }
+    // The fetch is told the room URL with the socket's key; the room then holds the id that key
+    // names, so a rendezvous can mint a credential for exactly this member.
+    let server = local_signal_server();
+    let (asked_tx, asked) = std::sync::mpsc::channel::<String>();
+    let asked_tx = std::sync::Mutex::new(asked_tx);
+    let fetch = move |keyed: &str| {
+        let _ = asked_tx.lock().map(|tx| tx.send(keyed.to_owned()));
+        Vec::new()
+    };
+    let mut transport =
+        WebRtcTransport::connect_fetching(&format!("{}/KEYED1", server.url()), &[], fetch).expect("starts");
+    let keyed = asked.recv_timeout(DEADLINE).expect("the fetch ran");
+    let (room, key) = crate::signal::room_key(&keyed).expect("a room and a key");
+    assert_eq!(room, "KEYED1");
+    let deadline = Instant::now() + DEADLINE;
+    while transport.local_id().is_none() {
+        let _ = transport.poll(Duration::ZERO);
+        assert!(Instant::now() < deadline, "no id: {:?}", transport.close_reason());
+        std::thread::park_timeout(Duration::from_millis(1));
+    }
+    let expected = crate::signal::peer_of_room_key(key).expect("a key the rendezvous takes");
+    assert_eq!(transport.local_id(), Some(expected), "the key fetched for is the one the socket joined by");
+    // No minted credential in that list: nothing is fetched again.
+    assert!(asked.recv_timeout(Duration::from_millis(200)).is_err());
+
+    // A list with one is fetched again at half its remaining life (at least 30 s).
+    let minted = |expiry: u64| IceServer {
+        urls: vec!["turn:t.example.net:3478".into()],
+        username: Some(format!("{expiry}:KEYED1-peer")),
+        credential: Some("p".into()),
+    };
+    let now = 1_800_000_000;
+    assert_eq!(renew_in(&[minted(now + 600)], now), Some(Duration::from_secs(300)));
+    assert_eq!(renew_in(&[minted(now + 600), minted(now + 100)], now), Some(Duration::from_secs(50)));
+    assert_eq!(renew_in(&[minted(now + 10)], now), Some(Duration::from_secs(30)));
+    let fixed = IceServer { username: Some("alice".into()), ..minted(0) };
+    assert_eq!(renew_in(&[fixed], now), None, "a static user name is not renewed");
+    assert_eq!(renew_in(&[], now), None);
 }
 
 #[test]
