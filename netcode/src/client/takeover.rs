@@ -370,6 +370,8 @@ impl ClientCore {
     /// applied. Before a welcome only the peers change.
     pub fn step_down(&mut self, peers: impl IntoIterator<Item = PeerKey>, winner: PeerKey, claim: Claim) {
         self.rejoin_mesh(peers);
+        // Where this process's own host said the room was is no more: the winner says where.
+        self.room.take_if(|(from, _)| *from != winner);
         let Some(token) = self.link.welcome.as_ref().map(|w| w.token) else { return };
         let now = self.now;
         self.following.lost = None;
@@ -386,6 +388,7 @@ impl ClientCore {
     /// `to`'s claim like every other client (the successor greets this process too).
     pub fn follow_handoff(&mut self, peers: impl IntoIterator<Item = PeerKey>, to: PeerKey) {
         self.rejoin_mesh(peers);
+        self.room.take_if(|(from, _)| *from != to);
         let now = self.now;
         let old = self.link.host.take().map(|(p, _)| p);
         match self.following.lost.as_mut() {

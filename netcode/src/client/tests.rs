@@ -715,3 +715,34 @@ fn a_check_from_a_successor_that_may_claim_itself_is_no_answer() {
     core.handle_timeout(ms(630));
     assert!(core.takeover_due(), "1 of 2 and itself");
 }
+
+/// A claimant that loses to a rival at its epoch (two took the match over at once) forgets
+/// where its own host said the room was: a player that followed that stale invite moved its
+/// transports to the rendezvous its own process had just stopped, and dropped out of the
+/// match (seen in the lab, one SIGKILL in twenty at 25:8:1). The winner's invite comes with
+/// its welcome.
+#[test]
+fn a_claimant_that_steps_down_forgets_its_own_host_s_invite() {
+    let ms = Duration::from_millis;
+    let mut core = welcomed_core();
+    let invite =
+        |host: &str| crate::lobby::Invite { public: Some(format!("ws://{host}:3536/K7MP2Q")), lan: None, served: true };
+    let room = |from: u128, host: &str| TransportEvent::Message {
+        peer: PeerKey(from),
+        channel: Channel::Reliable,
+        bytes: framed(op::ROOM, &invite(host).encode()),
+    };
+    // Its host (peer 1, this process's own for the test) says where it serves the room.
+    core.handle(ms(5), room(1, "203.0.113.1"));
+    core.handle_timeout(ms(5));
+    assert_eq!(core.room(), Some((PeerKey(1), &invite("203.0.113.1"))));
+    // It loses to peer 2's claim at epoch 2 and follows peer 2: the invite is gone.
+    core.step_down([PeerKey(2), PeerKey(3)], PeerKey(2), crate::migration::Claim::new(2, 0, 100));
+    assert_eq!(core.room(), None, "its own host's invite is no longer where the room is");
+    // An invite the winner itself said is kept.
+    let mut core = welcomed_core();
+    core.handle(ms(5), room(1, "203.0.113.1"));
+    core.handle_timeout(ms(5));
+    core.step_down([PeerKey(2), PeerKey(3)], PeerKey(1), crate::migration::Claim::new(2, 0, 100));
+    assert_eq!(core.room(), Some((PeerKey(1), &invite("203.0.113.1"))));
+}
