@@ -227,8 +227,8 @@ pub fn fetch_ice_in(
 
 /// The peer a socket that names itself by `key` (`?key=KEY`) is in its room, on every
 /// rendezvous; `None` for a key a rendezvous refuses.
-#[cfg(feature = "signal-server")]
-pub fn peer_of_room_key(key: &str) -> Option<crate::transport::PeerKey> {
+#[cfg(all(test, feature = "signal-server"))]
+pub(crate) fn peer_of_room_key(key: &str) -> Option<crate::transport::PeerKey> {
     server::peer_of_key(key).map(|id| crate::transport::PeerKey(id.0.as_u128()))
 }
 

@@ -676,6 +676,12 @@ mod tests {
         SignalConfig { bind: SocketAddr::from(([127, 0, 0, 1], 0)), ..SignalConfig::default() }
     }
 
+    /// [`local`], minting credentials for one TURN server (secret `s3`, ten minutes).
+    fn minting() -> SignalConfig {
+        let turn = TurnSecret { urls: vec!["turn:t.example.net:3478".into()], secret: "s3".into(), ttl_secs: 600 };
+        SignalConfig { turn_secret: Some(turn), ..local() }
+    }
+
     #[test]
     fn a_balancer_s_forwarded_address_is_the_last_it_added() {
         let mut headers = axum::http::HeaderMap::new();
@@ -737,10 +743,7 @@ mod tests {
     #[test]
     fn mints_turn_credentials_for_a_peer_in_its_room_alone() {
         use crate::signal::{fetch_ice_in, room_key};
-        let mut config = local();
-        config.turn_secret =
-            Some(TurnSecret { urls: vec!["turn:t.example.net:3478".into()], secret: "s3".into(), ttl_secs: 600 });
-        let server = SignalServer::start(config).expect("start");
+        let server = SignalServer::start(minting()).expect("start");
         let turn = |ice: &IceConfig| ice.ice_servers.iter().find(|s| s.urls == ["turn:t.example.net:3478"]).cloned();
         // A stranger in no room gets none.
         let stranger = fetch_ice(&server.url(), Duration::from_secs(5)).expect("ice");
@@ -770,18 +773,18 @@ mod tests {
 
     #[test]
     fn a_peer_whose_socket_is_still_connecting_gets_its_credential_once_it_is_in() {
-        use crate::signal::fetch_ice_in;
-        let mut config = local();
-        config.turn_secret =
-            Some(TurnSecret { urls: vec!["turn:t.example.net:3478".into()], secret: "s3".into(), ttl_secs: 600 });
-        let server = SignalServer::start(config).expect("start");
+        let server = SignalServer::start(minting()).expect("start");
         let key = "9a8b7c6d5e4f30112233445566778899";
-        let url = server.url();
-        // Asked first, as a player asks while its websocket connects.
-        let asked = std::thread::spawn(move || fetch_ice_in(&url, "TURN03", key, Duration::from_secs(10)));
-        std::thread::sleep(Duration::from_millis(200));
+        // Asked first, as a player asks while its websocket connects: the whole request is
+        // written before the socket is opened.
+        let mut asked = TcpStream::connect(server.addr()).expect("connect");
+        write!(asked, "GET /ice?room=TURN03&key={key} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+            .expect("write");
         let _socket = enter(&server, &format!("TURN03?key={key}"));
-        let ice = asked.join().expect("the fetch").expect("ice");
+        let answer = String::from_utf8(read_until(&mut asked, |_| false)).expect("utf-8");
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        let body = answer.split("\r\n\r\n").nth(1).expect("body");
+        let ice: IceConfig = serde_json::from_str(body).expect("json");
         assert!(ice.ice_servers.iter().any(|s| s.username.is_some()), "{ice:?}");
         server.stop().expect("stop");
     }

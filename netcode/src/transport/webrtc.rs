@@ -789,7 +789,7 @@ impl RoomPlace {
     /// The room is at `room_url` (`ws://HOST:PORT/CODE`) now.
     pub fn move_room(&self, room_url: &str) -> Result<(), WebRtcError> {
         check_room_url(room_url)?;
-        self.0.move_room(room_url.split('?').next().unwrap_or(room_url));
+        self.0.move_room(room_url_of(room_url));
         Ok(())
     }
 
